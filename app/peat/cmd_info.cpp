@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "app/peat/commands.h"
+#include "core/store/session.h"
+#include "core/util/json_writer.h"
+
+namespace peat::cli {
+namespace {
+
+std::string shapeText(const std::vector<uint64_t>& shape) {
+  std::ostringstream s;
+  s << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "x" : "") << shape[i];
+  s << ']';
+  return s.str();
+}
+
+std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+void printText(const store::SessionSummary& s, bool listCalls) {
+  const store::Provenance& p = s.provenance;
+  auto row = [](const char* label, const std::string& value) {
+    std::cout << std::left << std::setw(11) << label << value << '\n';
+  };
+  row("session", s.path);
+  row("schema", std::to_string(s.schemaVersion) + " (" + store::kFormatTag + ")");
+  row("created", orDash(s.created));
+  row("tool", "peat " + orDash(p.toolVersion) + " (commit " + orDash(p.gitCommit) + ")");
+  row("seed", std::to_string(p.seed));
+  row("model", orDash(p.model));
+  row("dataset", orDash(p.dataset));
+  row("backend", orDash(p.backend) + " on " + orDash(p.device));
+  row("versions", "LibTorch " + orDash(p.libtorchVersion) + ", HDF5 " + orDash(p.hdf5Version));
+  row("host", orDash(p.hostname));
+  row("command", orDash(p.commandLine));
+  row("runs", std::to_string(s.runs.size()));
+  for (const store::RunInfo& r : s.runs) {
+    std::cout << "  " << r.name << ": " << orDash(r.spec.kind) << ", kernel " << orDash(r.spec.kernel) << ", "
+              << orDash(r.status) << "; " << r.completeIterations() << '/' << r.iterations.size()
+              << " iterations complete, " << r.callCount() << " calls, " << r.checkpoints.size() << " checkpoints, "
+              << r.reports.size() << " reports, " << r.verdictCount << " verdicts\n";
+    for (const store::IterationInfo& it : r.iterations) {
+      if (!it.complete) std::cout << "    iteration " << it.iteration << " is incomplete (writer stopped)\n";
+      if (!listCalls) continue;
+      for (const store::CallInfo& c : it.calls) {
+        std::cout << "    " << c.path << "  " << c.id.layer << ' ' << c.id.op << ' ' << store::phaseName(c.id.phase);
+        for (const store::TensorInfo& t : c.tensors) std::cout << "  " << t.name << ':' << t.dtype << shapeText(t.shape);
+        std::cout << '\n';
+      }
+    }
+  }
+  row("save", std::to_string(s.saveResults.size()) + " results");
+}
+
+void printJson(const store::SessionSummary& s, bool listCalls) {
+  JsonWriter j(std::cout);
+  const store::Provenance& p = s.provenance;
+  j.beginObject();
+  j.field("path", s.path).field("format", store::kFormatTag).field("schema_version", s.schemaVersion);
+  j.field("created", s.created);
+  j.key("provenance").beginObject();
+  j.field("tool_version", p.toolVersion).field("git_commit", p.gitCommit).field("seed", p.seed);
+  j.field("model", p.model).field("dataset", p.dataset).field("backend", p.backend).field("device", p.device);
+  j.field("libtorch_version", p.libtorchVersion).field("hdf5_version", p.hdf5Version).field("date", p.date);
+  j.field("command_line", p.commandLine).field("hostname", p.hostname);
+  j.endObject();
+  j.key("runs").beginArray();
+  for (const store::RunInfo& r : s.runs) {
+    j.beginObject();
+    j.field("name", r.name).field("kind", r.spec.kind).field("kernel", r.spec.kernel).field("status", r.status);
+    j.field("started", r.started).field("finished", r.finished);
+    j.field("iterations", int64_t(r.iterations.size())).field("iterations_complete", r.completeIterations());
+    j.field("calls", r.callCount()).field("verdicts", r.verdictCount);
+    j.key("checkpoints").beginArray();
+    for (int64_t c : r.checkpoints) j.value(c);
+    j.endArray();
+    j.key("reports").beginArray();
+    for (const std::string& id : r.reports) j.value(id);
+    j.endArray();
+    if (listCalls) {
+      j.key("call_list").beginArray();
+      for (const store::IterationInfo& it : r.iterations)
+        for (const store::CallInfo& c : it.calls) {
+          j.beginObject().field("path", c.path).field("layer", c.id.layer).field("op", c.id.op);
+          j.field("phase", store::phaseName(c.id.phase)).field("iteration", c.id.iteration);
+          j.field("call_index", c.id.callIndex).field("complete", it.complete);
+          j.key("tensors").beginArray();
+          for (const store::TensorInfo& t : c.tensors) {
+            j.beginObject().field("name", t.name).field("dtype", t.dtype).key("shape").beginArray();
+            for (uint64_t d : t.shape) j.value(d);
+            j.endArray().endObject();
+          }
+          j.endArray().endObject();
+        }
+      j.endArray();
+    }
+    j.endObject();
+  }
+  j.endArray();
+  j.key("save_results").beginArray();
+  for (const std::string& id : s.saveResults) j.value(id);
+  j.endArray();
+  j.endObject();
+  std::cout << '\n';
+}
+
+}  // namespace
+
+int runInfo(const InfoOptions& o) {
+  store::SessionReader reader(o.path);
+  const store::SessionSummary s = reader.summary();
+  if (o.json)
+    printJson(s, o.calls);
+  else
+    printText(s, o.calls);
+  return 0;
+}
+
+}  // namespace peat::cli

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// peat: the command-line face of PEAT Workbench. Links only the torch-free core; commands that
+// train or run models load libpeat_torch.so on demand.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "app/peat/commands.h"
+#include "core/version.h"
+
+namespace {
+
+int fail(const std::string& message, int code) {
+  std::cerr << "peat: error: " << message << '\n';
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace peat::cli;
+  CLI::App app{"PEAT Workbench command line: validate GPU kernels in DNN training (PEAT) and protect inference "
+               "against memory bit flips (SAVE).",
+               "peat"};
+  app.set_version_flag("-V,--version", std::string("peat ") + peat::toolVersion() + " (commit " + peat::gitCommit() +
+                                           ", HDF5 " + peat::hdf5Version() + ")");
+  app.require_subcommand(1);
+  app.footer("Run 'peat COMMAND --help' for a command's options. Errors print 'peat: error: ...' and exit 1;\n"
+             "usage errors exit 2.\n");
+
+  InfoOptions info;
+  CLI::App* infoCmd = app.add_subcommand("info", "Summarise a session file: provenance, runs, iterations, calls");
+  infoCmd->add_option("session", info.path, "Session file (.h5)")->required();
+  infoCmd->add_flag("--json", info.json, "Print the summary as JSON");
+  infoCmd->add_flag("--calls", info.calls, "List every recorded call");
+
+  EnvOptions env;
+  CLI::App* envCmd = app.add_subcommand("env", "Show versions, compute backends and devices, and LibTorch");
+  envCmd->add_flag("--json", env.json, "Print as JSON");
+  envCmd->add_flag("--no-torch", env.skipTorch, "Do not load LibTorch (faster)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see 'peat --help')", 2);
+  }
+
+  try {
+    if (*infoCmd) return runInfo(info);
+    if (*envCmd) return runEnv(env);
+  } catch (const std::exception& e) {
+    return fail(e.what(), 1);
+  }
+  return fail("no command given (see 'peat --help')", 2);
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// peat-workbench: the desktop face of PEAT Workbench.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "core/version.h"
+#include "views/mainwindow.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("peat-workbench"));
+  QApplication::setOrganizationName(QStringLiteral("PEAT"));
+  QApplication::setOrganizationDomain(QStringLiteral("peat.invalid"));
+  QApplication::setApplicationVersion(QString::fromLatin1(peat::toolVersion()));
+  QApplication::setDesktopFileName(QStringLiteral("io.github.peat.Workbench"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Desktop workbench for GPU kernel validation (PEAT) and SAVE."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                QStringLiteral("Render the main window to a PNG file once shown, then quit."),
+                                QStringLiteral("file"));
+  parser.addOption(screenshot);
+  parser.process(app);
+
+  peat::views::MainWindow window;
+  const bool shooting = parser.isSet(screenshot);
+  window.setQuietErrors(shooting);
+  window.show();
+  bool opened = true;
+  if (!parser.positionalArguments().isEmpty()) opened = window.openSession(parser.positionalArguments().constFirst());
+
+  if (shooting) {
+    const QString file = parser.value(screenshot);
+    QTimer::singleShot(300, &window, [&] {
+      const bool saved = window.grab().save(file, "PNG");
+      if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
+      if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+      QApplication::exit(saved && opened ? 0 : 1);
+    });
+  }
+  return QApplication::exec();
+}

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# CUDA and HIP are optional: each backend is built only when its compiler is found.
+include(CheckLanguage)
+
+set(PEAT_HAVE_CUDA OFF)
+if(PEAT_ENABLE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES ${PEAT_CUDA_ARCHS})
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(PEAT_HAVE_CUDA ON)
+  endif()
+endif()
+find_package(CUDAToolkit QUIET)
+set_package_properties(CUDAToolkit PROPERTIES TYPE OPTIONAL
+  PURPOSE "CUDA backend: injection, verification and GEMM kernels on NVIDIA GPUs")
+
+set(PEAT_HAVE_HIP OFF)
+if(PEAT_ENABLE_HIP)
+  find_program(PEAT_HIPCC hipcc)
+  if(PEAT_HIPCC)
+    set(PEAT_HAVE_HIP ON)
+  endif()
+endif()

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+#include "core/fp/format.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace peat::fp {
+
+const std::vector<Format>& allFormats() {
+  static const std::vector<Format> formats{kFp32, kFp16, kBf16, kTf32, kE4M3, kE5M2};
+  return formats;
+}
+
+std::optional<Format> formatByName(std::string_view name) {
+  for (const Format& f : allFormats())
+    if (f.name == name) return f;
+  return std::nullopt;
+}
+
+const char* className(FpClass c) {
+  switch (c) {
+    case FpClass::Zero: return "zero";
+    case FpClass::Subnormal: return "subnormal";
+    case FpClass::Normal: return "normal";
+    case FpClass::Infinite: return "infinite";
+    case FpClass::NaN: return "nan";
+  }
+  return "?";
+}
+
+const char* fieldName(BitField b) {
+  switch (b) {
+    case BitField::Sign: return "sign";
+    case BitField::Exponent: return "exponent";
+    case BitField::Mantissa: return "mantissa";
+  }
+  return "?";
+}
+
+Fields decompose(const Format& f, uint32_t bits) {
+  Fields out{};
+  out.sign = (bits & f.signMask()) != 0;
+  out.exponent = (bits & f.expMask()) >> f.manBits;
+  out.mantissa = bits & f.manMask();
+  const uint32_t allOnes = (uint32_t(1) << f.expBits) - 1;
+  if (out.exponent == 0) {
+    out.cls = out.mantissa == 0 ? FpClass::Zero : FpClass::Subnormal;
+    out.unbiasedExponent = f.minNormalExponent();
+  } else {
+    out.unbiasedExponent = int(out.exponent) - f.bias;
+    if (out.exponent == allOnes && f.encoding == Encoding::Ieee)
+      out.cls = out.mantissa == 0 ? FpClass::Infinite : FpClass::NaN;
+    else if (out.exponent == allOnes && out.mantissa == f.manMask())
+      out.cls = FpClass::NaN;  // E4M3: only S.1111.111
+    else
+      out.cls = FpClass::Normal;
+  }
+  return out;
+}
+
+FpClass classify(const Format& f, uint32_t bits) { return decompose(f, bits).cls; }
+
+bool isNaN(const Format& f, uint32_t bits) {
+  const uint32_t magnitude = bits & (f.signMask() - 1);
+  if (f.encoding == Encoding::Ieee) return magnitude > f.expMask();
+  return magnitude == (f.expMask() | f.manMask());
+}
+
+BitField fieldOf(const Format& f, int bit) {
+  if (bit < 0 || bit >= f.width())
+    throw std::out_of_range("bit " + std::to_string(bit) + " is outside " + std::string(f.name) + " (" +
+                            std::to_string(f.width()) + " bits)");
+  if (bit == f.width() - 1) return BitField::Sign;
+  return bit >= f.manBits ? BitField::Exponent : BitField::Mantissa;
+}
+
+uint32_t flipBits(const Format& f, uint32_t bits, uint32_t mask) {
+  if ((mask & ~f.allMask()) != 0)
+    throw std::out_of_range("flip mask reaches past the " + std::to_string(f.width()) + " bits of " +
+                            std::string(f.name));
+  return bits ^ mask;
+}
+
+uint32_t flipBit(const Format& f, uint32_t bits, int bit) {
+  fieldOf(f, bit);  // range check
+  return bits ^ (uint32_t(1) << bit);
+}
+
+uint32_t maxFinite(const Format& f) {
+  if (f.encoding == Encoding::Ieee) return (f.expMask() - (uint32_t(1) << f.manBits)) | f.manMask();
+  return f.expMask() | (f.manMask() - 1);
+}
+
+uint32_t canonicalNaN(const Format& f) {
+  if (f.encoding == Encoding::Ieee) return f.expMask() | (uint32_t(1) << (f.manBits - 1));
+  return f.expMask() | f.manMask();
+}
+
+std::optional<uint32_t> infinity(const Format& f) {
+  if (f.encoding == Encoding::Ieee) return f.expMask();
+  return std::nullopt;
+}
+
+namespace {
+constexpr bool isBinary32(const Format& f) { return f.expBits == 8 && f.manBits == 23 && f.bias == 127; }
+
+// Round `value` (an integer count of 2^-shift units) to a whole unit, ties to even.
+uint32_t shiftRoundNearestEven(uint32_t value, int shift) {
+  if (shift <= 0) return value;
+  if (shift > 24) return 0;  // value < 2^24 is below half a unit
+  const uint32_t kept = value >> shift;
+  const uint32_t rest = value & ((uint32_t(1) << shift) - 1);
+  const uint32_t half = uint32_t(1) << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+}
+}  // namespace
+
+uint32_t encode(const Format& f, float x, Overflow overflow) {
+  const uint32_t u = bitsOf(x);
+  const uint32_t sign = (u >> 31) ? f.signMask() : 0;
+  const uint32_t a = u & 0x7fffffffu;
+  if (isBinary32(f)) return u;
+  if (a > 0x7f800000u) return sign | canonicalNaN(f);
+
+  const uint32_t overflowed =
+      overflow == Overflow::Saturate ? maxFinite(f) : infinity(f).value_or(canonicalNaN(f));
+  if (a == 0x7f800000u) return sign | overflowed;
+
+  const int rawExp = int(a >> 23);
+  const int e = rawExp == 0 ? -126 : rawExp - 127;
+  uint32_t out;
+  if (rawExp != 0 && e >= f.minNormalExponent()) {
+    // Normal in the target: round the fp32 pattern itself (a mantissa carry moves into the exponent), then re-bias.
+    out = shiftRoundNearestEven(a, 23 - f.manBits) - (uint32_t(127 - f.bias) << f.manBits);
+  } else {
+    // Subnormal in the target: count units of the smallest subnormal, 2^(emin - manBits).
+    const uint32_t significand = rawExp == 0 ? (a & 0x7fffffu) : ((a & 0x7fffffu) | 0x800000u);
+    out = shiftRoundNearestEven(significand, (23 - f.manBits) + (f.minNormalExponent() - e));
+  }
+  if (out > maxFinite(f)) return sign | overflowed;
+  return sign | out;
+}
+
+float decode(const Format& f, uint32_t bits) {
+  bits &= f.allMask();
+  if (isBinary32(f)) return floatOf(bits);
+  const Fields d = decompose(f, bits);
+  const uint32_t sign = d.sign ? 0x80000000u : 0;
+  switch (d.cls) {
+    case FpClass::NaN:
+      if (f.encoding == Encoding::Ieee) return floatOf(sign | 0x7f800000u | (d.mantissa << (23 - f.manBits)));
+      return floatOf(sign | 0x7fc00000u);
+    case FpClass::Infinite: return floatOf(sign | 0x7f800000u);
+    case FpClass::Zero: return floatOf(sign);
+    case FpClass::Subnormal: {
+      const float magnitude = std::ldexp(float(d.mantissa), f.minNormalExponent() - f.manBits);
+      return d.sign ? -magnitude : magnitude;
+    }
+    case FpClass::Normal: break;
+  }
+  return floatOf(sign | (uint32_t(d.unbiasedExponent + 127) << 23) | (d.mantissa << (23 - f.manBits)));
+}
+
+}  // namespace peat::fp

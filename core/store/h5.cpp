@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+#include "core/store/h5.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "core/fp/format.h"
+
+namespace peat::h5 {
+
+namespace {
+
+// The innermost message of HDF5's error stack, which names the actual cause ("truncated file: ...").
+std::string innermostMessage() {
+  std::string message;
+  auto walker = [](unsigned n, const H5E_error2_t* err, void* out) -> herr_t {
+    auto* msg = static_cast<std::string*>(out);
+    if (n == 0 && err->desc) *msg = err->desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walker, &message);
+  H5Eclear2(H5E_DEFAULT);
+  return message;
+}
+
+[[noreturn]] void fail(const char* call, const std::string& path) { throw Error(call, path, innermostMessage()); }
+
+hid_t checkId(hid_t id, const char* call, const std::string& path) {
+  if (id < 0) fail(call, path);
+  return id;
+}
+
+void check(herr_t rc, const char* call, const std::string& path) {
+  if (rc < 0) fail(call, path);
+}
+
+Handle stringType() {
+  Handle t(checkId(H5Tcopy(H5T_C_S1), "H5Tcopy", "<string type>"), H5Tclose);
+  check(H5Tset_size(t.id(), H5T_VARIABLE), "H5Tset_size", "<string type>");
+  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset", "<string type>");
+  return t;
+}
+
+Handle scalarSpace() { return Handle(checkId(H5Screate(H5S_SCALAR), "H5Screate", "<scalar>"), H5Sclose); }
+
+// Chunks of about 64 Ki elements: large enough for deflate to pay, small enough to read parts cheaply.
+std::vector<hsize_t> chunkShape(const std::vector<uint64_t>& shape) {
+  std::vector<hsize_t> chunk(shape.begin(), shape.end());
+  auto count = [&] {
+    hsize_t n = 1;
+    for (hsize_t c : chunk) n *= c;
+    return n;
+  };
+  for (std::size_t d = 0; d < chunk.size() && count() > 65536; ++d) {
+    while (chunk[d] > 1 && count() > 65536) chunk[d] = (chunk[d] + 1) / 2;
+  }
+  return chunk;
+}
+
+constexpr std::size_t kMaxFixedString = 1 << 20;  // a fixed-size string attribute larger than this is refused
+
+}  // namespace
+
+Error::Error(const std::string& call, const std::string& path, const std::string& detail)
+    : std::runtime_error(call + " failed on '" + path + "'" + (detail.empty() ? "" : ": " + detail)),
+      call_(call),
+      path_(path),
+      detail_(detail) {}
+
+void silenceLibraryDiagnostics() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this != &o) {
+    reset();
+    id_ = o.id_;
+    closer_ = o.closer_;
+    o.id_ = H5I_INVALID_HID;
+  }
+  return *this;
+}
+
+void Handle::reset() {
+  if (id_ >= 0 && closer_) closer_(id_);
+  id_ = H5I_INVALID_HID;
+}
+
+const char* typeName(Type t) {
+  switch (t) {
+    case Type::F32: return "float32";
+    case Type::F64: return "float64";
+    case Type::F16: return "float16";
+    case Type::BF16: return "bfloat16";
+    case Type::I8: return "int8";
+    case Type::U8: return "uint8";
+    case Type::I32: return "int32";
+    case Type::I64: return "int64";
+    case Type::U16: return "uint16";
+    case Type::U32: return "uint32";
+    case Type::U64: return "uint64";
+  }
+  return "?";
+}
+
+std::size_t typeSize(Type t) {
+  switch (t) {
+    case Type::I8:
+    case Type::U8: return 1;
+    case Type::F16:
+    case Type::BF16:
+    case Type::U16: return 2;
+    case Type::F32:
+    case Type::I32:
+    case Type::U32: return 4;
+    case Type::F64:
+    case Type::I64:
+    case Type::U64: return 8;
+  }
+  return 0;
+}
+
+Type typeFromName(const std::string& name) {
+  for (Type t : {Type::F32, Type::F64, Type::F16, Type::BF16, Type::I8, Type::U8, Type::I32, Type::I64, Type::U16,
+                 Type::U32, Type::U64})
+    if (name == typeName(t)) return t;
+  throw std::invalid_argument("unknown element type '" + name + "'");
+}
+
+Handle memoryType(Type t) {
+  hid_t base = H5I_INVALID_HID;
+  switch (t) {
+    case Type::F32: base = H5T_IEEE_F32LE; break;
+    case Type::F64: base = H5T_IEEE_F64LE; break;
+    case Type::F16: {
+      // IEEE binary16 as a custom float type; h5py maps it to numpy float16, h5dump prints it.
+      Handle h(checkId(H5Tcopy(H5T_IEEE_F32LE), "H5Tcopy", "<float16 type>"), H5Tclose);
+      check(H5Tset_fields(h.id(), 15, 10, 5, 0, 10), "H5Tset_fields", "<float16 type>");
+      check(H5Tset_size(h.id(), 2), "H5Tset_size", "<float16 type>");
+      check(H5Tset_ebias(h.id(), 15), "H5Tset_ebias", "<float16 type>");
+      return h;
+    }
+    case Type::BF16:  // numpy has no bfloat16: stored as uint16 patterns with dtype="bfloat16"
+    case Type::U16: base = H5T_STD_U16LE; break;
+    case Type::I8: base = H5T_STD_I8LE; break;
+    case Type::U8: base = H5T_STD_U8LE; break;
+    case Type::I32: base = H5T_STD_I32LE; break;
+    case Type::I64: base = H5T_STD_I64LE; break;
+    case Type::U32: base = H5T_STD_U32LE; break;
+    case Type::U64: base = H5T_STD_U64LE; break;
+  }
+  return Handle(checkId(H5Tcopy(base), "H5Tcopy", typeName(t)), H5Tclose);
+}
+
+// ---------------------------------------------------------------- attributes
+
+void setAttribute(hid_t object, const std::string& objectPath, const std::string& name, const std::string& value) {
+  if (H5Aexists(object, name.c_str()) > 0) check(H5Adelete(object, name.c_str()), "H5Adelete", objectPath + "@" + name);
+  Handle type = stringType();
+  Handle space = scalarSpace();
+  Handle attr(checkId(H5Acreate2(object, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), "H5Acreate2",
+                      objectPath + "@" + name),
+              H5Aclose);
+  const char* text = value.c_str();
+  check(H5Awrite(attr.id(), type.id(), &text), "H5Awrite", objectPath + "@" + name);
+}
+
+std::string stringAttribute(hid_t object, const std::string& objectPath, const std::string& name) {
+  const std::string where = objectPath + "@" + name;
+  Handle attr(checkId(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen", where), H5Aclose);
+  Handle fileType(checkId(H5Aget_type(attr.id()), "H5Aget_type", where), H5Tclose);
+  if (H5Tget_class(fileType.id()) != H5T_STRING) throw Error("H5Aread", where, "attribute is not a string");
+  Handle space(checkId(H5Aget_space(attr.id()), "H5Aget_space", where), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw Error("H5Aread", where, "attribute is not a scalar");
+  if (H5Tis_variable_str(fileType.id()) > 0) {
+    Handle memType = stringType();
+    char* text = nullptr;
+    check(H5Aread(attr.id(), memType.id(), &text), "H5Aread", where);
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
+  const std::size_t size = H5Tget_size(fileType.id());
+  if (size == 0 || size > kMaxFixedString) throw Error("H5Aread", where, "string attribute has an implausible size");
+  Handle memType(checkId(H5Tcopy(H5T_C_S1), "H5Tcopy", where), H5Tclose);
+  check(H5Tset_size(memType.id(), size), "H5Tset_size", where);
+  std::string buffer(size, '\0');
+  check(H5Aread(attr.id(), memType.id(), buffer.data()), "H5Aread", where);
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
+
+namespace {
+template <typename T>
+void setNumericAttribute(hid_t object, const std::string& path, const std::string& name, hid_t fileType,
+                         hid_t memType, T value) {
+  const std::string where = path + "@" + name;
+  if (H5Aexists(object, name.c_str()) > 0) check(H5Adelete(object, name.c_str()), "H5Adelete", where);
+  Handle space = scalarSpace();
+  Handle attr(checkId(H5Acreate2(object, name.c_str(), fileType, space.id(), H5P_DEFAULT, H5P_DEFAULT), "H5Acreate2",
+                      where),
+              H5Aclose);
+  check(H5Awrite(attr.id(), memType, &value), "H5Awrite", where);
+}
+
+template <typename T>
+T numericAttribute(hid_t object, const std::string& path, const std::string& name, hid_t memType) {
+  const std::string where = path + "@" + name;
+  Handle attr(checkId(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen", where), H5Aclose);
+  Handle space(checkId(H5Aget_space(attr.id()), "H5Aget_space", where), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw Error("H5Aread", where, "attribute is not a scalar");
+  Handle fileType(checkId(H5Aget_type(attr.id()), "H5Aget_type", where), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(fileType.id());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) throw Error("H5Aread", where, "attribute is not numeric");
+  T value{};
+  check(H5Aread(attr.id(), memType, &value), "H5Aread", where);
+  return value;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- groups
+
+std::string Group::childPath(const std::string& name) const {
+  return path_ == "/" ? "/" + name : path_ + "/" + name;
+}
+
+Group Group::createGroup(const std::string& name) {
+  const std::string p = childPath(name);
+  return Group(Handle(checkId(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2", p),
+                      H5Gclose),
+               p);
+}
+
+Group Group::openGroup(const std::string& name) const {
+  const std::string p = childPath(name);
+  return Group(Handle(checkId(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", p), H5Gclose), p);
+}
+
+bool Group::has(const std::string& name) const {
+  if (name.empty() || name.find('/') != std::string::npos) return false;
+  const htri_t rc = H5Lexists(id(), name.c_str(), H5P_DEFAULT);
+  if (rc < 0) fail("H5Lexists", childPath(name));
+  return rc > 0;
+}
+
+bool Group::hasGroup(const std::string& name) const {
+  if (!has(name)) return false;
+  Handle obj(checkId(H5Oopen(id(), name.c_str(), H5P_DEFAULT), "H5Oopen", childPath(name)), H5Oclose);
+  return H5Iget_type(obj.id()) == H5I_GROUP;
+}
+
+std::vector<std::string> Group::children() const {
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  hsize_t index = 0;
+  check(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names), "H5Literate", path_);
+  return names;
+}
+
+Dataset Group::createDataset(const std::string& name, Type t, const std::vector<uint64_t>& shape, const void* data,
+                             const DatasetLayout& layout) {
+  const std::string p = childPath(name);
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space = dims.empty()
+                     ? scalarSpace()
+                     : Handle(checkId(H5Screate_simple(int(dims.size()), dims.data(), nullptr), "H5Screate_simple", p),
+                              H5Sclose);
+  uint64_t count = 1;
+  for (uint64_t d : shape) count *= d;
+
+  Handle dcpl(checkId(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", p), H5Pclose);
+  if (layout.chunked && !dims.empty() && count * typeSize(t) >= 4096) {
+    const std::vector<hsize_t> chunk = chunkShape(shape);
+    check(H5Pset_chunk(dcpl.id(), int(chunk.size()), chunk.data()), "H5Pset_chunk", p);
+    check(H5Pset_shuffle(dcpl.id()), "H5Pset_shuffle", p);
+    check(H5Pset_deflate(dcpl.id(), unsigned(layout.deflateLevel)), "H5Pset_deflate", p);
+  }
+  Handle type = memoryType(t);
+  Handle ds(checkId(H5Dcreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT),
+                    "H5Dcreate2", p),
+            H5Dclose);
+  if (count > 0) {
+    if (!data) throw Error("H5Dwrite", p, "no data given for a non-empty dataset");
+    check(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite", p);
+  }
+  h5::setAttribute(ds.id(), p, "dtype", typeName(t));
+  return Dataset(std::move(ds), p);
+}
+
+Dataset Group::openDataset(const std::string& name) const {
+  const std::string p = childPath(name);
+  return Dataset(Handle(checkId(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", p), H5Dclose), p);
+}
+
+bool Group::hasAttribute(const std::string& name) const {
+  const htri_t rc = H5Aexists(id(), name.c_str());
+  if (rc < 0) fail("H5Aexists", path_ + "@" + name);
+  return rc > 0;
+}
+
+void Group::setAttribute(const std::string& name, const std::string& value) {
+  h5::setAttribute(id(), path_, name, value);
+}
+void Group::setAttribute(const std::string& name, int64_t value) {
+  setNumericAttribute(id(), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, value);
+}
+void Group::setAttribute(const std::string& name, double value) {
+  setNumericAttribute(id(), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value);
+}
+std::string Group::stringAttribute(const std::string& name) const { return h5::stringAttribute(id(), path_, name); }
+int64_t Group::intAttribute(const std::string& name) const {
+  return numericAttribute<int64_t>(id(), path_, name, H5T_NATIVE_INT64);
+}
+double Group::doubleAttribute(const std::string& name) const {
+  return numericAttribute<double>(id(), path_, name, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<std::string> Group::attributeNames() const {
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  hsize_t index = 0;
+  check(H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names), "H5Aiterate2", path_);
+  return names;
+}
+
+// ---------------------------------------------------------------- datasets
+
+std::vector<uint64_t> Dataset::shape() const {
+  Handle space(checkId(H5Dget_space(id()), "H5Dget_space", path_), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.id());
+  if (rank < 0) fail("H5Sget_simple_extent_ndims", path_);
+  if (rank > 32) throw Error("H5Sget_simple_extent_dims", path_, "rank above 32");
+  std::vector<hsize_t> dims(std::size_t(rank), 0);
+  if (rank > 0) check(H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr), "H5Sget_simple_extent_dims", path_);
+  return {dims.begin(), dims.end()};
+}
+
+uint64_t Dataset::elementCount() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape()) n *= d;
+  return n;
+}
+
+Type Dataset::storedType() const {
+  if (H5Aexists(id(), "dtype") > 0) {
+    try {
+      return typeFromName(h5::stringAttribute(id(), path_, "dtype"));
+    } catch (const std::invalid_argument&) {
+      // fall through to the file type
+    }
+  }
+  Handle t(checkId(H5Dget_type(id()), "H5Dget_type", path_), H5Tclose);
+  const std::size_t size = H5Tget_size(t.id());
+  switch (H5Tget_class(t.id())) {
+    case H5T_FLOAT:
+      if (size == 2) return Type::F16;
+      return size == 8 ? Type::F64 : Type::F32;
+    case H5T_INTEGER: {
+      const bool isSigned = H5Tget_sign(t.id()) == H5T_SGN_2;
+      switch (size) {
+        case 1: return isSigned ? Type::I8 : Type::U8;
+        case 2: return Type::U16;
+        case 4: return isSigned ? Type::I32 : Type::U32;
+        default: return isSigned ? Type::I64 : Type::U64;
+      }
+    }
+    default: throw Error("H5Dget_type", path_, "dataset holds neither numbers nor floats");
+  }
+}
+
+void Dataset::read(Type t, void* out) const {
+  const Type stored = storedType();
+  if (stored == Type::BF16 && t == Type::F32) {
+    // bfloat16 is stored as raw patterns; widen exactly instead of letting HDF5 convert integers.
+    const uint64_t n = elementCount();
+    std::vector<uint16_t> raw(n);
+    read(Type::U16, raw.data());
+    auto* f = static_cast<float*>(out);
+    for (uint64_t i = 0; i < n; ++i) f[i] = fp::floatOf(uint32_t(raw[i]) << 16);
+    return;
+  }
+  Handle type = memoryType(t == Type::BF16 ? Type::U16 : t);
+  check(H5Dread(id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread", path_);
+}
+
+// ---------------------------------------------------------------- files
+
+File::File(const std::string& path, Mode mode) : path_(path) {
+  hid_t id = H5I_INVALID_HID;
+  switch (mode) {
+    case Mode::ReadOnly: id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); break;
+    case Mode::ReadWrite: id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT); break;
+    case Mode::CreateExclusive: id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); break;
+    case Mode::Truncate: id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); break;
+  }
+  const bool opening = mode == Mode::ReadOnly || mode == Mode::ReadWrite;
+  h_ = Handle(checkId(id, opening ? "H5Fopen" : "H5Fcreate", path), H5Fclose);
+}
+
+Group File::root() const {
+  return Group(Handle(checkId(H5Gopen2(id(), "/", H5P_DEFAULT), "H5Gopen2", path_ + ":/"), H5Gclose), "/");
+}
+
+void File::flush() { check(H5Fflush(id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_); }
+
+bool looksLikeHdf5(const std::string& path) {
+#if H5_VERSION_GE(1, 12, 0)
+  const htri_t rc = H5Fis_accessible(path.c_str(), H5P_DEFAULT);
+#else
+  const htri_t rc = H5Fis_hdf5(path.c_str());
+#endif
+  H5Eclear2(H5E_DEFAULT);
+  return rc > 0;
+}
+
+}  // namespace peat::h5
+
+namespace peat::h5 {
+
+void Group::remove(const std::string& name) { check(H5Ldelete(id(), name.c_str(), H5P_DEFAULT), "H5Ldelete", childPath(name)); }
+
+namespace {
+// Memory layout of one record: a char* per text column, a double per number column.
+struct RecordLayout {
+  Handle type;
+  std::vector<std::size_t> offsets;
+  std::size_t size = 0;
+};
+
+RecordLayout recordLayout(const std::vector<Column>& columns, const std::string& where) {
+  RecordLayout layout;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    layout.offsets.push_back(layout.size);
+    layout.size += columns[i].isText ? sizeof(char*) : sizeof(double);
+  }
+  layout.type = Handle(checkId(H5Tcreate(H5T_COMPOUND, std::max<std::size_t>(layout.size, 1)), "H5Tcreate", where),
+                       H5Tclose);
+  Handle text = stringType();
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    check(H5Tinsert(layout.type.id(), columns[i].name.c_str(), layout.offsets[i],
+                    columns[i].isText ? text.id() : H5T_NATIVE_DOUBLE),
+          "H5Tinsert", where);
+  return layout;
+}
+}  // namespace
+
+void Group::writeTable(const std::string& name, const std::vector<Column>& columns) {
+  const std::string p = childPath(name);
+  if (columns.empty()) throw Error("H5Dcreate2", p, "a table needs at least one column");
+  const std::size_t rows = columns.front().size();
+  for (const Column& c : columns)
+    if (c.size() != rows) throw Error("H5Dcreate2", p, "table columns differ in length");
+  RecordLayout layout = recordLayout(columns, p);
+  std::vector<unsigned char> buffer(rows * layout.size);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      unsigned char* cell = buffer.data() + r * layout.size + layout.offsets[c];
+      if (columns[c].isText) {
+        const char* s = columns[c].text[r].c_str();
+        std::memcpy(cell, &s, sizeof s);
+      } else {
+        std::memcpy(cell, &columns[c].numbers[r], sizeof(double));
+      }
+    }
+  const hsize_t dims[1] = {rows};
+  Handle space(checkId(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", p), H5Sclose);
+  Handle ds(checkId(H5Dcreate2(id(), name.c_str(), layout.type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Dcreate2", p),
+            H5Dclose);
+  if (rows > 0) check(H5Dwrite(ds.id(), layout.type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "H5Dwrite", p);
+}
+
+std::vector<Column> Group::readTable(const std::string& name) const {
+  const std::string p = childPath(name);
+  Dataset ds = openDataset(name);
+  Handle fileType(checkId(H5Dget_type(ds.id()), "H5Dget_type", p), H5Tclose);
+  if (H5Tget_class(fileType.id()) != H5T_COMPOUND) throw Error("H5Dread", p, "dataset is not a table");
+  const int members = H5Tget_nmembers(fileType.id());
+  if (members < 0 || members > 1024) throw Error("H5Tget_nmembers", p, "implausible number of columns");
+  std::vector<Column> columns(static_cast<std::size_t>(members));
+  for (int i = 0; i < members; ++i) {
+    char* memberName = H5Tget_member_name(fileType.id(), unsigned(i));
+    if (!memberName) fail("H5Tget_member_name", p);
+    columns[std::size_t(i)].name = memberName;
+    H5free_memory(memberName);
+    columns[std::size_t(i)].isText = H5Tget_member_class(fileType.id(), unsigned(i)) == H5T_STRING;
+  }
+  const std::vector<uint64_t> shape = ds.shape();
+  if (shape.size() != 1) throw Error("H5Dread", p, "table is not one-dimensional");
+  const std::size_t rows = shape[0];
+  RecordLayout layout = recordLayout(columns, p);
+  if (rows > (uint64_t(1) << 32) / std::max<std::size_t>(layout.size, 1))
+    throw Error("H5Dread", p, "table is implausibly large");
+  std::vector<unsigned char> buffer(rows * layout.size);
+  if (rows > 0) check(H5Dread(ds.id(), layout.type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "H5Dread", p);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const unsigned char* cell = buffer.data() + r * layout.size + layout.offsets[c];
+      if (columns[c].isText) {
+        char* s = nullptr;
+        std::memcpy(&s, cell, sizeof s);
+        columns[c].text.emplace_back(s ? s : "");
+      } else {
+        double v = 0;
+        std::memcpy(&v, cell, sizeof v);
+        columns[c].numbers.push_back(v);
+      }
+    }
+  if (rows > 0) {
+    Handle space(checkId(H5Dget_space(ds.id()), "H5Dget_space", p), H5Sclose);
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(layout.type.id(), space.id(), H5P_DEFAULT, buffer.data());
+#else
+    H5Dvlen_reclaim(layout.type.id(), space.id(), H5P_DEFAULT, buffer.data());
+#endif
+  }
+  return columns;
+}
+
+}  // namespace peat::h5

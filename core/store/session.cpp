@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: MIT
+#include "core/store/session.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+#include "core/version.h"
+
+namespace peat::store {
+
+namespace {
+
+// HDF5 is usually built without thread safety: every store entry point takes this lock.
+std::recursive_mutex& hdf5Mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+using Lock = std::lock_guard<std::recursive_mutex>;
+
+std::string utcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+bool isSafeName(const std::string& name) {
+  if (name.empty() || name.size() > 200 || name == "." || name == "..") return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
+void requireSafeName(const std::string& what, const std::string& name) {
+  if (!isSafeName(name))
+    throw SessionError(what + " name '" + name + "' is not allowed: use letters, digits, '-', '_' and '.'");
+}
+
+void writeTensors(h5::Group& group, const std::vector<NamedTensor>& tensors) {
+  for (const NamedTensor& t : tensors) {
+    requireSafeName("tensor", t.name);
+    group.createDataset(t.name, t.view.dtype, t.view.shape, t.view.data);
+  }
+}
+
+void writeRecord(h5::Group& g, const ResultRecord& record) {
+  for (const auto& [key, value] : record.scalars) g.setAttribute(key, value);
+  for (const auto& [key, value] : record.labels) g.setAttribute(key, value);
+  writeTensors(g, record.arrays);
+}
+
+}  // namespace
+
+std::string indexName(int64_t index) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%06lld", static_cast<long long>(index));
+  return text;
+}
+
+const char* phaseName(Phase p) { return p == Phase::Forward ? "forward" : "backward"; }
+
+const char* runStatusName(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Complete: return "complete";
+    case RunStatus::Cancelled: return "cancelled";
+    case RunStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
+uint64_t TensorView::elementCount() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+uint64_t Tensor::elementCount() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t RunInfo::completeIterations() const {
+  int64_t n = 0;
+  for (const IterationInfo& it : iterations) n += it.complete ? 1 : 0;
+  return n;
+}
+
+int64_t RunInfo::callCount() const {
+  int64_t n = 0;
+  for (const IterationInfo& it : iterations) n += int64_t(it.calls.size());
+  return n;
+}
+
+// ============================================================================ writer
+
+struct SessionWriter::Impl {
+  h5::File file;
+  std::optional<h5::Group> run;
+  std::optional<h5::Group> iteration;
+  std::optional<h5::Group> calls;
+  int64_t iterationIndex = -1;
+  int64_t completeIterations = 0;
+
+  Impl(const std::string& path, bool overwrite)
+      : file(path, overwrite ? h5::File::Mode::Truncate : h5::File::Mode::CreateExclusive) {}
+
+  h5::Group& requireRun(const char* what) {
+    if (!run) throw SessionError(std::string(what) + " needs a run: call beginRun first");
+    return *run;
+  }
+};
+
+SessionWriter::SessionWriter(const std::string& path, Provenance p, bool overwrite) {
+  Lock lock(hdf5Mutex());
+  h5::silenceLibraryDiagnostics();
+  struct stat st {};
+  if (!overwrite && ::stat(path.c_str(), &st) == 0)
+    throw SessionError("'" + path + "' already exists; choose another name or allow overwriting");
+  try {
+    d = std::make_unique<Impl>(path, overwrite);
+  } catch (const h5::Error& e) {
+    throw SessionError("cannot create session '" + path + "': " + (e.detail().empty() ? e.what() : e.detail()));
+  }
+  if (p.toolVersion.empty()) p.toolVersion = toolVersion();
+  if (p.gitCommit.empty()) p.gitCommit = gitCommit();
+  if (p.hdf5Version.empty()) p.hdf5Version = hdf5Version();
+  if (p.date.empty()) p.date = utcNow();
+  if (p.hostname.empty()) p.hostname = hostName();
+
+  h5::Group root = d->file.root();
+  root.setAttribute("format", kFormatTag);
+  root.setAttribute("schema_version", kSchemaVersion);
+  root.setAttribute("created", p.date);
+  h5::Group prov = root.createGroup("provenance");
+  prov.setAttribute("tool_version", p.toolVersion);
+  prov.setAttribute("git_commit", p.gitCommit);
+  prov.setAttribute("seed", p.seed);
+  prov.setAttribute("model", p.model);
+  prov.setAttribute("dataset", p.dataset);
+  prov.setAttribute("backend", p.backend);
+  prov.setAttribute("device", p.device);
+  prov.setAttribute("libtorch_version", p.libtorchVersion);
+  prov.setAttribute("hdf5_version", p.hdf5Version);
+  prov.setAttribute("date", p.date);
+  prov.setAttribute("command_line", p.commandLine);
+  prov.setAttribute("hostname", p.hostname);
+  root.createGroup("runs");
+  root.createGroup("save");
+  d->file.flush();
+}
+
+SessionWriter::~SessionWriter() {
+  if (!d) return;
+  try {
+    // A run still open here was abandoned (an exception unwound past it): say so in the file.
+    if (d->run) endRun(RunStatus::Failed);
+  } catch (...) {
+  }
+}
+
+void SessionWriter::beginRun(const RunSpec& spec) {
+  Lock lock(hdf5Mutex());
+  requireSafeName("run", spec.name);
+  if (d->run) throw SessionError("run '" + d->run->path() + "' is still open: end it before beginning another");
+  h5::Group runs = d->file.root().openGroup("runs");
+  if (runs.has(spec.name)) throw SessionError("run '" + spec.name + "' already exists in this session");
+  h5::Group run = runs.createGroup(spec.name);
+  run.setAttribute("kind", spec.kind);
+  run.setAttribute("kernel", spec.kernel);
+  run.setAttribute("description", spec.description);
+  run.setAttribute("status", runStatusName(RunStatus::Running));
+  run.setAttribute("started", utcNow());
+  run.setAttribute("iterations_complete", int64_t(0));
+  run.createGroup("iterations");
+  run.createGroup("checkpoints");
+  run.createGroup("reports");
+  d->run = std::move(run);
+  d->completeIterations = 0;
+  d->file.flush();
+}
+
+void SessionWriter::beginIteration(int64_t iteration) {
+  Lock lock(hdf5Mutex());
+  h5::Group& run = d->requireRun("beginIteration");
+  if (d->iteration) throw SessionError("iteration " + std::to_string(d->iterationIndex) + " is still open");
+  if (iteration < 0) throw SessionError("iteration numbers start at 0");
+  h5::Group iterations = run.openGroup("iterations");
+  const std::string name = indexName(iteration);
+  if (iterations.has(name)) throw SessionError("iteration " + std::to_string(iteration) + " was already recorded");
+  h5::Group it = iterations.createGroup(name);
+  it.setAttribute("iteration", iteration);
+  it.setAttribute("complete", int64_t(0));
+  d->calls = it.createGroup("calls");
+  d->iteration = std::move(it);
+  d->iterationIndex = iteration;
+}
+
+void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors) {
+  Lock lock(hdf5Mutex());
+  if (!d->calls) throw SessionError("recordCall needs an open iteration: call beginIteration first");
+  if (id.iteration != d->iterationIndex)
+    throw SessionError("call of iteration " + std::to_string(id.iteration) + " recorded inside iteration " +
+                       std::to_string(d->iterationIndex));
+  const std::string name = indexName(id.callIndex);
+  if (id.callIndex < 0 || d->calls->has(name))
+    throw SessionError("call index " + std::to_string(id.callIndex) + " is negative or already recorded");
+  h5::Group call = d->calls->createGroup(name);
+  call.setAttribute("layer", id.layer);
+  call.setAttribute("op", id.op);
+  call.setAttribute("phase", phaseName(id.phase));
+  call.setAttribute("iteration", id.iteration);
+  call.setAttribute("call_index", id.callIndex);
+  writeTensors(call, tensors);
+}
+
+void SessionWriter::endIteration() {
+  Lock lock(hdf5Mutex());
+  if (!d->iteration) throw SessionError("endIteration without an open iteration");
+  d->iteration->setAttribute("call_count", int64_t(d->calls->children().size()));
+  d->iteration->setAttribute("complete", int64_t(1));  // written last: readers trust only complete iterations
+  d->run->setAttribute("iterations_complete", ++d->completeIterations);
+  d->calls.reset();
+  d->iteration.reset();
+  d->file.flush();
+}
+
+void SessionWriter::writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
+                                    const std::vector<NamedTensor>& optimizerState) {
+  Lock lock(hdf5Mutex());
+  h5::Group checkpoints = d->requireRun("writeCheckpoint").openGroup("checkpoints");
+  const std::string name = indexName(iteration);
+  if (checkpoints.has(name)) throw SessionError("checkpoint " + std::to_string(iteration) + " already exists");
+  h5::Group cp = checkpoints.createGroup(name);
+  cp.setAttribute("iteration", iteration);
+  h5::Group params = cp.createGroup("parameters");
+  writeTensors(params, parameters);
+  h5::Group optim = cp.createGroup("optimizer");
+  writeTensors(optim, optimizerState);
+  cp.setAttribute("complete", int64_t(1));
+  d->file.flush();
+}
+
+void SessionWriter::writeReport(const std::string& id, const ResultRecord& record) {
+  Lock lock(hdf5Mutex());
+  requireSafeName("report", id);
+  h5::Group reports = d->requireRun("writeReport").openGroup("reports");
+  if (reports.has(id)) throw SessionError("report '" + id + "' already exists");
+  h5::Group g = reports.createGroup(id);
+  writeRecord(g, record);
+}
+
+void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
+  Lock lock(hdf5Mutex());
+  h5::Group& run = d->requireRun("writeVerdicts");
+  h5::Column call{"call", true, {}, {}}, model{"model", true, {}, {}}, confidence{"confidence", false, {}, {}},
+      evidence{"evidence", true, {}, {}};
+  for (const Verdict& v : verdicts) {
+    call.text.push_back(v.call);
+    model.text.push_back(v.model);
+    confidence.numbers.push_back(v.confidence);
+    evidence.text.push_back(v.evidence);
+  }
+  if (run.has("verdicts")) run.remove("verdicts");
+  run.writeTable("verdicts", {call, model, confidence, evidence});
+}
+
+void SessionWriter::endRun(RunStatus status) {
+  Lock lock(hdf5Mutex());
+  h5::Group& run = d->requireRun("endRun");
+  if (d->iteration) {  // the iteration in flight is left incomplete on purpose
+    d->calls.reset();
+    d->iteration.reset();
+  }
+  run.setAttribute("status", runStatusName(status));
+  run.setAttribute("finished", utcNow());
+  d->run.reset();
+  d->file.flush();
+}
+
+void SessionWriter::writeSaveResult(const std::string& id, const ResultRecord& record) {
+  Lock lock(hdf5Mutex());
+  requireSafeName("SAVE result", id);
+  h5::Group save = d->file.root().openGroup("save");
+  if (save.has(id)) throw SessionError("SAVE result '" + id + "' already exists");
+  h5::Group g = save.createGroup(id);
+  writeRecord(g, record);
+  d->file.flush();
+}
+
+void SessionWriter::flush() {
+  Lock lock(hdf5Mutex());
+  d->file.flush();
+}
+
+// ============================================================================ reader
+
+struct SessionReader::Impl {
+  std::string path;
+  std::optional<h5::File> file;
+};
+
+namespace {
+
+[[noreturn]] void damaged(const std::string& path, const h5::Error& e) {
+  throw SessionError("session '" + path + "' is damaged: " + e.what());
+}
+
+std::string optionalString(const h5::Group& g, const char* name) {
+  return g.hasAttribute(name) ? g.stringAttribute(name) : std::string();
+}
+
+StoredRecord readRecord(const h5::Group& g) {
+  StoredRecord r;
+  for (const std::string& name : g.attributeNames()) {
+    try {
+      r.scalars[name] = g.doubleAttribute(name);
+    } catch (const h5::Error&) {
+      r.labels[name] = g.stringAttribute(name);
+    }
+  }
+  for (const std::string& name : g.children()) {
+    h5::Dataset ds = g.openDataset(name);
+    Tensor t;
+    t.dtype = ds.storedType();
+    t.shape = ds.shape();
+    t.bytes.resize(t.elementCount() * h5::typeSize(t.dtype));
+    ds.read(t.dtype, t.bytes.data());
+    r.arrays.emplace(name, std::move(t));
+  }
+  return r;
+}
+
+}  // namespace
+
+SessionReader::SessionReader(const std::string& path) : d(std::make_unique<Impl>()) {
+  Lock lock(hdf5Mutex());
+  h5::silenceLibraryDiagnostics();
+  d->path = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw SessionError("cannot open '" + path + "': it is a directory");
+  if (::access(path.c_str(), R_OK) != 0) throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!h5::looksLikeHdf5(path)) throw SessionError("'" + path + "' is not an HDF5 file, so not a PEAT session");
+  try {
+    d->file.emplace(path, h5::File::Mode::ReadOnly);
+  } catch (const h5::Error& e) {
+    throw SessionError("cannot open '" + path + "': the HDF5 file is truncated or damaged (" +
+                       (e.detail().empty() ? std::string("unreadable") : e.detail()) + ")");
+  }
+  try {
+    h5::Group root = d->file->root();
+    if (!root.hasAttribute("format") || root.stringAttribute("format") != kFormatTag)
+      throw SessionError("'" + path + "' is an HDF5 file but not a PEAT session (no format=\"" + kFormatTag +
+                         "\" attribute)");
+    const int64_t version = root.hasAttribute("schema_version") ? root.intAttribute("schema_version") : 0;
+    if (version > kSchemaVersion)
+      throw SessionError("'" + path + "' uses session schema version " + std::to_string(version) +
+                         ", newer than the version " + std::to_string(kSchemaVersion) +
+                         " this peat reads; upgrade PEAT Workbench");
+    if (version < 1) throw SessionError("'" + path + "' has no valid schema_version attribute");
+  } catch (const h5::Error& e) {
+    damaged(path, e);
+  }
+}
+
+SessionReader::~SessionReader() = default;
+
+SessionSummary SessionReader::summary() const {
+  Lock lock(hdf5Mutex());
+  SessionSummary s;
+  s.path = d->path;
+  try {
+    h5::Group root = d->file->root();
+    s.schemaVersion = root.intAttribute("schema_version");
+    s.created = optionalString(root, "created");
+    if (root.hasGroup("provenance")) {
+      h5::Group p = root.openGroup("provenance");
+      Provenance& v = s.provenance;
+      v.toolVersion = optionalString(p, "tool_version");
+      v.gitCommit = optionalString(p, "git_commit");
+      v.seed = p.hasAttribute("seed") ? p.intAttribute("seed") : 0;
+      v.model = optionalString(p, "model");
+      v.dataset = optionalString(p, "dataset");
+      v.backend = optionalString(p, "backend");
+      v.device = optionalString(p, "device");
+      v.libtorchVersion = optionalString(p, "libtorch_version");
+      v.hdf5Version = optionalString(p, "hdf5_version");
+      v.date = optionalString(p, "date");
+      v.commandLine = optionalString(p, "command_line");
+      v.hostname = optionalString(p, "hostname");
+    }
+    if (root.hasGroup("runs")) {
+      h5::Group runs = root.openGroup("runs");
+      for (const std::string& runName : runs.children()) {
+        h5::Group rg = runs.openGroup(runName);
+        RunInfo run;
+        run.name = runName;
+        run.spec = {runName, optionalString(rg, "kind"), optionalString(rg, "kernel"), optionalString(rg, "description")};
+        run.status = optionalString(rg, "status");
+        run.started = optionalString(rg, "started");
+        run.finished = optionalString(rg, "finished");
+        if (rg.hasGroup("iterations")) {
+          h5::Group its = rg.openGroup("iterations");
+          for (const std::string& itName : its.children()) {
+            h5::Group ig = its.openGroup(itName);
+            IterationInfo it;
+            it.iteration = ig.intAttribute("iteration");
+            it.complete = ig.hasAttribute("complete") && ig.intAttribute("complete") == 1;
+            if (ig.hasGroup("calls")) {
+              h5::Group calls = ig.openGroup("calls");
+              for (const std::string& callName : calls.children()) {
+                h5::Group cg = calls.openGroup(callName);
+                CallInfo call;
+                call.path = "iterations/" + itName + "/calls/" + callName;
+                call.id.layer = optionalString(cg, "layer");
+                call.id.op = optionalString(cg, "op");
+                call.id.phase = optionalString(cg, "phase") == "backward" ? Phase::Backward : Phase::Forward;
+                call.id.iteration = it.iteration;
+                call.id.callIndex = cg.intAttribute("call_index");
+                for (const std::string& tensorName : cg.children()) {
+                  h5::Dataset ds = cg.openDataset(tensorName);
+                  call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
+                }
+                it.calls.push_back(std::move(call));
+              }
+            }
+            run.iterations.push_back(std::move(it));
+          }
+        }
+        if (rg.hasGroup("checkpoints")) {
+          h5::Group cps = rg.openGroup("checkpoints");
+          for (const std::string& name : cps.children()) {
+            h5::Group cp = cps.openGroup(name);
+            if (cp.hasAttribute("complete") && cp.intAttribute("complete") == 1)
+              run.checkpoints.push_back(cp.intAttribute("iteration"));
+          }
+        }
+        if (rg.hasGroup("reports")) run.reports = rg.openGroup("reports").children();
+        if (rg.has("verdicts")) run.verdictCount = int64_t(rg.openDataset("verdicts").elementCount());
+        s.runs.push_back(std::move(run));
+      }
+    }
+    if (root.hasGroup("save")) s.saveResults = root.openGroup("save").children();
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return s;
+}
+
+Tensor SessionReader::readTensor(const std::string& run, const std::string& callPath, const std::string& name) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group g = d->file->root().openGroup("runs").openGroup(run);
+    std::string rest = callPath;
+    for (std::size_t pos; !rest.empty();) {
+      pos = rest.find('/');
+      g = g.openGroup(rest.substr(0, pos));
+      rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
+    }
+    if (!g.has(name)) throw SessionError("no tensor '" + name + "' in " + run + "/" + callPath);
+    h5::Dataset ds = g.openDataset(name);
+    Tensor t;
+    t.dtype = ds.storedType();
+    t.shape = ds.shape();
+    t.bytes.resize(t.elementCount() * h5::typeSize(t.dtype));
+    ds.read(t.dtype, t.bytes.data());
+    return t;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
+    std::vector<Verdict> out;
+    if (!rg.has("verdicts")) return out;
+    std::vector<h5::Column> cols = rg.readTable("verdicts");
+    auto column = [&](const char* name) -> const h5::Column& {
+      for (const h5::Column& c : cols)
+        if (c.name == name) return c;
+      throw SessionError("verdict table of run '" + run + "' lacks column '" + name + "'");
+    };
+    const h5::Column &call = column("call"), &model = column("model"), &conf = column("confidence"),
+                     &evidence = column("evidence");
+    for (std::size_t i = 0; i < call.size(); ++i)
+      out.push_back({call.text.at(i), model.text.at(i), conf.numbers.at(i), evidence.text.at(i)});
+    return out;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+StoredRecord SessionReader::report(const std::string& run, const std::string& id) const {
+  Lock lock(hdf5Mutex());
+  try {
+    return readRecord(d->file->root().openGroup("runs").openGroup(run).openGroup("reports").openGroup(id));
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+StoredRecord SessionReader::saveResult(const std::string& id) const {
+  Lock lock(hdf5Mutex());
+  try {
+    return readRecord(d->file->root().openGroup("save").openGroup(id));
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+}  // namespace peat::store

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The session file: one HDF5 file per session. Layout and guarantees: docs/session-format.md.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/store/tensor.h"
+
+namespace peat::store {
+
+inline constexpr const char* kFormatTag = "peat-session";  // root attribute "format"
+inline constexpr int64_t kSchemaVersion = 1;               // root attribute "schema_version"
+
+// Thrown for anything wrong with a session file; what() is one line meant for the user.
+class SessionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Provenance {
+  std::string toolVersion;     // filled by SessionWriter when empty
+  std::string gitCommit;       // filled by SessionWriter when empty
+  int64_t seed = 0;
+  std::string model;           // e.g. "lenet"
+  std::string dataset;         // e.g. "fashion-mnist"
+  std::string backend;         // "cpu", "cuda", "hip"
+  std::string device;          // e.g. "cpu", "NVIDIA H200"
+  std::string libtorchVersion; // empty when the writer did not use LibTorch
+  std::string hdf5Version;     // filled by SessionWriter when empty
+  std::string date;            // ISO-8601 UTC; filled by SessionWriter when empty
+  std::string commandLine;
+  std::string hostname;        // filled by SessionWriter when empty
+};
+
+enum class Phase { Forward, Backward };
+const char* phaseName(Phase p);
+
+// The stable identity of one op call inside a run.
+struct CallId {
+  std::string layer;   // "conv1", "blocks.0.attn"
+  std::string op;      // "linear", "conv2d", ...
+  Phase phase = Phase::Forward;
+  int64_t iteration = 0;
+  int64_t callIndex = 0;  // position of the call within its iteration
+};
+
+struct RunSpec {
+  std::string name;         // group name under /runs; letters, digits, '-', '_' and '.'
+  std::string kind;         // "profile", "playback", "runtime_fi", "save_campaign", ...
+  std::string kernel;       // "golden" or the candidate's name
+  std::string description;  // free text
+};
+
+enum class RunStatus { Running, Complete, Cancelled, Failed };
+const char* runStatusName(RunStatus s);
+
+// Scalars, labels and arrays of one result: an error report, a SAVE layer analysis, ...
+struct ResultRecord {
+  std::map<std::string, double> scalars;
+  std::map<std::string, std::string> labels;
+  std::vector<NamedTensor> arrays;
+};
+
+// A ResultRecord as read back, owning its arrays.
+struct StoredRecord {
+  std::map<std::string, double> scalars;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, Tensor> arrays;
+};
+
+struct Verdict {
+  std::string call;     // call path inside the run, e.g. "iterations/000003/calls/000012"
+  std::string model;    // error model, e.g. "precision_loss"
+  double confidence = 0;
+  std::string evidence;  // one line a person can read
+};
+
+// Writes a session. Not thread-safe; one writer per file.
+class SessionWriter {
+ public:
+  // Creates `path`; refuses to replace an existing file unless `overwrite`.
+  SessionWriter(const std::string& path, Provenance provenance, bool overwrite = false);
+  ~SessionWriter();
+  SessionWriter(const SessionWriter&) = delete;
+  SessionWriter& operator=(const SessionWriter&) = delete;
+
+  void beginRun(const RunSpec& spec);
+  void beginIteration(int64_t iteration);
+  void recordCall(const CallId& id, const std::vector<NamedTensor>& tensors);
+  // Marks the iteration complete and flushes the file: a process killed later keeps this iteration.
+  void endIteration();
+  void writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
+                       const std::vector<NamedTensor>& optimizerState);
+  void writeReport(const std::string& id, const ResultRecord& record);
+  void writeVerdicts(const std::vector<Verdict>& verdicts);
+  void endRun(RunStatus status);
+  // SAVE results live beside the runs, under /save/<id>.
+  void writeSaveResult(const std::string& id, const ResultRecord& record);
+  void flush();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d;
+};
+
+// ----- reading -----------------------------------------------------------------
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;
+  std::vector<uint64_t> shape;
+};
+
+struct CallInfo {
+  std::string path;  // inside the run, e.g. "iterations/000000/calls/000003"
+  CallId id;
+  std::vector<TensorInfo> tensors;
+};
+
+struct IterationInfo {
+  int64_t iteration = 0;
+  bool complete = false;  // false for the iteration in flight when a writer died
+  std::vector<CallInfo> calls;
+};
+
+struct RunInfo {
+  std::string name;
+  RunSpec spec;
+  std::string status;
+  std::string started, finished;
+  std::vector<IterationInfo> iterations;
+  std::vector<int64_t> checkpoints;
+  std::vector<std::string> reports;
+  int64_t verdictCount = 0;
+  int64_t completeIterations() const;
+  int64_t callCount() const;
+};
+
+struct SessionSummary {
+  std::string path;
+  int64_t schemaVersion = 0;
+  std::string created;
+  Provenance provenance;
+  std::vector<RunInfo> runs;
+  std::vector<std::string> saveResults;
+};
+
+// Opens a session read-only and checks it is one this build understands.
+// Throws SessionError with a one-line reason for a missing, foreign, damaged or too-new file.
+class SessionReader {
+ public:
+  explicit SessionReader(const std::string& path);
+  ~SessionReader();
+  SessionReader(const SessionReader&) = delete;
+  SessionReader& operator=(const SessionReader&) = delete;
+
+  SessionSummary summary() const;
+  Tensor readTensor(const std::string& run, const std::string& callPath, const std::string& name) const;
+  std::vector<Verdict> verdicts(const std::string& run) const;
+  StoredRecord report(const std::string& run, const std::string& id) const;
+  StoredRecord saveResult(const std::string& id) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d;
+};
+
+// "000042": fixed-width names keep HDF5's name order equal to numeric order.
+std::string indexName(int64_t index);
+
+}  // namespace peat::store

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#include "core/torch_module.h"
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include "core/torch/torch_entry.h"
+#include "gpu/runtime_module.h"
+
+namespace peat {
+
+TorchRuntimeInfo loadTorchRuntime() {
+  const std::string path = sys::modulePath("peat_torch");
+  if (!sys::fileExists(path)) throw std::runtime_error("the LibTorch module is missing: " + path);
+  const auto start = std::chrono::steady_clock::now();
+  static std::unique_ptr<sys::SharedLibrary> lib;  // stays loaded for the process
+  if (!lib) lib = std::make_unique<sys::SharedLibrary>(path);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto info = reinterpret_cast<int (*)(PeatTorchInfo*)>(lib->symbol("peat_torch_info"));
+  PeatTorchInfo raw{};
+  if (info(&raw) != 0 || raw.abiVersion != PEAT_TORCH_ABI_VERSION)
+    throw std::runtime_error("the LibTorch module at " + path + " is from another PEAT version");
+  TorchRuntimeInfo out;
+  out.version = raw.version;
+  out.cudaAvailable = raw.cudaAvailable != 0;
+  out.cudaDevices = raw.cudaDevices;
+  out.intraOpThreads = raw.intraOpThreads;
+  out.loadSeconds = seconds;
+  return out;
+}
+
+}  // namespace peat

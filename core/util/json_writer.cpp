@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+#include "core/util/json_writer.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace peat {
+
+std::string JsonWriter::escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += char(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+void JsonWriter::separate() {
+  if (afterKey_) {
+    afterKey_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ << ',';
+    first_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::beginObject() {
+  separate();
+  out_ << '{';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::endObject() {
+  out_ << '}';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::beginArray() {
+  separate();
+  out_ << '[';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::endArray() {
+  out_ << ']';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::key(const std::string& k) {
+  separate();
+  out_ << escape(k) << ':';
+  afterKey_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::value(const std::string& v) {
+  separate();
+  out_ << escape(v);
+  return *this;
+}
+JsonWriter& JsonWriter::value(int64_t v) {
+  separate();
+  out_ << v;
+  return *this;
+}
+JsonWriter& JsonWriter::value(uint64_t v) {
+  separate();
+  out_ << v;
+  return *this;
+}
+JsonWriter& JsonWriter::value(double v) {
+  separate();
+  if (!std::isfinite(v)) {
+    out_ << "null";
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out_ << buf;
+  }
+  return *this;
+}
+JsonWriter& JsonWriter::value(bool v) {
+  separate();
+  out_ << (v ? "true" : "false");
+  return *this;
+}
+
+}  // namespace peat

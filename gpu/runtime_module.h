@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Run-time loading of the project's own modules (GPU backends, the LibTorch part of core).
+// They live in <prefix>/<libdir>/peat, found relative to the running executable, so the build
+// tree and an installed tree work alike. PEAT_MODULE_DIR overrides the place.
+#include <string>
+
+namespace peat::sys {
+
+std::string executableDirectory();
+std::string moduleDirectory();
+std::string modulePath(const std::string& stem);  // "peat_torch" -> ".../libpeat_torch.so"
+
+// A dlopen()ed library. Modules stay loaded until the process ends: objects they made may outlive us.
+class SharedLibrary {
+ public:
+  explicit SharedLibrary(const std::string& path);  // throws std::runtime_error with dlerror()'s text
+  void* symbol(const char* name) const;             // throws when missing
+  const std::string& path() const { return path_; }
+
+ private:
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+bool fileExists(const std::string& path);
+
+}  // namespace peat::sys

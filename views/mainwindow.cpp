@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#include "views/mainwindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTreeView>
+
+#include "core/store/session.h"
+#include "core/version.h"
+#include "gpu/backend.h"
+#include "views/devicespanel.h"
+#include "views/errorplotpanel.h"
+#include "views/overviewpanel.h"
+#include "views/sessiontreemodel.h"
+
+namespace peat::views {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const QString kRecentKey = QStringLiteral("session/recent");
+const QString kGeometryKey = QStringLiteral("window/geometry");
+const QString kStateKey = QStringLiteral("window/state");
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("PEAT Workbench"));
+  setObjectName(QStringLiteral("MainWindow"));
+  resize(1400, 860);
+
+  model_ = new SessionTreeModel(this);
+  overview_ = new OverviewPanel(this);
+  setCentralWidget(overview_);
+
+  createDocks();
+  createActions();
+
+  statusSession_ = new QLabel(tr("No session"), this);
+  statusBar()->addPermanentWidget(statusSession_);
+  statusBar()->showMessage(tr("Ready"), 3000);
+
+  QSettings settings;
+  restoreGeometry(settings.value(kGeometryKey).toByteArray());
+  restoreState(settings.value(kStateKey).toByteArray());
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createDocks() {
+  auto dock = [this](const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);  // needed for saveState()
+    d->setWidget(content);
+    addDockWidget(area, d);
+    return d;
+  };
+
+  tree_ = new QTreeView(this);
+  tree_->setModel(model_);
+  tree_->setUniformRowHeights(true);
+  tree_->header()->setStretchLastSection(true);
+  tree_->setAlternatingRowColors(true);
+  dock(tr("Session"), QStringLiteral("SessionDock"), tree_, Qt::LeftDockWidgetArea);
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+    QModelIndex top = current;
+    while (top.parent().isValid()) top = top.parent();
+    if (!top.isValid() || top.row() >= int(model_->summary().runs.size())) return;
+    showRunVerdicts(QString::fromStdString(model_->summary().runs[std::size_t(top.row())].name));
+  });
+
+  devices_ = new DevicesPanel(this);
+  devices_->showBackends(gpu::probeBackends());
+  dock(tr("Devices"), QStringLiteral("DevicesDock"), devices_, Qt::LeftDockWidgetArea);
+
+  errorPlot_ = new ErrorPlotPanel(this);
+  dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
+
+  verdicts_ = new QTableWidget(0, 4, this);
+  verdicts_->setHorizontalHeaderLabels({tr("Call"), tr("Error model"), tr("Confidence"), tr("Evidence")});
+  verdicts_->horizontalHeader()->setStretchLastSection(true);
+  verdicts_->verticalHeader()->hide();
+  verdicts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_, Qt::BottomDockWidgetArea);
+}
+
+void MainWindow::createActions() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open Session..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(),
+                                                      tr("PEAT sessions (*.h5 *.hdf5);;All files (*)"));
+    if (!path.isEmpty()) openSession(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  refreshRecentMenu();
+  QAction* close = file->addAction(tr("&Close Session"), this, &MainWindow::closeSession);
+  close->setShortcut(QKeySequence::Close);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
+  quit->setShortcut(QKeySequence::Quit);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About PEAT Workbench"), this, [this] {
+    QMessageBox::about(this, tr("About PEAT Workbench"),
+                       tr("<b>PEAT Workbench %1</b> (commit %2)<br>"
+                          "Pseudo-error assessment of GPU kernels in DNN training (PEAT) and software fault "
+                          "tolerance of inference against GPU memory bit flips (SAVE).<br>HDF5 %3")
+                           .arg(QString::fromLatin1(toolVersion()), QString::fromLatin1(gitCommit()),
+                                QString::fromStdString(hdf5Version())));
+  });
+}
+
+bool MainWindow::openSession(const QString& path) {
+  try {
+    auto reader = std::make_unique<store::SessionReader>(path.toStdString());
+    const store::SessionSummary summary = reader->summary();
+    reader_ = std::move(reader);
+    sessionPath_ = path;
+    model_->setSummary(summary);
+    tree_->expandToDepth(0);
+    tree_->resizeColumnToContents(0);
+    overview_->showSummary(summary);
+    verdicts_->setRowCount(0);
+    setWindowTitle(tr("%1 - PEAT Workbench").arg(QFileInfo(path).fileName()));
+    statusSession_->setText(tr("%1 | schema %2 | %n run(s)", nullptr, int(summary.runs.size()))
+                                .arg(QFileInfo(path).fileName())
+                                .arg(summary.schemaVersion));
+    statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
+    rememberRecent(QFileInfo(path).absoluteFilePath());
+    if (!summary.runs.empty()) showRunVerdicts(QString::fromStdString(summary.runs.front().name));
+    lastError_.clear();
+    return true;
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::closeSession() {
+  reader_.reset();
+  sessionPath_.clear();
+  model_->clear();
+  verdicts_->setRowCount(0);
+  overview_->showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
+  statusSession_->setText(tr("No session"));
+  setWindowTitle(tr("PEAT Workbench"));
+}
+
+void MainWindow::showRunVerdicts(const QString& run) {
+  if (!reader_) return;
+  try {
+    const std::vector<store::Verdict> verdicts = reader_->verdicts(run.toStdString());
+    verdicts_->setRowCount(int(verdicts.size()));
+    for (int i = 0; i < int(verdicts.size()); ++i) {
+      const store::Verdict& v = verdicts[std::size_t(i)];
+      verdicts_->setItem(i, 0, new QTableWidgetItem(QString::fromStdString(v.call)));
+      verdicts_->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(v.model)));
+      verdicts_->setItem(i, 2, new QTableWidgetItem(QString::number(v.confidence, 'f', 2)));
+      auto* evidence = new QTableWidgetItem(QString::fromStdString(v.evidence));
+      evidence->setToolTip(evidence->text());
+      verdicts_->setItem(i, 3, evidence);
+    }
+    verdicts_->resizeColumnsToContents();
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::reportError(const QString& text) {
+  lastError_ = text;
+  statusBar()->showMessage(text);
+  if (quietErrors_) return;
+  auto* box = new QMessageBox(QMessageBox::Warning, tr("PEAT Workbench"), text, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();  // not exec(): never block the event loop
+}
+
+void MainWindow::rememberRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value(kRecentKey).toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  settings.setValue(kRecentKey, recent);
+  refreshRecentMenu();
+}
+
+void MainWindow::refreshRecentMenu() {
+  recentMenu_->clear();
+  const QStringList recent = QSettings().value(kRecentKey).toStringList();
+  for (const QString& path : recent)
+    recentMenu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openSession(path); })->setToolTip(path);
+  recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue(kGeometryKey, saveGeometry());
+  settings.setValue(kStateKey, saveState());
+  event->accept();
+}
+
+}  // namespace peat::views

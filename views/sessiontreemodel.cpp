@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#include "views/sessiontreemodel.h"
+
+#include <QBrush>
+#include <QColor>
+
+namespace peat::views {
+
+struct SessionTreeModel::Node {
+  NodeKind kind;
+  QString name, detail, tooltip;
+  bool incomplete = false;
+  Node* parent = nullptr;
+  int row = 0;
+  std::vector<std::unique_ptr<Node>> children;
+
+  Node* add(NodeKind k, QString n, QString d, QString tip = {}) {
+    auto child = std::make_unique<Node>();
+    child->kind = k;
+    child->name = std::move(n);
+    child->detail = std::move(d);
+    child->tooltip = std::move(tip);
+    child->parent = this;
+    child->row = int(children.size());
+    children.push_back(std::move(child));
+    return children.back().get();
+  }
+};
+
+namespace {
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString shapeText(const std::vector<uint64_t>& shape) {
+  QStringList parts;
+  for (uint64_t d : shape) parts << QString::number(d);
+  return QStringLiteral("[") + parts.join(QLatin1Char('x')) + QStringLiteral("]");
+}
+}  // namespace
+
+SessionTreeModel::SessionTreeModel(QObject* parent) : QAbstractItemModel(parent), root_(std::make_unique<Node>()) {}
+SessionTreeModel::~SessionTreeModel() = default;
+
+void SessionTreeModel::setSummary(const store::SessionSummary& summary) {
+  beginResetModel();
+  summary_ = summary;
+  rebuild();
+  endResetModel();
+}
+
+void SessionTreeModel::clear() { setSummary({}); }
+
+void SessionTreeModel::rebuild() {
+  root_ = std::make_unique<Node>();
+  for (const store::RunInfo& run : summary_.runs) {
+    Node* r = root_->add(NodeKind::Run, qs(run.name),
+                         tr("%1, kernel %2, %3").arg(qs(run.spec.kind), qs(run.spec.kernel), qs(run.status)),
+                         tr("%1 of %2 iterations complete, %3 calls, %4 checkpoints, %5 reports, %6 verdicts")
+                             .arg(run.completeIterations())
+                             .arg(run.iterations.size())
+                             .arg(run.callCount())
+                             .arg(run.checkpoints.size())
+                             .arg(run.reports.size())
+                             .arg(run.verdictCount));
+    for (const store::IterationInfo& it : run.iterations) {
+      Node* i = r->add(NodeKind::Iteration, tr("iteration %1").arg(it.iteration),
+                       it.complete ? tr("%n call(s)", nullptr, int(it.calls.size())) : tr("incomplete"),
+                       it.complete ? QString() : tr("The writer stopped during this iteration; its data is partial."));
+      i->incomplete = !it.complete;
+      for (const store::CallInfo& c : it.calls) {
+        QStringList tensors;
+        for (const store::TensorInfo& t : c.tensors) tensors << qs(t.name) + QLatin1Char(' ') + qs(t.dtype) + shapeText(t.shape);
+        i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
+               qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
+               tensors.join(QLatin1Char('\n')));
+      }
+    }
+  }
+  if (!summary_.saveResults.empty()) {
+    Node* s = root_->add(NodeKind::SaveGroup, tr("SAVE"), tr("%n result(s)", nullptr, int(summary_.saveResults.size())));
+    for (const std::string& id : summary_.saveResults) s->add(NodeKind::SaveResult, qs(id), QString());
+  }
+}
+
+SessionTreeModel::Node* SessionTreeModel::nodeOf(const QModelIndex& index) const {
+  return index.isValid() ? static_cast<Node*>(index.internalPointer()) : root_.get();
+}
+
+QModelIndex SessionTreeModel::index(int row, int column, const QModelIndex& parent) const {
+  if (column < 0 || column >= ColumnCount || row < 0) return {};
+  if (parent.isValid() && parent.column() != 0) return {};
+  const Node* p = nodeOf(parent);
+  if (row >= int(p->children.size())) return {};
+  return createIndex(row, column, p->children[std::size_t(row)].get());
+}
+
+QModelIndex SessionTreeModel::parent(const QModelIndex& child) const {
+  if (!child.isValid()) return {};
+  const Node* n = nodeOf(child);
+  if (!n->parent || n->parent == root_.get()) return {};
+  return createIndex(n->parent->row, 0, n->parent);
+}
+
+int SessionTreeModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() && parent.column() != 0) return 0;
+  return int(nodeOf(parent)->children.size());
+}
+
+int SessionTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+
+QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid()) return {};
+  const Node* n = nodeOf(index);
+  switch (role) {
+    case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
+    case Qt::ToolTipRole: return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
+    case Qt::ForegroundRole:
+      if (n->incomplete) return QBrush(QColor(0xb0, 0x40, 0x20));
+      return {};
+    default: return {};
+  }
+}
+
+QVariant SessionTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  return section == NameColumn ? tr("Item") : tr("Details");
+}
+
+}  // namespace peat::views

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QAbstractItemModel>
+
+#include <memory>
+#include <vector>
+
+#include "core/store/session.h"
+
+namespace peat::views {
+
+// The session as a tree: runs -> iterations -> calls, plus SAVE results. Takes an immutable
+// snapshot of a SessionSummary in one step (reset), so it never reads the file itself.
+class SessionTreeModel : public QAbstractItemModel {
+  Q_OBJECT
+ public:
+  enum Column { NameColumn, DetailColumn, ColumnCount };
+  enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult };
+
+  explicit SessionTreeModel(QObject* parent = nullptr);
+  ~SessionTreeModel() override;
+
+  void setSummary(const store::SessionSummary& summary);
+  void clear();
+  const store::SessionSummary& summary() const { return summary_; }
+
+  QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+  QModelIndex parent(const QModelIndex& child) const override;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  struct Node;
+  void rebuild();
+  Node* nodeOf(const QModelIndex& index) const;
+
+  store::SessionSummary summary_;
+  std::unique_ptr<Node> root_;
+};
+
+}  // namespace peat::views
