@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: MIT
+# Runs one command and checks its exit code, stdout and stderr.
+#   -DCOMMAND=prog^arg^arg   (^ separates arguments)
+#   -DRC=<expected exit code>
+#   -DSTDOUT=<regex>  -DSTDERR=<regex>  (optional)
+#   -DONE_LINE_ERROR=ON      stderr must be exactly one line starting "peat: error: "
+string(REPLACE "^" ";" argv "${COMMAND}")
+execute_process(COMMAND ${argv} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(summary "command: ${argv}\nexit: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+if(NOT rc STREQUAL RC)
+  message(FATAL_ERROR "expected exit ${RC}\n${summary}")
+endif()
+if(DEFINED STDOUT AND NOT out MATCHES "${STDOUT}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT}'\n${summary}")
+endif()
+if(DEFINED STDERR AND NOT err MATCHES "${STDERR}")
+  message(FATAL_ERROR "stderr does not match '${STDERR}'\n${summary}")
+endif()
+if(ONE_LINE_ERROR)
+  if(NOT err MATCHES "^peat: error: [^\n]+\n$")
+    message(FATAL_ERROR "stderr is not one 'peat: error: ...' line\n${summary}")
+  endif()
+  if(NOT out STREQUAL "")
+    message(FATAL_ERROR "a failing command printed to stdout\n${summary}")
+  endif()
+endif()
+message(STATUS "ok: ${argv} -> ${rc}")

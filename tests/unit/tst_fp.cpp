@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+// core/fp against the IEEE-754 and OCP FP8 specifications' facts.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/fp/format.h"
+#include "core/fp/ulp.h"
+
+using namespace peat::fp;
+
+class TestFp : public QObject {
+  Q_OBJECT
+ private slots:
+  void formatWidths();
+  void decomposeFp32();
+  void classification_data();
+  void classification();
+  void bitFields();
+  void flips();
+  void flipOutOfRange();
+  void ulpAcrossZeroAndSubnormals();
+  void ulpNaN();
+  void ulpMatchesNextafter();
+  void e4m3Facts();
+  void e5m2Facts();
+  void roundingTiesToEven_data();
+  void roundingTiesToEven();
+  void overflow_data();
+  void overflow();
+  void tf32KeepsTenBits();
+  void roundTripAllPatterns_data();
+  void roundTripAllPatterns();
+  void nanStaysNaN();
+  void formatByName();
+};
+
+void TestFp::formatWidths() {
+  QCOMPARE(kFp32.width(), 32);
+  QCOMPARE(kFp16.width(), 16);
+  QCOMPARE(kBf16.width(), 16);
+  QCOMPARE(kTf32.width(), 19);
+  QCOMPARE(kE4M3.width(), 8);
+  QCOMPARE(kE5M2.width(), 8);
+}
+
+void TestFp::decomposeFp32() {
+  const Fields f = decompose(kFp32, bitsOf(-6.5f));  // -1.625 * 2^2
+  QVERIFY(f.sign);
+  QCOMPARE(f.exponent, 129u);
+  QCOMPARE(f.unbiasedExponent, 2);
+  QCOMPARE(f.mantissa, 0x500000u);
+  QCOMPARE(f.cls, FpClass::Normal);
+}
+
+void TestFp::classification_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<uint>("bits");
+  QTest::addColumn<int>("cls");
+  QTest::newRow("fp32 +0") << "fp32" << 0x00000000u << int(FpClass::Zero);
+  QTest::newRow("fp32 -0") << "fp32" << 0x80000000u << int(FpClass::Zero);
+  QTest::newRow("fp32 min subnormal") << "fp32" << 0x00000001u << int(FpClass::Subnormal);
+  QTest::newRow("fp32 min normal") << "fp32" << 0x00800000u << int(FpClass::Normal);
+  QTest::newRow("fp32 inf") << "fp32" << 0x7f800000u << int(FpClass::Infinite);
+  QTest::newRow("fp32 nan") << "fp32" << 0x7fc00000u << int(FpClass::NaN);
+  QTest::newRow("fp16 max subnormal") << "fp16" << 0x03ffu << int(FpClass::Subnormal);
+  QTest::newRow("fp16 -inf") << "fp16" << 0xfc00u << int(FpClass::Infinite);
+  QTest::newRow("fp16 snan") << "fp16" << 0x7c01u << int(FpClass::NaN);
+  QTest::newRow("bf16 inf") << "bf16" << 0x7f80u << int(FpClass::Infinite);
+  QTest::newRow("e4m3 S.1111.110 is 448") << "e4m3" << 0x7eu << int(FpClass::Normal);
+  QTest::newRow("e4m3 S.1111.000 is finite") << "e4m3" << 0x78u << int(FpClass::Normal);
+  QTest::newRow("e4m3 +NaN") << "e4m3" << 0x7fu << int(FpClass::NaN);
+  QTest::newRow("e4m3 -NaN") << "e4m3" << 0xffu << int(FpClass::NaN);
+  QTest::newRow("e5m2 inf") << "e5m2" << 0x7cu << int(FpClass::Infinite);
+  QTest::newRow("e5m2 nan") << "e5m2" << 0x7du << int(FpClass::NaN);
+  QTest::newRow("e5m2 subnormal") << "e5m2" << 0x01u << int(FpClass::Subnormal);
+}
+
+void TestFp::classification() {
+  QFETCH(QString, format);
+  QFETCH(uint, bits);
+  QFETCH(int, cls);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  QCOMPARE(int(classify(f, bits)), cls);
+  QCOMPARE(isNaN(f, bits), cls == int(FpClass::NaN));
+}
+
+void TestFp::bitFields() {
+  QCOMPARE(fieldOf(kFp32, 31), BitField::Sign);
+  QCOMPARE(fieldOf(kFp32, 30), BitField::Exponent);
+  QCOMPARE(fieldOf(kFp32, 23), BitField::Exponent);
+  QCOMPARE(fieldOf(kFp32, 22), BitField::Mantissa);
+  QCOMPARE(fieldOf(kFp32, 0), BitField::Mantissa);
+  QCOMPARE(fieldOf(kE4M3, 7), BitField::Sign);
+  QCOMPARE(fieldOf(kE4M3, 3), BitField::Exponent);
+  QCOMPARE(fieldOf(kE4M3, 2), BitField::Mantissa);
+  QCOMPARE(fieldOf(kTf32, 18), BitField::Sign);
+  QCOMPARE(fieldOf(kTf32, 10), BitField::Exponent);
+}
+
+void TestFp::flips() {
+  QCOMPARE(floatOf(flipBit(kFp32, bitsOf(1.0f), 31)), -1.0f);
+  QCOMPARE(floatOf(flipBit(kFp32, bitsOf(1.0f), 23)), 0.5f);    // lowest exponent bit of 127 -> 126
+  QCOMPARE(floatOf(flipBit(kFp32, bitsOf(1.0f), 30)), INFINITY);  // 127 | 128 = 255
+  QCOMPARE(floatOf(flipBit(kFp32, bitsOf(1.0f), 22)), 1.5f);
+  QCOMPARE(flipBits(kFp16, 0x3c00u, 0x3u), 0x3c03u);
+  QCOMPARE(flipBit(kE4M3, 0x38u, 7), 0xb8u);  // 1.0 -> -1.0
+  QCOMPARE(decode(kE4M3, 0xb8u), -1.0f);
+}
+
+void TestFp::flipOutOfRange() {
+  QVERIFY_THROWS_EXCEPTION(std::out_of_range, flipBit(kFp16, 0, 16));
+  QVERIFY_THROWS_EXCEPTION(std::out_of_range, flipBit(kFp32, 0, -1));
+  QVERIFY_THROWS_EXCEPTION(std::out_of_range, flipBits(kE4M3, 0, 0x100u));
+}
+
+void TestFp::ulpAcrossZeroAndSubnormals() {
+  QCOMPARE(*ulpDistance(kFp32, bitsOf(0.0f), bitsOf(-0.0f)), 0ull);
+  QCOMPARE(*ulpDistance(kFp32, 0x00000001u, 0x80000001u), 2ull);  // +-min subnormal straddle zero
+  QCOMPARE(*ulpDistance(kFp32, 0x007fffffu, 0x00800000u), 1ull);  // max subnormal -> min normal
+  QCOMPARE(*ulpDistance(kFp32, bitsOf(1.0f), bitsOf(-1.0f)), 2ull * 0x3f800000ull);
+  QCOMPARE(*ulpDistance(kFp32, bitsOf(std::numeric_limits<float>::max()), bitsOf(INFINITY)), 1ull);
+  QCOMPARE(*ulpDistance(kFp16, 0x0001u, 0x8001u), 2ull);
+  QCOMPARE(*ulpDistance(kE4M3, 0x7eu, 0x7du), 1ull);
+  QCOMPARE(ulpDistance32(bitsOf(-0.0f), bitsOf(0.0f)), 0ull);
+  QCOMPARE(ulpDistance32(0x80000001u, 0x00000002u), 3ull);
+}
+
+void TestFp::ulpNaN() {
+  QVERIFY(!ulpDistance(kFp32, 0x7fc00000u, 0).has_value());
+  QVERIFY(!ulpDistance(kFp16, 0x3c00u, 0x7e00u).has_value());
+  QVERIFY(!ulpDistance(kE4M3, 0x7fu, 0x7eu).has_value());
+  QCOMPARE(ulpDistance32(0xffc00001u, 0), kNanUlp);
+  QVERIFY(ulpDistance(kE5M2, 0x7cu, 0x7bu).has_value());  // Inf is on the line
+}
+
+void TestFp::ulpMatchesNextafter() {
+  // Stepping with nextafter must always be exactly one ULP, including through zero and subnormals.
+  float x = -1.2e-38f;
+  for (int i = 0; i < 40000000 && x < 1.2e-38f; ++i) {
+    const float next = std::nextafter(x, INFINITY);
+    if (x == 0.0f && next == 0.0f) {  // -0 -> +0 is one step of nextafter but zero ULP apart
+      x = next;
+      continue;
+    }
+    if (ulpDistance32(bitsOf(x), bitsOf(next)) != 1ull) QFAIL(qPrintable(QString::number(double(x))));
+    x = next;
+  }
+  QVERIFY(x >= 1.2e-38f);
+}
+
+void TestFp::e4m3Facts() {
+  // OCP 8-bit Floating Point Specification (OFP8) rev 1.0, table 1.
+  QCOMPARE(decode(kE4M3, maxFinite(kE4M3)), 448.0f);
+  QCOMPARE(maxFinite(kE4M3), 0x7eu);
+  QCOMPARE(decode(kE4M3, 0x08u), std::ldexp(1.0f, -6));       // min normal
+  QCOMPARE(decode(kE4M3, 0x07u), 0.875f * std::ldexp(1.0f, -6));  // max subnormal
+  QCOMPARE(decode(kE4M3, 0x01u), std::ldexp(1.0f, -9));       // min subnormal
+  QVERIFY(!infinity(kE4M3).has_value());
+  QVERIFY(std::isnan(decode(kE4M3, 0x7fu)));
+  QVERIFY(std::isnan(decode(kE4M3, 0xffu)));
+  QCOMPARE(encode(kE4M3, 448.0f), 0x7eu);
+  QCOMPARE(encode(kE4M3, std::ldexp(1.0f, -10)), 0x00u);  // half the min subnormal ties to even zero
+  QCOMPARE(encode(kE4M3, std::ldexp(1.5f, -10)), 0x01u);
+  QCOMPARE(encode(kE4M3, -std::ldexp(1.0f, -9)), 0x81u);
+}
+
+void TestFp::e5m2Facts() {
+  QCOMPARE(decode(kE5M2, maxFinite(kE5M2)), 57344.0f);
+  QCOMPARE(maxFinite(kE5M2), 0x7bu);
+  QCOMPARE(*infinity(kE5M2), 0x7cu);
+  QCOMPARE(decode(kE5M2, 0x04u), std::ldexp(1.0f, -14));  // min normal
+  QCOMPARE(decode(kE5M2, 0x03u), 0.75f * std::ldexp(1.0f, -14));
+  QCOMPARE(decode(kE5M2, 0x01u), std::ldexp(1.0f, -16));  // min subnormal
+  QVERIFY(std::isinf(decode(kE5M2, 0xfcu)) && decode(kE5M2, 0xfcu) < 0);
+  for (uint32_t nan : {0x7du, 0x7eu, 0x7fu}) QVERIFY(std::isnan(decode(kE5M2, nan)));
+}
+
+void TestFp::roundingTiesToEven_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<float>("input");
+  QTest::addColumn<float>("expected");
+  QTest::newRow("fp16 1+2^-11 tie -> 1") << "fp16" << (1.0f + std::ldexp(1.0f, -11)) << 1.0f;
+  QTest::newRow("fp16 1+3*2^-11 tie -> up") << "fp16" << (1.0f + 3 * std::ldexp(1.0f, -11))
+                                            << (1.0f + std::ldexp(1.0f, -9));
+  QTest::newRow("fp16 just above tie") << "fp16" << std::nextafter(1.0f + std::ldexp(1.0f, -11), 2.0f)
+                                       << (1.0f + std::ldexp(1.0f, -10));
+  QTest::newRow("bf16 1+2^-8 tie -> 1") << "bf16" << (1.0f + std::ldexp(1.0f, -8)) << 1.0f;
+  QTest::newRow("e4m3 1+2^-4 tie -> 1") << "e4m3" << 1.0625f << 1.0f;
+  QTest::newRow("e4m3 1.1875 tie -> 1.25") << "e4m3" << 1.1875f << 1.25f;
+  QTest::newRow("e5m2 1.125 tie -> 1") << "e5m2" << 1.125f << 1.0f;
+  QTest::newRow("fp16 subnormal tie") << "fp16" << std::ldexp(1.5f, -24) << std::ldexp(2.0f, -24);
+  QTest::newRow("fp16 mantissa carry to exponent") << "fp16" << std::nextafter(2.0f, 0.0f) << 2.0f;
+  QTest::newRow("fp16 subnormal rounds up to min normal") << "fp16" << std::nextafter(std::ldexp(1.0f, -14), 0.0f)
+                                                          << std::ldexp(1.0f, -14);
+  QTest::newRow("bf16 fp32 subnormal") << "bf16" << floatOf(0x00018000u) << floatOf(0x00020000u);
+}
+
+void TestFp::roundingTiesToEven() {
+  QFETCH(QString, format);
+  QFETCH(float, input);
+  QFETCH(float, expected);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  QCOMPARE(roundTo(f, input), expected);
+  QCOMPARE(roundTo(f, -input), -expected);
+}
+
+void TestFp::overflow_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<float>("input");
+  QTest::addColumn<uint>("standard");
+  QTest::addColumn<uint>("saturated");
+  QTest::newRow("fp16 65504") << "fp16" << 65504.0f << 0x7bffu << 0x7bffu;
+  QTest::newRow("fp16 65519 rounds down") << "fp16" << 65519.0f << 0x7bffu << 0x7bffu;
+  QTest::newRow("fp16 65520 -> inf") << "fp16" << 65520.0f << 0x7c00u << 0x7bffu;
+  QTest::newRow("fp16 inf") << "fp16" << INFINITY << 0x7c00u << 0x7bffu;
+  QTest::newRow("e4m3 464 ties to 448") << "e4m3" << 464.0f << 0x7eu << 0x7eu;
+  QTest::newRow("e4m3 465 -> NaN") << "e4m3" << 465.0f << 0x7fu << 0x7eu;
+  QTest::newRow("e4m3 inf -> NaN") << "e4m3" << INFINITY << 0x7fu << 0x7eu;
+  QTest::newRow("e5m2 61440 -> inf") << "e5m2" << 61440.0f << 0x7cu << 0x7bu;
+  QTest::newRow("bf16 max") << "bf16" << std::numeric_limits<float>::max() << 0x7f80u << 0x7f7fu;
+}
+
+void TestFp::overflow() {
+  QFETCH(QString, format);
+  QFETCH(float, input);
+  QFETCH(uint, standard);
+  QFETCH(uint, saturated);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  QCOMPARE(encode(f, input, Overflow::Standard), standard);
+  QCOMPARE(encode(f, input, Overflow::Saturate), saturated);
+  QCOMPARE(encode(f, -input, Overflow::Standard), standard | f.signMask());
+}
+
+void TestFp::tf32KeepsTenBits() {
+  for (float x : {1.0f, 3.14159265f, -1e-3f, 6.5e4f, 1e-40f, 3.4e38f}) {
+    const float r = roundTo(kTf32, x);
+    QCOMPARE(bitsOf(r) & 0x1fffu, 0u);                 // low 13 of 23 mantissa bits cleared
+    // unit roundoff 2^-11 for normals; half the subnormal quantum, 2^-137, below them
+    const float bound = std::max(std::fabs(x) * std::ldexp(1.0f, -11), std::ldexp(1.0f, -137));
+    QVERIFY(std::fabs(r - x) <= bound || std::isinf(r));
+  }
+  QCOMPARE(roundTo(kTf32, floatOf(0x3f801000u)), 1.0f);              // exact tie, even
+  QCOMPARE(bitsOf(roundTo(kTf32, floatOf(0x3f803000u))), 0x3f804000u);  // tie, odd -> up
+}
+
+void TestFp::roundTripAllPatterns_data() {
+  QTest::addColumn<QString>("format");
+  for (const char* name : {"fp16", "bf16", "e4m3", "e5m2"}) QTest::newRow(name) << name;
+}
+
+void TestFp::roundTripAllPatterns() {
+  // Every non-NaN pattern decodes to an fp32 value that encodes back to the same pattern.
+  QFETCH(QString, format);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  int nans = 0;
+  for (uint32_t bits = 0; bits <= f.allMask(); ++bits) {
+    if (isNaN(f, bits)) {
+      ++nans;
+      QVERIFY(std::isnan(decode(f, bits)));
+      continue;
+    }
+    if (encode(f, decode(f, bits)) != bits) QFAIL(qPrintable(QString::number(bits, 16)));
+  }
+  const int expectedNaNs = f.encoding == Encoding::FiniteNanOnly ? 2 : 2 * int(f.manMask());
+  QCOMPARE(nans, expectedNaNs);
+}
+
+void TestFp::nanStaysNaN() {
+  for (const Format& f : allFormats()) {
+    QVERIFY(isNaN(f, encode(f, std::numeric_limits<float>::quiet_NaN())));
+    QVERIFY(isNaN(f, encode(f, -std::numeric_limits<float>::quiet_NaN())));
+    QVERIFY(isNaN(f, encode(f, std::numeric_limits<float>::quiet_NaN(), Overflow::Saturate)));
+  }
+}
+
+void TestFp::formatByName() {
+  QVERIFY(peat::fp::formatByName("tf32").has_value());
+  QVERIFY(!peat::fp::formatByName("fp64").has_value());
+  QCOMPARE(allFormats().size(), std::size_t(6));
+}
+
+QTEST_GUILESS_MAIN(TestFp)
+#include "tst_fp.moc"

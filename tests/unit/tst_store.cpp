@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+// core/store: the session file written, read back, refused when bad, and kept when a writer dies.
+#include <QtTest>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/fp/format.h"
+#include "core/store/h5.h"
+#include "core/store/session.h"
+#include "tests/support/sample_session.h"
+
+using namespace peat;
+using namespace peat::store;
+
+class TestStore : public QObject {
+  Q_OBJECT
+ private slots:
+  void init();
+  void summaryRoundTrip();
+  void tensorsRoundTrip();
+  void recordsAndVerdictsRoundTrip();
+  void largeTensorsAreChunkedAndCompressed();
+  void refusesToOverwrite();
+  void rejectsBadNames_data();
+  void rejectsBadNames();
+  void misuseIsReported();
+  void badFiles_data();
+  void badFiles();
+  void killedWriterKeepsCompleteIterations();
+  void abandonedRunIsMarkedFailed();
+  void provenanceIsFilledIn();
+
+ private:
+  QString path(const char* name) const { return dir_->filePath(QString::fromLatin1(name)); }
+  std::unique_ptr<QTemporaryDir> dir_;
+};
+
+void TestStore::init() {
+  dir_ = std::make_unique<QTemporaryDir>();
+  QVERIFY(dir_->isValid());
+}
+
+void TestStore::summaryRoundTrip() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  SessionReader r(p);
+  const SessionSummary s = r.summary();
+  QCOMPARE(s.schemaVersion, kSchemaVersion);
+  QCOMPARE(s.provenance.seed, int64_t(42));
+  QCOMPARE(s.provenance.model, std::string("format-sample"));
+  QCOMPARE(s.runs.size(), std::size_t(1));
+  const RunInfo& run = s.runs[0];
+  QCOMPARE(run.name, std::string("golden"));
+  QCOMPARE(run.status, std::string("complete"));
+  QCOMPARE(run.iterations.size(), std::size_t(3));
+  QCOMPARE(run.completeIterations(), int64_t(3));
+  QCOMPARE(run.callCount(), int64_t(12));
+  QCOMPARE(run.checkpoints, std::vector<int64_t>{2});
+  QCOMPARE(run.reports, std::vector<std::string>{"call-000001-000002"});
+  QCOMPARE(run.verdictCount, int64_t(2));
+  const CallInfo& call = run.iterations[1].calls[3];
+  QCOMPARE(call.id.layer, std::string("fc3"));
+  QCOMPARE(call.id.op, std::string("relu"));
+  QCOMPARE(call.id.phase, Phase::Backward);
+  QCOMPARE(call.id.iteration, int64_t(1));
+  QCOMPARE(call.path, std::string("iterations/000001/calls/000003"));
+  QCOMPARE(call.tensors.size(), std::size_t(5));
+  // tensors come in name order
+  QStringList names;
+  for (const TensorInfo& t : call.tensors) names << QString::fromStdString(t.name);
+  QCOMPARE(names.join(QLatin1Char(',')), QStringLiteral("input_0,labels,output,output_bf16,output_fp16"));
+  QCOMPARE(call.tensors[0].shape, (std::vector<uint64_t>{64, 128}));
+  QCOMPARE(call.tensors[1].dtype, std::string("int64"));
+  QCOMPARE(call.tensors[3].dtype, std::string("bfloat16"));
+  QCOMPARE(call.tensors[4].dtype, std::string("float16"));
+  QCOMPARE(s.saveResults, std::vector<std::string>{"fc0-bits"});
+}
+
+void TestStore::tensorsRoundTrip() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  SessionReader r(p);
+  const Tensor in = r.readTensor("golden", "iterations/000002/calls/000001", "input_0");
+  QCOMPARE(in.dtype, DType::F32);
+  QCOMPARE(in.elementCount(), uint64_t(64 * 128));
+  const auto* f = reinterpret_cast<const float*>(in.bytes.data());
+  for (long i = 0; i < 64 * 128; ++i) QCOMPARE(f[i], testsupport::sampleValue(21, i));
+
+  const Tensor half = r.readTensor("golden", "iterations/000002/calls/000001", "output_fp16");
+  QCOMPARE(half.dtype, DType::F16);
+  const auto* h = reinterpret_cast<const uint16_t*>(half.bytes.data());
+  for (long i = 0; i < 64 * 32; ++i) QCOMPARE(uint32_t(h[i]), fp::encode(fp::kFp16, testsupport::sampleValue(121, i)));
+
+  const Tensor bf = r.readTensor("golden", "iterations/000002/calls/000001", "output_bf16");
+  QCOMPARE(bf.dtype, DType::BF16);
+  const auto* b = reinterpret_cast<const uint16_t*>(bf.bytes.data());
+  QCOMPARE(uint32_t(b[5]), fp::encode(fp::kBf16, testsupport::sampleValue(121, 5)));
+
+  const Tensor labels = r.readTensor("golden", "iterations/000000/calls/000002", "labels");
+  QCOMPARE(labels.dtype, DType::I64);
+  QCOMPARE(reinterpret_cast<const int64_t*>(labels.bytes.data())[0], int64_t(2));
+
+  QVERIFY_THROWS_EXCEPTION(SessionError, r.readTensor("golden", "iterations/000000/calls/000002", "nope"));
+}
+
+void TestStore::recordsAndVerdictsRoundTrip() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  SessionReader r(p);
+  const std::vector<Verdict> v = r.verdicts("golden");
+  QCOMPARE(v.size(), std::size_t(2));
+  QCOMPARE(v[0].model, std::string("precision_loss"));
+  QCOMPARE(v[1].confidence, 0.75);
+  QCOMPARE(v[1].evidence, std::string("one element, bit 27"));
+  const StoredRecord rep = r.report("golden", "call-000001-000002");
+  QCOMPARE(rep.scalars.at("abs_error_max"), 0.125);
+  QCOMPARE(rep.labels.at("candidate"), std::string("fp16_inputs"));
+  const Tensor& hist = rep.arrays.at("log2_abs_error_hist");
+  QCOMPARE(hist.dtype, DType::F64);
+  QCOMPARE(reinterpret_cast<const double*>(hist.bytes.data())[3], 40.0);
+  const StoredRecord save = r.saveResult("fc0-bits");
+  QCOMPARE(save.labels.at("layer"), std::string("fc0"));
+  QCOMPARE(save.arrays.at("bit_class").shape, (std::vector<uint64_t>{2, 3}));
+}
+
+void TestStore::largeTensorsAreChunkedAndCompressed() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  h5::File f(p, h5::File::Mode::ReadOnly);
+  h5::Dataset ds = f.root().openGroup("runs").openGroup("golden").openGroup("iterations").openGroup("000000")
+                       .openGroup("calls").openGroup("000000").openDataset("input_0");
+  const hid_t dcpl = H5Dget_create_plist(ds.id());
+  QCOMPARE(H5Pget_layout(dcpl), H5D_CHUNKED);
+  const int filters = H5Pget_nfilters(dcpl);
+  QCOMPARE(filters, 2);
+  unsigned flags = 0, values[8];
+  size_t n = 8;
+  QCOMPARE(H5Pget_filter2(dcpl, 0, &flags, &n, values, 0, nullptr, nullptr), H5Z_FILTER_SHUFFLE);
+  n = 8;
+  QCOMPARE(H5Pget_filter2(dcpl, 1, &flags, &n, values, 0, nullptr, nullptr), H5Z_FILTER_DEFLATE);
+  H5Pclose(dcpl);
+}
+
+void TestStore::refusesToOverwrite() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  try {
+    SessionWriter w(p, {});
+    QFAIL("an existing session was replaced");
+  } catch (const SessionError& e) {
+    QVERIFY(QString::fromStdString(e.what()).contains(QStringLiteral("already exists")));
+  }
+  QCOMPARE(SessionReader(p).summary().runs.size(), std::size_t(1));  // untouched
+}
+
+void TestStore::rejectsBadNames_data() {
+  QTest::addColumn<QString>("run");
+  QTest::addColumn<QString>("tensor");
+  QTest::newRow("slash in run") << "a/b" << "x";
+  QTest::newRow("empty run") << "" << "x";
+  QTest::newRow("dot-dot run") << ".." << "x";
+  QTest::newRow("space in tensor") << "ok" << "bad name";
+  QTest::newRow("slash in tensor") << "ok" << "../x";
+}
+
+void TestStore::rejectsBadNames() {
+  QFETCH(QString, run);
+  QFETCH(QString, tensor);
+  SessionWriter w(path("n.h5").toStdString(), {});
+  const float v = 1;
+  auto write = [&] {
+    w.beginRun({run.toStdString(), "profile", "golden", ""});
+    w.beginIteration(0);
+    w.recordCall({"l", "relu", Phase::Forward, 0, 0}, {{tensor.toStdString(), {DType::F32, {1}, &v}}});
+  };
+  QVERIFY_THROWS_EXCEPTION(SessionError, write());
+}
+
+void TestStore::misuseIsReported() {
+  SessionWriter w(path("m.h5").toStdString(), {});
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.beginIteration(0));  // no run
+  w.beginRun({"r", "profile", "golden", ""});
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.beginRun({"r2", "profile", "golden", ""}));  // still open
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.recordCall({"l", "relu", Phase::Forward, 0, 0}, {}));  // no iteration
+  w.beginIteration(0);
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.recordCall({"l", "relu", Phase::Forward, 5, 0}, {}));  // wrong iteration
+  w.recordCall({"l", "relu", Phase::Forward, 0, 0}, {});
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.recordCall({"l", "relu", Phase::Forward, 0, 0}, {}));  // duplicate
+  w.endIteration();
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.beginIteration(0));  // recorded already
+  w.endRun(RunStatus::Complete);
+  QVERIFY_THROWS_EXCEPTION(SessionError, w.beginRun({"r", "profile", "golden", ""}));  // name taken
+}
+
+void TestStore::badFiles_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("missing") << "missing" << "No such file or directory";
+  QTest::newRow("directory") << "directory" << "is a directory";
+  QTest::newRow("text") << "text" << "is not an HDF5 file";
+  QTest::newRow("empty") << "empty" << "is not an HDF5 file";
+  QTest::newRow("foreign") << "foreign" << "not a PEAT session";
+  QTest::newRow("future") << "future" << "newer than the version 1";
+  QTest::newRow("truncated") << "truncated" << "truncated or damaged";
+}
+
+void TestStore::badFiles() {
+  QFETCH(QString, kind);
+  QFETCH(QString, message);
+  const std::string p = path("bad").toStdString();
+  if (kind == QLatin1String("directory")) QVERIFY(QDir(dir_->path()).mkdir(QStringLiteral("bad")));
+  if (kind == QLatin1String("text") || kind == QLatin1String("empty")) {
+    QFile f(QString::fromStdString(p));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    if (kind == QLatin1String("text")) f.write("hello, not hdf5\n");
+  }
+  if (kind == QLatin1String("foreign")) testsupport::writeForeignHdf5(p);
+  if (kind == QLatin1String("future")) testsupport::writeFutureSession(p);
+  if (kind == QLatin1String("truncated")) {
+    testsupport::writeSampleSession(path("whole.h5").toStdString());
+    testsupport::writeTruncatedCopy(path("whole.h5").toStdString(), p, 0.5);
+  }
+  try {
+    SessionReader r(p);
+    r.summary();
+    QFAIL("a bad file was accepted");
+  } catch (const SessionError& e) {
+    const QString what = QString::fromStdString(e.what());
+    QVERIFY2(what.contains(message), qPrintable(what));
+    QVERIFY2(!what.contains(QLatin1Char('\n')), "error messages are one line");
+  }
+}
+
+void TestStore::killedWriterKeepsCompleteIterations() {
+  const std::string p = path("killed.h5").toStdString();
+  const pid_t child = fork();
+  QVERIFY(child >= 0);
+  if (child == 0) {
+    // The child writes three complete iterations, starts a fourth, and dies without closing anything.
+    SessionWriter w(p, {});
+    w.beginRun({"golden", "profile", "golden", ""});
+    for (int it = 0; it < 4; ++it) {
+      w.beginIteration(it);
+      for (int c = 0; c < 3; ++c) {
+        std::vector<float> v(5000);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = testsupport::sampleValue(it * 10 + c, long(i));
+        w.recordCall({"layer", "linear", Phase::Forward, it, c}, {{"output", {DType::F32, {50, 100}, v.data()}}});
+      }
+      if (it < 3) w.endIteration();
+    }
+    raise(SIGKILL);
+    _exit(3);
+  }
+  int status = 0;
+  QCOMPARE(waitpid(child, &status, 0), child);
+  QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  SessionReader r(p);
+  const SessionSummary s = r.summary();
+  QCOMPARE(s.runs.size(), std::size_t(1));
+  QCOMPARE(s.runs[0].status, std::string("running"));  // nobody ended it
+  QCOMPARE(s.runs[0].completeIterations(), int64_t(3));
+  for (int it = 0; it < 3; ++it)
+    for (int c = 0; c < 3; ++c) {
+      const Tensor t = r.readTensor("golden", "iterations/00000" + std::to_string(it) + "/calls/00000" + std::to_string(c),
+                                    "output");
+      const auto* f = reinterpret_cast<const float*>(t.bytes.data());
+      QCOMPARE(f[4999], testsupport::sampleValue(it * 10 + c, 4999));
+    }
+}
+
+void TestStore::abandonedRunIsMarkedFailed() {
+  const std::string p = path("a.h5").toStdString();
+  {
+    SessionWriter w(p, {});
+    w.beginRun({"r", "profile", "golden", ""});
+    w.beginIteration(0);
+  }  // destroyed with the run open, as when an exception unwinds
+  QCOMPARE(SessionReader(p).summary().runs[0].status, std::string("failed"));
+}
+
+void TestStore::provenanceIsFilledIn() {
+  const std::string p = path("p.h5").toStdString();
+  { SessionWriter w(p, {}); }
+  const Provenance v = SessionReader(p).summary().provenance;
+  QVERIFY(!v.toolVersion.empty());
+  QVERIFY(!v.gitCommit.empty());
+  QVERIFY(QString::fromStdString(v.hdf5Version).startsWith(QStringLiteral("1.")));
+  QVERIFY(QRegularExpression(QStringLiteral("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$"))
+              .match(QString::fromStdString(v.date))
+              .hasMatch());
+  QVERIFY(!v.hostname.empty());
+}
+
+QTEST_GUILESS_MAIN(TestStore)
+#include "tst_store.moc"
