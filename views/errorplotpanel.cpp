@@ -15,8 +15,6 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   plot_->yAxis->setLabel(tr("elements"));
   plot_->xAxis->setRange(-40, 10);
   plot_->yAxis->setRange(0, 1);
-  plot_->plotLayout()->insertRow(0);
-  plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, tr("Error distribution"), QFont(font().family(), 11, QFont::Bold)));
   layout->addWidget(plot_);
   showMessage(tr("No error report selected"));
 }

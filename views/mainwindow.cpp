@@ -70,7 +70,7 @@ void MainWindow::createDocks() {
   tree_->setUniformRowHeights(true);
   tree_->header()->setStretchLastSection(true);
   tree_->setAlternatingRowColors(true);
-  dock(tr("Session"), QStringLiteral("SessionDock"), tree_, Qt::LeftDockWidgetArea);
+  QDockWidget* sessionDock = dock(tr("Session"), QStringLiteral("SessionDock"), tree_, Qt::LeftDockWidgetArea);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
     QModelIndex top = current;
     while (top.parent().isValid()) top = top.parent();
@@ -83,15 +83,21 @@ void MainWindow::createDocks() {
   dock(tr("Devices"), QStringLiteral("DevicesDock"), devices_, Qt::LeftDockWidgetArea);
 
   errorPlot_ = new ErrorPlotPanel(this);
-  dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
+  QDockWidget* plotDock =
+      dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
   verdicts_ = new QTableWidget(0, 4, this);
   verdicts_->setHorizontalHeaderLabels({tr("Call"), tr("Error model"), tr("Confidence"), tr("Evidence")});
-  verdicts_->horizontalHeader()->setStretchLastSection(true);
+  verdicts_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
   verdicts_->verticalHeader()->hide();
   verdicts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_, Qt::BottomDockWidgetArea);
+  QDockWidget* verdictDock =
+      dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_, Qt::BottomDockWidgetArea);
+
+  // First-run proportions; a saved layout (QSettings) replaces them.
+  resizeDocks({sessionDock, plotDock}, {380, 480}, Qt::Horizontal);
+  resizeDocks({verdictDock}, {200}, Qt::Vertical);
 }
 
 void MainWindow::createActions() {
@@ -174,7 +180,7 @@ void MainWindow::showRunVerdicts(const QString& run) {
       evidence->setToolTip(evidence->text());
       verdicts_->setItem(i, 3, evidence);
     }
-    verdicts_->resizeColumnsToContents();
+    for (int c = 0; c < 3; ++c) verdicts_->resizeColumnToContents(c);
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
   }

@@ -2,6 +2,9 @@
 # Starts peat-workbench in a real X server (Xvfb), lets it render a session, and checks the PNG.
 #   -DWORKBENCH=... -DSESSION=... -DOUT=...png
 file(REMOVE "${OUT}")
+# Keep the test away from the user's settings (recent files, window layout).
+get_filename_component(out_dir "${OUT}" DIRECTORY)
+set(ENV{XDG_CONFIG_HOME} "${out_dir}/xdg-config")
 execute_process(
   COMMAND xvfb-run -a -s "-screen 0 1600x1000x24" "${WORKBENCH}" --screenshot "${OUT}" "${SESSION}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
