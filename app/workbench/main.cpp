@@ -2,6 +2,7 @@
 // peat-workbench: the desktop face of PEAT Workbench.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QTimer>
 
 #include <cstdio>
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationDomain(QStringLiteral("peat.invalid"));
   QApplication::setApplicationVersion(QString::fromLatin1(peat::toolVersion()));
   QApplication::setDesktopFileName(QStringLiteral("io.github.peat.Workbench"));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/peat/icon.svg")));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Desktop workbench for GPU kernel validation (PEAT) and SAVE."));
