@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -360,6 +361,9 @@ SessionReader::SessionReader(const std::string& path) : d(std::make_unique<Impl>
   try {
     d->file.emplace(path, h5::File::Mode::ReadOnly);
   } catch (const h5::Error& e) {
+    if (e.detail().find("unable to lock file") != std::string::npos)
+      throw SessionError("cannot open '" + path +
+                         "': another process has it open for writing (a run in progress?); try again when it ends");
     throw SessionError("cannot open '" + path + "': the HDF5 file is truncated or damaged (" +
                        (e.detail().empty() ? std::string("unreadable") : e.detail()) + ")");
   }

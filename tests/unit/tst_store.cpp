@@ -32,6 +32,7 @@ class TestStore : public QObject {
   void badFiles();
   void killedWriterKeepsCompleteIterations();
   void abandonedRunIsMarkedFailed();
+  void sessionOpenForWritingIsReported();
   void provenanceIsFilledIn();
 
  private:
@@ -281,6 +282,36 @@ void TestStore::abandonedRunIsMarkedFailed() {
     w.beginIteration(0);
   }  // destroyed with the run open, as when an exception unwinds
   QCOMPARE(SessionReader(p).summary().runs[0].status, std::string("failed"));
+}
+
+void TestStore::sessionOpenForWritingIsReported() {
+  const std::string p = path("busy.h5").toStdString();
+  int ready[2];
+  QCOMPARE(pipe(ready), 0);
+  const pid_t child = fork();
+  QVERIFY(child >= 0);
+  if (child == 0) {  // a writer that holds the file open until killed
+    SessionWriter w(p, {});
+    w.beginRun({"golden", "profile", "golden", ""});
+    const char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(2);
+    pause();
+    _exit(0);
+  }
+  char byte = 0;
+  QCOMPARE(read(ready[0], &byte, 1), ssize_t(1));
+  QString message;
+  try {
+    SessionReader r(p);
+  } catch (const SessionError& e) {
+    message = QString::fromStdString(e.what());
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  QVERIFY2(message.contains(QStringLiteral("open for writing")), qPrintable(message));
+  QCOMPARE(SessionReader(p).summary().runs.size(), std::size_t(1));  // readable once the writer is gone
 }
 
 void TestStore::provenanceIsFilledIn() {
