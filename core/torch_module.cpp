@@ -10,14 +10,29 @@
 
 namespace peat {
 
-TorchRuntimeInfo loadTorchRuntime() {
-  const std::string path = sys::modulePath("peat_torch");
-  if (!sys::fileExists(path)) throw std::runtime_error("the LibTorch module is missing: " + path);
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+const sys::SharedLibrary& torchModule() {
   static std::unique_ptr<sys::SharedLibrary> lib;  // stays loaded for the process
-  if (!lib) lib = std::make_unique<sys::SharedLibrary>(path);
+  if (!lib) {
+    const std::string path = sys::modulePath("peat_torch");
+    if (!sys::fileExists(path)) throw std::runtime_error("the LibTorch module is missing: " + path);
+    lib = std::make_unique<sys::SharedLibrary>(path);
+  }
+  return *lib;
+}
+}  // namespace
+
+int runTorchCommand(int argc, char** argv) {
+  auto entry = reinterpret_cast<int (*)(int, char**)>(torchModule().symbol("peat_torch_main"));
+  return entry(argc, argv);
+}
+
+TorchRuntimeInfo loadTorchRuntime() {
+  const auto start = std::chrono::steady_clock::now();
+  const sys::SharedLibrary& lib = torchModule();
+  const std::string path = lib.path();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto info = reinterpret_cast<int (*)(PeatTorchInfo*)>(lib->symbol("peat_torch_info"));
+  auto info = reinterpret_cast<int (*)(PeatTorchInfo*)>(lib.symbol("peat_torch_info"));
   PeatTorchInfo raw{};
   if (info(&raw) != 0 || raw.abiVersion != PEAT_TORCH_ABI_VERSION)
     throw std::runtime_error("the LibTorch module at " + path + " is from another PEAT version");

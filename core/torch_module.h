@@ -17,4 +17,7 @@ struct TorchRuntimeInfo {
 // Throws std::runtime_error with a one-line reason when the module cannot be loaded.
 TorchRuntimeInfo loadTorchRuntime();
 
+// Runs a command implemented in libpeat_torch.so (argv[0] is the command name); returns its exit code.
+int runTorchCommand(int argc, char** argv);
+
 }  // namespace peat

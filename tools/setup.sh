@@ -10,10 +10,12 @@ packages=(
   # libraries
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev libgl-dev
   libhdf5-dev libtorch-dev libcli11-dev libhwy-dev
+  # an optimised BLAS for LibTorch (replaces the reference BLAS through update-alternatives)
+  libopenblas0-openmp
   # optional GPU compiler for AMD (CUDA comes from /usr/local/cuda when present)
   hipcc libamdhip64-dev
   # data
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   # tests and demo
   hdf5-tools python3 python3-numpy python3-h5py xvfb xauth imagemagick
   libbenchmark-dev libgtest-dev

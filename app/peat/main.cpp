@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/peat/commands.h"
+#include "core/torch_module.h"
 #include "core/version.h"
 
 namespace {
@@ -39,6 +40,35 @@ int main(int argc, char** argv) {
   CLI::App* envCmd = app.add_subcommand("env", "Show versions, compute backends and devices, and LibTorch");
   envCmd->add_flag("--json", env.json, "Print as JSON");
   envCmd->add_flag("--no-torch", env.skipTorch, "Do not load LibTorch (faster)");
+
+  // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
+  // their own options, so `peat profile --help` shows the real ones.
+  struct TorchCommand {
+    const char* name;
+    const char* summary;
+  };
+  const TorchCommand torchCommands[] = {
+      {"train", "Train a zoo model on real data and save checkpoints"},
+      {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
+      {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
+      {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
+      {"kernels", "List candidate kernels and fault models"},
+      {"models", "List the model zoo"},
+  };
+  for (const TorchCommand& c : torchCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    sub->prefix_command();
+    sub->set_help_flag();
+  }
+  if (argc >= 2)
+    for (const TorchCommand& c : torchCommands)
+      if (std::string(argv[1]) == c.name) {
+        try {
+          return peat::runTorchCommand(argc - 1, argv + 1);
+        } catch (const std::exception& e) {
+          return fail(e.what(), 1);
+        }
+      }
 
   try {
     app.parse(argc, argv);

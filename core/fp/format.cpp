@@ -124,9 +124,11 @@ uint32_t encode(const Format& f, float x, Overflow overflow) {
   if (isBinary32(f)) return u;
   if (a > 0x7f800000u) return sign | canonicalNaN(f);
 
-  const uint32_t overflowed =
-      overflow == Overflow::Saturate ? maxFinite(f) : infinity(f).value_or(canonicalNaN(f));
-  if (a == 0x7f800000u) return sign | overflowed;
+  auto overflowed = [&] {
+    if (overflow == Overflow::Saturate) return maxFinite(f);
+    return f.encoding == Encoding::Ieee ? f.expMask() : canonicalNaN(f);
+  };
+  if (a == 0x7f800000u) return sign | overflowed();
 
   const int rawExp = int(a >> 23);
   const int e = rawExp == 0 ? -126 : rawExp - 127;
@@ -139,8 +141,33 @@ uint32_t encode(const Format& f, float x, Overflow overflow) {
     const uint32_t significand = rawExp == 0 ? (a & 0x7fffffu) : ((a & 0x7fffffu) | 0x800000u);
     out = shiftRoundNearestEven(significand, (23 - f.manBits) + (f.minNormalExponent() - e));
   }
-  if (out > maxFinite(f)) return sign | overflowed;
+  if (out > maxFinite(f)) return sign | overflowed();
   return sign | out;
+}
+
+void roundInPlace(const Format& f, float* data, std::size_t count, Overflow overflow) {
+  if (isBinary32(f)) return;
+  if (f.expBits == 8 && f.bias == 127) {
+    // Same exponent range as fp32: rounding the low 23 - manBits bits of the encoding, ties to even,
+    // is the whole conversion; a carry out of the top binade lands exactly on Inf.
+    const int shift = 23 - f.manBits;
+    const uint32_t keep = ~((uint32_t(1) << shift) - 1);
+    const uint32_t halfMinusOne = (uint32_t(1) << (shift - 1)) - 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      const uint32_t u = bitsOf(data[i]);
+      if ((u & 0x7fffffffu) >= 0x7f800000u) {  // NaN or Inf
+        if ((u & 0x7fffffffu) > 0x7f800000u) data[i] = decode(f, encode(f, data[i], overflow));
+        else if (overflow == Overflow::Saturate) data[i] = decode(f, (u >> 31 ? f.signMask() : 0) | maxFinite(f));
+        continue;
+      }
+      uint32_t r = (u + halfMinusOne + ((u >> shift) & 1)) & keep;
+      if ((r & 0x7fffffffu) == 0x7f800000u && overflow == Overflow::Saturate)
+        r = (u & 0x80000000u) | (uint32_t(0xfe) << 23) | (((uint32_t(1) << f.manBits) - 1) << shift);
+      data[i] = floatOf(r);
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) data[i] = decode(f, encode(f, data[i], overflow));
 }
 
 float decode(const Format& f, uint32_t bits) {

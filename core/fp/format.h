@@ -78,6 +78,9 @@ uint32_t encode(const Format& f, float x, Overflow overflow = Overflow::Standard
 float decode(const Format& f, uint32_t bits);
 // fp32 rounded through the format and back.
 inline float roundTo(const Format& f, float x, Overflow o = Overflow::Standard) { return decode(f, encode(f, x, o)); }
+// roundTo over an array, in place. Formats with fp32's exponent range (bf16, tf32) take a fast path
+// that rounds the fp32 encoding directly; the results equal roundTo's for every input.
+void roundInPlace(const Format& f, float* data, std::size_t count, Overflow o = Overflow::Standard);
 
 inline uint32_t bitsOf(float x) {
   uint32_t u;

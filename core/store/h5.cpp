@@ -300,6 +300,13 @@ bool Group::hasAttribute(const std::string& name) const {
   return rc > 0;
 }
 
+bool Group::attributeIsText(const std::string& name) const {
+  const std::string where = path_ + "@" + name;
+  Handle attr(checkId(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "H5Aopen", where), H5Aclose);
+  Handle type(checkId(H5Aget_type(attr.id()), "H5Aget_type", where), H5Tclose);
+  return H5Tget_class(type.id()) == H5T_STRING;
+}
+
 void Group::setAttribute(const std::string& name, const std::string& value) {
   h5::setAttribute(id(), path_, name, value);
 }

@@ -106,6 +106,7 @@ class Group {
   std::vector<Column> readTable(const std::string& name) const;
 
   bool hasAttribute(const std::string& name) const;
+  bool attributeIsText(const std::string& name) const;
   void setAttribute(const std::string& name, const std::string& value);
   void setAttribute(const std::string& name, const char* value) { setAttribute(name, std::string(value)); }
   void setAttribute(const std::string& name, int64_t value);

@@ -117,8 +117,10 @@ struct SessionWriter::Impl {
   int64_t iterationIndex = -1;
   int64_t completeIterations = 0;
 
-  Impl(const std::string& path, bool overwrite)
-      : file(path, overwrite ? h5::File::Mode::Truncate : h5::File::Mode::CreateExclusive) {}
+  Impl(const std::string& path, WriteMode mode)
+      : file(path, mode == WriteMode::Append      ? h5::File::Mode::ReadWrite
+                   : mode == WriteMode::Overwrite ? h5::File::Mode::Truncate
+                                                  : h5::File::Mode::CreateExclusive) {}
 
   h5::Group& requireRun(const char* what) {
     if (!run) throw SessionError(std::string(what) + " needs a run: call beginRun first");
@@ -126,17 +128,25 @@ struct SessionWriter::Impl {
   }
 };
 
-SessionWriter::SessionWriter(const std::string& path, Provenance p, bool overwrite) {
+SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mode) {
   Lock lock(hdf5Mutex());
   h5::silenceLibraryDiagnostics();
+  if (mode == WriteMode::Append) {
+    SessionReader check(path);  // the same clear errors as peat info for a bad or too-new file
+  }
   struct stat st {};
-  if (!overwrite && ::stat(path.c_str(), &st) == 0)
+  if (mode == WriteMode::Create && ::stat(path.c_str(), &st) == 0)
     throw SessionError("'" + path + "' already exists; choose another name or allow overwriting");
   try {
-    d = std::make_unique<Impl>(path, overwrite);
+    d = std::make_unique<Impl>(path, mode);
   } catch (const h5::Error& e) {
-    throw SessionError("cannot create session '" + path + "': " + (e.detail().empty() ? e.what() : e.detail()));
+    const std::string why = e.detail().empty() ? e.what() : e.detail();
+    if (why.find("unable to lock file") != std::string::npos)
+      throw SessionError("cannot write '" + path + "': another process has it open");
+    throw SessionError("cannot " + std::string(mode == WriteMode::Append ? "open" : "create") + " session '" + path +
+                       "': " + why);
   }
+  if (mode == WriteMode::Append) return;
   if (p.toolVersion.empty()) p.toolVersion = toolVersion();
   if (p.gitCommit.empty()) p.gitCommit = gitCommit();
   if (p.hdf5Version.empty()) p.hdf5Version = hdf5Version();
@@ -163,6 +173,11 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, bool overwri
   root.createGroup("runs");
   root.createGroup("save");
   d->file.flush();
+}
+
+bool SessionWriter::hasRun(const std::string& name) const {
+  Lock lock(hdf5Mutex());
+  return isSafeName(name) && d->file.root().openGroup("runs").has(name);
 }
 
 SessionWriter::~SessionWriter() {
@@ -211,7 +226,8 @@ void SessionWriter::beginIteration(int64_t iteration) {
   d->iterationIndex = iteration;
 }
 
-void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors) {
+void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
+                               const std::map<std::string, int64_t>& params) {
   Lock lock(hdf5Mutex());
   if (!d->calls) throw SessionError("recordCall needs an open iteration: call beginIteration first");
   if (id.iteration != d->iterationIndex)
@@ -226,6 +242,7 @@ void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>&
   call.setAttribute("phase", phaseName(id.phase));
   call.setAttribute("iteration", id.iteration);
   call.setAttribute("call_index", id.callIndex);
+  for (const auto& [key, value] : params) call.setAttribute("param." + key, value);
   writeTensors(call, tensors);
 }
 
@@ -280,6 +297,21 @@ void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
   run.writeTable("verdicts", {call, model, confidence, evidence});
 }
 
+void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Column>& columns) {
+  Lock lock(hdf5Mutex());
+  requireSafeName("table", name);
+  h5::Group& run = d->requireRun("writeTable");
+  h5::Group tables = run.hasGroup("tables") ? run.openGroup("tables") : run.createGroup("tables");
+  if (tables.has(name)) tables.remove(name);
+  tables.writeTable(name, columns);
+}
+
+void SessionWriter::setRunAttribute(const std::string& key, const std::string& value) {
+  Lock lock(hdf5Mutex());
+  requireSafeName("run attribute", key);
+  d->requireRun("setRunAttribute").setAttribute(key, value);
+}
+
 void SessionWriter::endRun(RunStatus status) {
   Lock lock(hdf5Mutex());
   h5::Group& run = d->requireRun("endRun");
@@ -328,11 +360,10 @@ std::string optionalString(const h5::Group& g, const char* name) {
 StoredRecord readRecord(const h5::Group& g) {
   StoredRecord r;
   for (const std::string& name : g.attributeNames()) {
-    try {
-      r.scalars[name] = g.doubleAttribute(name);
-    } catch (const h5::Error&) {
+    if (g.attributeIsText(name))
       r.labels[name] = g.stringAttribute(name);
-    }
+    else
+      r.scalars[name] = g.doubleAttribute(name);
   }
   for (const std::string& name : g.children()) {
     h5::Dataset ds = g.openDataset(name);
@@ -437,6 +468,8 @@ SessionSummary SessionReader::summary() const {
                 call.id.phase = optionalString(cg, "phase") == "backward" ? Phase::Backward : Phase::Forward;
                 call.id.iteration = it.iteration;
                 call.id.callIndex = cg.intAttribute("call_index");
+                for (const std::string& attr : cg.attributeNames())
+                  if (attr.rfind("param.", 0) == 0) call.params[attr.substr(6)] = cg.intAttribute(attr);
                 for (const std::string& tensorName : cg.children()) {
                   h5::Dataset ds = cg.openDataset(tensorName);
                   call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
@@ -456,6 +489,9 @@ SessionSummary SessionReader::summary() const {
           }
         }
         if (rg.hasGroup("reports")) run.reports = rg.openGroup("reports").children();
+        if (rg.hasGroup("tables")) run.tables = rg.openGroup("tables").children();
+        for (const std::string& attr : rg.attributeNames())
+          if (rg.attributeIsText(attr)) run.attributes[attr] = rg.stringAttribute(attr);
         if (rg.has("verdicts")) run.verdictCount = int64_t(rg.openDataset("verdicts").elementCount());
         s.runs.push_back(std::move(run));
       }
@@ -467,18 +503,39 @@ SessionSummary SessionReader::summary() const {
   return s;
 }
 
+namespace {
+h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const std::string& callPath,
+                           const std::string& name) {
+  h5::Group g = file.root().openGroup("runs").openGroup(run);
+  std::string rest = callPath;
+  for (std::size_t pos; !rest.empty();) {
+    pos = rest.find('/');
+    g = g.openGroup(rest.substr(0, pos));
+    rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
+  }
+  if (!g.has(name)) throw SessionError("no tensor '" + name + "' in " + run + "/" + callPath);
+  return g.openDataset(name);
+}
+}  // namespace
+
+void SessionReader::readTensorInto(const std::string& run, const std::string& callPath, const std::string& name,
+                                   DType as, void* out, uint64_t elements) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Dataset ds = openCallTensor(*d->file, run, callPath, name);
+    if (ds.elementCount() != elements)
+      throw SessionError("tensor " + run + "/" + callPath + "/" + name + " holds " + std::to_string(ds.elementCount()) +
+                         " elements, not " + std::to_string(elements));
+    ds.read(as, out);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
 Tensor SessionReader::readTensor(const std::string& run, const std::string& callPath, const std::string& name) const {
   Lock lock(hdf5Mutex());
   try {
-    h5::Group g = d->file->root().openGroup("runs").openGroup(run);
-    std::string rest = callPath;
-    for (std::size_t pos; !rest.empty();) {
-      pos = rest.find('/');
-      g = g.openGroup(rest.substr(0, pos));
-      rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
-    }
-    if (!g.has(name)) throw SessionError("no tensor '" + name + "' in " + run + "/" + callPath);
-    h5::Dataset ds = g.openDataset(name);
+    h5::Dataset ds = openCallTensor(*d->file, run, callPath, name);
     Tensor t;
     t.dtype = ds.storedType();
     t.shape = ds.shape();
@@ -506,6 +563,36 @@ std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
                      &evidence = column("evidence");
     for (std::size_t i = 0; i < call.size(); ++i)
       out.push_back({call.text.at(i), model.text.at(i), conf.numbers.at(i), evidence.text.at(i)});
+    return out;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+std::vector<h5::Column> SessionReader::table(const std::string& run, const std::string& name) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
+    if (!rg.hasGroup("tables") || !rg.openGroup("tables").has(name))
+      throw SessionError("run '" + run + "' has no table '" + name + "'");
+    return rg.openGroup("tables").readTable(name);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+SessionReader::Checkpoint SessionReader::checkpoint(const std::string& run, int64_t iteration) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group runs = d->file->root().openGroup("runs");
+    if (!runs.hasGroup(run)) throw SessionError("no run '" + run + "' in " + d->path);
+    h5::Group cps = runs.openGroup(run).openGroup("checkpoints");
+    if (!cps.hasGroup(indexName(iteration)))
+      throw SessionError("run '" + run + "' has no checkpoint at iteration " + std::to_string(iteration));
+    h5::Group cp = cps.openGroup(indexName(iteration));
+    Checkpoint out;
+    out.parameters = readRecord(cp.openGroup("parameters")).arrays;
+    out.optimizer = readRecord(cp.openGroup("optimizer")).arrays;
     return out;
   } catch (const h5::Error& e) {
     damaged(d->path, e);

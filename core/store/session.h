@@ -79,24 +79,37 @@ struct Verdict {
   std::string evidence;  // one line a person can read
 };
 
+enum class WriteMode {
+  Create,     // a new file; an existing one is refused
+  Overwrite,  // a new file, replacing an existing one
+  Append,     // add runs to an existing session (its provenance stays)
+};
+
 // Writes a session. Not thread-safe; one writer per file.
 class SessionWriter {
  public:
-  // Creates `path`; refuses to replace an existing file unless `overwrite`.
-  SessionWriter(const std::string& path, Provenance provenance, bool overwrite = false);
+  SessionWriter(const std::string& path, Provenance provenance, WriteMode mode = WriteMode::Create);
+  bool hasRun(const std::string& name) const;
   ~SessionWriter();
   SessionWriter(const SessionWriter&) = delete;
   SessionWriter& operator=(const SessionWriter&) = delete;
 
   void beginRun(const RunSpec& spec);
   void beginIteration(int64_t iteration);
-  void recordCall(const CallId& id, const std::vector<NamedTensor>& tensors);
+  // `params` are the op's settings a replay needs (stride, padding, ...), stored as "param.<name>".
+  void recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
+                  const std::map<std::string, int64_t>& params = {});
   // Marks the iteration complete and flushes the file: a process killed later keeps this iteration.
   void endIteration();
   void writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
                        const std::vector<NamedTensor>& optimizerState);
   void writeReport(const std::string& id, const ResultRecord& record);
   void writeVerdicts(const std::vector<Verdict>& verdicts);
+  // A named table of the open run (loss curves, per-call errors, injections): runs/<run>/tables/<name>.
+  // Writing a name again replaces the table, so curves can be refreshed as a run goes on.
+  void writeTable(const std::string& name, const std::vector<h5::Column>& columns);
+  // A string attribute of the open run (model settings a later playback checks against).
+  void setRunAttribute(const std::string& key, const std::string& value);
   void endRun(RunStatus status);
   // SAVE results live beside the runs, under /save/<id>.
   void writeSaveResult(const std::string& id, const ResultRecord& record);
@@ -119,6 +132,7 @@ struct CallInfo {
   std::string path;  // inside the run, e.g. "iterations/000000/calls/000003"
   CallId id;
   std::vector<TensorInfo> tensors;
+  std::map<std::string, int64_t> params;
 };
 
 struct IterationInfo {
@@ -135,6 +149,8 @@ struct RunInfo {
   std::vector<IterationInfo> iterations;
   std::vector<int64_t> checkpoints;
   std::vector<std::string> reports;
+  std::vector<std::string> tables;
+  std::map<std::string, std::string> attributes;  // every string attribute of the run
   int64_t verdictCount = 0;
   int64_t completeIterations() const;
   int64_t callCount() const;
@@ -160,7 +176,16 @@ class SessionReader {
 
   SessionSummary summary() const;
   Tensor readTensor(const std::string& run, const std::string& callPath, const std::string& name) const;
+  // Reads a tensor converted to `as` straight into `out`, which holds `elements` values of that type;
+  // throws SessionError when the stored tensor has another element count.
+  void readTensorInto(const std::string& run, const std::string& callPath, const std::string& name, DType as,
+                      void* out, uint64_t elements) const;
   std::vector<Verdict> verdicts(const std::string& run) const;
+  std::vector<h5::Column> table(const std::string& run, const std::string& name) const;
+  struct Checkpoint {
+    std::map<std::string, Tensor> parameters, optimizer;
+  };
+  Checkpoint checkpoint(const std::string& run, int64_t iteration) const;
   StoredRecord report(const std::string& run, const std::string& id) const;
   StoredRecord saveResult(const std::string& id) const;
 

@@ -21,3 +21,13 @@ int peat_torch_info(struct PeatTorchInfo* out);
 #ifdef __cplusplus
 }
 #endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Runs a torch command: argv[0] is the command name ("train", "profile", "playback", "runtime-fi",
+ * "kernels", "models"), the rest its arguments. Prints to stdout/stderr; returns the exit code. */
+int peat_torch_main(int argc, char** argv);
+#ifdef __cplusplus
+}
+#endif

@@ -38,7 +38,7 @@ void writeSampleSession(const std::string& path) {
   p.backend = "cpu";
   p.device = "host CPU";
   p.commandLine = "peat-sample-session";
-  SessionWriter w(path, p, /*overwrite=*/true);
+  SessionWriter w(path, p, WriteMode::Overwrite);
   w.beginRun({"golden", "profile", "golden", "sample run for format tests"});
   for (int it = 0; it < 3; ++it) {
     w.beginIteration(it);

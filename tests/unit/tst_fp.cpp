@@ -35,6 +35,8 @@ class TestFp : public QObject {
   void roundTripAllPatterns();
   void nanStaysNaN();
   void formatByName();
+  void roundInPlaceMatchesRoundTo_data();
+  void roundInPlaceMatchesRoundTo();
 };
 
 void TestFp::formatWidths() {
@@ -280,6 +282,46 @@ void TestFp::formatByName() {
   QVERIFY(peat::fp::formatByName("tf32").has_value());
   QVERIFY(!peat::fp::formatByName("fp64").has_value());
   QCOMPARE(allFormats().size(), std::size_t(6));
+}
+
+void TestFp::roundInPlaceMatchesRoundTo_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<bool>("saturate");
+  for (const char* name : {"bf16", "tf32", "fp16", "e4m3", "e5m2"}) {
+    QTest::newRow(qPrintable(QStringLiteral("%1 standard").arg(QLatin1String(name)))) << name << false;
+    QTest::newRow(qPrintable(QStringLiteral("%1 saturate").arg(QLatin1String(name)))) << name << true;
+  }
+}
+
+void TestFp::roundInPlaceMatchesRoundTo() {
+  // The fast path must agree with encode/decode on every kind of input: random patterns (NaN, Inf,
+  // subnormals included) and the values next to the overflow threshold.
+  QFETCH(QString, format);
+  QFETCH(bool, saturate);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  const Overflow o = saturate ? Overflow::Saturate : Overflow::Standard;
+  std::vector<float> values;
+  uint64_t state = 12345;
+  for (int i = 0; i < 1 << 20; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    values.push_back(floatOf(uint32_t(state >> 32)));
+  }
+  const float top = decode(f, maxFinite(f));
+  for (float v : {top, std::nextafter(top, INFINITY), top * 1.0078125f, top * 1.01f, INFINITY,
+                  std::numeric_limits<float>::max(), floatOf(0x7f7fffffu), floatOf(0x00000001u)}) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  std::vector<float> fast = values;
+  roundInPlace(f, fast.data(), fast.size(), o);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float slow = roundTo(f, values[i], o);
+    if (std::isnan(slow) ? !std::isnan(fast[i]) : bitsOf(slow) != bitsOf(fast[i]))
+      QFAIL(qPrintable(QStringLiteral("input 0x%1: roundTo 0x%2, roundInPlace 0x%3")
+                           .arg(bitsOf(values[i]), 8, 16, QLatin1Char('0'))
+                           .arg(bitsOf(slow), 8, 16, QLatin1Char('0'))
+                           .arg(bitsOf(fast[i]), 8, 16, QLatin1Char('0'))));
+  }
 }
 
 QTEST_GUILESS_MAIN(TestFp)

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "core/plugin/plugin_probe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/plugin/peat/kernel_abi.h"
+#include "gpu/runtime_module.h"
+
+namespace peat::plugin {
+
+namespace {
+
+PluginInfo describe(const sys::SharedLibrary& lib, const std::string& path) {
+  void* infoSym = nullptr;
+  void* gemmSym = nullptr;
+  try {
+    infoSym = lib.symbol("peat_kernel_info_v1");
+    gemmSym = lib.symbol("peat_kernel_gemm_v1");
+  } catch (const std::exception& e) {
+    throw PluginError(std::string(e.what()) + " (see peat/kernel_abi.h)");
+  }
+  (void)gemmSym;
+  const auto* info = reinterpret_cast<const peat_kernel_info* (*)()>(infoSym)();
+  if (!info) throw PluginError("plugin '" + path + "': peat_kernel_info_v1 returned NULL");
+  PluginInfo out;
+  out.path = path;
+  out.abiVersion = info->abi_version;
+  out.name = info->name ? info->name : "";
+  out.opKind = info->op_kind;
+  out.dtype = info->dtype;
+  out.memory = info->memory;
+  if (out.abiVersion != PEAT_KERNEL_ABI_VERSION)
+    throw PluginError("plugin '" + path + "' declares ABI version " + std::to_string(out.abiVersion) +
+                      "; this PEAT speaks version " + std::to_string(PEAT_KERNEL_ABI_VERSION));
+  if (out.name.empty() || out.name.size() > 64) throw PluginError("plugin '" + path + "' has no usable name");
+  for (char c : out.name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      throw PluginError("plugin '" + path + "' has a name with characters other than letters, digits, '-', '_', '.'");
+  if (out.opKind != PEAT_OP_GEMM) throw PluginError("plugin '" + path + "': only GEMM kernels (op kind 1) are accepted");
+  if (out.dtype != PEAT_DTYPE_F32) throw PluginError("plugin '" + path + "': only fp32 kernels (dtype 1) are accepted");
+  if (out.memory != PEAT_MEMORY_HOST)
+    throw PluginError("plugin '" + path + "': device-pointer kernels are not accepted yet; take host pointers");
+  return out;
+}
+
+std::string lastErrorOf(const sys::SharedLibrary& lib) {
+  try {
+    auto fn = reinterpret_cast<LastErrorFn>(lib.symbol("peat_kernel_last_error_v1"));
+    const char* text = fn();
+    return text ? text : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+PluginInfo checkPluginInProcess(const std::string& path) {
+  if (!sys::fileExists(path)) throw PluginError("plugin '" + path + "' does not exist");
+  std::unique_ptr<sys::SharedLibrary> lib;
+  try {
+    lib = std::make_unique<sys::SharedLibrary>(path);
+  } catch (const std::exception& e) {
+    throw PluginError(e.what());
+  }
+  PluginInfo info = describe(*lib, path);
+  auto gemm = reinterpret_cast<GemmFn>(lib->symbol("peat_kernel_gemm_v1"));
+  // A 7x5 by 5x6 product with exactly representable values: any correct fp32 GEMM returns it exactly.
+  const int64_t m = 7, k = 5, n = 6;
+  std::vector<float> a(m * k), b(k * n), c(m * n, std::nanf("")), want(m * n, 0.0f);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = float((i * 7) % 11) - 5.0f;
+  for (int64_t i = 0; i < k * n; ++i) b[i] = float((i * 5) % 13) * 0.5f - 3.0f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < k; ++q) want[i * n + j] += a[i * k + q] * b[q * n + j];
+  const int rc = gemm(a.data(), b.data(), c.data(), m, n, k);
+  if (rc != 0) {
+    const std::string why = lastErrorOf(*lib);
+    throw PluginError("plugin '" + info.name + "' failed its test GEMM (return code " + std::to_string(rc) + ")" +
+                      (why.empty() ? "" : ": " + why));
+  }
+  for (int64_t i = 0; i < m * n; ++i)
+    if (!(std::fabs(c[i] - want[i]) <= 1e-4f * (1.0f + std::fabs(want[i]))))
+      throw PluginError("plugin '" + info.name + "' computed a wrong test GEMM: element " + std::to_string(i) +
+                        " is " + std::to_string(c[i]) + ", expected " + std::to_string(want[i]));
+  return info;
+}
+
+PluginInfo probePlugin(const std::string& path, double timeoutSeconds) {
+  if (!sys::fileExists(path)) throw PluginError("plugin '" + path + "' does not exist");
+  const std::string helper = sys::moduleDirectory() + "/peat-plugin-probe";
+  if (!sys::fileExists(helper)) throw PluginError("the plugin probe helper is missing: " + helper);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw PluginError("cannot create a pipe for the plugin probe");
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    throw PluginError("cannot start the plugin probe");
+  }
+  if (child == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    char* const argv[] = {const_cast<char*>(helper.c_str()), const_cast<char*>(path.c_str()), nullptr};
+    ::execv(helper.c_str(), argv);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  bool timedOut = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOut = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, int(left.count())) <= 0) continue;
+    char buffer[512];
+    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    if (text.size() < 4096) text.append(buffer, std::size_t(n));
+  }
+  ::close(out[0]);
+  if (timedOut) ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (timedOut) throw PluginError("plugin '" + path + "' did not finish its probe within " +
+                                  std::to_string(int(timeoutSeconds)) + " s and was stopped");
+  if (WIFSIGNALED(status))
+    throw PluginError("plugin '" + path + "' crashed during its probe (signal " + std::to_string(WTERMSIG(status)) +
+                      ", " + strsignal(WTERMSIG(status)) + "); it was not loaded");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.rfind("ok\t", 0) != 0) {
+    const std::string why = text.rfind("error\t", 0) == 0 ? text.substr(6) : "the probe failed (" + text + ")";
+    throw PluginError(why);
+  }
+  // "ok\tname\tabi\top\tdtype\tmemory"
+  PluginInfo info;
+  info.path = path;
+  std::vector<std::string> fields;
+  std::size_t start = 3;
+  for (std::size_t tab; (tab = text.find('\t', start)) != std::string::npos; start = tab + 1)
+    fields.push_back(text.substr(start, tab - start));
+  fields.push_back(text.substr(start));
+  if (fields.size() != 5) throw PluginError("the plugin probe answered in an unknown format");
+  info.name = fields[0];
+  info.abiVersion = uint32_t(std::stoul(fields[1]));
+  info.opKind = uint32_t(std::stoul(fields[2]));
+  info.dtype = uint32_t(std::stoul(fields[3]));
+  info.memory = uint32_t(std::stoul(fields[4]));
+  return info;
+}
+
+LoadedPlugin loadProbedPlugin(const std::string& path) {
+  LoadedPlugin p;
+  p.info = probePlugin(path);
+  static std::vector<std::unique_ptr<sys::SharedLibrary>> keep;  // plugins stay loaded for the process
+  keep.push_back(std::make_unique<sys::SharedLibrary>(path));
+  p.gemm = reinterpret_cast<GemmFn>(keep.back()->symbol("peat_kernel_gemm_v1"));
+  try {
+    p.lastError = reinterpret_cast<LastErrorFn>(keep.back()->symbol("peat_kernel_last_error_v1"));
+  } catch (const std::exception&) {
+    p.lastError = nullptr;
+  }
+  return p;
+}
+
+}  // namespace peat::plugin

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// User kernels (peat/kernel_abi.h): checked in a child process before they are trusted in ours.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace peat::plugin {
+
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PluginInfo {
+  std::string path;
+  std::string name;
+  uint32_t abiVersion = 0, opKind = 0, dtype = 0, memory = 0;
+};
+
+using GemmFn = int (*)(const float*, const float*, float*, int64_t, int64_t, int64_t);
+using LastErrorFn = const char* (*)();
+
+// Loads the library here, checks its symbols and ABI version and runs a small GEMM against a
+// reference. Only the probe helper calls this: a bad plugin may crash the calling process.
+PluginInfo checkPluginInProcess(const std::string& path);
+
+// Runs checkPluginInProcess in the peat-plugin-probe helper. A crash, a hang past `timeoutSeconds`,
+// a wrong ABI or a wrong result comes back as PluginError with a one-line reason.
+PluginInfo probePlugin(const std::string& path, double timeoutSeconds = 30);
+
+// After a successful probe: loads the plugin into this process and returns its GEMM entry point.
+struct LoadedPlugin {
+  PluginInfo info;
+  GemmFn gemm = nullptr;
+  LastErrorFn lastError = nullptr;
+};
+LoadedPlugin loadProbedPlugin(const std::string& path);
+
+}  // namespace peat::plugin

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Factories of the built-in candidates; kernels/registry.cpp maps names and options onto them.
+#include "core/fp/format.h"
+#include "core/torch/kernels/kernel.h"
+
+namespace peat::kernels {
+
+// Rounds the inputs (GEMM operands, or every float input of an element-wise op) to `format`.
+std::unique_ptr<Kernel> makePrecisionKernel(const std::string& name, const fp::Format& format, fp::Overflow overflow);
+std::unique_ptr<Kernel> makeGemmCandidate(const std::string& name, GemmEngine engine);
+
+GemmEngine fp16AccumulationEngine();                         // fp16 inputs, fp16 sum after every step
+GemmEngine reversedEngine();                                 // fp32, k from last to first
+GemmEngine splitKEngine(int64_t parts);                      // K in `parts` slices, partial GEMMs summed
+GemmEngine pairwiseEngine(int64_t leaf);                     // K halved recursively down to `leaf`
+GemmEngine tileEdgeBugEngine(int64_t tile);                  // last column of each tile reads its neighbour
+GemmEngine missingLastKTileEngine(int64_t tile);             // the last K tile is never accumulated
+GemmEngine zeroedTailEngine(double fraction);                // the last fraction of C is never written
+GemmEngine staleRaceEngine(double probability, int64_t tile);  // random tiles hold half-accumulated sums
+
+}  // namespace peat::kernels

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// The golden kernels (ATen) and the GEMM decomposition that candidate GEMMs run through.
+#include <ATen/ATen.h>
+
+#include "core/torch/kernels/kernel.h"
+
+namespace peat::kernels {
+
+using ops::OpKind;
+using ops::Variant;
+
+namespace {
+
+std::vector<int64_t> pair(int64_t v) { return {v, v}; }
+
+at::Tensor flatten2d(const at::Tensor& t) { return t.reshape({-1, t.size(-1)}); }
+
+// Output padding that makes a transposed convolution reproduce the forward input's size.
+std::vector<int64_t> outputPadding(const ops::OpCall& c, const at::Tensor& dy, int64_t kh, int64_t kw) {
+  const int64_t s = c.param("stride"), p = c.param("padding");
+  return {c.param("in_h") - ((dy.size(2) - 1) * s - 2 * p + kh), c.param("in_w") - ((dy.size(3) - 1) * s - 2 * p + kw)};
+}
+
+}  // namespace
+
+at::Tensor runGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  switch (c.kind) {
+    case OpKind::Linear:
+      switch (c.variant) {
+        case Variant::Forward: return at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
+        case Variant::GradInput: return at::matmul(in[0], in[1]);
+        case Variant::GradWeight: return at::mm(flatten2d(in[0]).t(), flatten2d(in[1]));
+      }
+      break;
+    case OpKind::Conv2d: {
+      const int64_t s = c.param("stride"), p = c.param("padding");
+      switch (c.variant) {
+        case Variant::Forward:
+          return at::conv2d(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor(), pair(s), pair(p));
+        case Variant::GradInput:
+          return at::conv_transpose2d(in[0], in[1], {}, pair(s), pair(p),
+                                      outputPadding(c, in[0], in[1].size(2), in[1].size(3)));
+        case Variant::GradWeight:
+          // ATen's im2col and mm rather than convolution_backward: oneDNN's weight-gradient kernel
+          // reduced in a different order during training than in a replay of the same call (conv1 of
+          // LeNet differed by up to 5e-7), and a golden kernel must replay bit for bit.
+          return runThroughGemm(c, [](const at::Tensor& a, const at::Tensor& b) { return at::mm(a, b); });
+      }
+      break;
+    }
+    case OpKind::Matmul:
+      switch (c.variant) {
+        case Variant::Forward: return at::matmul(in[0], in[1]);
+        case Variant::GradInput: return at::matmul(in[0], in[1].transpose(-1, -2));
+        case Variant::GradWeight: return at::matmul(in[0].transpose(-1, -2), in[1]);
+      }
+      break;
+    case OpKind::Softmax: return at::softmax(in[0], -1);
+    case OpKind::LayerNorm: return at::layer_norm(in[0], {in[0].size(-1)}, in[1], in[2], 1e-5);
+    case OpKind::Gelu: return at::gelu(in[0]);
+    case OpKind::Relu: return at::relu(in[0]);
+    case OpKind::Add: return at::add(in[0], in[1]);
+    case OpKind::Embedding: return at::embedding(in[1], in[0]);
+    case OpKind::BatchNorm:
+      if (c.param("training"))  // batch statistics: the output depends on the batch only
+        return at::batch_norm(in[0], in[1], in[2], at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false);
+      return at::batch_norm(in[0], in[1], in[2], in[3], in[4], false, 0.1, 1e-5, false);
+    case OpKind::MaxPool2d: return at::max_pool2d(in[0], pair(c.param("kernel")), pair(c.param("stride")));
+    case OpKind::AvgPool2d: return in[0].mean({2, 3});
+  }
+  throw std::logic_error("golden kernel: unhandled op");
+}
+
+at::Tensor runThroughGemm(const ops::OpCall& c, const GemmEngine& gemm) {
+  const auto& in = c.inputs;
+  auto mm = [&](const at::Tensor& a, const at::Tensor& b) { return gemm(a.contiguous(), b.contiguous()); };
+  switch (c.kind) {
+    case OpKind::Linear:
+      switch (c.variant) {
+        case Variant::Forward: {
+          at::Tensor y = mm(flatten2d(in[0]), in[1].t());
+          if (in.size() > 2 && in[2].defined()) y = y + in[2];
+          auto shape = in[0].sizes().vec();
+          shape.back() = in[1].size(0);
+          return y.reshape(shape);
+        }
+        case Variant::GradInput: {
+          auto shape = in[0].sizes().vec();
+          shape.back() = in[1].size(1);
+          return mm(flatten2d(in[0]), in[1]).reshape(shape);
+        }
+        case Variant::GradWeight: return mm(flatten2d(in[0]).t(), flatten2d(in[1]));
+      }
+      break;
+    case OpKind::Conv2d: {
+      const int64_t s = c.param("stride"), p = c.param("padding");
+      switch (c.variant) {
+        case Variant::Forward: {
+          const at::Tensor& x = in[0];
+          const at::Tensor& w = in[1];
+          const int64_t n = x.size(0), cout = w.size(0), kh = w.size(2), kw = w.size(3);
+          const int64_t ho = (x.size(2) + 2 * p - kh) / s + 1, wo = (x.size(3) + 2 * p - kw) / s + 1;
+          at::Tensor cols = at::im2col(x, {kh, kw}, pair(1), pair(p), pair(s));  // [N, C*kh*kw, L]
+          at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});  // [CK, N*L]
+          at::Tensor y = mm(w.reshape({cout, -1}), colsAll);                          // [Cout, N*L]
+          y = y.reshape({cout, n, ho * wo}).permute({1, 0, 2}).reshape({n, cout, ho, wo});
+          if (in.size() > 2 && in[2].defined()) y = y + in[2].reshape({1, cout, 1, 1});
+          return y.contiguous();
+        }
+        case Variant::GradInput: {
+          const at::Tensor& dy = in[0];
+          const at::Tensor& w = in[1];
+          const int64_t n = dy.size(0), cout = w.size(0), kh = w.size(2), kw = w.size(3);
+          at::Tensor dyAll = dy.reshape({n, cout, -1}).permute({1, 0, 2}).reshape({cout, -1});  // [Cout, N*L]
+          at::Tensor dcols = mm(w.reshape({cout, -1}).t(), dyAll);                              // [CK, N*L]
+          dcols = dcols.reshape({dcols.size(0), n, -1}).permute({1, 0, 2});                     // [N, CK, L]
+          return at::col2im(dcols.contiguous(), {c.param("in_h"), c.param("in_w")}, {kh, kw}, pair(1), pair(p), pair(s));
+        }
+        case Variant::GradWeight: {
+          const at::Tensor& dy = in[0];
+          const at::Tensor& x = in[1];
+          const int64_t n = dy.size(0), cout = dy.size(1), kh = c.param("k_h"), kw = c.param("k_w");
+          at::Tensor cols = at::im2col(x, {kh, kw}, pair(1), pair(p), pair(s));
+          at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});             // [CK, N*L]
+          at::Tensor dyAll = dy.reshape({n, cout, -1}).permute({1, 0, 2}).reshape({cout, -1});  // [Cout, N*L]
+          return mm(dyAll, colsAll.t()).reshape({cout, x.size(1), kh, kw});
+        }
+      }
+      break;
+    }
+    case OpKind::Matmul: {
+      at::Tensor a = in[0], b = in[1];
+      if (c.variant == Variant::GradInput) b = b.transpose(-1, -2);
+      if (c.variant == Variant::GradWeight) a = a.transpose(-1, -2);
+      if (a.dim() == 2) return mm(a, b);
+      const auto batchShape = a.sizes().slice(0, a.dim() - 2).vec();
+      at::Tensor a3 = a.reshape({-1, a.size(-2), a.size(-1)}), b3 = b.reshape({-1, b.size(-2), b.size(-1)});
+      std::vector<at::Tensor> outs;
+      for (int64_t i = 0; i < a3.size(0); ++i) outs.push_back(mm(a3[i], b3[i]));
+      auto shape = batchShape;
+      shape.push_back(a.size(-2));
+      shape.push_back(b.size(-1));
+      return at::stack(outs).reshape(shape);
+    }
+    default: break;
+  }
+  throw std::logic_error(std::string("op ") + ops::opName(c.kind) + " is not GEMM-based");
+}
+
+namespace {
+class GoldenKernel final : public Kernel {
+ public:
+  std::string name() const override { return "golden"; }
+  bool supports(ops::OpKind) const override { return true; }
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override { return runGolden(call); }
+};
+}  // namespace
+
+std::unique_ptr<Kernel> makeGolden() { return std::make_unique<GoldenKernel>(); }
+
+}  // namespace peat::kernels

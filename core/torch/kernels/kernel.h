@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Kernels that a kernel slot can run: the golden ATen implementation and candidates chosen by name.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/torch/ops/op_types.h"
+
+namespace peat::kernels {
+
+// Thrown for an unknown kernel name or bad options; what() lists what is valid.
+class KernelError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Identity of the call a kernel runs, for injection logs.
+struct CallContext {
+  std::string callId;  // e.g. "it 3 call 12 fc1 linear forward"
+  int64_t iteration = 0;
+  int64_t callIndex = 0;
+};
+
+// Ground truth of one injected fault.
+struct Injection {
+  std::string call;
+  std::string target;  // "output", "input", "weight"
+  uint64_t index = 0;  // flat element index in that tensor
+  int bit = -1;        // -1 when the fault is not a bit fault (zero, random value, NaN, Inf)
+  float oldValue = 0, newValue = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(ops::OpKind kind) const = 0;
+  // Returns a new fp32 tensor; never modifies the call's inputs.
+  virtual at::Tensor run(const ops::OpCall& call, const CallContext& context) = 0;
+  // Injections made since the last call, handed over once.
+  virtual std::vector<Injection> takeInjections() { return {}; }
+};
+
+// The golden implementation of every op (ATen). Candidates are measured against it.
+at::Tensor runGolden(const ops::OpCall& call);
+std::unique_ptr<Kernel> makeGolden();
+
+// A plain GEMM c[M,N] = a[M,K] b[K,N] on contiguous fp32 CPU matrices: what GEMM candidates replace.
+using GemmEngine = std::function<at::Tensor(const at::Tensor& a, const at::Tensor& b)>;
+// Runs any GEMM-based op call (all variants) through `engine`, by reshaping and im2col.
+at::Tensor runThroughGemm(const ops::OpCall& call, const GemmEngine& engine);
+
+struct KernelSpec {
+  std::string name;
+  std::map<std::string, std::string> options;  // from "name:key=value,key=value"
+  std::string text;
+};
+KernelSpec parseKernelSpec(const std::string& text);
+
+struct KernelDescription {
+  std::string name;
+  std::string family;   // "golden", "precision", "order", "bug", "fault", "plugin"
+  std::string ops;      // which ops it applies to
+  std::string options;  // accepted options with defaults
+  std::string summary;
+};
+const std::vector<KernelDescription>& kernelCatalog();
+std::string kernelList();  // names for error messages
+
+// Builds a kernel from a spec such as "bf16", "splitk:parts=4", "bitflip:bit=30,target=weight" or
+// "plugin:path=/x/libk.so". `seed` drives the kernels that draw random numbers (faults), except
+// stale-race, which is nondeterministic on purpose.
+std::unique_ptr<Kernel> makeKernel(const std::string& spec, uint64_t seed);
+
+}  // namespace peat::kernels

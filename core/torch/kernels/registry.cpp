@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// Kernel names, their options, and the factory behind `--kernel`.
+#include <ATen/ATen.h>
+
+#include <set>
+#include <sstream>
+
+#include "core/plugin/plugin_probe.h"
+#include "core/torch/kernels/candidates.h"
+#include "core/torch/kernels/faults.h"
+#include "core/torch/kernels/kernel.h"
+
+namespace peat::kernels {
+
+const std::vector<KernelDescription>& kernelCatalog() {
+  static const std::vector<KernelDescription> catalog{
+      {"golden", "golden", "all", "", "ATen's own kernels: the reference"},
+      {"fp16", "precision", "all", "", "inputs rounded to fp16 (RNE), fp32 accumulation"},
+      {"bf16", "precision", "all", "", "inputs rounded to bf16 (RNE), fp32 accumulation"},
+      {"tf32", "precision", "all", "", "inputs rounded to tf32 (10 mantissa bits), fp32 accumulation"},
+      {"fp8-e4m3", "precision", "all", "", "inputs rounded to OCP FP8 E4M3, saturating, fp32 accumulation"},
+      {"fp8-e5m2", "precision", "all", "", "inputs rounded to OCP FP8 E5M2, saturating, fp32 accumulation"},
+      {"fp16acc", "precision", "gemm", "", "fp16 inputs and an fp16 accumulator rounded after every step"},
+      {"splitk", "order", "gemm", "parts=4", "K split into parts, partial GEMMs summed in order"},
+      {"pairwise", "order", "gemm", "leaf=8", "K halved recursively, partial sums added pairwise"},
+      {"reversed", "order", "gemm", "", "fp32 sequential sum over k from last to first"},
+      {"tile-edge", "bug", "gemm", "tile=16", "the last column of every output tile reads its neighbour's column"},
+      {"missing-ktile", "bug", "gemm", "tile=16", "the last K tile is never accumulated"},
+      {"zeroed-tail", "bug", "gemm", "fraction=0.0625", "the last fraction of the output is never written"},
+      {"stale-race", "bug", "gemm", "prob=0.02,tile=8",
+       "random output tiles hold half-accumulated sums; differs on every call"},
+      {"bitflip", "fault", "all", "bit=random,count=1,target=output", "flip one bit of `count` random elements"},
+      {"multibit", "fault", "all", "bits=2,start=random,count=1,target=output", "flip adjacent bits of one element"},
+      {"stuckat0", "fault", "all", "bit=random,region=0.01,target=output", "force a bit to 0 over a contiguous region"},
+      {"stuckat1", "fault", "all", "bit=random,region=0.01,target=output", "force a bit to 1 over a contiguous region"},
+      {"random-value", "fault", "all", "count=1,target=output", "replace elements by random finite values"},
+      {"zero", "fault", "all", "count=1,target=output", "set elements to zero"},
+      {"nan", "fault", "all", "count=1,target=output", "set elements to NaN"},
+      {"inf", "fault", "all", "count=1,target=output", "set elements to +Inf"},
+      {"plugin", "plugin", "gemm", "path=FILE", "a user GEMM from a shared library (peat/kernel_abi.h)"},
+  };
+  return catalog;
+}
+
+std::string kernelList() {
+  std::string out;
+  for (const KernelDescription& d : kernelCatalog()) out += (out.empty() ? "" : ", ") + d.name;
+  return out;
+}
+
+KernelSpec parseKernelSpec(const std::string& text) {
+  KernelSpec spec;
+  spec.text = text;
+  const auto colon = text.find(':');
+  spec.name = text.substr(0, colon);
+  if (colon == std::string::npos) return spec;
+  std::stringstream rest(text.substr(colon + 1));
+  for (std::string item; std::getline(rest, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw KernelError("kernel option '" + item + "' in '" + text + "' is not key=value");
+    spec.options[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return spec;
+}
+
+namespace {
+
+class Options {
+ public:
+  Options(const KernelSpec& spec, const KernelDescription& d) : spec_(spec) {
+    std::set<std::string> allowed;
+    std::stringstream s(d.options);
+    for (std::string item; std::getline(s, item, ',');) allowed.insert(item.substr(0, item.find('=')));
+    for (const auto& [key, value] : spec.options)
+      if (!allowed.count(key))
+        throw KernelError("kernel '" + spec.name + "' has no option '" + key + "'" +
+                          (d.options.empty() ? " (it takes none)" : " (it takes " + d.options + ")"));
+  }
+  std::string text(const std::string& key, const std::string& fallback) const {
+    auto it = spec_.options.find(key);
+    return it == spec_.options.end() ? fallback : it->second;
+  }
+  int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+    auto it = spec_.options.find(key);
+    if (it == spec_.options.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(it->second, &used);
+      if (used == it->second.size() && v >= lo && v <= hi) return v;
+    } catch (const std::exception&) {
+    }
+    throw KernelError("kernel option " + key + "=" + it->second + " must be an integer in [" + std::to_string(lo) +
+                      ", " + std::to_string(hi) + "]");
+  }
+  double real(const std::string& key, double fallback, double lo, double hi) const {
+    auto it = spec_.options.find(key);
+    if (it == spec_.options.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(it->second, &used);
+      if (used == it->second.size() && v >= lo && v <= hi) return v;
+    } catch (const std::exception&) {
+    }
+    throw KernelError("kernel option " + key + "=" + it->second + " must be a number in [" + std::to_string(lo) +
+                      ", " + std::to_string(hi) + "]");
+  }
+  int bitOrRandom(const std::string& key, int width) const {
+    if (text(key, "random") == "random") return -1;
+    return int(integer(key, -1, 0, width - 1));
+  }
+
+ private:
+  const KernelSpec& spec_;
+};
+
+class PluginKernel final : public Kernel {
+ public:
+  explicit PluginKernel(plugin::LoadedPlugin p) : plugin_(std::move(p)) {}
+  std::string name() const override { return "plugin:" + plugin_.info.name; }
+  bool supports(ops::OpKind kind) const override { return ops::isGemmOp(kind); }
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
+    return runThroughGemm(call, [this](const at::Tensor& a, const at::Tensor& b) {
+      at::Tensor c = at::empty({a.size(0), b.size(1)});
+      const int rc = plugin_.gemm(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), a.size(0), b.size(1),
+                                  a.size(1));
+      if (rc != 0) {
+        const char* why = plugin_.lastError ? plugin_.lastError() : nullptr;
+        throw KernelError("plugin " + plugin_.info.name + " failed (code " + std::to_string(rc) + ")" +
+                          (why ? std::string(": ") + why : std::string()));
+      }
+      return c;
+    });
+  }
+
+ private:
+  plugin::LoadedPlugin plugin_;
+};
+
+FaultSpec faultSpec(FaultModel model, const Options& o) {
+  FaultSpec f;
+  f.model = model;
+  f.target = o.text("target", "output");
+  if (f.target != "output" && f.target != "input" && f.target != "weight")
+    throw KernelError("fault target '" + f.target + "' is not one of output, input, weight");
+  f.count = o.integer("count", 1, 1, 1 << 20);
+  if (model == FaultModel::MultiBitFlip) {
+    f.bits = int(o.integer("bits", 2, 2, 32));
+    f.bit = o.text("start", "random") == "random" ? -1 : int(o.integer("start", 0, 0, 32 - f.bits));
+  } else {
+    f.bit = o.bitOrRandom("bit", 32);
+  }
+  f.region = o.real("region", 0.01, 1e-9, 1.0);
+  return f;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
+  const KernelSpec spec = parseKernelSpec(text);
+  const KernelDescription* d = nullptr;
+  for (const KernelDescription& c : kernelCatalog())
+    if (c.name == spec.name) d = &c;
+  if (!d) throw KernelError("unknown kernel '" + spec.name + "'; valid kernels: " + kernelList());
+  const Options o(spec, *d);
+  const std::string& n = spec.name;
+  if (n == "golden") return makeGolden();
+  if (n == "fp16") return makePrecisionKernel(n, fp::kFp16, fp::Overflow::Standard);
+  if (n == "bf16") return makePrecisionKernel(n, fp::kBf16, fp::Overflow::Standard);
+  if (n == "tf32") return makePrecisionKernel(n, fp::kTf32, fp::Overflow::Standard);
+  if (n == "fp8-e4m3") return makePrecisionKernel(n, fp::kE4M3, fp::Overflow::Saturate);
+  if (n == "fp8-e5m2") return makePrecisionKernel(n, fp::kE5M2, fp::Overflow::Saturate);
+  if (n == "fp16acc") return makeGemmCandidate(n, fp16AccumulationEngine());
+  if (n == "splitk") return makeGemmCandidate(spec.text, splitKEngine(o.integer("parts", 4, 2, 4096)));
+  if (n == "pairwise") return makeGemmCandidate(spec.text, pairwiseEngine(o.integer("leaf", 8, 1, 4096)));
+  if (n == "reversed") return makeGemmCandidate(n, reversedEngine());
+  if (n == "tile-edge") return makeGemmCandidate(spec.text, tileEdgeBugEngine(o.integer("tile", 16, 2, 4096)));
+  if (n == "missing-ktile") return makeGemmCandidate(spec.text, missingLastKTileEngine(o.integer("tile", 16, 1, 4096)));
+  if (n == "zeroed-tail") return makeGemmCandidate(spec.text, zeroedTailEngine(o.real("fraction", 0.0625, 1e-9, 1.0)));
+  if (n == "stale-race")
+    return makeGemmCandidate(spec.text, staleRaceEngine(o.real("prob", 0.02, 0.0, 1.0), o.integer("tile", 8, 1, 4096)));
+  if (n == "bitflip") return makeFaultKernel(spec.text, faultSpec(FaultModel::BitFlip, o), seed);
+  if (n == "multibit") return makeFaultKernel(spec.text, faultSpec(FaultModel::MultiBitFlip, o), seed);
+  if (n == "stuckat0") return makeFaultKernel(spec.text, faultSpec(FaultModel::StuckAt0, o), seed);
+  if (n == "stuckat1") return makeFaultKernel(spec.text, faultSpec(FaultModel::StuckAt1, o), seed);
+  if (n == "random-value") return makeFaultKernel(spec.text, faultSpec(FaultModel::RandomValue, o), seed);
+  if (n == "zero") return makeFaultKernel(spec.text, faultSpec(FaultModel::Zero, o), seed);
+  if (n == "nan") return makeFaultKernel(spec.text, faultSpec(FaultModel::NaN, o), seed);
+  if (n == "inf") return makeFaultKernel(spec.text, faultSpec(FaultModel::Inf, o), seed);
+  if (n == "plugin") {
+    const std::string path = o.text("path", "");
+    if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
+    try {
+      return std::make_unique<PluginKernel>(plugin::loadProbedPlugin(path));
+    } catch (const plugin::PluginError& e) {
+      throw KernelError(e.what());
+    }
+  }
+  throw std::logic_error("kernel catalog and factory disagree on '" + n + "'");
+}
+
+}  // namespace peat::kernels

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+#include "core/torch/models/zoo.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace peat::models {
+
+namespace {
+
+// PyTorch's default initialisation of Linear and Conv2d: U(+-1/sqrt(fan_in)) for weight and bias.
+at::Tensor uniformParam(Model& m, const std::string& name, at::IntArrayRef shape, int64_t fanIn) {
+  const double bound = 1.0 / std::sqrt(double(fanIn));
+  return m.registerParameter(name, torch::empty(shape).uniform_(-bound, bound));
+}
+
+struct LinearParams {
+  at::Tensor w, b;
+  void init(Model& m, const std::string& name, int64_t in, int64_t out) {
+    w = uniformParam(m, name + ".weight", {out, in}, in);
+    b = uniformParam(m, name + ".bias", {out}, in);
+  }
+  at::Tensor operator()(ops::Dispatcher& d, const std::string& name, const at::Tensor& x) const {
+    return d.linear(name, x, w, b);
+  }
+};
+
+struct ConvParams {
+  at::Tensor w, b;
+  int64_t stride = 1, padding = 0;
+  void init(Model& m, const std::string& name, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
+            bool bias = true) {
+    w = uniformParam(m, name + ".weight", {out, in, k, k}, in * k * k);
+    if (bias) b = uniformParam(m, name + ".bias", {out}, in * k * k);
+    stride = s;
+    padding = p;
+  }
+  at::Tensor operator()(ops::Dispatcher& d, const std::string& name, const at::Tensor& x) const {
+    return d.conv2d(name, x, w, b, stride, padding);
+  }
+};
+
+struct NormParams {
+  at::Tensor gamma, beta, mean, var;
+  void initLayerNorm(Model& m, const std::string& name, int64_t n) {
+    gamma = m.registerParameter(name + ".weight", torch::ones({n}));
+    beta = m.registerParameter(name + ".bias", torch::zeros({n}));
+  }
+  void initBatchNorm(Model& m, const std::string& name, int64_t n) {
+    initLayerNorm(m, name, n);
+    mean = m.registerBuffer(name + ".running_mean", torch::zeros({n}));
+    var = m.registerBuffer(name + ".running_var", torch::ones({n}));
+  }
+};
+
+class Mlp final : public Model {
+ public:
+  Mlp() {
+    fc1.init(*this, "fc1", 784, 256);
+    fc2.init(*this, "fc2", 256, 128);
+    fc3.init(*this, "fc3", 128, 10);
+  }
+  std::string modelName() const override { return "mlp"; }
+  Task task() const override { return Task::Images; }
+  at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
+    at::Tensor x = input.reshape({input.size(0), -1});
+    x = d.relu("fc1", fc1(d, "fc1", x));
+    x = d.relu("fc2", fc2(d, "fc2", x));
+    return fc3(d, "fc3", x);
+  }
+
+ private:
+  LinearParams fc1, fc2, fc3;
+};
+
+class LeNet final : public Model {
+ public:
+  LeNet() {
+    conv1.init(*this, "conv1", 1, 6, 5, 1, 2);
+    conv2.init(*this, "conv2", 6, 16, 5, 1, 0);
+    fc1.init(*this, "fc1", 400, 120);
+    fc2.init(*this, "fc2", 120, 84);
+    fc3.init(*this, "fc3", 84, 10);
+  }
+  std::string modelName() const override { return "lenet"; }
+  Task task() const override { return Task::Images; }
+  at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
+    at::Tensor x = d.maxPool2d("pool1", d.relu("conv1", conv1(d, "conv1", input)), 2, 2);
+    x = d.maxPool2d("pool2", d.relu("conv2", conv2(d, "conv2", x)), 2, 2);
+    x = x.reshape({x.size(0), -1});
+    x = d.relu("fc1", fc1(d, "fc1", x));
+    x = d.relu("fc2", fc2(d, "fc2", x));
+    return fc3(d, "fc3", x);
+  }
+
+ private:
+  ConvParams conv1, conv2;
+  LinearParams fc1, fc2, fc3;
+};
+
+// A small ResNet: a 3x3 stem and three basic blocks (16, 32, 64 channels), batch norm, global pooling.
+class ResNet final : public Model {
+  struct Block {
+    std::string name;
+    ConvParams conv1, conv2, shortcut;
+    NormParams bn1, bn2, bnShortcut;
+    bool project = false;
+  };
+
+ public:
+  ResNet() {
+    stem.init(*this, "stem.conv", 1, 16, 3, 1, 1, false);
+    stemBn.initBatchNorm(*this, "stem.bn", 16);
+    addBlock("block1", 16, 16, 1);
+    addBlock("block2", 16, 32, 2);
+    addBlock("block3", 32, 64, 2);
+    fc.init(*this, "fc", 64, 10);
+  }
+  std::string modelName() const override { return "resnet"; }
+  Task task() const override { return Task::Images; }
+  at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
+    at::Tensor x = d.relu("stem", d.batchNorm("stem.bn", stem(d, "stem.conv", input), stemBn.gamma, stemBn.beta,
+                                              stemBn.mean, stemBn.var));
+    for (Block& b : blocks) {
+      at::Tensor h = d.batchNorm(b.name + ".bn1", b.conv1(d, b.name + ".conv1", x), b.bn1.gamma, b.bn1.beta, b.bn1.mean,
+                                 b.bn1.var);
+      h = d.relu(b.name + ".relu1", h);
+      h = d.batchNorm(b.name + ".bn2", b.conv2(d, b.name + ".conv2", h), b.bn2.gamma, b.bn2.beta, b.bn2.mean,
+                      b.bn2.var);
+      at::Tensor skip = x;
+      if (b.project)
+        skip = d.batchNorm(b.name + ".shortcut.bn", b.shortcut(d, b.name + ".shortcut", x), b.bnShortcut.gamma,
+                           b.bnShortcut.beta, b.bnShortcut.mean, b.bnShortcut.var);
+      x = d.relu(b.name + ".relu2", d.add(b.name + ".add", h, skip));
+    }
+    return fc(d, "fc", d.globalAvgPool("pool", x));
+  }
+
+ private:
+  void addBlock(const std::string& name, int64_t in, int64_t out, int64_t stride) {
+    Block b;
+    b.name = name;
+    b.conv1.init(*this, name + ".conv1", in, out, 3, stride, 1, false);
+    b.bn1.initBatchNorm(*this, name + ".bn1", out);
+    b.conv2.init(*this, name + ".conv2", out, out, 3, 1, 1, false);
+    b.bn2.initBatchNorm(*this, name + ".bn2", out);
+    b.project = stride != 1 || in != out;
+    if (b.project) {
+      b.shortcut.init(*this, name + ".shortcut", in, out, 1, stride, 0, false);
+      b.bnShortcut.initBatchNorm(*this, name + ".shortcut.bn", out);
+    }
+    blocks.push_back(std::move(b));
+  }
+
+  ConvParams stem;
+  NormParams stemBn;
+  std::vector<Block> blocks;
+  LinearParams fc;
+};
+
+// A character-level GPT: token and position embeddings, pre-norm blocks of causal self-attention and
+// a GELU MLP, a final layer norm and a linear head.
+class CharGpt final : public Model {
+  struct Layer {
+    std::string name;
+    NormParams ln1, ln2;
+    LinearParams qkv, proj, up, down;
+  };
+
+ public:
+  CharGpt(int64_t vocabulary, int64_t context) : vocab_(vocabulary), context_(context) {
+    if (vocabulary < 2) throw std::invalid_argument("chargpt needs a vocabulary of at least 2 characters");
+    tokens = registerParameter("tok_emb.weight", torch::randn({vocab_, width_}) * 0.02);
+    positions = registerParameter("pos_emb.weight", torch::randn({context_, width_}) * 0.02);
+    for (int64_t i = 0; i < depth_; ++i) {
+      Layer l;
+      l.name = "blocks." + std::to_string(i);
+      l.ln1.initLayerNorm(*this, l.name + ".ln1", width_);
+      l.qkv.init(*this, l.name + ".attn.qkv", width_, 3 * width_);
+      l.proj.init(*this, l.name + ".attn.proj", width_, width_);
+      l.ln2.initLayerNorm(*this, l.name + ".ln2", width_);
+      l.up.init(*this, l.name + ".mlp.up", width_, 4 * width_);
+      l.down.init(*this, l.name + ".mlp.down", 4 * width_, width_);
+      layers.push_back(std::move(l));
+    }
+    lnf.initLayerNorm(*this, "ln_f", width_);
+    head.init(*this, "head", width_, vocab_);
+    mask = registerBuffer("causal_mask",
+                           torch::full({context_, context_}, -INFINITY).triu(1));  // 0 on and below the diagonal
+  }
+  std::string modelName() const override { return "chargpt"; }
+  Task task() const override { return Task::Text; }
+  at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
+    const int64_t n = input.size(0), t = input.size(1), hd = width_ / heads_;
+    const at::Tensor pos = torch::arange(t, torch::kLong).unsqueeze(0).expand({n, t});
+    at::Tensor x = d.add("embed", d.embedding("tok_emb", input, tokens), d.embedding("pos_emb", pos, positions));
+    const at::Tensor causal = mask.slice(0, 0, t).slice(1, 0, t);
+    for (Layer& l : layers) {
+      at::Tensor h = d.layerNorm(l.name + ".ln1", x, l.ln1.gamma, l.ln1.beta);
+      at::Tensor qkv = l.qkv(d, l.name + ".attn.qkv", h).reshape({n, t, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
+      at::Tensor q = qkv[0] * (1.0 / std::sqrt(double(hd))), k = qkv[1], v = qkv[2];  // [n, heads, t, hd]
+      at::Tensor scores = d.matmul(l.name + ".attn.scores", q, k.transpose(-1, -2));
+      at::Tensor att = d.softmax(l.name + ".attn.softmax", d.add(l.name + ".attn.mask", scores, causal));
+      at::Tensor y = d.matmul(l.name + ".attn.values", att, v).permute({0, 2, 1, 3}).reshape({n, t, width_});
+      x = d.add(l.name + ".attn.residual", x, l.proj(d, l.name + ".attn.proj", y));
+      h = d.layerNorm(l.name + ".ln2", x, l.ln2.gamma, l.ln2.beta);
+      h = l.down(d, l.name + ".mlp.down", d.gelu(l.name + ".mlp.gelu", l.up(d, l.name + ".mlp.up", h)));
+      x = d.add(l.name + ".mlp.residual", x, h);
+    }
+    return head(d, "head", d.layerNorm("ln_f", x, lnf.gamma, lnf.beta));
+  }
+
+ private:
+  int64_t vocab_, context_;
+  int64_t width_ = 64, heads_ = 4, depth_ = 2;
+  at::Tensor tokens, positions, mask;
+  std::vector<Layer> layers;
+  NormParams lnf;
+  LinearParams head;
+};
+
+}  // namespace
+
+at::Tensor Model::registerParameter(const std::string& name, at::Tensor value) {
+  value = value.detach().contiguous().set_requires_grad(true);
+  parameters_.emplace_back(name, value);
+  return value;
+}
+
+at::Tensor Model::registerBuffer(const std::string& name, at::Tensor value) {
+  value = value.detach().contiguous();
+  buffers_.emplace_back(name, value);
+  return value;
+}
+
+int64_t Model::parameterCount() const {
+  int64_t n = 0;
+  for (const auto& p : parameters_) n += p.second.numel();
+  return n;
+}
+
+const std::vector<std::string>& modelNames() {
+  static const std::vector<std::string> names{"mlp", "lenet", "resnet", "chargpt"};
+  return names;
+}
+
+std::string modelList() {
+  std::string out;
+  for (const std::string& n : modelNames()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+Task taskOf(const std::string& name) {
+  if (name == "chargpt") return Task::Text;
+  for (const std::string& n : modelNames())
+    if (n == name) return Task::Images;
+  throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
+}
+
+std::shared_ptr<Model> makeModel(const std::string& name, const ModelOptions& options) {
+  if (name == "mlp") return std::make_shared<Mlp>();
+  if (name == "lenet") return std::make_shared<LeNet>();
+  if (name == "resnet") return std::make_shared<ResNet>();
+  if (name == "chargpt") return std::make_shared<CharGpt>(options.vocabulary, options.context);
+  throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
+}
+
+}  // namespace peat::models

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+#include "core/torch/ops/dispatcher.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+
+namespace peat::ops {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+Dispatcher* dispatcherOf(AutogradContext* ctx) {
+  return reinterpret_cast<Dispatcher*>(ctx->saved_data["dispatcher"].toInt());
+}
+
+at::Tensor orUndefined(bool present, const at::Tensor& t) { return present ? t : at::Tensor(); }
+
+struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                            int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["bias"] = b.defined();
+    ctx->save_for_backward({x, w});
+    OpCall call{OpKind::Linear, Variant::Forward, {x, w}, {}};
+    if (b.defined()) call.inputs.push_back(b);
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Dispatcher* d = dispatcherOf(ctx);
+    const std::string layer = ctx->saved_data["layer"].toStringRef();
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor dy = grads[0].contiguous();
+    at::Tensor dx = d->run(layer, {OpKind::Linear, Variant::GradInput, {dy, saved[1]}, {}}, true);
+    at::Tensor dw = d->run(layer, {OpKind::Linear, Variant::GradWeight, {dy, saved[0]}, {}}, true);
+    at::Tensor db = orUndefined(ctx->saved_data["bias"].toBool(), dy.reshape({-1, dy.size(-1)}).sum(0));
+    return {dx, dw, db, at::Tensor(), at::Tensor()};
+  }
+};
+
+struct Conv2dFunction : torch::autograd::Function<Conv2dFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                            int64_t stride, int64_t padding, int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["bias"] = b.defined();
+    ctx->saved_data["stride"] = stride;
+    ctx->saved_data["padding"] = padding;
+    ctx->save_for_backward({x, w});
+    OpCall call{OpKind::Conv2d, Variant::Forward, {x, w}, {{"stride", stride}, {"padding", padding}}};
+    if (b.defined()) call.inputs.push_back(b);
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Dispatcher* d = dispatcherOf(ctx);
+    const std::string layer = ctx->saved_data["layer"].toStringRef();
+    const int64_t stride = ctx->saved_data["stride"].toInt(), padding = ctx->saved_data["padding"].toInt();
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& w = saved[1];
+    const at::Tensor dy = grads[0].contiguous();
+    at::Tensor dx = d->run(layer,
+                           {OpKind::Conv2d, Variant::GradInput, {dy, w},
+                            {{"stride", stride}, {"padding", padding}, {"in_h", x.size(2)}, {"in_w", x.size(3)}}},
+                           true);
+    at::Tensor dw = d->run(layer,
+                           {OpKind::Conv2d, Variant::GradWeight, {dy, x},
+                            {{"stride", stride}, {"padding", padding}, {"k_h", w.size(2)}, {"k_w", w.size(3)}}},
+                           true);
+    at::Tensor db = orUndefined(ctx->saved_data["bias"].toBool(), dy.sum({0, 2, 3}));
+    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, int64_t dispatcher,
+                            const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->save_for_backward({a, b});
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, {OpKind::Matmul, Variant::Forward, {a, b}, {}}, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Dispatcher* d = dispatcherOf(ctx);
+    const std::string layer = ctx->saved_data["layer"].toStringRef();
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor dc = grads[0].contiguous();
+    at::Tensor da = d->run(layer, {OpKind::Matmul, Variant::GradInput, {dc, saved[1]}, {}}, true);
+    at::Tensor db = d->run(layer, {OpKind::Matmul, Variant::GradWeight, {saved[0], dc}, {}}, true);
+    return {da, db, at::Tensor(), at::Tensor()};
+  }
+};
+
+// Forward: the candidate's exact values. Backward: the gradient goes to golden's graph.
+struct StraightThrough : torch::autograd::Function<StraightThrough> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& golden, const at::Tensor& candidate) {
+    (void)golden;
+    return candidate.clone();
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor()}; }
+};
+
+int64_t self(Dispatcher* d) { return reinterpret_cast<int64_t>(d); }
+
+}  // namespace
+
+Dispatcher::Dispatcher() = default;
+Dispatcher::~Dispatcher() = default;
+
+void Dispatcher::beginIteration(int64_t iteration) {
+  iteration_ = iteration;
+  callIndex_ = 0;
+}
+
+void Dispatcher::setSubstitution(std::optional<SubstitutionPolicy> policy) {
+  policy_ = std::move(policy);
+  matching_ = 0;
+  if (policy_) policyRng_.seed(policy_->seed);
+}
+
+void Dispatcher::addObserver(CallObserver* observer) { observers_.push_back(observer); }
+void Dispatcher::removeObserver(CallObserver* observer) {
+  observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
+}
+
+std::vector<Substitution> Dispatcher::takeSubstitutions() {
+  std::vector<Substitution> out;
+  out.swap(substitutions_);
+  return out;
+}
+
+std::vector<kernels::Injection> Dispatcher::takeInjections() {
+  std::vector<kernels::Injection> out;
+  out.swap(injections_);
+  return out;
+}
+
+bool Dispatcher::shouldSubstitute(OpKind kind, const std::string& layer, bool backward) {
+  if (!policy_ || !policy_->candidate->supports(kind)) return false;
+  if (policy_->op && *policy_->op != kind) return false;
+  if (!policy_->layer.empty() && policy_->layer != layer) return false;
+  if (backward ? !policy_->backward : !policy_->forward) return false;
+  ++matching_;
+  if (policy_->probability > 0) return std::uniform_real_distribution<double>(0, 1)(policyRng_) < policy_->probability;
+  return policy_->every > 0 && matching_ % policy_->every == 0;
+}
+
+at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool backward) {
+  const store::CallId id{layer, opName(call.kind), backward ? store::Phase::Backward : store::Phase::Forward,
+                         iteration_, callIndex_++};
+  at::Tensor golden = kernels::runGolden(call);
+  at::Tensor out = golden;
+  if (shouldSubstitute(call.kind, layer, backward)) {
+    OpCall detached = call;
+    for (at::Tensor& t : detached.inputs)
+      if (t.defined()) t = t.detach();
+    const kernels::CallContext ctx{"it " + std::to_string(id.iteration) + " call " + std::to_string(id.callIndex) + " " +
+                                       layer + " " + id.op + " " + variantName(call.variant),
+                                   id.iteration, id.callIndex};
+    at::Tensor candidate = policy_->candidate->run(detached, ctx).contiguous();
+    const at::Tensor g = golden.detach().contiguous();
+    substitutions_.push_back({id, call.variant,
+                              analyzer::summarize(g.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(g.numel()))});
+    for (kernels::Injection& inj : policy_->candidate->takeInjections()) injections_.push_back(std::move(inj));
+    // The candidate's values flow on; element-wise ops keep golden's gradient path.
+    out = golden.requires_grad() ? StraightThrough::apply(golden, candidate) : candidate;
+  }
+  for (CallObserver* o : observers_) o->onCall(id, call, golden);
+  return out;
+}
+
+at::Tensor Dispatcher::elementwise(const std::string& layer, OpCall call) { return run(layer, call, false); }
+
+at::Tensor Dispatcher::linear(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return LinearFunction::apply(x, w, b, self(this), layer);
+}
+
+at::Tensor Dispatcher::conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                              int64_t stride, int64_t padding) {
+  return Conv2dFunction::apply(x, w, b, stride, padding, self(this), layer);
+}
+
+at::Tensor Dispatcher::matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
+  return MatmulFunction::apply(a, b, self(this), layer);
+}
+
+at::Tensor Dispatcher::relu(const std::string& layer, const at::Tensor& x) {
+  return elementwise(layer, {OpKind::Relu, Variant::Forward, {x}, {}});
+}
+at::Tensor Dispatcher::gelu(const std::string& layer, const at::Tensor& x) {
+  return elementwise(layer, {OpKind::Gelu, Variant::Forward, {x}, {}});
+}
+at::Tensor Dispatcher::softmax(const std::string& layer, const at::Tensor& x) {
+  return elementwise(layer, {OpKind::Softmax, Variant::Forward, {x}, {}});
+}
+at::Tensor Dispatcher::layerNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma,
+                                 const at::Tensor& beta) {
+  return elementwise(layer, {OpKind::LayerNorm, Variant::Forward, {x, gamma, beta}, {}});
+}
+at::Tensor Dispatcher::add(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
+  return elementwise(layer, {OpKind::Add, Variant::Forward, {a, b}, {}});
+}
+at::Tensor Dispatcher::embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table) {
+  return elementwise(layer, {OpKind::Embedding, Variant::Forward, {indices, table}, {}});
+}
+at::Tensor Dispatcher::batchNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma,
+                                 const at::Tensor& beta, at::Tensor& runningMean, at::Tensor& runningVar) {
+  if (training_) {
+    at::NoGradGuard noGrad;  // running statistics are bookkeeping, not part of the op
+    const at::Tensor mean = x.mean({0, 2, 3});
+    const at::Tensor var = x.var({0, 2, 3}, /*unbiased=*/true);
+    runningMean.mul_(0.9).add_(mean, 0.1);
+    runningVar.mul_(0.9).add_(var, 0.1);
+    return elementwise(layer, {OpKind::BatchNorm, Variant::Forward, {x, gamma, beta}, {{"training", 1}}});
+  }
+  return elementwise(layer,
+                     {OpKind::BatchNorm, Variant::Forward, {x, gamma, beta, runningMean, runningVar}, {{"training", 0}}});
+}
+at::Tensor Dispatcher::maxPool2d(const std::string& layer, const at::Tensor& x, int64_t kernel, int64_t stride) {
+  return elementwise(layer, {OpKind::MaxPool2d, Variant::Forward, {x}, {{"kernel", kernel}, {"stride", stride}}});
+}
+at::Tensor Dispatcher::globalAvgPool(const std::string& layer, const at::Tensor& x) {
+  return elementwise(layer, {OpKind::AvgPool2d, Variant::Forward, {x}, {}});
+}
+
+}  // namespace peat::ops

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The kernel slot. Every model op goes through Dispatcher, which gives the call its identity
+// (layer, op, phase, iteration, call index), runs the golden kernel, substitutes a candidate when
+// the policy says so, and lets observers record. GEMM-based ops send their backward GEMMs through
+// the slot too, via custom autograd functions, so a candidate GEMM shapes training like a real kernel.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/analyzer/error_summary.h"
+#include "core/store/session.h"
+#include "core/torch/kernels/kernel.h"
+#include "core/torch/ops/op_types.h"
+
+namespace peat::ops {
+
+// Sees every call with its golden output (recording, storage accounting).
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  virtual void onCall(const store::CallId& id, const OpCall& call, const at::Tensor& goldenOutput) = 0;
+};
+
+// When to run the candidate instead of the golden kernel.
+struct SubstitutionPolicy {
+  std::shared_ptr<kernels::Kernel> candidate;
+  std::optional<OpKind> op;  // none: every op the candidate supports
+  std::string layer;         // empty: every layer
+  bool forward = true, backward = true;
+  int64_t every = 1;         // the k-th, 2k-th, ... matching call; ignored when probability > 0
+  double probability = 0;    // per matching call, drawn from a generator seeded with `seed`
+  uint64_t seed = 0;
+};
+
+// One substituted call: what ran and how far the candidate was from golden.
+struct Substitution {
+  store::CallId id;
+  Variant variant = Variant::Forward;
+  analyzer::ErrorSummary error;
+};
+
+class Dispatcher {
+ public:
+  Dispatcher();
+  ~Dispatcher();
+
+  void beginIteration(int64_t iteration);
+  int64_t iteration() const { return iteration_; }
+  void setTraining(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+  void setSubstitution(std::optional<SubstitutionPolicy> policy);
+  void addObserver(CallObserver* observer);
+  void removeObserver(CallObserver* observer);
+  std::vector<Substitution> takeSubstitutions();
+  std::vector<kernels::Injection> takeInjections();
+  int64_t matchingCalls() const { return matching_; }
+
+  // The slot itself: runs one call and returns the output to use.
+  at::Tensor run(const std::string& layer, const OpCall& call, bool backward);
+
+  // Ops for models. Tensors are fp32 on the CPU.
+  at::Tensor linear(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+  at::Tensor conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                    int64_t stride, int64_t padding);
+  at::Tensor matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
+  at::Tensor relu(const std::string& layer, const at::Tensor& x);
+  at::Tensor gelu(const std::string& layer, const at::Tensor& x);
+  at::Tensor softmax(const std::string& layer, const at::Tensor& x);  // over the last dimension
+  at::Tensor layerNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta);
+  at::Tensor add(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
+  at::Tensor embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table);
+  // In training mode, uses batch statistics and updates the running ones (outside the slot).
+  at::Tensor batchNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                       at::Tensor& runningMean, at::Tensor& runningVar);
+  at::Tensor maxPool2d(const std::string& layer, const at::Tensor& x, int64_t kernel, int64_t stride);
+  at::Tensor globalAvgPool(const std::string& layer, const at::Tensor& x);
+
+ private:
+  at::Tensor elementwise(const std::string& layer, OpCall call);
+  bool shouldSubstitute(OpKind kind, const std::string& layer, bool backward);
+
+  int64_t iteration_ = 0;
+  int64_t callIndex_ = 0;
+  bool training_ = true;
+  std::optional<SubstitutionPolicy> policy_;
+  std::mt19937_64 policyRng_;
+  int64_t matching_ = 0;
+  std::vector<CallObserver*> observers_;
+  std::vector<Substitution> substitutions_;
+  std::vector<kernels::Injection> injections_;
+};
+
+}  // namespace peat::ops

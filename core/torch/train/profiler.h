@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// PEAT's profiler: golden profiling (recording), playback fault injection and frequency-based
+// runtime fault injection. Long work reports progress and stops cleanly when asked, leaving a
+// readable session.
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/analyzer/error_summary.h"
+#include "core/store/session.h"
+#include "core/torch/ops/op_types.h"
+#include "core/torch/train/trainer.h"
+
+namespace peat::train {
+
+struct Progress {
+  std::function<void(int64_t done, int64_t total, const std::string& status)> report;
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(); }
+  void operator()(int64_t done, int64_t total, const std::string& status) const {
+    if (report) report(done, total, status);
+  }
+};
+
+// ------------------------------------------------------------------------------ golden profiling
+
+struct ProfileOptions {
+  TrainOptions train;
+  int64_t recordEvery = 10;  // record every Nth iteration (0: record no calls: plain training)
+  std::vector<ops::OpKind> recordOps{ops::OpKind::Linear, ops::OpKind::Conv2d, ops::OpKind::Matmul};
+  bool recordBackward = true;   // the backward GEMMs of recorded ops too
+  int64_t checkpointEvery = 0;  // 0: at the start and at the end
+  std::string out;
+  store::WriteMode mode = store::WriteMode::Create;
+  std::string runName = "golden";
+  std::string runKind = "profile";
+  std::string commandLine;
+};
+
+struct ProfileResult {
+  std::string session, run;
+  int64_t iterations = 0;  // completed
+  bool cancelled = false;
+  int64_t recordedIterations = 0, recordedCalls = 0, checkpoints = 0;
+  uint64_t recordedBytes = 0;    // raw bytes of recorded tensors and checkpoints
+  uint64_t fullDumpBytes = 0;    // raw bytes a dump of every op's inputs and outputs in every iteration would take
+  uint64_t fileBytes = 0;        // the session file on disk (compressed)
+  double finalLoss = 0, testLoss = 0, testAccuracy = 0;
+  double seconds = 0;
+  int64_t parameters = 0;
+};
+
+ProfileResult runProfile(const ProfileOptions& options, const Progress& progress);
+
+// ----------------------------------------------------------------------------------- playback
+
+struct PlaybackOptions {
+  std::string session;
+  std::string run;     // the recorded run; empty: the first run that recorded calls
+  std::string kernel;  // candidate spec, e.g. "bf16"
+  std::string model;   // optional: refuse the session if it was recorded from another model
+  std::optional<ops::OpKind> op;  // replay only calls of this op
+  int64_t maxCalls = 0;           // 0: all
+  uint64_t seed = 1;              // for fault kernels
+  int64_t resumeIterations = 0;   // > 0: also resume training from a checkpoint with the candidate
+  int64_t resumeFrom = -1;        // checkpoint iteration; -1: the first one
+  std::string runName;            // empty: "playback-<kernel>"
+  std::string commandLine;
+};
+
+struct PlaybackResult {
+  std::string session, run;
+  int64_t replayed = 0, skipped = 0;
+  bool cancelled = false;
+  analyzer::ErrorSummary worst;  // the largest of each number over all replayed calls
+  int64_t injections = 0;
+  double seconds = 0;
+  // When resumed:
+  int64_t resumedFrom = -1, resumedIterations = 0;
+  double goldenLoss = 0, candidateLoss = 0, goldenTestAccuracy = 0, candidateTestAccuracy = 0;
+};
+
+PlaybackResult runPlayback(const PlaybackOptions& options, const Progress& progress);
+
+// ---------------------------------------------------------------------------------- runtime FI
+
+struct RuntimeFiOptions {
+  TrainOptions train;
+  std::string kernel;
+  std::optional<ops::OpKind> op = ops::OpKind::Linear;
+  std::string layer;
+  int64_t every = 10;
+  double probability = 0;
+  bool forward = true, backward = true;
+  std::string out;
+  store::WriteMode mode = store::WriteMode::Create;
+  std::string commandLine;
+};
+
+struct RuntimeFiResult {
+  std::string session;
+  int64_t iterations = 0;
+  bool cancelled = false;
+  int64_t substitutions = 0, injections = 0;
+  analyzer::ErrorSummary worst;
+  double goldenLoss = 0, fiLoss = 0, goldenTestAccuracy = 0, fiTestAccuracy = 0;
+  double seconds = 0;
+};
+
+RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& options, const Progress& progress);
+
+// Shared with tests: the provenance of a session written by these commands.
+store::Provenance makeProvenance(const TrainOptions& train, const std::string& dataset, const std::string& commandLine);
+
+}  // namespace peat::train
