@@ -12,6 +12,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <c10/util/Exception.h>
+
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/torch_entry.h"
@@ -57,6 +59,9 @@ class ProgressBar {
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
+
+// Errors are one line; LibTorch's messages can carry more.
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::string joinArgs(int argc, char** argv) {
   std::string s = "peat";
@@ -165,7 +170,8 @@ int main(int argc, char** argv) {
     app.add_flag("--force", force, "Replace an existing output file");
     app.add_option("--checkpoint-every", profile.checkpointEvery, "Checkpoint every N iterations (0: start and end)");
     if (!isTrain) {
-      app.add_option("--record-every", profile.recordEvery, "Record every Nth iteration")->capture_default_str();
+      app.add_option("--record-every", profile.recordEvery, "Record every Nth iteration")->capture_default_str()->check(
+          CLI::NonNegativeNumber);
       app.add_option("--record-ops", recordOps, "Ops to record, comma-separated: " + ops::opList())->capture_default_str();
       app.add_flag("--no-backward", noBackward, "Do not record the backward GEMMs");
     } else {
@@ -313,8 +319,11 @@ int main(int argc, char** argv) {
     }
     for (const std::string& m : models::modelNames()) std::cout << m << '\n';
     return 0;
+  } catch (const c10::Error& e) {
+    std::cerr << "peat: error: LibTorch: " << firstLine(e.what_without_backtrace()) << '\n';
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "peat: error: " << e.what() << '\n';
+    std::cerr << "peat: error: " << firstLine(e.what()) << '\n';
     return 1;
   }
 }

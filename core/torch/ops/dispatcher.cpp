@@ -19,15 +19,20 @@ Dispatcher* dispatcherOf(AutogradContext* ctx) {
 
 at::Tensor orUndefined(bool present, const at::Tensor& t) { return present ? t : at::Tensor(); }
 
+// Custom autograd functions cannot take undefined tensors in LibTorch 1.13: "no bias" travels as an
+// empty tensor, and its gradient comes back undefined.
+at::Tensor biasArgument(const at::Tensor& b) { return b.defined() ? b : at::empty({0}); }
+bool hasBias(const at::Tensor& b) { return b.defined() && b.numel() > 0; }
+
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                             int64_t dispatcher, const std::string& layer) {
     ctx->saved_data["dispatcher"] = dispatcher;
     ctx->saved_data["layer"] = layer;
-    ctx->saved_data["bias"] = b.defined();
+    ctx->saved_data["bias"] = hasBias(b);
     ctx->save_for_backward({x, w});
     OpCall call{OpKind::Linear, Variant::Forward, {x, w}, {}};
-    if (b.defined()) call.inputs.push_back(b);
+    if (hasBias(b)) call.inputs.push_back(b);
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -47,12 +52,12 @@ struct Conv2dFunction : torch::autograd::Function<Conv2dFunction> {
                             int64_t stride, int64_t padding, int64_t dispatcher, const std::string& layer) {
     ctx->saved_data["dispatcher"] = dispatcher;
     ctx->saved_data["layer"] = layer;
-    ctx->saved_data["bias"] = b.defined();
+    ctx->saved_data["bias"] = hasBias(b);
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
     ctx->save_for_backward({x, w});
     OpCall call{OpKind::Conv2d, Variant::Forward, {x, w}, {{"stride", stride}, {"padding", padding}}};
-    if (b.defined()) call.inputs.push_back(b);
+    if (hasBias(b)) call.inputs.push_back(b);
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -176,12 +181,12 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
 at::Tensor Dispatcher::elementwise(const std::string& layer, OpCall call) { return run(layer, call, false); }
 
 at::Tensor Dispatcher::linear(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  return LinearFunction::apply(x, w, b, self(this), layer);
+  return LinearFunction::apply(x, w, biasArgument(b), self(this), layer);
 }
 
 at::Tensor Dispatcher::conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                               int64_t stride, int64_t padding) {
-  return Conv2dFunction::apply(x, w, b, stride, padding, self(this), layer);
+  return Conv2dFunction::apply(x, w, biasArgument(b), stride, padding, self(this), layer);
 }
 
 at::Tensor Dispatcher::matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
@@ -210,11 +215,13 @@ at::Tensor Dispatcher::embedding(const std::string& layer, const at::Tensor& ind
 at::Tensor Dispatcher::batchNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma,
                                  const at::Tensor& beta, at::Tensor& runningMean, at::Tensor& runningVar) {
   if (training_) {
-    at::NoGradGuard noGrad;  // running statistics are bookkeeping, not part of the op
-    const at::Tensor mean = x.mean({0, 2, 3});
-    const at::Tensor var = x.var({0, 2, 3}, /*unbiased=*/true);
-    runningMean.mul_(0.9).add_(mean, 0.1);
-    runningVar.mul_(0.9).add_(var, 0.1);
+    {
+      at::NoGradGuard noGrad;  // running statistics are bookkeeping, not part of the op
+      const at::Tensor mean = x.mean({0, 2, 3});
+      const at::Tensor var = x.var({0, 2, 3}, /*unbiased=*/true);
+      runningMean.mul_(0.9).add_(mean, 0.1);
+      runningVar.mul_(0.9).add_(var, 0.1);
+    }
     return elementwise(layer, {OpKind::BatchNorm, Variant::Forward, {x, gamma, beta}, {{"training", 1}}});
   }
   return elementwise(layer,

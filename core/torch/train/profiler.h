@@ -29,7 +29,7 @@ struct Progress {
 
 struct ProfileOptions {
   TrainOptions train;
-  int64_t recordEvery = 10;  // record every Nth iteration (0: record no calls: plain training)
+  int64_t recordEvery = 50;  // record every Nth iteration (0: record no calls: plain training)
   std::vector<ops::OpKind> recordOps{ops::OpKind::Linear, ops::OpKind::Conv2d, ops::OpKind::Matmul};
   bool recordBackward = true;   // the backward GEMMs of recorded ops too
   int64_t checkpointEvery = 0;  // 0: at the start and at the end

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+// The op layer and the profiler on real data at small sizes: call identity, backward GEMMs through
+// the slot, substitution policies, determinism, golden profiling, playback and runtime FI.
+#include <ATen/ATen.h>  // before Qt: LibTorch uses `slots` as a name
+#include <torch/autograd.h>
+#include <QtTest>
+
+#include "core/data/datasets.h"
+#include "core/store/session.h"
+#include "core/torch/kernels/kernel.h"
+#include "core/torch/ops/dispatcher.h"
+#include "core/torch/train/profiler.h"
+
+using namespace peat;
+
+namespace {
+class Log final : public ops::CallObserver {
+ public:
+  std::vector<store::CallId> ids;
+  std::vector<ops::Variant> variants;
+  void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor&) override {
+    ids.push_back(id);
+    variants.push_back(call.variant);
+  }
+};
+
+train::TrainOptions small(const std::string& model, int64_t iterations) {
+  train::TrainOptions t;
+  t.model = model;
+  t.iterations = iterations;
+  t.batch = 16;
+  t.evalBatches = 2;
+  t.context = 16;
+  t.seed = 5;
+  return t;
+}
+
+std::vector<double> column(const std::vector<h5::Column>& table, const std::string& name) {
+  for (const h5::Column& c : table)
+    if (c.name == name) return c.numbers;
+  return {};
+}
+}  // namespace
+
+class TestProfiler : public QObject {
+  Q_OBJECT
+ private slots:
+  void init() { QVERIFY(dir_.isValid()); }
+  void datasetsComeFromDebian();
+  void missingDatasetNamesThePackage();
+  void linearRunsThreeGemmsThroughTheSlot();
+  void slotGradientsMatchPlainAutograd();
+  void everyKthCallIsSubstituted();
+  void probabilityIsSeeded();
+  void everyModelTrains_data();
+  void everyModelTrains();
+  void goldenTrainingIsDeterministic();
+  void profileThenPlayback();
+  void playbackRefusesAnotherModel();
+  void playbackResumesFromACheckpoint();
+  void runtimeFiStoresBothCurves();
+  void cancelLeavesAReadableSession();
+  void finetuneStartsFromTheCheckpoint();
+
+ private:
+  std::string path(const char* name) { return dir_.filePath(QString::fromLatin1(name)).toStdString(); }
+  QTemporaryDir dir_;
+};
+
+void TestProfiler::datasetsComeFromDebian() {
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  QCOMPARE(test.count, int64_t(10000));
+  QCOMPARE(test.rows, int64_t(28));
+  QCOMPARE(int(*std::max_element(test.labels.begin(), test.labels.end())), 9);
+  const data::TextCorpus text = data::loadFortunes();
+  QVERIFY(text.tokens.size() > 100000);
+  QVERIFY(text.vocabulary.size() > 60 && text.vocabulary.size() < 256);
+  const auto p1 = data::seededPermutation(1000, 9), p2 = data::seededPermutation(1000, 9);
+  QVERIFY(p1 == p2);
+  QVERIFY(p1 != data::seededPermutation(1000, 10));
+}
+
+void TestProfiler::missingDatasetNamesThePackage() {
+  try {
+    data::loadFashionMnist("train", "/nonexistent");
+    QFAIL("a missing data set was accepted");
+  } catch (const data::DatasetError& e) {
+    QVERIFY(QString::fromLatin1(e.what()).contains(QStringLiteral("apt-get install dataset-fashion-mnist")));
+  }
+  QVERIFY_THROWS_EXCEPTION(data::DatasetError, data::loadFortunes("/nonexistent"));
+}
+
+void TestProfiler::linearRunsThreeGemmsThroughTheSlot() {
+  ops::Dispatcher d;
+  Log log;
+  d.addObserver(&log);
+  d.beginIteration(4);
+  const at::Tensor x = at::randn({3, 5});
+  const at::Tensor w = at::randn({2, 5}).set_requires_grad(true), b = at::randn({2}).set_requires_grad(true);
+  d.relu("act", d.linear("fc", x, w, b)).sum().backward();
+  QCOMPARE(log.ids.size(), std::size_t(4));  // linear, relu, then linear's two backward GEMMs
+  QCOMPARE(log.ids[0].op, std::string("linear"));
+  QCOMPARE(log.ids[1].op, std::string("relu"));
+  QCOMPARE(int(log.variants[2]), int(ops::Variant::GradInput));
+  QCOMPARE(int(log.variants[3]), int(ops::Variant::GradWeight));
+  for (std::size_t i = 0; i < log.ids.size(); ++i) {
+    QCOMPARE(log.ids[i].iteration, int64_t(4));
+    QCOMPARE(log.ids[i].callIndex, int64_t(i));
+    QCOMPARE(log.ids[i].phase, i < 2 ? store::Phase::Forward : store::Phase::Backward);
+  }
+  d.beginIteration(5);
+  d.relu("act", x);
+  QCOMPARE(log.ids.back().callIndex, int64_t(0));  // numbering restarts per iteration
+}
+
+void TestProfiler::slotGradientsMatchPlainAutograd() {
+  at::manual_seed(1);
+  const at::Tensor x = at::randn({2, 3, 9, 9}).set_requires_grad(true);
+  const at::Tensor w = at::randn({4, 3, 3, 3}).set_requires_grad(true), b = at::randn({4}).set_requires_grad(true);
+  const at::Tensor lw = at::randn({5, 4 * 5 * 5}).set_requires_grad(true);  // 9x9, stride 2, pad 1: 5x5
+  auto net = [&](bool slot) {
+    ops::Dispatcher d;
+    at::Tensor h = slot ? d.conv2d("c", x, w, b, 2, 1) : at::conv2d(x, w, b, {2, 2}, {1, 1});
+    h = h.reshape({2, -1});
+    h = slot ? d.linear("l", h, lw, at::Tensor()) : at::linear(h, lw);
+    at::Tensor q = h.reshape({2, 5, 1});
+    h = slot ? d.matmul("m", q, q.transpose(1, 2)) : at::matmul(q, q.transpose(1, 2));
+    return torch::autograd::grad({h.square().sum()}, {x, w, b, lw});
+  };
+  const auto viaSlot = net(true), plain = net(false);
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    QVERIFY2(at::allclose(viaSlot[i], plain[i], 1e-4, 1e-5), qPrintable(QString::number(i)));
+}
+
+void TestProfiler::everyKthCallIsSubstituted() {
+  ops::Dispatcher d;
+  ops::SubstitutionPolicy p;
+  p.candidate = kernels::makeKernel("bf16", 1);
+  p.op = ops::OpKind::Linear;
+  p.every = 3;
+  d.setSubstitution(p);
+  const at::Tensor x = at::randn({4, 8}), w = at::randn({8, 8});
+  for (int i = 0; i < 9; ++i) {
+    d.relu("r", x);  // another op: never counted
+    d.linear("fc", x, w, at::Tensor());
+  }
+  const auto subs = d.takeSubstitutions();
+  QCOMPARE(subs.size(), std::size_t(3));
+  QCOMPARE(d.matchingCalls(), int64_t(9));
+  QCOMPARE(subs[0].id.callIndex, int64_t(5));  // the 3rd linear is call 5 (relu, linear, ...)
+  for (const ops::Substitution& s : subs) QVERIFY(s.error.mismatched > 0 && s.error.maxAbs > 0);
+}
+
+void TestProfiler::probabilityIsSeeded() {
+  auto count = [](uint64_t seed) {
+    ops::Dispatcher d;
+    ops::SubstitutionPolicy p;
+    p.candidate = kernels::makeKernel("bf16", 1);
+    p.probability = 0.3;
+    p.seed = seed;
+    d.setSubstitution(p);
+    const at::Tensor x = at::randn({2, 2});
+    std::vector<int64_t> which;
+    for (int i = 0; i < 200; ++i) d.relu("r", x);
+    for (const auto& s : d.takeSubstitutions()) which.push_back(s.id.callIndex);
+    return which;
+  };
+  const auto a = count(3), b = count(3), c = count(4);
+  QVERIFY(a == b);
+  QVERIFY(a != c);
+  QVERIFY(a.size() > 30 && a.size() < 90);
+}
+
+void TestProfiler::everyModelTrains_data() {
+  QTest::addColumn<QString>("model");
+  for (const char* m : {"mlp", "lenet", "resnet", "chargpt"}) QTest::newRow(m) << m;
+}
+
+void TestProfiler::everyModelTrains() {
+  QFETCH(QString, model);
+  train::ProfileOptions o;
+  o.train = small(model.toStdString(), 30);
+  o.train.learningRate = model == QLatin1String("chargpt") ? 1e-2 : 0.05;
+  o.recordEvery = 10;
+  o.out = path("m.h5");
+  o.mode = store::WriteMode::Overwrite;
+  const train::ProfileResult r = train::runProfile(o, {});
+  QCOMPARE(r.iterations, int64_t(30));
+  QCOMPARE(r.recordedIterations, int64_t(3));
+  QVERIFY(r.recordedCalls > 0);
+  QVERIFY(r.recordedBytes < r.fullDumpBytes);
+  const auto curve = store::SessionReader(o.out).table("golden", "curve");
+  const std::vector<double> loss = column(curve, "loss");
+  QCOMPARE(loss.size(), std::size_t(30));
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += loss[std::size_t(i)];
+    last += loss[loss.size() - 1 - std::size_t(i)];
+  }
+  QVERIFY2(last < first, qPrintable(QStringLiteral("loss did not fall: %1 -> %2").arg(first / 5).arg(last / 5)));
+}
+
+void TestProfiler::goldenTrainingIsDeterministic() {
+  train::ProfileOptions o;
+  o.train = small("lenet", 12);
+  o.recordEvery = 5;
+  o.mode = store::WriteMode::Overwrite;
+  o.out = path("a.h5");
+  train::runProfile(o, {});
+  o.out = path("b.h5");
+  train::runProfile(o, {});
+  store::SessionReader a(path("a.h5")), b(path("b.h5"));
+  QVERIFY(column(a.table("golden", "curve"), "loss") == column(b.table("golden", "curve"), "loss"));
+  const store::SessionSummary s = a.summary();
+  int compared = 0;
+  for (const store::IterationInfo& it : s.runs[0].iterations)
+    for (const store::CallInfo& c : it.calls)
+      for (const store::TensorInfo& t : c.tensors) {
+        QVERIFY(a.readTensor("golden", c.path, t.name).bytes == b.readTensor("golden", c.path, t.name).bytes);
+        ++compared;
+      }
+  QVERIFY(compared > 100);
+  const auto ca = a.checkpoint("golden", 12), cb = b.checkpoint("golden", 12);
+  for (const auto& [name, t] : ca.parameters) QVERIFY(t.bytes == cb.parameters.at(name).bytes);
+}
+
+void TestProfiler::profileThenPlayback() {
+  train::ProfileOptions o;
+  o.train = small("lenet", 10);
+  o.recordEvery = 5;
+  o.out = path("p.h5");
+  const train::ProfileResult pr = train::runProfile(o, {});
+  train::PlaybackOptions p;
+  p.session = o.out;
+  p.kernel = "golden";
+  const train::PlaybackResult golden = train::runPlayback(p, {});
+  QCOMPARE(golden.replayed, pr.recordedCalls);
+  QCOMPARE(golden.worst.mismatched, uint64_t(0));  // golden replays bit for bit
+  p.kernel = "bf16";
+  const train::PlaybackResult bf = train::runPlayback(p, {});
+  QCOMPARE(bf.run, std::string("playback-bf16"));
+  QVERIFY(bf.worst.maxAbs > 0 && bf.worst.mismatched > 0);
+  store::SessionReader r(o.out);
+  const auto errors = r.table("playback-bf16", "call_errors");
+  QCOMPARE(column(errors, "max_abs").size(), std::size_t(pr.recordedCalls));
+  QVERIFY(!column(errors, "max_ulp").empty());
+  QCOMPARE(r.summary().runs.size(), std::size_t(3));  // golden, playback-golden, playback-bf16
+}
+
+void TestProfiler::playbackRefusesAnotherModel() {
+  train::ProfileOptions o;
+  o.train = small("mlp", 2);
+  o.recordEvery = 1;
+  o.out = path("mlp.h5");
+  train::runProfile(o, {});
+  train::PlaybackOptions p;
+  p.session = o.out;
+  p.kernel = "bf16";
+  p.model = "lenet";
+  try {
+    train::runPlayback(p, {});
+    QFAIL("playback of another model's session was accepted");
+  } catch (const std::invalid_argument& e) {
+    QVERIFY(QString::fromLatin1(e.what()).contains(QStringLiteral("recorded from model 'mlp', not 'lenet'")));
+  }
+}
+
+void TestProfiler::playbackResumesFromACheckpoint() {
+  train::ProfileOptions o;
+  o.train = small("lenet", 6);
+  o.recordEvery = 3;
+  o.out = path("r.h5");
+  train::runProfile(o, {});
+  train::PlaybackOptions p;
+  p.session = o.out;
+  p.kernel = "fp8-e4m3";
+  p.resumeIterations = 4;
+  const train::PlaybackResult r = train::runPlayback(p, {});
+  QCOMPARE(r.resumedFrom, int64_t(0));
+  QCOMPARE(r.resumedIterations, int64_t(4));
+  QVERIFY(r.goldenLoss != r.candidateLoss);
+  store::SessionReader s(o.out);
+  const auto g = column(s.table(r.run, "resume_golden_curve"), "loss");
+  QCOMPARE(g.size(), std::size_t(4));
+  // Resuming with golden kernels from checkpoint 0 retraces the recorded run exactly.
+  const auto recorded = column(s.table("golden", "curve"), "loss");
+  for (std::size_t i = 0; i < g.size(); ++i) QCOMPARE(g[i], recorded[i]);
+}
+
+void TestProfiler::runtimeFiStoresBothCurves() {
+  train::RuntimeFiOptions o;
+  o.train = small("lenet", 10);
+  o.kernel = "fp16acc";
+  o.every = 10;
+  o.out = path("fi.h5");
+  const train::RuntimeFiResult r = train::runRuntimeFi(o, {});
+  // LeNet has 3 linear layers: 9 linear GEMMs per step, 90 in 10 steps, every 10th substituted.
+  QCOMPARE(r.substitutions, int64_t(9));
+  store::SessionReader s(o.out);
+  const auto golden = column(s.table("golden", "curve"), "loss");
+  const auto fi = column(s.table("runtime-fi-fp16acc", "curve"), "loss");
+  QCOMPARE(golden.size(), std::size_t(10));
+  QCOMPARE(fi.size(), std::size_t(10));
+  QCOMPARE(golden[0], fi[0]);  // the first substitution (call 10) comes in the second step
+  QVERIFY(golden.back() != fi.back());
+  QCOMPARE(column(s.table("runtime-fi-fp16acc", "call_errors"), "max_abs").size(), std::size_t(9));
+}
+
+void TestProfiler::cancelLeavesAReadableSession() {
+  std::atomic<bool> stop{false};
+  train::Progress progress{[&](int64_t done, int64_t, const std::string&) {
+                             if (done == 4) stop = true;
+                           },
+                           &stop};
+  train::ProfileOptions o;
+  o.train = small("lenet", 50);
+  o.recordEvery = 2;
+  o.out = path("c.h5");
+  const train::ProfileResult r = train::runProfile(o, progress);
+  QVERIFY(r.cancelled);
+  QCOMPARE(r.iterations, int64_t(4));
+  const store::SessionSummary s = store::SessionReader(o.out).summary();
+  QCOMPARE(s.runs[0].status, std::string("cancelled"));
+  QCOMPARE(s.runs[0].completeIterations(), int64_t(2));  // iterations 0 and 2
+  QCOMPARE(s.runs[0].checkpoints, (std::vector<int64_t>{0, 4}));
+}
+
+void TestProfiler::finetuneStartsFromTheCheckpoint() {
+  train::ProfileOptions o;
+  o.train = small("lenet", 5);
+  o.recordEvery = 0;
+  o.out = path("pre.h5");
+  train::runProfile(o, {});
+  train::TrainOptions t = small("lenet", 1);
+  t.init = o.out;
+  t.seed = 99;  // another seed: the weights must come from the file, not the initialiser
+  ops::Dispatcher d;
+  train::Trainer trainer(t, d);
+  const auto cp = store::SessionReader(o.out).checkpoint("golden", 5);
+  for (const auto& [name, value] : trainer.parameterState())
+    QVERIFY2(train::fromTorch(value).bytes == cp.parameters.at(name).bytes, name.c_str());
+  QVERIFY(QString::fromStdString(trainer.initDescription()).endsWith(QStringLiteral(":golden:5")));
+  t.model = "mlp";
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, train::Trainer(t, d));
+}
+
+QTEST_GUILESS_MAIN(TestProfiler)
+#include "tst_profiler.moc"
