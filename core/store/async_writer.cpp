@@ -35,6 +35,7 @@ void AsyncSessionWriter::drain() {
 }
 
 void AsyncSessionWriter::loop() {
+  h5::silenceLibraryDiagnostics();  // HDF5's automatic error printing is set per thread
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

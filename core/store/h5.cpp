@@ -21,7 +21,14 @@ std::string innermostMessage() {
   };
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walker, &message);
   H5Eclear2(H5E_DEFAULT);
-  return message;
+  // I/O failures carry the OS's reason deep inside a multi-line text: keep just that.
+  const auto at = message.find("error message = '");
+  if (at != std::string::npos) {
+    const auto start = at + 17, end = message.find('\'', start);
+    const std::string what = message.substr(0, std::min(message.find(','), message.find(':')));
+    return what + ": " + message.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  }
+  return message.substr(0, message.find('\n'));
 }
 
 [[noreturn]] void fail(const char* call, const std::string& path) { throw Error(call, path, innermostMessage()); }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -62,6 +63,14 @@ class ProgressBar {
 
 // Errors are one line; LibTorch's messages can carry more.
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Prints the error and ends the process at once. After a failed write (a full disk), HDF5 may hold a
+// file it could not close, and its exit handler would crash on it: skip the exit handlers instead.
+int failNow(const std::string& message) {
+  std::cerr << "peat: error: " << message << std::endl;
+  std::fflush(stdout);
+  std::_Exit(1);
+}
 
 std::string joinArgs(int argc, char** argv) {
   std::string s = "peat";
@@ -320,11 +329,9 @@ int main(int argc, char** argv) {
     for (const std::string& m : models::modelNames()) std::cout << m << '\n';
     return 0;
   } catch (const c10::Error& e) {
-    std::cerr << "peat: error: LibTorch: " << firstLine(e.what_without_backtrace()) << '\n';
-    return 1;
+    return failNow("LibTorch: " + firstLine(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    std::cerr << "peat: error: " << firstLine(e.what()) << '\n';
-    return 1;
+    return failNow(firstLine(e.what()));
   }
 }
 

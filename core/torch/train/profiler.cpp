@@ -7,6 +7,8 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <cstdio>
+#include <stdexcept>
 #include <memory>
 
 #include "core/store/async_writer.h"
@@ -181,7 +183,48 @@ store::Provenance makeProvenance(const TrainOptions& train, const std::string& d
 
 // ================================================================================ golden profiling
 
+namespace {
+
+// Runs `work`, which creates the session `path` (setting `created`). If it fails after creating it,
+// the session is kept when it still reads back, and removed when it does not, so no corrupt file is
+// left behind (a full disk, say). The error says which.
+template <typename Work>
+auto withSessionCleanup(const std::string& path, Work work) -> decltype(work(std::declval<bool&>())) {
+  bool created = false;
+  try {
+    return work(created);
+  } catch (const std::exception& e) {
+    if (!created) throw;
+    bool readable = false;
+    try {
+      store::SessionReader(path).summary();
+      readable = true;
+    } catch (const std::exception&) {
+    }
+    if (!readable) {
+      std::remove(path.c_str());
+      throw std::runtime_error(std::string(e.what()) + " (the incomplete session " + path + " was removed)");
+    }
+    throw std::runtime_error(std::string(e.what()) + " (what was complete is kept in " + path + ")");
+  }
+}
+
+ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, bool& created);
+RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progress, bool& created);
+
+}  // namespace
+
 ProfileResult runProfile(const ProfileOptions& o, const Progress& progress) {
+  return withSessionCleanup(o.out, [&](bool& created) { return profileInto(o, progress, created); });
+}
+
+RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress) {
+  return withSessionCleanup(o.out, [&](bool& created) { return runtimeFiInto(o, progress, created); });
+}
+
+namespace {
+
+ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, bool& created) {
   const auto start = Clock::now();
   ops::Dispatcher ops;
   Trainer trainer(o.train, ops);
@@ -192,6 +235,7 @@ ProfileResult runProfile(const ProfileOptions& o, const Progress& progress) {
 
   auto writerOwned = std::make_unique<store::SessionWriter>(
       o.out, makeProvenance(trainer.options(), trainer.datasetName(), o.commandLine), o.mode);
+  created = o.mode != store::WriteMode::Append;
   writerOwned->beginRun({o.runName, o.runKind, "golden",
                          "golden training of " + o.train.model + " on " + trainer.datasetName()});
   setTrainAttributes(*writerOwned, trainer.options(), trainer.datasetName(), trainer.initDescription());
@@ -265,6 +309,8 @@ ProfileResult runProfile(const ProfileOptions& o, const Progress& progress) {
   r.seconds = since(start);
   return r;
 }
+
+}  // namespace
 
 // ======================================================================================= playback
 
@@ -428,7 +474,9 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
 
 // ===================================================================================== runtime FI
 
-RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress) {
+namespace {
+
+RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progress, bool& created) {
   const auto start = Clock::now();
   RuntimeFiResult r;
   r.session = o.out;
@@ -451,6 +499,7 @@ RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress
   fiOps.setSubstitution(policy);
 
   store::SessionWriter w(o.out, makeProvenance(golden.options(), golden.datasetName(), o.commandLine), o.mode);
+  created = o.mode != store::WriteMode::Append;
   Curve goldenCurve, fiCurve;
   Table errors = callErrorTable();
   Table injections = injectionTable();
@@ -509,5 +558,7 @@ RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress
   r.seconds = since(start);
   return r;
 }
+
+}  // namespace
 
 }  // namespace peat::train
