@@ -95,7 +95,7 @@ void TestProfiler::linearRunsThreeGemmsThroughTheSlot() {
   Log log;
   d.addObserver(&log);
   d.beginIteration(4);
-  const at::Tensor x = at::randn({3, 5});
+  const at::Tensor x = at::randn({3, 5}).set_requires_grad(true);
   const at::Tensor w = at::randn({2, 5}).set_requires_grad(true), b = at::randn({2}).set_requires_grad(true);
   d.relu("act", d.linear("fc", x, w, b)).sum().backward();
   QCOMPARE(log.ids.size(), std::size_t(4));  // linear, relu, then linear's two backward GEMMs
@@ -109,8 +109,11 @@ void TestProfiler::linearRunsThreeGemmsThroughTheSlot() {
     QCOMPARE(log.ids[i].phase, i < 2 ? store::Phase::Forward : store::Phase::Backward);
   }
   d.beginIteration(5);
-  d.relu("act", x);
-  QCOMPARE(log.ids.back().callIndex, int64_t(0));  // numbering restarts per iteration
+  const at::Tensor input = at::randn({3, 5});  // needs no gradient: only dW is computed, as in ATen
+  d.linear("fc", input, w, b).sum().backward();
+  QCOMPARE(log.ids.size(), std::size_t(6));
+  QCOMPARE(log.ids.back().callIndex, int64_t(1));  // numbering restarts per iteration
+  QCOMPARE(int(log.variants.back()), int(ops::Variant::GradWeight));
 }
 
 void TestProfiler::slotGradientsMatchPlainAutograd() {

@@ -15,12 +15,6 @@ std::vector<int64_t> pair(int64_t v) { return {v, v}; }
 
 at::Tensor flatten2d(const at::Tensor& t) { return t.reshape({-1, t.size(-1)}); }
 
-// Output padding that makes a transposed convolution reproduce the forward input's size.
-std::vector<int64_t> outputPadding(const ops::OpCall& c, const at::Tensor& dy, int64_t kh, int64_t kw) {
-  const int64_t s = c.param("stride"), p = c.param("padding");
-  return {c.param("in_h") - ((dy.size(2) - 1) * s - 2 * p + kh), c.param("in_w") - ((dy.size(3) - 1) * s - 2 * p + kw)};
-}
-
 }  // namespace
 
 at::Tensor runGolden(const ops::OpCall& c) {
@@ -38,14 +32,20 @@ at::Tensor runGolden(const ops::OpCall& c) {
       switch (c.variant) {
         case Variant::Forward:
           return at::conv2d(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor(), pair(s), pair(p));
-        case Variant::GradInput:
-          return at::conv_transpose2d(in[0], in[1], {}, pair(s), pair(p),
-                                      outputPadding(c, in[0], in[1].size(2), in[1].size(3)));
-        case Variant::GradWeight:
-          // ATen's im2col and mm rather than convolution_backward: oneDNN's weight-gradient kernel
-          // reduced in a different order during training than in a replay of the same call (conv1 of
-          // LeNet differed by up to 5e-7), and a golden kernel must replay bit for bit.
-          return runThroughGemm(c, [](const at::Tensor& a, const at::Tensor& b) { return at::mm(a, b); });
+        case Variant::GradInput: {
+          // convolution_backward reads only the input's shape for this gradient.
+          const at::Tensor inputShape = at::empty({in[0].size(0), in[1].size(1), c.param("in_h"), c.param("in_w")});
+          auto grads = at::convolution_backward(in[0], inputShape, in[1], c10::nullopt, pair(s), pair(p), pair(1), false,
+                                                pair(0), 1, {true, false, false});
+          return std::get<0>(grads);
+        }
+        case Variant::GradWeight: {
+          // Bit-exact replays need the recorded thread count: oneDNN splits this reduction by thread.
+          const at::Tensor weightShape = at::empty({in[0].size(1), in[1].size(1), c.param("k_h"), c.param("k_w")});
+          auto grads = at::convolution_backward(in[0], in[1], weightShape, c10::nullopt, pair(s), pair(p), pair(1),
+                                                false, pair(0), 1, {false, true, false});
+          return std::get<1>(grads);
+        }
       }
       break;
     }

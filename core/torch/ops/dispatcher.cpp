@@ -40,8 +40,10 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     const std::string layer = ctx->saved_data["layer"].toStringRef();
     const auto saved = ctx->get_saved_variables();
     const at::Tensor dy = grads[0].contiguous();
-    at::Tensor dx = d->run(layer, {OpKind::Linear, Variant::GradInput, {dy, saved[1]}, {}}, true);
-    at::Tensor dw = d->run(layer, {OpKind::Linear, Variant::GradWeight, {dy, saved[0]}, {}}, true);
+    // Only the GEMMs autograd asks for run (a first layer's input needs no gradient), as in ATen.
+    at::Tensor dx, dw;
+    if (ctx->needs_input_grad(0)) dx = d->run(layer, {OpKind::Linear, Variant::GradInput, {dy, saved[1]}, {}}, true);
+    if (ctx->needs_input_grad(1)) dw = d->run(layer, {OpKind::Linear, Variant::GradWeight, {dy, saved[0]}, {}}, true);
     at::Tensor db = orUndefined(ctx->saved_data["bias"].toBool(), dy.reshape({-1, dy.size(-1)}).sum(0));
     return {dx, dw, db, at::Tensor(), at::Tensor()};
   }
@@ -68,14 +70,17 @@ struct Conv2dFunction : torch::autograd::Function<Conv2dFunction> {
     const at::Tensor& x = saved[0];
     const at::Tensor& w = saved[1];
     const at::Tensor dy = grads[0].contiguous();
-    at::Tensor dx = d->run(layer,
-                           {OpKind::Conv2d, Variant::GradInput, {dy, w},
-                            {{"stride", stride}, {"padding", padding}, {"in_h", x.size(2)}, {"in_w", x.size(3)}}},
-                           true);
-    at::Tensor dw = d->run(layer,
-                           {OpKind::Conv2d, Variant::GradWeight, {dy, x},
-                            {{"stride", stride}, {"padding", padding}, {"k_h", w.size(2)}, {"k_w", w.size(3)}}},
-                           true);
+    at::Tensor dx, dw;
+    if (ctx->needs_input_grad(0))
+      dx = d->run(layer,
+                  {OpKind::Conv2d, Variant::GradInput, {dy, w},
+                   {{"stride", stride}, {"padding", padding}, {"in_h", x.size(2)}, {"in_w", x.size(3)}}},
+                  true);
+    if (ctx->needs_input_grad(1))
+      dw = d->run(layer,
+                  {OpKind::Conv2d, Variant::GradWeight, {dy, x},
+                   {{"stride", stride}, {"padding", padding}, {"k_h", w.size(2)}, {"k_w", w.size(3)}}},
+                  true);
     at::Tensor db = orUndefined(ctx->saved_data["bias"].toBool(), dy.sum({0, 2, 3}));
     return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -94,8 +99,9 @@ struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
     const std::string layer = ctx->saved_data["layer"].toStringRef();
     const auto saved = ctx->get_saved_variables();
     const at::Tensor dc = grads[0].contiguous();
-    at::Tensor da = d->run(layer, {OpKind::Matmul, Variant::GradInput, {dc, saved[1]}, {}}, true);
-    at::Tensor db = d->run(layer, {OpKind::Matmul, Variant::GradWeight, {saved[0], dc}, {}}, true);
+    at::Tensor da, db;
+    if (ctx->needs_input_grad(0)) da = d->run(layer, {OpKind::Matmul, Variant::GradInput, {dc, saved[1]}, {}}, true);
+    if (ctx->needs_input_grad(1)) db = d->run(layer, {OpKind::Matmul, Variant::GradWeight, {saved[0], dc}, {}}, true);
     return {da, db, at::Tensor(), at::Tensor()};
   }
 };
