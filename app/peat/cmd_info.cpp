@@ -42,6 +42,11 @@ void printText(const store::SessionSummary& s, bool listCalls) {
               << orDash(r.status) << "; " << r.completeIterations() << '/' << r.iterations.size()
               << " iterations complete, " << r.callCount() << " calls, " << r.checkpoints.size() << " checkpoints, "
               << r.reports.size() << " reports, " << r.verdictCount << " verdicts\n";
+    if (!r.tables.empty()) {
+      std::cout << "    tables:";
+      for (const std::string& t : r.tables) std::cout << ' ' << t;
+      std::cout << '\n';
+    }
     for (const store::IterationInfo& it : r.iterations) {
       if (!it.complete) std::cout << "    iteration " << it.iteration << " is incomplete (writer stopped)\n";
       if (!listCalls) continue;
@@ -80,6 +85,12 @@ void printJson(const store::SessionSummary& s, bool listCalls) {
     j.key("reports").beginArray();
     for (const std::string& id : r.reports) j.value(id);
     j.endArray();
+    j.key("tables").beginArray();
+    for (const std::string& t : r.tables) j.value(t);
+    j.endArray();
+    j.key("attributes").beginObject();
+    for (const auto& [key, value] : r.attributes) j.field(key, value);
+    j.endObject();
     if (listCalls) {
       j.key("call_list").beginArray();
       for (const store::IterationInfo& it : r.iterations)

@@ -436,6 +436,11 @@ bool looksLikeHdf5(const std::string& path) {
 
 namespace peat::h5 {
 
+void Group::linkTo(const std::string& name, const std::string& target) {
+  check(H5Lcreate_hard(id(), target.c_str(), id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), "H5Lcreate_hard",
+        childPath(name) + " -> " + target);
+}
+
 void Group::remove(const std::string& name) { check(H5Ldelete(id(), name.c_str(), H5P_DEFAULT), "H5Ldelete", childPath(name)); }
 
 namespace {

@@ -100,6 +100,8 @@ class Group {
                         const DatasetLayout& layout = {});
   Dataset openDataset(const std::string& name) const;
   void remove(const std::string& name);
+  // A hard link `name` here to the object at absolute path `target` in the same file.
+  void linkTo(const std::string& name, const std::string& target);
 
   // A 1-D table of records (an HDF5 compound dataset, a numpy structured array in h5py).
   void writeTable(const std::string& name, const std::vector<Column>& columns);

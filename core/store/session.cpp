@@ -50,10 +50,13 @@ void requireSafeName(const std::string& what, const std::string& name) {
     throw SessionError(what + " name '" + name + "' is not allowed: use letters, digits, '-', '_' and '.'");
 }
 
-void writeTensors(h5::Group& group, const std::vector<NamedTensor>& tensors) {
+void writeTensors(h5::Group& group, const std::vector<NamedTensor>& tensors, const h5::DatasetLayout& layout = {}) {
   for (const NamedTensor& t : tensors) {
     requireSafeName("tensor", t.name);
-    group.createDataset(t.name, t.view.dtype, t.view.shape, t.view.data);
+    if (!t.linkTo.empty())
+      group.linkTo(t.name, t.linkTo);
+    else
+      group.createDataset(t.name, t.view.dtype, t.view.shape, t.view.data, layout);
   }
 }
 
@@ -116,6 +119,7 @@ struct SessionWriter::Impl {
   std::optional<h5::Group> calls;
   int64_t iterationIndex = -1;
   int64_t completeIterations = 0;
+  h5::DatasetLayout layout;
 
   Impl(const std::string& path, WriteMode mode)
       : file(path, mode == WriteMode::Append      ? h5::File::Mode::ReadWrite
@@ -226,8 +230,8 @@ void SessionWriter::beginIteration(int64_t iteration) {
   d->iterationIndex = iteration;
 }
 
-void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
-                               const std::map<std::string, int64_t>& params) {
+std::string SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
+                                      const std::map<std::string, int64_t>& params) {
   Lock lock(hdf5Mutex());
   if (!d->calls) throw SessionError("recordCall needs an open iteration: call beginIteration first");
   if (id.iteration != d->iterationIndex)
@@ -243,7 +247,14 @@ void SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>&
   call.setAttribute("iteration", id.iteration);
   call.setAttribute("call_index", id.callIndex);
   for (const auto& [key, value] : params) call.setAttribute("param." + key, value);
-  writeTensors(call, tensors);
+  writeTensors(call, tensors, d->layout);
+  return call.path();
+}
+
+void SessionWriter::setCompression(int level) {
+  if (level < 0 || level > 9) throw SessionError("compression level " + std::to_string(level) + " is not in 0-9");
+  d->layout.chunked = level > 0;
+  d->layout.deflateLevel = level;
 }
 
 void SessionWriter::endIteration() {

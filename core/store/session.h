@@ -97,8 +97,9 @@ class SessionWriter {
   void beginRun(const RunSpec& spec);
   void beginIteration(int64_t iteration);
   // `params` are the op's settings a replay needs (stride, padding, ...), stored as "param.<name>".
-  void recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
-                  const std::map<std::string, int64_t>& params = {});
+  // Returns the absolute path of the call's group, for links from later calls.
+  std::string recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
+                         const std::map<std::string, int64_t>& params = {});
   // Marks the iteration complete and flushes the file: a process killed later keeps this iteration.
   void endIteration();
   void writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
@@ -110,6 +111,8 @@ class SessionWriter {
   void writeTable(const std::string& name, const std::vector<h5::Column>& columns);
   // A string attribute of the open run (model settings a later playback checks against).
   void setRunAttribute(const std::string& key, const std::string& value);
+  // Deflate level of tensors written from now on: 0 (no compression) to 9; 4 by default.
+  void setCompression(int level);
   void endRun(RunStatus status);
   // SAVE results live beside the runs, under /save/<id>.
   void writeSaveResult(const std::string& id, const ResultRecord& record);

@@ -22,6 +22,9 @@ struct TensorView {
 struct NamedTensor {
   std::string name;  // dataset name: "input_0", "output", "fc1.weight", ...
   TensorView view;
+  // When set, no data is written: `name` becomes another HDF5 hard link to the dataset at this path
+  // (absolute, written earlier). A tensor read by several calls is stored once.
+  std::string linkTo = {};
 };
 
 // An owned tensor, for reading.

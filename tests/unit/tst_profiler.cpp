@@ -192,6 +192,7 @@ void TestProfiler::everyModelTrains() {
   QCOMPARE(r.recordedIterations, int64_t(3));
   QVERIFY(r.recordedCalls > 0);
   QVERIFY(r.recordedBytes < r.fullDumpBytes);
+  QVERIFY2(r.storedBytes < r.recordedBytes, "tensors shared by calls are stored once");
   const auto curve = store::SessionReader(o.out).table("golden", "curve");
   const std::vector<double> loss = column(curve, "loss");
   QCOMPARE(loss.size(), std::size_t(30));

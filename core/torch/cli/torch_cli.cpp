@@ -131,7 +131,7 @@ int runProfileCommand(CLI::App& app, train::ProfileOptions& o, bool force, bool 
     j.beginObject().field("session", r.session).field("run", r.run).field("model", o.train.model);
     j.field("iterations", r.iterations).field("cancelled", r.cancelled).field("parameters", r.parameters);
     j.field("recorded_iterations", r.recordedIterations).field("recorded_calls", r.recordedCalls);
-    j.field("checkpoints", r.checkpoints).field("recorded_bytes", r.recordedBytes);
+    j.field("checkpoints", r.checkpoints).field("recorded_bytes", r.recordedBytes).field("stored_bytes", r.storedBytes);
     j.field("full_dump_bytes", r.fullDumpBytes).field("file_bytes", r.fileBytes);
     j.field("storage_ratio", r.fullDumpBytes ? double(r.recordedBytes) / double(r.fullDumpBytes) : 0.0);
     j.field("final_loss", r.finalLoss).field("test_loss", r.testLoss).field("test_accuracy", r.testAccuracy);
@@ -146,7 +146,9 @@ int runProfileCommand(CLI::App& app, train::ProfileOptions& o, bool force, bool 
       std::cout << "  recorded " << r.recordedCalls << " calls in " << r.recordedIterations << " iterations and "
                 << r.checkpoints << " checkpoints: " << megabytes(r.recordedBytes) << " against "
                 << megabytes(r.fullDumpBytes) << " for a full dump ("
-                << (r.fullDumpBytes ? 100.0 * double(r.recordedBytes) / double(r.fullDumpBytes) : 0.0) << "%)\n";
+                << (r.fullDumpBytes ? 100.0 * double(r.recordedBytes) / double(r.fullDumpBytes) : 0.0)
+                << "%); shared tensors stored once: " << megabytes(r.storedBytes) << ", file " << megabytes(r.fileBytes)
+                << '\n';
     std::cout << "  session " << r.session << ", run " << r.run << '\n';
   }
   return r.cancelled ? 130 : 0;
@@ -178,6 +180,9 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", profile.out, "Session file to write")->required();
     app.add_flag("--force", force, "Replace an existing output file");
     app.add_option("--checkpoint-every", profile.checkpointEvery, "Checkpoint every N iterations (0: start and end)");
+    app.add_option("--compression", profile.compression, "Deflate level of stored tensors, 0-9")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 9));
     if (!isTrain) {
       app.add_option("--record-every", profile.recordEvery, "Record every Nth iteration")->capture_default_str()->check(
           CLI::NonNegativeNumber);

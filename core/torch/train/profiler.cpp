@@ -132,12 +132,17 @@ bool evaluateNow(const TrainOptions& o, int64_t it) {
   return it + 1 == o.iterations || (o.evalEvery > 0 && (it + 1) % o.evalEvery == 0);
 }
 
-// Records the calls of recorded iterations, and counts what a full dump would take.
+// Records the calls of recorded iterations, and counts what a full dump would take. A tensor that
+// several calls read (a weight, an activation, an output gradient) is written once per iteration;
+// the later calls hold HDF5 hard links to it.
 class Recorder final : public ops::CallObserver {
  public:
   Recorder(store::AsyncSessionWriter& writer, const ProfileOptions& o) : writer_(writer), options_(o) {}
-  void setActive(bool active) { active_ = active; }
-  uint64_t fullDumpBytes = 0, recordedBytes = 0;
+  void setActive(bool active) {
+    active_ = active;
+    written_.clear();
+  }
+  uint64_t fullDumpBytes = 0, recordedBytes = 0, storedBytes = 0;
   int64_t recordedCalls = 0;
 
   void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& golden) override {
@@ -145,16 +150,37 @@ class Recorder final : public ops::CallObserver {
     for (const at::Tensor& t : call.inputs) callBytes += tensorBytes(t);
     fullDumpBytes += callBytes;
     if (!active_ || !selected(call.kind, id.phase)) return;
+    const std::string callPath = "/runs/" + options_.runName + "/iterations/" + store::indexName(id.iteration) +
+                                 "/calls/" + store::indexName(id.callIndex) + "/";
     auto tensors = std::make_shared<std::vector<std::pair<std::string, store::Tensor>>>();
+    auto links = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+    uint64_t newBytes = 0;
+    auto add = [&](const std::string& name, const at::Tensor& t) {
+      const std::string key = identity(t);
+      auto seen = written_.find(key);
+      if (seen != written_.end()) {
+        links->emplace_back(name, seen->second.first);
+        return;
+      }
+      written_.emplace(key, std::make_pair(callPath + name, t));
+      tensors->emplace_back(name, fromTorch(t));
+      newBytes += tensors->back().second.bytes.size();
+    };
     for (std::size_t i = 0; i < call.inputs.size(); ++i)
-      if (call.inputs[i].defined()) tensors->emplace_back("input_" + std::to_string(i), fromTorch(call.inputs[i]));
-    tensors->emplace_back("output", fromTorch(golden));
+      if (call.inputs[i].defined()) add("input_" + std::to_string(i), call.inputs[i]);
+    add("output", golden);
     std::map<std::string, int64_t> params = call.params;
     params["variant"] = int64_t(call.variant);
     recordedBytes += callBytes;
+    storedBytes += newBytes;
     ++recordedCalls;
-    writer_.post([id, tensors, params](store::SessionWriter& w) { w.recordCall(id, views(*tensors), params); },
-                 callBytes);
+    writer_.post(
+        [id, tensors, links, params](store::SessionWriter& w) {
+          std::vector<store::NamedTensor> named = views(*tensors);
+          for (const auto& [name, target] : *links) named.push_back({name, {}, target});
+          w.recordCall(id, named, params);
+        },
+        newBytes);
   }
 
  private:
@@ -162,9 +188,21 @@ class Recorder final : public ops::CallObserver {
     if (phase == store::Phase::Backward && !options_.recordBackward) return false;
     return std::find(options_.recordOps.begin(), options_.recordOps.end(), kind) != options_.recordOps.end();
   }
+  // Same memory, shape, strides, type and version: the same values, within one iteration.
+  static std::string identity(const at::Tensor& t) {
+    std::string key = std::to_string(reinterpret_cast<uintptr_t>(t.data_ptr())) + ":" +
+                      std::to_string(int(t.scalar_type())) + ":" + std::to_string(t._version());
+    for (int64_t d : t.sizes()) key += "," + std::to_string(d);
+    key += ";";
+    for (int64_t d : t.strides()) key += "," + std::to_string(d);
+    return key;
+  }
   store::AsyncSessionWriter& writer_;
   const ProfileOptions& options_;
   bool active_ = false;
+  // Path of each tensor written this iteration, and the tensor itself: holding it keeps its memory
+  // from being reused by another tensor that would then look identical.
+  std::map<std::string, std::pair<std::string, at::Tensor>> written_;
 };
 
 }  // namespace
@@ -244,6 +282,7 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   writerOwned->setRunAttribute("record_every", std::to_string(o.recordEvery));
   writerOwned->setRunAttribute("record_ops", recordOps);
   writerOwned->setRunAttribute("record_backward", o.recordBackward ? "1" : "0");
+  writerOwned->setCompression(o.compression);
   store::AsyncSessionWriter writer(std::move(writerOwned));
 
   Recorder recorder(writer, o);
@@ -297,6 +336,7 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   r.finalLoss = last.loss;
   r.recordedCalls = recorder.recordedCalls;
   r.recordedBytes += recorder.recordedBytes;
+  r.storedBytes = r.recordedBytes - recorder.recordedBytes + recorder.storedBytes;
   r.fullDumpBytes = recorder.fullDumpBytes;
   const auto columns = curve.table.columns();
   const bool cancelled = r.cancelled;

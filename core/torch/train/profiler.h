@@ -33,6 +33,7 @@ struct ProfileOptions {
   std::vector<ops::OpKind> recordOps{ops::OpKind::Linear, ops::OpKind::Conv2d, ops::OpKind::Matmul};
   bool recordBackward = true;   // the backward GEMMs of recorded ops too
   int64_t checkpointEvery = 0;  // 0: at the start and at the end
+  int compression = 1;          // deflate level of recorded tensors (0-9); 1 keeps up with training
   std::string out;
   store::WriteMode mode = store::WriteMode::Create;
   std::string runName = "golden";
@@ -45,7 +46,8 @@ struct ProfileResult {
   int64_t iterations = 0;  // completed
   bool cancelled = false;
   int64_t recordedIterations = 0, recordedCalls = 0, checkpoints = 0;
-  uint64_t recordedBytes = 0;    // raw bytes of recorded tensors and checkpoints
+  uint64_t recordedBytes = 0;    // raw bytes of the recorded calls' tensors and checkpoints
+  uint64_t storedBytes = 0;      // the same after storing each shared tensor once (links for the rest)
   uint64_t fullDumpBytes = 0;    // raw bytes a dump of every op's inputs and outputs in every iteration would take
   uint64_t fileBytes = 0;        // the session file on disk (compressed)
   double finalLoss = 0, testLoss = 0, testAccuracy = 0;
