@@ -251,7 +251,7 @@ std::string SessionWriter::recordCall(const CallId& id, const std::vector<NamedT
   return call.path();
 }
 
-void SessionWriter::setCompression(int level) {
+void SessionWriter::setCallCompression(int level) {
   if (level < 0 || level > 9) throw SessionError("compression level " + std::to_string(level) + " is not in 0-9");
   d->layout.chunked = level > 0;
   d->layout.deflateLevel = level;

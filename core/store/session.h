@@ -111,8 +111,9 @@ class SessionWriter {
   void writeTable(const std::string& name, const std::vector<h5::Column>& columns);
   // A string attribute of the open run (model settings a later playback checks against).
   void setRunAttribute(const std::string& key, const std::string& value);
-  // Deflate level of tensors written from now on: 0 (no compression) to 9; 4 by default.
-  void setCompression(int level);
+  // Deflate level of recorded call tensors from now on: 0 (stored plain) to 9; 4 by default.
+  // Checkpoints and results keep level 4: they are small and written rarely.
+  void setCallCompression(int level);
   void endRun(RunStatus status);
   // SAVE results live beside the runs, under /save/<id>.
   void writeSaveResult(const std::string& id, const ResultRecord& record);

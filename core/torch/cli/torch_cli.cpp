@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", profile.out, "Session file to write")->required();
     app.add_flag("--force", force, "Replace an existing output file");
     app.add_option("--checkpoint-every", profile.checkpointEvery, "Checkpoint every N iterations (0: start and end)");
-    app.add_option("--compression", profile.compression, "Deflate level of stored tensors, 0-9")
+    app.add_option("--compression", profile.compression,
+                   "Deflate level of recorded call tensors, 0-9 (0 keeps up with training; checkpoints use 4)")
         ->capture_default_str()
         ->check(CLI::Range(0, 9));
     if (!isTrain) {
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
       app.add_flag("--no-backward", noBackward, "Do not record the backward GEMMs");
     } else {
       profile.recordEvery = 0;
+      profile.checkpointAtStart = false;
       profile.runName = "train";
       profile.runKind = "train";
     }

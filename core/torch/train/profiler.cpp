@@ -282,7 +282,7 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   writerOwned->setRunAttribute("record_every", std::to_string(o.recordEvery));
   writerOwned->setRunAttribute("record_ops", recordOps);
   writerOwned->setRunAttribute("record_backward", o.recordBackward ? "1" : "0");
-  writerOwned->setCompression(o.compression);
+  writerOwned->setCallCompression(o.compression);
   store::AsyncSessionWriter writer(std::move(writerOwned));
 
   Recorder recorder(writer, o);
@@ -298,8 +298,11 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
     ++r.checkpoints;
   };
 
-  int64_t lastCheckpoint = 0;
-  checkpoint(0);
+  int64_t lastCheckpoint = -1;
+  if (o.checkpointAtStart) {
+    checkpoint(0);
+    lastCheckpoint = 0;
+  }
   StepStats last;
   for (int64_t it = 0; it < o.train.iterations; ++it) {
     if (progress.cancelled()) {
