@@ -14,6 +14,7 @@ import tempfile
 
 build = sys.argv[1]
 work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="peat-bench-")
+os.makedirs(work, exist_ok=True)
 peat = os.path.join(build, "bin", "peat")
 
 
