@@ -17,4 +17,12 @@ struct EnvOptions {
 };
 int runEnv(const EnvOptions& o);
 
+struct AnalyzeOptions {
+  std::string golden, candidate;
+  std::string tile = "16x16";
+  unsigned threads = 0;
+  bool json = false;
+};
+int runAnalyze(const AnalyzeOptions& o);
+
 }  // namespace peat::cli

@@ -36,6 +36,15 @@ int main(int argc, char** argv) {
   infoCmd->add_flag("--json", info.json, "Print the summary as JSON");
   infoCmd->add_flag("--calls", info.calls, "List every recorded call");
 
+  AnalyzeOptions analyze;
+  CLI::App* analyzeCmd = app.add_subcommand("analyze", "Error report of a candidate tensor against the golden one");
+  analyzeCmd->add_option("--golden,-g", analyze.golden, "Golden tensor: file.npy or file.h5:/dataset")->required();
+  analyzeCmd->add_option("--candidate,-c", analyze.candidate, "Candidate tensor: file.npy or file.h5:/dataset")
+      ->required();
+  analyzeCmd->add_option("--tile", analyze.tile, "Tile size for the per-tile counts, ROWSxCOLS")->capture_default_str();
+  analyzeCmd->add_option("--threads", analyze.threads, "Threads (0: every core)");
+  analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
+
   EnvOptions env;
   CLI::App* envCmd = app.add_subcommand("env", "Show versions, compute backends and devices, and LibTorch");
   envCmd->add_flag("--json", env.json, "Print as JSON");
@@ -85,6 +94,7 @@ int main(int argc, char** argv) {
   try {
     if (*infoCmd) return runInfo(info);
     if (*envCmd) return runEnv(env);
+    if (*analyzeCmd) return runAnalyze(analyze);
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }

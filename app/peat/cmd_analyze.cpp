@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// peat analyze: the standard report of a golden/candidate pair, from .npy files or HDF5 datasets.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include "app/peat/commands.h"
+#include "core/analyzer/report.h"
+#include "core/io/tensor_source.h"
+#include "core/util/json_writer.h"
+
+namespace peat::cli {
+namespace {
+
+std::string shapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool allNaN(const io::FloatTensor& t) {
+  for (uint64_t i = 0; i < t.size(); ++i)
+    if (!std::isnan(t.data()[i])) return false;
+  return true;
+}
+
+void checkPair(const io::FloatTensor& g, const io::FloatTensor& c) {
+  if (g.shape() != c.shape())
+    throw std::invalid_argument("shapes differ: golden " + shapeText(g.shape()) + ", candidate " + shapeText(c.shape()));
+  if (g.dtype != c.dtype)
+    throw std::invalid_argument("element types differ: golden " + g.dtype + ", candidate " + c.dtype);
+  if (g.size() == 0) throw std::invalid_argument("the tensors are empty");
+  if (allNaN(g)) throw std::invalid_argument("the golden tensor " + g.origin + " is all NaN: nothing to compare");
+}
+
+void printText(const analyzer::Report& r, const io::FloatTensor& g) {
+  auto pct = [&](uint64_t v) { return 100.0 * double(v) / double(r.elements); };
+  std::printf("golden      %s  %s %s\n", g.origin.c_str(), g.dtype.c_str(), shapeText(r.shape).c_str());
+  std::printf("elements    %llu: %llu bit-identical, %llu mismatched (%.4g%%)\n", (unsigned long long)r.elements,
+              (unsigned long long)r.identical, (unsigned long long)r.mismatched, pct(r.mismatched));
+  std::printf("non-finite  golden NaN %llu Inf %llu; candidate NaN %llu Inf %llu; newly non-finite %llu\n",
+              (unsigned long long)r.goldenNaN, (unsigned long long)r.goldenInf, (unsigned long long)r.candidateNaN,
+              (unsigned long long)r.candidateInf, (unsigned long long)r.newlyNonFinite);
+  std::printf("abs error   max %.6g  mean %.6g  rms %.6g  p50 %.6g  p99 %.6g  p99.9 %.6g\n", r.maxAbs, r.meanAbs,
+              r.rmsAbs, r.p50, r.p99, r.p999);
+  std::printf("rel error   max %.6g  mean %.6g  (|c-g| / max(|g|, 2^-126))\n", r.maxRel, r.meanRel);
+  std::printf("vs scale    golden rms %.6g: max %.6g  mean %.6g\n", r.goldenRms, r.maxAbsOverScale, r.meanAbsOverScale);
+  if (r.mismatched) {
+    std::string pos = "(";
+    for (std::size_t i = 0; i < r.maxAbsPosition.size(); ++i) pos += (i ? ", " : "") + std::to_string(r.maxAbsPosition[i]);
+    std::printf("worst       at %s: golden %.9g, candidate %.9g\n", (pos + ")").c_str(), double(r.maxAbsGolden),
+                double(r.maxAbsCandidate));
+  }
+  std::printf("fields      sign only %llu, exponent %llu, mantissa only %llu\n", (unsigned long long)r.signOnly,
+              (unsigned long long)r.exponentInvolved, (unsigned long long)r.mantissaOnly);
+  std::printf("bits        ");
+  for (int b = 31; b >= 0; --b)
+    if (r.bitMismatch[std::size_t(b)]) std::printf("%d:%llu ", b, (unsigned long long)r.bitMismatch[std::size_t(b)]);
+  std::printf("\nlog2 ulp    ");
+  for (std::size_t b = 0; b < r.log2Ulp.size(); ++b)
+    if (r.log2Ulp[b]) std::printf("%zu:%llu ", b, (unsigned long long)r.log2Ulp[b]);
+  std::printf("\nlog2 |err|  ");
+  for (std::size_t b = 0; b < r.log2Abs.size(); ++b)
+    if (r.log2Abs[b]) std::printf("%d:%llu ", int(b) + analyzer::Report::kLog2AbsMin, (unsigned long long)r.log2Abs[b]);
+  uint64_t rowsHit = 0, colsHit = 0, tilesHit = 0;
+  for (uint64_t v : r.rowMismatch.counts) rowsHit += v ? 1 : 0;
+  for (uint64_t v : r.colMismatch.counts) colsHit += v ? 1 : 0;
+  for (uint64_t v : r.tileMismatch) tilesHit += v ? 1 : 0;
+  std::printf("\nspatial     %llu of %zu row bins, %llu of %zu column bins, %llu of %zu %llux%llu tiles hold mismatches\n",
+              (unsigned long long)rowsHit, r.rowMismatch.counts.size(), (unsigned long long)colsHit,
+              r.colMismatch.counts.size(), (unsigned long long)tilesHit, r.tileMismatch.size(),
+              (unsigned long long)r.tileRows, (unsigned long long)r.tileCols);
+  std::printf("runs        %llu runs of consecutive mismatches, longest %llu; most common gap %llu (%.3g of gaps)\n",
+              (unsigned long long)r.runs, (unsigned long long)r.longestRun, (unsigned long long)r.dominantGap,
+              r.dominantGapShare);
+}
+
+void counts(JsonWriter& j, const std::string& key, const std::vector<uint64_t>& v) {
+  j.key(key).beginArray();
+  for (uint64_t x : v) j.value(x);
+  j.endArray();
+}
+
+void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::FloatTensor& c) {
+  JsonWriter j(std::cout);
+  j.beginObject().field("golden", g.origin).field("candidate", c.origin).field("dtype", g.dtype);
+  counts(j, "shape", r.shape);
+  j.field("elements", r.elements).field("identical", r.identical).field("mismatched", r.mismatched);
+  j.field("golden_nan", r.goldenNaN).field("golden_inf", r.goldenInf).field("candidate_nan", r.candidateNaN);
+  j.field("candidate_inf", r.candidateInf).field("newly_non_finite", r.newlyNonFinite);
+  j.field("max_abs", r.maxAbs).field("mean_abs", r.meanAbs).field("rms_abs", r.rmsAbs);
+  j.field("max_rel", r.maxRel).field("mean_rel", r.meanRel).field("golden_rms", r.goldenRms);
+  j.field("max_abs_over_scale", r.maxAbsOverScale).field("mean_abs_over_scale", r.meanAbsOverScale);
+  j.field("p50_abs", r.p50).field("p99_abs", r.p99).field("p999_abs", r.p999);
+  j.field("max_abs_index", r.maxAbsIndex);
+  counts(j, "max_abs_position", r.maxAbsPosition);
+  j.key("log2_abs_hist").beginObject().field("first_bin", int64_t(analyzer::Report::kLog2AbsMin));
+  counts(j, "counts", r.log2Abs);
+  j.endObject();
+  counts(j, "log2_ulp_hist", {r.log2Ulp.begin(), r.log2Ulp.end()});
+  j.field("nan_pairs", r.nanPairs);
+  counts(j, "bit_mismatch", {r.bitMismatch.begin(), r.bitMismatch.end()});
+  j.key("field_classes").beginObject().field("sign_only", r.signOnly).field("exponent", r.exponentInvolved);
+  j.field("mantissa_only", r.mantissaOnly).endObject();
+  j.key("rows").beginObject().field("bin_width", r.rowMismatch.binWidth);
+  counts(j, "mismatched", r.rowMismatch.counts);
+  j.endObject();
+  j.key("columns").beginObject().field("bin_width", r.colMismatch.binWidth);
+  counts(j, "mismatched", r.colMismatch.counts);
+  j.endObject();
+  j.key("tiles").beginObject().field("rows", r.tileRows).field("cols", r.tileCols).field("down", r.tilesDown);
+  j.field("across", r.tilesAcross);
+  counts(j, "mismatched", r.tileMismatch);
+  j.endObject();
+  j.field("runs", r.runs).field("longest_run", r.longestRun);
+  counts(j, "run_length_log2_hist", {r.runLengthLog2.begin(), r.runLengthLog2.end()});
+  j.field("dominant_gap", r.dominantGap).field("dominant_gap_share", r.dominantGapShare);
+  j.endObject();
+  std::cout << '\n';
+}
+
+std::pair<uint64_t, uint64_t> parseTile(const std::string& text) {
+  const auto x = text.find('x');
+  try {
+    if (x != std::string::npos) {
+      const long long r = std::stoll(text.substr(0, x)), c = std::stoll(text.substr(x + 1));
+      if (r > 0 && c > 0) return {uint64_t(r), uint64_t(c)};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--tile '" + text + "' is not ROWSxCOLS with positive numbers, e.g. 16x16");
+}
+
+}  // namespace
+
+int runAnalyze(const AnalyzeOptions& o) {
+  const io::FloatTensor g = io::readSource(o.golden);
+  const io::FloatTensor c = io::readSource(o.candidate);
+  checkPair(g, c);
+  analyzer::ReportOptions ro;
+  std::tie(ro.tileRows, ro.tileCols) = parseTile(o.tile);
+  ro.threads = o.threads;
+  const analyzer::Report r = analyzer::analyze(g.data(), c.data(), g.shape(), ro);
+  if (o.json)
+    printJson(r, g, c);
+  else
+    printText(r, g);
+  return 0;
+}
+
+}  // namespace peat::cli

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Tensors for `--golden` / `--candidate`: NumPy .npy files and HDF5 datasets ("file.h5:/path"),
+// read as fp32 (fp16 and bf16 are widened exactly). Torch-free.
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace peat::io {
+
+class SourceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// fp32 values with a shape. Backed by a read-only file mapping when the file already holds
+// little-endian fp32 in C order (no copy), else by an owned buffer.
+class FloatTensor {
+ public:
+  FloatTensor() = default;
+  FloatTensor(FloatTensor&&) noexcept;
+  FloatTensor& operator=(FloatTensor&&) noexcept;
+  ~FloatTensor();
+
+  const float* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::vector<uint64_t>& shape() const { return shape_; }
+  std::string dtype;   // element type in the source: "float32", "float16", "bfloat16"
+  std::string origin;  // where it came from, for messages
+
+  static FloatTensor owned(std::vector<float> values, std::vector<uint64_t> shape);
+  static FloatTensor mapped(void* base, std::size_t length, const float* data, uint64_t size,
+                            std::vector<uint64_t> shape);
+
+ private:
+  const float* data_ = nullptr;
+  uint64_t size_ = 0;
+  std::vector<uint64_t> shape_;
+  std::vector<float> owned_;
+  void* map_ = nullptr;
+  std::size_t mapLength_ = 0;
+};
+
+struct NpyHeader {
+  std::string descr;  // e.g. "<f4"
+  bool fortranOrder = false;
+  std::vector<uint64_t> shape;
+  std::size_t dataOffset = 0;
+};
+
+// Parses the header of a .npy file held in `bytes` (its first `length` bytes at least).
+// Throws SourceError naming what is unsupported: big-endian, Fortran order, object arrays, ...
+NpyHeader parseNpyHeader(const unsigned char* bytes, std::size_t length, const std::string& what);
+
+FloatTensor readNpy(const std::string& path);
+FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset);
+// "x.npy" or "x.h5:/group/dataset".
+FloatTensor readSource(const std::string& spec);
+
+// Writes a C-order little-endian .npy (fp32, or fp16 patterns when `half` is set).
+void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape);
+
+}  // namespace peat::io
