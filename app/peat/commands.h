@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 #include <string>
+#include <vector>
 
 namespace peat::cli {
 
@@ -24,5 +25,12 @@ struct AnalyzeOptions {
   bool json = false;
 };
 int runAnalyze(const AnalyzeOptions& o);
+
+struct DetectOptions {
+  std::string golden;
+  std::vector<std::string> candidates;  // two or more replays of one input reveal races
+  bool json = false;
+};
+int runDetect(const DetectOptions& o);
 
 }  // namespace peat::cli

@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
   analyzeCmd->add_option("--threads", analyze.threads, "Threads (0: every core)");
   analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
 
+  DetectOptions detect;
+  CLI::App* detectCmd = app.add_subcommand("detect", "Which error model a candidate's difference from golden matches");
+  detectCmd->add_option("--golden,-g", detect.golden, "Golden tensor: file.npy or file.h5:/dataset")->required();
+  detectCmd->add_option("--candidate,-c", detect.candidates, "Candidate tensor(s); give replays of one input to test for races")
+      ->required();
+  detectCmd->add_flag("--json", detect.json, "Print the verdict as JSON");
+
   EnvOptions env;
   CLI::App* envCmd = app.add_subcommand("env", "Show versions, compute backends and devices, and LibTorch");
   envCmd->add_flag("--json", env.json, "Print as JSON");
@@ -61,6 +68,7 @@ int main(int argc, char** argv) {
       {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
       {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
       {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
+      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels"},
       {"kernels", "List candidate kernels and fault models"},
       {"models", "List the model zoo"},
   };
@@ -95,6 +103,7 @@ int main(int argc, char** argv) {
     if (*infoCmd) return runInfo(info);
     if (*envCmd) return runEnv(env);
     if (*analyzeCmd) return runAnalyze(analyze);
+    if (*detectCmd) return runDetect(detect);
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }

@@ -18,6 +18,7 @@
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/torch_entry.h"
+#include "core/torch/train/detect_eval.h"
 #include "core/torch/train/profiler.h"
 #include "core/util/json_writer.h"
 
@@ -170,6 +171,7 @@ int main(int argc, char** argv) {
   std::string playbackOp = "all";
   train::RuntimeFiOptions fi;
   std::string fiOp = "linear", phase = "both";
+  int evalSeeds = 3;
 
   if (command == "train" || command == "profile") {
     const bool isTrain = command == "train";
@@ -222,6 +224,10 @@ int main(int argc, char** argv) {
         CLI::IsMember({"forward", "backward", "both"}));
     app.add_option("--out,-o", fi.out, "Session file to write")->required();
     app.add_flag("--force", force, "Replace an existing output file");
+  } else if (command == "detect-eval") {
+    app.description("Run the detector over a labelled corpus made with the project's own candidates and fault "
+                    "models (GEMM, conv, softmax, layernorm; several seeds) and print the confusion matrix.");
+    app.add_option("--seeds", evalSeeds, "Seeds per case")->capture_default_str()->check(CLI::Range(1, 100));
   } else if (command == "kernels" || command == "models") {
     app.description(command == "kernels" ? "List candidate kernels and fault models." : "List the model zoo.");
   } else {
@@ -316,6 +322,46 @@ int main(int argc, char** argv) {
                   << kernels::parseKernelSpec(fi.kernel).name << ")\n";
       }
       return r.cancelled ? 130 : 0;
+    }
+    if (command == "detect-eval") {
+      const train::DetectEvalResult r = train::runDetectEval(evalSeeds);
+      const int total = int(r.cases.size());
+      if (json) {
+        JsonWriter j(std::cout);
+        j.beginObject().field("cases", total).field("correct", r.correct);
+        j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
+        j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
+        j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
+        j.key("confusion").beginObject();
+        for (const auto& [expected, row] : r.confusion) {
+          j.key(expected).beginObject();
+          for (const auto& [got, count] : row) j.field(got, count);
+          j.endObject();
+        }
+        j.endObject().key("misses").beginArray();
+        for (const auto& c : r.cases)
+          if (c.got != c.expected)
+            j.beginObject().field("op", c.op).field("kernel", c.kernel).field("expected", c.expected).field("got", c.got)
+                .endObject();
+        j.endArray().endObject();
+        std::cout << '\n';
+      } else {
+        std::printf("%-20s %s\n", "expected", "detected (count)");
+        for (const auto& [expected, row] : r.confusion) {
+          std::printf("%-20s", expected.c_str());
+          for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
+          std::printf("\n");
+        }
+        std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
+                    "differences %d/%d\n",
+                    r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
+                    r.legitimateFaultVerdicts, r.legitimate);
+        for (const auto& c : r.cases)
+          if (c.got != c.expected)
+            std::printf("  miss: %s %s expected %s, got %s\n", c.op.c_str(), c.kernel.c_str(), c.expected.c_str(),
+                        c.got.c_str());
+      }
+      return 0;
     }
     if (command == "kernels") {
       if (json) {

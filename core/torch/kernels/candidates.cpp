@@ -148,14 +148,28 @@ GemmEngine missingLastKTileEngine(int64_t tile) {
   };
 }
 
-GemmEngine zeroedTailEngine(double fraction) {
-  return [fraction](const at::Tensor& a, const at::Tensor& b) {
-    at::Tensor c = at::mm(a, b);
-    const int64_t n = c.numel();
-    const int64_t tail = std::min<int64_t>(n, int64_t(double(n) * fraction + 0.999999));
-    c.view({-1}).slice(0, n - tail, n).zero_();
-    return c;
-  };
+namespace {
+class ZeroedTail final : public Kernel {
+ public:
+  ZeroedTail(std::string name, double fraction) : name_(std::move(name)), fraction_(fraction) {}
+  std::string name() const override { return name_; }
+  bool supports(ops::OpKind kind) const override { return ops::isGemmOp(kind); }
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
+    at::Tensor out = runGolden(call).contiguous().clone();
+    const int64_t n = out.numel();
+    const int64_t tail = std::min<int64_t>(n, int64_t(double(n) * fraction_ + 0.999999));
+    out.view({-1}).slice(0, n - tail, n).zero_();
+    return out;
+  }
+
+ private:
+  std::string name_;
+  double fraction_;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> makeZeroedTailKernel(const std::string& name, double fraction) {
+  return std::make_unique<ZeroedTail>(name, fraction);
 }
 
 GemmEngine staleRaceEngine(double probability, int64_t tile) {

@@ -16,7 +16,8 @@ GemmEngine splitKEngine(int64_t parts);                      // K in `parts` sli
 GemmEngine pairwiseEngine(int64_t leaf);                     // K halved recursively down to `leaf`
 GemmEngine tileEdgeBugEngine(int64_t tile);                  // last column of each tile reads its neighbour
 GemmEngine missingLastKTileEngine(int64_t tile);             // the last K tile is never accumulated
-GemmEngine zeroedTailEngine(double fraction);                // the last fraction of C is never written
+// A partial write: the last `fraction` of the op's output (after any bias) is never written and reads 0.
+std::unique_ptr<Kernel> makeZeroedTailKernel(const std::string& name, double fraction);
 GemmEngine staleRaceEngine(double probability, int64_t tile);  // random tiles hold half-accumulated sums
 
 }  // namespace peat::kernels

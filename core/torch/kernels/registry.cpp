@@ -176,7 +176,7 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
   if (n == "reversed") return makeGemmCandidate(n, reversedEngine());
   if (n == "tile-edge") return makeGemmCandidate(spec.text, tileEdgeBugEngine(o.integer("tile", 16, 2, 4096)));
   if (n == "missing-ktile") return makeGemmCandidate(spec.text, missingLastKTileEngine(o.integer("tile", 16, 1, 4096)));
-  if (n == "zeroed-tail") return makeGemmCandidate(spec.text, zeroedTailEngine(o.real("fraction", 0.0625, 1e-9, 1.0)));
+  if (n == "zeroed-tail") return makeZeroedTailKernel(spec.text, o.real("fraction", 0.0625, 1e-9, 1.0));
   if (n == "stale-race")
     return makeGemmCandidate(spec.text, staleRaceEngine(o.real("prob", 0.02, 0.0, 1.0), o.integer("tile", 8, 1, 4096)));
   if (n == "bitflip") return makeFaultKernel(spec.text, faultSpec(FaultModel::BitFlip, o), seed);

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+// Each rule below is one row of docs/error-models.md; keep them in step.
+#include "core/detector/detector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/fp/format.h"
+
+namespace peat::detector {
+
+namespace {
+
+uint32_t bitsOf(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
+bool finite(float x) { return std::isfinite(x); }
+
+std::string number(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+// Facts about the mismatched elements that the report does not keep.
+struct Mismatches {
+  uint64_t count = 0;
+  bool allSingleBit = true, sameBit = true, sameNewValue = true, allZeroCandidate = true, allContiguousBits = true;
+  int bit = -1, newValue = -1, highestBit = 0;
+  std::vector<double> ratios;  // c / g where both are finite and |g| is normal
+  // "Large" mismatches, above any fp32 reordering noise: |c - g| > golden rms * 2^-10.
+  uint64_t large = 0, largeDominantGap = 0;
+  double largeGapShare = 0;
+  uint64_t largeRowsHit = 0, largeColsHit = 0;
+};
+
+Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r) {
+  Mismatches m;
+  const double threshold = r.goldenRms * std::ldexp(1.0, -10);
+  std::vector<uint64_t> gaps(4097, 0);
+  std::vector<char> rowHit(std::min<uint64_t>(r.rows, 1 << 20), 0), colHit(std::min<uint64_t>(r.cols, 1 << 20), 0);
+  int64_t lastLarge = -1;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t gb = bitsOf(g[i]), cb = bitsOf(c[i]);
+    if (gb == cb) continue;
+    ++m.count;
+    const uint32_t x = gb ^ cb;
+    const int high = 31 - __builtin_clz(x), low = __builtin_ctz(x);
+    m.highestBit = std::max(m.highestBit, high);
+    const bool single = (x & (x - 1)) == 0;
+    // contiguous: the set bits form one block
+    if ((x >> low) & ((x >> low) + 1)) m.allContiguousBits = false;
+    if (!single) {
+      m.allSingleBit = false;
+    } else {
+      if (m.bit < 0) m.bit = low;
+      if (m.bit != low) m.sameBit = false;
+      const int v = int((cb >> low) & 1);
+      if (m.newValue < 0) m.newValue = v;
+      if (m.newValue != v) m.sameNewValue = false;
+    }
+    if (c[i] != 0.0f) m.allZeroCandidate = false;
+    if (finite(g[i]) && finite(c[i]) && std::fabs(g[i]) > 1e-30f && m.ratios.size() < 100000)
+      m.ratios.push_back(double(c[i]) / double(g[i]));
+    if (finite(g[i]) && finite(c[i]) && std::fabs(double(c[i]) - double(g[i])) > threshold) {
+      ++m.large;
+      if (lastLarge >= 0 && i - uint64_t(lastLarge) <= 4096) ++gaps[i - uint64_t(lastLarge)];
+      lastLarge = int64_t(i);
+      rowHit[std::min<uint64_t>(i / r.cols, rowHit.size() - 1)] = 1;
+      colHit[std::min<uint64_t>(i % r.cols, colHit.size() - 1)] = 1;
+    }
+  }
+  for (std::size_t b = 1; b < gaps.size(); ++b)
+    if (gaps[b] > gaps[m.largeDominantGap]) m.largeDominantGap = b;
+  if (m.large > 1) m.largeGapShare = double(gaps[m.largeDominantGap]) / double(m.large - 1);
+  for (char h : rowHit) m.largeRowsHit += h ? 1 : 0;
+  for (char h : colHit) m.largeColsHit += h ? 1 : 0;
+  return m;
+}
+
+// The narrowest format in which every finite candidate value is exactly representable, if the
+// golden values are not all representable in it too (then rounding of the output is what changed them).
+const fp::Format* outputFormat(const float* g, const float* c, uint64_t n) {
+  static const fp::Format order[] = {fp::kE4M3, fp::kE5M2, fp::kBf16, fp::kFp16, fp::kTf32};
+  for (const fp::Format& f : order) {
+    bool candidateFits = true, goldenFits = true;
+    for (uint64_t i = 0; i < n && candidateFits; ++i) {
+      if (!finite(c[i])) continue;
+      if (bitsOf(fp::roundTo(f, c[i], fp::Overflow::Saturate)) != bitsOf(c[i])) candidateFits = false;
+      if (goldenFits && finite(g[i]) && bitsOf(fp::roundTo(f, g[i], fp::Overflow::Saturate)) != bitsOf(g[i]))
+        goldenFits = false;
+    }
+    if (candidateFits && !goldenFits) return &f;
+  }
+  return nullptr;
+}
+
+// Median floor(log2 ULP) over mismatched pairs: how many low bits a typical mismatch disturbs.
+int medianLog2Ulp(const analyzer::Report& r) {
+  uint64_t total = 0;
+  for (uint64_t v : r.log2Ulp) total += v;
+  uint64_t seen = 0;
+  for (std::size_t b = 0; b < r.log2Ulp.size(); ++b) {
+    seen += r.log2Ulp[b];
+    if (2 * seen >= total && total > 0) return int(b);
+  }
+  return -1;
+}
+
+Verdict make(const std::string& model, double confidence, std::string explanation) {
+  Verdict v;
+  v.model = model;
+  v.confidence = confidence;
+  v.explanation = std::move(explanation);
+  return v;
+}
+
+std::string formatId(const fp::Format& f) {
+  if (f.name == std::string_view("e4m3")) return "fp8_e4m3";
+  if (f.name == std::string_view("e5m2")) return "fp8_e5m2";
+  return std::string(f.name);
+}
+
+}  // namespace
+
+const std::vector<std::string>& verdictNames() {
+  static const std::vector<std::string> names{"exact",        "precision_loss", "accumulation_order", "bit_flip",
+                                              "multi_bit_flip", "stuck_at",     "random_value",       "zeroed",
+                                              "index_error",  "nondeterministic", "nan_inf",          "scaling",
+                                              "unknown"};
+  return names;
+}
+
+Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
+                 const analyzer::ReportOptions& options) {
+  if (candidates.empty()) throw std::invalid_argument("detect needs at least one candidate");
+  const float* c = candidates.front();
+  const analyzer::Report r = analyzer::analyze(golden, c, shape, options);
+  const uint64_t n = r.elements, mis = r.mismatched;
+  const double fraction = double(mis) / double(n);
+  std::vector<Verdict> found;
+  auto common = [&](Verdict& v) {
+    v.evidence["elements"] = double(n);
+    v.evidence["mismatched"] = double(mis);
+    v.evidence["max_abs_over_scale"] = r.maxAbsOverScale;
+    found.push_back(v);
+  };
+
+  // R1 nondeterministic: replays of the same input disagree with each other.
+  for (std::size_t k = 1; k < candidates.size(); ++k) {
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < n; ++i) differ += bitsOf(candidates[k][i]) != bitsOf(c[i]) ? 1 : 0;
+    if (differ > 0) {
+      Verdict v = make("nondeterministic", 0.97,
+                       "replays of the same input differ in " + std::to_string(differ) + " elements");
+      v.evidence["replays"] = double(candidates.size());
+      v.evidence["elements_differing_between_replays"] = double(differ);
+      common(v);
+      break;
+    }
+  }
+
+  // R0 exact
+  if (mis == 0) {
+    Verdict v = make("exact", found.empty() ? 1.0 : 0.5, "bit-identical to golden");
+    common(v);
+  } else {
+    const Mismatches m = inspect(golden, c, n, r);
+    const bool sparse = mis <= std::max<uint64_t>(8, n / 1000);
+    const int ulpMedian = medianLog2Ulp(r);
+
+    // R2 nan_inf
+    if (r.newlyNonFinite > 0) {
+      Verdict v = make("nan_inf", 0.6 + 0.35 * double(r.newlyNonFinite) / double(mis),
+                       std::to_string(r.newlyNonFinite) + " finite golden values became NaN or Inf");
+      v.evidence["newly_non_finite"] = double(r.newlyNonFinite);
+      common(v);
+    }
+    // R3 stuck_at: every mismatch is the same single bit forced to the same value, more than once.
+    if (m.allSingleBit && m.sameBit && m.sameNewValue && mis >= 2) {
+      Verdict v = make("stuck_at", 0.93, "bit " + std::to_string(m.bit) + " reads " + std::to_string(m.newValue) +
+                                             " in all " + std::to_string(mis) + " mismatched elements");
+      v.parameters["bit"] = std::to_string(m.bit);
+      v.parameters["value"] = std::to_string(m.newValue);
+      v.evidence["longest_run"] = double(r.longestRun);
+      common(v);
+    }
+    // R4 bit_flip: a few elements, each off by one bit, and not a rounding-sized bit.
+    if (sparse && m.allSingleBit) {
+      // A flip of a low mantissa bit in one or two elements looks like a one-ULP rounding change too.
+      const bool lowBit = m.highestBit < 8;
+      if (!lowBit || mis <= 2) {
+        Verdict v = make("bit_flip", lowBit ? 0.6 : (mis == 1 ? 0.95 : (m.sameBit ? 0.85 : 0.75)),
+                         std::to_string(mis) + " element(s) differ in one bit (bit " + std::to_string(m.bit) + ")");
+        v.parameters["bit"] = std::to_string(m.bit);
+        v.evidence["bit"] = m.bit;
+        common(v);
+        if (lowBit) {
+          Verdict a = make("accumulation_order", 0.5, "a change of a low mantissa bit can also come from rounding");
+          common(a);
+        }
+      }
+    }
+    // R5 multi_bit_flip: a few elements, each off by one block of adjacent bits reaching high bits.
+    if (sparse && !m.allSingleBit && m.allContiguousBits && m.highestBit >= 12) {
+      Verdict v = make("multi_bit_flip", 0.85,
+                       std::to_string(mis) + " element(s) differ in adjacent bits up to bit " + std::to_string(m.highestBit));
+      v.evidence["highest_bit"] = m.highestBit;
+      common(v);
+    }
+    // R6 zeroed: every mismatched candidate value is zero.
+    if (m.allZeroCandidate) {
+      Verdict v = make("zeroed", mis >= 2 ? 0.94 : 0.85,
+                       std::to_string(mis) + " element(s) are zero where golden is not; longest run " +
+                           std::to_string(r.longestRun));
+      v.evidence["longest_run"] = double(r.longestRun);
+      common(v);
+    }
+    // R7 scaling: c = s g for one factor s over the mismatched elements.
+    if (m.ratios.size() >= 8) {
+      std::vector<double> ratios = m.ratios;
+      std::nth_element(ratios.begin(), ratios.begin() + std::ptrdiff_t(ratios.size() / 2), ratios.end());
+      const double s = ratios[ratios.size() / 2];
+      uint64_t fit = 0;
+      for (double q : m.ratios) fit += std::fabs(q - s) <= 1e-6 * std::fabs(s) ? 1 : 0;
+      if (std::fabs(s - 1.0) > 1e-5 && double(fit) >= 0.99 * double(m.ratios.size())) {
+        Verdict v = make("scaling", 0.92, "candidate = " + number(s) + " x golden");
+        v.parameters["factor"] = number(s);
+        v.evidence["factor"] = s;
+        common(v);
+      }
+    }
+    // R8 sparse, large, single elements otherwise: random_value.
+    if (sparse && !m.allSingleBit && !m.allZeroCandidate && r.newlyNonFinite == 0 && r.maxRel > 1e-2 &&
+        !(m.allContiguousBits && m.highestBit >= 12)) {
+      Verdict v = make("random_value", 0.7, std::to_string(mis) + " element(s) replaced by unrelated values");
+      v.evidence["max_rel"] = r.maxRel;
+      common(v);
+    }
+    // R9 index_error: large errors at structured places (periodic, or confined to some rows or
+    // columns), judged on the large mismatches only, so reordering noise elsewhere does not hide them.
+    const double largeFraction = double(m.large) / double(n);
+    const bool periodic = m.largeDominantGap > 1 && m.largeGapShare >= 0.5;
+    const bool confined = r.cols > 1 && (m.largeColsHit * 4 <= std::min<uint64_t>(r.cols, 1 << 20) ||
+                                         m.largeRowsHit * 4 <= std::min<uint64_t>(r.rows, 1 << 20));
+    if (m.large > std::max<uint64_t>(8, n / 1000) && largeFraction <= 0.5 && (periodic || confined) &&
+        !m.allZeroCandidate && !(m.allSingleBit && m.sameBit)) {
+      Verdict v = make("index_error", periodic ? 0.85 : 0.75,
+                       periodic ? "large errors repeat every " + std::to_string(m.largeDominantGap) + " elements"
+                                : "large errors confined to " + std::to_string(m.largeColsHit) + " columns and " +
+                                      std::to_string(m.largeRowsHit) + " rows");
+      v.evidence["large_mismatches"] = double(m.large);
+      v.evidence["dominant_gap"] = double(m.largeDominantGap);
+      v.evidence["dominant_gap_share"] = m.largeGapShare;
+      v.evidence["columns_hit"] = double(m.largeColsHit);
+      v.evidence["rows_hit"] = double(m.largeRowsHit);
+      common(v);
+    }
+    // R9b: dense errors larger than rounding to any supported format makes (fp8 e5m2 gives a mean of
+    // about 5% of the tensor's scale): part of a reduction is missing or misindexed.
+    if (fraction >= 0.5 && r.newlyNonFinite == 0 && r.meanAbsOverScale > 0.08) {
+      Verdict v = make("index_error", 0.7,
+                       "dense errors averaging " + number(r.meanAbsOverScale) +
+                           " of the tensor's scale, beyond any format's rounding: part of a reduction is missing");
+      v.evidence["mean_abs_over_scale"] = r.meanAbsOverScale;
+      common(v);
+    }
+    // R10/R11 dense small errors: rounding to a narrower format, or another summation order.
+    const bool dense = fraction >= 0.2 && r.newlyNonFinite == 0 && r.signOnly == 0;
+    if ((dense || (!sparse && r.newlyNonFinite == 0)) && r.meanAbsOverScale <= 0.08) {
+      if (const fp::Format* f = outputFormat(golden, c, n)) {
+        Verdict v = make("precision_loss", 0.96, "every candidate value is exactly representable in " + formatId(*f));
+        v.parameters["format"] = formatId(*f);
+        v.evidence["median_log2_ulp"] = ulpMedian;
+        common(v);
+      } else if (ulpMedian >= 0 && r.maxAbsOverScale < 0.5) {
+        struct Band {
+          int lo, hi;
+          const char* model;
+          const char* format;
+          double confidence;
+        };
+        // Median log2 ULP of a GEMM whose inputs were rounded: about 23 - p + 1 for a format with p
+        // significand bits (unit roundoff 2^-p, times sums of |a||b| over |c|).
+        // Bands measured with `peat detect-eval` on GEMM, conv, softmax and layernorm calls.
+        static const Band bands[] = {{0, 6, "accumulation_order", "", 0.8},   {7, 12, "precision_loss", "fp16", 0.6},
+                                     {7, 12, "precision_loss", "tf32", 0.55}, {13, 16, "precision_loss", "bf16", 0.75},
+                                     {17, 18, "precision_loss", "fp8_e4m3", 0.6}, {19, 32, "precision_loss", "fp8_e5m2", 0.6}};
+        for (const Band& b : bands)
+          if (ulpMedian >= b.lo && ulpMedian <= b.hi) {
+            Verdict v = make(b.model, dense ? b.confidence : b.confidence * 0.8,
+                             std::string("dense errors, median ") + std::to_string(ulpMedian) + " of 23 mantissa bits disturbed");
+            if (*b.format) v.parameters["format"] = b.format;
+            v.evidence["median_log2_ulp"] = ulpMedian;
+            v.evidence["mismatch_fraction"] = fraction;
+            common(v);
+          }
+      }
+    }
+    if (found.empty()) {
+      Verdict v = make("unknown", 0.2, "no rule of docs/error-models.md holds");
+      v.evidence["median_log2_ulp"] = ulpMedian;
+      common(v);
+    }
+  }
+
+  std::stable_sort(found.begin(), found.end(), [](const Verdict& a, const Verdict& b) { return a.confidence > b.confidence; });
+  Detection d;
+  d.verdict = found.front();
+  d.alternatives.assign(found.begin() + 1, found.end());
+  return d;
+}
+
+}  // namespace peat::detector

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The detector: documented sufficient conditions (docs/error-models.md) that link a signature to a
+// known error model. Each verdict carries a confidence and the numbers that fired it; when several
+// rules hold, the others come back as ranked alternatives.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/analyzer/report.h"
+
+namespace peat::detector {
+
+struct Verdict {
+  std::string model;                     // exact, precision_loss, accumulation_order, bit_flip, ...
+  double confidence = 0;                 // 0..1
+  std::map<std::string, std::string> parameters;  // format, bit, value, factor
+  std::map<std::string, double> evidence;         // the numbers the rule used
+  std::string explanation;                        // one line for people
+};
+
+struct Detection {
+  Verdict verdict;
+  std::vector<Verdict> alternatives;  // other rules that held, by confidence
+};
+
+const std::vector<std::string>& verdictNames();
+
+// `candidates` are one or more candidate outputs for the same input (more than one reveals races).
+Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
+                 const analyzer::ReportOptions& options = {});
+
+}  // namespace peat::detector

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "core/torch/train/detect_eval.h"
+
+#include <ATen/ATen.h>
+
+#include <set>
+
+#include "core/detector/detector.h"
+#include "core/torch/kernels/kernel.h"
+
+namespace peat::train {
+
+namespace {
+
+struct Labelled {
+  const char* kernel;
+  const char* expected;
+  const char* format;  // expected precision format, or ""
+  bool gemmOnly;
+  bool replayTwice;    // races need two replays of the same input
+};
+
+// The label each built-in kernel's difference should receive.
+const Labelled kCorpus[] = {
+    {"golden", "exact", "", false, false},
+    {"fp16", "precision_loss", "fp16", false, false},
+    {"bf16", "precision_loss", "bf16", false, false},
+    {"tf32", "precision_loss", "tf32", false, false},
+    {"fp8-e4m3", "precision_loss", "fp8_e4m3", false, false},
+    {"fp8-e5m2", "precision_loss", "fp8_e5m2", false, false},
+    {"fp16acc", "precision_loss", "fp16", true, false},
+    {"splitk:parts=4", "accumulation_order", "", true, false},
+    {"pairwise", "accumulation_order", "", true, false},
+    {"reversed", "accumulation_order", "", true, false},
+    {"tile-edge", "index_error", "", true, false},
+    {"missing-ktile", "index_error", "", true, false},
+    {"zeroed-tail", "zeroed", "", true, false},
+    {"stale-race", "nondeterministic", "", true, true},
+    {"bitflip:bit=27", "bit_flip", "", false, false},
+    {"bitflip", "bit_flip", "", false, false},
+    {"multibit:bits=3,start=20", "multi_bit_flip", "", false, false},
+    {"stuckat1:bit=29,region=0.05", "stuck_at", "", false, false},
+    {"stuckat0:bit=22,region=0.05", "stuck_at", "", false, false},
+    {"random-value", "random_value", "", false, false},
+    {"zero:count=4", "zeroed", "", false, false},
+    {"nan", "nan_inf", "", false, false},
+    {"inf", "nan_inf", "", false, false},
+};
+
+const std::set<std::string> kLegitimate{"exact", "precision_loss", "accumulation_order"};
+
+ops::OpCall makeCall(const std::string& op, int seed) {
+  at::manual_seed(seed);
+  if (op == "linear") return {ops::OpKind::Linear, ops::Variant::Forward, {at::randn({64, 256}), at::randn({96, 256}) * 0.1, at::randn({96})}, {}};
+  if (op == "conv2d")
+    return {ops::OpKind::Conv2d, ops::Variant::Forward, {at::randn({8, 6, 14, 14}), at::randn({16, 6, 5, 5}) * 0.1, at::randn({16})},
+            {{"stride", 1}, {"padding", 0}}};
+  if (op == "softmax") return {ops::OpKind::Softmax, ops::Variant::Forward, {at::randn({64, 100}) * 3}, {}};
+  return {ops::OpKind::LayerNorm, ops::Variant::Forward, {at::randn({64, 128}) * 2 + 1, at::randn({128}), at::randn({128})}, {}};
+}
+
+}  // namespace
+
+DetectEvalResult runDetectEval(int seeds) {
+  DetectEvalResult r;
+  for (const char* op : {"linear", "conv2d", "softmax", "layernorm"}) {
+    const bool gemm = std::string(op) == "linear" || std::string(op) == "conv2d";
+    for (const Labelled& l : kCorpus) {
+      if (l.gemmOnly && !gemm) continue;
+      for (int seed = 0; seed < seeds; ++seed) {
+        const ops::OpCall call = makeCall(op, 1000 * seed + 17);
+        auto kernel = kernels::makeKernel(l.kernel, uint64_t(seed) + 1);
+        const at::Tensor golden = kernels::runGolden(call).contiguous();
+        std::vector<at::Tensor> outs{kernel->run(call, {}).contiguous()};
+        if (l.replayTwice) outs.push_back(kernel->run(call, {}).contiguous());
+        std::vector<const float*> pointers;
+        for (const at::Tensor& t : outs) pointers.push_back(t.data_ptr<float>());
+        std::vector<uint64_t> shape(golden.sizes().begin(), golden.sizes().end());
+        const detector::Detection d = detector::detect(golden.data_ptr<float>(), pointers, shape);
+        // A fault that changed nothing (a bit already at its stuck value) is masked: the right answer is exact.
+        const bool masked = outs.front().equal(golden) && std::string(l.expected) != "exact";
+        DetectEvalCase c{op, l.kernel, masked ? "exact" : l.expected, d.verdict.model, "", masked ? "" : l.format,
+                         d.verdict.confidence};
+        if (d.verdict.parameters.count("format")) c.gotFormat = d.verdict.parameters.at("format");
+        ++r.confusion[c.expected][c.got];
+        if (c.got == c.expected) ++r.correct;
+        if (!c.expectedFormat.empty() && c.got == c.expected) {
+          ++r.formatChecked;
+          if (c.gotFormat == c.expectedFormat) ++r.formatCorrect;
+        }
+        if (kLegitimate.count(c.expected)) {
+          ++r.legitimate;
+          if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
+        }
+        r.cases.push_back(c);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace peat::train

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// A labelled corpus from the project's own candidates and fault models across ops and seeds, run
+// through the detector: the confusion matrix behind `peat detect-eval`.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace peat::train {
+
+struct DetectEvalCase {
+  std::string op, kernel, expected, got, gotFormat, expectedFormat;
+  double confidence = 0;
+};
+
+struct DetectEvalResult {
+  std::vector<DetectEvalCase> cases;
+  std::map<std::string, std::map<std::string, int>> confusion;  // expected -> got -> count
+  int correct = 0, formatChecked = 0, formatCorrect = 0;
+  int legitimate = 0, legitimateFaultVerdicts = 0;  // pairs that differ legitimately, and fault verdicts on them
+};
+
+DetectEvalResult runDetectEval(int seeds);
+
+}  // namespace peat::train

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// One pair per rule of docs/error-models.md, built so that the rule's condition holds.
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+#include "core/detector/detector.h"
+#include "core/fp/format.h"
+
+using namespace peat;
+
+namespace {
+std::vector<float> values(std::size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+detector::Detection run(const std::vector<float>& g, const std::vector<float>& c, std::vector<uint64_t> shape = {64, 64}) {
+  return detector::detect(g.data(), {c.data()}, shape);
+}
+float flip(float x, uint32_t mask) { return fp::floatOf(fp::bitsOf(x) ^ mask); }
+}  // namespace
+
+class TestDetector : public QObject {
+  Q_OBJECT
+ private slots:
+  void exact();
+  void bitFlip();
+  void lowBitFlipIsAmbiguous();
+  void stuckAt();
+  void multiBitFlip();
+  void zeroed();
+  void scaling();
+  void nanInf();
+  void randomValue();
+  void nondeterministic();
+  void precisionLossByRepresentability();
+  void precisionLossByMagnitude();
+  void accumulationOrder();
+  void indexErrorAtAStride();
+  void verdictNamesAreTheVocabulary();
+};
+
+void TestDetector::exact() {
+  const auto g = values(4096, 1);
+  QCOMPARE(run(g, g).verdict.model, std::string("exact"));
+}
+
+void TestDetector::bitFlip() {
+  const auto g = values(4096, 2);
+  auto c = g;
+  c[100] = flip(c[100], 1u << 26);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("bit_flip"));
+  QCOMPARE(d.verdict.parameters.at("bit"), std::string("26"));
+  QVERIFY(d.verdict.confidence >= 0.9);
+}
+
+void TestDetector::lowBitFlipIsAmbiguous() {
+  const auto g = values(4096, 3);
+  auto c = g;
+  c[7] = flip(c[7], 1u << 2);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("bit_flip"));
+  QVERIFY(d.verdict.confidence < 0.7);
+  QCOMPARE(d.alternatives.front().model, std::string("accumulation_order"));
+}
+
+void TestDetector::stuckAt() {
+  const auto g = values(4096, 4);
+  auto c = g;
+  for (std::size_t i = 1000; i < 1200; ++i) c[i] = fp::floatOf(fp::bitsOf(c[i]) | (1u << 21));
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("stuck_at"));
+  QCOMPARE(d.verdict.parameters.at("bit"), std::string("21"));
+  QCOMPARE(d.verdict.parameters.at("value"), std::string("1"));
+}
+
+void TestDetector::multiBitFlip() {
+  const auto g = values(4096, 5);
+  auto c = g;
+  c[9] = flip(c[9], 0x7u << 20);
+  QCOMPARE(run(g, c).verdict.model, std::string("multi_bit_flip"));
+}
+
+void TestDetector::zeroed() {
+  const auto g = values(4096, 6);
+  auto c = g;
+  for (std::size_t i = 3800; i < 4096; ++i) c[i] = 0;
+  QCOMPARE(run(g, c).verdict.model, std::string("zeroed"));
+}
+
+void TestDetector::scaling() {
+  const auto g = values(4096, 7);
+  auto c = g;
+  for (float& x : c) x *= 2.0f;
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("scaling"));
+  QCOMPARE(d.verdict.parameters.at("factor"), std::string("2"));
+}
+
+void TestDetector::nanInf() {
+  const auto g = values(4096, 8);
+  auto c = g;
+  c[5] = NAN;
+  c[6] = INFINITY;
+  QCOMPARE(run(g, c).verdict.model, std::string("nan_inf"));
+}
+
+void TestDetector::randomValue() {
+  const auto g = values(4096, 9);
+  auto c = g;
+  c[11] = 1234.5f;
+  c[900] = -0.001f;
+  QCOMPARE(run(g, c).verdict.model, std::string("random_value"));
+}
+
+void TestDetector::nondeterministic() {
+  const auto g = values(4096, 10);
+  auto c1 = g, c2 = g;
+  c1[3] += 0.5f;
+  c2[40] += 0.5f;
+  const auto d = detector::detect(g.data(), {c1.data(), c2.data()}, {64, 64});
+  QCOMPARE(d.verdict.model, std::string("nondeterministic"));
+  QCOMPARE(d.verdict.evidence.at("elements_differing_between_replays"), 2.0);
+  QVERIFY(!d.alternatives.empty());  // what the first replay looks like on its own
+}
+
+void TestDetector::precisionLossByRepresentability() {
+  const auto g = values(4096, 11);
+  auto c = g;
+  for (float& x : c) x = fp::roundTo(fp::kFp16, x);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("precision_loss"));
+  QCOMPARE(d.verdict.parameters.at("format"), std::string("fp16"));
+}
+
+void TestDetector::precisionLossByMagnitude() {
+  // Dense relative perturbations of about 2^-9 that are not a rounding of the output: bf16's band.
+  const auto g = values(4096, 12);
+  auto c = g;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& x : c) x *= 1.0f + u(rng) * std::ldexp(1.0f, -8);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("precision_loss"));
+  QCOMPARE(d.verdict.parameters.at("format"), std::string("bf16"));
+}
+
+void TestDetector::accumulationOrder() {
+  const auto g = values(4096, 13);
+  auto c = g;
+  for (std::size_t i = 0; i < c.size(); i += 2) c[i] = std::nextafter(c[i], INFINITY);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("accumulation_order"));
+}
+
+void TestDetector::indexErrorAtAStride() {
+  const auto g = values(64 * 64, 14);
+  auto c = g;
+  for (std::size_t r = 0; r < 64; ++r)
+    for (std::size_t col = 15; col < 64; col += 16) c[r * 64 + col] = g[r * 64 + col - 1];
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("index_error"));
+  QCOMPARE(d.verdict.evidence.at("dominant_gap"), 16.0);
+}
+
+void TestDetector::verdictNamesAreTheVocabulary() {
+  QCOMPARE(detector::verdictNames().size(), std::size_t(13));
+  QCOMPARE(detector::verdictNames().back(), std::string("unknown"));
+}
+
+QTEST_GUILESS_MAIN(TestDetector)
+#include "tst_detector.moc"
