@@ -54,6 +54,20 @@ struct NpyHeader {
 // Throws SourceError naming what is unsupported: big-endian, Fortran order, object arrays, ...
 NpyHeader parseNpyHeader(const unsigned char* bytes, std::size_t length, const std::string& what);
 
+struct ElementType {
+  int bytes = 0;
+  std::string name;  // float32, float16
+};
+ElementType elementType(const std::string& descr, const std::string& what);
+
+// A checked .npy: header, element type and element count fit in `length` bytes.
+struct NpyLayout {
+  NpyHeader header;
+  ElementType element;
+  uint64_t count = 0;
+};
+NpyLayout validateNpy(const unsigned char* bytes, std::size_t length, const std::string& what);
+
 FloatTensor readNpy(const std::string& path);
 FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset);
 // "x.npy" or "x.h5:/group/dataset".
