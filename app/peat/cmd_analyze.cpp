@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // peat analyze: the standard report of a golden/candidate pair, from .npy files or HDF5 datasets.
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
 
 #include "app/peat/commands.h"
 #include "core/analyzer/report.h"
+#include "core/analyzer/session_analysis.h"
 #include "core/io/tensor_source.h"
 #include "core/util/json_writer.h"
 
@@ -133,6 +136,44 @@ std::pair<uint64_t, uint64_t> parseTile(const std::string& text) {
 }
 
 }  // namespace
+
+int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
+                       const std::string& tile, bool json, bool verdictsOnly) {
+  analyzer::ReportOptions ro;
+  std::tie(ro.tileRows, ro.tileCols) = parseTile(tile);
+  const analyzer::SessionAnalysis a = analyzer::analyzeSession(session, run, call, ro);
+  if (json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("session", a.session).field("run", a.run).field("source_run", a.sourceRun);
+    j.field("stored_as", a.resultRun).key("calls").beginArray();
+    for (const analyzer::CallAnalysis& c : a.calls) {
+      j.beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
+      j.field("call_index", c.callIndex).field("verdict", c.detection.verdict.model);
+      j.field("confidence", c.detection.verdict.confidence);
+      if (!verdictsOnly) {
+        j.field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);
+        j.field("mean_abs_over_scale", c.report.meanAbsOverScale);
+      }
+      j.endObject();
+    }
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("%-32s %-10s %-8s %12s %12s %12s  %s\n", "call", "layer", "op", "mismatched", "max |err|", "p99 |err|",
+              "verdict");
+  for (const analyzer::CallAnalysis& c : a.calls)
+    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s %.2f\n", c.call.c_str(), c.layer.c_str(), c.op.c_str(),
+                (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
+                c.detection.verdict.model.c_str(), c.detection.verdict.confidence);
+  // The trend: the worst error of each iteration, first to last.
+  std::map<int64_t, double> worst;
+  for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);
+  std::printf("trend       max |err| per iteration:");
+  for (const auto& [it, v] : worst) std::printf(" %lld:%.3g", (long long)it, v);
+  std::printf("\nstored as run %s in %s\n", a.resultRun.c_str(), a.session.c_str());
+  return 0;
+}
 
 int runAnalyze(const AnalyzeOptions& o) {
   const io::FloatTensor g = io::readSource(o.golden);

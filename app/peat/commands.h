@@ -20,6 +20,7 @@ int runEnv(const EnvOptions& o);
 
 struct AnalyzeOptions {
   std::string golden, candidate;
+  std::string session, run, call;  // session mode: a playback run made with --store-outputs
   std::string tile = "16x16";
   unsigned threads = 0;
   bool json = false;
@@ -28,9 +29,14 @@ int runAnalyze(const AnalyzeOptions& o);
 
 struct DetectOptions {
   std::string golden;
+  std::string session, run, call;
   std::vector<std::string> candidates;  // two or more replays of one input reveal races
   bool json = false;
 };
 int runDetect(const DetectOptions& o);
+
+// analyze and detect over a session's playback run; `verdictsOnly` prints just the detector's side.
+int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
+                       const std::string& tile, bool json, bool verdictsOnly);
 
 }  // namespace peat::cli

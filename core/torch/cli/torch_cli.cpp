@@ -210,6 +210,8 @@ int main(int argc, char** argv) {
     app.add_option("--resume", playback.resumeIterations, "Also resume training from a checkpoint for N iterations");
     app.add_option("--resume-from", playback.resumeFrom, "Checkpoint iteration to resume from (default: the first)");
     app.add_option("--name", playback.runName, "Name of the run to add (default: playback-KERNEL)");
+    app.add_flag("--store-outputs", playback.storeOutputs,
+                 "Keep the candidate's outputs in the session, for peat analyze/detect --session");
   } else if (command == "runtime-fi") {
     app.description("Frequency-based runtime fault injection: train twice with the same seed and data order, the "
                     "second time with the candidate kernel substituted every k-th call of the target op.");

@@ -366,6 +366,12 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   Table injections = injectionTable();
   Curve goldenCurve, candidateCurve;
   store::RunInfo source;
+  struct KeptOutput {
+    store::CallId id;
+    std::map<std::string, int64_t> params;
+    store::Tensor output;
+  };
+  std::vector<KeptOutput> kept;
 
   {
     store::SessionReader reader(o.session);
@@ -442,6 +448,7 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
           analyzer::summarize(recorded.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(recorded.numel()));
       keepWorst(r.worst, e);
       addCallError(errors, c->id, call.variant, e);
+      if (o.storeOutputs) kept.push_back({c->id, c->params, fromTorch(candidate)});
       const auto log = kernel->takeInjections();
       r.injections += int64_t(log.size());
       addInjections(injections, log);
@@ -504,6 +511,20 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   w.setRunAttribute("command_line", o.commandLine);
   w.writeTable("call_errors", errors.columns());
   if (injections.rows() > 0) w.writeTable("injections", injections.columns());
+  if (!kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run
+    w.setCallCompression(4);
+    int64_t open = -1;
+    for (const KeptOutput& k : kept) {
+      if (k.id.iteration != open) {
+        if (open >= 0) w.endIteration();
+        w.beginIteration(k.id.iteration);
+        open = k.id.iteration;
+      }
+      w.recordCall(k.id, {{"output", k.output.view()}}, k.params);
+    }
+    w.endIteration();
+    w.setRunAttribute("stored_outputs", "1");
+  }
   if (r.resumedIterations > 0) {
     w.setRunAttribute("resumed_from", std::to_string(r.resumedFrom));
     w.writeTable("resume_golden_curve", goldenCurve.table.columns());

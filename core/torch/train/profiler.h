@@ -73,6 +73,7 @@ struct PlaybackOptions {
   int64_t resumeIterations = 0;   // > 0: also resume training from a checkpoint with the candidate
   int64_t resumeFrom = -1;        // checkpoint iteration; -1: the first one
   std::string runName;            // empty: "playback-<kernel>"
+  bool storeOutputs = false;      // keep every candidate output in the session (for peat analyze --session)
   std::string commandLine;
 };
 

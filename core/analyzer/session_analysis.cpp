@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+#include "core/analyzer/session_analysis.h"
+
+#include <stdexcept>
+
+#include "core/store/session.h"
+
+namespace peat::analyzer {
+
+namespace {
+
+std::vector<float> readOutput(const store::SessionReader& r, const std::string& run, const store::CallInfo& c) {
+  for (const store::TensorInfo& t : c.tensors)
+    if (t.name == "output") {
+      uint64_t n = 1;
+      for (uint64_t d : t.shape) n *= d;
+      std::vector<float> v(n);
+      r.readTensorInto(run, c.path, "output", store::DType::F32, v.data(), n);
+      return v;
+    }
+  throw std::invalid_argument("call " + c.path + " of run '" + run + "' has no output");
+}
+
+const store::RunInfo& findRun(const store::SessionSummary& s, const std::string& name) {
+  for (const store::RunInfo& r : s.runs)
+    if (r.name == name) return r;
+  std::string names;
+  for (const store::RunInfo& r : s.runs) names += (names.empty() ? "" : ", ") + r.name;
+  throw std::invalid_argument("session '" + s.path + "' has no run '" + name + "' (runs: " + names + ")");
+}
+
+}  // namespace
+
+SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
+                               const ReportOptions& options) {
+  SessionAnalysis out;
+  out.session = session;
+  out.run = run;
+  {
+    store::SessionReader reader(session);
+    const store::SessionSummary s = reader.summary();
+    const store::RunInfo& cand = findRun(s, run);
+    if (!cand.attributes.count("source_run") || !cand.attributes.count("stored_outputs"))
+      throw std::invalid_argument("run '" + run + "' holds no candidate outputs: make it with peat playback --store-outputs");
+    out.sourceRun = cand.attributes.at("source_run");
+    const store::RunInfo& source = findRun(s, out.sourceRun);
+    std::map<std::string, const store::CallInfo*> recorded;
+    for (const store::IterationInfo& it : source.iterations)
+      for (const store::CallInfo& c : it.calls) recorded[c.path] = &c;
+    for (const store::IterationInfo& it : cand.iterations)
+      for (const store::CallInfo& c : it.calls) {
+        if (!call.empty() && c.path != call) continue;
+        auto g = recorded.find(c.path);
+        if (g == recorded.end()) throw std::invalid_argument("call " + c.path + " is not in run '" + out.sourceRun + "'");
+        const std::vector<float> golden = readOutput(reader, out.sourceRun, *g->second);
+        const std::vector<float> candidate = readOutput(reader, run, c);
+        std::vector<uint64_t> shape;
+        for (const store::TensorInfo& t : c.tensors)
+          if (t.name == "output") shape = t.shape;
+        CallAnalysis a;
+        a.call = c.path;
+        a.layer = c.id.layer;
+        a.op = c.id.op;
+        a.iteration = c.id.iteration;
+        a.callIndex = c.id.callIndex;
+        a.report = analyze(golden.data(), candidate.data(), shape, options);
+        a.detection = detector::detect(golden.data(), {candidate.data()}, shape, options);
+        out.calls.push_back(std::move(a));
+      }
+    if (out.calls.empty())
+      throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"
+                                               : "run '" + run + "' has no call '" + call + "'");
+  }
+
+  store::SessionWriter w(session, {}, store::WriteMode::Append);
+  std::string name = "analysis-" + run;
+  for (int k = 2; w.hasRun(name); ++k) name = "analysis-" + run + "-" + std::to_string(k);
+  w.beginRun({name, "analysis", "", "analyzer and detector over run " + run + " against " + out.sourceRun});
+  w.setRunAttribute("candidate_run", run);
+  w.setRunAttribute("source_run", out.sourceRun);
+  h5::Column callCol{"call", true, {}, {}}, layer{"layer", true, {}, {}}, op{"op", true, {}, {}},
+      verdict{"verdict", true, {}, {}};
+  std::vector<h5::Column> numbers;
+  for (const char* n : {"iteration", "call_index", "elements", "mismatched", "max_abs", "mean_abs", "rms_abs",
+                        "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence"})
+    numbers.push_back({n, false, {}, {}});
+  std::vector<store::Verdict> verdicts;
+  for (const CallAnalysis& a : out.calls) {
+    const Report& r = a.report;
+    callCol.text.push_back(a.call);
+    layer.text.push_back(a.layer);
+    op.text.push_back(a.op);
+    verdict.text.push_back(a.detection.verdict.model);
+    const double values[] = {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched),
+                             r.maxAbs, r.meanAbs, r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999,
+                             a.detection.verdict.confidence};
+    for (std::size_t k = 0; k < numbers.size(); ++k) numbers[k].numbers.push_back(values[k]);
+    std::string evidence = a.detection.verdict.explanation;
+    for (const auto& [key, value] : a.detection.verdict.parameters) evidence += "; " + key + "=" + value;
+    verdicts.push_back({a.call, a.detection.verdict.model, a.detection.verdict.confidence, evidence});
+    // One report per call: the scalars and the histograms, for plots.
+    store::ResultRecord rec;
+    rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},
+                   {"mean_abs", r.meanAbs}, {"rms_abs", r.rmsAbs}, {"max_rel", r.maxRel}, {"mean_rel", r.meanRel},
+                   {"golden_rms", r.goldenRms}, {"p50_abs", r.p50}, {"p99_abs", r.p99}, {"p999_abs", r.p999},
+                   {"max_abs_index", double(r.maxAbsIndex)}, {"log2_abs_first_bin", double(Report::kLog2AbsMin)}};
+    rec.labels = {{"call", a.call}, {"verdict", a.detection.verdict.model}};
+    rec.arrays = {{"log2_abs_hist", {store::DType::U64, {r.log2Abs.size()}, r.log2Abs.data()}},
+                  {"log2_ulp_hist", {store::DType::U64, {r.log2Ulp.size()}, r.log2Ulp.data()}},
+                  {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
+                  {"column_mismatch", {store::DType::U64, {r.colMismatch.counts.size()}, r.colMismatch.counts.data()}},
+                  {"row_mismatch", {store::DType::U64, {r.rowMismatch.counts.size()}, r.rowMismatch.counts.data()}}};
+    std::string id = a.call;
+    for (char& ch : id)
+      if (ch == '/') ch = '-';
+    w.writeReport(id, rec);
+  }
+  std::vector<h5::Column> table{callCol, layer, op, verdict};
+  table.insert(table.end(), numbers.begin(), numbers.end());
+  w.writeTable("call_reports", table);
+  w.writeVerdicts(verdicts);
+  w.endRun(store::RunStatus::Complete);
+  out.resultRun = name;
+  return out;
+}
+
+}  // namespace peat::analyzer
