@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analyzer/session_analysis.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include "core/store/session.h"
@@ -19,6 +20,47 @@ std::vector<float> readOutput(const store::SessionReader& r, const std::string& 
       return v;
     }
   throw std::invalid_argument("call " + c.path + " of run '" + run + "' has no output");
+}
+
+std::vector<float> readInput(const store::SessionReader& r, const std::string& run, const store::CallInfo& c,
+                             const std::string& name, std::vector<uint64_t>& shape) {
+  for (const store::TensorInfo& t : c.tensors)
+    if (t.name == name) {
+      shape = t.shape;
+      uint64_t n = 1;
+      for (uint64_t d : t.shape) n *= d;
+      std::vector<float> v(n);
+      r.readTensorInto(run, c.path, name, store::DType::F32, v.data(), n);
+      return v;
+    }
+  return {};
+}
+
+std::vector<float> transposed(const std::vector<float>& v, uint64_t rows, uint64_t cols) {
+  std::vector<float> t(v.size());
+  for (uint64_t i = 0; i < rows; ++i)
+    for (uint64_t j = 0; j < cols; ++j) t[j * rows + i] = v[i * cols + j];
+  return t;
+}
+
+// |A||B| of the GEMM behind a recorded linear call (forward, grad_input or grad_weight).
+std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, const std::string& run,
+                                               const store::CallInfo& c) {
+  std::vector<uint64_t> s0, s1;
+  const std::vector<float> in0 = readInput(r, run, c, "input_0", s0), in1 = readInput(r, run, c, "input_1", s1);
+  if (in0.empty() || in1.empty() || s0.size() < 2 || s1.size() != 2) return std::nullopt;
+  const uint64_t last0 = s0.back(), rows0 = in0.size() / last0;
+  const int64_t variant = c.params.count("variant") ? c.params.at("variant") : 0;
+  if (variant == 0)  // y = x w^T: a = x [rows0, K], b = w^T [K, N]
+    return detector::gemmBound(in0.data(), transposed(in1, s1[0], s1[1]).data(), int64_t(rows0), int64_t(last0),
+                               int64_t(s1[0]));
+  if (variant == 1)  // dx = dy w: a = dy [rows0, N], b = w [N, K]
+    return detector::gemmBound(in0.data(), in1.data(), int64_t(rows0), int64_t(last0), int64_t(s1[1]));
+  // dw = dy^T x: a = dy^T [N, rows0], b = x [rows0, K]
+  const uint64_t lastX = s1.back(), rowsX = in1.size() / lastX;
+  if (rowsX != rows0) return std::nullopt;
+  return detector::gemmBound(transposed(in0, rows0, last0).data(), in1.data(), int64_t(last0), int64_t(rows0),
+                             int64_t(lastX));
 }
 
 const store::RunInfo& findRun(const store::SessionSummary& s, const std::string& name) {
@@ -64,7 +106,10 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         a.iteration = c.id.iteration;
         a.callIndex = c.id.callIndex;
         a.report = analyze(golden.data(), candidate.data(), shape, options);
-        a.detection = detector::detect(golden.data(), {candidate.data()}, shape, options);
+        // Linear calls: the operands were recorded, so the detector can compute rounding bounds.
+        std::optional<detector::GemmBound> bound;
+        if (c.id.op == "linear") bound = linearBound(reader, out.sourceRun, *g->second);
+        a.detection = detector::detect(golden.data(), {candidate.data()}, shape, options, bound ? &*bound : nullptr);
         out.calls.push_back(std::move(a));
       }
     if (out.calls.empty())

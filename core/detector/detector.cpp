@@ -137,8 +137,82 @@ const std::vector<std::string>& verdictNames() {
   return names;
 }
 
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n) {
+  GemmBound g;
+  g.k = k;
+  g.rows = m;
+  g.cols = n;
+  g.absProduct.assign(std::size_t(m * n), 0.0f);
+  g.rowAbsSum.assign(std::size_t(m), 0.0f);
+  g.colAbsSum.assign(std::size_t(n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k; ++q) g.rowAbsSum[std::size_t(i)] += std::fabs(a[i * k + q]);
+  for (int64_t q = 0; q < k; ++q)
+    for (int64_t j = 0; j < n; ++j) g.colAbsSum[std::size_t(j)] += std::fabs(b[q * n + j]);
+  std::vector<float> row(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), 0.0f);
+    for (int64_t q = 0; q < k; ++q) {
+      const float av = std::fabs(a[i * k + q]);
+      const float* br = b + q * n;
+      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * std::fabs(br[j]);
+    }
+    std::copy(row.begin(), row.end(), g.absProduct.begin() + i * n);
+  }
+  return g;
+}
+
+namespace {
+// The smallest error model whose worst-case bound holds at every element: fp32 reordering
+// (gamma_K of 2^-24 on both sides), else inputs rounded to a format with unit roundoff u
+// ((2u + u^2) |a||b| on top). Returns the index into `models`, or -1 when even fp8 e5m2's bound fails.
+// u: unit roundoff; eta: half the smallest subnormal, the absolute error of rounding a tiny value
+// (underflow), which a relative bound alone does not cover.
+struct BoundModel {
+  const char* model;
+  const char* format;
+  double u, eta;
+};
+const BoundModel kBoundModels[] = {
+    {"accumulation_order", "", 0, 0},
+    {"precision_loss", "tf32", std::ldexp(1.0, -11), std::ldexp(1.0, -137)},
+    {"precision_loss", "fp16", std::ldexp(1.0, -11), std::ldexp(1.0, -25)},
+    {"precision_loss", "bf16", std::ldexp(1.0, -8), std::ldexp(1.0, -134)},
+    {"precision_loss", "fp8_e4m3", std::ldexp(1.0, -4), std::ldexp(1.0, -10)},
+    {"precision_loss", "fp8_e5m2", std::ldexp(1.0, -3), std::ldexp(1.0, -17)}};
+
+int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
+  const double u32 = std::ldexp(1.0, -24);
+  const double kk = double(b.k);
+  const double gamma = 2 * kk * u32 / (1 - kk * u32);  // golden and candidate each reorder or round once per step
+  for (int idx = 0; idx < int(std::size(kBoundModels)); ++idx) {
+    const double u = kBoundModels[idx].u;
+    worstRatio = 0;
+    bool holds = true;
+    for (uint64_t i = 0; i < n; ++i) {
+      if (!finite(g[i]) || !finite(c[i])) return -1;
+      const double err = std::fabs(double(c[i]) - double(g[i]));
+      if (err == 0) continue;
+      // (a + da)(b + db) - ab with |da| <= u|a| + eta: (2u + u^2)|a||b| + eta(1 + u)(|a| + |b|) + eta^2, summed over k.
+      const double eta = kBoundModels[idx].eta;
+      const uint64_t row = i / uint64_t(b.cols), col = i % uint64_t(b.cols);
+      const double under = eta * (1 + u) * (double(b.rowAbsSum[row]) + double(b.colAbsSum[col])) + kk * eta * eta;
+      const double bound =
+          (2 * u + u * u + gamma) * double(b.absProduct[i]) + under + 2 * u32 * std::fabs(double(g[i]));
+      worstRatio = std::max(worstRatio, err / std::max(bound, 1e-300));
+      if (err > bound) {
+        holds = false;
+        break;
+      }
+    }
+    if (holds) return idx;
+  }
+  return -1;
+}
+}  // namespace
+
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
-                 const analyzer::ReportOptions& options) {
+                 const analyzer::ReportOptions& options, const GemmBound* bound) {
   if (candidates.empty()) throw std::invalid_argument("detect needs at least one candidate");
   const float* c = candidates.front();
   const analyzer::Report r = analyzer::analyze(golden, c, shape, options);
@@ -271,6 +345,32 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
       v.evidence["mean_abs_over_scale"] = r.meanAbsOverScale;
       common(v);
     }
+    // R12: with the GEMM's operands, the smallest worst-case rounding bound that holds decides.
+    bool bounded = false;
+    if (bound && bound->absProduct.size() == n && r.newlyNonFinite == 0 && !sparse) {
+      double ratio = 0;
+      const int idx = smallestBound(golden, c, n, *bound, ratio);
+      if (idx >= 0) {
+        bounded = true;
+        const BoundModel& b = kBoundModels[idx];
+        // Worst-case bounds are loose (rounding errors mostly cancel), so the smallest bound that holds
+        // settles reordering against rounding, and the typical size of the errors names the format.
+        std::string format = b.format;
+        if (idx > 0) {
+          const char* typical = ulpMedian <= 12 ? "" : ulpMedian <= 16 ? "bf16" : ulpMedian <= 18 ? "fp8_e4m3" : "fp8_e5m2";
+          for (int t = idx; t < int(std::size(kBoundModels)); ++t)
+            if (*typical && std::string(kBoundModels[t].format) == typical) format = typical;
+        }
+        Verdict v = make(b.model, 0.9,
+                         std::string("every error is within the bound of ") +
+                             (*b.format ? std::string("inputs rounded to ") + b.format : std::string("an fp32 reordering")) +
+                             " for K = " + std::to_string(bound->k));
+        if (!format.empty()) v.parameters["format"] = format;
+        v.evidence["k"] = double(bound->k);
+        v.evidence["worst_error_over_bound"] = ratio;
+        common(v);
+      }
+    }
     // R10/R11 dense small errors: rounding to a narrower format, or another summation order.
     const bool dense = fraction >= 0.2 && r.newlyNonFinite == 0 && r.signOnly == 0;
     if ((dense || (!sparse && r.newlyNonFinite == 0)) && r.meanAbsOverScale <= 0.08) {
@@ -279,7 +379,7 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
         v.parameters["format"] = formatId(*f);
         v.evidence["median_log2_ulp"] = ulpMedian;
         common(v);
-      } else if (ulpMedian >= 0 && r.maxAbsOverScale < 0.5) {
+      } else if (!bounded && ulpMedian >= 0 && r.maxAbsOverScale < 0.5) {
         struct Band {
           int lo, hi;
           const char* model;

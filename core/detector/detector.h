@@ -26,8 +26,19 @@ struct Detection {
 
 const std::vector<std::string>& verdictNames();
 
+// When a GEMM call's operands are known (playback), the rounding bounds can be computed instead
+// of inferred: absProduct[i] = sum_k |a_ik| |b_kj| for output element i, over a reduction of length k.
+struct GemmBound {
+  std::vector<float> absProduct;
+  std::vector<float> rowAbsSum, colAbsSum;  // sum_k |a_ik| per row i, sum_k |b_kj| per column j
+  int64_t rows = 0, cols = 0, k = 0;
+};
+
+// |a| |b| for c = a b with row-major a[m,k] and b[k,n].
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+
 // `candidates` are one or more candidate outputs for the same input (more than one reveals races).
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
-                 const analyzer::ReportOptions& options = {});
+                 const analyzer::ReportOptions& options = {}, const GemmBound* bound = nullptr);
 
 }  // namespace peat::detector

@@ -42,6 +42,7 @@ class TestDetector : public QObject {
   void accumulationOrder();
   void indexErrorAtAStride();
   void verdictNamesAreTheVocabulary();
+  void boundsDecideWhenOperandsAreKnown();
 };
 
 void TestDetector::exact() {
@@ -171,6 +172,40 @@ void TestDetector::indexErrorAtAStride() {
 void TestDetector::verdictNamesAreTheVocabulary() {
   QCOMPARE(detector::verdictNames().size(), std::size_t(13));
   QCOMPARE(detector::verdictNames().back(), std::string("unknown"));
+}
+
+void TestDetector::boundsDecideWhenOperandsAreKnown() {
+  // c = a b with K = 256, computed three ways: the golden order, a reversed order, and bf16 inputs.
+  const int64_t m = 32, k = 256, n = 24;
+  const auto a = values(std::size_t(m * k), 20), b = values(std::size_t(k * n), 21);
+  auto gemm = [&](bool reversed, bool bf16) {
+    std::vector<float> c(std::size_t(m * n), 0.0f);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (int64_t step = 0; step < k; ++step) {
+          const int64_t q = reversed ? k - 1 - step : step;
+          float x = a[std::size_t(i * k + q)], y = b[std::size_t(q * n + j)];
+          if (bf16) {
+            x = fp::roundTo(fp::kBf16, x);
+            y = fp::roundTo(fp::kBf16, y);
+          }
+          acc += x * y;
+        }
+        c[std::size_t(i * n + j)] = acc;
+      }
+    return c;
+  };
+  const auto golden = gemm(false, false), reordered = gemm(true, false), narrow = gemm(false, true);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  const auto order = detector::detect(golden.data(), {reordered.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(order.verdict.model, std::string("accumulation_order"));
+  QCOMPARE(order.verdict.evidence.at("k"), 256.0);
+  QVERIFY(order.verdict.evidence.at("worst_error_over_bound") <= 1.0);
+  const auto precision = detector::detect(golden.data(), {narrow.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(precision.verdict.model, std::string("precision_loss"));
+  qInfo("bf16 inputs: %s (%s)", precision.verdict.parameters.at("format").c_str(), precision.verdict.explanation.c_str());
+  QCOMPARE(precision.verdict.parameters.at("format"), std::string("bf16"));  // tf32's tighter bound fails
 }
 
 QTEST_GUILESS_MAIN(TestDetector)

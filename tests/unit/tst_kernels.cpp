@@ -146,9 +146,12 @@ void TestKernels::missingKTileAndZeroedTail() {
 void TestKernels::staleRaceDiffersBetweenReplays() {
   const OpCall c = linearCall(32, 64, 32, 5);
   auto k = makeKernel("stale-race", 7);
-  const at::Tensor a = k->run(c, {}), b = k->run(c, {});
-  QVERIFY(maxAbs(a, kernels::runGolden(c)) > 1e-3);
-  QVERIFY2(!a.equal(b), "a race differs from call to call");
+  const at::Tensor first = k->run(c, {});
+  QVERIFY(maxAbs(first, kernels::runGolden(c)) > 1e-3);
+  // Two replays may hit the same tiles by chance (about 3% here); eight all alike would mean no race.
+  bool differs = false;
+  for (int i = 0; i < 7 && !differs; ++i) differs = !first.equal(k->run(c, {}));
+  QVERIFY2(differs, "a race differs from call to call");
 }
 
 void TestKernels::bitFlipMatchesItsLog() {
