@@ -51,9 +51,12 @@ std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, co
   if (in0.empty() || in1.empty() || s0.size() < 2 || s1.size() != 2) return std::nullopt;
   const uint64_t last0 = s0.back(), rows0 = in0.size() / last0;
   const int64_t variant = c.params.count("variant") ? c.params.at("variant") : 0;
-  if (variant == 0)  // y = x w^T: a = x [rows0, K], b = w^T [K, N]
+  if (variant == 0) {  // y = x w^T + bias: a = x [rows0, K], b = w^T [K, N]
+    std::vector<uint64_t> s2;
+    const std::vector<float> bias = readInput(r, run, c, "input_2", s2);
     return detector::gemmBound(in0.data(), transposed(in1, s1[0], s1[1]).data(), int64_t(rows0), int64_t(last0),
-                               int64_t(s1[0]));
+                               int64_t(s1[0]), bias.size() == s1[0] ? bias.data() : nullptr);
+  }
   if (variant == 1)  // dx = dy w: a = dy [rows0, N], b = w [N, K]
     return detector::gemmBound(in0.data(), in1.data(), int64_t(rows0), int64_t(last0), int64_t(s1[1]));
   // dw = dy^T x: a = dy^T [N, rows0], b = x [rows0, K]

@@ -137,9 +137,12 @@ const std::vector<std::string>& verdictNames() {
   return names;
 }
 
-GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n) {
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {
   GemmBound g;
   g.k = k;
+  g.a.assign(a, a + m * k);
+  g.b.assign(b, b + k * n);
+  if (bias) g.bias.assign(bias, bias + n);
   g.rows = m;
   g.cols = n;
   g.absProduct.assign(std::size_t(m * n), 0.0f);
@@ -180,6 +183,50 @@ const BoundModel kBoundModels[] = {
     {"precision_loss", "bf16", std::ldexp(1.0, -8), std::ldexp(1.0, -134)},
     {"precision_loss", "fp8_e4m3", std::ldexp(1.0, -4), std::ldexp(1.0, -10)},
     {"precision_loss", "fp8_e5m2", std::ldexp(1.0, -3), std::ldexp(1.0, -17)}};
+
+// The formats whose rounding of the recorded inputs reproduces the candidate, up to fp32 reordering.
+std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
+  struct Hypothesis {
+    const fp::Format* format;
+    fp::Overflow overflow;
+    const char* id;
+  };
+  static const Hypothesis hypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32"},
+                                          {&fp::kFp16, fp::Overflow::Standard, "fp16"},
+                                          {&fp::kBf16, fp::Overflow::Standard, "bf16"},
+                                          {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3"},
+                                          {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2"}};
+  std::vector<std::string> out;
+  const int64_t m = b.rows, n = b.cols, k = b.k;
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;  // too costly to replay here
+  const double u32 = std::ldexp(1.0, -24), gamma = 2 * double(k) * u32 / (1 - double(k) * u32);
+  std::vector<float> a(b.a), bb(b.b), row(static_cast<std::size_t>(n));
+  for (const Hypothesis& h : hypotheses) {
+    a = b.a;
+    bb = b.b;
+    fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
+    fp::roundInPlace(*h.format, bb.data(), bb.size(), h.overflow);
+    bool holds = true;
+    for (int64_t i = 0; i < m && holds; ++i) {
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (int64_t q = 0; q < k; ++q) {
+        const float av = a[std::size_t(i * k + q)];
+        const float* br = bb.data() + q * n;
+        for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const double y = double(row[std::size_t(j)]) + (b.bias.empty() ? 0.0 : double(b.bias[std::size_t(j)]));
+        const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(y) + 1e-30;
+        if (!(std::fabs(double(c[i * n + j]) - y) <= slack)) {
+          holds = false;
+          break;
+        }
+      }
+    }
+    if (holds) out.push_back(h.id);
+  }
+  return out;
+}
 
 int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
   const double u32 = std::ldexp(1.0, -24);
@@ -350,25 +397,49 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
     if (bound && bound->absProduct.size() == n && r.newlyNonFinite == 0 && !sparse) {
       double ratio = 0;
       const int idx = smallestBound(golden, c, n, *bound, ratio);
+      const std::vector<std::string> reproduced = idx > 0 ? reproducingFormats(c, *bound) : std::vector<std::string>{};
       if (idx >= 0) {
         bounded = true;
         const BoundModel& b = kBoundModels[idx];
         // Worst-case bounds are loose (rounding errors mostly cancel), so the smallest bound that holds
-        // settles reordering against rounding, and the typical size of the errors names the format.
+        // settles reordering against rounding; replaying each format on the recorded inputs, or else
+        // the typical error size, names the format.
         std::string format = b.format;
-        if (idx > 0) {
+        double confidence = 0.9;
+        if (!reproduced.empty()) {
+          format = reproduced.front();
+          confidence = 0.98;
+        } else if (idx > 0) {
           const char* typical = ulpMedian <= 12 ? "" : ulpMedian <= 16 ? "bf16" : ulpMedian <= 18 ? "fp8_e4m3" : "fp8_e5m2";
           for (int t = idx; t < int(std::size(kBoundModels)); ++t)
             if (*typical && std::string(kBoundModels[t].format) == typical) format = typical;
+          // Without a replay that reproduces it, only fp8's loose bound says "rounding": too weak alone.
+          confidence = b.u >= std::ldexp(1.0, -4) ? 0.45 : 0.75;
         }
-        Verdict v = make(b.model, 0.9,
-                         std::string("every error is within the bound of ") +
-                             (*b.format ? std::string("inputs rounded to ") + b.format : std::string("an fp32 reordering")) +
-                             " for K = " + std::to_string(bound->k));
+        Verdict v = make(b.model, confidence,
+                         !reproduced.empty()
+                             ? "rounding the recorded inputs to " + format + " reproduces the candidate (K = " +
+                                   std::to_string(bound->k) + ")"
+                             : std::string("every error is within the bound of ") +
+                                   (*b.format ? std::string("inputs rounded to ") + b.format
+                                              : std::string("an fp32 reordering")) +
+                                   " for K = " + std::to_string(bound->k));
         if (!format.empty()) v.parameters["format"] = format;
+        if (reproduced.size() > 1) {
+          std::string also;
+          for (std::size_t t = 1; t < reproduced.size(); ++t) also += (also.empty() ? "" : ",") + reproduced[t];
+          v.parameters["also_reproduced_by"] = also;
+        }
         v.evidence["k"] = double(bound->k);
         v.evidence["worst_error_over_bound"] = ratio;
+        v.evidence["reproduced"] = reproduced.empty() ? 0.0 : 1.0;
         common(v);
+        if (confidence < 0.5) {
+          Verdict u = make("unknown", 0.5,
+                           "errors fit only fp8's loose bound, and no format's rounding of the recorded inputs "
+                           "reproduces them");
+          common(u);
+        }
       }
     }
     // R10/R11 dense small errors: rounding to a narrower format, or another summation order.

@@ -32,10 +32,13 @@ struct GemmBound {
   std::vector<float> absProduct;
   std::vector<float> rowAbsSum, colAbsSum;  // sum_k |a_ik| per row i, sum_k |b_kj| per column j
   int64_t rows = 0, cols = 0, k = 0;
+  // The operands themselves (and a per-column bias added after the GEMM), so that the detector can
+  // replay each precision hypothesis: round the inputs to the format and compare.
+  std::vector<float> a, b, bias;
 };
 
-// |a| |b| for c = a b with row-major a[m,k] and b[k,n].
-GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+// |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias = nullptr);
 
 // `candidates` are one or more candidate outputs for the same input (more than one reveals races).
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
