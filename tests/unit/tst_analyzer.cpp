@@ -10,6 +10,7 @@
 
 #include "core/analyzer/report.h"
 #include "core/fp/format.h"
+#include "tests/support/random_values.h"
 #include "core/io/tensor_source.h"
 #include "tests/support/sample_session.h"
 
@@ -18,13 +19,7 @@ using analyzer::analyze;
 using analyzer::Report;
 
 namespace {
-std::vector<float> randomValues(std::size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> randomValues(std::size_t n, uint64_t seed) { return testsupport::normalValues(n, seed); }
 float flip(float x, int bit) { return fp::floatOf(fp::bitsOf(x) ^ (1u << bit)); }
 }  // namespace
 

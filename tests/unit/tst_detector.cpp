@@ -7,17 +7,12 @@
 
 #include "core/detector/detector.h"
 #include "core/fp/format.h"
+#include "tests/support/random_values.h"
 
 using namespace peat;
 
 namespace {
-std::vector<float> values(std::size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> values(std::size_t n, uint64_t seed) { return testsupport::normalValues(n, seed); }
 detector::Detection run(const std::vector<float>& g, const std::vector<float>& c, std::vector<uint64_t> shape = {64, 64}) {
   return detector::detect(g.data(), {c.data()}, shape);
 }
