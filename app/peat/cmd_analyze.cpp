@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "app/peat/commands.h"
+#include "app/peat/text.h"
 #include "core/analyzer/report.h"
 #include "core/analyzer/session_analysis.h"
 #include "core/io/tensor_source.h"
@@ -15,12 +16,6 @@
 
 namespace peat::cli {
 namespace {
-
-std::string shapeText(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 bool allNaN(const io::FloatTensor& t) {
   for (uint64_t i = 0; i < t.size(); ++i)

@@ -4,19 +4,12 @@
 #include <sstream>
 
 #include "app/peat/commands.h"
+#include "app/peat/text.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
 
 namespace peat::cli {
 namespace {
-
-std::string shapeText(const std::vector<uint64_t>& shape) {
-  std::ostringstream s;
-  s << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "x" : "") << shape[i];
-  s << ']';
-  return s.str();
-}
 
 std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
 

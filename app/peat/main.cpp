@@ -12,6 +12,19 @@
 
 namespace {
 
+// --session/--run/--call: analyze and detect also read a playback run stored in a session.
+void addSessionOptions(CLI::App* cmd, std::string& session, std::string& run, std::string& call) {
+  cmd->add_option("--session,-s", session, "Or: a session, with --run (a playback run with stored outputs)");
+  cmd->add_option("--run", run, "Playback run made with --store-outputs");
+  cmd->add_option("--call", call, "Only this call, e.g. iterations/000010/calls/000003");
+}
+
+// Exactly one of the two ways to name the tensors.
+bool pairOrSession(bool pair, const std::string& session, const std::string& run) {
+  if (pair) return session.empty() && run.empty();
+  return !session.empty() && !run.empty();
+}
+
 int fail(const std::string& message, int code) {
   std::cerr << "peat: error: " << message << '\n';
   return code;
@@ -40,9 +53,7 @@ int main(int argc, char** argv) {
   CLI::App* analyzeCmd = app.add_subcommand("analyze", "Error report of a candidate tensor against the golden one");
   analyzeCmd->add_option("--golden,-g", analyze.golden, "Golden tensor: file.npy or file.h5:/dataset");
   analyzeCmd->add_option("--candidate,-c", analyze.candidate, "Candidate tensor: file.npy or file.h5:/dataset");
-  analyzeCmd->add_option("--session,-s", analyze.session, "Or: a session, with --run (a playback run with stored outputs)");
-  analyzeCmd->add_option("--run", analyze.run, "Playback run made with --store-outputs");
-  analyzeCmd->add_option("--call", analyze.call, "Only this call, e.g. iterations/000010/calls/000003");
+  addSessionOptions(analyzeCmd, analyze.session, analyze.run, analyze.call);
   analyzeCmd->add_option("--tile", analyze.tile, "Tile size for the per-tile counts, ROWSxCOLS")->capture_default_str();
   analyzeCmd->add_option("--threads", analyze.threads, "Threads (0: every core)");
   analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
@@ -51,9 +62,7 @@ int main(int argc, char** argv) {
   CLI::App* detectCmd = app.add_subcommand("detect", "Which error model a candidate's difference from golden matches");
   detectCmd->add_option("--golden,-g", detect.golden, "Golden tensor: file.npy or file.h5:/dataset");
   detectCmd->add_option("--candidate,-c", detect.candidates, "Candidate tensor(s); give replays of one input to test for races");
-  detectCmd->add_option("--session,-s", detect.session, "Or: a session, with --run (a playback run with stored outputs)");
-  detectCmd->add_option("--run", detect.run, "Playback run made with --store-outputs");
-  detectCmd->add_option("--call", detect.call, "Only this call, e.g. iterations/000010/calls/000003");
+  addSessionOptions(detectCmd, detect.session, detect.run, detect.call);
   detectCmd->add_flag("--json", detect.json, "Print the verdict as JSON");
 
   EnvOptions env;
@@ -106,17 +115,9 @@ int main(int argc, char** argv) {
   try {
     if (*infoCmd) return runInfo(info);
     if (*envCmd) return runEnv(env);
-    auto pairOrSession = [&](bool pair, const std::string& session, const std::string& run) {
-      if (!session.empty() && !run.empty() && !pair) return;
-      if (session.empty() && run.empty() && pair) return;
-      throw CLI::ValidationError("give --golden and --candidate, or --session and --run");
-    };
-    try {
-      if (*analyzeCmd) pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run);
-      if (*detectCmd) pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run);
-    } catch (const CLI::ValidationError& e) {
-      return fail(std::string(e.what()) + " (see 'peat --help')", 2);
-    }
+    if ((*analyzeCmd && !pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run)) ||
+        (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))
+      return fail("give --golden and --candidate, or --session and --run (see 'peat --help')", 2);
     if (*analyzeCmd && !analyze.session.empty())
       return runSessionAnalysis(analyze.session, analyze.run, analyze.call, analyze.tile, analyze.json, false);
     if (*detectCmd && !detect.session.empty())

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "core/analyzer/error_summary.h"
+#include "core/fp/format.h"
+#include "core/fp/ulp.h"
 
 namespace peat::analyzer {
 
@@ -30,11 +32,7 @@ struct ByteSpread {
 const ByteSpread kSpread;
 constexpr uint64_t kMaxTiles = 1 << 20;
 
-inline uint32_t bitsOf(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
+using fp::bitsOf;
 
 inline int floorLog2(double v) {  // v > 0, finite
   uint64_t u;
@@ -165,8 +163,7 @@ void scan(const float* g, const float* c, uint64_t lo, uint64_t hi, const Layout
       if (gIsNaN || cIsNaN) {
         ++nanPairs;
       } else {
-        const int64_t lg = (gb >> 31) ? -int64_t(gb & 0x7fffffffu) : int64_t(gb);
-        const int64_t lc = (cb >> 31) ? -int64_t(cb & 0x7fffffffu) : int64_t(cb);
+        const int64_t lg = fp::ulpLine32(gb), lc = fp::ulpLine32(cb);
         const uint64_t ulp = uint64_t(lg > lc ? lg - lc : lc - lg);
         ++log2Ulp[63 - __builtin_clzll(ulp)];
       }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 #include "core/fp/format.h"
@@ -13,11 +12,7 @@ namespace peat::detector {
 
 namespace {
 
-uint32_t bitsOf(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
+using fp::bitsOf;
 
 bool finite(float x) { return std::isfinite(x); }
 

@@ -2,7 +2,6 @@
 #include "tests/support/torchref.h"
 
 #include <ATen/ATen.h>
-#include <torch/version.h>
 
 #include <cstring>
 
@@ -27,12 +26,6 @@ std::vector<uint16_t> torchNarrow(TorchHalfKind kind, const std::vector<float>& 
   std::vector<uint16_t> out(values.size());
   std::memcpy(out.data(), narrow.data_ptr(), out.size() * sizeof(uint16_t));
   return out;
-}
-
-const char* torchVersionString() {
-  static const std::string v = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
-                               std::to_string(TORCH_VERSION_PATCH);
-  return v.c_str();
 }
 
 }  // namespace peat::testsupport

@@ -12,6 +12,5 @@ enum class TorchHalfKind { Half, BFloat16 };
 std::vector<float> torchWiden(TorchHalfKind kind, const std::vector<uint16_t>& bits);
 // Narrows fp32 values to 16-bit patterns through at::Tensor::to(kHalf / kBFloat16).
 std::vector<uint16_t> torchNarrow(TorchHalfKind kind, const std::vector<float>& values);
-const char* torchVersionString();
 
 }  // namespace peat::testsupport
