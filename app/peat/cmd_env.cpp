@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <iostream>
+#include <thread>
 
 #include "app/peat/commands.h"
+#include "core/analyzer/report.h"
 #include "core/torch_module.h"
 #include "core/util/json_writer.h"
 #include "core/version.h"
@@ -26,6 +28,7 @@ int runEnv(const EnvOptions& o) {
     JsonWriter j(std::cout);
     j.beginObject().field("version", toolVersion()).field("git_commit", gitCommit());
     j.field("hdf5_version", hdf5Version()).field("module_dir", sys::moduleDirectory());
+    j.field("analyzer_simd", analyzer::simdTarget()).field("cpu_threads", uint64_t(std::thread::hardware_concurrency()));
     j.key("libtorch").beginObject();
     j.field("loaded", !o.skipTorch && torchError.empty());
     if (!torch.version.empty()) {
@@ -52,6 +55,7 @@ int runEnv(const EnvOptions& o) {
 
   std::cout << "peat " << toolVersion() << " (commit " << gitCommit() << ")\n";
   std::cout << "HDF5      " << hdf5Version() << '\n';
+  std::cout << "analyzer  SIMD " << analyzer::simdTarget() << ", " << std::thread::hardware_concurrency() << " threads\n";
   if (o.skipTorch)
     std::cout << "LibTorch  not loaded (--no-torch)\n";
   else if (!torchError.empty())

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include "core/analyzer/error_summary.h"
+#include "core/analyzer/report_simd.h"
 #include "core/fp/format.h"
 #include "core/fp/ulp.h"
 
@@ -18,18 +20,6 @@ namespace {
 constexpr uint64_t kMaxGap = 4096;      // gaps up to this are counted one by one for the periodicity
 constexpr std::size_t kErrorBins = 1 << 15;  // top 16 bits of a non-negative fp32: percentile buckets
 
-// spread[v] holds bit j of v in byte j: four lookups add one element's 32 bit flags into four
-// 64-bit words of byte-wide counters, flushed before any byte can overflow.
-struct ByteSpread {
-  uint64_t table[256];
-  ByteSpread() {
-    for (unsigned v = 0; v < 256; ++v) {
-      table[v] = 0;
-      for (unsigned j = 0; j < 8; ++j) table[v] |= uint64_t((v >> j) & 1) << (8 * j);
-    }
-  }
-};
-const ByteSpread kSpread;
 constexpr uint64_t kMaxTiles = 1 << 20;
 
 using fp::bitsOf;
@@ -63,7 +53,8 @@ struct Partial {
   // gaps
   std::vector<uint64_t> gaps = std::vector<uint64_t>(kMaxGap + 1);
   int64_t firstMismatch = -1, lastMismatch = -1;
-  std::vector<uint64_t> errorBins = std::vector<uint64_t>(kErrorBins);  // |c - g| as fp32, by its top 16 bits
+  // |c - g| as fp32, by its top 16 bits; the last bin takes the elements with no error
+  std::vector<uint64_t> errorBins = std::vector<uint64_t>(kErrorBins + 1);
   uint64_t errors = 0;
 };
 
@@ -74,6 +65,47 @@ void addRun(Partial& p, uint64_t length) {
   ++p.runLog2[std::size_t(63 - __builtin_clzll(length))];
 }
 
+// Bits [from, to) of a bitmask.
+inline uint64_t wordBits(const uint64_t* words, uint64_t w, uint64_t from, uint64_t to) {
+  uint64_t bits = words[w];
+  if (w == from / 64) bits &= ~uint64_t(0) << (from % 64);
+  if (w == (to - 1) / 64 && to % 64) bits &= (uint64_t(1) << (to % 64)) - 1;
+  return bits;
+}
+
+inline uint64_t countBits(const uint64_t* words, uint64_t from, uint64_t to) {
+  uint64_t count = 0;
+  for (uint64_t w = from / 64; w * 64 < to; ++w) count += uint64_t(__builtin_popcountll(wordBits(words, w, from, to)));
+  return count;
+}
+
+template <class F>
+inline void forEachSetBit(const uint64_t* words, uint64_t from, uint64_t to, F&& f) {
+  for (uint64_t w = from / 64; w * 64 < to; ++w) {
+    for (uint64_t bits = wordBits(words, w, from, to); bits; bits &= bits - 1)
+      f(w * 64 + uint64_t(__builtin_ctzll(bits)));
+  }
+}
+
+// Adds the mismatches of [from, to) (chunk-relative, all on one row starting at column `col`) into
+// counters that each cover `width` columns: one popcount per counter touched.
+inline void addByColumnGroups(const uint64_t* words, uint64_t from, uint64_t to, uint64_t col, uint64_t width,
+                              uint64_t* counters) {
+  if (width == 1) {
+    forEachSetBit(words, from, to, [&](uint64_t k) { ++counters[col + (k - from)]; });
+    return;
+  }
+  while (from < to) {
+    const uint64_t end = std::min(to, from + (width - col % width));
+    counters[col / width] += countBits(words, from, end);
+    col += end - from;
+    from = end;
+  }
+}
+
+// The scan of [lo, hi), chunk by chunk. The vector kernel classifies every element, sums the
+// errors and writes the chunk's mismatch bitmask; what remains walks only the mismatches (the
+// histograms) or the bitmask a word or a run at a time (positions, runs, gaps).
 void scan(const float* g, const float* c, uint64_t lo, uint64_t hi, const Layout& L, Partial& p) {
   p.rows.assign(L.rowBins, 0);
   p.cols.assign(L.colBins, 0);
@@ -83,201 +115,165 @@ void scan(const float* g, const float* c, uint64_t lo, uint64_t hi, const Layout
   uint64_t* const rows = p.rows.data();
   uint64_t* const cols = p.cols.data();
   uint64_t* const tiles = p.tiles.data();
-  uint64_t* const log2Abs = p.log2Abs.data();
-  uint64_t* const log2Ulp = p.log2Ulp.data();
   uint64_t* const gaps = p.gaps.data();
   uint64_t* const errorBins = p.errorBins.data();
-  uint64_t identical = 0, mismatched = 0, gNaN = 0, gInf = 0, cNaN = 0, cInf = 0, newlyNonFinite = 0, nanPairs = 0;
-  uint64_t signOnly = 0, exponentInvolved = 0, mantissaOnly = 0, gFiniteCount = 0, errors = 0, maxAbsIndex = 0;
-  double sumAbs = 0, sumSq = 0, sumRel = 0, sumG2 = 0, maxAbs = -1, maxRel = 0;
+  detail::ChunkSums sums;
+  std::unique_ptr<detail::ChunkBins> binsStore(new detail::ChunkBins);
+  uint64_t words[detail::kChunk / 64];
+  detail::ChunkBins& bins = *binsStore;
+  constexpr std::size_t kUlpStride = detail::ChunkBins::kUlpNone + 1, kAbsStride = detail::ChunkBins::kAbsNone + 1;
+  std::vector<uint64_t> ulpCopies(4 * kUlpStride), absCopies(4 * kAbsStride);
+  uint64_t errors = 0, maxAbsIndex = 0;
+  double maxAbs = -1;
   int64_t firstMismatch = -1, lastMismatch = -1;
-  uint64_t packed[4] = {0, 0, 0, 0};
-  unsigned pending = 0;
-  auto flushBits = [&] {
-    for (unsigned k = 0; k < 4; ++k) {
-      for (unsigned j = 0; j < 8; ++j) p.bits[8 * k + j] += (packed[k] >> (8 * j)) & 0xff;
-      packed[k] = 0;
-    }
-    pending = 0;
+  bool open = false;  // a run of mismatches that may continue into the next word
+  uint64_t runStart = 0, runLength = 0;
+  auto closeRun = [&] {
+    if (runStart == lo)
+      p.leadingRun = runLength;
+    else
+      addRun(p, runLength);
   };
-  const uint64_t* spread = kSpread.table;
 
   uint64_t r = lo / L.cols, col = lo % L.cols;
-  // Per-row indices, recomputed only when the row changes: no division per element.
   uint64_t rowBin = r / L.rowBin, tileBase = (r / L.tileRows) * L.tilesAcross;
-  uint64_t colBin = col / L.colBin, inColBin = col % L.colBin;
-  uint64_t tileCol = col / L.tileCols, inTileCol = col % L.tileCols;
-  uint64_t run = 0;
-  bool leading = true;
-  for (uint64_t i = lo; i < hi; ++i) {
-    const float gv = g[i], cv = c[i];
-    const uint32_t gb = bitsOf(gv), cb = bitsOf(cv);
-    const bool gFinite = (gb & 0x7f800000u) != 0x7f800000u;
-    if (gFinite) {
-      sumG2 += double(gv) * double(gv);
-      ++gFiniteCount;
-    } else if (gb & 0x007fffffu) {
-      ++gNaN;
-    } else {
-      ++gInf;
-    }
-    if (gb == cb) {
-      ++identical;
-      if (!gFinite) {  // the candidate holds the same NaN or Inf
-        if (gb & 0x007fffffu)
-          ++cNaN;
-        else
-          ++cInf;
-      }
-      if (leading) {
-        p.leadingRun = run;
-        leading = false;
-      } else {
-        addRun(p, run);
-      }
-      run = 0;
-    } else {
-      ++mismatched;
-      ++run;
-      const bool cFinite = (cb & 0x7f800000u) != 0x7f800000u;
-      if (!cFinite) {
-        if (cb & 0x007fffffu)
-          ++cNaN;
-        else
-          ++cInf;
-        if (gFinite) ++newlyNonFinite;
-      }
-      const uint32_t x = gb ^ cb;
-      packed[0] += spread[x & 0xff];
-      packed[1] += spread[(x >> 8) & 0xff];
-      packed[2] += spread[(x >> 16) & 0xff];
-      packed[3] += spread[x >> 24];
-      if (++pending == 255) flushBits();
-      if (x == 0x80000000u)
-        ++signOnly;
-      else if (x & 0x7f800000u)
-        ++exponentInvolved;
-      else
-        ++mantissaOnly;
-      const bool gIsNaN = !gFinite && (gb & 0x007fffffu), cIsNaN = !cFinite && (cb & 0x007fffffu);
-      if (gIsNaN || cIsNaN) {
-        ++nanPairs;
-      } else {
-        const int64_t lg = fp::ulpLine32(gb), lc = fp::ulpLine32(cb);
-        const uint64_t ulp = uint64_t(lg > lc ? lg - lc : lc - lg);
-        ++log2Ulp[63 - __builtin_clzll(ulp)];
-      }
-      if (gFinite && cFinite) {
-        const double d = std::fabs(double(cv) - double(gv));
-        const double rel = d / std::max(std::fabs(double(gv)), kRelFloor);
-        sumAbs += d;
-        sumSq += d * d;
-        sumRel += rel;
-        if (d > maxAbs) {
-          maxAbs = d;
-          maxAbsIndex = i;
+  for (uint64_t at = lo; at < hi; at += detail::kChunk) {
+    const uint64_t n = std::min<uint64_t>(detail::kChunk, hi - at);
+    detail::scanChunk(g + at, c + at, n, kRelFloor, sums, bins, words);
+
+    // the largest error: the first element that holds the chunk's maximum, if it beats the one so far
+    if (bins.errors && bins.maxAbs > maxAbs) {
+      forEachSetBit(words, 0, n, [&](uint64_t k) {
+        if (bins.key[k] != detail::ChunkBins::kKeyNone && maxAbs < bins.maxAbs &&
+            std::fabs(double(c[at + k]) - double(g[at + k])) == bins.maxAbs) {
+          maxAbs = bins.maxAbs;
+          maxAbsIndex = at + k;
         }
-        maxRel = std::max(maxRel, rel);
-        if (d > 0)
-          ++log2Abs[std::clamp(floorLog2(d), Report::kLog2AbsMin, Report::kLog2AbsMax) - Report::kLog2AbsMin];
-        ++errorBins[bitsOf(float(d)) >> 16];
-        ++errors;
-      }
-      ++rows[rowBin];
-      ++cols[colBin];
-      if (L.tiles) ++tiles[tileBase + tileCol];
-      if (lastMismatch >= 0) {
-        const uint64_t gap = i - uint64_t(lastMismatch);
-        if (gap <= kMaxGap) ++gaps[gap];
-      } else {
-        firstMismatch = int64_t(i);
-      }
-      lastMismatch = int64_t(i);
+      });
     }
-    // advance the position counters without a division per element
-    if (++col == L.cols) {
-      col = 0;
-      ++r;
-      colBin = inColBin = tileCol = inTileCol = 0;
-      rowBin = r / L.rowBin;
-      tileBase = (r / L.tileRows) * L.tilesAcross;
-    } else {
-      if (++inColBin == L.colBin) {
-        inColBin = 0;
-        ++colBin;
+    // histograms: the bins come from the vector kernel; counting them scatters. Four copies of
+    // the small histograms keep a run of equal bins from serialising on one counter.
+    errors += bins.errors;
+    forEachSetBit(words, 0, n, [&](uint64_t k) {
+      const std::size_t copy = k & 3;
+      ++ulpCopies[copy * kUlpStride + bins.ulp[k]];
+      ++absCopies[copy * kAbsStride + bins.abs[k]];
+      ++errorBins[bins.key[k]];
+    });
+
+    // runs and the gaps between consecutive mismatches, a run (or the part of it in one word) at a time
+    for (uint64_t w = 0; w * 64 < n; ++w) {
+      uint64_t bits = words[w];
+      while (bits) {
+        const unsigned s = unsigned(__builtin_ctzll(bits));
+        const uint64_t rest = ~(bits >> s);
+        const unsigned length = rest ? unsigned(__builtin_ctzll(rest)) : 64 - s;
+        const uint64_t start = at + 64 * w + s;
+        if (open && runStart + runLength == start) {
+          runLength += length;
+          gaps[1] += length - 1;
+        } else {
+          if (open) closeRun();
+          if (lastMismatch >= 0) {
+            const uint64_t gap = start - uint64_t(lastMismatch);
+            if (gap <= kMaxGap) ++gaps[gap];
+          } else {
+            firstMismatch = int64_t(start);
+          }
+          gaps[1] += length - 1;
+          open = true;
+          runStart = start;
+          runLength = length;
+        }
+        lastMismatch = int64_t(start + length - 1);
+        bits = s + length >= 64 ? 0 : bits & (~uint64_t(0) << (s + length));
       }
-      if (++inTileCol == L.tileCols) {
-        inTileCol = 0;
-        ++tileCol;
+    }
+
+    // rows, columns and tiles, one row segment at a time
+    for (uint64_t from = 0; from < n;) {
+      const uint64_t to = std::min(n, from + (L.cols - col));
+      const uint64_t count = countBits(words, from, to);
+      if (count) {
+        rows[rowBin] += count;
+        addByColumnGroups(words, from, to, col, L.colBin, cols);
+        if (L.tiles) addByColumnGroups(words, from, to, col, L.tileCols, tiles + tileBase);
+      }
+      col += to - from;
+      from = to;
+      if (col == L.cols) {
+        col = 0;
+        ++r;
+        rowBin = r / L.rowBin;
+        tileBase = (r / L.tileRows) * L.tilesAcross;
       }
     }
   }
-  flushBits();
-  p.identical = identical;
-  p.mismatched = mismatched;
-  p.gNaN = gNaN;
-  p.gInf = gInf;
-  p.cNaN = cNaN;
-  p.cInf = cInf;
-  p.newlyNonFinite = newlyNonFinite;
-  p.nanPairs = nanPairs;
-  p.signOnly = signOnly;
-  p.exponentInvolved = exponentInvolved;
-  p.mantissaOnly = mantissaOnly;
-  p.gFinite = gFiniteCount;
+  if (open) {
+    if (runStart == lo && runStart + runLength == hi) {
+      p.allMismatched = true;
+      p.leadingRun = p.trailingRun = runLength;
+    } else if (runStart + runLength == hi) {
+      p.trailingRun = runLength;
+    } else {
+      closeRun();
+    }
+  }
+  for (std::size_t copy = 0; copy < 4; ++copy) {
+    for (std::size_t b = 0; b < p.log2Ulp.size(); ++b) p.log2Ulp[b] += ulpCopies[copy * kUlpStride + b];
+    for (std::size_t b = 0; b < p.log2Abs.size(); ++b) p.log2Abs[b] += absCopies[copy * kAbsStride + b];
+  }
+  p.identical = sums.identical;
+  p.mismatched = (hi - lo) - sums.identical;
+  p.gNaN = sums.goldenNaN;
+  p.gInf = sums.goldenInf;
+  p.cNaN = sums.candidateNaN;
+  p.cInf = sums.candidateInf;
+  p.newlyNonFinite = sums.newlyNonFinite;
+  p.nanPairs = sums.nanPairs;
+  p.bits = sums.bits;
+  p.signOnly = sums.signOnly;
+  p.exponentInvolved = sums.exponentInvolved;
+  p.mantissaOnly = p.mismatched - sums.signOnly - sums.exponentInvolved;
+  p.gFinite = sums.goldenFinite;
   p.errors = errors;
-  p.sumAbs = sumAbs;
-  p.sumSq = sumSq;
-  p.sumRel = sumRel;
-  p.sumG2 = sumG2;
+  p.sumAbs = sums.sumAbs;
+  p.sumSq = sums.sumSq;
+  p.sumRel = sums.sumRel;
+  p.sumG2 = sums.sumGolden2;
   p.maxAbs = maxAbs;
   p.maxAbsIndex = maxAbsIndex;
-  p.maxRel = maxRel;
+  p.maxRel = sums.maxRel;
   p.firstMismatch = firstMismatch;
   p.lastMismatch = lastMismatch;
-  if (leading) {
-    p.allMismatched = run == hi - lo;
-    p.leadingRun = run;
-    p.trailingRun = run;
-  } else {
-    p.trailingRun = run;
-  }
 }
 
 // Nearest-rank order statistics of the fp32 abs errors: the histogram over their top 16 bits finds
-// the bucket of each wanted rank, and a second pass gathers only those buckets' values.
+// the bucket of each wanted rank, and a second (vector) pass gathers only those buckets' values.
 void percentiles(const float* g, const float* c, const std::vector<uint64_t>& bounds,
-                 const std::vector<uint64_t>& bins, uint64_t count, const std::vector<double>& qs,
-                 std::vector<double>& out) {
-  out.assign(qs.size(), 0);
+                 const std::vector<uint64_t>& bins, uint64_t count, const double (&qs)[3], double (&out)[3]) {
+  for (double& v : out) v = 0;
   if (count == 0) return;
-  std::vector<std::size_t> bucket(qs.size());
-  std::vector<uint64_t> within(qs.size());
-  for (std::size_t k = 0; k < qs.size(); ++k) {
+  uint32_t bucket[3];
+  uint64_t within[3];
+  for (std::size_t k = 0; k < 3; ++k) {
     const uint64_t rank = std::min<uint64_t>(count - 1, uint64_t(std::ceil(qs[k] * double(count))) - 1);
     uint64_t below = 0;
     std::size_t b = 0;
     while (below + bins[b] <= rank) below += bins[b++];
-    bucket[k] = b;
+    bucket[k] = uint32_t(b);
     within[k] = rank - below;
   }
   const unsigned threads = unsigned(bounds.size() - 1);
-  std::vector<std::vector<std::vector<float>>> found(threads, std::vector<std::vector<float>>(qs.size()));
+  std::vector<std::array<std::vector<float>, 3>> found(threads);
   auto gather = [&](unsigned t) {
-    for (uint64_t i = bounds[t]; i < bounds[t + 1]; ++i) {
-      const uint32_t gb = bitsOf(g[i]), cb = bitsOf(c[i]);
-      if (gb == cb || (gb & 0x7f800000u) == 0x7f800000u || (cb & 0x7f800000u) == 0x7f800000u) continue;
-      const float d = float(std::fabs(double(c[i]) - double(g[i])));
-      const std::size_t key = bitsOf(d) >> 16;
-      for (std::size_t k = 0; k < qs.size(); ++k)
-        if (bucket[k] == key) found[t][k].push_back(d);
-    }
+    detail::gatherKeys(g + bounds[t], c + bounds[t], bounds[t + 1] - bounds[t], bucket, found[t]);
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(gather, t);
   gather(0);
   for (std::thread& th : pool) th.join();
-  for (std::size_t k = 0; k < qs.size(); ++k) {
+  for (std::size_t k = 0; k < 3; ++k) {
     std::vector<float> v;
     for (unsigned t = 0; t < threads; ++t) v.insert(v.end(), found[t][k].begin(), found[t][k].end());
     std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(within[k]), v.end());
@@ -286,6 +282,8 @@ void percentiles(const float* g, const float* c, const std::vector<uint64_t>& bo
 }
 
 }  // namespace
+
+const char* simdTarget() { return detail::simdTarget(); }
 
 Report analyze(const float* golden, const float* candidate, const std::vector<uint64_t>& shape,
                const ReportOptions& options) {
@@ -407,7 +405,7 @@ Report analyze(const float* golden, const float* candidate, const std::vector<ui
     rep.maxAbsOverScale = rep.maxAbs / rep.goldenRms;
     rep.meanAbsOverScale = rep.meanAbs / rep.goldenRms;
   }
-  std::vector<double> ps;
+  double ps[3];
   percentiles(golden, candidate, bounds, errorBins, errorCount, {0.5, 0.99, 0.999}, ps);
   rep.p50 = ps[0];
   rep.p99 = ps[1];

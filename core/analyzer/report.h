@@ -2,7 +2,8 @@
 #pragma once
 // The analyzer's standard report of a golden/candidate pair: counts, error magnitudes, exact
 // percentiles, histograms (log2 |error|, log2 ULP, bit positions, field classes) and spatial
-// structure (worst position, rows, columns, tiles, runs, periodicity). One pass, both cores.
+// structure (worst position, rows, columns, tiles, runs, periodicity). One pass with SIMD on
+// every core, plus a vector pass over the data for the exact percentiles.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -44,7 +45,8 @@ struct Report {
   // histograms
   static constexpr int kLog2AbsMin = -160, kLog2AbsMax = 130;  // bin i: floor(log2 |err|) = kLog2AbsMin + i
   std::vector<uint64_t> log2Abs = std::vector<uint64_t>(kLog2AbsMax - kLog2AbsMin + 1);
-  std::array<uint64_t, 33> log2Ulp{};  // bin b: floor(log2 ULP distance) = b (ULP >= 1); NaN pairs excluded
+  // bin b: floor(log2 ULP distance) = b; NaN pairs and +0/-0 (0 ULPs apart) are in no bin
+  std::array<uint64_t, 33> log2Ulp{};
   uint64_t nanPairs = 0;               // mismatched pairs involving a NaN (no ULP distance)
   std::array<uint64_t, 32> bitMismatch{};  // elements whose bit b differs
   uint64_t signOnly = 0, exponentInvolved = 0, mantissaOnly = 0;  // field class of each mismatch
@@ -58,6 +60,9 @@ struct Report {
   uint64_t dominantGap = 0;            // most common distance between consecutive mismatches
   double dominantGapShare = 0;         // its share of all gaps
 };
+
+// The SIMD instruction set the scan runs with on this CPU (Highway's name, e.g. "AVX3", "AVX2").
+const char* simdTarget();
 
 // Throws std::invalid_argument when the shapes differ or the tensors are empty.
 Report analyze(const float* golden, const float* candidate, const std::vector<uint64_t>& shape,

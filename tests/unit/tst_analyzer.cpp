@@ -8,8 +8,12 @@
 #include <numeric>
 #include <random>
 
+#include <hwy/targets.h>
+
 #include "core/analyzer/report.h"
+#include "core/analyzer/report_simd.h"
 #include "core/fp/format.h"
+#include "core/fp/ulp.h"
 #include "tests/support/random_values.h"
 #include "core/io/tensor_source.h"
 #include "tests/support/sample_session.h"
@@ -35,6 +39,8 @@ class TestAnalyzer : public QObject {
   void percentilesAreExact();
   void runsAcrossThreadBoundaries();
   void longAxesAreBinned();
+  void matchesBruteForce_data();
+  void matchesBruteForce();
   void rejectsEmptyAndBadTiles();
   void npyRoundTrip();
   void npyRefusals_data();
@@ -178,6 +184,191 @@ void TestAnalyzer::longAxesAreBinned() {
   QCOMPARE(r.colMismatch.binWidth, uint64_t(4));
   QCOMPARE(r.colMismatch.counts.size(), std::size_t(50000));
   QCOMPARE(r.colMismatch.counts.back(), uint64_t(1));
+}
+
+namespace {
+
+// The report computed the obvious way, one element at a time: the reference for the vector scan.
+Report bruteForce(const std::vector<float>& g, const std::vector<float>& c, const std::vector<uint64_t>& shape,
+                  uint64_t tileRows, uint64_t tileCols) {
+  Report r;
+  const uint64_t n = g.size(), cols = shape.back(), rows = n / cols;
+  r.elements = n;
+  const uint64_t rowBin = (rows + analyzer::kMaxAxisBins - 1) / analyzer::kMaxAxisBins;
+  const uint64_t colBin = (cols + analyzer::kMaxAxisBins - 1) / analyzer::kMaxAxisBins;
+  r.rowMismatch = {rowBin, std::vector<uint64_t>((rows + rowBin - 1) / rowBin)};
+  r.colMismatch = {colBin, std::vector<uint64_t>((cols + colBin - 1) / colBin)};
+  r.tilesDown = (rows + tileRows - 1) / tileRows;
+  r.tilesAcross = (cols + tileCols - 1) / tileCols;
+  r.tileMismatch.assign(r.tilesDown * r.tilesAcross, 0);
+  double sumAbs = 0, sumSq = 0, sumRel = 0, sumG2 = 0;
+  uint64_t gFinite = 0, run = 0;
+  int64_t last = -1;
+  std::vector<uint64_t> gaps(4097);
+  std::vector<float> errors;
+  r.maxAbs = -1;
+  auto endRun = [&] {
+    if (run == 0) return;
+    ++r.runs;
+    r.longestRun = std::max(r.longestRun, run);
+    ++r.runLengthLog2[std::size_t(std::ilogb(double(run)))];
+    run = 0;
+  };
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t gb = fp::bitsOf(g[i]), cb = fp::bitsOf(c[i]);
+    if (std::isfinite(g[i])) {
+      sumG2 += double(g[i]) * double(g[i]);
+      ++gFinite;
+    }
+    r.goldenNaN += std::isnan(g[i]);
+    r.goldenInf += std::isinf(g[i]);
+    r.candidateNaN += std::isnan(c[i]);
+    r.candidateInf += std::isinf(c[i]);
+    if (gb == cb) {
+      ++r.identical;
+      endRun();
+      continue;
+    }
+    ++r.mismatched;
+    ++run;
+    if (last >= 0 && i - uint64_t(last) <= 4096) ++gaps[i - uint64_t(last)];
+    last = int64_t(i);
+    r.newlyNonFinite += std::isfinite(g[i]) && !std::isfinite(c[i]);
+    const uint32_t x = gb ^ cb;
+    for (int b = 0; b < 32; ++b) r.bitMismatch[std::size_t(b)] += (x >> b) & 1;
+    if (x == 0x80000000u)
+      ++r.signOnly;
+    else if (x & 0x7f800000u)
+      ++r.exponentInvolved;
+    else
+      ++r.mantissaOnly;
+    if (std::isnan(g[i]) || std::isnan(c[i])) {
+      ++r.nanPairs;
+    } else if (const uint64_t ulp = fp::ulpDistance32(gb, cb)) {
+      ++r.log2Ulp[std::size_t(std::ilogb(double(ulp)))];
+    }
+    if (std::isfinite(g[i]) && std::isfinite(c[i])) {
+      const double d = std::fabs(double(c[i]) - double(g[i]));
+      sumAbs += d;
+      sumSq += d * d;
+      const double rel = d / std::max(std::fabs(double(g[i])), 0x1p-126);
+      sumRel += rel;
+      r.maxRel = std::max(r.maxRel, rel);
+      if (d > r.maxAbs) {
+        r.maxAbs = d;
+        r.maxAbsIndex = i;
+      }
+      if (d > 0) ++r.log2Abs[std::size_t(std::ilogb(d) - Report::kLog2AbsMin)];
+      errors.push_back(float(d));
+    }
+    const uint64_t row = i / cols, col = i % cols;
+    ++r.rowMismatch.counts[row / rowBin];
+    ++r.colMismatch.counts[col / colBin];
+    ++r.tileMismatch[(row / tileRows) * r.tilesAcross + col / tileCols];
+  }
+  endRun();
+  r.maxAbs = std::max(r.maxAbs, 0.0);
+  r.meanAbs = sumAbs / double(n);
+  r.rmsAbs = std::sqrt(sumSq / double(n));
+  r.meanRel = sumRel / double(n);
+  r.goldenRms = gFinite ? std::sqrt(sumG2 / double(gFinite)) : 0;
+  std::sort(errors.begin(), errors.end());
+  auto rank = [&](double q) -> double {
+    if (errors.empty()) return 0;
+    return errors[std::min(errors.size() - 1, std::size_t(std::ceil(q * double(errors.size()))) - 1)];
+  };
+  r.p50 = rank(0.5);
+  r.p99 = rank(0.99);
+  r.p999 = rank(0.999);
+  r.dominantGap = std::size_t(std::max_element(gaps.begin() + 1, gaps.end()) - gaps.begin());
+  if (gaps[r.dominantGap] == 0) r.dominantGap = 0;
+  return r;
+}
+
+// Every kind of difference, in stretches and scattered: rounding to bf16, single and multiple
+// bit flips, +0/-0, NaN and Inf on either side, and identical stretches between them.
+void corrupt(std::vector<float>& g, std::vector<float>& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < g.size();) {
+    const std::size_t length = std::size_t(rng() % 300);
+    const unsigned kind = unsigned(rng() % 9);
+    for (std::size_t j = i; j < std::min(g.size(), i + length); ++j) {
+      switch (kind) {
+        case 0: c[j] = fp::roundTo(fp::kBf16, g[j]); break;
+        case 1: if (rng() % 7 == 0) c[j] = flip(g[j], int(rng() % 32)); break;
+        case 2: c[j] = fp::floatOf(fp::bitsOf(g[j]) ^ uint32_t(rng())); break;
+        case 3: g[j] = 0.0f; c[j] = (rng() & 1) ? -0.0f : 0.0f; break;
+        case 4: if (rng() % 5 == 0) (rng() & 1 ? g[j] : c[j]) = (rng() & 1) ? nan : -inf; break;
+        case 5: if (rng() % 11 == 0) g[j] = c[j] = inf; break;
+        case 6: c[j] = g[j] * 1e30f; break;  // overflows to Inf for some
+        default: break;  // identical
+      }
+    }
+    i += length + 1;
+  }
+}
+
+}  // namespace
+
+void TestAnalyzer::matchesBruteForce_data() {
+  QTest::addColumn<QVector<qulonglong>>("shape");
+  QTest::addColumn<qulonglong>("tile");
+  QTest::addColumn<unsigned>("threads");
+  QTest::newRow("odd 2-D tail") << QVector<qulonglong>{37, 129} << 7ull << 1u;
+  QTest::newRow("one column") << QVector<qulonglong>{20000, 1} << 16ull << 1u;
+  QTest::newRow("one long row, binned columns") << QVector<qulonglong>{1, 140001} << 16ull << 2u;
+  QTest::newRow("1-D") << QVector<qulonglong>{4099} << 5ull << 1u;
+  QTest::newRow("3-D, two threads") << QVector<qulonglong>{3, 250, 301} << 16ull << 2u;
+  QTest::newRow("rows not a chunk multiple, two threads") << QVector<qulonglong>{401, 333} << 32ull << 2u;
+}
+
+// The vector scan against brute force, on every SIMD target Highway compiled that this CPU runs.
+void TestAnalyzer::matchesBruteForce() {
+  QFETCH(QVector<qulonglong>, shape);
+  QFETCH(qulonglong, tile);
+  QFETCH(unsigned, threads);
+  const std::vector<uint64_t> dims(shape.begin(), shape.end());
+  const uint64_t n = std::accumulate(dims.begin(), dims.end(), uint64_t(1), std::multiplies<uint64_t>());
+  auto g = randomValues(n, 20 + n);
+  auto c = g;
+  corrupt(g, c, n);
+  const Report want = bruteForce(g, c, dims, tile, tile);
+  QVERIFY(want.mismatched > 0 && want.identical > 0 && want.nanPairs > 0 && want.newlyNonFinite > 0);
+  analyzer::ReportOptions o;
+  o.tileRows = o.tileCols = tile;
+  o.threads = threads;
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  QVERIFY(!targets.empty());
+  for (const int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string name = analyzer::detail::simdTarget();
+    QCOMPARE(name, std::string(hwy::TargetName(target)));
+    const Report r = analyze(g.data(), c.data(), dims, o);
+    const QByteArray on = QByteArray("on ") + name.c_str();
+    QVERIFY2(r.identical == want.identical && r.mismatched == want.mismatched, on);
+    QVERIFY2(r.goldenNaN == want.goldenNaN && r.goldenInf == want.goldenInf, on);
+    QVERIFY2(r.candidateNaN == want.candidateNaN && r.candidateInf == want.candidateInf, on);
+    QVERIFY2(r.newlyNonFinite == want.newlyNonFinite && r.nanPairs == want.nanPairs, on);
+    QVERIFY2(r.bitMismatch == want.bitMismatch, on);
+    QVERIFY2(r.signOnly == want.signOnly && r.exponentInvolved == want.exponentInvolved, on);
+    QVERIFY2(r.mantissaOnly == want.mantissaOnly, on);
+    QVERIFY2(r.log2Ulp == want.log2Ulp && r.log2Abs == want.log2Abs, on);
+    QVERIFY2(r.maxAbs == want.maxAbs && r.maxAbsIndex == want.maxAbsIndex, on);
+    QVERIFY2(r.maxRel == want.maxRel, on);
+    for (auto [got, expected] : {std::pair{r.meanAbs, want.meanAbs}, {r.rmsAbs, want.rmsAbs},
+                                 {r.meanRel, want.meanRel}, {r.goldenRms, want.goldenRms}})
+      QVERIFY2(std::fabs(got - expected) <= 1e-12 * std::fabs(expected), on);
+    QVERIFY2(r.p50 == want.p50 && r.p99 == want.p99 && r.p999 == want.p999, on);
+    QVERIFY2(r.rowMismatch.counts == want.rowMismatch.counts, on);
+    QVERIFY2(r.colMismatch.binWidth == want.colMismatch.binWidth, on);
+    QVERIFY2(r.colMismatch.counts == want.colMismatch.counts, on);
+    QVERIFY2(r.tileMismatch == want.tileMismatch, on);
+    QVERIFY2(r.runs == want.runs && r.longestRun == want.longestRun, on);
+    QVERIFY2(r.runLengthLog2 == want.runLengthLog2, on);
+    QVERIFY2(r.dominantGap == want.dominantGap, on);
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to what the CPU supports
 }
 
 void TestAnalyzer::rejectsEmptyAndBadTiles() {
