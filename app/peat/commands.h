@@ -39,4 +39,21 @@ int runDetect(const DetectOptions& o);
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
                        const std::string& tile, bool json, bool verdictsOnly);
 
+struct SaveAnalyzeOptions {
+  std::string model, weights, run = "train";
+  int64_t iteration = -1;
+  std::string inputRange = "0,1";
+  double tau = 1e-5;
+  std::string mode = "symbolic";
+  int depth = 0, splits = 0;
+  std::string tile = "16x16";
+  double budgetMiB = 6;
+  int64_t batch = 1;
+  bool tightness = false;
+  std::string session;
+  bool json = false;
+  std::string commandLine;
+};
+int runSaveAnalyze(const SaveAnalyzeOptions& o);
+
 }  // namespace peat::cli

@@ -70,6 +70,33 @@ int main(int argc, char** argv) {
   envCmd->add_flag("--json", env.json, "Print as JSON");
   envCmd->add_flag("--no-torch", env.skipTorch, "Do not load LibTorch (faster)");
 
+  SaveAnalyzeOptions saveAnalyze;
+  CLI::App* saveCmd = app.add_subcommand("save", "SAVE: protect inference against memory bit flips");
+  saveCmd->require_subcommand(1);
+  CLI::App* saveAnalyzeCmd =
+      saveCmd->add_subcommand("analyze", "Range analysis, bit properties and reliable-memory tiles of a model");
+  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet or resnet")->required();
+  saveAnalyzeCmd->add_option("--weights,-w", saveAnalyze.weights, "Session or checkpoint file with the model's weights")
+      ->required();
+  saveAnalyzeCmd->add_option("--run", saveAnalyze.run, "Run holding the checkpoint")->capture_default_str();
+  saveAnalyzeCmd->add_option("--iteration", saveAnalyze.iteration, "Checkpoint iteration (default: the last)");
+  saveAnalyzeCmd->add_option("--input-range", saveAnalyze.inputRange, "Raw pixel range LO,HI (before normalisation)")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode, "symbolic (DeepPoly-style) or interval")->capture_default_str();
+  saveAnalyzeCmd->add_option("--depth", saveAnalyze.depth, "Affine ops to substitute back through (0: all)")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--splits", saveAnalyze.splits, "Input bisections (up to 2^N parts)")->capture_default_str();
+  saveAnalyzeCmd->add_option("--tile", saveAnalyze.tile, "Tile size ROWSxCOLS")->capture_default_str();
+  saveAnalyzeCmd->add_option("--budget-mib", saveAnalyze.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  saveAnalyzeCmd->add_option("--batch", saveAnalyze.batch, "Samples per inference (tile bytes scale with it)")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_flag("--tightness", saveAnalyze.tightness,
+                           "Compare with plain intervals, gradient ascent and the test set (slower)");
+  saveAnalyzeCmd->add_option("--session,-s", saveAnalyze.session, "Store the result in this session (created if missing)");
+  saveAnalyzeCmd->add_flag("--json", saveAnalyze.json, "Print as JSON");
+
   // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
   // their own options, so `peat profile --help` shows the real ones.
   struct TorchCommand {
@@ -115,6 +142,10 @@ int main(int argc, char** argv) {
   try {
     if (*infoCmd) return runInfo(info);
     if (*envCmd) return runEnv(env);
+    if (*saveAnalyzeCmd) {
+      for (int i = 0; i < argc; ++i) saveAnalyze.commandLine += (i ? " " : "") + std::string(argv[i]);
+      return runSaveAnalyze(saveAnalyze);
+    }
     if ((*analyzeCmd && !pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run)) ||
         (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))
       return fail("give --golden and --candidate, or --session and --run (see 'peat --help')", 2);

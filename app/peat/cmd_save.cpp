@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// peat save analyze: SAVE's offline selection (ranges, bit properties, tiles in reliable memory).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include "app/peat/commands.h"
+#include "core/data/datasets.h"
+#include "core/save/selection.h"
+#include "core/store/session.h"
+#include "core/util/json_writer.h"
+
+namespace peat::cli {
+namespace {
+
+std::pair<double, double> parseRange(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma != std::string::npos) {
+    try {
+      std::size_t used = 0;
+      const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
+      const double lo = std::stod(a, &used);
+      if (used == a.size()) {
+        const double hi = std::stod(b, &used);
+        if (used == b.size()) return {lo, hi};
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  throw std::invalid_argument("--input-range '" + text + "' is not LO,HI with two numbers, e.g. 0,1");
+}
+
+std::pair<int64_t, int64_t> parseTileSize(const std::string& text) {
+  const auto x = text.find('x');
+  try {
+    if (x != std::string::npos) {
+      const long long r = std::stoll(text.substr(0, x)), c = std::stoll(text.substr(x + 1));
+      if (r > 0 && c > 0) return {r, c};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--tile '" + text + "' is not ROWSxCOLS with positive numbers, e.g. 16x16");
+}
+
+struct Reference {
+  bool present = false;
+  std::vector<save::Tightness> test;  // per node
+  save::Tightness ascent, interval;   // the output node
+  double intervalSeconds = 0;
+};
+
+Reference references(const save::Graph& g, const save::SelectionOptions& so) {
+  Reference ref;
+  ref.present = true;
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<float> x = save::normalisedImages(g, test.pixels);
+  const std::vector<save::NodeRange> seen = save::profiledRanges(g, x.data(), test.count);
+  for (const save::NodeRange& r : seen) ref.test.push_back(save::tightnessOf(r));
+  const save::NodeRange box = save::inputBox(g, so.pixelLo, so.pixelHi);
+  ref.ascent = save::tightnessOf(save::ascentRanges(g, g.output, box));
+  save::RangeOptions plain = so.ranges;
+  plain.mode = save::RangeMode::Interval;
+  const save::RangeResult r = save::analyzeRanges(g, box, plain);
+  ref.interval = save::tightnessOf(r.nodes[std::size_t(g.output)]);
+  ref.intervalSeconds = r.seconds;
+  return ref;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
+  store::Provenance prov;
+  prov.model = s.model;
+  prov.dataset = "fashion-mnist";
+  prov.backend = "cpu";
+  prov.device = "cpu";
+  prov.commandLine = o.commandLine;
+  std::ifstream exists(o.session);
+  store::SessionWriter w(o.session, prov, exists.good() ? store::WriteMode::Append : store::WriteMode::Create);
+  exists.close();
+  const store::SessionSummary before = store::SessionReader(o.session).summary();
+  std::string id = s.model + "-" + s.mode;
+  for (int k = 2; std::find(before.saveResults.begin(), before.saveResults.end(), id) != before.saveResults.end(); ++k)
+    id = s.model + "-" + s.mode + "-" + std::to_string(k);
+  std::string layers;
+  for (const save::LayerSelection& l : s.layers) {
+    const save::NodeRange& r = s.ranges.nodes[std::size_t(l.node)];
+    store::ResultRecord rec;
+    rec.labels = {{"kind", "save_layer"}, {"analysis", id}, {"node", l.name}, {"op", l.op}};
+    rec.scalars = {{"elements", double(l.elements)},       {"type2", double(l.type2)},
+                   {"robust_bits", double(l.robustBits)},  {"ranging_bits", double(l.rangingBits)},
+                   {"vulnerable_bits", double(l.vulnerableBits)}, {"mean_width", l.meanWidth},
+                   {"tile_rows", double(s.options.tileRows)}, {"tile_cols", double(s.options.tileCols)},
+                   {"tiles_down", double(l.tilesDown)},    {"tiles_across", double(l.tilesAcross)},
+                   {"feeds_relu", l.feedsRelu ? 1.0 : 0.0}};
+    if (ref.present) rec.scalars["test_mean_width"] = ref.test[std::size_t(l.node)].meanWidth;
+    std::vector<uint64_t> perBit;
+    for (const auto& row : l.perBit) perBit.insert(perBit.end(), row.begin(), row.end());
+    const uint64_t n = uint64_t(l.elements);
+    rec.arrays = {
+        {"lo", {store::DType::F64, {n}, r.lo.data()}},
+        {"hi", {store::DType::F64, {n}, r.hi.data()}},
+        {"robust_mask", {store::DType::U32, {n}, l.robustMask.data()}},
+        {"ranging_mask", {store::DType::U32, {n}, l.rangingMask.data()}},
+        {"bit_class_counts", {store::DType::U64, {32, 3}, perBit.data()}},
+        {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
+        {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
+    };
+    w.writeSaveResult(id + "." + l.name, rec);
+    layers += (layers.empty() ? "" : ",") + l.name;
+  }
+  store::ResultRecord sum;
+  sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
+                {"weights", o.weights}, {"ranges", "sound"}};
+  sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
+                 {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
+                 {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.options.budgetBytes)},
+                 {"tile_bytes", double(s.tileBytes)},       {"reliable_tiles", double(s.reliableTiles)},
+                 {"total_tiles", double(s.totalTiles)},     {"reliable_bytes", double(s.reliableBytes)},
+                 {"type2_elements", double(s.type2Elements)}, {"elements", double(s.elements)},
+                 {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds}};
+  if (ref.present) {
+    const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
+    sum.scalars["ascent_union_width"] = ref.ascent.unionHi - ref.ascent.unionLo;
+    sum.scalars["interval_union_width"] = ref.interval.unionHi - ref.interval.unionLo;
+    sum.scalars["union_width"] = out.unionHi - out.unionLo;
+  }
+  w.writeSaveResult(id, sum);
+  std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.session.c_str());
+}
+
+}  // namespace
+
+int runSaveAnalyze(const SaveAnalyzeOptions& o) {
+  save::SelectionOptions so;
+  std::tie(so.pixelLo, so.pixelHi) = parseRange(o.inputRange);
+  std::tie(so.tileRows, so.tileCols) = parseTileSize(o.tile);
+  so.tau = o.tau;
+  so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
+  so.batch = o.batch;
+  if (o.mode == "symbolic")
+    so.ranges.mode = save::RangeMode::Symbolic;
+  else if (o.mode == "interval")
+    so.ranges.mode = save::RangeMode::Interval;
+  else
+    throw std::invalid_argument("--mode '" + o.mode + "' is not symbolic or interval");
+  if (o.depth < 0 || o.splits < 0 || o.splits > 12) throw std::invalid_argument("--depth must be >= 0 and --splits 0..12");
+  so.ranges.depth = o.depth;
+  so.ranges.splits = o.splits;
+  save::checkOptions(so);  // bad ranges, tiles and budgets are refused before the weights are read
+
+  const save::Graph g = save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  const save::Selection s = save::selectBits(g, so);
+  const Reference ref = o.tightness ? references(g, so) : Reference{};
+  if (!o.session.empty()) store(s, o, ref);
+
+  const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
+  if (o.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", "sound");
+    j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau);
+    j.field("range_seconds", s.rangeSeconds).field("seconds", s.seconds).field("parameters", g.parameterCount());
+    j.field("elements", s.elements).field("type2_elements", s.type2Elements);
+    j.field("tile_bytes", s.tileBytes).field("total_tiles", s.totalTiles).field("reliable_tiles", s.reliableTiles);
+    j.field("reliable_bytes", s.reliableBytes).field("budget_bytes", so.budgetBytes);
+    j.key("output").beginObject().field("lo", out.unionLo).field("hi", out.unionHi).field("mean_width", out.meanWidth);
+    if (ref.present) {
+      j.field("ascent_lo", ref.ascent.unionLo).field("ascent_hi", ref.ascent.unionHi);
+      j.field("interval_lo", ref.interval.unionLo).field("interval_hi", ref.interval.unionHi);
+      j.field("test_lo", ref.test[std::size_t(g.output)].unionLo).field("test_hi", ref.test[std::size_t(g.output)].unionHi);
+    }
+    j.endObject().key("layers").beginArray();
+    for (const save::LayerSelection& l : s.layers) {
+      j.beginObject().field("name", l.name).field("op", l.op).field("elements", l.elements).field("type2", l.type2);
+      j.field("robust_bits", l.robustBits).field("ranging_bits", l.rangingBits).field("vulnerable_bits", l.vulnerableBits);
+      j.field("mean_width", l.meanWidth);
+      if (ref.present) j.field("test_mean_width", ref.test[std::size_t(l.node)].meanWidth);
+      int64_t reliable = 0;
+      for (uint8_t t : l.tileReliable) reliable += t;
+      j.field("tiles", int64_t(l.tileShare.size())).field("reliable_tiles", reliable).endObject();
+    }
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], tau %g\n",
+              s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, so.tau);
+  std::printf("range analysis %.3f s, whole selection %.3f s\n\n", s.rangeSeconds, s.seconds);
+  std::printf("%-18s %-10s %8s %12s %8s %8s %11s %8s", "layer", "op", "elements", "mean width", "robust", "ranging",
+              "vulnerable", "type-2");
+  if (ref.present) std::printf(" %11s", "vs test set");
+  std::printf("\n");
+  for (const save::LayerSelection& l : s.layers) {
+    const double bits = 32.0 * double(l.elements);
+    std::printf("%-18s %-10s %8lld %12.4g %7.1f%% %7.1f%% %10.1f%% %7.1f%%", l.name.c_str(), l.op.c_str(),
+                (long long)l.elements, l.meanWidth, 100 * double(l.robustBits) / bits, 100 * double(l.rangingBits) / bits,
+                100 * double(l.vulnerableBits) / bits, 100 * double(l.type2) / double(l.elements));
+    if (ref.present) std::printf(" %10.2fx", ratio(l.meanWidth, ref.test[std::size_t(l.node)].meanWidth));
+    std::printf("\n");
+  }
+  std::printf("\noutput (%s) in [%.4g, %.4g]\n", g.nodes[std::size_t(g.output)].name.c_str(), out.unionLo, out.unionHi);
+  if (ref.present) {
+    const save::Tightness& t = ref.test[std::size_t(g.output)];
+    const double w = out.unionHi - out.unionLo;
+    std::printf("  plain intervals   [%.4g, %.4g]  %.2fx the gradient-ascent width (%.3f s)\n", ref.interval.unionLo,
+                ref.interval.unionHi, ratio(ref.interval.unionHi - ref.interval.unionLo, ref.ascent.unionHi - ref.ascent.unionLo),
+                ref.intervalSeconds);
+    std::printf("  this analysis     [%.4g, %.4g]  %.2fx the gradient-ascent width\n", out.unionLo, out.unionHi,
+                ratio(w, ref.ascent.unionHi - ref.ascent.unionLo));
+    std::printf("  gradient ascent   [%.4g, %.4g]  (inside the box: a lower bound on the true range)\n",
+                ref.ascent.unionLo, ref.ascent.unionHi);
+    std::printf("  test set          [%.4g, %.4g]  this analysis is %.2fx its width\n", t.unionLo, t.unionHi,
+                ratio(w, t.unionHi - t.unionLo));
+  }
+  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), %.1f KiB of a %.1f KiB budget; "
+              "%lld of %lld values are type 2\n",
+              (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
+              (long long)so.batch, double(s.reliableBytes) / 1024, double(so.budgetBytes) / 1024,
+              (long long)s.type2Elements, (long long)s.elements);
+  return 0;
+}
+
+}  // namespace peat::cli

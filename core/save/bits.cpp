@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+#include "core/save/bits.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace peat::save {
+
+namespace {
+
+uint32_t bitsOf(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+// The largest float <= v and the smallest float >= v.
+float floatDown(double v) {
+  float f = float(v);
+  if (double(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+float floatUp(double v) {
+  float f = float(v);
+  if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// Leading bits that a and b share, as a mask (a and b are non-negative patterns).
+uint32_t commonPrefix(uint32_t a, uint32_t b) {
+  const uint32_t diff = a ^ b;
+  if (diff == 0) return 0xffffffffu;
+  const int highest = 31 - __builtin_clz(diff);
+  return highest == 31 ? 0u : ~((uint32_t(1) << (highest + 1)) - 1);
+}
+
+// Mantissa bits whose flip moves a value with biased exponent at most `exponent` by less than tau.
+uint32_t valueRobust(int exponent, double tau) {
+  const int e = exponent == 0 ? 1 : exponent;  // subnormals step like exponent 1
+  uint32_t mask = 0;
+  for (int j = 0; j < 23; ++j)
+    if (std::ldexp(1.0, e - 150 + j) < tau) mask |= uint32_t(1) << j;
+  return mask;
+}
+
+}  // namespace
+
+BitClass BitProperties::classOf(int bit) const {
+  const uint32_t m = uint32_t(1) << bit;
+  if (robust & m) return BitClass::Robust;
+  if (ranging & m) return BitClass::Ranging;
+  return BitClass::Vulnerable;
+}
+
+BitProperties classifyBits(double lo, double hi, const BitContext& c) {
+  const float flo = floatDown(lo), fhi = floatUp(hi);
+  BitProperties p;
+  uint32_t prefix;
+  int exponent;
+  if (flo >= 0) {
+    prefix = commonPrefix(bitsOf(flo), bitsOf(fhi)) | 0x80000000u;
+    exponent = int((bitsOf(fhi) >> 23) & 0xff);
+  } else if (fhi <= 0) {
+    prefix = commonPrefix(bitsOf(-fhi), bitsOf(-flo)) | 0x80000000u;
+    exponent = int((bitsOf(-flo) >> 23) & 0xff);
+  } else {
+    const uint32_t m = std::max(bitsOf(-flo), bitsOf(fhi));
+    prefix = commonPrefix(0, m) & 0x7fffffffu;  // bits above m's highest set bit: zero everywhere
+    exponent = int((m >> 23) & 0xff);
+  }
+  if (!std::isfinite(flo) || !std::isfinite(fhi)) {  // an unbounded range checks nothing
+    prefix = 0;
+    exponent = 0xfe;
+  }
+  uint32_t robust = valueRobust(exponent, c.tau);
+  if (c.nextIsRelu && fhi <= 0) robust |= 0x7fffffffu;  // the ReLU maps it to 0 whatever these bits hold
+  p.robust = robust;
+  p.ranging = prefix & ~robust;
+  p.vulnerable = ~(p.robust | p.ranging);
+  return p;
+}
+
+BitProperties classifyWeightBits(float value, double tau) {
+  BitProperties p;
+  p.robust = valueRobust(int((bitsOf(value) >> 23) & 0xff), tau);
+  p.vulnerable = ~p.robust;
+  return p;
+}
+
+}  // namespace peat::save

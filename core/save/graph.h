@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// SAVE's view of a model: a small dataflow graph of inference ops with their fp32 parameters,
+// built from a checkpoint's named parameters (the zoo's names), and an fp32 inference engine over
+// it whose arithmetic the range analysis bounds. No LibTorch: `peat save` runs without it.
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/store/tensor.h"
+
+namespace peat::save {
+
+class SaveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Op {
+  Input, Linear, Conv2d, Relu, MaxPool2d, GlobalAvgPool, BatchNorm, Add, Flatten,
+  // The range analysis rewrites max-pooling into these: a strided gather of one window position,
+  // and the element-wise max of two tensors (max(a, b) = b + relu(a - b)).
+  Select, Max2
+};
+const char* opName(Op op);
+
+struct Node {
+  Op op = Op::Input;
+  std::string name;
+  std::vector<int> inputs;     // node indices
+  std::vector<int64_t> shape;  // one sample's output: [C, H, W] or [F]
+  // Linear: weight [out, in], bias [out]. Conv2d: weight [out, in, k, k], bias [out] or empty.
+  // BatchNorm (eval): y = x * weight[c] + bias[c], folded from gamma, beta and running statistics.
+  std::vector<float> weight, bias;
+  int64_t kernel = 0, stride = 1, padding = 0;
+  std::vector<int64_t> gather;  // Select: the input element of each output element
+  int64_t size() const;  // elements per sample
+};
+
+struct Graph {
+  std::string model;
+  std::vector<Node> nodes;  // topological order; node 0 is the input
+  int output = -1;
+  // The dataset's normalisation, applied before node 0: x = (pixel - mean) / deviation.
+  float inputMean = 0, inputDeviation = 1;
+  int64_t parameterCount() const;
+};
+
+// The graph of a zoo model ("mlp", "lenet", "resnet") from its parameters (and batch-norm
+// buffers), by their zoo names. Throws SaveError for a model or op SAVE has no transfer function
+// for (naming it), and for a missing or misshapen parameter.
+Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters);
+
+// Reads the parameters of `run`'s checkpoint `iteration` (-1: the last one) from a session file.
+std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, const std::string& run = "train",
+                                                    int64_t iteration = -1);
+
+// fp32 inference. Every node's output for `batch` samples, [batch * node.size()] each, in node
+// order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.
+std::vector<std::vector<float>> runAll(const Graph& g, const float* input, int64_t batch);
+
+// One node's output from its inputs' outputs (for recomputing part of a network).
+void runNode(const Graph& g, int node, const std::vector<const float*>& inputs, int64_t batch, float* out);
+
+}  // namespace peat::save

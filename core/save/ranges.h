@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Range analysis for SAVE: sound per-element intervals of every tensor of a graph, for every input
+// in a declared box, *as the fp32 engine computes them* (each op's interval is widened by a bound on
+// its fp32 rounding error, so the engine's values never fall outside).
+//
+// Modes:
+//  - interval: plain interval arithmetic, one pass (fast, loose; widths grow with depth);
+//  - symbolic: DeepPoly-style linear bounds. For every affine op's outputs, a lower and an upper
+//    linear expression is carried back through the graph (affine ops exactly, ReLU and max-pool
+//    by sound linear relaxations) to the input box, or to an earlier tensor after `depth` affine
+//    ops, and then made concrete; the result is intersected with the interval result.
+//  - Input splitting (`splits` > 0): the input box is bisected `splits` times along the input
+//    element with the largest influence on the output's width (the sum of |coefficients| of the
+//    output's symbolic bounds times the element's width), each part is analysed, and the parts'
+//    intervals are merged by union. Sound, since the parts cover the box.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/save/graph.h"
+
+namespace peat::save {
+
+enum class RangeMode { Interval, Symbolic };
+
+struct RangeOptions {
+  RangeMode mode = RangeMode::Symbolic;
+  int depth = 0;            // affine ops to substitute back through before concretising; 0 = all the way
+  int splits = 0;           // input bisections (2^splits parts at most)
+  int64_t maxEntries = int64_t(1) << 22;  // coefficient-matrix entries per block of rows
+};
+
+struct NodeRange {
+  std::vector<double> lo, hi;  // one sample's elements
+};
+
+struct RangeResult {
+  std::vector<NodeRange> nodes;
+  double seconds = 0;
+};
+
+// The model input box, from a declared range of raw pixels (e.g. [0, 1]) through the graph's
+// normalisation; rejects lo > hi and NaN.
+NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi);
+
+RangeResult analyzeRanges(const Graph& g, const NodeRange& input, const RangeOptions& options = {});
+
+// Empirical ranges: the min and max of each element over samples run through the engine. NOT SOUND:
+// for comparison (tightness) and Ranger-style clipping only.
+std::vector<NodeRange> profiledRanges(const Graph& g, const float* inputs, int64_t samples);
+
+// Gradient ascent inside the box on one node's elements: for each element, the largest and
+// smallest value that projected sign-gradient steps from a few starts find. A lower bound on the
+// true range (what a sound analysis must contain), for judging tightness.
+NodeRange ascentRanges(const Graph& g, int node, const NodeRange& input, int steps = 60, int starts = 3,
+                       uint64_t seed = 1);
+
+}  // namespace peat::save
+
+namespace peat::save {
+
+// Fashion-MNIST images as the trainer feeds them: (pixel / 255 - mean) / deviation, in fp32.
+std::vector<float> normalisedImages(const Graph& g, const std::vector<uint8_t>& pixels);
+
+// How tight an analysis is, per node: the mean element width, and the width of the union of all
+// elements' ranges (the "logits in [lo, hi]"), for the analysis and for references.
+struct Tightness {
+  double meanWidth = 0, unionLo = 0, unionHi = 0;
+};
+Tightness tightnessOf(const NodeRange& r);
+
+}  // namespace peat::save

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "core/save/selection.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace peat::save {
+
+void checkOptions(const SelectionOptions& o) {
+  if (std::isnan(o.pixelLo) || std::isnan(o.pixelHi)) throw SaveError("the input range holds a NaN");
+  if (o.pixelLo > o.pixelHi)
+    throw SaveError("the input range is empty: lo " + std::to_string(o.pixelLo) + " > hi " + std::to_string(o.pixelHi));
+  if (o.tileRows <= 0 || o.tileCols <= 0) throw SaveError("tile sizes must be positive");
+  if (!(o.tau > 0) || !(o.tau < 1e30)) throw SaveError("tau must be a positive number");
+  if (o.batch <= 0) throw SaveError("the batch must be positive");
+  const int64_t tileBytes = o.tileRows * o.tileCols * int64_t(sizeof(float)) * o.batch;
+  if (o.budgetBytes < tileBytes)
+    throw SaveError("the reliable-memory budget (" + std::to_string(o.budgetBytes) + " bytes) is smaller than one tile (" +
+                    std::to_string(tileBytes) + " bytes)");
+}
+
+Selection selectBits(const Graph& g, const SelectionOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  checkOptions(o);
+  Selection s;
+  s.model = g.model;
+  s.mode = o.ranges.mode == RangeMode::Symbolic ? "symbolic" : "interval";
+  s.options = o;
+  s.tileBytes = o.tileRows * o.tileCols * int64_t(sizeof(float)) * o.batch;
+  s.ranges = analyzeRanges(g, inputBox(g, o.pixelLo, o.pixelHi), o.ranges);
+  s.rangeSeconds = s.ranges.seconds;
+
+  std::vector<std::vector<int>> consumers(g.nodes.size());
+  for (std::size_t v = 0; v < g.nodes.size(); ++v)
+    for (int i : g.nodes[v].inputs) consumers[std::size_t(i)].push_back(int(v));
+
+  struct TileRef {
+    std::size_t layer, tile;
+    float share;
+  };
+  std::vector<TileRef> ranked;
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    const NodeRange& r = s.ranges.nodes[v];
+    LayerSelection l;
+    l.node = int(v);
+    l.name = n.name;
+    l.op = opName(n.op);
+    l.elements = n.size();
+    l.feedsRelu = !consumers[v].empty();
+    for (int c : consumers[v]) l.feedsRelu = l.feedsRelu && g.nodes[std::size_t(c)].op == Op::Relu;
+    l.rows = n.shape.size() == 3 ? n.shape[0] : 1;
+    l.cols = l.elements / l.rows;
+    l.tilesDown = (l.rows + o.tileRows - 1) / o.tileRows;
+    l.tilesAcross = (l.cols + o.tileCols - 1) / o.tileCols;
+    std::vector<int64_t> tileType2(std::size_t(l.tilesDown * l.tilesAcross)), tileCount(tileType2.size());
+    l.robustMask.resize(std::size_t(l.elements));
+    l.rangingMask.resize(std::size_t(l.elements));
+    const BitContext context{o.tau, l.feedsRelu};
+    double width = 0;
+    for (int64_t i = 0; i < l.elements; ++i) {
+      const BitProperties p = classifyBits(r.lo[std::size_t(i)], r.hi[std::size_t(i)], context);
+      l.robustMask[std::size_t(i)] = p.robust;
+      l.rangingMask[std::size_t(i)] = p.ranging;
+      l.robustBits += uint64_t(__builtin_popcount(p.robust));
+      l.rangingBits += uint64_t(__builtin_popcount(p.ranging));
+      l.vulnerableBits += uint64_t(__builtin_popcount(p.vulnerable));
+      for (int b = 0; b < 32; ++b) ++l.perBit[std::size_t(b)][std::size_t(p.classOf(b))];
+      width += r.hi[std::size_t(i)] - r.lo[std::size_t(i)];
+      const std::size_t tile = std::size_t((i / l.cols / o.tileRows) * l.tilesAcross + (i % l.cols) / o.tileCols);
+      ++tileCount[tile];
+      if (p.type2()) {
+        ++l.type2;
+        ++tileType2[tile];
+      }
+    }
+    l.meanWidth = width / double(l.elements);
+    l.tileShare.resize(tileType2.size());
+    l.tileReliable.assign(tileType2.size(), 0);
+    for (std::size_t t = 0; t < tileType2.size(); ++t) {
+      l.tileShare[t] = float(double(tileType2[t]) / double(tileCount[t]));
+      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t]});
+    }
+    s.totalTiles += int64_t(tileType2.size());
+    s.type2Elements += l.type2;
+    s.elements += l.elements;
+    s.layers.push_back(std::move(l));
+  }
+  // The highest type-2 shares first (ties: earlier layers first), while the budget lasts.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) { return a.share > b.share; });
+  for (const TileRef& t : ranked) {
+    if (s.reliableBytes + s.tileBytes > o.budgetBytes) break;
+    s.layers[t.layer].tileReliable[t.tile] = 1;
+    s.reliableBytes += s.tileBytes;
+    ++s.reliableTiles;
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+}  // namespace peat::save

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// SAVE's offline selection: range analysis -> bit properties of every activation element ->
+// tiles ranked by their share of type-2 values -> the tiles that go to reliable memory.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/save/bits.h"
+#include "core/save/graph.h"
+#include "core/save/ranges.h"
+
+namespace peat::save {
+
+struct SelectionOptions {
+  RangeOptions ranges;
+  double pixelLo = 0, pixelHi = 1;
+  double tau = 1e-5;
+  int64_t tileRows = 16, tileCols = 16;
+  int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
+  int64_t batch = 1;                       // samples per inference: a tile holds this many copies
+};
+
+// One activation tensor (a node's output), seen as a matrix [channels, positions] ([1, features]
+// for flat tensors), cut into tiles.
+struct LayerSelection {
+  int node = 0;
+  std::string name, op;
+  int64_t elements = 0, type2 = 0;
+  uint64_t robustBits = 0, rangingBits = 0, vulnerableBits = 0;
+  std::array<std::array<uint64_t, 3>, 32> perBit{};  // [bit][class]: elements whose bit is robust/ranging/vulnerable
+  std::vector<uint32_t> robustMask, rangingMask;     // per element: the bit-property cache
+  double meanWidth = 0;
+  bool feedsRelu = false;
+  int64_t rows = 0, cols = 0, tilesDown = 0, tilesAcross = 0;
+  std::vector<float> tileShare;         // type-2 share of each tile, row-major over tiles
+  std::vector<uint8_t> tileReliable;    // 1: placed in reliable memory
+};
+
+struct Selection {
+  std::string model, mode;
+  SelectionOptions options;
+  RangeResult ranges;
+  std::vector<LayerSelection> layers;  // every node but the input
+  int64_t tileBytes = 0, reliableTiles = 0, reliableBytes = 0, totalTiles = 0;
+  int64_t type2Elements = 0, elements = 0;
+  double rangeSeconds = 0, seconds = 0;
+};
+
+// Throws SaveError for an input range that is empty or has a NaN, a non-positive tile, tau or
+// batch, and a budget smaller than one tile.
+void checkOptions(const SelectionOptions& options);
+
+// Throws SaveError for an input range that is empty or has a NaN, and for a budget smaller than one tile.
+Selection selectBits(const Graph& g, const SelectionOptions& options);
+
+}  // namespace peat::save
