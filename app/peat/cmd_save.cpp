@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
 
+#include <unistd.h>
+
 #include "app/peat/commands.h"
 #include "core/data/datasets.h"
+#include "core/save/check_bits.h"
 #include "core/save/selection.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
@@ -72,6 +76,20 @@ Reference references(const save::Graph& g, const save::SelectionOptions& so) {
 
 double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 
+std::unique_ptr<store::SessionWriter> openSession(const std::string& path, const store::Provenance& prov) {
+  const bool exists = std::ifstream(path).good();
+  return std::make_unique<store::SessionWriter>(path, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
+}
+
+// `base`, or base-2, base-3, ... when the session holds it already.
+std::string freeResultId(const std::string& session, const std::string& base) {
+  const store::SessionSummary s = store::SessionReader(session).summary();
+  std::string id = base;
+  for (int k = 2; std::find(s.saveResults.begin(), s.saveResults.end(), id) != s.saveResults.end(); ++k)
+    id = base + "-" + std::to_string(k);
+  return id;
+}
+
 void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
   store::Provenance prov;
   prov.model = s.model;
@@ -79,13 +97,9 @@ void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Referenc
   prov.backend = "cpu";
   prov.device = "cpu";
   prov.commandLine = o.commandLine;
-  std::ifstream exists(o.session);
-  store::SessionWriter w(o.session, prov, exists.good() ? store::WriteMode::Append : store::WriteMode::Create);
-  exists.close();
-  const store::SessionSummary before = store::SessionReader(o.session).summary();
-  std::string id = s.model + "-" + s.mode;
-  for (int k = 2; std::find(before.saveResults.begin(), before.saveResults.end(), id) != before.saveResults.end(); ++k)
-    id = s.model + "-" + s.mode + "-" + std::to_string(k);
+  std::unique_ptr<store::SessionWriter> writer = openSession(o.session, prov);
+  store::SessionWriter& w = *writer;
+  const std::string id = freeResultId(o.session, s.model + "-" + s.mode);
   std::string layers;
   for (const save::LayerSelection& l : s.layers) {
     const save::NodeRange& r = s.ranges.nodes[std::size_t(l.node)];
@@ -135,7 +149,7 @@ void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Referenc
 
 }  // namespace
 
-int runSaveAnalyze(const SaveAnalyzeOptions& o) {
+static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   save::SelectionOptions so;
   std::tie(so.pixelLo, so.pixelHi) = parseRange(o.inputRange);
   std::tie(so.tileRows, so.tileCols) = parseTileSize(o.tile);
@@ -152,7 +166,11 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   so.ranges.depth = o.depth;
   so.ranges.splits = o.splits;
   save::checkOptions(so);  // bad ranges, tiles and budgets are refused before the weights are read
+  return so;
+}
 
+int runSaveAnalyze(const SaveAnalyzeOptions& o) {
+  const save::SelectionOptions so = selectionOptions(o);
   const save::Graph g = save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
   const save::Selection s = save::selectBits(g, so);
   const Reference ref = o.tightness ? references(g, so) : Reference{};
@@ -221,6 +239,128 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
               (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
               (long long)so.batch, double(s.reliableBytes) / 1024, double(so.budgetBytes) / 1024,
               (long long)s.type2Elements, (long long)s.elements);
+  return 0;
+}
+
+namespace {
+
+void printConfusion(const char* what, const save::Confusion& c) {
+  const double n = double(std::max<uint64_t>(1, c.total()));
+  std::printf("%s: %llu flips\n", what, (unsigned long long)c.total());
+  std::printf("                          actually robust   actually vulnerable\n");
+  std::printf("  predicted robust        %8llu %5.1f%%   %8llu %5.1f%%\n", (unsigned long long)c.robustRobust,
+              100 * double(c.robustRobust) / n, (unsigned long long)c.robustVulnerable, 100 * double(c.robustVulnerable) / n);
+  std::printf("  predicted non-robust    %8llu %5.1f%%   %8llu %5.1f%%   (over-protected: %.1f%%)\n",
+              (unsigned long long)c.protectedRobust, 100 * double(c.protectedRobust) / n,
+              (unsigned long long)c.protectedVulnerable, 100 * double(c.protectedVulnerable) / n,
+              100 * double(c.protectedRobust) / n);
+}
+
+void confusionJson(JsonWriter& j, const std::string& key, const save::Confusion& c) {
+  j.key(key).beginObject().field("predicted_robust_actually_robust", c.robustRobust);
+  j.field("predicted_robust_actually_vulnerable", c.robustVulnerable);
+  j.field("predicted_nonrobust_actually_robust", c.protectedRobust);
+  j.field("predicted_nonrobust_actually_vulnerable", c.protectedVulnerable).endObject();
+}
+
+}  // namespace
+
+int runSaveCheckBits(const SaveCheckBitsOptions& o) {
+  const save::SelectionOptions so = selectionOptions(o.analysis);
+  if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
+  if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
+  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
+                                                                              o.analysis.iteration));
+  const save::Selection sel = save::selectBits(g, so);
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + o.batch * test.rows * test.cols);
+  const std::vector<float> images = save::normalisedImages(g, pixels);
+  save::CheckBitsOptions co;
+  co.batch = o.batch;
+  co.tau = so.tau;
+  co.weightFlips = o.weightFlips;
+  co.activationFlips = o.activationFlips;
+  co.seed = o.seed;
+  co.threads = o.threads;
+  const bool tty = !o.analysis.json && isatty(2);
+  const save::CheckBitsResult r = save::checkBits(g, sel, images.data(), test.labels.data(), co,
+                                                  [&](uint64_t done, uint64_t total) {
+                                                    if (tty) std::fprintf(stderr, "\r%llu / %llu flips", (unsigned long long)done,
+                                                                          (unsigned long long)total);
+                                                  });
+  if (tty) std::fprintf(stderr, "\n");
+
+  if (!o.analysis.session.empty()) {
+    store::Provenance prov;
+    prov.model = g.model;
+    prov.dataset = "fashion-mnist";
+    prov.backend = prov.device = "cpu";
+    prov.seed = int64_t(o.seed);
+    prov.commandLine = o.analysis.commandLine;
+    std::unique_ptr<store::SessionWriter> w = openSession(o.analysis.session, prov);
+    const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
+    store::ResultRecord rec;
+    rec.labels = {{"kind", "save_check_bits"}, {"model", g.model}, {"weights", o.analysis.weights}};
+    auto put = [&](const std::string& p, const save::Confusion& c) {
+      rec.scalars[p + "_robust_robust"] = double(c.robustRobust);
+      rec.scalars[p + "_robust_vulnerable"] = double(c.robustVulnerable);
+      rec.scalars[p + "_protected_robust"] = double(c.protectedRobust);
+      rec.scalars[p + "_protected_vulnerable"] = double(c.protectedVulnerable);
+    };
+    put("weights", r.weights);
+    put("activations", r.activations);
+    rec.scalars["batch"] = double(o.batch);
+    rec.scalars["tau"] = so.tau;
+    rec.scalars["seconds"] = r.seconds;
+    rec.scalars["clean_accuracy"] = r.cleanAccuracy;
+    std::vector<uint64_t> byBit(r.weightFlipsByBit.begin(), r.weightFlipsByBit.end());
+    byBit.insert(byBit.end(), r.weightVulnerableByBit.begin(), r.weightVulnerableByBit.end());
+    rec.arrays = {{"weight_flips_and_vulnerable_by_bit", {store::DType::U64, {2, 32}, byBit.data()}}};
+    w->writeSaveResult(id, rec);
+    std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());
+  }
+
+  if (o.analysis.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", g.model).field("batch", o.batch).field("tau", so.tau);
+    j.field("clean_accuracy", r.cleanAccuracy).field("seconds", r.seconds);
+    j.field("settled_by_bound", r.settledByBound).field("reruns", r.reruns);
+    confusionJson(j, "weights", r.weights);
+    confusionJson(j, "activations", r.activations);
+    j.key("weight_layers").beginArray();
+    for (const auto& [name, c] : r.weightLayers) {
+      j.beginObject().field("layer", name);
+      confusionJson(j, "confusion", c);
+      j.endObject();
+    }
+    j.endArray().key("false_robust").beginArray();
+    for (const std::string& f : r.falseRobust) j.value(f);
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("SAVE bit classes against single-bit fault injection: %s, %lld evaluation images (clean top-1 %.1f%%), "
+              "tau %g\n",
+              g.model.c_str(), (long long)o.batch, 100 * r.cleanAccuracy, so.tau);
+  std::printf("outcome: a flip is vulnerable when any top-1 prediction of the batch changes\n\n");
+  printConfusion("weights (every bit of every linear/conv parameter)", r.weights);
+  for (const auto& [name, c] : r.weightLayers)
+    std::printf("  %-8s %8llu flips: %llu false robust, %.1f%% over-protected, %.1f%% vulnerable\n", name.c_str(),
+                (unsigned long long)c.total(), (unsigned long long)c.robustVulnerable,
+                100 * double(c.protectedRobust) / double(std::max<uint64_t>(1, c.total())),
+                100 * double(c.robustVulnerable + c.protectedVulnerable) / double(std::max<uint64_t>(1, c.total())));
+  std::printf("  vulnerable share by bit (31 = sign .. 0):");
+  for (int b = 31; b >= 0; --b)
+    if (r.weightFlipsByBit[std::size_t(b)])
+      std::printf(" %d:%.0f%%", b, 100 * double(r.weightVulnerableByBit[std::size_t(b)]) / double(r.weightFlipsByBit[std::size_t(b)]));
+  std::printf("\n\n");
+  printConfusion("activations (sampled bits; predicted by the range analysis)", r.activations);
+  std::printf("\n%llu (flip, image) pairs settled by a sound bound, %llu rerun exactly; %.1f s\n",
+              (unsigned long long)r.settledByBound, (unsigned long long)r.reruns, r.seconds);
+  if (!r.falseRobust.empty()) {
+    std::printf("predicted robust but vulnerable:\n");
+    for (const std::string& f : r.falseRobust) std::printf("  %s\n", f.c_str());
+  }
   return 0;
 }
 

@@ -56,4 +56,14 @@ struct SaveAnalyzeOptions {
 };
 int runSaveAnalyze(const SaveAnalyzeOptions& o);
 
+struct SaveCheckBitsOptions {
+  SaveAnalyzeOptions analysis;  // model, weights, ranges (for the activations' predicted classes)
+  int64_t batch = 64;
+  int64_t weightFlips = 0;  // 0: all
+  int64_t activationFlips = 20000;
+  uint64_t seed = 1;
+  unsigned threads = 0;
+};
+int runSaveCheckBits(const SaveCheckBitsOptions& o);
+
 }  // namespace peat::cli

@@ -97,6 +97,26 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--session,-s", saveAnalyze.session, "Store the result in this session (created if missing)");
   saveAnalyzeCmd->add_flag("--json", saveAnalyze.json, "Print as JSON");
 
+  SaveCheckBitsOptions checkBits;
+  CLI::App* checkBitsCmd = saveCmd->add_subcommand(
+      "check-bits", "Ground truth for the bit classes: single-bit fault injection on weights and activations");
+  checkBitsCmd->add_option("--model,-m", checkBits.analysis.model, "Zoo model: mlp, lenet or resnet")->required();
+  checkBitsCmd->add_option("--weights,-w", checkBits.analysis.weights, "Session or checkpoint file with the weights")
+      ->required();
+  checkBitsCmd->add_option("--run", checkBits.analysis.run, "Run holding the checkpoint")->capture_default_str();
+  checkBitsCmd->add_option("--iteration", checkBits.analysis.iteration, "Checkpoint iteration (default: the last)");
+  checkBitsCmd->add_option("--input-range", checkBits.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  checkBitsCmd->add_option("--tau", checkBits.analysis.tau, "Value-robustness threshold")->capture_default_str();
+  checkBitsCmd->add_option("--mode", checkBits.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
+  checkBitsCmd->add_option("--batch", checkBits.batch, "Evaluation images (the first of the test set)")->capture_default_str();
+  checkBitsCmd->add_option("--weight-flips", checkBits.weightFlips, "Sampled weight bits (0: every bit of every weight)")
+      ->capture_default_str();
+  checkBitsCmd->add_option("--activation-flips", checkBits.activationFlips, "Sampled activation bits")->capture_default_str();
+  checkBitsCmd->add_option("--seed", checkBits.seed, "Seed of the samples")->capture_default_str();
+  checkBitsCmd->add_option("--threads", checkBits.threads, "Threads (0: every core)");
+  checkBitsCmd->add_option("--session,-s", checkBits.analysis.session, "Store the result in this session");
+  checkBitsCmd->add_flag("--json", checkBits.analysis.json, "Print as JSON");
+
   // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
   // their own options, so `peat profile --help` shows the real ones.
   struct TorchCommand {
@@ -145,6 +165,10 @@ int main(int argc, char** argv) {
     if (*saveAnalyzeCmd) {
       for (int i = 0; i < argc; ++i) saveAnalyze.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveAnalyze(saveAnalyze);
+    }
+    if (*checkBitsCmd) {
+      for (int i = 0; i < argc; ++i) checkBits.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
+      return runSaveCheckBits(checkBits);
     }
     if ((*analyzeCmd && !pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run)) ||
         (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))

@@ -225,6 +225,34 @@ std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, con
   return reader.checkpoint(run, iteration).parameters;
 }
 
+float affineElement(const Node& n, const Node& src, const float* x, int64_t element) {
+  if (n.op == Op::Linear) {
+    const int64_t inSize = src.size();
+    const float* w = n.weight.data() + element * inSize;
+    float acc = n.bias[std::size_t(element)];
+    for (int64_t i = 0; i < inSize; ++i) acc += w[i] * x[i];
+    return acc;
+  }
+  // conv2d: bias, then channels, then kernel rows and columns, skipping the zero padding
+  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
+  const int64_t oh = n.shape[1], ow = n.shape[2];
+  const int64_t o = element / (oh * ow), y = (element / ow) % oh, xx = element % ow;
+  float acc = n.bias.empty() ? 0.0f : n.bias[std::size_t(o)];
+  for (int64_t c = 0; c < ci; ++c)
+    for (int64_t ky = 0; ky < k; ++ky) {
+      const int64_t iy = y * n.stride + ky - n.padding;
+      if (iy < 0 || iy >= h) continue;
+      const float* wr = n.weight.data() + ((o * ci + c) * k + ky) * k;
+      const float* xr = x + (c * h + iy) * w;
+      for (int64_t kx = 0; kx < k; ++kx) {
+        const int64_t ix = xx * n.stride + kx - n.padding;
+        if (ix < 0 || ix >= w) continue;
+        acc += wr[kx] * xr[ix];
+      }
+    }
+  return acc;
+}
+
 void runNode(const Graph& g, int index, const std::vector<const float*>& in, int64_t batch, float* out) {
   const Node& n = g.nodes[std::size_t(index)];
   const int64_t size = n.size();
@@ -260,40 +288,10 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     }
     case Op::Linear:
-      for (int64_t s = 0; s < batch; ++s) {
-        const float* x = in[0] + s * inSize;
-        for (int64_t o = 0; o < size; ++o) {
-          const float* w = n.weight.data() + o * inSize;
-          float acc = n.bias[std::size_t(o)];
-          for (int64_t i = 0; i < inSize; ++i) acc += w[i] * x[i];
-          out[s * size + o] = acc;
-        }
-      }
+    case Op::Conv2d:
+      for (int64_t s = 0; s < batch; ++s)
+        for (int64_t o = 0; o < size; ++o) out[s * size + o] = affineElement(n, *src, in[0] + s * inSize, o);
       return;
-    case Op::Conv2d: {
-      const int64_t ci = src->shape[0], h = src->shape[1], w = src->shape[2];
-      const int64_t co = n.shape[0], oh = n.shape[1], ow = n.shape[2], k = n.kernel;
-      for (int64_t s = 0; s < batch; ++s) {
-        const float* x = in[0] + s * inSize;
-        for (int64_t o = 0; o < co; ++o)
-          for (int64_t y = 0; y < oh; ++y)
-            for (int64_t xx = 0; xx < ow; ++xx) {
-              float acc = n.bias.empty() ? 0.0f : n.bias[std::size_t(o)];
-              for (int64_t c = 0; c < ci; ++c)
-                for (int64_t ky = 0; ky < k; ++ky) {
-                  const int64_t iy = y * n.stride + ky - n.padding;
-                  if (iy < 0 || iy >= h) continue;
-                  for (int64_t kx = 0; kx < k; ++kx) {
-                    const int64_t ix = xx * n.stride + kx - n.padding;
-                    if (ix < 0 || ix >= w) continue;
-                    acc += n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)] * x[(c * h + iy) * w + ix];
-                  }
-                }
-              out[s * size + (o * oh + y) * ow + xx] = acc;
-            }
-      }
-      return;
-    }
     case Op::MaxPool2d: {
       const int64_t c = n.shape[0], oh = n.shape[1], ow = n.shape[2], h = src->shape[1], w = src->shape[2];
       for (int64_t s = 0; s < batch; ++s)

@@ -61,6 +61,10 @@ std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, con
 // order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.
 std::vector<std::vector<float>> runAll(const Graph& g, const float* input, int64_t batch);
 
+// One output element of a linear or conv2d node for one sample `x` of its input: the very
+// arithmetic runNode uses, so a partial recomputation equals a full one bit for bit.
+float affineElement(const Node& n, const Node& input, const float* x, int64_t element);
+
 // One node's output from its inputs' outputs (for recomputing part of a network).
 void runNode(const Graph& g, int node, const std::vector<const float*>& inputs, int64_t batch, float* out);
 

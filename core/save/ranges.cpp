@@ -22,6 +22,8 @@ double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
 
 double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
 
+}  // namespace
+
 // A bound on |fp32 result - exact result| for each output element of `node`, given its inputs' ranges:
 // gamma_{n+1} (|bias| + sum |w||x|) for a length-n dot product plus bias, and the like.
 std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<NodeRange>& r) {
@@ -98,6 +100,8 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
   }
   return e;
 }
+
+namespace {
 
 bool isAffine(Op op) {
   return op == Op::Linear || op == Op::Conv2d || op == Op::BatchNorm || op == Op::Add || op == Op::GlobalAvgPool;

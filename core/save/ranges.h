@@ -44,6 +44,10 @@ struct RangeResult {
 // normalisation; rejects lo > hi and NaN.
 NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi);
 
+// A bound on |fp32 result - exact result| for each output element of node `index` (zero for exact
+// ops), given ranges of its inputs (a point range gives the bound for one actual sample).
+std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<NodeRange>& ranges);
+
 RangeResult analyzeRanges(const Graph& g, const NodeRange& input, const RangeOptions& options = {});
 
 // Empirical ranges: the min and max of each element over samples run through the engine. NOT SOUND:

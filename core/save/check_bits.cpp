@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: MIT
+#include "core/save/check_bits.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace peat::save {
+
+void Confusion::add(bool predictedRobust, bool actuallyRobust) {
+  if (predictedRobust)
+    ++(actuallyRobust ? robustRobust : robustVulnerable);
+  else
+    ++(actuallyRobust ? protectedRobust : protectedVulnerable);
+}
+
+void Confusion::merge(const Confusion& o) {
+  robustRobust += o.robustRobust;
+  robustVulnerable += o.robustVulnerable;
+  protectedRobust += o.protectedRobust;
+  protectedVulnerable += o.protectedVulnerable;
+}
+
+namespace {
+
+constexpr double kU32 = 0x1p-24;
+
+double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
+
+float flipBit(float v, int bit) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  b ^= uint32_t(1) << bit;
+  float out;
+  std::memcpy(&out, &b, 4);
+  return out;
+}
+
+bool sameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+
+// First index of the largest logit; -1 when a logit is NaN or infinite (a corrupted output).
+int prediction(const float* logits, int64_t n) {
+  int best = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(logits[i])) return -1;
+    if (logits[i] > logits[best]) best = int(i);
+  }
+  return best;
+}
+
+struct Sample {
+  std::vector<std::vector<float>> act;      // every node's output
+  std::vector<std::vector<double>> radius;  // fp32 rounding bound of every element of this run
+  int top = 0;
+};
+
+struct Change {
+  std::size_t element;
+  float value;
+};
+
+struct Stats {
+  uint64_t settled = 0, reruns = 0;
+};
+
+// Decides whether changed values at one node change a sample's prediction.
+class Prober {
+ public:
+  Prober(const Graph& g, const std::vector<Sample>& samples) : g_(g), samples_(samples), delta_(g.nodes.size()) {}
+
+  bool changes(int s, int v, const std::vector<Change>& changed, Stats& stats) {
+    if (changed.empty()) {
+      ++stats.settled;
+      return false;
+    }
+    if (provedSafe(s, v, changed)) {
+      ++stats.settled;
+      return false;
+    }
+    ++stats.reruns;
+    return rerun(s, v, changed) != samples_[std::size_t(s)].top;
+  }
+
+ private:
+  // Propagates a sound bound on |new - old| of every element; true when no prediction can change.
+  bool provedSafe(int s, int v, const std::vector<Change>& changed) {
+    const Sample& sm = samples_[std::size_t(s)];
+    for (auto& d : delta_) d.clear();
+    std::vector<double>& dv = delta_[std::size_t(v)];
+    dv.assign(std::size_t(g_.nodes[std::size_t(v)].size()), 0.0);
+    for (const Change& c : changed) {
+      if (!std::isfinite(c.value)) return false;
+      dv[c.element] = std::fabs(double(c.value) - double(sm.act[std::size_t(v)][c.element]));
+    }
+    for (std::size_t u = std::size_t(v) + 1; u < g_.nodes.size(); ++u) {
+      const Node& n = g_.nodes[u];
+      bool touched = false;
+      for (int i : n.inputs) touched = touched || !delta_[std::size_t(i)].empty();
+      if (!touched) continue;
+      if (!propagate(sm, int(u))) return false;
+    }
+    const std::vector<double>& d = delta_[std::size_t(g_.output)];
+    if (d.empty()) return true;
+    const std::vector<float>& l = sm.act[std::size_t(g_.output)];
+    const std::size_t t = std::size_t(sm.top);
+    for (std::size_t m = 0; m < l.size(); ++m)
+      if (m != t && !(double(l[t]) - d[t] > double(l[m]) + d[m])) return false;
+    return true;
+  }
+
+  static double reluMove(double x, double d) {
+    const double y = std::max(x, 0.0);
+    return std::max(std::fabs(std::max(x - d, 0.0) - y), std::fabs(std::max(x + d, 0.0) - y));
+  }
+
+  bool propagate(const Sample& sm, int u) {
+    const Node& n = g_.nodes[std::size_t(u)];
+    const std::size_t size = std::size_t(n.size());
+    const int in0 = n.inputs[0];
+    const std::vector<double>& dx = delta_[std::size_t(in0)];
+    const std::vector<float>& x = sm.act[std::size_t(in0)];
+    const std::vector<double>& radius = sm.radius[std::size_t(u)];
+    std::vector<double>& out = delta_[std::size_t(u)];
+    out.assign(size, 0.0);
+    bool any = false;
+    switch (n.op) {
+      case Op::Input:
+        return false;
+      case Op::Flatten:
+        out = dx;
+        any = true;
+        break;
+      case Op::Relu:
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) any |= (out[i] = reluMove(x[i], dx[i])) > 0;
+        break;
+      case Op::Select:
+        for (std::size_t i = 0; i < size; ++i) any |= (out[i] = dx[std::size_t(n.gather[i])]) > 0;
+        break;
+      case Op::Max2:
+      case Op::MaxPool2d: {
+        // the new max lies in [max(x_i - d_i), max(x_i + d_i)]
+        const std::vector<float>& y = sm.act[std::size_t(u)];
+        auto window = [&](std::size_t j, auto&& each) {
+          if (n.op == Op::Max2) {
+            each(j, 0);
+            each(j, 1);
+            return;
+          }
+          const Node& src = g_.nodes[std::size_t(in0)];
+          const int64_t oh = n.shape[1], ow = n.shape[2], h = src.shape[1], w = src.shape[2];
+          const int64_t ch = int64_t(j) / (oh * ow), yy = (int64_t(j) / ow) % oh, xx = int64_t(j) % ow;
+          for (int64_t ky = 0; ky < n.kernel; ++ky)
+            for (int64_t kx = 0; kx < n.kernel; ++kx)
+              each(std::size_t((ch * h + yy * n.stride + ky) * w + xx * n.stride + kx), 0);
+        };
+        for (std::size_t j = 0; j < size; ++j) {
+          double lo = -std::numeric_limits<double>::infinity(), hi = lo;
+          bool moved = false;
+          window(j, [&](std::size_t i, int which) {
+            const std::vector<double>& d = delta_[std::size_t(n.inputs[std::size_t(which)])];
+            const double di = d.empty() ? 0.0 : d[i];
+            const double xi = sm.act[std::size_t(n.inputs[std::size_t(which)])][i];
+            moved = moved || di > 0;
+            lo = std::max(lo, xi - di);
+            hi = std::max(hi, xi + di);
+          });
+          if (moved) any |= (out[j] = std::max(std::fabs(lo - y[j]), std::fabs(hi - y[j]))) > 0;
+        }
+        break;
+      }
+      case Op::Linear: {
+        const std::size_t inSize = dx.size();
+        for (std::size_t i = 0; i < inSize; ++i) {
+          if (dx[i] == 0) continue;
+          for (std::size_t k = 0; k < size; ++k) out[k] += std::fabs(n.weight[k * inSize + i]) * dx[i];
+        }
+        const double gm = gamma32(int64_t(inSize) + 1);
+        for (std::size_t k = 0; k < size; ++k) {
+          out[k] += gm * out[k] + 2 * radius[k];
+          any = true;
+        }
+        break;
+      }
+      case Op::Conv2d: {
+        const Node& src = g_.nodes[std::size_t(in0)];
+        const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
+        const int64_t co = n.shape[0], oh = n.shape[1], ow = n.shape[2];
+        std::vector<uint8_t> hit(size, 0);
+        for (int64_t c = 0; c < ci; ++c)
+          for (int64_t iy = 0; iy < h; ++iy)
+            for (int64_t ix = 0; ix < w; ++ix) {
+              const double d = dx[std::size_t((c * h + iy) * w + ix)];
+              if (d == 0) continue;
+              for (int64_t ky = 0; ky < k; ++ky) {
+                const int64_t ny = iy + n.padding - ky;
+                if (ny < 0 || ny % n.stride || ny / n.stride >= oh) continue;
+                for (int64_t kx = 0; kx < k; ++kx) {
+                  const int64_t nx = ix + n.padding - kx;
+                  if (nx < 0 || nx % n.stride || nx / n.stride >= ow) continue;
+                  for (int64_t o = 0; o < co; ++o) {
+                    const std::size_t j = std::size_t((o * oh + ny / n.stride) * ow + nx / n.stride);
+                    out[j] += std::fabs(n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)]) * d;
+                    hit[j] = 1;
+                  }
+                }
+              }
+            }
+        const double gm = gamma32(ci * k * k + 1);
+        for (std::size_t j = 0; j < size; ++j)
+          if (hit[j]) {
+            out[j] += gm * out[j] + 2 * radius[j];
+            any = true;
+          }
+        break;
+      }
+      case Op::BatchNorm: {
+        const std::size_t hw = size / std::size_t(n.shape[0]);
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) {
+            out[i] = std::fabs(n.weight[i / hw]) * dx[i] * (1 + gamma32(2)) + 2 * radius[i];
+            any = true;
+          }
+        break;
+      }
+      case Op::Add: {
+        const std::vector<double>& dy = delta_[std::size_t(n.inputs[1])];
+        const std::vector<float>& y = sm.act[std::size_t(u)];
+        for (std::size_t i = 0; i < size; ++i) {
+          const double d = (dx.empty() ? 0.0 : dx[i]) + (dy.empty() ? 0.0 : dy[i]);
+          if (d > 0) {
+            out[i] = d + kU32 * (2 * std::fabs(double(y[i])) + d);
+            any = true;
+          }
+        }
+        break;
+      }
+      case Op::GlobalAvgPool: {
+        const std::size_t hw = dx.size() / size;
+        for (std::size_t c = 0; c < size; ++c) {
+          double d = 0;
+          for (std::size_t i = 0; i < hw; ++i) d += dx[c * hw + i];
+          if (d > 0) {
+            out[c] = d / double(hw) * (1 + gamma32(int64_t(hw) + 1)) + 2 * radius[c];
+            any = true;
+          }
+        }
+        break;
+      }
+    }
+    for (double d : out)
+      if (!std::isfinite(d)) return false;
+    if (!any) out.clear();
+    return true;
+  }
+
+  // The exact prediction with the changed values: every node downstream of v that reads a changed
+  // tensor is recomputed with the engine.
+  int rerun(int s, int v, const std::vector<Change>& changed) {
+    const Sample& sm = samples_[std::size_t(s)];
+    std::map<int, std::vector<float>> fresh;
+    std::vector<float>& at = fresh[v] = sm.act[std::size_t(v)];
+    for (const Change& c : changed) at[c.element] = c.value;
+    for (std::size_t u = std::size_t(v) + 1; u < g_.nodes.size(); ++u) {
+      const Node& n = g_.nodes[u];
+      std::vector<const float*> in;
+      bool touched = false;
+      for (int i : n.inputs) {
+        auto it = fresh.find(i);
+        touched = touched || it != fresh.end();
+        in.push_back(it != fresh.end() ? it->second.data() : sm.act[std::size_t(i)].data());
+      }
+      if (!touched) continue;
+      std::vector<float>& out = fresh[int(u)];
+      out.resize(std::size_t(n.size()));
+      runNode(g_, int(u), in, 1, out.data());
+    }
+    auto it = fresh.find(g_.output);
+    const std::vector<float>& logits = it != fresh.end() ? it->second : sm.act[std::size_t(g_.output)];
+    return prediction(logits.data(), int64_t(logits.size()));
+  }
+
+  const Graph& g_;
+  const std::vector<Sample>& samples_;
+  std::vector<std::vector<double>> delta_;
+};
+
+struct WeightFlip {
+  int node;
+  bool bias;
+  uint32_t index;
+  uint8_t bit;
+};
+
+struct ActivationFlip {
+  int sample, node;
+  uint32_t element;
+  uint8_t bit;
+};
+
+}  // namespace
+
+CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const uint8_t* labels,
+                          const CheckBitsOptions& o, const std::function<void(uint64_t, uint64_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.batch <= 0) throw SaveError("the evaluation batch must hold at least one image");
+  if (!(o.tau > 0)) throw SaveError("tau must be a positive number");
+  CheckBitsResult result;
+
+  // The clean run of every evaluation image, with its rounding bounds.
+  std::vector<Sample> samples(std::size_t(o.batch));
+  const int64_t inSize = g.nodes[0].size();
+  uint64_t correct = 0;
+  for (int64_t s = 0; s < o.batch; ++s) {
+    Sample& sm = samples[std::size_t(s)];
+    sm.act = runAll(g, images + s * inSize, 1);
+    std::vector<NodeRange> point(g.nodes.size());
+    for (std::size_t v = 0; v < g.nodes.size(); ++v) {
+      point[v].lo.assign(sm.act[v].begin(), sm.act[v].end());
+      point[v].hi = point[v].lo;
+    }
+    sm.radius.resize(g.nodes.size());
+    for (std::size_t v = 1; v < g.nodes.size(); ++v) sm.radius[v] = roundingRadius(g, int(v), point);
+    const std::vector<float>& logits = sm.act[std::size_t(g.output)];
+    sm.top = prediction(logits.data(), int64_t(logits.size()));
+    if (sm.top < 0) throw SaveError("the clean model gives a non-finite logit on evaluation image " + std::to_string(s));
+    correct += labels && sm.top == labels[s];
+  }
+  result.cleanAccuracy = double(correct) / double(o.batch);
+
+  // The flips: every parameter bit of linear and conv layers (or a sample), and sampled activation bits.
+  std::vector<WeightFlip> weights;
+  std::vector<int> affineNodes;
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    if (n.op != Op::Linear && n.op != Op::Conv2d) continue;
+    affineNodes.push_back(int(v));
+    for (int isBias = 0; isBias < 2; ++isBias) {
+      const std::size_t count = isBias ? n.bias.size() : n.weight.size();
+      for (std::size_t i = 0; i < count; ++i)
+        for (int b = 0; b < 32; ++b) weights.push_back({int(v), isBias == 1, uint32_t(i), uint8_t(b)});
+    }
+  }
+  std::mt19937_64 rng(o.seed);
+  if (o.weightFlips > 0 && uint64_t(o.weightFlips) < weights.size()) {
+    std::shuffle(weights.begin(), weights.end(), rng);
+    weights.resize(std::size_t(o.weightFlips));
+  }
+  std::vector<ActivationFlip> activations;
+  for (int64_t k = 0; k < o.activationFlips; ++k) {
+    const int node = 1 + int(rng() % (g.nodes.size() - 1));
+    activations.push_back({int(rng() % uint64_t(o.batch)), node, uint32_t(rng() % uint64_t(g.nodes[std::size_t(node)].size())),
+                           uint8_t(rng() % 32)});
+  }
+
+  const uint64_t total = weights.size() + activations.size();
+  std::atomic<uint64_t> next{0}, done{0};
+  std::mutex merge;
+  std::map<int, Confusion> perLayer;
+  auto work = [&](bool reporter) {
+    Prober prober(g, samples);
+    Graph local = g;  // flips are made in this copy and undone
+    CheckBitsResult mine;
+    std::map<int, Confusion> layers;
+    Stats stats;
+    std::vector<Change> changed;
+    constexpr uint64_t kGrain = 64;
+    while (true) {
+      const uint64_t first = next.fetch_add(kGrain);
+      if (first >= total) break;
+      for (uint64_t k = first; k < std::min(total, first + kGrain); ++k) {
+        if (k < weights.size()) {
+          const WeightFlip& f = weights[std::size_t(k)];
+          Node& n = local.nodes[std::size_t(f.node)];
+          const Node& src = local.nodes[std::size_t(n.inputs[0])];
+          float& param = f.bias ? n.bias[f.index] : n.weight[f.index];
+          const float clean = param;
+          param = flipBit(clean, f.bit);
+          // the output elements that read this parameter
+          int64_t firstOut, count;
+          if (n.op == Op::Linear) {
+            firstOut = f.bias ? int64_t(f.index) : int64_t(f.index) / src.size();
+            count = 1;
+          } else {
+            const int64_t per = src.shape[0] * n.kernel * n.kernel;
+            count = n.shape[1] * n.shape[2];
+            firstOut = (f.bias ? int64_t(f.index) : int64_t(f.index) / per) * count;
+          }
+          bool vulnerable = false;
+          for (int64_t s = 0; s < o.batch && !vulnerable; ++s) {
+            const Sample& sm = samples[std::size_t(s)];
+            changed.clear();
+            const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
+            for (int64_t e = firstOut; e < firstOut + count; ++e) {
+              const float y = affineElement(n, src, x.data(), e);
+              if (!sameBits(y, sm.act[std::size_t(f.node)][std::size_t(e)])) changed.push_back({std::size_t(e), y});
+            }
+            vulnerable = prober.changes(int(s), f.node, changed, stats);
+          }
+          param = clean;
+          const bool predictedRobust = (classifyWeightBits(clean, o.tau).robust >> f.bit) & 1;
+          mine.weights.add(predictedRobust, !vulnerable);
+          layers[f.node].add(predictedRobust, !vulnerable);
+          ++mine.weightFlipsByBit[f.bit];
+          mine.weightVulnerableByBit[f.bit] += vulnerable;
+          if (predictedRobust && vulnerable && mine.falseRobust.size() < 20)
+            mine.falseRobust.push_back(n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) + "] bit " +
+                                       std::to_string(f.bit));
+        } else {
+          const ActivationFlip& f = activations[std::size_t(k - weights.size())];
+          const float clean = samples[std::size_t(f.sample)].act[std::size_t(f.node)][f.element];
+          changed.assign(1, {f.element, flipBit(clean, f.bit)});
+          const bool vulnerable = prober.changes(f.sample, f.node, changed, stats);
+          const LayerSelection& l = sel.layers[std::size_t(f.node - 1)];
+          const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
+          mine.activations.add(predictedRobust, !vulnerable);
+          if (predictedRobust && vulnerable && mine.falseRobust.size() < 20)
+            mine.falseRobust.push_back(l.name + " sample " + std::to_string(f.sample) + " element " +
+                                       std::to_string(f.element) + " bit " + std::to_string(f.bit));
+        }
+      }
+      done.fetch_add(std::min(total, first + kGrain) - first);
+      if (reporter && progress) progress(done.load(), total);
+    }
+    std::lock_guard<std::mutex> lock(merge);
+    result.weights.merge(mine.weights);
+    result.activations.merge(mine.activations);
+    for (const auto& [node, c] : layers) perLayer[node].merge(c);
+    for (int b = 0; b < 32; ++b) {
+      result.weightFlipsByBit[std::size_t(b)] += mine.weightFlipsByBit[std::size_t(b)];
+      result.weightVulnerableByBit[std::size_t(b)] += mine.weightVulnerableByBit[std::size_t(b)];
+    }
+    result.settledByBound += stats.settled;
+    result.reruns += stats.reruns;
+    for (std::string& f : mine.falseRobust)
+      if (result.falseRobust.size() < 20) result.falseRobust.push_back(std::move(f));
+  };
+  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, false);
+  work(true);
+  for (std::thread& t : pool) t.join();
+  for (int node : affineNodes)
+    if (perLayer.count(node)) result.weightLayers.emplace_back(g.nodes[std::size_t(node)].name, perLayer[node]);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (progress) progress(total, total);
+  return result;
+}
+
+}  // namespace peat::save

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Ground truth for SAVE's bit classes: single-bit fault injection on a fixed evaluation batch.
+// A flip is *vulnerable* when any top-1 prediction of the batch changes (or a logit becomes NaN or
+// Inf), else *robust*. Every weight bit of every linear and conv layer is flipped (or a sample of
+// them), plus a sample of activation bits, and the outcome is set against the prediction:
+//  - weights: a bit is predicted robust when it is value-robust (its flip moves the weight by < tau);
+//  - activations: the bit-property cache of the selection (value- or operator-robust).
+//
+// Every outcome is exact. For each flip and sample the change is first propagated as a sound bound
+// on |new - old| through the rest of the network (with the fp32 rounding of both runs); when the
+// bound proves that no prediction can change, the sample is settled. Otherwise the network is rerun
+// from the flipped layer with the engine's own arithmetic (bit-identical to a full rerun), and the
+// predictions are compared.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/save/selection.h"
+
+namespace peat::save {
+
+struct Confusion {
+  // [predicted robust?][actually robust?]
+  uint64_t robustRobust = 0, robustVulnerable = 0, protectedRobust = 0, protectedVulnerable = 0;
+  uint64_t total() const { return robustRobust + robustVulnerable + protectedRobust + protectedVulnerable; }
+  void add(bool predictedRobust, bool actuallyRobust);
+  void merge(const Confusion& o);
+};
+
+struct CheckBitsOptions {
+  int64_t batch = 64;              // evaluation images (the first of the test set)
+  double tau = 1e-5;
+  int64_t weightFlips = 0;         // 0: every bit of every weight; else a seeded sample of this many
+  int64_t activationFlips = 20000; // sampled activation bits
+  uint64_t seed = 1;
+  unsigned threads = 0;            // 0: every core
+};
+
+struct CheckBitsResult {
+  Confusion weights, activations;
+  std::vector<std::pair<std::string, Confusion>> weightLayers;  // per linear/conv node
+  std::array<uint64_t, 32> weightVulnerableByBit{}, weightFlipsByBit{};
+  uint64_t settledByBound = 0, reruns = 0;  // (flip, sample) pairs
+  std::vector<std::string> falseRobust;     // up to 20 flips predicted robust that changed a prediction
+  double cleanAccuracy = 0;
+  double seconds = 0;
+};
+
+// `images`: batch * input size normalised values; `labels`: batch labels (for the clean accuracy only).
+// `progress(done, total)` is called now and then from the calling thread.
+CheckBitsResult checkBits(const Graph& g, const Selection& selection, const float* images, const uint8_t* labels,
+                          const CheckBitsOptions& options,
+                          const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
+
+}  // namespace peat::save
