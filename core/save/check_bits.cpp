@@ -305,20 +305,10 @@ struct ActivationFlip {
   uint8_t bit;
 };
 
-}  // namespace
-
-CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const uint8_t* labels,
-                          const CheckBitsOptions& o, const std::function<void(uint64_t, uint64_t)>& progress) {
-  const auto start = std::chrono::steady_clock::now();
-  if (o.batch <= 0) throw SaveError("the evaluation batch must hold at least one image");
-  if (!(o.tau > 0)) throw SaveError("tau must be a positive number");
-  CheckBitsResult result;
-
-  // The clean run of every evaluation image, with its rounding bounds.
-  std::vector<Sample> samples(std::size_t(o.batch));
+std::vector<Sample> cleanRuns(const Graph& g, const float* images, int64_t batch) {
+  std::vector<Sample> samples(static_cast<std::size_t>(batch));
   const int64_t inSize = g.nodes[0].size();
-  uint64_t correct = 0;
-  for (int64_t s = 0; s < o.batch; ++s) {
+  for (int64_t s = 0; s < batch; ++s) {
     Sample& sm = samples[std::size_t(s)];
     sm.act = runAll(g, images + s * inSize, 1);
     std::vector<NodeRange> point(g.nodes.size());
@@ -331,9 +321,86 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
     const std::vector<float>& logits = sm.act[std::size_t(g.output)];
     sm.top = prediction(logits.data(), int64_t(logits.size()));
     if (sm.top < 0) throw SaveError("the clean model gives a non-finite logit on evaluation image " + std::to_string(s));
-    correct += labels && sm.top == labels[s];
   }
-  result.cleanAccuracy = double(correct) / double(o.batch);
+  return samples;
+}
+
+}  // namespace
+
+struct FlipOracle::Impl {
+  Impl(const Graph& graph, std::vector<Sample> runs) : g(graph), local(graph), samples(std::move(runs)), prober(g, samples) {}
+  const Graph& g;
+  Graph local;  // flips are made in this copy and undone
+  std::vector<Sample> samples;
+  Prober prober;
+  Stats stats;
+  std::vector<Change> changed;
+};
+
+FlipOracle::FlipOracle(const Graph& g, const float* images, int64_t batch) {
+  if (batch <= 0) throw SaveError("the evaluation batch must hold at least one image");
+  d = std::make_unique<Impl>(g, cleanRuns(g, images, batch));
+}
+
+FlipOracle::~FlipOracle() = default;
+
+bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
+  Node& n = d->local.nodes[std::size_t(node)];
+  if (n.op != Op::Linear && n.op != Op::Conv2d) throw SaveError("node '" + n.name + "' has no weights to flip");
+  const Node& src = d->local.nodes[std::size_t(n.inputs[0])];
+  float& param = bias ? n.bias.at(index) : n.weight.at(index);
+  const float clean = param;
+  param = flipBit(clean, bit);
+  // the output elements that read this parameter
+  int64_t firstOut, count;
+  if (n.op == Op::Linear) {
+    firstOut = bias ? int64_t(index) : int64_t(index) / src.size();
+    count = 1;
+  } else {
+    const int64_t per = src.shape[0] * n.kernel * n.kernel;
+    count = n.shape[1] * n.shape[2];
+    firstOut = (bias ? int64_t(index) : int64_t(index) / per) * count;
+  }
+  bool vulnerable = false;
+  for (std::size_t s = 0; s < d->samples.size() && !vulnerable; ++s) {
+    const Sample& sm = d->samples[s];
+    d->changed.clear();
+    const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
+    for (int64_t e = firstOut; e < firstOut + count; ++e) {
+      const float y = affineElement(n, src, x.data(), e);
+      if (!sameBits(y, sm.act[std::size_t(node)][std::size_t(e)])) d->changed.push_back({std::size_t(e), y});
+    }
+    vulnerable = d->prober.changes(int(s), node, d->changed, d->stats);
+  }
+  param = clean;
+  return vulnerable;
+}
+
+bool FlipOracle::activationFlip(int sample, int node, uint32_t element, int bit) {
+  const float clean = value(sample, node, element);
+  d->changed.assign(1, {element, flipBit(clean, bit)});
+  return d->prober.changes(sample, node, d->changed, d->stats);
+}
+
+int FlipOracle::prediction(int sample) const { return d->samples.at(std::size_t(sample)).top; }
+float FlipOracle::value(int sample, int node, uint32_t element) const {
+  return d->samples.at(std::size_t(sample)).act.at(std::size_t(node)).at(element);
+}
+uint64_t FlipOracle::settledByBound() const { return d->stats.settled; }
+uint64_t FlipOracle::reruns() const { return d->stats.reruns; }
+
+CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const uint8_t* labels,
+                          const CheckBitsOptions& o, const std::function<void(uint64_t, uint64_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.batch <= 0) throw SaveError("the evaluation batch must hold at least one image");
+  if (!(o.tau > 0)) throw SaveError("tau must be a positive number");
+  CheckBitsResult result;
+  {
+    FlipOracle clean(g, images, o.batch);  // checks the clean runs once, before the threads start
+    uint64_t correct = 0;
+    for (int64_t s = 0; s < o.batch; ++s) correct += labels && clean.prediction(int(s)) == labels[s];
+    result.cleanAccuracy = double(correct) / double(o.batch);
+  }
 
   // The flips: every parameter bit of linear and conv layers (or a sample), and sampled activation bits.
   std::vector<WeightFlip> weights;
@@ -365,12 +432,9 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   std::mutex merge;
   std::map<int, Confusion> perLayer;
   auto work = [&](bool reporter) {
-    Prober prober(g, samples);
-    Graph local = g;  // flips are made in this copy and undone
+    FlipOracle oracle(g, images, o.batch);
     CheckBitsResult mine;
     std::map<int, Confusion> layers;
-    Stats stats;
-    std::vector<Change> changed;
     constexpr uint64_t kGrain = 64;
     while (true) {
       const uint64_t first = next.fetch_add(kGrain);
@@ -378,33 +442,9 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
       for (uint64_t k = first; k < std::min(total, first + kGrain); ++k) {
         if (k < weights.size()) {
           const WeightFlip& f = weights[std::size_t(k)];
-          Node& n = local.nodes[std::size_t(f.node)];
-          const Node& src = local.nodes[std::size_t(n.inputs[0])];
-          float& param = f.bias ? n.bias[f.index] : n.weight[f.index];
-          const float clean = param;
-          param = flipBit(clean, f.bit);
-          // the output elements that read this parameter
-          int64_t firstOut, count;
-          if (n.op == Op::Linear) {
-            firstOut = f.bias ? int64_t(f.index) : int64_t(f.index) / src.size();
-            count = 1;
-          } else {
-            const int64_t per = src.shape[0] * n.kernel * n.kernel;
-            count = n.shape[1] * n.shape[2];
-            firstOut = (f.bias ? int64_t(f.index) : int64_t(f.index) / per) * count;
-          }
-          bool vulnerable = false;
-          for (int64_t s = 0; s < o.batch && !vulnerable; ++s) {
-            const Sample& sm = samples[std::size_t(s)];
-            changed.clear();
-            const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
-            for (int64_t e = firstOut; e < firstOut + count; ++e) {
-              const float y = affineElement(n, src, x.data(), e);
-              if (!sameBits(y, sm.act[std::size_t(f.node)][std::size_t(e)])) changed.push_back({std::size_t(e), y});
-            }
-            vulnerable = prober.changes(int(s), f.node, changed, stats);
-          }
-          param = clean;
+          const Node& n = g.nodes[std::size_t(f.node)];
+          const float clean = f.bias ? n.bias[f.index] : n.weight[f.index];
+          const bool vulnerable = oracle.weightFlip(f.node, f.bias, f.index, f.bit);
           const bool predictedRobust = (classifyWeightBits(clean, o.tau).robust >> f.bit) & 1;
           mine.weights.add(predictedRobust, !vulnerable);
           layers[f.node].add(predictedRobust, !vulnerable);
@@ -415,9 +455,7 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
                                        std::to_string(f.bit));
         } else {
           const ActivationFlip& f = activations[std::size_t(k - weights.size())];
-          const float clean = samples[std::size_t(f.sample)].act[std::size_t(f.node)][f.element];
-          changed.assign(1, {f.element, flipBit(clean, f.bit)});
-          const bool vulnerable = prober.changes(f.sample, f.node, changed, stats);
+          const bool vulnerable = oracle.activationFlip(f.sample, f.node, f.element, f.bit);
           const LayerSelection& l = sel.layers[std::size_t(f.node - 1)];
           const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
           mine.activations.add(predictedRobust, !vulnerable);
@@ -437,8 +475,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
       result.weightFlipsByBit[std::size_t(b)] += mine.weightFlipsByBit[std::size_t(b)];
       result.weightVulnerableByBit[std::size_t(b)] += mine.weightVulnerableByBit[std::size_t(b)];
     }
-    result.settledByBound += stats.settled;
-    result.reruns += stats.reruns;
+    result.settledByBound += oracle.settledByBound();
+    result.reruns += oracle.reruns();
     for (std::string& f : mine.falseRobust)
       if (result.falseRobust.size() < 20) result.falseRobust.push_back(std::move(f));
   };

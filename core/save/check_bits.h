@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,32 @@ struct CheckBitsResult {
   std::vector<std::string> falseRobust;     // up to 20 flips predicted robust that changed a prediction
   double cleanAccuracy = 0;
   double seconds = 0;
+};
+
+// Exact outcomes of single-bit flips on a fixed batch (the engine of checkBits). Not thread-safe:
+// give each thread its own.
+class FlipOracle {
+ public:
+  // `images`: batch * input size normalised values.
+  FlipOracle(const Graph& g, const float* images, int64_t batch);
+  ~FlipOracle();
+  FlipOracle(const FlipOracle&) = delete;
+  FlipOracle& operator=(const FlipOracle&) = delete;
+
+  // Does flipping `bit` of parameter `index` of a linear/conv node (its bias when `bias`) change a
+  // top-1 prediction of the batch?
+  bool weightFlip(int node, bool bias, uint32_t index, int bit);
+  // Does flipping `bit` of element `element` of node `node`'s output, for image `sample`, change its prediction?
+  bool activationFlip(int sample, int node, uint32_t element, int bit);
+
+  int prediction(int sample) const;   // the clean top-1 class
+  float value(int sample, int node, uint32_t element) const;
+  uint64_t settledByBound() const;    // (flip, image) pairs a sound bound settled
+  uint64_t reruns() const;            // (flip, image) pairs rerun exactly
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d;
 };
 
 // `images`: batch * input size normalised values; `labels`: batch labels (for the clean accuracy only).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/save/engine_simd.h"
 #include "core/store/session.h"
 
 namespace peat::save {
@@ -157,7 +158,8 @@ class Builder {
     const store::Tensor& t = it->second;
     std::vector<uint64_t> want(shape.begin(), shape.end());
     if (t.shape != want || t.dtype != store::DType::F32)
-      throw SaveError("checkpoint tensor '" + name + "' is not the fp32 shape model " + g_.model + " expects");
+      throw SaveError("checkpoint tensor '" + name + "' is not the fp32 shape model " + g_.model +
+                      " expects (was it written by another model?)");
     std::vector<float> v(t.elementCount());
     std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
     return v;
@@ -233,21 +235,20 @@ float affineElement(const Node& n, const Node& src, const float* x, int64_t elem
     for (int64_t i = 0; i < inSize; ++i) acc += w[i] * x[i];
     return acc;
   }
-  // conv2d: bias, then channels, then kernel rows and columns, skipping the zero padding
+  // conv2d as a GEMM over the unfolded input (im2col): bias, then every tap in (channel, kernel
+  // row, kernel column) order, the zero padding included (it can turn a -0 sum into +0)
   const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
   const int64_t oh = n.shape[1], ow = n.shape[2];
   const int64_t o = element / (oh * ow), y = (element / ow) % oh, xx = element % ow;
   float acc = n.bias.empty() ? 0.0f : n.bias[std::size_t(o)];
+  const float* wr = n.weight.data() + o * ci * k * k;
   for (int64_t c = 0; c < ci; ++c)
     for (int64_t ky = 0; ky < k; ++ky) {
       const int64_t iy = y * n.stride + ky - n.padding;
-      if (iy < 0 || iy >= h) continue;
-      const float* wr = n.weight.data() + ((o * ci + c) * k + ky) * k;
-      const float* xr = x + (c * h + iy) * w;
       for (int64_t kx = 0; kx < k; ++kx) {
         const int64_t ix = xx * n.stride + kx - n.padding;
-        if (ix < 0 || ix >= w) continue;
-        acc += wr[kx] * xr[ix];
+        const float xv = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
+        acc += *wr++ * xv;
       }
     }
   return acc;
@@ -288,10 +289,33 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     }
     case Op::Linear:
-    case Op::Conv2d:
       for (int64_t s = 0; s < batch; ++s)
         for (int64_t o = 0; o < size; ++o) out[s * size + o] = affineElement(n, *src, in[0] + s * inSize, o);
       return;
+    case Op::Conv2d: {
+      // im2col, then a GEMM vectorised over output positions: each element still sums bias, then
+      // the taps in affineElement's order.
+      const int64_t ci = src->shape[0], h = src->shape[1], w = src->shape[2], k = n.kernel, st = n.stride;
+      const int64_t co = n.shape[0], oh = n.shape[1], ow = n.shape[2], positions = oh * ow, taps = ci * k * k;
+      std::vector<float> cols(std::size_t(taps * positions));
+      for (int64_t s = 0; s < batch; ++s) {
+        const float* x = in[0] + s * inSize;
+        float* col = cols.data();
+        for (int64_t c = 0; c < ci; ++c)
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx)
+              for (int64_t y = 0; y < oh; ++y) {
+                const int64_t iy = y * st + ky - n.padding;
+                for (int64_t xx = 0; xx < ow; ++xx) {
+                  const int64_t ix = xx * st + kx - n.padding;
+                  *col++ = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
+                }
+              }
+        detail::convGemm(n.weight.data(), co, taps, cols.data(), positions, n.bias.empty() ? nullptr : n.bias.data(),
+                         out + s * size);
+      }
+      return;
+    }
     case Op::MaxPool2d: {
       const int64_t c = n.shape[0], oh = n.shape[1], ow = n.shape[2], h = src->shape[1], w = src->shape[2];
       for (int64_t s = 0; s < batch; ++s)

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/save/engine_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "core/save/engine_simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace peat::save::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Four output channels at a time keep their accumulators in registers across all taps.
+void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
+                  int64_t positions, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t p = 0;
+  for (; p + N <= positions; p += N) {
+    int64_t o = 0;
+    for (; o + 4 <= channels; o += 4) {
+      auto a0 = hn::Set(d, bias ? bias[o] : 0.0f), a1 = hn::Set(d, bias ? bias[o + 1] : 0.0f);
+      auto a2 = hn::Set(d, bias ? bias[o + 2] : 0.0f), a3 = hn::Set(d, bias ? bias[o + 3] : 0.0f);
+      const float* w0 = weight + o * taps;
+      for (int64_t t = 0; t < taps; ++t) {
+        const auto x = hn::LoadU(d, cols + t * positions + p);
+        a0 = hn::Add(a0, hn::Mul(hn::Set(d, w0[t]), x));
+        a1 = hn::Add(a1, hn::Mul(hn::Set(d, w0[taps + t]), x));
+        a2 = hn::Add(a2, hn::Mul(hn::Set(d, w0[2 * taps + t]), x));
+        a3 = hn::Add(a3, hn::Mul(hn::Set(d, w0[3 * taps + t]), x));
+      }
+      hn::StoreU(a0, d, out + o * positions + p);
+      hn::StoreU(a1, d, out + (o + 1) * positions + p);
+      hn::StoreU(a2, d, out + (o + 2) * positions + p);
+      hn::StoreU(a3, d, out + (o + 3) * positions + p);
+    }
+    for (; o < channels; ++o) {
+      auto a = hn::Set(d, bias ? bias[o] : 0.0f);
+      for (int64_t t = 0; t < taps; ++t)
+        a = hn::Add(a, hn::Mul(hn::Set(d, weight[o * taps + t]), hn::LoadU(d, cols + t * positions + p)));
+      hn::StoreU(a, d, out + o * positions + p);
+    }
+  }
+  for (; p < positions; ++p)  // the tail, one element at a time in the same order
+    for (int64_t o = 0; o < channels; ++o) {
+      float a = bias ? bias[o] : 0.0f;
+      for (int64_t t = 0; t < taps; ++t) {
+        const float product = weight[o * taps + t] * cols[t * positions + p];
+        a = a + product;
+      }
+      out[o * positions + p] = a;
+    }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace peat::save::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace peat::save::detail {
+
+HWY_EXPORT(ConvGemmImpl);
+
+void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions,
+              const float* bias, float* out) {
+  HWY_DYNAMIC_DISPATCH(ConvGemmImpl)(weight, channels, taps, cols, positions, bias, out);
+}
+
+}  // namespace peat::save::detail
+#endif

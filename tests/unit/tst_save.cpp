@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+// SAVE's selection: the engine against LibTorch, soundness of the ranges on 10,000 inputs per zoo
+// model, the bit-class rules, the exactness of the flip oracle against brute force, and bad input.
+#include <ATen/ATen.h>  // before Qt: LibTorch uses `slots` as a name
+#include <torch/torch.h>
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <hwy/targets.h>
+
+#include "core/data/datasets.h"
+#include "core/save/check_bits.h"
+#include "core/save/selection.h"
+#include "core/torch/models/zoo.h"
+#include "core/torch/ops/dispatcher.h"
+#include "core/torch/train/trainer.h"
+
+using namespace peat;
+
+namespace {
+
+const char* kLenetWeights = PEAT_SOURCE_DIR "/data/lenet-fashion-mnist.h5";
+
+// A zoo model in LibTorch and its parameters (and buffers) by name: the shipped LeNet, or a seeded
+// initialisation with batch-norm statistics moved away from identity so the folding is exercised.
+struct Twin {
+  std::shared_ptr<models::Model> model;
+  std::map<std::string, store::Tensor> parameters;
+};
+
+Twin twin(const std::string& name) {
+  Twin t;
+  at::manual_seed(7);
+  t.model = models::makeModel(name, {});
+  at::NoGradGuard noGrad;
+  if (name == "lenet") {
+    const auto stored = save::loadCheckpoint(kLenetWeights);
+    for (auto& [n, p] : t.model->parameters()) p.copy_(train::toTorch(stored.at(n)));
+  }
+  for (auto& [n, b] : t.model->buffers()) {
+    if (n.find("running_mean") != std::string::npos) b.copy_(at::randn(b.sizes()) * 0.2);
+    if (n.find("running_var") != std::string::npos) b.copy_(at::rand(b.sizes()) + 0.5);
+  }
+  for (auto& [n, p] : t.model->parameters())
+    if (n.find("bn") != std::string::npos && n.find("weight") != std::string::npos) p.copy_(at::rand(p.sizes()) + 0.5);
+  for (const auto& [n, p] : t.model->parameters()) t.parameters[n] = train::fromTorch(p);
+  for (const auto& [n, b] : t.model->buffers()) t.parameters[n] = train::fromTorch(b);
+  return t;
+}
+
+const data::ImageSet& testSet() {
+  static const data::ImageSet set = data::loadFashionMnist("t10k");
+  return set;
+}
+
+// 10,000 inputs in the pixel box [0, 1]: all black, all white, 3,000 random black-and-white
+// patterns (corners of the box), 4,998 uniform random images and 2,000 test images.
+std::vector<float> boxInputs(const save::Graph& g, uint64_t seed) {
+  std::vector<uint8_t> unused;
+  const int64_t n = 784;
+  std::vector<float> pixels;
+  pixels.reserve(10000 * n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < n; ++i) pixels.push_back(0);
+  for (int64_t i = 0; i < n; ++i) pixels.push_back(1);
+  for (int k = 0; k < 3000; ++k)
+    for (int64_t i = 0; i < n; ++i) pixels.push_back(float(rng() & 1));
+  for (int k = 0; k < 4998; ++k)
+    for (int64_t i = 0; i < n; ++i) pixels.push_back(u(rng));
+  for (std::size_t i = 0; i < std::size_t(2000 * n); ++i) pixels.push_back(float(testSet().pixels[i]) / 255.0f);
+  std::vector<float> x(pixels.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (pixels[i] - g.inputMean) / g.inputDeviation;
+  return x;
+}
+
+float flipped(float v, int bit) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  b ^= uint32_t(1) << bit;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+}  // namespace
+
+class TestSave : public QObject {
+  Q_OBJECT
+ private slots:
+  void engineMatchesTorch_data();
+  void engineMatchesTorch();
+  void partialRecomputationIsExact();
+  void rangesAreSound_data();
+  void rangesAreSound();
+  void symbolicIsTighterThanIntervals();
+  void bitClassRules();
+  void rangingAndRobustBitsHoldForEveryValue();
+  void tilesGoToReliableMemoryByShare();
+  void flipOracleMatchesBruteForce();
+  void checkBitsHasNoFalseRobust();
+  void refusals();
+};
+
+void TestSave::engineMatchesTorch_data() {
+  QTest::addColumn<QString>("model");
+  QTest::newRow("mlp") << QStringLiteral("mlp");
+  QTest::newRow("lenet") << QStringLiteral("lenet");
+  QTest::newRow("resnet") << QStringLiteral("resnet");
+}
+
+void TestSave::engineMatchesTorch() {
+  QFETCH(QString, model);
+  const Twin t = twin(model.toStdString());
+  const save::Graph g = save::zooGraph(model.toStdString(), t.parameters);
+  const int64_t batch = 16;
+  std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
+  const std::vector<float> x = save::normalisedImages(g, pixels);
+  const auto act = save::runAll(g, x.data(), batch);
+  ops::Dispatcher d;
+  d.setTraining(false);
+  at::NoGradGuard noGrad;
+  const at::Tensor logits = t.model->forward(d, at::from_blob(const_cast<float*>(x.data()), {batch, 1, 28, 28}).clone());
+  const at::Tensor ours = at::from_blob(const_cast<float*>(act[std::size_t(g.output)].data()), {batch, 10});
+  const double scale = 1 + logits.abs().max().item<double>();
+  const double diff = (logits - ours).abs().max().item<double>();
+  QVERIFY2(diff <= 1e-4 * scale, qPrintable(QStringLiteral("max difference %1 (scale %2)").arg(diff).arg(scale)));
+}
+
+// The flip oracle recomputes single elements with affineElement: they must equal the full
+// (vectorised) run, on every SIMD target this CPU runs.
+void TestSave::partialRecomputationIsExact() {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets())
+  for (const char* name : {"lenet", "resnet"}) {
+    hwy::SetSupportedTargetsForTest(target);
+    const save::Graph g = save::zooGraph(name, twin(name).parameters);
+    std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 2 * 784);
+    const std::vector<float> x = save::normalisedImages(g, pixels);
+    const auto act = save::runAll(g, x.data(), 2);
+    int checked = 0;
+    for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+      const save::Node& n = g.nodes[v];
+      if (n.op != save::Op::Linear && n.op != save::Op::Conv2d) continue;
+      const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
+      for (int64_t s = 0; s < 2; ++s)
+        for (int64_t e = 0; e < n.size(); ++e) {
+          const float full = act[v][std::size_t(s * n.size() + e)];
+          const float one = save::affineElement(n, src, act[std::size_t(n.inputs[0])].data() + s * src.size(), e);
+          if (std::memcmp(&full, &one, 4) != 0)
+            QFAIL(qPrintable(QStringLiteral("%1 %2 element %3 on %4: %5 vs %6")
+                                 .arg(QLatin1String(name), QString::fromStdString(n.name))
+                                 .arg(e)
+                                 .arg(QLatin1String(hwy::TargetName(target)))
+                                 .arg(full)
+                                 .arg(one)));
+        }
+      ++checked;
+    }
+    QVERIFY(checked >= 4);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+void TestSave::rangesAreSound_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<bool>("symbolic");
+  QTest::newRow("mlp interval") << QStringLiteral("mlp") << false;
+  QTest::newRow("mlp symbolic") << QStringLiteral("mlp") << true;
+  QTest::newRow("lenet interval") << QStringLiteral("lenet") << false;
+  QTest::newRow("lenet symbolic") << QStringLiteral("lenet") << true;
+  QTest::newRow("resnet interval") << QStringLiteral("resnet") << false;
+}
+
+// Every value of every tensor, on 10,000 inputs inside the box, lies inside its interval.
+void TestSave::rangesAreSound() {
+  QFETCH(QString, model);
+  QFETCH(bool, symbolic);
+  const save::Graph g = save::zooGraph(model.toStdString(), twin(model.toStdString()).parameters);
+  save::RangeOptions o;
+  o.mode = symbolic ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+  const save::RangeResult r = save::analyzeRanges(g, save::inputBox(g, 0, 1), o);
+  const std::vector<float> x = boxInputs(g, 11);
+  const int64_t total = int64_t(x.size()) / 784, batch = 50;
+  QCOMPARE(total, int64_t(10000));
+  uint64_t checked = 0;
+  for (int64_t first = 0; first < total; first += batch) {
+    const auto act = save::runAll(g, x.data() + first * 784, batch);
+    for (std::size_t v = 0; v < g.nodes.size(); ++v) {
+      const std::size_t size = std::size_t(g.nodes[v].size());
+      const save::NodeRange& nr = r.nodes[v];
+      for (int64_t s = 0; s < batch; ++s)
+        for (std::size_t i = 0; i < size; ++i) {
+          const double val = act[v][std::size_t(s) * size + i];
+          if (!(val >= nr.lo[i] && val <= nr.hi[i]))
+            QFAIL(qPrintable(QStringLiteral("%1 element %2 of input %3: %4 outside [%5, %6]")
+                                 .arg(QString::fromStdString(g.nodes[v].name))
+                                 .arg(i)
+                                 .arg(first + s)
+                                 .arg(val, 0, 'g', 9)
+                                 .arg(nr.lo[i], 0, 'g', 9)
+                                 .arg(nr.hi[i], 0, 'g', 9)));
+          ++checked;
+        }
+    }
+  }
+  QVERIFY(checked > uint64_t(10000) * 1000);
+}
+
+void TestSave::symbolicIsTighterThanIntervals() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::RangeOptions o;
+  o.mode = save::RangeMode::Interval;
+  const save::Tightness plain = save::tightnessOf(save::analyzeRanges(g, save::inputBox(g, 0, 1), o).nodes[std::size_t(g.output)]);
+  o.mode = save::RangeMode::Symbolic;
+  const save::Tightness sym = save::tightnessOf(save::analyzeRanges(g, save::inputBox(g, 0, 1), o).nodes[std::size_t(g.output)]);
+  QVERIFY2(sym.meanWidth < 0.8 * plain.meanWidth, qPrintable(QStringLiteral("%1 vs %2").arg(sym.meanWidth).arg(plain.meanWidth)));
+  QVERIFY(sym.unionLo > plain.unionLo && sym.unionHi < plain.unionHi);
+}
+
+void TestSave::bitClassRules() {
+  const save::BitContext plain{1e-5, false};
+  // [1, 2): sign and the exponent bits shared by 1.0 (0x3f800000) and 2.0 (0x40000000) are ranging.
+  save::BitProperties p = save::classifyBits(1.0, 1.999, plain);
+  QVERIFY(p.ranging & 0x80000000u);
+  QCOMPARE(p.classOf(31), save::BitClass::Ranging);
+  // Mantissa bit j of a value below 2 moves it by at most 2^(j-23): robust while < 1e-5, i.e. j <= 6.
+  for (int j = 0; j <= 6; ++j) QCOMPARE(p.classOf(j), save::BitClass::Robust);
+  QCOMPARE(p.classOf(7), save::BitClass::Vulnerable);
+  QVERIFY(p.type2());
+  // A ReLU input that is never positive: every bit but the sign is robust.
+  p = save::classifyBits(-5.0, -0.5, {1e-5, true});
+  QCOMPARE(p.robust, 0x7fffffffu);
+  QCOMPARE(p.classOf(31), save::BitClass::Ranging);
+  QVERIFY(!p.type2());
+  // Mixed signs: the sign is not ranging; bits above the largest magnitude's top bit are.
+  p = save::classifyBits(-0.5, 0.25, plain);
+  QCOMPARE(p.classOf(31), save::BitClass::Vulnerable);
+  QCOMPARE(p.classOf(30), save::BitClass::Ranging);
+  // Weights: only value-robust bits are predicted robust.
+  const save::BitProperties w = save::classifyWeightBits(0.75f, 1e-5);
+  QCOMPARE(w.robust, 0xffu);  // 0.75 = 1.5 * 2^-1: bit j moves it by 2^(j-24), below 1e-5 for j <= 7
+}
+
+// Property test: for random ranges and values inside them, a flipped ranging bit always leaves the
+// range (or makes a NaN), and a flipped value-robust bit moves the value by less than tau.
+void TestSave::rangingAndRobustBitsHoldForEveryValue() {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> mag(-20, 20), unit(0, 1);
+  const double tau = 1e-5;
+  int ranging = 0, robust = 0;
+  for (int k = 0; k < 20000; ++k) {
+    double lo = std::ldexp(unit(rng), int(mag(rng))) * (unit(rng) < 0.3 ? -1 : 1);
+    double hi = lo + std::ldexp(unit(rng), int(mag(rng)));
+    const save::BitProperties p = save::classifyBits(lo, hi, {tau, false});
+    const float v = float(lo + unit(rng) * (hi - lo));
+    if (!(v >= lo && v <= hi)) continue;
+    for (int b = 0; b < 32; ++b) {
+      const float f = flipped(v, b);
+      if (p.classOf(b) == save::BitClass::Ranging && v != 0) {
+        ++ranging;
+        QVERIFY2(std::isnan(f) || f < lo || f > hi,
+                 qPrintable(QStringLiteral("bit %1 of %2 in [%3, %4]").arg(b).arg(v).arg(lo).arg(hi)));
+      }
+      if (p.classOf(b) == save::BitClass::Robust) {
+        ++robust;
+        QVERIFY(std::fabs(double(f) - double(v)) < tau);
+      }
+    }
+  }
+  QVERIFY(ranging > 10000 && robust > 10000);
+}
+
+void TestSave::tilesGoToReliableMemoryByShare() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions o;
+  o.ranges.mode = save::RangeMode::Interval;
+  o.budgetBytes = 10 * 16 * 16 * 4;  // ten tiles
+  const save::Selection s = save::selectBits(g, o);
+  QCOMPARE(s.reliableTiles, int64_t(10));
+  QCOMPARE(s.reliableBytes, int64_t(10 * 1024));
+  float lowestPlaced = 2, highestLeft = -1;
+  for (const save::LayerSelection& l : s.layers)
+    for (std::size_t t = 0; t < l.tileShare.size(); ++t)
+      (l.tileReliable[t] ? lowestPlaced : highestLeft) =
+          l.tileReliable[t] ? std::min(lowestPlaced, l.tileShare[t]) : std::max(highestLeft, l.tileShare[t]);
+  QVERIFY(lowestPlaced >= highestLeft);
+  QCOMPARE(s.layers.size(), g.nodes.size() - 1);
+  QCOMPARE(s.layers[0].robustMask.size(), std::size_t(6 * 28 * 28));
+}
+
+// Every outcome of the oracle (bound first, exact rerun otherwise) equals a full rerun of the
+// network with the flipped value, on flips chosen to include vulnerable ones.
+void TestSave::flipOracleMatchesBruteForce() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  const int64_t batch = 8;
+  std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
+  const std::vector<float> x = save::normalisedImages(g, pixels);
+  save::FlipOracle oracle(g, x.data(), batch);
+  auto predictions = [&](const save::Graph& net) {
+    const auto act = save::runAll(net, x.data(), batch);
+    std::vector<int> p;
+    for (int64_t s = 0; s < batch; ++s) {
+      const float* l = act[std::size_t(net.output)].data() + s * 10;
+      int best = 0;
+      bool finite = true;
+      for (int i = 0; i < 10; ++i) {
+        finite = finite && std::isfinite(l[i]);
+        if (l[i] > l[best]) best = i;
+      }
+      p.push_back(finite ? best : -1);
+    }
+    return p;
+  };
+  const std::vector<int> clean = predictions(g);
+  std::mt19937_64 rng(3);
+  int vulnerable = 0, robust = 0;
+  for (int k = 0; k < 400; ++k) {
+    save::Graph faulty = g;
+    std::vector<int> affine;
+    for (std::size_t v = 0; v < g.nodes.size(); ++v)
+      if (g.nodes[v].op == save::Op::Linear || g.nodes[v].op == save::Op::Conv2d) affine.push_back(int(v));
+    const int node = affine[rng() % affine.size()];
+    save::Node& n = faulty.nodes[std::size_t(node)];
+    const bool bias = rng() % 8 == 0;
+    const uint32_t index = uint32_t(rng() % (bias ? n.bias.size() : n.weight.size()));
+    const int bit = k % 2 ? 30 - int(rng() % 4) : int(rng() % 32);  // half of them high exponent bits
+    float& param = bias ? n.bias[index] : n.weight[index];
+    param = flipped(param, bit);
+    const bool want = predictions(faulty) != clean;
+    QCOMPARE(oracle.weightFlip(node, bias, index, bit), want);
+    (want ? vulnerable : robust)++;
+  }
+  QVERIFY(vulnerable > 20 && robust > 20);
+  QVERIFY(oracle.settledByBound() > 0 && oracle.reruns() > 0);
+  // activations: flip one value and rerun everything after it
+  for (int k = 0; k < 200; ++k) {
+    const int node = 1 + int(rng() % (g.nodes.size() - 1));
+    const int sample = int(rng() % uint64_t(batch));
+    const uint32_t element = uint32_t(rng() % uint64_t(g.nodes[std::size_t(node)].size()));
+    const int bit = k % 2 ? 30 : int(rng() % 32);
+    auto act = save::runAll(g, x.data() + sample * 784, 1);
+    act[std::size_t(node)][element] = flipped(act[std::size_t(node)][element], bit);
+    for (std::size_t u = std::size_t(node) + 1; u < g.nodes.size(); ++u) {
+      std::vector<const float*> in;
+      for (int i : g.nodes[u].inputs) in.push_back(act[std::size_t(i)].data());
+      save::runNode(g, int(u), in, 1, act[u].data());
+    }
+    const float* l = act[std::size_t(g.output)].data();
+    int best = 0;
+    bool finite = true;
+    for (int i = 0; i < 10; ++i) {
+      finite = finite && std::isfinite(l[i]);
+      if (l[i] > l[best]) best = i;
+    }
+    const bool want = !finite || best != clean[std::size_t(sample)];
+    QCOMPARE(oracle.activationFlip(sample, node, element, bit), want);
+  }
+}
+
+void TestSave::checkBitsHasNoFalseRobust() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions so;
+  const save::Selection sel = save::selectBits(g, so);
+  const int64_t batch = 16;
+  std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
+  const std::vector<float> x = save::normalisedImages(g, pixels);
+  save::CheckBitsOptions o;
+  o.batch = batch;
+  o.weightFlips = 5000;
+  o.activationFlips = 3000;
+  const save::CheckBitsResult r = save::checkBits(g, sel, x.data(), testSet().labels.data(), o);
+  QCOMPARE(r.weights.total(), uint64_t(5000));
+  QCOMPARE(r.activations.total(), uint64_t(3000));
+  QCOMPARE(r.weights.robustVulnerable, uint64_t(0));
+  QCOMPARE(r.activations.robustVulnerable, uint64_t(0));
+  QVERIFY(r.weights.protectedVulnerable > 0 && r.weights.robustRobust > 0);
+  QVERIFY(r.cleanAccuracy > 0.6);
+  // the sign and top exponent bit matter far more often than the low mantissa bits
+  QVERIFY(r.weightVulnerableByBit[30] * 10 > r.weightFlipsByBit[30]);
+  QCOMPARE(r.weightVulnerableByBit[0], uint64_t(0));
+}
+
+void TestSave::refusals() {
+  const auto params = save::loadCheckpoint(kLenetWeights);
+  const save::Graph g = save::zooGraph("lenet", params);
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::inputBox(g, 1, 0));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::inputBox(g, std::nan(""), 1));
+  save::SelectionOptions o;
+  o.budgetBytes = 100;  // less than one 16x16 fp32 tile
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::checkOptions(o));
+  try {
+    save::zooGraph("chargpt", params);
+    QFAIL("chargpt was accepted");
+  } catch (const save::SaveError& e) {
+    QVERIFY(QString::fromLatin1(e.what()).contains(QStringLiteral("embedding")));
+  }
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph("mlp", params));  // LeNet's weights
+  auto broken = params;
+  broken.erase("fc2.bias");
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph("lenet", broken));
+}
+
+QTEST_GUILESS_MAIN(TestSave)
+#include "tst_save.moc"
