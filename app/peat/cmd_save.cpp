@@ -13,6 +13,7 @@
 
 #include "app/peat/commands.h"
 #include "core/data/datasets.h"
+#include "core/save/campaign.h"
 #include "core/save/check_bits.h"
 #include "core/save/selection.h"
 #include "core/store/session.h"
@@ -361,6 +362,214 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
     std::printf("predicted robust but vulnerable:\n");
     for (const std::string& f : r.falseRobust) std::printf("  %s\n", f.c_str());
   }
+  return 0;
+}
+
+namespace {
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else if (c != ' ') {
+      item += c;
+    }
+  }
+  return out;
+}
+
+std::pair<int, int> parseShard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      const int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
+      if (n > 0 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
+}
+
+std::vector<h5::Column> pointColumns(const save::CampaignResult& r) {
+  std::vector<h5::Column> c(11);
+  const char* names[] = {"scheme",     "flips",      "accuracy",   "error_rate",   "detections", "recoveries",
+                         "weight_repairs", "range_violations", "recompute_mismatches", "faults", "seconds"};
+  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
+  c[0].isText = true;
+  for (const save::CampaignPoint& p : r.points) {
+    c[0].text.push_back(save::schemeName(p.scheme));
+    c[1].numbers.push_back(double(p.flips));
+    c[2].numbers.push_back(p.accuracy);
+    c[3].numbers.push_back(p.errorRate);
+    c[4].numbers.push_back(double(p.stats.detections));
+    c[5].numbers.push_back(double(p.stats.recoveries));
+    c[6].numbers.push_back(double(p.stats.weightRepairs));
+    c[7].numbers.push_back(double(p.stats.rangeViolations));
+    c[8].numbers.push_back(double(p.stats.recomputeMismatches));
+    c[9].numbers.push_back(double(p.stats.faults));
+    c[10].numbers.push_back(p.seconds);
+  }
+  return c;
+}
+
+std::vector<h5::Column> latencyColumns(const save::CampaignResult& r) {
+  std::vector<h5::Column> c(5);
+  const char* names[] = {"scheme", "seconds_per_batch", "ratio", "accuracy", "false_positives"};
+  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
+  c[0].isText = true;
+  for (const save::SchemeLatency& l : r.latency) {
+    c[0].text.push_back(save::schemeName(l.scheme));
+    c[1].numbers.push_back(l.seconds);
+    c[2].numbers.push_back(l.ratio);
+    c[3].numbers.push_back(l.accuracy);
+    c[4].numbers.push_back(double(l.falsePositives));
+  }
+  return c;
+}
+
+}  // namespace
+
+int runSaveCampaign(const SaveCampaignOptions& o) {
+  save::SelectionOptions so = selectionOptions(o.analysis);
+  save::CampaignOptions co;
+  co.flips.clear();
+  for (const std::string& f : splitList(o.flips)) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(f, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != f.size() || v < 0) throw std::invalid_argument("--flips '" + o.flips + "' is not a list of counts >= 0");
+    co.flips.push_back(v);
+  }
+  co.schemes.clear();
+  for (const std::string& s : splitList(o.schemes)) co.schemes.push_back(save::schemeFromName(s));
+  if (co.flips.empty() || co.schemes.empty()) throw std::invalid_argument("--flips and --schemes must not be empty");
+  co.faults.pattern = save::patternFromName(o.pattern);
+  if (o.bits < 1 || o.bits > 32) throw std::invalid_argument("--bits must be 1..32");
+  co.faults.bitsPerFault = o.bits;
+  co.images = o.images;
+  co.batch = o.analysis.batch;
+  co.seed = o.seed;
+  std::tie(co.shardIndex, co.shardCount) = parseShard(o.shard);
+  if (co.batch <= 0 || co.images < co.batch || co.images % co.batch || co.images > 10000)
+    throw std::invalid_argument("--images must be a multiple of --batch, at most 10000");
+
+  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
+                                                                              o.analysis.iteration));
+  const save::Selection sel = save::selectBits(g, so);
+  const data::ImageSet train = data::loadFashionMnist("train");
+  const int64_t inSize = g.nodes[0].size();
+  const std::vector<uint8_t> profilePixels(train.pixels.begin(), train.pixels.begin() + 5000 * inSize);
+  const std::vector<float> profileImages = save::normalisedImages(g, profilePixels);
+  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch);
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + co.images * inSize);
+  const std::vector<float> images = save::normalisedImages(g, pixels);
+
+  std::unique_ptr<store::SessionWriter> w;
+  if (!o.analysis.session.empty()) {
+    store::Provenance prov;
+    prov.model = g.model;
+    prov.dataset = "fashion-mnist";
+    prov.backend = prov.device = "cpu";
+    prov.seed = int64_t(o.seed);
+    prov.commandLine = o.analysis.commandLine;
+    w = openSession(o.analysis.session, prov);
+    std::string name = "save-campaign";
+    for (int k = 2; w->hasRun(name); ++k) name = "save-campaign-" + std::to_string(k);
+    w->beginRun({name, "save_campaign", "golden", "SAVE campaign: accuracy against faults per scheme"});
+    w->setRunAttribute("model", g.model);
+    w->setRunAttribute("weights", o.analysis.weights);
+    w->setRunAttribute("shard", o.shard);
+    w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
+                                        ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
+                                        ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
+                                        ";budget_mib=" + std::to_string(o.analysis.budgetMiB) + ";mode=" + o.analysis.mode);
+    std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
+  }
+  const bool tty = !o.analysis.json && isatty(2);
+  bool latencyWritten = false;
+  const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
+                                                   [&](const save::CampaignResult& sofar) {
+                                                     if (w) {
+                                                       if (!latencyWritten) w->writeTable("latency", latencyColumns(sofar));
+                                                       latencyWritten = true;
+                                                       w->writeTable("points", pointColumns(sofar));
+                                                     }
+                                                     if (tty)
+                                                       std::fprintf(stderr, "\r%zu points done", sofar.points.size());
+                                                   });
+  if (tty) std::fprintf(stderr, "\n");
+  if (w) {
+    if (!latencyWritten) w->writeTable("latency", latencyColumns(r));
+    w->writeTable("points", pointColumns(r));
+    w->endRun(store::RunStatus::Complete);
+  }
+
+  if (o.analysis.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", g.model).field("images", co.images).field("batch", co.batch);
+    j.field("clean_accuracy", r.cleanAccuracy).field("reliable_bytes", sel.reliableBytes);
+    j.field("unreliable_words_none", runner.unreliableWords(save::Scheme::None));
+    j.field("unreliable_words_save", runner.unreliableWords(save::Scheme::Save));
+    j.key("latency").beginArray();
+    for (const save::SchemeLatency& l : r.latency)
+      j.beginObject().field("scheme", save::schemeName(l.scheme)).field("seconds_per_batch", l.seconds).field("ratio", l.ratio)
+          .field("accuracy", l.accuracy).field("false_positives", l.falsePositives).endObject();
+    j.endArray().key("points").beginArray();
+    for (const save::CampaignPoint& p : r.points) {
+      j.beginObject().field("scheme", save::schemeName(p.scheme)).field("flips", p.flips).field("accuracy", p.accuracy);
+      j.field("error_rate", p.errorRate).field("detections", p.stats.detections).field("recoveries", p.stats.recoveries);
+      double ratio = 1;
+      for (const save::SchemeLatency& l : r.latency)
+        if (l.scheme == p.scheme) ratio = l.ratio;
+      j.field("accurate_latency", ratio * (1 + p.errorRate)).endObject();
+    }
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("SAVE campaign: %s, %lld test images in batches of %lld (fault-free top-1 %.1f%%), %s faults of %d bit(s)\n",
+              g.model.c_str(), (long long)co.images, (long long)co.batch, 100 * r.cleanAccuracy, o.pattern.c_str(), o.bits);
+  std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (%.1f KiB of activation tiles in reliable memory)\n\n",
+              (long long)runner.unreliableWords(save::Scheme::None), (long long)runner.unreliableWords(save::Scheme::Save),
+              double(sel.reliableBytes) / 1024);
+  std::printf("%-8s %14s %8s %10s %16s\n", "scheme", "ms per batch", "latency", "accuracy", "false positives");
+  for (const save::SchemeLatency& l : r.latency)
+    std::printf("%-8s %14.2f %7.2fx %9.1f%% %16llu\n", save::schemeName(l.scheme), 1000 * l.seconds, l.ratio,
+                100 * l.accuracy, (unsigned long long)l.falsePositives);
+  std::printf("\ntop-1 accuracy (%%) by faults per inference:\n%-8s", "flips");
+  for (save::Scheme s : co.schemes) std::printf(" %8s", save::schemeName(s));
+  std::printf("\n");
+  for (int64_t f : co.flips) {
+    bool any = false;
+    for (const save::CampaignPoint& p : r.points) any = any || p.flips == f;
+    if (!any) continue;
+    std::printf("%-8lld", (long long)f);
+    for (save::Scheme s : co.schemes) {
+      const save::CampaignPoint* found = nullptr;
+      for (const save::CampaignPoint& p : r.points)
+        if (p.flips == f && p.scheme == s) found = &p;
+      if (found)
+        std::printf(" %8.1f", 100 * found->accuracy);
+      else
+        std::printf(" %8s", "-");
+    }
+    std::printf("\n");
+  }
+  uint64_t detections = 0, recoveries = 0;
+  for (const save::CampaignPoint& p : r.points)
+    if (p.scheme == save::Scheme::Save) {
+      detections += p.stats.detections;
+      recoveries += p.stats.recoveries;
+    }
+  std::printf("\nSAVE: %llu detections, %llu recoveries (restarts of the interrupted layer)\n",
+              (unsigned long long)detections, (unsigned long long)recoveries);
   return 0;
 }
 

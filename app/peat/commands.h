@@ -66,4 +66,16 @@ struct SaveCheckBitsOptions {
 };
 int runSaveCheckBits(const SaveCheckBitsOptions& o);
 
+struct SaveCampaignOptions {
+  SaveAnalyzeOptions analysis;  // model, weights, ranges, tiles, budget, batch (images per inference)
+  int64_t images = 1000;
+  std::string flips = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096";
+  std::string schemes = "none,save,tmr,ranger,ecc";
+  std::string pattern = "random";
+  int bits = 1;
+  uint64_t seed = 1;
+  std::string shard = "0/1";
+};
+int runSaveCampaign(const SaveCampaignOptions& o);
+
 }  // namespace peat::cli

@@ -117,6 +117,32 @@ int main(int argc, char** argv) {
   checkBitsCmd->add_option("--session,-s", checkBits.analysis.session, "Store the result in this session");
   checkBitsCmd->add_flag("--json", checkBits.analysis.json, "Print as JSON");
 
+  SaveCampaignOptions campaign;
+  campaign.analysis.budgetMiB = 1;
+  campaign.analysis.batch = 100;
+  CLI::App* campaignCmd = saveCmd->add_subcommand(
+      "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency");
+  campaignCmd->add_option("--model,-m", campaign.analysis.model, "Zoo model: mlp, lenet or resnet")->required();
+  campaignCmd->add_option("--weights,-w", campaign.analysis.weights, "Session or checkpoint file with the weights")
+      ->required();
+  campaignCmd->add_option("--run", campaign.analysis.run, "Run holding the checkpoint")->capture_default_str();
+  campaignCmd->add_option("--iteration", campaign.analysis.iteration, "Checkpoint iteration (default: the last)");
+  campaignCmd->add_option("--input-range", campaign.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  campaignCmd->add_option("--tau", campaign.analysis.tau, "Value-robustness threshold")->capture_default_str();
+  campaignCmd->add_option("--mode", campaign.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
+  campaignCmd->add_option("--tile", campaign.analysis.tile, "Tile size ROWSxCOLS")->capture_default_str();
+  campaignCmd->add_option("--budget-mib", campaign.analysis.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  campaignCmd->add_option("--batch", campaign.analysis.batch, "Images per inference")->capture_default_str();
+  campaignCmd->add_option("--images", campaign.images, "Test images per point")->capture_default_str();
+  campaignCmd->add_option("--flips", campaign.flips, "Faults per inference, comma-separated")->capture_default_str();
+  campaignCmd->add_option("--schemes", campaign.schemes, "Schemes, comma-separated")->capture_default_str();
+  campaignCmd->add_option("--pattern", campaign.pattern, "random, consecutive or region")->capture_default_str();
+  campaignCmd->add_option("--bits", campaign.bits, "Bits per fault (1: single-bit)")->capture_default_str();
+  campaignCmd->add_option("--seed", campaign.seed, "Seed of the faults")->capture_default_str();
+  campaignCmd->add_option("--shard", campaign.shard, "This process's part, INDEX/COUNT")->capture_default_str();
+  campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
+  campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
+
   // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
   // their own options, so `peat profile --help` shows the real ones.
   struct TorchCommand {
@@ -169,6 +195,10 @@ int main(int argc, char** argv) {
     if (*checkBitsCmd) {
       for (int i = 0; i < argc; ++i) checkBits.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveCheckBits(checkBits);
+    }
+    if (*campaignCmd) {
+      for (int i = 0; i < argc; ++i) campaign.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
+      return runSaveCampaign(campaign);
     }
     if ((*analyzeCmd && !pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run)) ||
         (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))

@@ -254,6 +254,48 @@ float affineElement(const Node& n, const Node& src, const float* x, int64_t elem
   return acc;
 }
 
+float elementOf(const Graph& g, int index, const std::vector<const float*>& in, int64_t e) {
+  const Node& n = g.nodes[std::size_t(index)];
+  const Node& src = g.nodes[std::size_t(n.inputs.at(0))];
+  switch (n.op) {
+    case Op::Input:
+      throw SaveError("the input node has nothing to compute");
+    case Op::Linear:
+    case Op::Conv2d:
+      return affineElement(n, src, in[0], e);
+    case Op::Flatten:
+      return in[0][e];
+    case Op::Relu:
+      return in[0][e] > 0 ? in[0][e] : 0.0f;
+    case Op::Add:
+      return in[0][e] + in[1][e];
+    case Op::Max2:
+      return std::max(in[0][e], in[1][e]);
+    case Op::Select:
+      return in[0][n.gather[std::size_t(e)]];
+    case Op::BatchNorm: {
+      const int64_t ch = e / (n.size() / n.shape[0]);
+      return in[0][e] * n.weight[std::size_t(ch)] + n.bias[std::size_t(ch)];
+    }
+    case Op::MaxPool2d: {
+      const int64_t oh = n.shape[1], ow = n.shape[2], h = src.shape[1], w = src.shape[2];
+      const int64_t ch = e / (oh * ow), y = (e / ow) % oh, xx = e % ow;
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t ky = 0; ky < n.kernel; ++ky)
+        for (int64_t kx = 0; kx < n.kernel; ++kx)
+          m = std::max(m, in[0][(ch * h + y * n.stride + ky) * w + xx * n.stride + kx]);
+      return m;
+    }
+    case Op::GlobalAvgPool: {
+      const int64_t hw = src.size() / n.shape[0];
+      float acc = 0;
+      for (int64_t i = 0; i < hw; ++i) acc += in[0][e * hw + i];
+      return acc / float(hw);
+    }
+  }
+  return 0;
+}
+
 void runNode(const Graph& g, int index, const std::vector<const float*>& in, int64_t batch, float* out) {
   const Node& n = g.nodes[std::size_t(index)];
   const int64_t size = n.size();

@@ -65,6 +65,10 @@ std::vector<std::vector<float>> runAll(const Graph& g, const float* input, int64
 // arithmetic runNode uses, so a partial recomputation equals a full one bit for bit.
 float affineElement(const Node& n, const Node& input, const float* x, int64_t element);
 
+// One output element of any node for one sample, from pointers to that sample's inputs: the same
+// arithmetic as runNode (for verification by recomputation).
+float elementOf(const Graph& g, int node, const std::vector<const float*>& inputs, int64_t element);
+
 // One node's output from its inputs' outputs (for recomputing part of a network).
 void runNode(const Graph& g, int node, const std::vector<const float*>& inputs, int64_t batch, float* out);
 

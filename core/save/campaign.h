@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// SAVE's campaign: test-set accuracy against the number of faults per inference, for each
+// protection scheme, plus each scheme's fault-free latency relative to no protection. A campaign
+// is a list of points (scheme, flips); a shard (index, count) runs the points whose position
+// modulo count is its index, with seeds that depend only on the point, so shards merge into the
+// result of one process.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/save/runtime.h"
+
+namespace peat::save {
+
+struct CampaignOptions {
+  std::vector<int64_t> flips = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  std::vector<Scheme> schemes = {Scheme::None, Scheme::Save, Scheme::Tmr, Scheme::Ranger, Scheme::Ecc};
+  FaultModel faults;  // pattern and bits per fault; `flips` is set per point
+  int64_t images = 1000, batch = 100;
+  uint64_t seed = 1;
+  int shardIndex = 0, shardCount = 1;
+  int latencyRepeats = 3;
+};
+
+struct CampaignPoint {
+  Scheme scheme = Scheme::None;
+  int64_t flips = 0;
+  double accuracy = 0;   // top-1 on the test images
+  double errorRate = 0;  // share of predictions that differ from the fault-free ones
+  RunStats stats;
+  double seconds = 0;
+};
+
+struct SchemeLatency {
+  Scheme scheme = Scheme::None;
+  double seconds = 0;      // fault-free, per batch (best of the repeats)
+  double ratio = 1;        // against no protection
+  double accuracy = 0;     // fault-free
+  uint64_t falsePositives = 0;  // detections on fault-free runs
+};
+
+struct CampaignResult {
+  double cleanAccuracy = 0;
+  std::vector<SchemeLatency> latency;
+  std::vector<CampaignPoint> points;  // this shard's
+};
+
+// `images`: normalised test images, `labels` their classes; `point` is called after each point.
+CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const uint8_t* labels,
+                           const CampaignOptions& options, int64_t inputSize,
+                           const std::function<void(const CampaignResult&)>& point = nullptr);
+
+}  // namespace peat::save

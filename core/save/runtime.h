@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// SAVE at run time, on the CPU backend: inference of a batch through the engine with its weights
+// and activations in emulated *unreliable memory* (host buffers that an injected fault process
+// flips), beside the baselines it is compared with.
+//
+// Memory model. Unreliable memory is every weight and bias, and every activation tensor element
+// that the scheme does not place in reliable memory (which never flips). One inference of a batch
+// receives `flips` faults at 32-bit word addresses drawn over that unreliable space: weight faults
+// are present from the start; an activation fault lands on its tensor right after the op that
+// writes it and before any op reads it.
+//
+// Schemes:
+//  - none: the faults act;
+//  - save: weights are compared with the host's clean copy after each layer (repaired and the
+//    layer rerun on a mismatch); each activation tensor is range-checked against the sound ranges,
+//    and its type-2 elements in unreliable memory are recomputed from the op's verified inputs and
+//    compared outside their robust bits; on a detection the tensor is recomputed from clean data
+//    (restart from the interrupted layer). Tiles are placed in reliable memory by the selection;
+//  - tmr: three runs, each with its own faults, and a majority vote on each image's prediction;
+//  - ranger: every activation is clamped to profiled (empirical) bounds before it is read;
+//  - ecc: SEC-DED per 32-bit word: a word with one flipped bit is corrected, with two or more it
+//    keeps its corruption (detected but not correctable).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/save/selection.h"
+
+namespace peat::save {
+
+enum class Scheme { None, Save, Tmr, Ranger, Ecc };
+const char* schemeName(Scheme s);
+Scheme schemeFromName(const std::string& name);  // throws SaveError listing the names
+
+enum class FaultPattern { Random, Consecutive, Region };
+FaultPattern patternFromName(const std::string& name);
+
+struct FaultModel {
+  int64_t flips = 0;          // faults per inference of a batch
+  FaultPattern pattern = FaultPattern::Random;
+  int bitsPerFault = 1;       // 1: single-bit; more: that many distinct bits of one word
+  int64_t regionWords = 4096; // Region: all faults fall in one window this long
+};
+
+struct RunStats {
+  uint64_t faults = 0;          // words hit
+  uint64_t detections = 0;      // SAVE: weight mismatches, range violations, recomputation mismatches
+  uint64_t weightRepairs = 0, rangeViolations = 0, recomputeMismatches = 0, recoveries = 0;
+  uint64_t recomputed = 0;      // SAVE: type-2 elements recomputed
+  uint64_t eccCorrected = 0, eccUncorrectable = 0;
+};
+
+class ProtectedRunner {
+ public:
+  // `selection` places SAVE's tiles (for `batch` images) and gives its ranges and bit masks;
+  // `profiled` are Ranger's bounds (empirical, unsound by design).
+  ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled, int64_t batch);
+
+  // Predictions of `batch` images under the scheme and fault model; `seed` draws the faults.
+  std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
+
+  int64_t unreliableWords(Scheme scheme) const;
+
+ private:
+  struct Fault {
+    uint64_t word;
+    uint32_t mask;
+  };
+  std::vector<Fault> drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const;
+  std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, RunStats& stats);
+
+  const Graph& g_;
+  const Selection& sel_;
+  std::vector<NodeRange> profiled_;
+  int64_t batch_;
+  std::vector<int64_t> weightOffset_;  // first word of each node's weights, then biases
+  int64_t weightWords_ = 0;
+  std::vector<std::vector<uint8_t>> reliable_;  // per node, per batch element: in reliable memory (SAVE)
+  std::vector<std::vector<int64_t>> unreliableIndex_;  // per node: the batch elements in unreliable memory (SAVE)
+  std::vector<int64_t> activationWords_;  // per node: words (batch * size)
+};
+
+}  // namespace peat::save
