@@ -330,10 +330,21 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
           }
       return;
     }
-    case Op::Linear:
+    case Op::Linear: {
+      if (batch < 4) {
+        for (int64_t s = 0; s < batch; ++s)
+          for (int64_t o = 0; o < size; ++o) out[s * size + o] = affineElement(n, *src, in[0] + s * inSize, o);
+        return;
+      }
+      // The same sums as a GEMM over the batch: positions are the samples.
+      std::vector<float> xt(std::size_t(inSize * batch)), yt(std::size_t(size * batch));
       for (int64_t s = 0; s < batch; ++s)
-        for (int64_t o = 0; o < size; ++o) out[s * size + o] = affineElement(n, *src, in[0] + s * inSize, o);
+        for (int64_t i = 0; i < inSize; ++i) xt[std::size_t(i * batch + s)] = in[0][s * inSize + i];
+      detail::convGemm(n.weight.data(), size, inSize, xt.data(), batch, n.bias.data(), yt.data());
+      for (int64_t s = 0; s < batch; ++s)
+        for (int64_t o = 0; o < size; ++o) out[s * size + o] = yt[std::size_t(o * batch + s)];
       return;
+    }
     case Op::Conv2d: {
       // im2col, then a GEMM vectorised over output positions: each element still sums bias, then
       // the taps in affineElement's order.

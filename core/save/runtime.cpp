@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <random>
 
@@ -33,6 +38,57 @@ FaultPattern patternFromName(const std::string& name) {
   throw SaveError("unknown fault pattern '" + name + "' (patterns: random, consecutive, region)");
 }
 
+// One long-lived thread that runs the verifications of a run in order, behind the inference.
+class ProtectedRunner::Verifier {
+ public:
+  Verifier() : thread_([this] { loop(); }) {}
+  ~Verifier() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    posted_.notify_all();
+    thread_.join();
+  }
+  void post(int node, std::function<bool()> job) {
+    std::lock_guard<std::mutex> lock(m_);
+    queue_.emplace_back(node, std::move(job));
+    posted_.notify_all();
+  }
+  // Waits for every posted job; the nodes whose check found a fault, in order.
+  std::vector<int> drain() {
+    std::unique_lock<std::mutex> lock(m_);
+    finished_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    std::vector<int> out;
+    out.swap(detected_);
+    return out;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_);
+    while (true) {
+      posted_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      auto [node, job] = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      const bool bad = job();
+      lock.lock();
+      busy_ = false;
+      if (bad) detected_.push_back(node);
+      finished_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable posted_, finished_;
+  std::deque<std::pair<int, std::function<bool()>>> queue_;
+  std::vector<int> detected_;
+  bool busy_ = false, stop_ = false;
+  std::thread thread_;
+};
+
 namespace {
 
 bool hasWeights(const Node& n) { return n.op == Op::Linear || n.op == Op::Conv2d || n.op == Op::BatchNorm; }
@@ -61,38 +117,77 @@ int argmax(const float* logits, int64_t n) {
 
 ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled,
                                  int64_t batch)
-    : g_(g), sel_(selection), profiled_(std::move(profiled)), batch_(batch) {
+    : g_(g), sel_(selection), profiled_(std::move(profiled)), batch_(batch), work_(g) {
   if (batch <= 0) throw SaveError("the batch must hold at least one image");
   if (selection.layers.size() + 1 != g.nodes.size()) throw SaveError("the selection belongs to another graph");
   weightOffset_.assign(g.nodes.size() + 1, 0);
   for (std::size_t v = 0; v < g.nodes.size(); ++v)
     weightOffset_[v + 1] = weightOffset_[v] + int64_t(g.nodes[v].weight.size() + g.nodes[v].bias.size());
   weightWords_ = weightOffset_.back();
-  reliable_.resize(g.nodes.size());
   unreliableIndex_.resize(g.nodes.size());
+  type2Unreliable_.resize(g.nodes.size());
   activationWords_.assign(g.nodes.size(), 0);
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const LayerSelection& l = selection.layers[v - 1];
     const int64_t size = g.nodes[v].size();
     activationWords_[v] = batch * size;
-    reliable_[v].assign(std::size_t(batch * size), 0);
-    for (int64_t i = 0; i < size; ++i) {
+    for (int64_t i = 0; i < size; ++i) {  // a tile holds its elements for every image of the batch
       const int64_t tile = (i / l.cols / selection.options.tileRows) * l.tilesAcross + (i % l.cols) / selection.options.tileCols;
-      const bool inReliable = l.tileReliable[std::size_t(tile)] != 0;
-      for (int64_t s = 0; s < batch; ++s) {
-        reliable_[v][std::size_t(s * size + i)] = inReliable;
-        if (!inReliable) unreliableIndex_[v].push_back(s * size + i);
-      }
+      if (l.tileReliable[std::size_t(tile)]) continue;
+      unreliableIndex_[v].push_back(i);
+      if (~(l.robustMask[std::size_t(i)] | l.rangingMask[std::size_t(i)]) != 0) type2Unreliable_[v].push_back(i);
     }
-    std::sort(unreliableIndex_[v].begin(), unreliableIndex_[v].end());
   }
 }
+
+ProtectedRunner::~ProtectedRunner() = default;
 
 int64_t ProtectedRunner::unreliableWords(Scheme scheme) const {
   int64_t words = weightWords_;
   for (std::size_t v = 1; v < g_.nodes.size(); ++v)
-    words += scheme == Scheme::Save ? int64_t(unreliableIndex_[v].size()) : activationWords_[v];
+    words += scheme == Scheme::Save ? batch_ * int64_t(unreliableIndex_[v].size()) : activationWords_[v];
   return words;
+}
+
+bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, RunStats& stats) {
+  // Range check of the unreliable elements, and recomputation of the type-2 ones from the op's
+  // (verified) inputs, compared outside their robust bits.
+  const Node& n = g_.nodes[std::size_t(v)];
+  const int64_t size = n.size();
+  const NodeRange& r = sel_.ranges.nodes[std::size_t(v)];
+  const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
+  const std::vector<float>& x = act[std::size_t(v)];
+  for (int64_t s = 0; s < batch_; ++s) {
+    const float* xs = x.data() + s * size;
+    for (int64_t i : unreliableIndex_[std::size_t(v)])
+      if (!(xs[i] >= r.lo[std::size_t(i)] && xs[i] <= r.hi[std::size_t(i)])) {
+        ++stats.rangeViolations;
+        return true;
+      }
+  }
+  const std::vector<int64_t>& check = type2Unreliable_[std::size_t(v)];
+  if (check.empty()) return false;
+  stats.recomputed += uint64_t(batch_) * check.size();
+  std::vector<const float*> in;
+  for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
+  std::vector<float>& again = again_;  // only the verifying thread uses it
+  const bool whole = int64_t(check.size()) * 16 > size;  // the vectorised layer is cheaper
+  if (whole) {
+    again.resize(x.size());
+    runNode(g_, v, in, batch_, again.data());
+  }
+  std::vector<const float*> sampleIn(in.size());
+  for (int64_t s = 0; s < batch_; ++s) {
+    for (std::size_t k = 0; k < in.size(); ++k) sampleIn[k] = in[k] + s * g_.nodes[std::size_t(n.inputs[k])].size();
+    for (int64_t i : check) {
+      const float value = whole ? again[std::size_t(s * size + i)] : elementOf(g_, v, sampleIn, i);
+      if ((bitsOf(value) ^ bitsOf(x[std::size_t(s * size + i)])) & ~l.robustMask[std::size_t(i)]) {
+        ++stats.recomputeMismatches;
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 std::vector<ProtectedRunner::Fault> ProtectedRunner::drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const {
@@ -137,7 +232,12 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   // ECC: bits flipped in one word combine; a word left with one flipped bit is corrected.
   std::map<uint64_t, uint32_t> words;
   for (const Fault& f : faultList) words[f.word] ^= f.mask;
-  Graph work = g_;  // weights in unreliable memory; g_ holds the host's clean copy
+  Graph& work = work_;  // weights in unreliable memory; g_ holds the host's clean copy
+  for (std::size_t v : faultedWeights_) {  // undo the last run's weight faults
+    work.nodes[v].weight = g_.nodes[v].weight;
+    work.nodes[v].bias = g_.nodes[v].bias;
+  }
+  faultedWeights_.clear();
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> activationFaults(g_.nodes.size());
   for (const auto& [word, mask] : words) {
     if (mask == 0) continue;
@@ -151,6 +251,7 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
       const std::size_t v = std::size_t(std::upper_bound(weightOffset_.begin(), weightOffset_.end(), int64_t(word)) -
                                         weightOffset_.begin() - 1);
       Node& n = work.nodes[v];
+      faultedWeights_.push_back(v);
       const int64_t at = int64_t(word) - weightOffset_[v];
       flip(at < int64_t(n.weight.size()) ? n.weight[std::size_t(at)] : n.bias[std::size_t(at - int64_t(n.weight.size()))],
            mask);
@@ -158,17 +259,30 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
     }
     int64_t rest = int64_t(word) - weightWords_;
     for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
-      const int64_t here = scheme == Scheme::Save ? int64_t(unreliableIndex_[v].size()) : activationWords_[v];
+      const int64_t here = scheme == Scheme::Save ? batch_ * int64_t(unreliableIndex_[v].size()) : activationWords_[v];
       if (rest < here) {
-        activationFaults[v].push_back({scheme == Scheme::Save ? unreliableIndex_[v][std::size_t(rest)] : rest, mask});
+        if (scheme == Scheme::Save) {
+          const int64_t per = int64_t(unreliableIndex_[v].size());
+          activationFaults[v].push_back({(rest / per) * g_.nodes[v].size() + unreliableIndex_[v][std::size_t(rest % per)], mask});
+        } else {
+          activationFaults[v].push_back({rest, mask});
+        }
         break;
       }
       rest -= here;
     }
   }
 
-  std::vector<std::vector<float>> act(g_.nodes.size());
+  std::vector<std::vector<float>>& act = act_;  // kept between runs: no page faults for fresh buffers
+  act.resize(g_.nodes.size());
   act[0].assign(images, images + batch_ * g_.nodes[0].size());
+  if (scheme == Scheme::Save && !verifier_) verifier_ = std::make_unique<Verifier>();
+  RunStats verifyStats;  // written by the verifying thread only
+  auto repair = [&](int v) {  // recompute a tensor from its verified inputs and clean weights
+    std::vector<const float*> in;
+    for (int i : g_.nodes[std::size_t(v)].inputs) in.push_back(act[std::size_t(i)].data());
+    runNode(g_, v, in, batch_, act[std::size_t(v)].data());
+  };
   for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
     const Node& n = g_.nodes[v];
     const int64_t size = n.size();
@@ -197,40 +311,23 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
           x = std::isnan(x) ? lo : std::clamp(x, lo, hi);
         }
     }
-    if (scheme == Scheme::Save) {
-      // Range check of the unreliable elements, and recomputation of the type-2 ones from the
-      // op's (verified) inputs, compared outside their robust bits.
-      const NodeRange& r = sel_.ranges.nodes[v];
-      const LayerSelection& l = sel_.layers[v - 1];
-      bool detected = false;
-      std::vector<const float*> sampleIn(n.inputs.size());
-      for (int64_t e : unreliableIndex_[v]) {
-        const int64_t s = e / size, i = e % size;
-        const float x = act[v][std::size_t(e)];
-        if (!(x >= r.lo[std::size_t(i)] && x <= r.hi[std::size_t(i)])) {
-          ++stats.rangeViolations;
-          detected = true;
-          break;
-        }
-        const uint32_t robust = l.robustMask[std::size_t(i)], ranging = l.rangingMask[std::size_t(i)];
-        if (~(robust | ranging) == 0) continue;  // type 1: the range check covers it
-        for (std::size_t k = 0; k < n.inputs.size(); ++k)
-          sampleIn[k] = act[std::size_t(n.inputs[k])].data() + s * g_.nodes[std::size_t(n.inputs[k])].size();
-        ++stats.recomputed;
-        const float again = elementOf(g_, int(v), sampleIn, i);
-        if ((bitsOf(again) ^ bitsOf(x)) & ~robust) {
-          ++stats.recomputeMismatches;
-          detected = true;
-          break;
-        }
-      }
-      if (detected) {
-        ++stats.detections;
-        ++stats.recoveries;
-        runNode(work, int(v), in, batch_, act[v].data());  // recompute from clean inputs
-      }
+    // SAVE: the tensor's check runs on the second core, behind the inference (it reads only
+    // this tensor and its inputs, which the inference no longer writes).
+    if (scheme == Scheme::Save) verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
+  }
+  if (scheme == Scheme::Save) {
+    const std::vector<int> detected = verifier_->drain();
+    if (!detected.empty()) {
+      // Restart from the first interrupted layer with clean data: its inputs passed their checks,
+      // and the faults struck the buffers written before.
+      stats.detections += detected.size();
+      ++stats.recoveries;
+      for (std::size_t u = std::size_t(detected.front()); u < g_.nodes.size(); ++u) repair(int(u));
     }
   }
+  stats.rangeViolations += verifyStats.rangeViolations;
+  stats.recomputeMismatches += verifyStats.recomputeMismatches;
+  stats.recomputed += verifyStats.recomputed;
   std::vector<int> out(static_cast<std::size_t>(batch_));
   const std::vector<float>& logits = act[std::size_t(g_.output)];
   const int64_t classes = g_.nodes[std::size_t(g_.output)].size();

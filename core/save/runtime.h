@@ -15,13 +15,15 @@
 //  - save: weights are compared with the host's clean copy after each layer (repaired and the
 //    layer rerun on a mismatch); each activation tensor is range-checked against the sound ranges,
 //    and its type-2 elements in unreliable memory are recomputed from the op's verified inputs and
-//    compared outside their robust bits; on a detection the tensor is recomputed from clean data
-//    (restart from the interrupted layer). Tiles are placed in reliable memory by the selection;
+//    compared outside their robust bits. The check of a tensor runs on a second core while the
+//    next layer computes; on a detection the tensor is recomputed from clean data and the
+//    interrupted layer restarts. Tiles are placed in reliable memory by the selection;
 //  - tmr: three runs, each with its own faults, and a majority vote on each image's prediction;
 //  - ranger: every activation is clamped to profiled (empirical) bounds before it is read;
 //  - ecc: SEC-DED per 32-bit word: a word with one flipped bit is corrected, with two or more it
 //    keeps its corruption (detected but not correctable).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,9 @@ class ProtectedRunner {
   // `selection` places SAVE's tiles (for `batch` images) and gives its ranges and bit masks;
   // `profiled` are Ranger's bounds (empirical, unsound by design).
   ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled, int64_t batch);
+  ~ProtectedRunner();
+  ProtectedRunner(const ProtectedRunner&) = delete;
+  ProtectedRunner& operator=(const ProtectedRunner&) = delete;
 
   // Predictions of `batch` images under the scheme and fault model; `seed` draws the faults.
   std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
@@ -69,6 +74,9 @@ class ProtectedRunner {
   };
   std::vector<Fault> drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const;
   std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, RunStats& stats);
+  // SAVE's check of one tensor; true on a detection. Runs on a second thread, overlapped with the
+  // next layer (as SAVE overlaps the CPU's checks with the GPU's next kernel).
+  bool verify(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
 
   const Graph& g_;
   const Selection& sel_;
@@ -76,9 +84,15 @@ class ProtectedRunner {
   int64_t batch_;
   std::vector<int64_t> weightOffset_;  // first word of each node's weights, then biases
   int64_t weightWords_ = 0;
-  std::vector<std::vector<uint8_t>> reliable_;  // per node, per batch element: in reliable memory (SAVE)
-  std::vector<std::vector<int64_t>> unreliableIndex_;  // per node: the batch elements in unreliable memory (SAVE)
+  std::vector<std::vector<int64_t>> unreliableIndex_;  // per node: one image's elements in unreliable memory (SAVE)
+  std::vector<std::vector<int64_t>> type2Unreliable_;  // ... of those, the type-2 ones
   std::vector<int64_t> activationWords_;  // per node: words (batch * size)
+  Graph work_;                            // the weights as unreliable memory holds them
+  class Verifier;
+  std::unique_ptr<Verifier> verifier_;    // SAVE's second core
+  std::vector<std::vector<float>> act_;   // activations, reused between runs
+  std::vector<float> again_;              // the verifier's recomputation
+  std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
 };
 
 }  // namespace peat::save
