@@ -12,6 +12,7 @@
 #include <hwy/targets.h>
 
 #include "core/data/datasets.h"
+#include "core/save/campaign.h"
 #include "core/save/check_bits.h"
 #include "core/save/selection.h"
 #include "core/torch/models/zoo.h"
@@ -101,8 +102,142 @@ class TestSave : public QObject {
   void tilesGoToReliableMemoryByShare();
   void flipOracleMatchesBruteForce();
   void checkBitsHasNoFalseRobust();
+  void saveHasNoFalsePositives();
+  void saveKeepsPredictionsUnderFaults();
+  void eccCorrectsSingleBitFaultsOnly();
+  void faultPatterns();
+  void campaignShardsMatchOneProcess();
   void refusals();
 };
+
+namespace {
+
+// LeNet with a reliable-memory budget of a quarter of its activations, and its test images.
+struct RuntimeFixture {
+  save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::Selection sel;
+  std::vector<float> images;
+  int64_t batch = 20;
+  RuntimeFixture() {
+    save::SelectionOptions o;
+    o.batch = batch;
+    o.budgetBytes = 15002 * 4 * batch / 4;
+    sel = save::selectBits(g, o);
+    std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 200 * 784);
+    images = save::normalisedImages(g, pixels);
+  }
+  std::vector<save::NodeRange> profiled() const { return save::profiledRanges(g, images.data(), 200); }
+};
+
+}  // namespace
+
+void TestSave::saveHasNoFalsePositives() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  QVERIFY(runner.unreliableWords(save::Scheme::Save) < runner.unreliableWords(save::Scheme::None));
+  for (int64_t b = 0; b < 10; ++b) {
+    save::RunStats plain, protectedStats;
+    const float* x = f.images.data() + b * f.batch * 784;
+    const std::vector<int> clean = runner.infer(x, save::Scheme::None, {}, 0, plain);
+    QCOMPARE(runner.infer(x, save::Scheme::Save, {}, 0, protectedStats), clean);
+    QCOMPARE(protectedStats.detections, uint64_t(0));
+    QVERIFY(protectedStats.recomputed > 0);
+  }
+}
+
+void TestSave::saveKeepsPredictionsUnderFaults() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  save::FaultModel m;
+  m.flips = 4096;
+  int64_t same = 0, sameUnprotected = 0, total = 0;
+  save::RunStats stats, unprotected, none;
+  for (int64_t b = 0; b < 10; ++b) {
+    const float* x = f.images.data() + b * f.batch * 784;
+    const std::vector<int> clean = runner.infer(x, save::Scheme::None, {}, 0, none);
+    const std::vector<int> p = runner.infer(x, save::Scheme::Save, m, uint64_t(b) + 1, stats);
+    const std::vector<int> q = runner.infer(x, save::Scheme::None, m, uint64_t(b) + 1, unprotected);
+    for (std::size_t i = 0; i < clean.size(); ++i) {
+      same += p[i] == clean[i];
+      sameUnprotected += q[i] == clean[i];
+      ++total;
+    }
+  }
+  QCOMPARE(same, total);  // every fault was caught or harmless
+  QVERIFY2(sameUnprotected < total * 8 / 10, qPrintable(QString::number(sameUnprotected)));
+  QVERIFY(stats.detections > 0 && stats.recoveries > 0 && stats.weightRepairs > 0);
+  QVERIFY(stats.rangeViolations + stats.recomputeMismatches > 0);
+}
+
+void TestSave::eccCorrectsSingleBitFaultsOnly() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  save::FaultModel m;
+  m.flips = 2000;
+  save::RunStats none, single, dbl;
+  const std::vector<int> clean = runner.infer(f.images.data(), save::Scheme::None, {}, 0, none);
+  const std::vector<int> p = runner.infer(f.images.data(), save::Scheme::Ecc, m, 9, single);
+  QVERIFY(single.eccCorrected > 1900);  // two faults may share a word, which ECC cannot correct
+  QCOMPARE(single.eccCorrected + single.eccUncorrectable, single.faults);
+  m.bitsPerFault = 2;
+  runner.infer(f.images.data(), save::Scheme::Ecc, m, 9, dbl);
+  QCOMPARE(dbl.eccCorrected, uint64_t(0));
+  QCOMPARE(dbl.eccUncorrectable, dbl.faults);
+  if (single.eccUncorrectable == 0) QCOMPARE(p, clean);
+}
+
+void TestSave::faultPatterns() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  save::FaultModel m;
+  m.flips = 100;
+  m.pattern = save::FaultPattern::Consecutive;
+  save::RunStats consecutive, region;
+  runner.infer(f.images.data(), save::Scheme::None, m, 4, consecutive);
+  QCOMPARE(consecutive.faults, uint64_t(100));  // 100 distinct words
+  m.pattern = save::FaultPattern::Region;
+  m.regionWords = 10;
+  runner.infer(f.images.data(), save::Scheme::None, m, 4, region);
+  QVERIFY(region.faults >= 1 && region.faults <= 10);  // they all fall in a 10-word window
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::patternFromName("rowhammer"));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::schemeFromName("dmr"));
+}
+
+// Shards run disjoint points whose seeds depend only on the point: together they are one run.
+void TestSave::campaignShardsMatchOneProcess() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  save::CampaignOptions o;
+  o.flips = {16, 1024};
+  o.schemes = {save::Scheme::None, save::Scheme::Save, save::Scheme::Ecc};
+  o.images = 100;
+  o.batch = f.batch;
+  o.latencyRepeats = 1;
+  const save::CampaignResult whole = save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784);
+  QCOMPARE(whole.points.size(), std::size_t(6));
+  std::vector<save::CampaignPoint> parts;
+  for (int i = 0; i < 2; ++i) {
+    o.shardIndex = i;
+    o.shardCount = 2;
+    const save::CampaignResult r = save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784);
+    parts.insert(parts.end(), r.points.begin(), r.points.end());
+  }
+  QCOMPARE(parts.size(), whole.points.size());
+  for (const save::CampaignPoint& w : whole.points) {
+    bool found = false;
+    for (const save::CampaignPoint& p : parts)
+      if (p.scheme == w.scheme && p.flips == w.flips) {
+        found = true;
+        QCOMPARE(p.accuracy, w.accuracy);
+        QCOMPARE(p.errorRate, w.errorRate);
+        QCOMPARE(p.stats.detections, w.stats.detections);
+      }
+    QVERIFY(found);
+  }
+  for (const save::SchemeLatency& l : whole.latency) QCOMPARE(l.falsePositives, uint64_t(0));
+  o.shardIndex = 2;
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784));
+}
 
 void TestSave::engineMatchesTorch_data() {
   QTest::addColumn<QString>("model");
