@@ -172,7 +172,12 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
 
 int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::SelectionOptions so = selectionOptions(o);
-  const save::Graph g = save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  if (o.weights.empty() == (o.randomWeights == 0))
+    throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
+  const save::Graph g = o.randomWeights ? save::randomGraph(o.model, o.randomWeights)
+                                        : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  if (o.tightness && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
+    throw std::invalid_argument("--tightness compares with Fashion-MNIST; model " + o.model + " takes other inputs");
   const save::Selection s = save::selectBits(g, so);
   const Reference ref = o.tightness ? references(g, so) : Reference{};
   if (!o.session.empty()) store(s, o, ref);

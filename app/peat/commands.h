@@ -41,6 +41,7 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
 
 struct SaveAnalyzeOptions {
   std::string model, weights, run = "train";
+  uint64_t randomWeights = 0;  // instead of --weights: seeded random weights (timing, exploring)
   int64_t iteration = -1;
   std::string inputRange = "0,1";
   double tau = 1e-5;

@@ -75,9 +75,12 @@ int main(int argc, char** argv) {
   saveCmd->require_subcommand(1);
   CLI::App* saveAnalyzeCmd =
       saveCmd->add_subcommand("analyze", "Range analysis, bit properties and reliable-memory tiles of a model");
-  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet or resnet")->required();
-  saveAnalyzeCmd->add_option("--weights,-w", saveAnalyze.weights, "Session or checkpoint file with the model's weights")
+  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet, resnet (or resnet18, random weights only)")
       ->required();
+  CLI::Option* weightsOption =
+      saveAnalyzeCmd->add_option("--weights,-w", saveAnalyze.weights, "Session or checkpoint file with the model's weights");
+  saveAnalyzeCmd->add_option("--random-weights", saveAnalyze.randomWeights, "Instead: seeded random weights (SEED > 0)")
+      ->excludes(weightsOption);
   saveAnalyzeCmd->add_option("--run", saveAnalyze.run, "Run holding the checkpoint")->capture_default_str();
   saveAnalyzeCmd->add_option("--iteration", saveAnalyze.iteration, "Checkpoint iteration (default: the last)");
   saveAnalyzeCmd->add_option("--input-range", saveAnalyze.inputRange, "Raw pixel range LO,HI (before normalisation)")

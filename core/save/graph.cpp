@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "core/save/engine_simd.h"
 #include "core/store/session.h"
@@ -46,6 +47,12 @@ namespace {
 class Builder {
  public:
   Builder(Graph& g, const std::map<std::string, store::Tensor>& params) : g_(g), params_(params) {}
+
+  // Missing parameters are drawn instead (fan-in uniform; batch-norm statistics near identity).
+  void randomFill(uint64_t seed) {
+    random_ = true;
+    rng_.seed(seed);
+  }
 
   int input(std::vector<int64_t> shape) {
     Node n;
@@ -150,8 +157,24 @@ class Builder {
     g_.nodes.push_back(std::move(n));
     return int(g_.nodes.size()) - 1;
   }
-  std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+
+  std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) {
     auto it = params_.find(name);
+    if (it == params_.end() && random_) {
+      int64_t count = 1, fanIn = 1;
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        count *= shape[d];
+        if (d > 0) fanIn *= shape[d];
+      }
+      std::vector<float> v(static_cast<std::size_t>(count));
+      const bool bn = name.find("bn") != std::string::npos || name.find("running") != std::string::npos;
+      const float bound = bn ? 0.1f : 1.0f / std::sqrt(float(shape.size() > 1 ? fanIn : shape[0]));
+      std::uniform_real_distribution<float> u(-bound, bound);
+      for (float& x : v) x = u(rng_);
+      if (name.find("running_var") != std::string::npos || (bn && name.find("weight") != std::string::npos))
+        for (float& x : v) x += 1.0f;
+      return v;
+    }
     if (it == params_.end())
       throw SaveError("the checkpoint has no tensor '" + name + "' of model " + g_.model +
                       " (was it written by another model?)");
@@ -166,16 +189,59 @@ class Builder {
   }
   Graph& g_;
   const std::map<std::string, store::Tensor>& params_;
+  bool random_ = false;
+  std::mt19937_64 rng_;
 };
+
+// ResNet-18's shape (torchvision's layout, without the stem pool's padding) on 3x224x224 images.
+int resnet18(Builder& b) {
+  int x = b.input({3, 224, 224});
+  x = b.relu("relu", b.batchNorm("bn1", b.conv("conv1", x, 64, 7, 2, 3, false)));
+  x = b.maxPool("maxpool", x, 3, 2);
+  int64_t in = 64;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t out = int64_t(64) << stage;
+    for (int block = 0; block < 2; ++block) {
+      const std::string n = "layer" + std::to_string(stage + 1) + "." + std::to_string(block);
+      const int64_t stride = block == 0 && stage > 0 ? 2 : 1;
+      int h = b.relu(n + ".relu1", b.batchNorm(n + ".bn1", b.conv(n + ".conv1", x, out, 3, stride, 1, false)));
+      h = b.batchNorm(n + ".bn2", b.conv(n + ".conv2", h, out, 3, 1, 1, false));
+      int skip = x;
+      if (stride != 1 || in != out)
+        skip = b.batchNorm(n + ".downsample.1", b.conv(n + ".downsample.0", x, out, 1, stride, 0, false));
+      x = b.relu(n + ".relu2", b.addNodes(n + ".add", h, skip));
+      in = out;
+    }
+  }
+  return b.linear("fc", b.globalAvgPool("avgpool", x), 1000);
+}
 
 }  // namespace
 
+Graph randomGraph(const std::string& model, uint64_t seed) {
+  if (model != "resnet18") return zooGraph(model, {}, seed);
+  Graph g;
+  g.model = model;
+  g.inputMean = 0.449f;  // ImageNet's mean and deviation, averaged over the channels
+  g.inputDeviation = 0.226f;
+  const std::map<std::string, store::Tensor> none;
+  Builder b(g, none);
+  b.randomFill(seed);
+  g.output = resnet18(b);
+  return g;
+}
+
 Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters) {
+  return zooGraph(model, parameters, 0);
+}
+
+Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters, uint64_t randomSeed) {
   Graph g;
   g.model = model;
   g.inputMean = 0.2860f;  // Fashion-MNIST, as the trainer normalises it
   g.inputDeviation = 0.3530f;
   Builder b(g, parameters);
+  if (randomSeed) b.randomFill(randomSeed);
   if (model == "mlp") {
     int x = b.flatten("flatten", b.input({1, 28, 28}));
     x = b.relu("fc1.relu", b.linear("fc1", x, 256));

@@ -53,6 +53,13 @@ struct Graph {
 // for (naming it), and for a missing or misshapen parameter.
 Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters);
 
+// The same with seeded random parameters wherever `parameters` lacks one (randomSeed != 0).
+Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters, uint64_t randomSeed);
+
+// A graph with seeded random weights: any zoo model, or "resnet18" (ResNet-18's layers on
+// 3x224x224 inputs, for timing the selection at that size).
+Graph randomGraph(const std::string& model, uint64_t seed);
+
 // Reads the parameters of `run`'s checkpoint `iteration` (-1: the last one) from a session file.
 std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, const std::string& run = "train",
                                                     int64_t iteration = -1);

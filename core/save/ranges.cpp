@@ -2,11 +2,13 @@
 #include "core/save/ranges.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <random>
+#include <thread>
 
 namespace peat::save {
 
@@ -19,6 +21,21 @@ constexpr double kTiny32 = 0x1p-149;   // fp32's smallest subnormal: the most a 
 constexpr double kDoubleMargin = 1e-9;
 
 double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
+
+// Runs body(first, last) over [0, count) split between the cores (for the big layers only).
+template <class F>
+void parallelFor(int64_t count, int64_t work, F&& body) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cores == 1 || work < (int64_t(1) << 20) || count < 2) {
+    body(int64_t(0), count);
+    return;
+  }
+  const int64_t parts = std::min<int64_t>(count, cores);
+  std::vector<std::thread> pool;
+  for (int64_t p = 1; p < parts; ++p) pool.emplace_back([&, p] { body(count * p / parts, count * (p + 1) / parts); });
+  body(0, count / parts);
+  for (std::thread& t : pool) t.join();
+}
 
 double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
 
@@ -37,11 +54,13 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
     case Op::Linear: {
       const std::size_t in = std::size_t(src.size());
       const double gm = gamma32(int64_t(in) + 1);
-      for (std::size_t o = 0; o < size; ++o) {
-        double s = std::fabs(n.bias[o]);
-        for (std::size_t i = 0; i < in; ++i) s += std::fabs(n.weight[o * in + i]) * magnitude(x, i);
-        e[o] = gm * s + double(in + 1) * kTiny32;
-      }
+      parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
+        for (std::size_t o = std::size_t(first); o < std::size_t(last); ++o) {
+          double s = std::fabs(n.bias[o]);
+          for (std::size_t i = 0; i < in; ++i) s += std::fabs(n.weight[o * in + i]) * magnitude(x, i);
+          e[o] = gm * s + double(in + 1) * kTiny32;
+        }
+      });
       break;
     }
     case Op::Conv2d: {
@@ -49,7 +68,8 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       const int64_t oh = n.shape[1], ow = n.shape[2];
       const int64_t taps = ci * k * k;
       const double gm = gamma32(taps + 1);
-      for (int64_t o = 0; o < n.shape[0]; ++o)
+      parallelFor(n.shape[0], int64_t(size) * taps, [&](int64_t first, int64_t last) {
+      for (int64_t o = first; o < last; ++o)
         for (int64_t y = 0; y < oh; ++y)
           for (int64_t xx = 0; xx < ow; ++xx) {
             double s = n.bias.empty() ? 0.0 : std::fabs(n.bias[std::size_t(o)]);
@@ -66,6 +86,7 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
               }
             e[std::size_t((o * oh + y) * ow + xx)] = gm * s + double(taps + 1) * kTiny32;
           }
+      });
       break;
     }
     case Op::BatchNorm: {
@@ -161,22 +182,25 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
     }
     case Op::Linear: {
       const std::size_t in = std::size_t(src.size());
-      for (std::size_t o = 0; o < size; ++o) {
-        double lo = n.bias[o], hi = n.bias[o];
-        for (std::size_t i = 0; i < in; ++i) {
-          const double w = n.weight[o * in + i];
-          lo += w >= 0 ? w * x.lo[i] : w * x.hi[i];
-          hi += w >= 0 ? w * x.hi[i] : w * x.lo[i];
+      parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
+        for (std::size_t o = std::size_t(first); o < std::size_t(last); ++o) {
+          double lo = n.bias[o], hi = n.bias[o];
+          for (std::size_t i = 0; i < in; ++i) {
+            const double w = n.weight[o * in + i];
+            lo += w >= 0 ? w * x.lo[i] : w * x.hi[i];
+            hi += w >= 0 ? w * x.hi[i] : w * x.lo[i];
+          }
+          out.lo[o] = lo;
+          out.hi[o] = hi;
         }
-        out.lo[o] = lo;
-        out.hi[o] = hi;
-      }
+      });
       break;
     }
     case Op::Conv2d: {
       const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
       const int64_t oh = n.shape[1], ow = n.shape[2];
-      for (int64_t o = 0; o < n.shape[0]; ++o)
+      parallelFor(n.shape[0], int64_t(size) * ci * k * k, [&](int64_t first, int64_t last) {
+      for (int64_t o = first; o < last; ++o)
         for (int64_t y = 0; y < oh; ++y)
           for (int64_t xx = 0; xx < ow; ++xx) {
             double lo = n.bias.empty() ? 0.0 : n.bias[std::size_t(o)], hi = lo;
@@ -196,6 +220,7 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
             out.lo[std::size_t((o * oh + y) * ow + xx)] = lo;
             out.hi[std::size_t((o * oh + y) * ow + xx)] = hi;
           }
+      });
       break;
     }
     case Op::BatchNorm: {
@@ -644,7 +669,9 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
   int64_t widest = 1;
   for (const Node& n : g.nodes) widest = std::max(widest, n.size());
   const std::size_t block = std::size_t(std::max<int64_t>(1, o.maxEntries / widest));
-  BackSubstitution bs(g, r, diff, level, o.depth);
+  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<BackSubstitution> workers;  // one per thread: each keeps its own spare matrices
+  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(g, r, diff, level, o.depth);
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     for (int i : n.inputs) level[v] = std::max(level[v], level[std::size_t(i)]);
@@ -668,8 +695,17 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
     if (direct) continue;
     const std::size_t size = std::size_t(n.size());
     std::vector<double> lo(size), hi(size);
-    for (std::size_t first = 0; first < size; first += block)
-      bs.run(int(v), first, std::min(block, size - first), lo.data() + first, hi.data() + first);
+    // Blocks of rows are independent: the threads take them in turn.
+    const std::size_t rows = std::max<std::size_t>(1, std::min(block, (size + threads - 1) / threads));
+    std::atomic<std::size_t> next{0};
+    auto work = [&](unsigned t) {
+      for (std::size_t first; (first = next.fetch_add(rows)) < size;)
+        workers[t].run(int(v), first, std::min(rows, size - first), lo.data() + first, hi.data() + first);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads && t * rows < size; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
     for (std::size_t i = 0; i < size; ++i) {  // both are sound: keep the tighter side of each
       r[v].lo[i] = std::max(r[v].lo[i], lo[i]);
       r[v].hi[i] = std::min(r[v].hi[i], hi[i]);

@@ -29,6 +29,7 @@ struct RangeOptions {
   int depth = 0;            // affine ops to substitute back through before concretising; 0 = all the way
   int splits = 0;           // input bisections (2^splits parts at most)
   int64_t maxEntries = int64_t(1) << 22;  // coefficient-matrix entries per block of rows
+  unsigned threads = 0;     // 0: every core
 };
 
 struct NodeRange {
