@@ -16,6 +16,7 @@
 #include "core/save/campaign.h"
 #include "core/save/check_bits.h"
 #include "core/save/selection.h"
+#include "core/store/h5.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
 
@@ -461,6 +462,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   co.batch = o.analysis.batch;
   co.seed = o.seed;
   std::tie(co.shardIndex, co.shardCount) = parseShard(o.shard);
+  const save::VerifierPolicy policy = save::verifierPolicyFromName(o.verifier);
   if (co.batch <= 0 || co.images < co.batch || co.images % co.batch || co.images > 10000)
     throw std::invalid_argument("--images must be a multiple of --batch, at most 10000");
 
@@ -471,7 +473,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   const int64_t inSize = g.nodes[0].size();
   const std::vector<uint8_t> profilePixels(train.pixels.begin(), train.pixels.begin() + 5000 * inSize);
   const std::vector<float> profileImages = save::normalisedImages(g, profilePixels);
-  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch);
+  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch, policy);
   const data::ImageSet test = data::loadFashionMnist("t10k");
   const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + co.images * inSize);
   const std::vector<float> images = save::normalisedImages(g, pixels);
@@ -491,6 +493,20 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     w->setRunAttribute("model", g.model);
     w->setRunAttribute("weights", o.analysis.weights);
     w->setRunAttribute("shard", o.shard);
+    std::vector<h5::Column> v(4);
+    v[0].name = "node";
+    v[0].isText = true;
+    v[1].name = "abft";
+    v[2].name = "abft_tolerance";
+    v[3].name = "reason";
+    v[3].isText = true;
+    for (const save::VerifierChoice& c : runner.verifierChoices()) {
+      v[0].text.push_back(c.name);
+      v[1].numbers.push_back(c.kind == save::VerifierKind::Abft ? 1 : 0);
+      v[2].numbers.push_back(c.tolerance);
+      v[3].text.push_back(c.reason);
+    }
+    w->writeTable("verifiers", v);
     w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
                                         ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
                                         ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
@@ -544,7 +560,9 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (%.1f KiB of activation tiles in reliable memory)\n\n",
               (long long)runner.unreliableWords(save::Scheme::None), (long long)runner.unreliableWords(save::Scheme::Save),
               double(sel.reliableBytes) / 1024);
-  std::printf("%-8s %14s %8s %10s %16s\n", "scheme", "ms per batch", "latency", "accuracy", "false positives");
+  std::printf("SAVE's check of each linear/conv output (--verifier %s):\n", o.verifier.c_str());
+  for (const save::VerifierChoice& c : runner.verifierChoices()) std::printf("  %-8s %s\n", c.name.c_str(), c.reason.c_str());
+  std::printf("\n%-8s %14s %8s %10s %16s\n", "scheme", "ms per batch", "latency", "accuracy", "false positives");
   for (const save::SchemeLatency& l : r.latency)
     std::printf("%-8s %14.2f %7.2fx %9.1f%% %16llu\n", save::schemeName(l.scheme), 1000 * l.seconds, l.ratio,
                 100 * l.accuracy, (unsigned long long)l.falsePositives);
@@ -567,14 +585,18 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     }
     std::printf("\n");
   }
-  uint64_t detections = 0, recoveries = 0;
+  uint64_t detections = 0, recoveries = 0, checksums = 0, checksumMismatches = 0;
   for (const save::CampaignPoint& p : r.points)
     if (p.scheme == save::Scheme::Save) {
       detections += p.stats.detections;
       recoveries += p.stats.recoveries;
+      checksums += p.stats.checksums;
+      checksumMismatches += p.stats.checksumMismatches;
     }
-  std::printf("\nSAVE: %llu detections, %llu recoveries (restarts of the interrupted layer)\n",
+  std::printf("\nSAVE: %llu detections, %llu recoveries (restarts of the interrupted layer)",
               (unsigned long long)detections, (unsigned long long)recoveries);
+  if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
+  std::printf("\n");
   return 0;
 }
 

@@ -76,6 +76,7 @@ struct SaveCampaignOptions {
   int bits = 1;
   uint64_t seed = 1;
   std::string shard = "0/1";
+  std::string verifier = "auto";
 };
 int runSaveCampaign(const SaveCampaignOptions& o);
 

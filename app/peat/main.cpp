@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
   campaignCmd->add_option("--bits", campaign.bits, "Bits per fault (1: single-bit)")->capture_default_str();
   campaignCmd->add_option("--seed", campaign.seed, "Seed of the faults")->capture_default_str();
   campaignCmd->add_option("--shard", campaign.shard, "This process's part, INDEX/COUNT")->capture_default_str();
+  campaignCmd->add_option("--verifier", campaign.verifier, "SAVE's check of linear/conv outputs: auto, recompute or abft")
+      ->capture_default_str();
   campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
   campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
 

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -29,6 +31,13 @@ Scheme schemeFromName(const std::string& name) {
   for (Scheme s : {Scheme::None, Scheme::Save, Scheme::Tmr, Scheme::Ranger, Scheme::Ecc})
     if (name == schemeName(s)) return s;
   throw SaveError("unknown protection scheme '" + name + "' (schemes: none, save, tmr, ranger, ecc)");
+}
+
+VerifierPolicy verifierPolicyFromName(const std::string& name) {
+  if (name == "auto") return VerifierPolicy::Auto;
+  if (name == "recompute") return VerifierPolicy::Recompute;
+  if (name == "abft") return VerifierPolicy::Abft;
+  throw SaveError("unknown verifier '" + name + "' (verifiers: auto, recompute, abft)");
 }
 
 FaultPattern patternFromName(const std::string& name) {
@@ -115,8 +124,32 @@ int argmax(const float* logits, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+double gamma32(int64_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
+
+// Taps of a linear or conv node: its GEMM's inner dimension.
+int64_t tapsOf(const Graph& g, const Node& n) {
+  return n.op == Op::Linear ? g.nodes[std::size_t(n.inputs[0])].size() : int64_t(n.weight.size()) / n.shape[0];
+}
+
+// Gathers one output position's taps of a conv input (im2col for a single column), zeros for padding.
+void column(const Node& n, const Node& src, const float* x, int64_t p, std::vector<double>& out) {
+  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, ow = n.shape[2];
+  const int64_t y = p / ow, xx = p % ow;
+  std::size_t t = 0;
+  for (int64_t c = 0; c < ci; ++c)
+    for (int64_t ky = 0; ky < k; ++ky)
+      for (int64_t kx = 0; kx < k; ++kx, ++t) {
+        const int64_t iy = y * n.stride + ky - n.padding, ix = xx * n.stride + kx - n.padding;
+        out[t] = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0 : double(x[(c * h + iy) * w + ix]);
+      }
+}
+
+}  // namespace
+
 ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled,
-                                 int64_t batch)
+                                 int64_t batch, VerifierPolicy policy)
     : g_(g), sel_(selection), profiled_(std::move(profiled)), batch_(batch), work_(g) {
   if (batch <= 0) throw SaveError("the batch must hold at least one image");
   if (selection.layers.size() + 1 != g.nodes.size()) throw SaveError("the selection belongs to another graph");
@@ -138,9 +171,131 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
       if (~(l.robustMask[std::size_t(i)] | l.rangingMask[std::size_t(i)]) != 0) type2Unreliable_[v].push_back(i);
     }
   }
+  // What the recomputation compares: the non-robust bits of the type-2 elements in unreliable memory.
+  compareMask_.resize(g.nodes.size());
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    compareMask_[v].assign(std::size_t(g.nodes[v].size()), 0);
+    for (int64_t i : type2Unreliable_[v]) compareMask_[v][std::size_t(i)] = ~selection.layers[v - 1].robustMask[std::size_t(i)];
+  }
+  // The ranges as fp32 bounds that contain them (for the range check).
+  rangeLo_.resize(g.nodes.size());
+  rangeHi_.resize(g.nodes.size());
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const NodeRange& r = selection.ranges.nodes[v];
+    for (std::size_t i = 0; i < r.lo.size(); ++i) {
+      float lo = float(r.lo[i]), hi = float(r.hi[i]);
+      if (double(lo) > r.lo[i]) lo = std::nextafter(lo, -std::numeric_limits<float>::infinity());
+      if (double(hi) < r.hi[i]) hi = std::nextafter(hi, std::numeric_limits<float>::infinity());
+      rangeLo_[v].push_back(lo);
+      rangeHi_[v].push_back(hi);
+    }
+  }
+  // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node.
+  abft_.assign(g.nodes.size(), 0);
+  columnWeight_.resize(g.nodes.size());
+  columnAbsWeight_.resize(g.nodes.size());
+  biasSum_.assign(g.nodes.size(), 0);
+  biasAbsSum_.assign(g.nodes.size(), 0);
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    if (n.op != Op::Linear && n.op != Op::Conv2d) continue;
+    const int64_t taps = tapsOf(g, n), channels = n.op == Op::Linear ? n.size() : n.shape[0];
+    std::vector<double>& ws = columnWeight_[v];
+    std::vector<double>& wa = columnAbsWeight_[v];
+    ws.assign(std::size_t(taps), 0);
+    wa.assign(std::size_t(taps), 0);
+    for (int64_t o = 0; o < channels; ++o)
+      for (int64_t t = 0; t < taps; ++t) {
+        ws[std::size_t(t)] += n.weight[std::size_t(o * taps + t)];
+        wa[std::size_t(t)] += std::fabs(n.weight[std::size_t(o * taps + t)]);
+      }
+    for (float b : n.bias) {
+      biasSum_[v] += b;
+      biasAbsSum_[v] += std::fabs(b);
+    }
+    // The largest |x| a tap can hold, from the input's analysed range.
+    const NodeRange& in = selection.ranges.nodes[std::size_t(n.inputs[0])];
+    double worst = biasAbsSum_[v];
+    if (n.op == Op::Linear) {
+      for (int64_t t = 0; t < taps; ++t)
+        worst += wa[std::size_t(t)] * std::max(std::fabs(in.lo[std::size_t(t)]), std::fabs(in.hi[std::size_t(t)]));
+    } else {
+      const Node& src = g.nodes[std::size_t(n.inputs[0])];
+      const int64_t plane = src.shape[1] * src.shape[2], k2 = n.kernel * n.kernel;
+      for (int64_t t = 0; t < taps; ++t) {
+        double m = 0;
+        for (int64_t i = (t / k2) * plane; i < (t / k2 + 1) * plane; ++i)
+          m = std::max(m, std::max(std::fabs(in.lo[std::size_t(i)]), std::fabs(in.hi[std::size_t(i)])));
+        worst += wa[std::size_t(t)] * m;
+      }
+    }
+    VerifierChoice c;
+    c.node = int(v);
+    c.name = n.name;
+    c.tolerance = gamma32(taps + 1) * worst * (1 + 1e-9);
+    c.costRatio = 2.0 / double(channels);  // a checksum and its tolerance per position, against every output
+    const double tau = selection.options.tau;
+    const bool safe = c.tolerance <= tau;
+    if (policy == VerifierPolicy::Abft || (policy == VerifierPolicy::Auto && safe)) c.kind = VerifierKind::Abft;
+    char text[200];
+    if (c.kind == VerifierKind::Abft)
+      std::snprintf(text, sizeof text, "abft: %s (tolerance %.3g %s tau %.3g), %.1f%% of the recomputation's work",
+                    policy == VerifierPolicy::Abft ? "forced" : "misses nothing a robust bit could not",
+                    c.tolerance, safe ? "<=" : ">", tau, 100 * c.costRatio);
+    else
+      std::snprintf(text, sizeof text, "recompute: %s (abft tolerance %.3g %s tau %.3g)",
+                    policy == VerifierPolicy::Recompute ? "forced" : "abft could miss a vulnerable change",
+                    c.tolerance, safe ? "<=" : ">", tau);
+    c.reason = text;
+    abft_[v] = c.kind == VerifierKind::Abft;
+    choices_.push_back(std::move(c));
+  }
 }
 
 ProtectedRunner::~ProtectedRunner() = default;
+
+
+bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act, RunStats& stats) const {
+  // For each image and output position p: sum_o y[o][p] against sum_o b[o] + sum_t (sum_o W[o][t]) x[t][p].
+  // The fp32 outputs differ from the exact ones by at most gamma_{T+1} (|b_o| + sum_t |W[o][t]| |x[t][p]|)
+  // each; summing over o gives the tolerance, and a relative margin covers the double sums.
+  const Node& n = g_.nodes[std::size_t(v)];
+  const Node& src = g_.nodes[std::size_t(n.inputs[0])];
+  const int64_t size = n.size(), inSize = src.size(), taps = tapsOf(g_, n);
+  const int64_t channels = n.op == Op::Linear ? size : n.shape[0], positions = size / channels;
+  const std::vector<double>& wsum = columnWeight_[std::size_t(v)];
+  const std::vector<double>& wabs = columnAbsWeight_[std::size_t(v)];
+  const double gm = gamma32(taps + 1);
+  std::vector<double> col(static_cast<std::size_t>(taps));
+  for (int64_t s = 0; s < batch_; ++s) {
+    const float* x = act[std::size_t(n.inputs[0])].data() + s * inSize;
+    const float* y = act[std::size_t(v)].data() + s * size;
+    for (int64_t p = 0; p < positions; ++p) {
+      if (n.op == Op::Linear) {
+        for (int64_t t = 0; t < taps; ++t) col[std::size_t(t)] = x[t];
+      } else {
+        column(n, src, x, p, col);
+      }
+      double expect = biasSum_[std::size_t(v)], bound = biasAbsSum_[std::size_t(v)], got = 0, gotAbs = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        expect += wsum[std::size_t(t)] * col[std::size_t(t)];
+        bound += wabs[std::size_t(t)] * std::fabs(col[std::size_t(t)]);
+      }
+      for (int64_t o = 0; o < channels; ++o) {
+        const double yo = y[n.op == Op::Linear ? o : o * positions + p];
+        got += yo;
+        gotAbs += std::fabs(yo);
+      }
+      ++stats.checksums;
+      const double tolerance = gm * bound + double(channels * (taps + 1)) * 0x1p-149 + 1e-9 * (bound + gotAbs);
+      if (!(std::fabs(got - expect) <= tolerance)) {  // NaN fails too
+        ++stats.checksumMismatches;
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 int64_t ProtectedRunner::unreliableWords(Scheme scheme) const {
   int64_t words = weightWords_;
@@ -154,19 +309,25 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   // (verified) inputs, compared outside their robust bits.
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
-  const NodeRange& r = sel_.ranges.nodes[std::size_t(v)];
   const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
   const std::vector<float>& x = act[std::size_t(v)];
-  for (int64_t s = 0; s < batch_; ++s) {
-    const float* xs = x.data() + s * size;
-    for (int64_t i : unreliableIndex_[std::size_t(v)])
-      if (!(xs[i] >= r.lo[std::size_t(i)] && xs[i] <= r.hi[std::size_t(i)])) {
+  // Every element is checked, in one vectorisable pass per image: elements in reliable memory
+  // cannot flip, and the ranges are sound, so they never fail.
+  const float* lo = rangeLo_[std::size_t(v)].data();
+  const float* hi = rangeHi_[std::size_t(v)].data();
+  if (!unreliableIndex_[std::size_t(v)].empty())
+    for (int64_t s = 0; s < batch_; ++s) {
+      const float* xs = x.data() + s * size;
+      int outside = 0;
+      for (int64_t i = 0; i < size; ++i) outside |= !(xs[i] >= lo[i]) | !(xs[i] <= hi[i]);  // NaN fails
+      if (outside) {
         ++stats.rangeViolations;
         return true;
       }
-  }
+    }
   const std::vector<int64_t>& check = type2Unreliable_[std::size_t(v)];
   if (check.empty()) return false;
+  if (abft_[std::size_t(v)]) return checksum(v, act, stats);
   stats.recomputed += uint64_t(batch_) * check.size();
   std::vector<const float*> in;
   for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
@@ -176,11 +337,28 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
     again.resize(x.size());
     runNode(g_, v, in, batch_, again.data());
   }
+  if (whole) {  // one contiguous, vectorisable pass: the mask is zero where nothing is to be compared
+    const uint32_t* mask = compareMask_[std::size_t(v)].data();
+    for (int64_t s = 0; s < batch_; ++s) {
+      uint32_t differ = 0;
+      for (int64_t i = 0; i < size; ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &again[std::size_t(s * size + i)], 4);
+        std::memcpy(&b, &x[std::size_t(s * size + i)], 4);
+        differ |= (a ^ b) & mask[i];
+      }
+      if (differ) {
+        ++stats.recomputeMismatches;
+        return true;
+      }
+    }
+    return false;
+  }
   std::vector<const float*> sampleIn(in.size());
   for (int64_t s = 0; s < batch_; ++s) {
     for (std::size_t k = 0; k < in.size(); ++k) sampleIn[k] = in[k] + s * g_.nodes[std::size_t(n.inputs[k])].size();
     for (int64_t i : check) {
-      const float value = whole ? again[std::size_t(s * size + i)] : elementOf(g_, v, sampleIn, i);
+      const float value = elementOf(g_, v, sampleIn, i);
       if ((bitsOf(value) ^ bitsOf(x[std::size_t(s * size + i)])) & ~l.robustMask[std::size_t(i)]) {
         ++stats.recomputeMismatches;
         return true;
@@ -328,6 +506,8 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   stats.rangeViolations += verifyStats.rangeViolations;
   stats.recomputeMismatches += verifyStats.recomputeMismatches;
   stats.recomputed += verifyStats.recomputed;
+  stats.checksums += verifyStats.checksums;
+  stats.checksumMismatches += verifyStats.checksumMismatches;
   std::vector<int> out(static_cast<std::size_t>(batch_));
   const std::vector<float>& logits = act[std::size_t(g_.output)];
   const int64_t classes = g_.nodes[std::size_t(g_.output)].size();

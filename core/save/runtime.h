@@ -45,11 +45,30 @@ struct FaultModel {
   int64_t regionWords = 4096; // Region: all faults fall in one window this long
 };
 
+// How SAVE checks the type-2 elements of a linear or conv output: by recomputing them, or by ABFT
+// column checksums (sum over output channels of each position against (1^T W) x + sum b, with a
+// sound fp32 tolerance). A checksum costs 1/channels of the op, but misses changes below its
+// tolerance; `auto` takes ABFT only for ops whose largest tolerance is below tau, where every
+// change it can miss is one a value-robust bit could make anyway.
+enum class VerifierKind { Recompute, Abft };
+enum class VerifierPolicy { Auto, Recompute, Abft };
+VerifierPolicy verifierPolicyFromName(const std::string& name);
+
+struct VerifierChoice {
+  int node = 0;
+  std::string name;
+  VerifierKind kind = VerifierKind::Recompute;
+  double tolerance = 0;   // ABFT's largest detection threshold on this op's ranges
+  double costRatio = 0;   // ABFT's multiply-adds over recomputation's
+  std::string reason;
+};
+
 struct RunStats {
   uint64_t faults = 0;          // words hit
   uint64_t detections = 0;      // SAVE: weight mismatches, range violations, recomputation mismatches
   uint64_t weightRepairs = 0, rangeViolations = 0, recomputeMismatches = 0, recoveries = 0;
   uint64_t recomputed = 0;      // SAVE: type-2 elements recomputed
+  uint64_t checksumMismatches = 0, checksums = 0;  // SAVE with ABFT: failed and performed column checks
   uint64_t eccCorrected = 0, eccUncorrectable = 0;
 };
 
@@ -57,7 +76,8 @@ class ProtectedRunner {
  public:
   // `selection` places SAVE's tiles (for `batch` images) and gives its ranges and bit masks;
   // `profiled` are Ranger's bounds (empirical, unsound by design).
-  ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled, int64_t batch);
+  ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled, int64_t batch,
+                  VerifierPolicy policy = VerifierPolicy::Auto);
   ~ProtectedRunner();
   ProtectedRunner(const ProtectedRunner&) = delete;
   ProtectedRunner& operator=(const ProtectedRunner&) = delete;
@@ -66,6 +86,7 @@ class ProtectedRunner {
   std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
 
   int64_t unreliableWords(Scheme scheme) const;
+  const std::vector<VerifierChoice>& verifierChoices() const { return choices_; }
 
  private:
   struct Fault {
@@ -77,6 +98,7 @@ class ProtectedRunner {
   // SAVE's check of one tensor; true on a detection. Runs on a second thread, overlapped with the
   // next layer (as SAVE overlaps the CPU's checks with the GPU's next kernel).
   bool verify(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
+  bool checksum(int node, const std::vector<std::vector<float>>& act, RunStats& stats) const;
 
   const Graph& g_;
   const Selection& sel_;
@@ -92,6 +114,12 @@ class ProtectedRunner {
   std::unique_ptr<Verifier> verifier_;    // SAVE's second core
   std::vector<std::vector<float>> act_;   // activations, reused between runs
   std::vector<float> again_;              // the verifier's recomputation
+  std::vector<VerifierChoice> choices_;   // linear and conv nodes
+  std::vector<uint8_t> abft_;             // per node: checked by ABFT
+  std::vector<std::vector<double>> columnWeight_, columnAbsWeight_;  // per node: sum_o W[o][t], sum_o |W[o][t]|
+  std::vector<double> biasSum_, biasAbsSum_;
+  std::vector<std::vector<float>> rangeLo_, rangeHi_;  // per node: fp32 bounds around the sound ranges
+  std::vector<std::vector<uint32_t>> compareMask_;     // per node: bits the recomputation compares
   std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
 };
 

@@ -105,6 +105,7 @@ class TestSave : public QObject {
   void saveHasNoFalsePositives();
   void saveKeepsPredictionsUnderFaults();
   void eccCorrectsSingleBitFaultsOnly();
+  void abftChecksNeverFailWithoutFaults();
   void faultPatterns();
   void campaignShardsMatchOneProcess();
   void refusals();
@@ -184,6 +185,34 @@ void TestSave::eccCorrectsSingleBitFaultsOnly() {
   QCOMPARE(dbl.eccCorrected, uint64_t(0));
   QCOMPARE(dbl.eccUncorrectable, dbl.faults);
   if (single.eccUncorrectable == 0) QCOMPARE(p, clean);
+}
+
+// ABFT's tolerance is sound: forced on every linear/conv op it never fires on clean runs, and it
+// still catches faults; `auto` keeps recomputation where the tolerance exceeds tau, saying why.
+void TestSave::abftChecksNeverFailWithoutFaults() {
+  RuntimeFixture f;
+  save::ProtectedRunner automatic(f.g, f.sel, f.profiled(), f.batch);
+  QCOMPARE(automatic.verifierChoices().size(), std::size_t(5));
+  for (const save::VerifierChoice& c : automatic.verifierChoices()) {
+    QCOMPARE(c.kind == save::VerifierKind::Abft, c.tolerance <= f.sel.options.tau);
+    QVERIFY(!c.reason.empty());
+    QVERIFY(c.costRatio > 0 && c.costRatio < 1);
+  }
+  save::ProtectedRunner abft(f.g, f.sel, f.profiled(), f.batch, save::VerifierPolicy::Abft);
+  save::RunStats clean, faulty, none;
+  for (int64_t b = 0; b < 10; ++b) {
+    const float* x = f.images.data() + b * f.batch * 784;
+    QCOMPARE(abft.infer(x, save::Scheme::Save, {}, 0, clean), abft.infer(x, save::Scheme::None, {}, 0, none));
+  }
+  QVERIFY(clean.checksums > 1000);
+  QCOMPARE(clean.checksumMismatches, uint64_t(0));
+  QCOMPARE(clean.detections, uint64_t(0));
+  save::FaultModel m;
+  m.flips = 4;  // few faults, so that a range violation elsewhere does not end the check first
+  for (int64_t k = 0; k < 60; ++k)
+    abft.infer(f.images.data() + (k % 10) * f.batch * 784, save::Scheme::Save, m, uint64_t(k) + 3, faulty);
+  QVERIFY(faulty.checksumMismatches > 0);  // in-range corruptions the range check let through
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::verifierPolicyFromName("dmr"));
 }
 
 void TestSave::faultPatterns() {
