@@ -507,6 +507,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
       v[3].text.push_back(c.reason);
     }
     w->writeTable("verifiers", v);
+    w->flush();
     w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
                                         ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
                                         ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
@@ -521,6 +522,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                        if (!latencyWritten) w->writeTable("latency", latencyColumns(sofar));
                                                        latencyWritten = true;
                                                        w->writeTable("points", pointColumns(sofar));
+                                                       w->flush();  // a killed campaign keeps this point
                                                      }
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());

@@ -315,6 +315,7 @@ void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Co
   h5::Group tables = run.hasGroup("tables") ? run.openGroup("tables") : run.createGroup("tables");
   if (tables.has(name)) tables.remove(name);
   tables.writeTable(name, columns);
+  d->file.flush();  // a table is a result a killed writer must keep
 }
 
 void SessionWriter::setRunAttribute(const std::string& key, const std::string& value) {
