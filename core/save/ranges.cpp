@@ -694,7 +694,20 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
     for (int i : n.inputs) direct = direct && g.nodes[std::size_t(i)].op == Op::Input;
     if (direct) continue;
     const std::size_t size = std::size_t(n.size());
-    std::vector<double> lo(size), hi(size);
+    std::vector<double> lo(size, -std::numeric_limits<double>::infinity());
+    std::vector<double> hi(size, std::numeric_limits<double>::infinity());
+    // A probe first: the rows of a few output elements spread over the tensor. When the linear
+    // bounds gain nothing over the intervals there (deep convolutions over a wide box, where most
+    // ReLUs are unstable), the node keeps its intervals and the costly rest is skipped.
+    const std::size_t probe = std::min<std::size_t>(size, 16), stride = size / probe;
+    double gained = 0, width = 0;
+    for (std::size_t k = 0; k < probe; ++k) {
+      const std::size_t i = k * stride;
+      workers[0].run(int(v), i, 1, lo.data() + i, hi.data() + i);
+      width += r[v].hi[i] - r[v].lo[i];
+      gained += std::max(0.0, lo[i] - r[v].lo[i]) + std::max(0.0, r[v].hi[i] - hi[i]);
+    }
+    if (o.probe && probe < size && !(gained > 0.01 * width)) continue;
     // Blocks of rows are independent: the threads take them in turn.
     const std::size_t rows = std::max<std::size_t>(1, std::min(block, (size + threads - 1) / threads));
     std::atomic<std::size_t> next{0};
