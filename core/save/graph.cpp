@@ -275,6 +275,8 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
     g.output = b.linear("fc", b.globalAvgPool("pool", x), 10);
   } else if (model == "chargpt") {
     throw SaveError("model chargpt uses op 'embedding', which has no range transfer function in SAVE");
+  } else if (model == "vit") {
+    throw SaveError("model vit uses op 'layernorm', which has no range transfer function in SAVE yet");
   } else {
     throw SaveError("unknown model '" + model + "' (SAVE knows mlp, lenet, resnet)");
   }

@@ -176,7 +176,7 @@ void TestProfiler::probabilityIsSeeded() {
 
 void TestProfiler::everyModelTrains_data() {
   QTest::addColumn<QString>("model");
-  for (const char* m : {"mlp", "lenet", "resnet", "chargpt"}) QTest::newRow(m) << m;
+  for (const char* m : {"mlp", "lenet", "resnet", "vit", "chargpt"}) QTest::newRow(m) << m;
 }
 
 void TestProfiler::everyModelTrains() {

@@ -160,30 +160,49 @@ class ResNet final : public Model {
   LinearParams fc;
 };
 
+// A pre-norm transformer block: self-attention (optionally masked) and a GELU MLP, each with a
+// residual connection. Shared by the character GPT and the vision transformer.
+struct TransformerLayer {
+  std::string name;
+  NormParams ln1, ln2;
+  LinearParams qkv, proj, up, down;
+  void init(Model& m, const std::string& layerName, int64_t width) {
+    name = layerName;
+    ln1.initLayerNorm(m, name + ".ln1", width);
+    qkv.init(m, name + ".attn.qkv", width, 3 * width);
+    proj.init(m, name + ".attn.proj", width, width);
+    ln2.initLayerNorm(m, name + ".ln2", width);
+    up.init(m, name + ".mlp.up", width, 4 * width);
+    down.init(m, name + ".mlp.down", 4 * width, width);
+  }
+  // x: [n, t, width]; mask: [t, t] added to the scores, or undefined.
+  at::Tensor operator()(ops::Dispatcher& d, at::Tensor x, int64_t heads, const at::Tensor& mask) const {
+    const int64_t n = x.size(0), t = x.size(1), width = x.size(2), hd = width / heads;
+    at::Tensor h = d.layerNorm(name + ".ln1", x, ln1.gamma, ln1.beta);
+    at::Tensor qkvOut = qkv(d, name + ".attn.qkv", h).reshape({n, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+    at::Tensor q = qkvOut[0] * (1.0 / std::sqrt(double(hd))), k = qkvOut[1], v = qkvOut[2];  // [n, heads, t, hd]
+    at::Tensor scores = d.matmul(name + ".attn.scores", q, k.transpose(-1, -2));
+    if (mask.defined()) scores = d.add(name + ".attn.mask", scores, mask);
+    at::Tensor att = d.softmax(name + ".attn.softmax", scores);
+    at::Tensor y = d.matmul(name + ".attn.values", att, v).permute({0, 2, 1, 3}).reshape({n, t, width});
+    x = d.add(name + ".attn.residual", x, proj(d, name + ".attn.proj", y));
+    h = d.layerNorm(name + ".ln2", x, ln2.gamma, ln2.beta);
+    h = down(d, name + ".mlp.down", d.gelu(name + ".mlp.gelu", up(d, name + ".mlp.up", h)));
+    return d.add(name + ".mlp.residual", x, h);
+  }
+};
+
 // A character-level GPT: token and position embeddings, pre-norm blocks of causal self-attention and
 // a GELU MLP, a final layer norm and a linear head.
 class CharGpt final : public Model {
-  struct Layer {
-    std::string name;
-    NormParams ln1, ln2;
-    LinearParams qkv, proj, up, down;
-  };
-
  public:
   CharGpt(int64_t vocabulary, int64_t context) : vocab_(vocabulary), context_(context) {
     if (vocabulary < 2) throw std::invalid_argument("chargpt needs a vocabulary of at least 2 characters");
     tokens = registerParameter("tok_emb.weight", torch::randn({vocab_, width_}) * 0.02);
     positions = registerParameter("pos_emb.weight", torch::randn({context_, width_}) * 0.02);
     for (int64_t i = 0; i < depth_; ++i) {
-      Layer l;
-      l.name = "blocks." + std::to_string(i);
-      l.ln1.initLayerNorm(*this, l.name + ".ln1", width_);
-      l.qkv.init(*this, l.name + ".attn.qkv", width_, 3 * width_);
-      l.proj.init(*this, l.name + ".attn.proj", width_, width_);
-      l.ln2.initLayerNorm(*this, l.name + ".ln2", width_);
-      l.up.init(*this, l.name + ".mlp.up", width_, 4 * width_);
-      l.down.init(*this, l.name + ".mlp.down", 4 * width_, width_);
-      layers.push_back(std::move(l));
+      layers.emplace_back();
+      layers.back().init(*this, "blocks." + std::to_string(i), width_);
     }
     lnf.initLayerNorm(*this, "ln_f", width_);
     head.init(*this, "head", width_, vocab_);
@@ -193,22 +212,11 @@ class CharGpt final : public Model {
   std::string modelName() const override { return "chargpt"; }
   Task task() const override { return Task::Text; }
   at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
-    const int64_t n = input.size(0), t = input.size(1), hd = width_ / heads_;
+    const int64_t n = input.size(0), t = input.size(1);
     const at::Tensor pos = torch::arange(t, torch::kLong).unsqueeze(0).expand({n, t});
     at::Tensor x = d.add("embed", d.embedding("tok_emb", input, tokens), d.embedding("pos_emb", pos, positions));
     const at::Tensor causal = mask.slice(0, 0, t).slice(1, 0, t);
-    for (Layer& l : layers) {
-      at::Tensor h = d.layerNorm(l.name + ".ln1", x, l.ln1.gamma, l.ln1.beta);
-      at::Tensor qkv = l.qkv(d, l.name + ".attn.qkv", h).reshape({n, t, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
-      at::Tensor q = qkv[0] * (1.0 / std::sqrt(double(hd))), k = qkv[1], v = qkv[2];  // [n, heads, t, hd]
-      at::Tensor scores = d.matmul(l.name + ".attn.scores", q, k.transpose(-1, -2));
-      at::Tensor att = d.softmax(l.name + ".attn.softmax", d.add(l.name + ".attn.mask", scores, causal));
-      at::Tensor y = d.matmul(l.name + ".attn.values", att, v).permute({0, 2, 1, 3}).reshape({n, t, width_});
-      x = d.add(l.name + ".attn.residual", x, l.proj(d, l.name + ".attn.proj", y));
-      h = d.layerNorm(l.name + ".ln2", x, l.ln2.gamma, l.ln2.beta);
-      h = l.down(d, l.name + ".mlp.down", d.gelu(l.name + ".mlp.gelu", l.up(d, l.name + ".mlp.up", h)));
-      x = d.add(l.name + ".mlp.residual", x, h);
-    }
+    for (const TransformerLayer& l : layers) x = l(d, x, heads_, causal);
     return head(d, "head", d.layerNorm("ln_f", x, lnf.gamma, lnf.beta));
   }
 
@@ -216,7 +224,43 @@ class CharGpt final : public Model {
   int64_t vocab_, context_;
   int64_t width_ = 64, heads_ = 4, depth_ = 2;
   at::Tensor tokens, positions, mask;
-  std::vector<Layer> layers;
+  std::vector<TransformerLayer> layers;
+  NormParams lnf;
+  LinearParams head;
+};
+
+// A small vision transformer for 28x28 images: 7x7 patches (16 tokens) embedded by a strided
+// convolution, learned position embeddings, two pre-norm blocks (two heads), a final layer norm,
+// mean pooling over the tokens and a linear head.
+class Vit final : public Model {
+ public:
+  Vit() {
+    patch.init(*this, "patch_embed", 1, width_, 7, 7, 0);
+    positions = registerParameter("pos_emb", torch::randn({16, width_}) * 0.02);
+    for (int64_t i = 0; i < depth_; ++i) {
+      layers.emplace_back();
+      layers.back().init(*this, "blocks." + std::to_string(i), width_);
+    }
+    lnf.initLayerNorm(*this, "ln_f", width_);
+    head.init(*this, "head", width_, 10);
+  }
+  std::string modelName() const override { return "vit"; }
+  Task task() const override { return Task::Images; }
+  at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
+    const int64_t n = input.size(0);
+    at::Tensor x = patch(d, "patch_embed", input).flatten(2).transpose(1, 2);  // [n, 16, width]
+    x = d.add("pos_embed", x, positions);
+    for (const TransformerLayer& l : layers) x = l(d, x, heads_, at::Tensor());
+    x = d.layerNorm("ln_f", x, lnf.gamma, lnf.beta);
+    x = d.globalAvgPool("pool", x.transpose(1, 2).reshape({n, width_, 16, 1}));  // mean over the tokens
+    return head(d, "head", x);
+  }
+
+ private:
+  int64_t width_ = 32, heads_ = 2, depth_ = 2;
+  ConvParams patch;
+  at::Tensor positions;
+  std::vector<TransformerLayer> layers;
   NormParams lnf;
   LinearParams head;
 };
@@ -242,7 +286,7 @@ int64_t Model::parameterCount() const {
 }
 
 const std::vector<std::string>& modelNames() {
-  static const std::vector<std::string> names{"mlp", "lenet", "resnet", "chargpt"};
+  static const std::vector<std::string> names{"mlp", "lenet", "resnet", "vit", "chargpt"};
   return names;
 }
 
@@ -263,6 +307,7 @@ std::shared_ptr<Model> makeModel(const std::string& name, const ModelOptions& op
   if (name == "mlp") return std::make_shared<Mlp>();
   if (name == "lenet") return std::make_shared<LeNet>();
   if (name == "resnet") return std::make_shared<ResNet>();
+  if (name == "vit") return std::make_shared<Vit>();
   if (name == "chargpt") return std::make_shared<CharGpt>(options.vocabulary, options.context);
   throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
 }
