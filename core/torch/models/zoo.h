@@ -41,7 +41,7 @@ class Model {
   std::vector<std::pair<std::string, at::Tensor>> parameters_, buffers_;
 };
 
-const std::vector<std::string>& modelNames();  // mlp, lenet, resnet, chargpt
+const std::vector<std::string>& modelNames();  // mlp, lenet, resnet, vit, chargpt
 std::string modelList();
 // Throws std::invalid_argument listing the valid names.
 std::shared_ptr<Model> makeModel(const std::string& name, const ModelOptions& options);
