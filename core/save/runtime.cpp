@@ -310,6 +310,11 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
   const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
+  // The weights this layer used, against the host's clean copy (a DMA copy back on a GPU).
+  if (hasWeights(n) && (work_.nodes[std::size_t(v)].weight != n.weight || work_.nodes[std::size_t(v)].bias != n.bias)) {
+    ++stats.weightRepairs;
+    return true;
+  }
   const std::vector<float>& x = act[std::size_t(v)];
   // Every element is checked, in one vectorisable pass per image: elements in reliable memory
   // cannot flip, and the ranges are sound, so they never fail.
@@ -468,17 +473,6 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
     for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
     act[v].resize(std::size_t(batch_ * size));
     runNode(work, int(v), in, batch_, act[v].data());
-    if (scheme == Scheme::Save && hasWeights(n)) {  // weight check against the host copy
-      Node& w = work.nodes[v];
-      if (w.weight != n.weight || w.bias != n.bias) {
-        ++stats.detections;
-        ++stats.weightRepairs;
-        ++stats.recoveries;
-        w.weight = n.weight;
-        w.bias = n.bias;
-        runNode(work, int(v), in, batch_, act[v].data());  // restart the interrupted layer
-      }
-    }
     for (const auto& [element, mask] : activationFaults[v]) flip(act[v][std::size_t(element)], mask);
     if (scheme == Scheme::Ranger) {  // clamp to the profiled bounds
       const NodeRange& r = profiled_[v];
@@ -496,8 +490,8 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   if (scheme == Scheme::Save) {
     const std::vector<int> detected = verifier_->drain();
     if (!detected.empty()) {
-      // Restart from the first interrupted layer with clean data: its inputs passed their checks,
-      // and the faults struck the buffers written before.
+      // Restart from the first interrupted layer with clean data and the host's weights: its
+      // inputs passed their checks, and the faults struck the buffers written before.
       stats.detections += detected.size();
       ++stats.recoveries;
       for (std::size_t u = std::size_t(detected.front()); u < g_.nodes.size(); ++u) repair(int(u));
@@ -507,6 +501,7 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   stats.recomputeMismatches += verifyStats.recomputeMismatches;
   stats.recomputed += verifyStats.recomputed;
   stats.checksums += verifyStats.checksums;
+  stats.weightRepairs += verifyStats.weightRepairs;
   stats.checksumMismatches += verifyStats.checksumMismatches;
   std::vector<int> out(static_cast<std::size_t>(batch_));
   const std::vector<float>& logits = act[std::size_t(g_.output)];

@@ -12,8 +12,8 @@
 //
 // Schemes:
 //  - none: the faults act;
-//  - save: weights are compared with the host's clean copy after each layer (repaired and the
-//    layer rerun on a mismatch); each activation tensor is range-checked against the sound ranges,
+//  - save: the weights each layer used are compared with the host's clean copy; each activation
+//    tensor is range-checked against the sound ranges,
 //    and its type-2 elements in unreliable memory are recomputed from the op's verified inputs and
 //    compared outside their robust bits. The check of a tensor runs on a second core while the
 //    next layer computes; on a detection the tensor is recomputed from clean data and the
