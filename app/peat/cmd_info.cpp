@@ -51,6 +51,15 @@ void printText(const store::SessionSummary& s, bool listCalls) {
     }
   }
   row("save", std::to_string(s.saveResults.size()) + " results");
+  // SAVE analyses write one summary and one record per layer ("<id>.<layer>"): list the summaries.
+  for (const std::string& id : s.saveResults) {
+    if (id.find('.') != std::string::npos) continue;
+    std::size_t layers = 0;
+    for (const std::string& other : s.saveResults) layers += other.rfind(id + ".", 0) == 0;
+    std::cout << "  " << id;
+    if (layers) std::cout << " (" << layers << " layers)";
+    std::cout << '\n';
+  }
 }
 
 void printJson(const store::SessionSummary& s, bool listCalls) {
