@@ -131,7 +131,7 @@ void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Referenc
   }
   store::ResultRecord sum;
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
-                {"weights", o.weights}, {"ranges", "sound"}};
+                {"weights", o.weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
                  {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.options.budgetBytes)},
@@ -158,12 +158,12 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   so.tau = o.tau;
   so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
   so.batch = o.batch;
-  if (o.mode == "symbolic")
+  if (o.mode == "symbolic" || o.mode == "profiled")
     so.ranges.mode = save::RangeMode::Symbolic;
   else if (o.mode == "interval")
     so.ranges.mode = save::RangeMode::Interval;
   else
-    throw std::invalid_argument("--mode '" + o.mode + "' is not symbolic or interval");
+    throw std::invalid_argument("--mode '" + o.mode + "' is not symbolic, interval or profiled");
   if (o.depth < 0 || o.splits < 0 || o.splits > 12) throw std::invalid_argument("--depth must be >= 0 and --splits 0..12");
   so.ranges.depth = o.depth;
   so.ranges.splits = o.splits;
@@ -179,14 +179,25 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
                                         : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
   if (o.tightness && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
     throw std::invalid_argument("--tightness compares with Fashion-MNIST; model " + o.model + " takes other inputs");
-  const save::Selection s = save::selectBits(g, so);
+  std::vector<save::NodeRange> profiled;
+  save::SelectionOptions withProfile = so;
+  if (o.mode == "profiled") {  // Ranger-style empirical ranges over 10,000 training images: UNSOUND
+    if (g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
+      throw std::invalid_argument("--mode profiled profiles Fashion-MNIST; model " + o.model + " takes other inputs");
+    const data::ImageSet train = data::loadFashionMnist("train");
+    const std::vector<uint8_t> pixels(train.pixels.begin(), train.pixels.begin() + 10000 * 784);
+    const std::vector<float> x = save::normalisedImages(g, pixels);
+    profiled = save::profiledRanges(g, x.data(), 10000);
+    withProfile.profiled = &profiled;
+  }
+  const save::Selection s = save::selectBits(g, withProfile);
   const Reference ref = o.tightness ? references(g, so) : Reference{};
   if (!o.session.empty()) store(s, o, ref);
 
   const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   if (o.json) {
     JsonWriter j(std::cout);
-    j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", "sound");
+    j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", s.sound ? "sound" : "unsound (profiled)");
     j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau);
     j.field("range_seconds", s.rangeSeconds).field("seconds", s.seconds).field("parameters", g.parameterCount());
     j.field("elements", s.elements).field("type2_elements", s.type2Elements);
@@ -212,8 +223,13 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::cout << '\n';
     return 0;
   }
-  std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], tau %g\n",
-              s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, so.tau);
+  if (s.sound)
+    std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], tau %g\n",
+                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, so.tau);
+  else
+    std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
+                "inputs unlike them leave these ranges; for comparison only, tau %g\n",
+                s.model.c_str(), (long long)g.parameterCount(), so.tau);
   std::printf("range analysis %.3f s, whole selection %.3f s\n\n", s.rangeSeconds, s.seconds);
   std::printf("%-18s %-10s %8s %12s %8s %8s %11s %8s", "layer", "op", "elements", "mean width", "robust", "ranging",
               "vulnerable", "type-2");
@@ -273,6 +289,8 @@ void confusionJson(JsonWriter& j, const std::string& key, const save::Confusion&
 }  // namespace
 
 int runSaveCheckBits(const SaveCheckBitsOptions& o) {
+  if (o.analysis.mode == "profiled")
+    throw std::invalid_argument("check-bits needs sound ranges: --mode profiled is unsound (use symbolic or interval)");
   const save::SelectionOptions so = selectionOptions(o.analysis);
   if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
   if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
@@ -439,6 +457,8 @@ std::vector<h5::Column> latencyColumns(const save::CampaignResult& r) {
 }  // namespace
 
 int runSaveCampaign(const SaveCampaignOptions& o) {
+  if (o.analysis.mode == "profiled")
+    throw std::invalid_argument("SAVE's range checks need sound ranges: --mode profiled is unsound (use symbolic or interval)");
   save::SelectionOptions so = selectionOptions(o.analysis);
   save::CampaignOptions co;
   co.flips.clear();

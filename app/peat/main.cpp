@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
       ->capture_default_str();
-  saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode, "symbolic (DeepPoly-style) or interval")->capture_default_str();
+  saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode,
+                             "symbolic (DeepPoly-style) or interval; or profiled (empirical, UNSOUND, for comparison)")
+      ->capture_default_str();
   saveAnalyzeCmd->add_option("--depth", saveAnalyze.depth, "Affine ops to substitute back through (0: all)")
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--splits", saveAnalyze.splits, "Input bisections (up to 2^N parts)")->capture_default_str();

@@ -25,10 +25,17 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   checkOptions(o);
   Selection s;
   s.model = g.model;
-  s.mode = o.ranges.mode == RangeMode::Symbolic ? "symbolic" : "interval";
+  s.mode = o.profiled ? "profiled" : o.ranges.mode == RangeMode::Symbolic ? "symbolic" : "interval";
+  s.sound = o.profiled == nullptr;
   s.options = o;
+  s.options.profiled = nullptr;  // not kept: the ranges are copied below
   s.tileBytes = o.tileRows * o.tileCols * int64_t(sizeof(float)) * o.batch;
-  s.ranges = analyzeRanges(g, inputBox(g, o.pixelLo, o.pixelHi), o.ranges);
+  if (o.profiled) {
+    if (o.profiled->size() != g.nodes.size()) throw SaveError("the profiled ranges belong to another graph");
+    s.ranges.nodes = *o.profiled;
+  } else {
+    s.ranges = analyzeRanges(g, inputBox(g, o.pixelLo, o.pixelHi), o.ranges);
+  }
   s.rangeSeconds = s.ranges.seconds;
 
   std::vector<std::vector<int>> consumers(g.nodes.size());

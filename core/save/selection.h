@@ -20,6 +20,9 @@ struct SelectionOptions {
   int64_t tileRows = 16, tileCols = 16;
   int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
   int64_t batch = 1;                       // samples per inference: a tile holds this many copies
+  // Instead of the analysis: empirical ranges (min and max seen over data). UNSOUND: inputs unlike
+  // the profile leave them. For comparison only; the selection is then marked unsound.
+  const std::vector<NodeRange>* profiled = nullptr;
 };
 
 // One activation tensor (a node's output), seen as a matrix [channels, positions] ([1, features]
@@ -39,7 +42,8 @@ struct LayerSelection {
 };
 
 struct Selection {
-  std::string model, mode;
+  std::string model, mode;  // mode: "symbolic", "interval" or "profiled"
+  bool sound = true;        // false for profiled ranges
   SelectionOptions options;
   RangeResult ranges;
   std::vector<LayerSelection> layers;  // every node but the input
