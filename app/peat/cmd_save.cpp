@@ -257,7 +257,7 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::printf("  test set          [%.4g, %.4g]  this analysis is %.2fx its width\n", t.unionLo, t.unionHi,
                 ratio(w, t.unionHi - t.unionLo));
   }
-  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), %.1f KiB of a %.1f KiB budget; "
+  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget; "
               "%lld of %lld values are type 2\n",
               (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
               (long long)so.batch, double(s.reliableBytes) / 1024, double(so.budgetBytes) / 1024,
@@ -579,7 +579,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   }
   std::printf("SAVE campaign: %s, %lld test images in batches of %lld (fault-free top-1 %.1f%%), %s faults of %d bit(s)\n",
               g.model.c_str(), (long long)co.images, (long long)co.batch, 100 * r.cleanAccuracy, o.pattern.c_str(), o.bits);
-  std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (%.1f KiB of activation tiles in reliable memory)\n\n",
+  std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (reliable memory: a peak of %.1f KiB in use)\n\n",
               (long long)runner.unreliableWords(save::Scheme::None), (long long)runner.unreliableWords(save::Scheme::Save),
               double(sel.reliableBytes) / 1024);
   std::printf("SAVE's check of each linear/conv output (--verifier %s):\n", o.verifier.c_str());

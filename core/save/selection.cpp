@@ -94,14 +94,46 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     s.elements += l.elements;
     s.layers.push_back(std::move(l));
   }
-  // The highest type-2 shares first (ties: earlier layers first), while the budget lasts.
+  // Liveness: a node's output occupies memory from its op (step = node index) to its last reader.
+  // In place: an element-wise op (ReLU, batch norm) that is the only reader of its input writes its
+  // output over it, in the same memory (both reliable or both unreliable: the two placement cases
+  // that allow it), so the output takes no memory of its own and keeps its input's tiles.
+  const std::size_t steps = g.nodes.size();
+  std::vector<std::size_t> last(steps);
+  for (std::size_t v = 0; v < steps; ++v) {
+    last[v] = v;
+    for (int c : consumers[v]) last[v] = std::max(last[v], std::size_t(c));
+  }
+  std::vector<int> inPlaceOf(steps, -1);  // the node whose memory v's output reuses
+  for (std::size_t v = 1; v < steps; ++v) {
+    const Node& n = g.nodes[v];
+    const int in = n.inputs.empty() ? -1 : n.inputs[0];
+    if ((n.op == Op::Relu || n.op == Op::BatchNorm) && in > 0 && consumers[std::size_t(in)].size() == 1)
+      inPlaceOf[v] = in;
+  }
+  std::vector<std::size_t> end(last);  // memory stays in use until the last reader of an in-place chain
+  for (std::size_t v = steps; v-- > 1;)
+    if (inPlaceOf[v] > 0) end[std::size_t(inPlaceOf[v])] = std::max(end[std::size_t(inPlaceOf[v])], end[v]);
+  for (LayerSelection& l : s.layers) l.inPlace = inPlaceOf[std::size_t(l.node)] > 0;
+  // The highest type-2 shares first (ties: earlier layers first), each tile while the reliable
+  // memory in use during its lifetime leaves room for it.
   std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) { return a.share > b.share; });
+  std::vector<int64_t> used(steps, 0);
   for (const TileRef& t : ranked) {
-    if (s.reliableBytes + s.tileBytes > o.budgetBytes) break;
+    const std::size_t v = std::size_t(s.layers[t.layer].node);
+    if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
+    const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
+    if (peak + s.tileBytes > o.budgetBytes) continue;
     s.layers[t.layer].tileReliable[t.tile] = 1;
-    s.reliableBytes += s.tileBytes;
+    for (std::size_t k = v; k <= end[v]; ++k) used[k] += s.tileBytes;
     ++s.reliableTiles;
   }
+  for (std::size_t v = 1; v < steps; ++v)  // in-place outputs share their input's tiles (same shape)
+    if (inPlaceOf[v] > 0) {
+      s.layers[v - 1].tileReliable = s.layers[std::size_t(inPlaceOf[v]) - 1].tileReliable;
+      for (uint8_t r : s.layers[v - 1].tileReliable) s.reliableTiles += r;
+    }
+  s.reliableBytes = *std::max_element(used.begin(), used.end());
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

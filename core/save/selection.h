@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // SAVE's offline selection: range analysis -> bit properties of every activation element ->
-// tiles ranked by their share of type-2 values -> the tiles that go to reliable memory.
+// tiles ranked by their share of type-2 values -> the tiles that go to reliable memory, within a
+// budget that bounds the reliable memory in use at each step (liveness, in-place element-wise ops).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,7 @@ struct LayerSelection {
   std::vector<uint32_t> robustMask, rangingMask;     // per element: the bit-property cache
   double meanWidth = 0;
   bool feedsRelu = false;
+  bool inPlace = false;  // written over its input (same memory and placement)
   int64_t rows = 0, cols = 0, tilesDown = 0, tilesAcross = 0;
   std::vector<float> tileShare;         // type-2 share of each tile, row-major over tiles
   std::vector<uint8_t> tileReliable;    // 1: placed in reliable memory
@@ -47,6 +49,8 @@ struct Selection {
   SelectionOptions options;
   RangeResult ranges;
   std::vector<LayerSelection> layers;  // every node but the input
+  // reliableBytes: the peak of reliable memory in use at any step (tensors live from their op to
+  // their last reader; in-place outputs share their input's memory)
   int64_t tileBytes = 0, reliableTiles = 0, reliableBytes = 0, totalTiles = 0;
   int64_t type2Elements = 0, elements = 0;
   double rangeSeconds = 0, seconds = 0;

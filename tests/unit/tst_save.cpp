@@ -436,22 +436,47 @@ void TestSave::rangingAndRobustBitsHoldForEveryValue() {
   QVERIFY(ranging > 10000 && robust > 10000);
 }
 
+// The budget bounds the reliable memory in use at every step: tensors live from their op to their
+// last reader, and a ReLU that is its input's only reader writes over it. Every tile left out would
+// have overflowed the budget somewhere in its lifetime, given the tiles placed before it.
 void TestSave::tilesGoToReliableMemoryByShare() {
   const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
   save::SelectionOptions o;
   o.ranges.mode = save::RangeMode::Interval;
-  o.budgetBytes = 10 * 16 * 16 * 4;  // ten tiles
+  o.budgetBytes = 10 * 16 * 16 * 4;  // ten tiles at a time
   const save::Selection s = save::selectBits(g, o);
-  QCOMPARE(s.reliableTiles, int64_t(10));
-  QCOMPARE(s.reliableBytes, int64_t(10 * 1024));
-  float lowestPlaced = 2, highestLeft = -1;
-  for (const save::LayerSelection& l : s.layers)
-    for (std::size_t t = 0; t < l.tileShare.size(); ++t)
-      (l.tileReliable[t] ? lowestPlaced : highestLeft) =
-          l.tileReliable[t] ? std::min(lowestPlaced, l.tileShare[t]) : std::max(highestLeft, l.tileShare[t]);
-  QVERIFY(lowestPlaced >= highestLeft);
   QCOMPARE(s.layers.size(), g.nodes.size() - 1);
   QCOMPARE(s.layers[0].robustMask.size(), std::size_t(6 * 28 * 28));
+  QVERIFY(s.reliableBytes <= o.budgetBytes);
+  QVERIFY(s.reliableTiles > 10);  // more than ten in all: not all of them live at once
+  // conv1.relu (node 2) is conv1's only reader: it is computed in place and shares conv1's tiles.
+  QVERIFY(s.layers[1].inPlace && !s.layers[0].inPlace);
+  QCOMPARE(s.layers[1].tileReliable, s.layers[0].tileReliable);
+  // Recompute the memory in use per step from the placement.
+  const std::size_t steps = g.nodes.size();
+  std::vector<std::size_t> last(steps), end(steps);
+  for (std::size_t v = 0; v < steps; ++v) last[v] = v;
+  for (std::size_t v = 1; v < steps; ++v)
+    for (int i : g.nodes[v].inputs) last[std::size_t(i)] = std::max(last[std::size_t(i)], v);
+  end = last;
+  for (std::size_t v = steps; v-- > 1;)
+    if (s.layers[v - 1].inPlace) end[std::size_t(g.nodes[v].inputs[0])] = std::max(end[std::size_t(g.nodes[v].inputs[0])], end[v]);
+  std::vector<int64_t> used(steps, 0);
+  for (std::size_t v = 1; v < steps; ++v) {
+    if (s.layers[v - 1].inPlace) continue;
+    for (uint8_t r : s.layers[v - 1].tileReliable)
+      for (std::size_t k = v; k <= end[v] && r; ++k) used[k] += s.tileBytes;
+  }
+  QCOMPARE(*std::max_element(used.begin(), used.end()), s.reliableBytes);
+  for (std::size_t v = 1; v < steps; ++v) {
+    const save::LayerSelection& l = s.layers[v - 1];
+    if (l.inPlace) continue;
+    for (std::size_t t = 0; t < l.tileShare.size(); ++t) {
+      if (l.tileReliable[t] || l.tileShare[t] == 0) continue;
+      const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
+      QVERIFY2(peak + s.tileBytes > o.budgetBytes, qPrintable(QString::fromStdString(l.name)));
+    }
+  }
 }
 
 // Every outcome of the oracle (bound first, exact rerun otherwise) equals a full rerun of the
