@@ -133,19 +133,6 @@ int64_t tapsOf(const Graph& g, const Node& n) {
   return n.op == Op::Linear ? g.nodes[std::size_t(n.inputs[0])].size() : int64_t(n.weight.size()) / n.shape[0];
 }
 
-// Gathers one output position's taps of a conv input (im2col for a single column), zeros for padding.
-void column(const Node& n, const Node& src, const float* x, int64_t p, std::vector<double>& out) {
-  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, ow = n.shape[2];
-  const int64_t y = p / ow, xx = p % ow;
-  std::size_t t = 0;
-  for (int64_t c = 0; c < ci; ++c)
-    for (int64_t ky = 0; ky < k; ++ky)
-      for (int64_t kx = 0; kx < k; ++kx, ++t) {
-        const int64_t iy = y * n.stride + ky - n.padding, ix = xx * n.stride + kx - n.padding;
-        out[t] = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0 : double(x[(c * h + iy) * w + ix]);
-      }
-}
-
 }  // namespace
 
 ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled,
@@ -192,6 +179,8 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
   }
   // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node.
   abft_.assign(g.nodes.size(), 0);
+  abftSum_.resize(g.nodes.size());
+  abftAbs_.resize(g.nodes.size());
   columnWeight_.resize(g.nodes.size());
   columnAbsWeight_.resize(g.nodes.size());
   biasSum_.assign(g.nodes.size(), 0);
@@ -249,47 +238,77 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
     c.reason = text;
     abft_[v] = c.kind == VerifierKind::Abft;
     choices_.push_back(std::move(c));
+    // The checksum's two one-channel ops, run by the engine: sum_o W[o][t] and, rounded up, sum_o |W[o][t]|.
+    for (int which = 0; which < 2; ++which) {
+      Graph& mini = which == 0 ? abftSum_[v] : abftAbs_[v];
+      mini.model = n.name + (which == 0 ? ".abft" : ".abft-bound");
+      mini.nodes.push_back(g.nodes[std::size_t(n.inputs[0])]);
+      mini.nodes[0].op = Op::Input;
+      mini.nodes[0].inputs.clear();
+      mini.nodes[0].weight.clear();
+      mini.nodes[0].bias.clear();
+      Node one = n;
+      one.inputs = {0};
+      if (one.op == Op::Conv2d) one.shape[0] = 1;
+      else one.shape = {1};
+      one.weight.assign(std::size_t(taps), 0.0f);
+      for (int64_t t = 0; t < taps; ++t) {
+        const double w = which == 0 ? ws[std::size_t(t)] : wa[std::size_t(t)];
+        float f = float(w);
+        if (which == 1 && double(f) < w) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+        one.weight[std::size_t(t)] = f;
+      }
+      const double b = which == 0 ? biasSum_[v] : biasAbsSum_[v];
+      float bf = float(b);
+      if (which == 1 && double(bf) < b) bf = std::nextafter(bf, std::numeric_limits<float>::infinity());
+      if (!n.bias.empty() || one.op == Op::Linear) one.bias.assign(1, bf);
+      mini.nodes.push_back(std::move(one));
+      mini.output = 1;
+    }
   }
 }
 
 ProtectedRunner::~ProtectedRunner() = default;
 
 
-bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act, RunStats& stats) const {
-  // For each image and output position p: sum_o y[o][p] against sum_o b[o] + sum_t (sum_o W[o][t]) x[t][p].
-  // The fp32 outputs differ from the exact ones by at most gamma_{T+1} (|b_o| + sum_t |W[o][t]| |x[t][p]|)
-  // each; summing over o gives the tolerance, and a relative margin covers the double sums.
+bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act, RunStats& stats) {
+  // For each image and output position p: sum_o y[o][p] against the same op with one output
+  // channel, weights sum_o W[o][t] and bias sum_o b[o], run by the engine. With B the same op on
+  // |x| with weights sum_o |W[o][t]| (rounded up) and bias sum_o |b[o]|: the fp32 outputs' sum is
+  // within gamma B of the exact one, the fp32 checksum within (u + gamma + u gamma) B of its exact
+  // value, and B's own fp32 value is at least (1 - gamma) times the exact one (all terms >= 0).
   const Node& n = g_.nodes[std::size_t(v)];
-  const Node& src = g_.nodes[std::size_t(n.inputs[0])];
-  const int64_t size = n.size(), inSize = src.size(), taps = tapsOf(g_, n);
+  const int64_t size = n.size(), taps = tapsOf(g_, n);
   const int64_t channels = n.op == Op::Linear ? size : n.shape[0], positions = size / channels;
-  const std::vector<double>& wsum = columnWeight_[std::size_t(v)];
-  const std::vector<double>& wabs = columnAbsWeight_[std::size_t(v)];
-  const double gm = gamma32(taps + 1);
-  std::vector<double> col(static_cast<std::size_t>(taps));
+  const Graph& sumGraph = abftSum_[std::size_t(v)];
+  const Graph& absGraph = abftAbs_[std::size_t(v)];
+  const std::vector<float>& x = act[std::size_t(n.inputs[0])];
+  abftExpect_.resize(std::size_t(batch_ * positions));
+  abftBound_.resize(std::size_t(batch_ * positions));
+  abftAbsInput_.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) abftAbsInput_[i] = std::fabs(x[i]);
+  runNode(sumGraph, 1, {x.data()}, batch_, abftExpect_.data());
+  runNode(absGraph, 1, {abftAbsInput_.data()}, batch_, abftBound_.data());
+  const double gm = gamma32(taps + 1), u = 0x1p-24;
+  const double factor = (2 * gm + u + gm * u) / (1 - gm) * (1 + 1e-9);
+  const double tiny = double((channels + 1) * (taps + 1)) * 0x1p-149;
+  std::vector<double> got(static_cast<std::size_t>(positions)), gotAbs(static_cast<std::size_t>(positions));
   for (int64_t s = 0; s < batch_; ++s) {
-    const float* x = act[std::size_t(n.inputs[0])].data() + s * inSize;
     const float* y = act[std::size_t(v)].data() + s * size;
-    for (int64_t p = 0; p < positions; ++p) {
-      if (n.op == Op::Linear) {
-        for (int64_t t = 0; t < taps; ++t) col[std::size_t(t)] = x[t];
-      } else {
-        column(n, src, x, p, col);
-      }
-      double expect = biasSum_[std::size_t(v)], bound = biasAbsSum_[std::size_t(v)], got = 0, gotAbs = 0;
-      for (int64_t t = 0; t < taps; ++t) {
-        expect += wsum[std::size_t(t)] * col[std::size_t(t)];
-        bound += wabs[std::size_t(t)] * std::fabs(col[std::size_t(t)]);
-      }
-      for (int64_t o = 0; o < channels; ++o) {
+    std::fill(got.begin(), got.end(), 0.0);
+    std::fill(gotAbs.begin(), gotAbs.end(), 0.0);
+    for (int64_t o = 0; o < channels; ++o)
+      for (int64_t p = 0; p < positions; ++p) {
         const double yo = y[n.op == Op::Linear ? o : o * positions + p];
-        got += yo;
-        gotAbs += std::fabs(yo);
+        got[std::size_t(p)] += yo;
+        gotAbs[std::size_t(p)] += std::fabs(yo);
       }
+    for (int64_t p = 0; p < positions; ++p) {
+      const double bound = abftBound_[std::size_t(s * positions + p)];
+      const double tolerance = factor * bound + tiny + 1e-12 * gotAbs[std::size_t(p)];
       ++stats.checksums;
-      const double tolerance = gm * bound + double(channels * (taps + 1)) * 0x1p-149 + 1e-9 * (bound + gotAbs);
-      if (!(std::fabs(got - expect) <= tolerance)) {  // NaN fails too
-        ++stats.checksumMismatches;
+      if (!(std::fabs(got[std::size_t(p)] - double(abftExpect_[std::size_t(s * positions + p)])) <= tolerance)) {
+        ++stats.checksumMismatches;  // NaN fails too
         return true;
       }
     }

@@ -98,7 +98,7 @@ class ProtectedRunner {
   // SAVE's check of one tensor; true on a detection. Runs on a second thread, overlapped with the
   // next layer (as SAVE overlaps the CPU's checks with the GPU's next kernel).
   bool verify(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
-  bool checksum(int node, const std::vector<std::vector<float>>& act, RunStats& stats) const;
+  bool checksum(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
 
   const Graph& g_;
   const Selection& sel_;
@@ -118,6 +118,8 @@ class ProtectedRunner {
   std::vector<uint8_t> abft_;             // per node: checked by ABFT
   std::vector<std::vector<double>> columnWeight_, columnAbsWeight_;  // per node: sum_o W[o][t], sum_o |W[o][t]|
   std::vector<double> biasSum_, biasAbsSum_;
+  std::vector<Graph> abftSum_, abftAbs_;  // per linear/conv node: its one-channel checksum ops
+  std::vector<float> abftExpect_, abftBound_, abftAbsInput_;  // the verifier thread's scratch
   std::vector<std::vector<float>> rangeLo_, rangeHi_;  // per node: fp32 bounds around the sound ranges
   std::vector<std::vector<uint32_t>> compareMask_;     // per node: bits the recomputation compares
   std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
