@@ -118,18 +118,6 @@ void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::Fl
   std::cout << '\n';
 }
 
-std::pair<uint64_t, uint64_t> parseTile(const std::string& text) {
-  const auto x = text.find('x');
-  try {
-    if (x != std::string::npos) {
-      const long long r = std::stoll(text.substr(0, x)), c = std::stoll(text.substr(x + 1));
-      if (r > 0 && c > 0) return {uint64_t(r), uint64_t(c)};
-    }
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("--tile '" + text + "' is not ROWSxCOLS with positive numbers, e.g. 16x16");
-}
-
 }  // namespace
 
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,

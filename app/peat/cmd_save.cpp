@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app/peat/commands.h"
+#include "app/peat/text.h"
 #include "core/data/datasets.h"
 #include "core/save/campaign.h"
 #include "core/save/check_bits.h"
@@ -40,18 +41,6 @@ std::pair<double, double> parseRange(const std::string& text) {
   throw std::invalid_argument("--input-range '" + text + "' is not LO,HI with two numbers, e.g. 0,1");
 }
 
-std::pair<int64_t, int64_t> parseTileSize(const std::string& text) {
-  const auto x = text.find('x');
-  try {
-    if (x != std::string::npos) {
-      const long long r = std::stoll(text.substr(0, x)), c = std::stoll(text.substr(x + 1));
-      if (r > 0 && c > 0) return {r, c};
-    }
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("--tile '" + text + "' is not ROWSxCOLS with positive numbers, e.g. 16x16");
-}
-
 struct Reference {
   bool present = false;
   std::vector<save::Tightness> test;  // per node
@@ -78,6 +67,17 @@ Reference references(const save::Graph& g, const save::SelectionOptions& so) {
 
 double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 
+// The provenance of a `peat save` session: the model, Fashion-MNIST, the CPU backend.
+store::Provenance saveProvenance(const std::string& model, uint64_t seed, const std::string& commandLine) {
+  store::Provenance prov;
+  prov.model = model;
+  prov.dataset = "fashion-mnist";
+  prov.backend = prov.device = "cpu";
+  prov.seed = int64_t(seed);
+  prov.commandLine = commandLine;
+  return prov;
+}
+
 std::unique_ptr<store::SessionWriter> openSession(const std::string& path, const store::Provenance& prov) {
   const bool exists = std::ifstream(path).good();
   return std::make_unique<store::SessionWriter>(path, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
@@ -93,13 +93,7 @@ std::string freeResultId(const std::string& session, const std::string& base) {
 }
 
 void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
-  store::Provenance prov;
-  prov.model = s.model;
-  prov.dataset = "fashion-mnist";
-  prov.backend = "cpu";
-  prov.device = "cpu";
-  prov.commandLine = o.commandLine;
-  std::unique_ptr<store::SessionWriter> writer = openSession(o.session, prov);
+  std::unique_ptr<store::SessionWriter> writer = openSession(o.session, saveProvenance(s.model, 0, o.commandLine));
   store::SessionWriter& w = *writer;
   const std::string id = freeResultId(o.session, s.model + "-" + s.mode);
   std::string layers;
@@ -154,7 +148,9 @@ void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Referenc
 static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   save::SelectionOptions so;
   std::tie(so.pixelLo, so.pixelHi) = parseRange(o.inputRange);
-  std::tie(so.tileRows, so.tileCols) = parseTileSize(o.tile);
+  const auto [tileRows, tileCols] = parseTile(o.tile);
+  so.tileRows = int64_t(tileRows);
+  so.tileCols = int64_t(tileCols);
   so.tau = o.tau;
   so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
   so.batch = o.batch;
@@ -316,13 +312,8 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   if (tty) std::fprintf(stderr, "\n");
 
   if (!o.analysis.session.empty()) {
-    store::Provenance prov;
-    prov.model = g.model;
-    prov.dataset = "fashion-mnist";
-    prov.backend = prov.device = "cpu";
-    prov.seed = int64_t(o.seed);
-    prov.commandLine = o.analysis.commandLine;
-    std::unique_ptr<store::SessionWriter> w = openSession(o.analysis.session, prov);
+    std::unique_ptr<store::SessionWriter> w =
+        openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
     const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
     store::ResultRecord rec;
     rec.labels = {{"kind", "save_check_bits"}, {"model", g.model}, {"weights", o.analysis.weights}};
@@ -500,13 +491,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
 
   std::unique_ptr<store::SessionWriter> w;
   if (!o.analysis.session.empty()) {
-    store::Provenance prov;
-    prov.model = g.model;
-    prov.dataset = "fashion-mnist";
-    prov.backend = prov.device = "cpu";
-    prov.seed = int64_t(o.seed);
-    prov.commandLine = o.analysis.commandLine;
-    w = openSession(o.analysis.session, prov);
+    w = openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
     std::string name = "save-campaign";
     for (int k = 2; w->hasRun(name); ++k) name = "save-campaign-" + std::to_string(k);
     w->beginRun({name, "save_campaign", "golden", "SAVE campaign: accuracy against faults per scheme"});
@@ -527,7 +512,6 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
       v[3].text.push_back(c.reason);
     }
     w->writeTable("verifiers", v);
-    w->flush();
     w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
                                         ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
                                         ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
@@ -541,8 +525,8 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                      if (w) {
                                                        if (!latencyWritten) w->writeTable("latency", latencyColumns(sofar));
                                                        latencyWritten = true;
+                                                       // flushed: a killed campaign keeps this point
                                                        w->writeTable("points", pointColumns(sofar));
-                                                       w->flush();  // a killed campaign keeps this point
                                                      }
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());

@@ -2,18 +2,15 @@
 #include "core/save/bits.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
+
+#include "core/fp/format.h"
 
 namespace peat::save {
 
 namespace {
 
-uint32_t bitsOf(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  return b;
-}
+using fp::bitsOf;
 
 // The largest float <= v and the smallest float >= v.
 float floatDown(double v) {

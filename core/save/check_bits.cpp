@@ -5,12 +5,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
+
+#include "core/fp/format.h"
 
 namespace peat::save {
 
@@ -30,30 +31,7 @@ void Confusion::merge(const Confusion& o) {
 
 namespace {
 
-constexpr double kU32 = 0x1p-24;
-
-double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
-
-float flipBit(float v, int bit) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  b ^= uint32_t(1) << bit;
-  float out;
-  std::memcpy(&out, &b, 4);
-  return out;
-}
-
-bool sameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
-
-// First index of the largest logit; -1 when a logit is NaN or infinite (a corrupted output).
-int prediction(const float* logits, int64_t n) {
-  int best = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(logits[i])) return -1;
-    if (logits[i] > logits[best]) best = int(i);
-  }
-  return best;
-}
+float flipBit(float v, int bit) { return fp::floatOf(fp::bitsOf(v) ^ (uint32_t(1) << bit)); }
 
 struct Sample {
   std::vector<std::vector<float>> act;      // every node's output
@@ -284,7 +262,7 @@ class Prober {
     }
     auto it = fresh.find(g_.output);
     const std::vector<float>& logits = it != fresh.end() ? it->second : sm.act[std::size_t(g_.output)];
-    return prediction(logits.data(), int64_t(logits.size()));
+    return topClass(logits.data(), int64_t(logits.size()));
   }
 
   const Graph& g_;
@@ -319,7 +297,7 @@ std::vector<Sample> cleanRuns(const Graph& g, const float* images, int64_t batch
     sm.radius.resize(g.nodes.size());
     for (std::size_t v = 1; v < g.nodes.size(); ++v) sm.radius[v] = roundingRadius(g, int(v), point);
     const std::vector<float>& logits = sm.act[std::size_t(g.output)];
-    sm.top = prediction(logits.data(), int64_t(logits.size()));
+    sm.top = topClass(logits.data(), int64_t(logits.size()));
     if (sm.top < 0) throw SaveError("the clean model gives a non-finite logit on evaluation image " + std::to_string(s));
   }
   return samples;
@@ -368,7 +346,7 @@ bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
     const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
     for (int64_t e = firstOut; e < firstOut + count; ++e) {
       const float y = affineElement(n, src, x.data(), e);
-      if (!sameBits(y, sm.act[std::size_t(node)][std::size_t(e)])) d->changed.push_back({std::size_t(e), y});
+      if (fp::bitsOf(y) != fp::bitsOf(sm.act[std::size_t(node)][std::size_t(e)])) d->changed.push_back({std::size_t(e), y});
     }
     vulnerable = d->prober.changes(int(s), node, d->changed, d->stats);
   }

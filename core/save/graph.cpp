@@ -295,6 +295,15 @@ std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, con
   return reader.checkpoint(run, iteration).parameters;
 }
 
+int topClass(const float* logits, int64_t n) {
+  int best = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(logits[i])) return -1;
+    if (logits[i] > logits[best]) best = int(i);
+  }
+  return best;
+}
+
 float affineElement(const Node& n, const Node& src, const float* x, int64_t element) {
   if (n.op == Op::Linear) {
     const int64_t inSize = src.size();

@@ -68,6 +68,9 @@ std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, con
 // order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.
 std::vector<std::vector<float>> runAll(const Graph& g, const float* input, int64_t batch);
 
+// First index of the largest logit; -1 when a logit is NaN or infinite (a corrupted output).
+int topClass(const float* logits, int64_t n);
+
 // One output element of a linear or conv2d node for one sample `x` of its input: the very
 // arithmetic runNode uses, so a partial recomputation equals a full one bit for bit.
 float affineElement(const Node& n, const Node& input, const float* x, int64_t element);

@@ -14,13 +14,9 @@ namespace peat::save {
 
 namespace {
 
-constexpr double kU32 = 0x1p-24;       // fp32 unit roundoff
-constexpr double kTiny32 = 0x1p-149;   // fp32's smallest subnormal: the most a product loses to underflow
 // The analysis itself runs in double; this relative margin covers its own rounding, which is
 // smaller than the fp32 error bounds it adds by a factor of about 10^8.
 constexpr double kDoubleMargin = 1e-9;
-
-double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
 
 // Runs body(first, last) over [0, count) split between the cores (for the big layers only).
 template <class F>
@@ -35,6 +31,25 @@ void parallelFor(int64_t count, int64_t work, F&& body) {
   for (int64_t p = 1; p < parts; ++p) pool.emplace_back([&, p] { body(count * p / parts, count * (p + 1) / parts); });
   body(0, count / parts);
   for (std::thread& t : pool) t.join();
+}
+
+// Calls f(w, i) for every tap of output element j of a conv node that reads the input (the zero
+// padding is skipped), in (channel, kernel row, kernel column) order: w indexes the weights, i the input.
+template <class F>
+inline void forEachTap(const Node& n, const Node& src, int64_t j, F&& f) {
+  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
+  const int64_t oh = n.shape[1], ow = n.shape[2];
+  const int64_t o = j / (oh * ow), y = (j / ow) % oh, xx = j % ow;
+  for (int64_t c = 0; c < ci; ++c)
+    for (int64_t ky = 0; ky < k; ++ky) {
+      const int64_t iy = y * n.stride + ky - n.padding;
+      if (iy < 0 || iy >= h) continue;
+      for (int64_t kx = 0; kx < k; ++kx) {
+        const int64_t ix = xx * n.stride + kx - n.padding;
+        if (ix < 0 || ix >= w) continue;
+        f(std::size_t(((o * ci + c) * k + ky) * k + kx), std::size_t((c * h + iy) * w + ix));
+      }
+    }
 }
 
 double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
@@ -64,28 +79,14 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       break;
     }
     case Op::Conv2d: {
-      const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
-      const int64_t oh = n.shape[1], ow = n.shape[2];
-      const int64_t taps = ci * k * k;
+      const int64_t taps = src.shape[0] * n.kernel * n.kernel, plane = n.shape[1] * n.shape[2];
       const double gm = gamma32(taps + 1);
       parallelFor(n.shape[0], int64_t(size) * taps, [&](int64_t first, int64_t last) {
-      for (int64_t o = first; o < last; ++o)
-        for (int64_t y = 0; y < oh; ++y)
-          for (int64_t xx = 0; xx < ow; ++xx) {
-            double s = n.bias.empty() ? 0.0 : std::fabs(n.bias[std::size_t(o)]);
-            for (int64_t c = 0; c < ci; ++c)
-              for (int64_t ky = 0; ky < k; ++ky) {
-                const int64_t iy = y * n.stride + ky - n.padding;
-                if (iy < 0 || iy >= h) continue;
-                for (int64_t kx = 0; kx < k; ++kx) {
-                  const int64_t ix = xx * n.stride + kx - n.padding;
-                  if (ix < 0 || ix >= w) continue;
-                  s += std::fabs(n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)]) *
-                       magnitude(x, std::size_t((c * h + iy) * w + ix));
-                }
-              }
-            e[std::size_t((o * oh + y) * ow + xx)] = gm * s + double(taps + 1) * kTiny32;
-          }
+        for (int64_t j = first * plane; j < last * plane; ++j) {
+          double s = n.bias.empty() ? 0.0 : std::fabs(n.bias[std::size_t(j / plane)]);
+          forEachTap(n, src, j, [&](std::size_t w, std::size_t i) { s += std::fabs(n.weight[w]) * magnitude(x, i); });
+          e[std::size_t(j)] = gm * s + double(taps + 1) * kTiny32;
+        }
       });
       break;
     }
@@ -197,29 +198,18 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
       break;
     }
     case Op::Conv2d: {
-      const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
-      const int64_t oh = n.shape[1], ow = n.shape[2];
-      parallelFor(n.shape[0], int64_t(size) * ci * k * k, [&](int64_t first, int64_t last) {
-      for (int64_t o = first; o < last; ++o)
-        for (int64_t y = 0; y < oh; ++y)
-          for (int64_t xx = 0; xx < ow; ++xx) {
-            double lo = n.bias.empty() ? 0.0 : n.bias[std::size_t(o)], hi = lo;
-            for (int64_t c = 0; c < ci; ++c)
-              for (int64_t ky = 0; ky < k; ++ky) {
-                const int64_t iy = y * n.stride + ky - n.padding;
-                if (iy < 0 || iy >= h) continue;
-                for (int64_t kx = 0; kx < k; ++kx) {
-                  const int64_t ix = xx * n.stride + kx - n.padding;
-                  if (ix < 0 || ix >= w) continue;
-                  const double wv = n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)];
-                  const std::size_t at = std::size_t((c * h + iy) * w + ix);
-                  lo += wv >= 0 ? wv * x.lo[at] : wv * x.hi[at];
-                  hi += wv >= 0 ? wv * x.hi[at] : wv * x.lo[at];
-                }
-              }
-            out.lo[std::size_t((o * oh + y) * ow + xx)] = lo;
-            out.hi[std::size_t((o * oh + y) * ow + xx)] = hi;
-          }
+      const int64_t plane = n.shape[1] * n.shape[2];
+      parallelFor(n.shape[0], int64_t(size) * src.shape[0] * n.kernel * n.kernel, [&](int64_t first, int64_t last) {
+        for (int64_t j = first * plane; j < last * plane; ++j) {
+          double lo = n.bias.empty() ? 0.0 : n.bias[std::size_t(j / plane)], hi = lo;
+          forEachTap(n, src, j, [&](std::size_t w, std::size_t i) {
+            const double wv = n.weight[w];
+            lo += wv >= 0 ? wv * x.lo[i] : wv * x.hi[i];
+            hi += wv >= 0 ? wv * x.hi[i] : wv * x.lo[i];
+          });
+          out.lo[std::size_t(j)] = lo;
+          out.hi[std::size_t(j)] = hi;
+        }
       });
       break;
     }
@@ -518,32 +508,19 @@ class BackSubstitution {
       }
       case Op::Conv2d: {
         Bounds& t = at(in0);
-        const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
-        const int64_t oh = n.shape[1], ow = n.shape[2];
+        const std::size_t plane = std::size_t(n.shape[1] * n.shape[2]);
         for (std::size_t r = 0; r < rows_; ++r) {
           double* tl = t.lower.data() + r * inSize;
           double* tu = t.upper.data() + r * inSize;
-          for (int64_t o = 0; o < n.shape[0]; ++o)
-            for (int64_t y = 0; y < oh; ++y)
-              for (int64_t xx = 0; xx < ow; ++xx) {
-                const std::size_t j = std::size_t((o * oh + y) * ow + xx);
-                const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
-                if (aL == 0 && aU == 0) continue;
-                addConstants(r, aL, aU, n.bias.empty() ? 0.0 : n.bias[std::size_t(o)], radius[j]);
-                for (int64_t c = 0; c < ci; ++c)
-                  for (int64_t ky = 0; ky < k; ++ky) {
-                    const int64_t iy = y * n.stride + ky - n.padding;
-                    if (iy < 0 || iy >= h) continue;
-                    for (int64_t kx = 0; kx < k; ++kx) {
-                      const int64_t ix = xx * n.stride + kx - n.padding;
-                      if (ix < 0 || ix >= w) continue;
-                      const double wv = n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)];
-                      const std::size_t at = std::size_t((c * h + iy) * w + ix);
-                      tl[at] += aL * wv;
-                      tu[at] += aU * wv;
-                    }
-                  }
-              }
+          for (std::size_t j = 0; j < size; ++j) {
+            const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
+            if (aL == 0 && aU == 0) continue;
+            addConstants(r, aL, aU, n.bias.empty() ? 0.0 : n.bias[j / plane], radius[j]);
+            forEachTap(n, src, int64_t(j), [&](std::size_t w, std::size_t i) {
+              tl[i] += aL * n.weight[w];
+              tu[i] += aU * n.weight[w];
+            });
+          }
         }
         break;
       }
@@ -863,27 +840,12 @@ std::vector<float> inputGradient(const Graph& g, const std::vector<std::vector<f
           if (gy[o] != 0)
             for (std::size_t i = 0; i < inSize; ++i) gx[i] += gy[o] * n.weight[o * inSize + i];
         break;
-      case Op::Conv2d: {
-        const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
-        const int64_t oh = n.shape[1], ow = n.shape[2];
-        for (int64_t o = 0; o < n.shape[0]; ++o)
-          for (int64_t y = 0; y < oh; ++y)
-            for (int64_t xx = 0; xx < ow; ++xx) {
-              const float d = gy[std::size_t((o * oh + y) * ow + xx)];
-              if (d == 0) continue;
-              for (int64_t c = 0; c < ci; ++c)
-                for (int64_t ky = 0; ky < k; ++ky) {
-                  const int64_t iy = y * n.stride + ky - n.padding;
-                  if (iy < 0 || iy >= h) continue;
-                  for (int64_t kx = 0; kx < k; ++kx) {
-                    const int64_t ix = xx * n.stride + kx - n.padding;
-                    if (ix < 0 || ix >= w) continue;
-                    gx[std::size_t((c * h + iy) * w + ix)] += d * n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)];
-                  }
-                }
-            }
+      case Op::Conv2d:
+        for (std::size_t j = 0; j < size; ++j) {
+          const float d = gy[j];
+          if (d != 0) forEachTap(n, src, int64_t(j), [&](std::size_t w, std::size_t i) { gx[i] += d * n.weight[w]; });
+        }
         break;
-      }
       case Op::MaxPool2d: {
         const int64_t c = n.shape[0], oh = n.shape[1], ow = n.shape[2], h = src.shape[1], w = src.shape[2];
         for (int64_t ch = 0; ch < c; ++ch)

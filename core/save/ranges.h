@@ -23,6 +23,11 @@
 
 namespace peat::save {
 
+inline constexpr double kU32 = 0x1p-24;     // fp32 unit roundoff
+inline constexpr double kTiny32 = 0x1p-149; // fp32's smallest subnormal: the most a product loses to underflow
+// gamma_n = n u / (1 - n u): the relative error bound of n fp32 roundings in a sum of products.
+inline double gamma32(int64_t n) { return double(n) * kU32 / (1 - double(n) * kU32); }
+
 enum class RangeMode { Interval, Symbolic };
 
 struct RangeOptions {

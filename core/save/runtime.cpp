@@ -14,6 +14,8 @@
 #include <map>
 #include <random>
 
+#include "core/fp/format.h"
+
 namespace peat::save {
 
 const char* schemeName(Scheme s) {
@@ -31,6 +33,21 @@ Scheme schemeFromName(const std::string& name) {
   for (Scheme s : {Scheme::None, Scheme::Save, Scheme::Tmr, Scheme::Ranger, Scheme::Ecc})
     if (name == schemeName(s)) return s;
   throw SaveError("unknown protection scheme '" + name + "' (schemes: none, save, tmr, ranger, ecc)");
+}
+
+RunStats& RunStats::operator+=(const RunStats& o) {
+  faults += o.faults;
+  detections += o.detections;
+  weightRepairs += o.weightRepairs;
+  rangeViolations += o.rangeViolations;
+  recomputeMismatches += o.recomputeMismatches;
+  recoveries += o.recoveries;
+  recomputed += o.recomputed;
+  checksumMismatches += o.checksumMismatches;
+  checksums += o.checksums;
+  eccCorrected += o.eccCorrected;
+  eccUncorrectable += o.eccUncorrectable;
+  return *this;
 }
 
 VerifierPolicy verifierPolicyFromName(const std::string& name) {
@@ -102,31 +119,13 @@ namespace {
 
 bool hasWeights(const Node& n) { return n.op == Op::Linear || n.op == Op::Conv2d || n.op == Op::BatchNorm; }
 
-uint32_t bitsOf(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  return b;
-}
+using fp::bitsOf;
 
-void flip(float& v, uint32_t mask) {
-  uint32_t b = bitsOf(v) ^ mask;
-  std::memcpy(&v, &b, 4);
-}
-
-int argmax(const float* logits, int64_t n) {
-  int best = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(logits[i])) return -1;  // a corrupted output is a wrong answer
-    if (logits[i] > logits[best]) best = int(i);
-  }
-  return best;
-}
+void flip(float& v, uint32_t mask) { v = fp::floatOf(bitsOf(v) ^ mask); }
 
 }  // namespace
 
 namespace {
-
-double gamma32(int64_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
 
 // Taps of a linear or conv node: its GEMM's inner dimension.
 int64_t tapsOf(const Graph& g, const Node& n) {
@@ -289,7 +288,7 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
   for (std::size_t i = 0; i < x.size(); ++i) abftAbsInput_[i] = std::fabs(x[i]);
   runNode(sumGraph, 1, {x.data()}, batch_, abftExpect_.data());
   runNode(absGraph, 1, {abftAbsInput_.data()}, batch_, abftBound_.data());
-  const double gm = gamma32(taps + 1), u = 0x1p-24;
+  const double gm = gamma32(taps + 1), u = kU32;
   const double factor = (2 * gm + u + gm * u) / (1 - gm) * (1 + 1e-9);
   const double tiny = double((channels + 1) * (taps + 1)) * 0x1p-149;
   std::vector<double> got(static_cast<std::size_t>(positions)), gotAbs(static_cast<std::size_t>(positions));
@@ -516,16 +515,11 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
       for (std::size_t u = std::size_t(detected.front()); u < g_.nodes.size(); ++u) repair(int(u));
     }
   }
-  stats.rangeViolations += verifyStats.rangeViolations;
-  stats.recomputeMismatches += verifyStats.recomputeMismatches;
-  stats.recomputed += verifyStats.recomputed;
-  stats.checksums += verifyStats.checksums;
-  stats.weightRepairs += verifyStats.weightRepairs;
-  stats.checksumMismatches += verifyStats.checksumMismatches;
+  stats += verifyStats;  // the verifier counts what it checked; detections are counted above
   std::vector<int> out(static_cast<std::size_t>(batch_));
   const std::vector<float>& logits = act[std::size_t(g_.output)];
   const int64_t classes = g_.nodes[std::size_t(g_.output)].size();
-  for (int64_t s = 0; s < batch_; ++s) out[std::size_t(s)] = argmax(logits.data() + s * classes, classes);
+  for (int64_t s = 0; s < batch_; ++s) out[std::size_t(s)] = topClass(logits.data() + s * classes, classes);  // -1: a corrupted output
   return out;
 }
 

@@ -70,6 +70,7 @@ struct RunStats {
   uint64_t recomputed = 0;      // SAVE: type-2 elements recomputed
   uint64_t checksumMismatches = 0, checksums = 0;  // SAVE with ABFT: failed and performed column checks
   uint64_t eccCorrected = 0, eccUncorrectable = 0;
+  RunStats& operator+=(const RunStats& o);
 };
 
 class ProtectedRunner {
