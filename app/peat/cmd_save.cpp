@@ -227,13 +227,15 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
                 "inputs unlike them leave these ranges; for comparison only, tau %g\n",
                 s.model.c_str(), (long long)g.parameterCount(), so.tau);
   std::printf("range analysis %.3f s, whole selection %.3f s\n\n", s.rangeSeconds, s.seconds);
-  std::printf("%-18s %-10s %8s %12s %8s %8s %11s %8s", "layer", "op", "elements", "mean width", "robust", "ranging",
-              "vulnerable", "type-2");
+  int nameWidth = 18;
+  for (const save::LayerSelection& l : s.layers) nameWidth = std::max(nameWidth, int(l.name.size()));
+  std::printf("%-*s %-10s %8s %12s %8s %8s %11s %8s", nameWidth, "layer", "op", "elements", "mean width", "robust",
+              "ranging", "vulnerable", "type-2");
   if (ref.present) std::printf(" %11s", "vs test set");
   std::printf("\n");
   for (const save::LayerSelection& l : s.layers) {
     const double bits = 32.0 * double(l.elements);
-    std::printf("%-18s %-10s %8lld %12.4g %7.1f%% %7.1f%% %10.1f%% %7.1f%%", l.name.c_str(), l.op.c_str(),
+    std::printf("%-*s %-10s %8lld %12.4g %7.1f%% %7.1f%% %10.1f%% %7.1f%%", nameWidth, l.name.c_str(), l.op.c_str(),
                 (long long)l.elements, l.meanWidth, 100 * double(l.robustBits) / bits, 100 * double(l.rangingBits) / bits,
                 100 * double(l.vulnerableBits) / bits, 100 * double(l.type2) / double(l.elements));
     if (ref.present) std::printf(" %10.2fx", ratio(l.meanWidth, ref.test[std::size_t(l.node)].meanWidth));
@@ -360,8 +362,10 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
               g.model.c_str(), (long long)o.batch, 100 * r.cleanAccuracy, so.tau);
   std::printf("outcome: a flip is vulnerable when any top-1 prediction of the batch changes\n\n");
   printConfusion("weights (every bit of every linear/conv parameter)", r.weights);
+  std::size_t nameWidth = 8;
+  for (const auto& layer : r.weightLayers) nameWidth = std::max(nameWidth, layer.first.size());
   for (const auto& [name, c] : r.weightLayers)
-    std::printf("  %-8s %8llu flips: %llu false robust, %.1f%% over-protected, %.1f%% vulnerable\n", name.c_str(),
+    std::printf("  %-*s %8llu flips: %llu false robust, %.1f%% over-protected, %.1f%% vulnerable\n", int(nameWidth), name.c_str(),
                 (unsigned long long)c.total(), (unsigned long long)c.robustVulnerable,
                 100 * double(c.protectedRobust) / double(std::max<uint64_t>(1, c.total())),
                 100 * double(c.robustVulnerable + c.protectedVulnerable) / double(std::max<uint64_t>(1, c.total())));
@@ -567,7 +571,10 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
               (long long)runner.unreliableWords(save::Scheme::None), (long long)runner.unreliableWords(save::Scheme::Save),
               double(sel.reliableBytes) / 1024);
   std::printf("SAVE's check of each linear/conv output (--verifier %s):\n", o.verifier.c_str());
-  for (const save::VerifierChoice& c : runner.verifierChoices()) std::printf("  %-8s %s\n", c.name.c_str(), c.reason.c_str());
+  std::size_t nameWidth = 8;
+  for (const save::VerifierChoice& c : runner.verifierChoices()) nameWidth = std::max(nameWidth, c.name.size());
+  for (const save::VerifierChoice& c : runner.verifierChoices())
+    std::printf("  %-*s %s\n", int(nameWidth), c.name.c_str(), c.reason.c_str());
   std::printf("\n%-8s %14s %8s %10s %16s\n", "scheme", "ms per batch", "latency", "accuracy", "false positives");
   for (const save::SchemeLatency& l : r.latency)
     std::printf("%-8s %14.2f %7.2fx %9.1f%% %16llu\n", save::schemeName(l.scheme), 1000 * l.seconds, l.ratio,

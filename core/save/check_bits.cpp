@@ -155,18 +155,34 @@ class Prober {
         break;
       }
       case Op::Linear: {
-        const std::size_t inSize = dx.size();
-        for (std::size_t i = 0; i < inSize; ++i) {
+        const std::size_t features = std::size_t(n.features()), taps = n.weight.size() / features;
+        std::vector<uint8_t> hit(size / features, 0);  // rows that read a changed value
+        for (std::size_t i = 0; i < dx.size(); ++i) {
           if (dx[i] == 0) continue;
-          for (std::size_t k = 0; k < size; ++k) out[k] += std::fabs(n.weight[k * inSize + i]) * dx[i];
+          const std::size_t row = i / taps, t = i % taps;
+          hit[row] = 1;
+          for (std::size_t o = 0; o < features; ++o) out[row * features + o] += std::fabs(n.weight[o * taps + t]) * dx[i];
         }
-        const double gm = gamma32(int64_t(inSize) + 1);
-        for (std::size_t k = 0; k < size; ++k) {
-          out[k] += gm * out[k] + 2 * radius[k];
-          any = true;
-        }
+        const double gm = gamma32(int64_t(taps) + 1);
+        for (std::size_t k = 0; k < size; ++k)
+          if (hit[k / features]) {
+            out[k] += gm * out[k] + 2 * radius[k];
+            any = true;
+          }
         break;
       }
+      case Op::AddConst:
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) any |= (out[i] = dx[i] * (1 + kU32) + 2 * radius[i]) > 0;
+        break;
+      case Op::Gelu:  // |gelu'| <= 1.13
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) any |= (out[i] = 1.13 * dx[i] + 2 * radius[i]) > 0;
+        break;
+      case Op::LayerNorm:
+      case Op::Softmax:
+      case Op::MatMul:
+        return false;  // no bound here: the exact rerun decides
       case Op::Conv2d: {
         const Node& src = g_.nodes[std::size_t(in0)];
         const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
@@ -313,6 +329,7 @@ struct FlipOracle::Impl {
   Prober prober;
   Stats stats;
   std::vector<Change> changed;
+  std::vector<int64_t> reads;
 };
 
 FlipOracle::FlipOracle(const Graph& g, const float* images, int64_t batch) {
@@ -329,22 +346,24 @@ bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
   float& param = bias ? n.bias.at(index) : n.weight.at(index);
   const float clean = param;
   param = flipBit(clean, bit);
-  // the output elements that read this parameter
-  int64_t firstOut, count;
+  // the output elements that read this parameter: one output channel of every row (linear) or
+  // every position (conv)
+  std::vector<int64_t>& reads = d->reads;
+  reads.clear();
   if (n.op == Op::Linear) {
-    firstOut = bias ? int64_t(index) : int64_t(index) / src.size();
-    count = 1;
+    const int64_t features = n.features(), o = bias ? int64_t(index) : int64_t(index) / (int64_t(n.weight.size()) / features);
+    for (int64_t r = 0; r < n.rows(); ++r) reads.push_back(r * features + o);
   } else {
-    const int64_t per = src.shape[0] * n.kernel * n.kernel;
-    count = n.shape[1] * n.shape[2];
-    firstOut = (bias ? int64_t(index) : int64_t(index) / per) * count;
+    const int64_t per = src.shape[0] * n.kernel * n.kernel, count = n.shape[1] * n.shape[2];
+    const int64_t first = (bias ? int64_t(index) : int64_t(index) / per) * count;
+    for (int64_t e = first; e < first + count; ++e) reads.push_back(e);
   }
   bool vulnerable = false;
   for (std::size_t s = 0; s < d->samples.size() && !vulnerable; ++s) {
     const Sample& sm = d->samples[s];
     d->changed.clear();
     const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
-    for (int64_t e = firstOut; e < firstOut + count; ++e) {
+    for (int64_t e : reads) {
       const float y = affineElement(n, src, x.data(), e);
       if (fp::bitsOf(y) != fp::bitsOf(sm.act[std::size_t(node)][std::size_t(e)])) d->changed.push_back({std::size_t(e), y});
     }

@@ -25,6 +25,11 @@ const char* opName(Op op) {
     case Op::Flatten: return "flatten";
     case Op::Select: return "select";
     case Op::Max2: return "max";
+    case Op::AddConst: return "add_const";
+    case Op::LayerNorm: return "layernorm";
+    case Op::Gelu: return "gelu";
+    case Op::Softmax: return "softmax";
+    case Op::MatMul: return "matmul";
   }
   return "?";
 }
@@ -66,10 +71,12 @@ class Builder {
     n.op = Op::Linear;
     n.name = name;
     n.inputs = {x};
-    const int64_t in = g_.nodes[std::size_t(x)].size();
+    const Node& from = g_.nodes[std::size_t(x)];
+    const bool tokens = from.shape.size() == 2;  // [T, in]: the same layer on every row
+    const int64_t in = tokens ? from.shape[1] : from.size();
     n.weight = tensor(name + ".weight", {out, in});
     n.bias = tensor(name + ".bias", {out});
-    n.shape = {out};
+    n.shape = tokens ? std::vector<int64_t>{from.shape[0], out} : std::vector<int64_t>{out};
     return add(std::move(n));
   }
   int conv(const std::string& name, int x, int64_t out, int64_t k, int64_t stride, int64_t padding, bool bias) {
@@ -114,6 +121,55 @@ class Builder {
     return add(std::move(n));
   }
   int relu(const std::string& name, int x) { return unary(Op::Relu, name, x); }
+  int gelu(const std::string& name, int x) { return unary(Op::Gelu, name, x); }
+  int softmax(const std::string& name, int x) { return unary(Op::Softmax, name, x); }
+  int layerNorm(const std::string& name, int x) {
+    const int64_t w = g_.nodes[std::size_t(x)].features();
+    const int v = unary(Op::LayerNorm, name, x);
+    g_.nodes[std::size_t(v)].weight = tensor(name + ".weight", {w});
+    g_.nodes[std::size_t(v)].bias = tensor(name + ".bias", {w});
+    return v;
+  }
+  // x + a stored constant of x's shape.
+  int addConst(const std::string& name, int x, const std::string& param) {
+    const int v = unary(Op::AddConst, name, x);
+    const std::vector<int64_t> s = g_.nodes[std::size_t(v)].shape;
+    g_.nodes[std::size_t(v)].bias = tensor(param, s);
+    return v;
+  }
+  // A reshape or transpose: output element i is input element gather[i].
+  int select(const std::string& name, int x, std::vector<int64_t> shape, std::vector<int64_t> gather) {
+    Node n;
+    n.op = Op::Select;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = std::move(shape);
+    n.gather = std::move(gather);
+    if (int64_t(n.gather.size()) != n.size()) throw SaveError("internal: select '" + name + "' has a wrong gather");
+    return add(std::move(n));
+  }
+  int matmul(const std::string& name, int a, int b) {  // [H, M, K] x [H, N, K]^T -> [H, M, N]
+    const std::vector<int64_t>& sa = g_.nodes[std::size_t(a)].shape;
+    const std::vector<int64_t>& sb = g_.nodes[std::size_t(b)].shape;
+    if (sa.size() != 3 || sb.size() != 3 || sa[0] != sb[0] || sa[2] != sb[2])
+      throw SaveError("matmul '" + name + "' has inputs of mismatched shapes");
+    Node n;
+    n.op = Op::MatMul;
+    n.name = name;
+    n.inputs = {a, b};
+    n.shape = {sa[0], sa[1], sb[1]};
+    return add(std::move(n));
+  }
+  // Scales output rows [first, first + count) of a linear node by s (a power of two keeps every
+  // sum bit for bit the scaled one: folding attention's 1 / sqrt(head width) into the queries).
+  void scaleRows(int v, int64_t first, int64_t count, float s) {
+    Node& n = g_.nodes[std::size_t(v)];
+    const int64_t in = int64_t(n.weight.size()) / int64_t(n.bias.size());
+    for (int64_t o = first; o < first + count; ++o) {
+      n.bias[std::size_t(o)] *= s;
+      for (int64_t i = 0; i < in; ++i) n.weight[std::size_t(o * in + i)] *= s;
+    }
+  }
   int maxPool(const std::string& name, int x, int64_t k, int64_t stride) {
     const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
     Node n;
@@ -190,6 +246,9 @@ class Builder {
   Graph& g_;
   const std::map<std::string, store::Tensor>& params_;
   bool random_ = false;
+ public:
+  const Node& node(int v) const { return g_.nodes[std::size_t(v)]; }
+ private:
   std::mt19937_64 rng_;
 };
 
@@ -214,6 +273,54 @@ int resnet18(Builder& b) {
     }
   }
   return b.linear("fc", b.globalAvgPool("avgpool", x), 1000);
+}
+
+// The zoo's vision transformer (core/torch/models/zoo.cpp): 7x7 patches embedded by a strided
+// convolution into 16 tokens of width 32, position embeddings, two pre-norm blocks of two-head
+// self-attention and a GELU MLP, a final layer norm, the mean over the tokens and a linear head.
+int vit(Builder& b) {
+  const int64_t width = 32, heads = 2, hd = width / heads, depth = 2;
+  int x = b.conv("patch_embed", b.input({1, 28, 28}), width, 7, 7, 0, true);  // [32, 4, 4]
+  const int64_t t = b.node(x).shape[1] * b.node(x).shape[2];
+  std::vector<int64_t> gather;
+  for (int64_t tok = 0; tok < t; ++tok)  // flatten(2).transpose(1, 2): [C, T] -> [T, C]
+    for (int64_t c = 0; c < width; ++c) gather.push_back(c * t + tok);
+  x = b.select("patch_embed.tokens", x, {t, width}, gather);
+  x = b.addConst("pos_embed", x, "pos_emb");
+  for (int64_t i = 0; i < depth; ++i) {
+    const std::string n = "blocks." + std::to_string(i);
+    const int qkv = b.linear(n + ".attn.qkv", b.layerNorm(n + ".ln1", x), 3 * width);  // [T, 3W]
+    b.scaleRows(qkv, 0, width, 1.0f / std::sqrt(float(hd)));
+    // q, k: [H, T, hd] from columns (part * W + h * hd + d); v transposed: [H, hd, T]
+    auto part = [&](const std::string& name, int64_t which, bool transposed) {
+      std::vector<int64_t> idx;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < (transposed ? hd : t); ++r)
+          for (int64_t c = 0; c < (transposed ? t : hd); ++c) {
+            const int64_t tok = transposed ? c : r, d = transposed ? r : c;
+            idx.push_back(tok * 3 * width + which * width + h * hd + d);
+          }
+      return b.select(n + ".attn." + name, qkv, transposed ? std::vector<int64_t>{heads, hd, t} : std::vector<int64_t>{heads, t, hd},
+                      idx);
+    };
+    const int q = part("q", 0, false), k = part("k", 1, false), vt = part("v", 2, true);
+    const int att = b.softmax(n + ".attn.softmax", b.matmul(n + ".attn.scores", q, k));  // [H, T, T]
+    const int values = b.matmul(n + ".attn.values", att, vt);                               // [H, T, hd]
+    std::vector<int64_t> merge;  // [H, T, hd] -> [T, H * hd]
+    for (int64_t tok = 0; tok < t; ++tok)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < hd; ++d) merge.push_back((h * t + tok) * hd + d);
+    const int y = b.select(n + ".attn.merge", values, {t, width}, merge);
+    x = b.addNodes(n + ".attn.residual", x, b.linear(n + ".attn.proj", y, width));
+    int h = b.gelu(n + ".mlp.gelu", b.linear(n + ".mlp.up", b.layerNorm(n + ".ln2", x), 4 * width));
+    x = b.addNodes(n + ".mlp.residual", x, b.linear(n + ".mlp.down", h, width));
+  }
+  x = b.layerNorm("ln_f", x);
+  std::vector<int64_t> channels;  // [T, W] -> [W, T, 1] for the mean over the tokens
+  for (int64_t c = 0; c < width; ++c)
+    for (int64_t tok = 0; tok < t; ++tok) channels.push_back(tok * width + c);
+  x = b.globalAvgPool("pool", b.select("pool.transpose", x, {width, t, 1}, channels));
+  return b.linear("head", x, 10);
 }
 
 }  // namespace
@@ -276,9 +383,9 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
   } else if (model == "chargpt") {
     throw SaveError("model chargpt uses op 'embedding', which has no range transfer function in SAVE");
   } else if (model == "vit") {
-    throw SaveError("model vit uses op 'layernorm', which has no range transfer function in SAVE yet");
+    g.output = vit(b);
   } else {
-    throw SaveError("unknown model '" + model + "' (SAVE knows mlp, lenet, resnet)");
+    throw SaveError("unknown model '" + model + "' (SAVE knows mlp, lenet, resnet, vit)");
   }
   return g;
 }
@@ -304,12 +411,57 @@ int topClass(const float* logits, int64_t n) {
   return best;
 }
 
+namespace {
+
+// The transformer ops' arithmetic, shared by runNode and elementOf so that recomputing one element
+// repeats the full run bit for bit: each row's statistics in one fixed order, then the element.
+constexpr float kLayerNormEps = 1e-5f;  // torch's default
+
+void layerNormStats(const float* x, int64_t w, float& mean, float& rstd) {
+  float s = 0;
+  for (int64_t i = 0; i < w; ++i) s += x[i];
+  mean = s / float(w);
+  float v = 0;
+  for (int64_t i = 0; i < w; ++i) {
+    const float d = x[i] - mean;
+    v += d * d;
+  }
+  rstd = 1.0f / std::sqrt(v / float(w) + kLayerNormEps);
+}
+inline float layerNormOf(float x, float mean, float rstd, float gamma, float beta) {
+  return (x - mean) * rstd * gamma + beta;
+}
+
+void softmaxStats(const float* x, int64_t n, float& max, float& sum) {
+  max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+  sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - max);
+}
+inline float softmaxOf(float x, float max, float sum) { return std::exp(x - max) / sum; }
+
+inline float geluOf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+// out[h, m, n] = sum_k a[h, m, k] * b[h, n, k], k in order.
+inline float matmulElement(const Node& n, int64_t k, const float* a, const float* b, int64_t e) {
+  const int64_t rows = n.shape[1], cols = n.shape[2];
+  const int64_t h = e / (rows * cols), m = (e / cols) % rows, c = e % cols;
+  const float* ar = a + (h * rows + m) * k;
+  const float* br = b + (h * cols + c) * k;
+  float acc = 0;
+  for (int64_t i = 0; i < k; ++i) acc += ar[i] * br[i];
+  return acc;
+}
+
+}  // namespace
+
 float affineElement(const Node& n, const Node& src, const float* x, int64_t element) {
-  if (n.op == Op::Linear) {
-    const int64_t inSize = src.size();
-    const float* w = n.weight.data() + element * inSize;
-    float acc = n.bias[std::size_t(element)];
-    for (int64_t i = 0; i < inSize; ++i) acc += w[i] * x[i];
+  if (n.op == Op::Linear) {  // row `element / out` of the input, output feature `element % out`
+    const int64_t out = n.features(), inSize = int64_t(n.weight.size()) / out;
+    const float* w = n.weight.data() + (element % out) * inSize;
+    const float* xr = x + (element / out) * inSize;
+    float acc = n.bias[std::size_t(element % out)];
+    for (int64_t i = 0; i < inSize; ++i) acc += w[i] * xr[i];
     return acc;
   }
   // conv2d as a GEMM over the unfolded input (im2col): bias, then every tap in (channel, kernel
@@ -369,6 +521,24 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
       for (int64_t i = 0; i < hw; ++i) acc += in[0][e * hw + i];
       return acc / float(hw);
     }
+    case Op::AddConst:
+      return in[0][e] + n.bias[std::size_t(e)];
+    case Op::Gelu:
+      return geluOf(in[0][e]);
+    case Op::LayerNorm: {
+      const int64_t w = n.features();
+      float mean, rstd;
+      layerNormStats(in[0] + (e / w) * w, w, mean, rstd);
+      return layerNormOf(in[0][e], mean, rstd, n.weight[std::size_t(e % w)], n.bias[std::size_t(e % w)]);
+    }
+    case Op::Softmax: {
+      const int64_t w = n.features();
+      float max, sum;
+      softmaxStats(in[0] + (e / w) * w, w, max, sum);
+      return softmaxOf(in[0][e], max, sum);
+    }
+    case Op::MatMul:
+      return matmulElement(n, src.shape[2], in[0], in[1], e);
   }
   return 0;
 }
@@ -408,18 +578,52 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     }
     case Op::Linear: {
-      if (batch < 4) {
+      const int64_t positions = batch * n.rows(), features = n.features(), taps = int64_t(n.weight.size()) / features;
+      if (positions < 4) {
         for (int64_t s = 0; s < batch; ++s)
           for (int64_t o = 0; o < size; ++o) out[s * size + o] = affineElement(n, *src, in[0] + s * inSize, o);
         return;
       }
-      // The same sums as a GEMM over the batch: positions are the samples.
-      std::vector<float> xt(std::size_t(inSize * batch)), yt(std::size_t(size * batch));
+      // The same sums as a GEMM: positions are the rows of every sample.
+      std::vector<float> xt(std::size_t(taps * positions)), yt(std::size_t(features * positions));
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t i = 0; i < taps; ++i) xt[std::size_t(i * positions + p)] = in[0][p * taps + i];
+      detail::convGemm(n.weight.data(), features, taps, xt.data(), positions, n.bias.data(), yt.data());
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t o = 0; o < features; ++o) out[p * features + o] = yt[std::size_t(o * positions + p)];
+      return;
+    }
+    case Op::AddConst:
       for (int64_t s = 0; s < batch; ++s)
-        for (int64_t i = 0; i < inSize; ++i) xt[std::size_t(i * batch + s)] = in[0][s * inSize + i];
-      detail::convGemm(n.weight.data(), size, inSize, xt.data(), batch, n.bias.data(), yt.data());
+        for (int64_t i = 0; i < size; ++i) out[s * size + i] = in[0][s * size + i] + n.bias[std::size_t(i)];
+      return;
+    case Op::Gelu:
+      for (int64_t i = 0; i < batch * size; ++i) out[i] = geluOf(in[0][i]);
+      return;
+    case Op::LayerNorm: {
+      const int64_t w = n.features();
+      for (int64_t r = 0; r < batch * n.rows(); ++r) {
+        const float* x = in[0] + r * w;
+        float mean, rstd;
+        layerNormStats(x, w, mean, rstd);
+        for (int64_t i = 0; i < w; ++i) out[r * w + i] = layerNormOf(x[i], mean, rstd, n.weight[std::size_t(i)], n.bias[std::size_t(i)]);
+      }
+      return;
+    }
+    case Op::Softmax: {
+      const int64_t w = n.features();
+      for (int64_t r = 0; r < batch * n.rows(); ++r) {
+        const float* x = in[0] + r * w;
+        float max, sum;
+        softmaxStats(x, w, max, sum);
+        for (int64_t i = 0; i < w; ++i) out[r * w + i] = softmaxOf(x[i], max, sum);
+      }
+      return;
+    }
+    case Op::MatMul: {
+      const int64_t k = src->shape[2], bSize = g.nodes[std::size_t(n.inputs[1])].size();
       for (int64_t s = 0; s < batch; ++s)
-        for (int64_t o = 0; o < size; ++o) out[s * size + o] = yt[std::size_t(o * batch + s)];
+        for (int64_t e = 0; e < size; ++e) out[s * size + e] = matmulElement(n, k, in[0] + s * inSize, in[1] + s * bSize, e);
       return;
     }
     case Op::Conv2d: {

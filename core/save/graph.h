@@ -21,8 +21,15 @@ class SaveError : public std::runtime_error {
 enum class Op {
   Input, Linear, Conv2d, Relu, MaxPool2d, GlobalAvgPool, BatchNorm, Add, Flatten,
   // The range analysis rewrites max-pooling into these: a strided gather of one window position,
-  // and the element-wise max of two tensors (max(a, b) = b + relu(a - b)).
-  Select, Max2
+  // and the element-wise max of two tensors (max(a, b) = b + relu(a - b)). Select also expresses
+  // reshapes and transposes (a vision transformer's head split).
+  Select, Max2,
+  // Transformer ops. AddConst: x + c, element-wise (position embeddings). LayerNorm: over the last
+  // dimension, eps 1e-5, then weight (gamma) and bias (beta). Gelu: the exact (erf) form.
+  // Softmax: over the last dimension. MatMul of two activations, per head h:
+  // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k] (b transposed: attention scores are Q K^T; the
+  // values' product takes V^T from a Select).
+  AddConst, LayerNorm, Gelu, Softmax, MatMul
 };
 const char* opName(Op op);
 
@@ -30,13 +37,18 @@ struct Node {
   Op op = Op::Input;
   std::string name;
   std::vector<int> inputs;     // node indices
-  std::vector<int64_t> shape;  // one sample's output: [C, H, W] or [F]
-  // Linear: weight [out, in], bias [out]. Conv2d: weight [out, in, k, k], bias [out] or empty.
+  std::vector<int64_t> shape;  // one sample's output: [C, H, W], [T, F] (tokens) or [F]
+  // Linear: weight [out, in], bias [out], applied to each row of its input ([in] or [T, in]: a
+  // token-wise linear layer), output [out] or [T, out].
+  // Conv2d: weight [out, in, k, k], bias [out] or empty.
   // BatchNorm (eval): y = x * weight[c] + bias[c], folded from gamma, beta and running statistics.
+  // AddConst: bias holds c (one sample's size). LayerNorm: weight gamma, bias beta (last dim).
   std::vector<float> weight, bias;
   int64_t kernel = 0, stride = 1, padding = 0;
   std::vector<int64_t> gather;  // Select: the input element of each output element
   int64_t size() const;  // elements per sample
+  int64_t features() const { return shape.empty() ? 1 : shape.back(); }  // the last dimension
+  int64_t rows() const { return size() / features(); }  // rows of the last dimension
 };
 
 struct Graph {
@@ -48,7 +60,7 @@ struct Graph {
   int64_t parameterCount() const;
 };
 
-// The graph of a zoo model ("mlp", "lenet", "resnet") from its parameters (and batch-norm
+// The graph of a zoo model ("mlp", "lenet", "resnet", "vit") from its parameters (and batch-norm
 // buffers), by their zoo names. Throws SaveError for a model or op SAVE has no transfer function
 // for (naming it), and for a missing or misshapen parameter.
 Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters);

@@ -67,17 +67,45 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
   const NodeRange& x = r[std::size_t(n.inputs[0])];
   switch (n.op) {
     case Op::Linear: {
-      const std::size_t in = std::size_t(src.size());
+      const std::size_t out = std::size_t(n.features()), in = n.weight.size() / out;
       const double gm = gamma32(int64_t(in) + 1);
       parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
-        for (std::size_t o = std::size_t(first); o < std::size_t(last); ++o) {
+        for (std::size_t j = std::size_t(first); j < std::size_t(last); ++j) {
+          const std::size_t o = j % out, row = (j / out) * in;
           double s = std::fabs(n.bias[o]);
-          for (std::size_t i = 0; i < in; ++i) s += std::fabs(n.weight[o * in + i]) * magnitude(x, i);
-          e[o] = gm * s + double(in + 1) * kTiny32;
+          for (std::size_t i = 0; i < in; ++i) s += std::fabs(n.weight[o * in + i]) * magnitude(x, row + i);
+          e[j] = gm * s + double(in + 1) * kTiny32;
         }
       });
       break;
     }
+    case Op::AddConst:
+      for (std::size_t i = 0; i < size; ++i) e[i] = kU32 * (magnitude(x, i) + std::fabs(n.bias[i]));
+      break;
+    case Op::MatMul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      const std::size_t k = std::size_t(src.shape[2]), rows = std::size_t(n.shape[1]), cols = std::size_t(n.shape[2]);
+      const double gm = gamma32(int64_t(k));
+      for (std::size_t j = 0; j < size; ++j) {
+        const std::size_t h = j / (rows * cols), m = (j / cols) % rows, c = j % cols;
+        double s = 0;
+        for (std::size_t i = 0; i < k; ++i) s += magnitude(x, (h * rows + m) * k + i) * magnitude(y, (h * cols + c) * k + i);
+        e[j] = gm * s + double(k) * kTiny32;
+      }
+      break;
+    }
+    case Op::Gelu:
+      // 0.5 x (1 + erf(x c)): erff within 4 ulps, the argument's two roundings moving erf by at
+      // most u (|erf'| |x| <= 0.97 max |x| e^(-x^2 / 2)), then 1 + erf and the two products: the
+      // result is within 4.6 u |x| of 0.5 x (1 + erf(x / sqrt 2)).
+      for (std::size_t i = 0; i < size; ++i) e[i] = 8 * kU32 * magnitude(x, i) + 64 * kTiny32;
+      break;
+    case Op::LayerNorm:
+    case Op::Softmax:
+      // Row-wise: their interval step bounds the rounding of the row statistics itself; no
+      // per-element radius exists, and a caller that needs one must not rely on them.
+      std::fill(e.begin(), e.end(), std::numeric_limits<double>::infinity());
+      break;
     case Op::Conv2d: {
       const int64_t taps = src.shape[0] * n.kernel * n.kernel, plane = n.shape[1] * n.shape[2];
       const double gm = gamma32(taps + 1);
@@ -126,7 +154,102 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
 namespace {
 
 bool isAffine(Op op) {
-  return op == Op::Linear || op == Op::Conv2d || op == Op::BatchNorm || op == Op::Add || op == Op::GlobalAvgPool;
+  return op == Op::Linear || op == Op::Conv2d || op == Op::BatchNorm || op == Op::Add || op == Op::GlobalAvgPool ||
+         op == Op::AddConst;
+}
+
+// Ops the linear bounds do not pass through: the back-substitution makes them concrete with their
+// intervals (a cut), which is sound and only looser.
+bool cutsLinearBounds(Op op) { return op == Op::LayerNorm || op == Op::Softmax || op == Op::Gelu || op == Op::MatMul; }
+
+// GELU's minimum: x Phi(x) falls on (-inf, kGeluArgMin] and rises after it.
+constexpr double kGeluArgMin = -0.7517915246935;
+double geluExact(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+// Layer norm over rows of the last dimension, as layerNormStats/layerNormOf compute it in fp32.
+// Exact intervals of x_i - mean, widened by the mean's and the subtraction's rounding, give the
+// computed d_i; the variance's bounds follow from the d_i's, and |normalised| <= sqrt(N) always
+// (d_i^2 <= sum d_j^2 = N var). Then gamma and beta, each product and sum rounded.
+void layerNormInterval(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t w = std::size_t(n.features()), rows = std::size_t(n.rows());
+  const double nw = double(w), u = kU32, gm = gamma32(int64_t(w) + 1);
+  const double eps = double(1e-5f);
+  const double cap = std::sqrt(nw / (1 - gm)) * (1 + 6 * u);
+  std::vector<double> dl(w), dh(w);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t at = r * w;
+    double sumLo = 0, sumHi = 0, mag = 0;
+    for (std::size_t j = 0; j < w; ++j) {
+      sumLo += x.lo[at + j];
+      sumHi += x.hi[at + j];
+      mag += magnitude(x, at + j);
+    }
+    const double meanError = gm * mag / nw + kTiny32;
+    double vLo = 0, vHi = 0;
+    for (std::size_t j = 0; j < w; ++j) {
+      const double l = x.lo[at + j], h = x.hi[at + j];
+      const double slack = meanError + u * (magnitude(x, at + j) + mag / nw + meanError);
+      dl[j] = l * (1 - 1 / nw) - (sumHi - h) / nw - slack;
+      dh[j] = h * (1 - 1 / nw) - (sumLo - l) / nw + slack;
+      vLo += dl[j] > 0 ? dl[j] * dl[j] : dh[j] < 0 ? dh[j] * dh[j] : 0.0;
+      vHi += std::max(dl[j] * dl[j], dh[j] * dh[j]);
+    }
+    vLo = std::max(0.0, (1 - gm) * vLo / nw - nw * kTiny32);
+    vHi = (1 + gm) * vHi / nw + nw * kTiny32;
+    const double rLo = (1 - 4 * u) / std::sqrt(vHi + eps), rHi = (1 + 4 * u) / std::sqrt(vLo + eps);
+    for (std::size_t j = 0; j < w; ++j) {
+      double nl = dl[j] >= 0 ? dl[j] * rLo : dl[j] * rHi;
+      double nh = dh[j] >= 0 ? dh[j] * rHi : dh[j] * rLo;
+      const double nm = std::max(std::fabs(nl), std::fabs(nh));
+      nl = std::max(nl - u * nm, -cap);
+      nh = std::min(nh + u * nm, cap);
+      const double gamma = n.weight[j], beta = n.bias[j];
+      const double a = nl * gamma + beta, b = nh * gamma + beta;
+      const double radius = gamma32(2) * (std::max(std::fabs(nl), std::fabs(nh)) * std::fabs(gamma) + std::fabs(beta)) + 2 * kTiny32;
+      const double lo = std::min(a, b) - radius, hi = std::max(a, b) + radius;
+      const double m = (std::fabs(lo) + std::fabs(hi)) * kDoubleMargin;
+      out.lo[at + j] = lo - m;
+      out.hi[at + j] = hi + m;
+    }
+  }
+}
+
+// Softmax over rows: y_i = 1 / (1 + sum_{j != i} exp(x_j - x_i)) lies between the values at the
+// box's extreme corners. fp32: each exp(x_j - max) is within a relative eta of the exact one
+// (the subtraction's rounding moves the argument by at most u A, A the row's spread, and expf is
+// within 4 ulps), the sum and the division add gamma_N and u; every y stays in [0, 1] (the sum
+// holds exp(0) = 1 and each term).
+void softmaxInterval(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t w = std::size_t(n.features()), rows = std::size_t(n.rows());
+  const double u = kU32;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t at = r * w;
+    double top = -std::numeric_limits<double>::infinity(), bottom = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < w; ++j) {
+      top = std::max(top, x.hi[at + j]);
+      bottom = std::min(bottom, x.lo[at + j]);
+    }
+    const double eta = (std::expm1(u * (top - bottom)) + 0x1p-22) * 1.001;
+    const bool usable = eta < 0.25;
+    const double gm = gamma32(int64_t(w));
+    const double up = (1 + eta) / ((1 - eta) * (1 - gm)) * (1 + u), down = (1 - eta) / ((1 + eta) * (1 + gm)) * (1 - u);
+    const double tiny = 4 * double(w + 1) * kTiny32;
+    for (std::size_t i = 0; i < w; ++i) {
+      double sLo = 0, sHi = 0;  // sums for the lower and the upper bound
+      for (std::size_t j = 0; j < w; ++j) {
+        if (j == i) continue;
+        sLo += std::exp(x.hi[at + j] - x.lo[at + i]);
+        sHi += std::exp(x.lo[at + j] - x.hi[at + i]);
+      }
+      double lo = 0, hi = 1;
+      if (usable) {
+        lo = std::max(0.0, down / (1 + sLo) - tiny);
+        hi = std::min(1.0, up / (1 + sHi) + tiny);
+      }
+      out.lo[at + i] = lo * (1 - kDoubleMargin);
+      out.hi[at + i] = std::min(1.0, hi * (1 + kDoubleMargin));
+    }
+  }
 }
 
 // Plain interval arithmetic for one node (exact real intervals, then widened by the rounding radius).
@@ -182,21 +305,70 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
       return out;
     }
     case Op::Linear: {
-      const std::size_t in = std::size_t(src.size());
+      const std::size_t features = std::size_t(n.features()), in = n.weight.size() / features;
       parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
-        for (std::size_t o = std::size_t(first); o < std::size_t(last); ++o) {
+        for (std::size_t j = std::size_t(first); j < std::size_t(last); ++j) {
+          const std::size_t o = j % features, row = (j / features) * in;
           double lo = n.bias[o], hi = n.bias[o];
           for (std::size_t i = 0; i < in; ++i) {
             const double w = n.weight[o * in + i];
-            lo += w >= 0 ? w * x.lo[i] : w * x.hi[i];
-            hi += w >= 0 ? w * x.hi[i] : w * x.lo[i];
+            lo += w >= 0 ? w * x.lo[row + i] : w * x.hi[row + i];
+            hi += w >= 0 ? w * x.hi[row + i] : w * x.lo[row + i];
           }
-          out.lo[o] = lo;
-          out.hi[o] = hi;
+          out.lo[j] = lo;
+          out.hi[j] = hi;
         }
       });
       break;
     }
+    case Op::AddConst:
+      for (std::size_t i = 0; i < size; ++i) {
+        out.lo[i] = x.lo[i] + n.bias[i];
+        out.hi[i] = x.hi[i] + n.bias[i];
+      }
+      break;
+    case Op::Gelu: {
+      // non-monotonic: falling up to its minimum, rising after it
+      const double floor = geluExact(kGeluArgMin) - 1e-12;
+      for (std::size_t i = 0; i < size; ++i) {
+        const double l = x.lo[i], h = x.hi[i], gl = geluExact(l), gh = geluExact(h);
+        const double tol = 1e-12 * (1 + std::fabs(gl) + std::fabs(gh));  // the double erf's own error
+        if (l >= kGeluArgMin) {
+          out.lo[i] = gl - tol;
+          out.hi[i] = gh + tol;
+        } else if (h <= kGeluArgMin) {
+          out.lo[i] = gh - tol;
+          out.hi[i] = gl + tol;
+        } else {
+          out.lo[i] = floor;
+          out.hi[i] = std::max(gl, gh) + tol;
+        }
+      }
+      break;
+    }
+    case Op::MatMul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      const std::size_t k = std::size_t(src.shape[2]), rows = std::size_t(n.shape[1]), cols = std::size_t(n.shape[2]);
+      for (std::size_t j = 0; j < size; ++j) {
+        const std::size_t h = j / (rows * cols), m = (j / cols) % rows, c = j % cols;
+        double lo = 0, hi = 0;
+        for (std::size_t i = 0; i < k; ++i) {
+          const std::size_t a = (h * rows + m) * k + i, b = (h * cols + c) * k + i;
+          const double p[4] = {x.lo[a] * y.lo[b], x.lo[a] * y.hi[b], x.hi[a] * y.lo[b], x.hi[a] * y.hi[b]};
+          lo += *std::min_element(p, p + 4);
+          hi += *std::max_element(p, p + 4);
+        }
+        out.lo[j] = lo;
+        out.hi[j] = hi;
+      }
+      break;
+    }
+    case Op::LayerNorm:
+      layerNormInterval(n, x, out);
+      return out;
+    case Op::Softmax:
+      softmaxInterval(n, x, out);
+      return out;
     case Op::Conv2d: {
       const int64_t plane = n.shape[1] * n.shape[2];
       parallelFor(n.shape[0], int64_t(size) * src.shape[0] * n.kernel * n.kernel, [&](int64_t first, int64_t last) {
@@ -320,7 +492,7 @@ class BackSubstitution {
       Bounds cur = std::move(it->second);
       pending_.erase(it);
       const Node& n = g_.nodes[std::size_t(u)];
-      if (n.op == Op::Input || (depth_ > 0 && top - level_[std::size_t(u)] >= depth_))
+      if (n.op == Op::Input || cutsLinearBounds(n.op) || (depth_ > 0 && top - level_[std::size_t(u)] >= depth_))
         concretise(u, cur, cL_, cU_, mag_);
       else
         expand(u, cur);
@@ -491,21 +663,40 @@ class BackSubstitution {
       }
       case Op::Linear: {
         Bounds& t = at(in0);
+        const std::size_t features = std::size_t(n.features()), taps = n.weight.size() / features;
         for (std::size_t r = 0; r < rows_; ++r)
-          for (std::size_t o = 0; o < size; ++o) {
-            const double aL = b.lower[r * size + o], aU = b.upper[r * size + o];
+          for (std::size_t j = 0; j < size; ++j) {
+            const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
             if (aL == 0 && aU == 0) continue;
-            addConstants(r, aL, aU, n.bias[o], radius[o]);
-            const float* wr = n.weight.data() + o * inSize;
-            double* tl = t.lower.data() + r * inSize;
-            double* tu = t.upper.data() + r * inSize;
-            for (std::size_t i = 0; i < inSize; ++i) {
+            const std::size_t o = j % features;
+            addConstants(r, aL, aU, n.bias[o], radius[j]);
+            const float* wr = n.weight.data() + o * taps;
+            double* tl = t.lower.data() + r * inSize + (j / features) * taps;
+            double* tu = t.upper.data() + r * inSize + (j / features) * taps;
+            for (std::size_t i = 0; i < taps; ++i) {
               tl[i] += aL * wr[i];
               tu[i] += aU * wr[i];
             }
           }
         break;
       }
+      case Op::AddConst: {
+        Bounds& t = at(in0);
+        for (std::size_t r = 0; r < rows_; ++r)
+          for (std::size_t j = 0; j < size; ++j) {
+            const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
+            if (aL == 0 && aU == 0) continue;
+            addConstants(r, aL, aU, n.bias[j], radius[j]);
+            t.lower[r * inSize + j] += aL;
+            t.upper[r * inSize + j] += aU;
+          }
+        break;
+      }
+      case Op::LayerNorm:
+      case Op::Gelu:
+      case Op::Softmax:
+      case Op::MatMul:
+        throw SaveError("internal: the linear bounds cannot pass through " + std::string(opName(n.op)));
       case Op::Conv2d: {
         Bounds& t = at(in0);
         const std::size_t plane = std::size_t(n.shape[1] * n.shape[2]);
@@ -835,11 +1026,73 @@ std::vector<float> inputGradient(const Graph& g, const std::vector<std::vector<f
         for (std::size_t i = 0; i < inSize; ++i) gx[i] += gy[i / hw] / float(hw);
         break;
       }
-      case Op::Linear:
-        for (std::size_t o = 0; o < size; ++o)
-          if (gy[o] != 0)
-            for (std::size_t i = 0; i < inSize; ++i) gx[i] += gy[o] * n.weight[o * inSize + i];
+      case Op::Linear: {
+        const std::size_t features = std::size_t(n.features()), taps = n.weight.size() / features;
+        for (std::size_t j = 0; j < size; ++j)
+          if (gy[j] != 0) {
+            const std::size_t o = j % features, row = (j / features) * taps;
+            for (std::size_t i = 0; i < taps; ++i) gx[row + i] += gy[j] * n.weight[o * taps + i];
+          }
         break;
+      }
+      case Op::AddConst:
+        for (std::size_t i = 0; i < size; ++i) gx[i] += gy[i];
+        break;
+      case Op::Gelu:
+        for (std::size_t i = 0; i < size; ++i) {
+          const double xi = x[i], cdf = 0.5 * (1 + std::erf(xi / std::sqrt(2.0)));
+          gx[i] += float(gy[i] * (cdf + xi * std::exp(-0.5 * xi * xi) / std::sqrt(2 * M_PI)));
+        }
+        break;
+      case Op::Softmax: {
+        const std::vector<float>& y = act[std::size_t(v)];
+        const std::size_t w = std::size_t(n.features());
+        for (std::size_t r = 0; r < size / w; ++r) {
+          double dot = 0;
+          for (std::size_t i = 0; i < w; ++i) dot += double(gy[r * w + i]) * y[r * w + i];
+          for (std::size_t i = 0; i < w; ++i) gx[r * w + i] += float(y[r * w + i] * (gy[r * w + i] - dot));
+        }
+        break;
+      }
+      case Op::LayerNorm: {
+        // n = (x - mean) / sigma; dx = (g - mean(g) - n mean(g n)) / sigma, g = dy * gamma
+        const std::size_t w = std::size_t(n.features());
+        for (std::size_t r = 0; r < size / w; ++r) {
+          const float* xr = x.data() + r * w;
+          double mean = 0, var = 0;
+          for (std::size_t i = 0; i < w; ++i) mean += xr[i];
+          mean /= double(w);
+          for (std::size_t i = 0; i < w; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+          const double rstd = 1 / std::sqrt(var / double(w) + 1e-5);
+          double gMean = 0, gnMean = 0;
+          for (std::size_t i = 0; i < w; ++i) {
+            const double gi = double(gy[r * w + i]) * n.weight[i];
+            gMean += gi;
+            gnMean += gi * (xr[i] - mean) * rstd;
+          }
+          gMean /= double(w);
+          gnMean /= double(w);
+          for (std::size_t i = 0; i < w; ++i) {
+            const double gi = double(gy[r * w + i]) * n.weight[i];
+            gx[r * w + i] += float(rstd * (gi - gMean - (xr[i] - mean) * rstd * gnMean));
+          }
+        }
+        break;
+      }
+      case Op::MatMul: {
+        const std::vector<float>& b = act[std::size_t(n.inputs[1])];
+        std::vector<float>& gb = grad[std::size_t(n.inputs[1])];
+        const std::size_t k = std::size_t(src.shape[2]), rows = std::size_t(n.shape[1]), cols = std::size_t(n.shape[2]);
+        for (std::size_t j = 0; j < size; ++j) {
+          if (gy[j] == 0) continue;
+          const std::size_t h = j / (rows * cols), m = (j / cols) % rows, c = j % cols;
+          for (std::size_t i = 0; i < k; ++i) {
+            gx[(h * rows + m) * k + i] += gy[j] * b[(h * cols + c) * k + i];
+            gb[(h * cols + c) * k + i] += gy[j] * x[(h * rows + m) * k + i];
+          }
+        }
+        break;
+      }
       case Op::Conv2d:
         for (std::size_t j = 0; j < size; ++j) {
           const float d = gy[j];

@@ -117,7 +117,7 @@ class ProtectedRunner::Verifier {
 
 namespace {
 
-bool hasWeights(const Node& n) { return n.op == Op::Linear || n.op == Op::Conv2d || n.op == Op::BatchNorm; }
+bool hasWeights(const Node& n) { return !n.weight.empty() || !n.bias.empty(); }
 
 using fp::bitsOf;
 
@@ -128,8 +128,8 @@ void flip(float& v, uint32_t mask) { v = fp::floatOf(bitsOf(v) ^ mask); }
 namespace {
 
 // Taps of a linear or conv node: its GEMM's inner dimension.
-int64_t tapsOf(const Graph& g, const Node& n) {
-  return n.op == Op::Linear ? g.nodes[std::size_t(n.inputs[0])].size() : int64_t(n.weight.size()) / n.shape[0];
+int64_t tapsOf(const Node& n) {
+  return int64_t(n.weight.size()) / (n.op == Op::Linear ? n.features() : n.shape[0]);
 }
 
 }  // namespace
@@ -187,7 +187,7 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     if (n.op != Op::Linear && n.op != Op::Conv2d) continue;
-    const int64_t taps = tapsOf(g, n), channels = n.op == Op::Linear ? n.size() : n.shape[0];
+    const int64_t taps = tapsOf(n), channels = n.op == Op::Linear ? n.features() : n.shape[0];
     std::vector<double>& ws = columnWeight_[v];
     std::vector<double>& wa = columnAbsWeight_[v];
     ws.assign(std::size_t(taps), 0);
@@ -205,8 +205,12 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
     const NodeRange& in = selection.ranges.nodes[std::size_t(n.inputs[0])];
     double worst = biasAbsSum_[v];
     if (n.op == Op::Linear) {
-      for (int64_t t = 0; t < taps; ++t)
-        worst += wa[std::size_t(t)] * std::max(std::fabs(in.lo[std::size_t(t)]), std::fabs(in.hi[std::size_t(t)]));
+      for (int64_t t = 0; t < taps; ++t) {
+        double m = 0;
+        for (int64_t r = 0; r < n.rows(); ++r)
+          m = std::max(m, std::max(std::fabs(in.lo[std::size_t(r * taps + t)]), std::fabs(in.hi[std::size_t(r * taps + t)])));
+        worst += wa[std::size_t(t)] * m;
+      }
     } else {
       const Node& src = g.nodes[std::size_t(n.inputs[0])];
       const int64_t plane = src.shape[1] * src.shape[2], k2 = n.kernel * n.kernel;
@@ -248,8 +252,7 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
       mini.nodes[0].bias.clear();
       Node one = n;
       one.inputs = {0};
-      if (one.op == Op::Conv2d) one.shape[0] = 1;
-      else one.shape = {1};
+      one.shape[one.op == Op::Conv2d ? 0 : one.shape.size() - 1] = 1;
       one.weight.assign(std::size_t(taps), 0.0f);
       for (int64_t t = 0; t < taps; ++t) {
         const double w = which == 0 ? ws[std::size_t(t)] : wa[std::size_t(t)];
@@ -277,8 +280,8 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
   // within gamma B of the exact one, the fp32 checksum within (u + gamma + u gamma) B of its exact
   // value, and B's own fp32 value is at least (1 - gamma) times the exact one (all terms >= 0).
   const Node& n = g_.nodes[std::size_t(v)];
-  const int64_t size = n.size(), taps = tapsOf(g_, n);
-  const int64_t channels = n.op == Op::Linear ? size : n.shape[0], positions = size / channels;
+  const int64_t size = n.size(), taps = tapsOf(n);
+  const int64_t channels = n.op == Op::Linear ? n.features() : n.shape[0], positions = size / channels;
   const Graph& sumGraph = abftSum_[std::size_t(v)];
   const Graph& absGraph = abftAbs_[std::size_t(v)];
   const std::vector<float>& x = act[std::size_t(n.inputs[0])];
@@ -298,7 +301,7 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
     std::fill(gotAbs.begin(), gotAbs.end(), 0.0);
     for (int64_t o = 0; o < channels; ++o)
       for (int64_t p = 0; p < positions; ++p) {
-        const double yo = y[n.op == Op::Linear ? o : o * positions + p];
+        const double yo = y[n.op == Op::Linear ? p * channels + o : o * positions + p];
         got[std::size_t(p)] += yo;
         gotAbs[std::size_t(p)] += std::fabs(yo);
       }

@@ -24,8 +24,9 @@ using namespace peat;
 namespace {
 
 const char* kLenetWeights = PEAT_SOURCE_DIR "/data/lenet-fashion-mnist.h5";
+const char* kVitWeights = PEAT_SOURCE_DIR "/data/vit-fashion-mnist.h5";
 
-// A zoo model in LibTorch and its parameters (and buffers) by name: the shipped LeNet, or a seeded
+// A zoo model in LibTorch and its parameters (and buffers) by name: the shipped LeNet or ViT, or a seeded
 // initialisation with batch-norm statistics moved away from identity so the folding is exercised.
 struct Twin {
   std::shared_ptr<models::Model> model;
@@ -37,8 +38,8 @@ Twin twin(const std::string& name) {
   at::manual_seed(7);
   t.model = models::makeModel(name, {});
   at::NoGradGuard noGrad;
-  if (name == "lenet") {
-    const auto stored = save::loadCheckpoint(kLenetWeights);
+  if (name == "lenet" || name == "vit") {
+    const auto stored = save::loadCheckpoint(name == "vit" ? kVitWeights : kLenetWeights);
     for (auto& [n, p] : t.model->parameters()) p.copy_(train::toTorch(stored.at(n)));
   }
   for (auto& [n, b] : t.model->buffers()) {
@@ -96,6 +97,7 @@ class TestSave : public QObject {
   void partialRecomputationIsExact();
   void rangesAreSound_data();
   void rangesAreSound();
+  void transformerOpsAreSoundOnNarrowBoxes();
   void symbolicIsTighterThanIntervals();
   void bitClassRules();
   void rangingAndRobustBitsHoldForEveryValue();
@@ -274,6 +276,7 @@ void TestSave::engineMatchesTorch_data() {
   QTest::newRow("mlp") << QStringLiteral("mlp");
   QTest::newRow("lenet") << QStringLiteral("lenet");
   QTest::newRow("resnet") << QStringLiteral("resnet");
+  QTest::newRow("vit") << QStringLiteral("vit");
 }
 
 void TestSave::engineMatchesTorch() {
@@ -294,11 +297,11 @@ void TestSave::engineMatchesTorch() {
   QVERIFY2(diff <= 1e-4 * scale, qPrintable(QStringLiteral("max difference %1 (scale %2)").arg(diff).arg(scale)));
 }
 
-// The flip oracle recomputes single elements with affineElement: they must equal the full
-// (vectorised) run, on every SIMD target this CPU runs.
+// The flip oracle and SAVE's verifier recompute single elements (affineElement, elementOf): they
+// must equal the full (vectorised) run, for every op, on every SIMD target this CPU runs.
 void TestSave::partialRecomputationIsExact() {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets())
-  for (const char* name : {"lenet", "resnet"}) {
+  for (const char* name : {"lenet", "resnet", "vit"}) {
     hwy::SetSupportedTargetsForTest(target);
     const save::Graph g = save::zooGraph(name, twin(name).parameters);
     std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 5 * 784);
@@ -307,12 +310,14 @@ void TestSave::partialRecomputationIsExact() {
     int checked = 0;
     for (std::size_t v = 1; v < g.nodes.size(); ++v) {
       const save::Node& n = g.nodes[v];
-      if (n.op != save::Op::Linear && n.op != save::Op::Conv2d) continue;
+      const bool affine = n.op == save::Op::Linear || n.op == save::Op::Conv2d;
       const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
       for (int64_t s = 0; s < 5; ++s)
         for (int64_t e = 0; e < n.size(); ++e) {
           const float full = act[v][std::size_t(s * n.size() + e)];
-          const float one = save::affineElement(n, src, act[std::size_t(n.inputs[0])].data() + s * src.size(), e);
+          std::vector<const float*> in;
+          for (int i : n.inputs) in.push_back(act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size());
+          const float one = affine ? save::affineElement(n, src, in[0], e) : save::elementOf(g, int(v), in, e);
           if (std::memcmp(&full, &one, 4) != 0)
             QFAIL(qPrintable(QStringLiteral("%1 %2 element %3 on %4: %5 vs %6")
                                  .arg(QLatin1String(name), QString::fromStdString(n.name))
@@ -323,7 +328,7 @@ void TestSave::partialRecomputationIsExact() {
         }
       ++checked;
     }
-    QVERIFY(checked >= 4);
+    QVERIFY(checked >= 9);
   }
   hwy::SetSupportedTargetsForTest(0);
 }
@@ -336,6 +341,8 @@ void TestSave::rangesAreSound_data() {
   QTest::newRow("lenet interval") << QStringLiteral("lenet") << false;
   QTest::newRow("lenet symbolic") << QStringLiteral("lenet") << true;
   QTest::newRow("resnet interval") << QStringLiteral("resnet") << false;
+  QTest::newRow("vit interval") << QStringLiteral("vit") << false;
+  QTest::newRow("vit symbolic") << QStringLiteral("vit") << true;
 }
 
 // Every value of every tensor, on 10,000 inputs inside the box, lies inside its interval.
@@ -371,6 +378,88 @@ void TestSave::rangesAreSound() {
     }
   }
   QVERIFY(checked > uint64_t(10000) * 1000);
+}
+
+// Layer norm, softmax, GELU, the activation product and a constant's addition on their own, over
+// many small random boxes (narrow ones, where the bounds are tight and rounding decides, and wide
+// ones): every engine value of points drawn inside (corners included) lies inside its interval.
+void TestSave::transformerOpsAreSoundOnNarrowBoxes() {
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> unit(0, 1);
+  uint64_t checked = 0;
+  for (save::Op op : {save::Op::LayerNorm, save::Op::Softmax, save::Op::Gelu, save::Op::MatMul, save::Op::AddConst}) {
+    save::Graph g;
+    g.model = "ops";
+    save::Node in;
+    in.name = "input";
+    in.shape = {2, 4, 8};
+    g.nodes.push_back(in);
+    auto select = [&](int part) {  // the two halves of the input as [1, 4, 8] tensors
+      save::Node n;
+      n.op = save::Op::Select;
+      n.name = "half" + std::to_string(part);
+      n.inputs = {0};
+      n.shape = {1, 4, 8};
+      for (int64_t i = 0; i < 32; ++i) n.gather.push_back(part * 32 + i);
+      g.nodes.push_back(n);
+      return int(g.nodes.size()) - 1;
+    };
+    save::Node n;
+    n.op = op;
+    n.name = save::opName(op);
+    if (op == save::Op::MatMul) {
+      n.inputs = {select(0), select(1)};
+      n.shape = {1, 4, 4};
+    } else {
+      n.inputs = {0};
+      n.shape = {2, 4, 8};
+    }
+    if (op == save::Op::LayerNorm)
+      for (int i = 0; i < 8; ++i) {
+        n.weight.push_back(float(unit(rng) * 2 - 0.5));
+        n.bias.push_back(float(unit(rng) - 0.5));
+      }
+    if (op == save::Op::AddConst)
+      for (int i = 0; i < 64; ++i) n.bias.push_back(float((unit(rng) - 0.5) * 10));
+    g.nodes.push_back(n);
+    g.output = int(g.nodes.size()) - 1;
+    for (int box = 0; box < 300; ++box) {
+      save::NodeRange r;
+      const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
+      for (int i = 0; i < 64; ++i) {
+        const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
+        r.lo.push_back(double(float(c - w)));
+        r.hi.push_back(double(float(c + w)));
+      }
+      save::RangeOptions o;
+      o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+      const save::RangeResult res = save::analyzeRanges(g, r, o);
+      const save::NodeRange& out = res.nodes[std::size_t(g.output)];
+      std::vector<float> x(64 * 40);
+      for (int s = 0; s < 40; ++s)
+        for (int i = 0; i < 64; ++i) {
+          const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
+          x[std::size_t(s * 64 + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
+                                                  float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
+        }
+      const auto act = save::runAll(g, x.data(), 40);
+      const std::size_t size = out.lo.size();
+      for (int s = 0; s < 40; ++s)
+        for (std::size_t i = 0; i < size; ++i) {
+          const double v = act[std::size_t(g.output)][s * size + i];
+          if (!(v >= out.lo[i] && v <= out.hi[i]))
+            QFAIL(qPrintable(QStringLiteral("%1 box %2 element %3: %4 outside [%5, %6]")
+                                 .arg(QLatin1String(save::opName(op)))
+                                 .arg(box)
+                                 .arg(i)
+                                 .arg(v, 0, 'g', 10)
+                                 .arg(out.lo[i], 0, 'g', 10)
+                                 .arg(out.hi[i], 0, 'g', 10)));
+          ++checked;
+        }
+    }
+  }
+  QVERIFY(checked > 1000000);
 }
 
 void TestSave::symbolicIsTighterThanIntervals() {
@@ -486,11 +575,13 @@ void TestSave::flipOracleMatchesBruteForce_data() {
   QTest::addColumn<QString>("model");
   QTest::newRow("lenet") << QStringLiteral("lenet");
   QTest::newRow("resnet (batch norm, residual adds, pooling)") << QStringLiteral("resnet");
+  QTest::newRow("vit (layer norm, attention, gelu)") << QStringLiteral("vit");
 }
 
 void TestSave::flipOracleMatchesBruteForce() {
   QFETCH(QString, model);
   const save::Graph g = model == QLatin1String("lenet") ? save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights))
+                        : model == QLatin1String("vit") ? save::zooGraph("vit", save::loadCheckpoint(kVitWeights))
                                                         : save::randomGraph("resnet", 5);
   const int64_t batch = 8;
   std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
