@@ -179,9 +179,15 @@ class Prober {
         for (std::size_t i = 0; i < size; ++i)
           if (dx[i] > 0) any |= (out[i] = 1.13 * dx[i] + 2 * radius[i]) > 0;
         break;
+      case Op::Sigmoid:  // |sigmoid'| <= 1/4, |tanh'| <= 1
+      case Op::Tanh:
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) any |= (out[i] = (n.op == Op::Sigmoid ? 0.25 : 1.0) * dx[i] + 2 * radius[i]) > 0;
+        break;
       case Op::LayerNorm:
       case Op::Softmax:
       case Op::MatMul:
+      case Op::Mul:
         return false;  // no bound here: the exact rerun decides
       case Op::Conv2d: {
         const Node& src = g_.nodes[std::size_t(in0)];

@@ -30,6 +30,9 @@ const char* opName(Op op) {
     case Op::Gelu: return "gelu";
     case Op::Softmax: return "softmax";
     case Op::MatMul: return "matmul";
+    case Op::Sigmoid: return "sigmoid";
+    case Op::Tanh: return "tanh";
+    case Op::Mul: return "mul";
   }
   return "?";
 }
@@ -441,6 +444,7 @@ void softmaxStats(const float* x, int64_t n, float& max, float& sum) {
 inline float softmaxOf(float x, float max, float sum) { return std::exp(x - max) / sum; }
 
 inline float geluOf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+inline float sigmoidOf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k], k in order.
 inline float matmulElement(const Node& n, int64_t k, const float* a, const float* b, int64_t e) {
@@ -539,6 +543,12 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
     }
     case Op::MatMul:
       return matmulElement(n, src.shape[2], in[0], in[1], e);
+    case Op::Sigmoid:
+      return sigmoidOf(in[0][e]);
+    case Op::Tanh:
+      return std::tanh(in[0][e]);
+    case Op::Mul:
+      return in[0][e] * in[1][e];
   }
   return 0;
 }
@@ -599,6 +609,15 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     case Op::Gelu:
       for (int64_t i = 0; i < batch * size; ++i) out[i] = geluOf(in[0][i]);
+      return;
+    case Op::Sigmoid:
+      for (int64_t i = 0; i < batch * size; ++i) out[i] = sigmoidOf(in[0][i]);
+      return;
+    case Op::Tanh:
+      for (int64_t i = 0; i < batch * size; ++i) out[i] = std::tanh(in[0][i]);
+      return;
+    case Op::Mul:
+      for (int64_t i = 0; i < batch * size; ++i) out[i] = in[0][i] * in[1][i];
       return;
     case Op::LayerNorm: {
       const int64_t w = n.features();

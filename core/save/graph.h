@@ -29,7 +29,10 @@ enum class Op {
   // Softmax: over the last dimension. MatMul of two activations, per head h:
   // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k] (b transposed: attention scores are Q K^T; the
   // values' product takes V^T from a Select).
-  AddConst, LayerNorm, Gelu, Softmax, MatMul
+  AddConst, LayerNorm, Gelu, Softmax, MatMul,
+  // Gates: the logistic sigmoid and tanh, element-wise, and the element-wise product of two
+  // tensors of one shape (no zoo model uses them yet; the analysis and the engine cover them).
+  Sigmoid, Tanh, Mul
 };
 const char* opName(Op op);
 

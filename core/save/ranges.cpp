@@ -100,6 +100,21 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       // result is within 4.6 u |x| of 0.5 x (1 + erf(x / sqrt 2)).
       for (std::size_t i = 0; i < size; ++i) e[i] = 8 * kU32 * magnitude(x, i) + 64 * kTiny32;
       break;
+    case Op::Sigmoid:
+    case Op::Tanh: {
+      // expf and tanhf are within 4 ulps; sigmoid's 1 + e and division add two roundings. The
+      // result's magnitude is at most |x| (tanh) or 1 (sigmoid).
+      for (std::size_t i = 0; i < size; ++i) {
+        const double top = n.op == Op::Sigmoid ? 1.0 : std::min(1.0, magnitude(x, i));
+        e[i] = 8 * kU32 * top + 64 * kTiny32;
+      }
+      break;
+    }
+    case Op::Mul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      for (std::size_t i = 0; i < size; ++i) e[i] = kU32 * magnitude(x, i) * magnitude(y, i) + kTiny32;
+      break;
+    }
     case Op::LayerNorm:
     case Op::Softmax:
       // Row-wise: their interval step bounds the rounding of the row statistics itself; no
@@ -160,7 +175,10 @@ bool isAffine(Op op) {
 
 // Ops the linear bounds do not pass through: the back-substitution makes them concrete with their
 // intervals (a cut), which is sound and only looser.
-bool cutsLinearBounds(Op op) { return op == Op::LayerNorm || op == Op::Softmax || op == Op::Gelu || op == Op::MatMul; }
+bool cutsLinearBounds(Op op) {
+  return op == Op::LayerNorm || op == Op::Softmax || op == Op::Gelu || op == Op::MatMul || op == Op::Sigmoid ||
+         op == Op::Tanh || op == Op::Mul;
+}
 
 // GELU's minimum: x Phi(x) falls on (-inf, kGeluArgMin] and rises after it.
 constexpr double kGeluArgMin = -0.7517915246935;
@@ -343,6 +361,23 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
           out.lo[i] = floor;
           out.hi[i] = std::max(gl, gh) + tol;
         }
+      }
+      break;
+    }
+    case Op::Sigmoid:
+    case Op::Tanh:  // increasing
+      for (std::size_t i = 0; i < size; ++i) {
+        auto f = [&](double v) { return n.op == Op::Tanh ? std::tanh(v) : 1 / (1 + std::exp(-v)); };
+        out.lo[i] = f(x.lo[i]) - 1e-15;  // the double functions' own error
+        out.hi[i] = f(x.hi[i]) + 1e-15;
+      }
+      break;
+    case Op::Mul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      for (std::size_t i = 0; i < size; ++i) {
+        const double p[4] = {x.lo[i] * y.lo[i], x.lo[i] * y.hi[i], x.hi[i] * y.lo[i], x.hi[i] * y.hi[i]};
+        out.lo[i] = *std::min_element(p, p + 4);
+        out.hi[i] = *std::max_element(p, p + 4);
       }
       break;
     }
@@ -696,6 +731,9 @@ class BackSubstitution {
       case Op::Gelu:
       case Op::Softmax:
       case Op::MatMul:
+      case Op::Sigmoid:
+      case Op::Tanh:
+      case Op::Mul:
         throw SaveError("internal: the linear bounds cannot pass through " + std::string(opName(n.op)));
       case Op::Conv2d: {
         Bounds& t = at(in0);
@@ -1038,6 +1076,21 @@ std::vector<float> inputGradient(const Graph& g, const std::vector<std::vector<f
       case Op::AddConst:
         for (std::size_t i = 0; i < size; ++i) gx[i] += gy[i];
         break;
+      case Op::Sigmoid:
+      case Op::Tanh: {
+        const std::vector<float>& y = act[std::size_t(v)];
+        for (std::size_t i = 0; i < size; ++i) gx[i] += gy[i] * (n.op == Op::Tanh ? 1 - y[i] * y[i] : y[i] * (1 - y[i]));
+        break;
+      }
+      case Op::Mul: {
+        const std::vector<float>& y = act[std::size_t(n.inputs[1])];
+        std::vector<float>& gyIn = grad[std::size_t(n.inputs[1])];
+        for (std::size_t i = 0; i < size; ++i) {
+          gx[i] += gy[i] * y[i];
+          gyIn[i] += gy[i] * x[i];
+        }
+        break;
+      }
       case Op::Gelu:
         for (std::size_t i = 0; i < size; ++i) {
           const double xi = x[i], cdf = 0.5 * (1 + std::erf(xi / std::sqrt(2.0)));

@@ -380,14 +380,15 @@ void TestSave::rangesAreSound() {
   QVERIFY(checked > uint64_t(10000) * 1000);
 }
 
-// Layer norm, softmax, GELU, the activation product and a constant's addition on their own, over
+// Layer norm, softmax, GELU, the activation products, a constant's addition, sigmoid and tanh on their own, over
 // many small random boxes (narrow ones, where the bounds are tight and rounding decides, and wide
 // ones): every engine value of points drawn inside (corners included) lies inside its interval.
 void TestSave::transformerOpsAreSoundOnNarrowBoxes() {
   std::mt19937_64 rng(21);
   std::uniform_real_distribution<double> unit(0, 1);
   uint64_t checked = 0;
-  for (save::Op op : {save::Op::LayerNorm, save::Op::Softmax, save::Op::Gelu, save::Op::MatMul, save::Op::AddConst}) {
+  for (save::Op op : {save::Op::LayerNorm, save::Op::Softmax, save::Op::Gelu, save::Op::MatMul, save::Op::AddConst,
+                      save::Op::Sigmoid, save::Op::Tanh, save::Op::Mul}) {
     save::Graph g;
     g.model = "ops";
     save::Node in;
@@ -407,9 +408,9 @@ void TestSave::transformerOpsAreSoundOnNarrowBoxes() {
     save::Node n;
     n.op = op;
     n.name = save::opName(op);
-    if (op == save::Op::MatMul) {
+    if (op == save::Op::MatMul || op == save::Op::Mul) {
       n.inputs = {select(0), select(1)};
-      n.shape = {1, 4, 4};
+      n.shape = {1, 4, op == save::Op::Mul ? 8 : 4};
     } else {
       n.inputs = {0};
       n.shape = {2, 4, 8};
