@@ -15,6 +15,7 @@
 #include "app/peat/text.h"
 #include "core/data/datasets.h"
 #include "core/save/campaign.h"
+#include "core/save/campaign_merge.h"
 #include "core/save/check_bits.h"
 #include "core/save/selection.h"
 #include "core/store/h5.h"
@@ -519,7 +520,9 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
                                         ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
                                         ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
-                                        ";budget_mib=" + std::to_string(o.analysis.budgetMiB) + ";mode=" + o.analysis.mode);
+                                        ";budget_mib=" + std::to_string(o.analysis.budgetMiB) + ";mode=" + o.analysis.mode +
+                                        ";tau=" + std::to_string(o.analysis.tau) + ";tile=" + o.analysis.tile +
+                                        ";input_range=" + o.analysis.inputRange + ";verifier=" + o.verifier);
     std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
   }
   const bool tty = !o.analysis.json && isatty(2);
@@ -610,6 +613,13 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
               (unsigned long long)detections, (unsigned long long)recoveries);
   if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
   std::printf("\n");
+  return 0;
+}
+
+int runSaveMerge(const SaveMergeOptions& o) {
+  const save::MergeSummary m = save::mergeCampaignShards(o.shards, o.session, saveProvenance("", 0, o.commandLine));
+  std::printf("merged %d shards, %lld points, into run '%s' of %s\n", m.shards, (long long)m.points, m.run.c_str(),
+              o.session.c_str());
   return 0;
 }
 

@@ -80,4 +80,10 @@ struct SaveCampaignOptions {
 };
 int runSaveCampaign(const SaveCampaignOptions& o);
 
+struct SaveMergeOptions {
+  std::vector<std::string> shards;
+  std::string session, commandLine;
+};
+int runSaveMerge(const SaveMergeOptions& o);
+
 }  // namespace peat::cli

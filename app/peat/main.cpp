@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   saveCmd->require_subcommand(1);
   CLI::App* saveAnalyzeCmd =
       saveCmd->add_subcommand("analyze", "Range analysis, bit properties and reliable-memory tiles of a model");
-  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet, resnet (or resnet18, random weights only)")
+  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet, resnet, vit (or resnet18, random weights only)")
       ->required();
   CLI::Option* weightsOption =
       saveAnalyzeCmd->add_option("--weights,-w", saveAnalyze.weights, "Session or checkpoint file with the model's weights");
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   SaveCheckBitsOptions checkBits;
   CLI::App* checkBitsCmd = saveCmd->add_subcommand(
       "check-bits", "Ground truth for the bit classes: single-bit fault injection on weights and activations");
-  checkBitsCmd->add_option("--model,-m", checkBits.analysis.model, "Zoo model: mlp, lenet or resnet")->required();
+  checkBitsCmd->add_option("--model,-m", checkBits.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
   checkBitsCmd->add_option("--weights,-w", checkBits.analysis.weights, "Session or checkpoint file with the weights")
       ->required();
   checkBitsCmd->add_option("--run", checkBits.analysis.run, "Run holding the checkpoint")->capture_default_str();
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   campaign.analysis.batch = 100;
   CLI::App* campaignCmd = saveCmd->add_subcommand(
       "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency");
-  campaignCmd->add_option("--model,-m", campaign.analysis.model, "Zoo model: mlp, lenet or resnet")->required();
+  campaignCmd->add_option("--model,-m", campaign.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
   campaignCmd->add_option("--weights,-w", campaign.analysis.weights, "Session or checkpoint file with the weights")
       ->required();
   campaignCmd->add_option("--run", campaign.analysis.run, "Run holding the checkpoint")->capture_default_str();
@@ -149,6 +149,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
   campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
+  SaveMergeOptions merge;
+  CLI::App* mergeCmd = saveCmd->add_subcommand(
+      "merge", "Merge the sessions of a sharded campaign (--shard i/N) into one run, checking the shards belong together");
+  mergeCmd->add_option("shards", merge.shards, "The shards' session files, one per shard")->required();
+  mergeCmd->add_option("--session,-s", merge.session, "Write the merged run into this session (created if missing)")
+      ->required();
 
   // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
   // their own options, so `peat profile --help` shows the real ones.
@@ -202,6 +208,10 @@ int main(int argc, char** argv) {
     if (*checkBitsCmd) {
       for (int i = 0; i < argc; ++i) checkBits.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveCheckBits(checkBits);
+    }
+    if (*mergeCmd) {
+      for (int i = 0; i < argc; ++i) merge.commandLine += (i ? " " : "") + std::string(argv[i]);
+      return runSaveMerge(merge);
     }
     if (*campaignCmd) {
       for (int i = 0; i < argc; ++i) campaign.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);

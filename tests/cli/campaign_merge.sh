@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Sharded SAVE campaigns: two shards merged equal one process with the same seed (every column but
+# the timings); a missing, duplicated or foreign shard is refused with one error line and nothing
+# is written.   usage: campaign_merge.sh PEAT WEIGHTS PYTHON WORKDIR
+set -u
+peat=$1 weights=$2 python=$3 dir=$4/merge
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+args=(save campaign -m lenet -w "$weights" --mode interval --images 200 --flips 1,64,1024,4096 --schemes none,save,ecc)
+"$peat" "${args[@]}" -s whole.h5 >/dev/null 2>&1 || { echo "the whole campaign failed"; exit 1; }
+"$peat" "${args[@]}" --shard 0/2 -s s0.h5 >/dev/null 2>&1 || { echo "shard 0 failed"; exit 1; }
+"$peat" "${args[@]}" --shard 1/2 -s s1.h5 >/dev/null 2>&1 || { echo "shard 1 failed"; exit 1; }
+"$peat" "${args[@]}" --shard 1/2 --seed 5 -s foreign.h5 >/dev/null 2>&1 || { echo "the foreign shard failed"; exit 1; }
+"$peat" save merge s1.h5 s0.h5 -s merged.h5 || { echo "merge failed"; exit 1; }
+"$python" - <<'PY' || exit 1
+import h5py
+a = h5py.File("whole.h5", "r")["runs/save-campaign/tables/points"][()]
+b = h5py.File("merged.h5", "r")["runs/save-campaign/tables/points"][()]
+assert len(a) == len(b) == 12, (len(a), len(b))
+for name in a.dtype.names:
+    if name != "seconds":
+        assert (a[name] == b[name]).all(), name
+run = h5py.File("merged.h5", "r")["runs/save-campaign"]
+assert run.attrs["status"] in (b"complete", "complete"), run.attrs["status"]
+PY
+expect_error() {  # expect_error PATTERN ARGS...: one 'peat: error:' line matching PATTERN, exit 1, no output file
+  local pattern=$1; shift
+  rm -f out.h5
+  local err
+  err=$("$peat" "$@" 2>&1 >/dev/null); local rc=$?
+  [[ $rc -eq 1 ]] || { echo "exit $rc for: $*"; exit 1; }
+  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "peat: error: "*$pattern* ]] || { echo "bad error for $*: $err"; exit 1; }
+  [[ ! -e out.h5 ]] || { echo "an output was written for: $*"; exit 1; }
+}
+expect_error "shard 1/2 is missing" save merge s0.h5 -s out.h5
+expect_error "appears twice" save merge s0.h5 s0.h5 s1.h5 -s out.h5
+expect_error "another campaign than s0.h5 (seed 5 vs 1)" save merge s0.h5 foreign.h5 -s out.h5
+expect_error "no such file" save merge s0.h5 gone.h5 -s out.h5
+expect_error "holds no SAVE campaign run" save merge "$weights" -s out.h5
+echo "ok: two shards merge into the single-process campaign; bad shards refused"
