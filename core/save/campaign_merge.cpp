@@ -176,7 +176,9 @@ MergeSummary mergeCampaignShards(const std::vector<std::string>& files, const st
 
   // All checks passed: write.
   const bool exists = std::ifstream(output).good();
-  store::SessionWriter w(output, provenance, exists ? store::WriteMode::Append : store::WriteMode::Create);
+  store::Provenance prov = provenance;
+  if (prov.model.empty() && first.attributes.count("model")) prov.model = first.attributes.at("model");
+  store::SessionWriter w(output, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
   std::string name = "save-campaign";
   for (int k = 2; w.hasRun(name); ++k) name = "save-campaign-" + std::to_string(k);
   w.beginRun({name, "save_campaign", "golden", "SAVE campaign: accuracy against faults per scheme (merged shards)"});
