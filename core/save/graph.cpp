@@ -459,6 +459,21 @@ inline float matmulElement(const Node& n, int64_t k, const float* a, const float
 
 }  // namespace
 
+void unfold(const Node& n, const Node& src, const float* x, float* cols) {
+  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, st = n.stride;
+  const int64_t oh = n.shape[1], ow = n.shape[2];
+  for (int64_t c = 0; c < ci; ++c)
+    for (int64_t ky = 0; ky < k; ++ky)
+      for (int64_t kx = 0; kx < k; ++kx)
+        for (int64_t y = 0; y < oh; ++y) {
+          const int64_t iy = y * st + ky - n.padding;
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            const int64_t ix = xx * st + kx - n.padding;
+            *cols++ = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
+          }
+        }
+}
+
 float affineElement(const Node& n, const Node& src, const float* x, int64_t element) {
   if (n.op == Op::Linear) {  // row `element / out` of the input, output feature `element % out`
     const int64_t out = n.features(), inSize = int64_t(n.weight.size()) / out;
@@ -648,22 +663,10 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
     case Op::Conv2d: {
       // im2col, then a GEMM vectorised over output positions: each element still sums bias, then
       // the taps in affineElement's order.
-      const int64_t ci = src->shape[0], h = src->shape[1], w = src->shape[2], k = n.kernel, st = n.stride;
-      const int64_t co = n.shape[0], oh = n.shape[1], ow = n.shape[2], positions = oh * ow, taps = ci * k * k;
+      const int64_t co = n.shape[0], positions = n.shape[1] * n.shape[2], taps = src->shape[0] * n.kernel * n.kernel;
       std::vector<float> cols(std::size_t(taps * positions));
       for (int64_t s = 0; s < batch; ++s) {
-        const float* x = in[0] + s * inSize;
-        float* col = cols.data();
-        for (int64_t c = 0; c < ci; ++c)
-          for (int64_t ky = 0; ky < k; ++ky)
-            for (int64_t kx = 0; kx < k; ++kx)
-              for (int64_t y = 0; y < oh; ++y) {
-                const int64_t iy = y * st + ky - n.padding;
-                for (int64_t xx = 0; xx < ow; ++xx) {
-                  const int64_t ix = xx * st + kx - n.padding;
-                  *col++ = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
-                }
-              }
+        unfold(n, *src, in[0] + s * inSize, cols.data());
         detail::convGemm(n.weight.data(), co, taps, cols.data(), positions, n.bias.empty() ? nullptr : n.bias.data(),
                          out + s * size);
       }

@@ -90,6 +90,10 @@ int topClass(const float* logits, int64_t n);
 // arithmetic runNode uses, so a partial recomputation equals a full one bit for bit.
 float affineElement(const Node& n, const Node& input, const float* x, int64_t element);
 
+// im2col of one sample `x` of a conv node's input: cols[tap][position], taps in (channel, kernel
+// row, kernel column) order, the zero padding included.
+void unfold(const Node& n, const Node& src, const float* x, float* cols);
+
 // One output element of any node for one sample, from pointers to that sample's inputs: the same
 // arithmetic as runNode (for verification by recomputation).
 float elementOf(const Graph& g, int node, const std::vector<const float*>& inputs, int64_t element);

@@ -54,7 +54,8 @@ VerifierPolicy verifierPolicyFromName(const std::string& name) {
   if (name == "auto") return VerifierPolicy::Auto;
   if (name == "recompute") return VerifierPolicy::Recompute;
   if (name == "abft") return VerifierPolicy::Abft;
-  throw SaveError("unknown verifier '" + name + "' (verifiers: auto, recompute, abft)");
+  if (name == "mixed") return VerifierPolicy::Mixed;
+  throw SaveError("unknown verifier '" + name + "' (verifiers: auto, recompute, abft, mixed)");
 }
 
 FaultPattern patternFromName(const std::string& name) {
@@ -178,6 +179,7 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
   }
   // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node.
   abft_.assign(g.nodes.size(), 0);
+  mixed_.resize(g.nodes.size());
   abftSum_.resize(g.nodes.size());
   abftAbs_.resize(g.nodes.size());
   columnWeight_.resize(g.nodes.size());
@@ -226,20 +228,28 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
     c.name = n.name;
     c.tolerance = gamma32(taps + 1) * worst * (1 + 1e-9);
     c.costRatio = 2.0 / double(channels);  // a checksum and its tolerance per position, against every output
+    auto mixed = std::make_unique<MixedChecker>(g, int(v), selection.ranges.nodes[std::size_t(n.inputs[0])]);
+    c.mixedTolerance = mixed->worstTolerance();
     const double tau = selection.options.tau;
-    const bool safe = c.tolerance <= tau;
+    const bool safe = c.tolerance <= tau, mixedSafe = c.mixedTolerance <= tau;
     if (policy == VerifierPolicy::Abft || (policy == VerifierPolicy::Auto && safe)) c.kind = VerifierKind::Abft;
-    char text[200];
+    else if (policy == VerifierPolicy::Mixed || (policy == VerifierPolicy::Auto && mixedSafe)) c.kind = VerifierKind::Mixed;
+    char text[300];
     if (c.kind == VerifierKind::Abft)
       std::snprintf(text, sizeof text, "abft: %s (tolerance %.3g %s tau %.3g), %.1f%% of the recomputation's work",
                     policy == VerifierPolicy::Abft ? "forced" : "misses nothing a robust bit could not",
                     c.tolerance, safe ? "<=" : ">", tau, 100 * c.costRatio);
+    else if (c.kind == VerifierKind::Mixed)
+      std::snprintf(text, sizeof text, "mixed: %s (16-bit mantissa products, bound %.3g %s tau %.3g; abft tolerance %.3g)",
+                    policy == VerifierPolicy::Mixed ? "forced" : "misses nothing a robust bit could not",
+                    c.mixedTolerance, mixedSafe ? "<=" : ">", tau, c.tolerance);
     else
-      std::snprintf(text, sizeof text, "recompute: %s (abft tolerance %.3g %s tau %.3g)",
-                    policy == VerifierPolicy::Recompute ? "forced" : "abft could miss a vulnerable change",
-                    c.tolerance, safe ? "<=" : ">", tau);
+      std::snprintf(text, sizeof text, "recompute: %s (abft tolerance %.3g, mixed bound %.3g %s tau %.3g)",
+                    policy == VerifierPolicy::Recompute ? "forced" : "abft and the mixed check could miss a vulnerable change",
+                    c.tolerance, c.mixedTolerance, mixedSafe ? "<=" : ">", tau);
     c.reason = text;
     abft_[v] = c.kind == VerifierKind::Abft;
+    if (c.kind == VerifierKind::Mixed) mixed_[v] = std::move(mixed);
     choices_.push_back(std::move(c));
     // The checksum's two one-channel ops, run by the engine: sum_o W[o][t] and, rounded up, sum_o |W[o][t]|.
     for (int which = 0; which < 2; ++which) {
@@ -355,10 +365,17 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   if (check.empty()) return false;
   if (abft_[std::size_t(v)]) return checksum(v, act, stats);
   stats.recomputed += uint64_t(batch_) * check.size();
+  const bool whole = int64_t(check.size()) * 16 > size;  // the vectorised layer is cheaper
+  if (MixedChecker* mixed = mixed_[std::size_t(v)].get()) {
+    const float* input = act[std::size_t(n.inputs[0])].data();
+    const bool bad = whole ? mixed->mismatch(input, x.data(), batch_, compareMask_[std::size_t(v)])
+                           : mixed->mismatchAt(input, x.data(), batch_, check);
+    stats.recomputeMismatches += bad;
+    return bad;
+  }
   std::vector<const float*> in;
   for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
   std::vector<float>& again = again_;  // only the verifying thread uses it
-  const bool whole = int64_t(check.size()) * 16 > size;  // the vectorised layer is cheaper
   if (whole) {
     again.resize(x.size());
     runNode(g_, v, in, batch_, again.data());

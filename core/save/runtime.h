@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/save/mixed.h"
 #include "core/save/selection.h"
 
 namespace peat::save {
@@ -45,13 +46,15 @@ struct FaultModel {
   int64_t regionWords = 4096; // Region: all faults fall in one window this long
 };
 
-// How SAVE checks the type-2 elements of a linear or conv output: by recomputing them, or by ABFT
-// column checksums (sum over output channels of each position against (1^T W) x + sum b, with a
-// sound fp32 tolerance). A checksum costs 1/channels of the op, but misses changes below its
-// tolerance; `auto` takes ABFT only for ops whose largest tolerance is below tau, where every
-// change it can miss is one a value-robust bit could make anyway.
-enum class VerifierKind { Recompute, Abft };
-enum class VerifierPolicy { Auto, Recompute, Abft };
+// How SAVE checks the type-2 elements of a linear or conv output: by recomputing them in fp32
+// (compared outside their robust bits), by mixed-precision integer recomputation (core/save/mixed.h:
+// 16-bit mantissa products, compared within a sound bound), or by ABFT column checksums (sum over
+// output channels of each position against (1^T W) x + sum b, with a sound fp32 tolerance). A
+// checksum costs 1/channels of the op; the two approximate checks miss changes below their
+// bounds. `auto` takes ABFT, else the mixed check, only for ops whose largest bound is below tau,
+// where every change it can miss is one a value-robust bit could make anyway.
+enum class VerifierKind { Recompute, Abft, Mixed };
+enum class VerifierPolicy { Auto, Recompute, Abft, Mixed };
 VerifierPolicy verifierPolicyFromName(const std::string& name);
 
 struct VerifierChoice {
@@ -59,6 +62,7 @@ struct VerifierChoice {
   std::string name;
   VerifierKind kind = VerifierKind::Recompute;
   double tolerance = 0;   // ABFT's largest detection threshold on this op's ranges
+  double mixedTolerance = 0;  // the mixed-precision check's largest bound on this op's ranges
   double costRatio = 0;   // ABFT's multiply-adds over recomputation's
   std::string reason;
 };
@@ -117,6 +121,7 @@ class ProtectedRunner {
   std::vector<float> again_;              // the verifier's recomputation
   std::vector<VerifierChoice> choices_;   // linear and conv nodes
   std::vector<uint8_t> abft_;             // per node: checked by ABFT
+  std::vector<std::unique_ptr<MixedChecker>> mixed_;  // per node: checked by integer recomputation
   std::vector<std::vector<double>> columnWeight_, columnAbsWeight_;  // per node: sum_o W[o][t], sum_o |W[o][t]|
   std::vector<double> biasSum_, biasAbsSum_;
   std::vector<Graph> abftSum_, abftAbs_;  // per linear/conv node: its one-channel checksum ops

@@ -14,6 +14,7 @@
 #include "core/data/datasets.h"
 #include "core/save/campaign.h"
 #include "core/save/check_bits.h"
+#include "core/save/mixed.h"
 #include "core/save/selection.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/ops/dispatcher.h"
@@ -109,6 +110,7 @@ class TestSave : public QObject {
   void saveKeepsPredictionsUnderFaults();
   void eccCorrectsSingleBitFaultsOnly();
   void abftChecksNeverFailWithoutFaults();
+  void mixedPrecisionCheckIsSoundAndCatchesChanges();
   void faultPatterns();
   void campaignShardsMatchOneProcess();
   void refusals();
@@ -216,6 +218,57 @@ void TestSave::abftChecksNeverFailWithoutFaults() {
     abft.infer(f.images.data() + (k % 10) * f.batch * 784, save::Scheme::Save, m, uint64_t(k) + 3, faulty);
   QVERIFY(faulty.checksumMismatches > 0);  // in-range corruptions the range check let through
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::verifierPolicyFromName("dmr"));
+}
+
+// The mixed-precision integer recomputation: never fires on clean outputs (whole layers and single
+// elements, every SIMD target), and always fires when a flipped bit moves an output by more than
+// twice its largest bound on the analysed ranges.
+void TestSave::mixedPrecisionCheckIsSoundAndCatchesChanges() {
+  const int64_t batch = 6;
+  std::mt19937_64 rng(17);
+  int caught = 0, large = 0, small = 0, smallCaught = 0;
+  for (const char* name : {"lenet", "vit"}) {
+    const save::Graph g = save::zooGraph(name, save::loadCheckpoint(std::string(name) == "vit" ? kVitWeights : kLenetWeights));
+    const save::RangeResult ranges = save::analyzeRanges(g, save::inputBox(g, 0, 1));
+    std::vector<uint8_t> pixels(testSet().pixels.begin() + 100 * 784, testSet().pixels.begin() + (100 + batch) * 784);
+    const std::vector<float> x = save::normalisedImages(g, pixels);
+    const auto act = save::runAll(g, x.data(), batch);
+    for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+      const save::Node& n = g.nodes[v];
+      if (n.op != save::Op::Linear && n.op != save::Op::Conv2d) continue;
+      save::MixedChecker check(g, int(v), ranges.nodes[std::size_t(n.inputs[0])]);
+      const float* in = act[std::size_t(n.inputs[0])].data();
+      const std::vector<uint32_t> all(std::size_t(n.size()), ~0u);
+      std::vector<int64_t> every(std::size_t(n.size()));
+      for (int64_t e = 0; e < n.size(); ++e) every[std::size_t(e)] = e;
+      for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        QVERIFY2(!check.mismatch(in, act[v].data(), batch, all),
+                 qPrintable(QStringLiteral("%1 %2 on %3").arg(QLatin1String(name), QString::fromStdString(n.name), QLatin1String(hwy::TargetName(target)))));
+      }
+      hwy::SetSupportedTargetsForTest(0);
+      QVERIFY(!check.mismatchAt(in, act[v].data(), batch, every));
+      for (int k = 0; k < 40; ++k) {
+        std::vector<float> y = act[v];
+        const std::size_t at = std::size_t(rng() % y.size());
+        const float clean = y[at];
+        y[at] = flipped(clean, int(rng() % 32));
+        const double moved = std::fabs(double(y[at]) - double(clean));
+        const bool whole = check.mismatch(in, y.data(), batch, all);
+        QCOMPARE(check.mismatchAt(in, y.data(), batch, {int64_t(at % std::size_t(n.size()))}), whole);
+        if (!(moved <= 2 * check.worstTolerance())) {  // NaN and Inf included
+          ++large;
+          QVERIFY2(whole, qPrintable(QStringLiteral("%1 %2: a change of %3 (bound %4) missed").arg(QLatin1String(name), QString::fromStdString(n.name)).arg(moved).arg(check.worstTolerance())));
+          caught += whole;
+        } else {
+          ++small;
+          smallCaught += whole;
+        }
+      }
+    }
+  }
+  QVERIFY(large > 100 && caught == large);
+  qInfo("mixed check: %d of %d large changes caught, %d of %d below twice the worst bound", caught, large, smallCaught, small);
 }
 
 void TestSave::faultPatterns() {
