@@ -623,4 +623,60 @@ int runSaveMerge(const SaveMergeOptions& o) {
   return 0;
 }
 
+int runSaveVerifiers(const SaveVerifiersOptions& o) {
+  if (o.analysis.mode == "profiled")
+    throw std::invalid_argument("SAVE's verifiers need sound ranges: --mode profiled is unsound (use symbolic or interval)");
+  if (o.flips <= 0) throw std::invalid_argument("--flips must be positive");
+  const save::SelectionOptions so = selectionOptions(o.analysis);
+  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
+                                                                              o.analysis.iteration));
+  const save::Selection sel = save::selectBits(g, so);
+  const int64_t batch = o.analysis.batch, inSize = g.nodes[0].size();
+  if (batch > 10000) throw std::invalid_argument("--batch must be at most 10000");
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + batch * inSize);
+  const std::vector<float> images = save::normalisedImages(g, pixels);
+  save::ProtectedRunner runner(g, sel, {}, batch);
+  const std::vector<save::VerifierCoverage> cov = save::compareVerifiers(runner, g, images.data(), batch, o.flips, o.seed);
+  const char* names[3] = {"recompute", "abft", "mixed"};
+  if (o.analysis.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", g.model).field("batch", batch).field("tau", so.tau).key("ops").beginArray();
+    for (const save::VerifierCoverage& c : cov) {
+      j.beginObject().field("node", c.name).field("chosen", names[int(c.chosen)]).field("flips", c.flips);
+      j.field("out_of_range", c.outOfRange).field("harmful", c.harmful);
+      for (int k = 0; k < 3; ++k)
+        j.key(names[k]).beginObject().field("detected", c.detected[k]).field("harmful_missed", c.harmfulMissed[k])
+            .field("false_positives", c.falsePositives[k]).field("seconds", c.seconds[k]).endObject();
+      j.endObject();
+    }
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("SAVE's verifiers on the same faults: %s, %lld test images per check, %lld single-bit flips of type-2\n"
+              "values in unreliable memory per op; flips the range check catches are counted apart\n\n",
+              g.model.c_str(), (long long)batch, (long long)o.flips);
+  std::size_t width = 8;
+  for (const save::VerifierCoverage& c : cov) width = std::max(width, c.name.size());
+  std::printf("%-*s %9s %8s %8s", int(width), "op", "in range", "harmful", "auto");
+  for (const char* n : names) std::printf(" | %9s %6s %8s", n, "missed", "ms");
+  std::printf("\n");
+  for (const save::VerifierCoverage& c : cov) {
+    const int64_t inRange = c.flips - c.outOfRange;
+    std::printf("%-*s %9lld %8lld %8s", int(width), c.name.c_str(), (long long)inRange, (long long)c.harmful, names[int(c.chosen)]);
+    for (int k = 0; k < 3; ++k)
+      std::printf(" | %8.1f%% %6lld %8.3f", 100 * double(c.detected[k]) / double(std::max<int64_t>(1, inRange)),
+                  (long long)c.harmfulMissed[k], 1000 * c.seconds[k]);
+    std::printf("\n");
+  }
+  for (const save::VerifierCoverage& c : cov)
+    for (int k = 0; k < 3; ++k)
+      if (c.falsePositives[k])
+        std::printf("%s: %s fired on the clean batch (%lld of 3 checks)\n", c.name.c_str(), names[k], (long long)c.falsePositives[k]);
+  std::printf("\nper verifier: the share of the in-range flips detected; missed: harmful flips (the image's prediction\n"
+              "changed) not detected; ms: one check of the clean batch (best of 3)\n");
+  return 0;
+}
+
 }  // namespace peat::cli

@@ -80,6 +80,13 @@ struct SaveCampaignOptions {
 };
 int runSaveCampaign(const SaveCampaignOptions& o);
 
+struct SaveVerifiersOptions {
+  SaveAnalyzeOptions analysis;  // model, weights, ranges, tiles, budget, batch
+  int64_t flips = 500;          // per op
+  uint64_t seed = 1;
+};
+int runSaveVerifiers(const SaveVerifiersOptions& o);
+
 struct SaveMergeOptions {
   std::vector<std::string> shards;
   std::string session, commandLine;

@@ -149,6 +149,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
   campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
+  SaveVerifiersOptions verifiers;
+  verifiers.analysis.budgetMiB = 1.0 / 64;  // one 16x16 tile at batch 16: nearly every value is unreliable
+  verifiers.analysis.batch = 16;
+  CLI::App* verifiersCmd = saveCmd->add_subcommand(
+      "verifiers", "SAVE's verifiers (fp32 recomputation, ABFT, mixed-precision) on the same single-bit faults, per op");
+  verifiersCmd->add_option("--model,-m", verifiers.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
+  verifiersCmd->add_option("--weights,-w", verifiers.analysis.weights, "Session or checkpoint file with the weights")
+      ->required();
+  verifiersCmd->add_option("--run", verifiers.analysis.run, "Run holding the checkpoint")->capture_default_str();
+  verifiersCmd->add_option("--iteration", verifiers.analysis.iteration, "Checkpoint iteration (default: the last)");
+  verifiersCmd->add_option("--input-range", verifiers.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  verifiersCmd->add_option("--tau", verifiers.analysis.tau, "Value-robustness threshold")->capture_default_str();
+  verifiersCmd->add_option("--mode", verifiers.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
+  verifiersCmd->add_option("--tile", verifiers.analysis.tile, "Tile size ROWSxCOLS")->capture_default_str();
+  verifiersCmd->add_option("--budget-mib", verifiers.analysis.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  verifiersCmd->add_option("--batch", verifiers.analysis.batch, "Test images checked together")->capture_default_str();
+  verifiersCmd->add_option("--flips", verifiers.flips, "Single-bit flips per op")->capture_default_str();
+  verifiersCmd->add_option("--seed", verifiers.seed, "Seed of the flips")->capture_default_str();
+  verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");
   SaveMergeOptions merge;
   CLI::App* mergeCmd = saveCmd->add_subcommand(
       "merge", "Merge the sessions of a sharded campaign (--shard i/N) into one run, checking the shards belong together");
@@ -209,6 +228,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < argc; ++i) checkBits.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveCheckBits(checkBits);
     }
+    if (*verifiersCmd) return runSaveVerifiers(verifiers);
     if (*mergeCmd) {
       for (int i = 0; i < argc; ++i) merge.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveMerge(merge);

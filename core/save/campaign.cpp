@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <random>
+
+#include "core/fp/format.h"
 
 namespace peat::save {
 
@@ -90,6 +94,75 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const u
       if (point) point(result);
     }
   return result;
+}
+
+std::vector<VerifierCoverage> compareVerifiers(ProtectedRunner& runner, const Graph& g, const float* images, int64_t batch,
+                                               int64_t flipsPerOp, uint64_t seed) {
+  if (batch <= 0 || flipsPerOp <= 0) throw SaveError("the batch and the flips per op must be positive");
+  std::vector<std::vector<float>> act = runAll(g, images, batch);
+  const int64_t classes = g.nodes[std::size_t(g.output)].size();
+  std::vector<int> clean(static_cast<std::size_t>(batch));
+  for (int64_t s = 0; s < batch; ++s)
+    clean[std::size_t(s)] = topClass(act[std::size_t(g.output)].data() + s * classes, classes);
+  // The prediction of sample s after node v's output changed: the rest of the network, one sample.
+  auto predictAfter = [&](int v, int64_t s) {
+    std::map<int, std::vector<float>> fresh;
+    auto input = [&](int i) -> const float* {
+      auto it = fresh.find(i);
+      return it != fresh.end() ? it->second.data() : act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size();
+    };
+    for (int u = v + 1; u < int(g.nodes.size()); ++u) {
+      std::vector<const float*> in;
+      for (int i : g.nodes[std::size_t(u)].inputs) in.push_back(input(i));
+      std::vector<float>& out = fresh[u];
+      out.resize(std::size_t(g.nodes[std::size_t(u)].size()));
+      runNode(g, u, in, 1, out.data());
+    }
+    return topClass(input(g.output), classes);
+  };
+  const VerifierKind kinds[3] = {VerifierKind::Recompute, VerifierKind::Abft, VerifierKind::Mixed};
+  std::vector<VerifierCoverage> out;
+  std::mt19937_64 rng(seed);
+  for (const VerifierChoice& choice : runner.verifierChoices()) {
+    const int v = choice.node;
+    const std::vector<int64_t>& type2 = runner.type2Unreliable(v);
+    if (type2.empty()) continue;
+    VerifierCoverage c;
+    c.node = v;
+    c.name = choice.name;
+    c.chosen = choice.kind;
+    RunStats stats;
+    for (int k = 0; k < 3; ++k) {
+      c.seconds[k] = 1e300;
+      for (int r = 0; r < 3; ++r) {
+        const double start = now();
+        c.falsePositives[k] += runner.checkType2With(kinds[k], v, act, stats);
+        c.seconds[k] = std::min(c.seconds[k], now() - start);
+      }
+    }
+    const int64_t size = g.nodes[std::size_t(v)].size();
+    for (int64_t f = 0; f < flipsPerOp; ++f) {
+      const int64_t s = int64_t(rng() % uint64_t(batch)), e = type2[std::size_t(rng() % type2.size())];
+      float& value = act[std::size_t(v)][std::size_t(s * size + e)];
+      const float original = value;
+      value = fp::floatOf(fp::bitsOf(original) ^ (uint32_t(1) << (rng() % 32)));
+      ++c.flips;
+      if (!runner.withinRange(v, e, value)) {
+        ++c.outOfRange;
+      } else {
+        const bool harmful = predictAfter(v, s) != clean[std::size_t(s)];
+        c.harmful += harmful;
+        for (int k = 0; k < 3; ++k) {
+          const bool caught = runner.checkType2With(kinds[k], v, act, stats);
+          c.detected[k] += caught;
+          c.harmfulMissed[k] += harmful && !caught;
+        }
+      }
+      value = original;
+    }
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace peat::save

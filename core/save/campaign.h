@@ -52,4 +52,21 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const u
                            const CampaignOptions& options, int64_t inputSize,
                            const std::function<void(const CampaignResult&)>& point = nullptr);
 
+// SAVE's three verifiers of linear/conv outputs on the same faults: single-bit flips of type-2
+// elements in unreliable memory of each op, on clean activations of one batch. A flip the range
+// check catches is counted apart; for the rest, each verifier's detections and the harmful flips
+// (the image's prediction changes) it misses, and the time of one check of the clean batch.
+struct VerifierCoverage {
+  int node = 0;
+  std::string name;
+  VerifierKind chosen = VerifierKind::Recompute;
+  int64_t flips = 0, outOfRange = 0, harmful = 0;
+  int64_t detected[3] = {0, 0, 0};       // by VerifierKind: recompute, abft, mixed
+  int64_t harmfulMissed[3] = {0, 0, 0};
+  int64_t falsePositives[3] = {0, 0, 0};  // on the clean batch
+  double seconds[3] = {0, 0, 0};          // one check of the clean batch, best of three
+};
+std::vector<VerifierCoverage> compareVerifiers(ProtectedRunner& runner, const Graph& g, const float* images, int64_t batch,
+                                               int64_t flipsPerOp, uint64_t seed);
+
 }  // namespace peat::save

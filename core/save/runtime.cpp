@@ -178,7 +178,7 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
     }
   }
   // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node.
-  abft_.assign(g.nodes.size(), 0);
+  kind_.assign(g.nodes.size(), VerifierKind::Recompute);
   mixed_.resize(g.nodes.size());
   abftSum_.resize(g.nodes.size());
   abftAbs_.resize(g.nodes.size());
@@ -248,8 +248,8 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
                     policy == VerifierPolicy::Recompute ? "forced" : "abft and the mixed check could miss a vulnerable change",
                     c.tolerance, c.mixedTolerance, mixedSafe ? "<=" : ">", tau);
     c.reason = text;
-    abft_[v] = c.kind == VerifierKind::Abft;
-    if (c.kind == VerifierKind::Mixed) mixed_[v] = std::move(mixed);
+    kind_[v] = c.kind;
+    mixed_[v] = std::move(mixed);
     choices_.push_back(std::move(c));
     // The checksum's two one-channel ops, run by the engine: sum_o W[o][t] and, rounded up, sum_o |W[o][t]|.
     for (int which = 0; which < 2; ++which) {
@@ -328,6 +328,10 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
   return false;
 }
 
+bool ProtectedRunner::withinRange(int node, int64_t element, float value) const {
+  return value >= rangeLo_[std::size_t(node)][std::size_t(element)] && value <= rangeHi_[std::size_t(node)][std::size_t(element)];
+}
+
 int64_t ProtectedRunner::unreliableWords(Scheme scheme) const {
   int64_t words = weightWords_;
   for (std::size_t v = 1; v < g_.nodes.size(); ++v)
@@ -340,7 +344,6 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   // (verified) inputs, compared outside their robust bits.
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
-  const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
   // The weights this layer used, against the host's clean copy (a DMA copy back on a GPU).
   if (hasWeights(n) && (work_.nodes[std::size_t(v)].weight != n.weight || work_.nodes[std::size_t(v)].bias != n.bias)) {
     ++stats.weightRepairs;
@@ -361,12 +364,23 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
         return true;
       }
     }
+  return checkType2With(kind_[std::size_t(v)], v, act, stats);
+}
+
+bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector<std::vector<float>>& act, RunStats& stats) {
+  const Node& n = g_.nodes[std::size_t(v)];
+  const int64_t size = n.size();
+  const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
+  const std::vector<float>& x = act[std::size_t(v)];
   const std::vector<int64_t>& check = type2Unreliable_[std::size_t(v)];
   if (check.empty()) return false;
-  if (abft_[std::size_t(v)]) return checksum(v, act, stats);
+  if (kind != VerifierKind::Recompute && !mixed_[std::size_t(v)])
+    throw SaveError("node '" + n.name + "' has only fp32 recomputation (abft and mixed checks need a linear or conv op)");
+  if (kind == VerifierKind::Abft) return checksum(v, act, stats);
   stats.recomputed += uint64_t(batch_) * check.size();
   const bool whole = int64_t(check.size()) * 16 > size;  // the vectorised layer is cheaper
-  if (MixedChecker* mixed = mixed_[std::size_t(v)].get()) {
+  if (kind == VerifierKind::Mixed) {
+    MixedChecker* mixed = mixed_[std::size_t(v)].get();
     const float* input = act[std::size_t(n.inputs[0])].data();
     const bool bad = whole ? mixed->mismatch(input, x.data(), batch_, compareMask_[std::size_t(v)])
                            : mixed->mismatchAt(input, x.data(), batch_, check);

@@ -91,6 +91,12 @@ class ProtectedRunner {
   std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
 
   int64_t unreliableWords(Scheme scheme) const;
+  // For comparing verifiers on the same faults: SAVE's check of node `node`'s type-2 elements in
+  // unreliable memory (those listed by type2Unreliable) with a given verifier, on activations
+  // `act` of a whole batch (true on a detection), and whether a value passes the range check.
+  bool checkType2With(VerifierKind kind, int node, const std::vector<std::vector<float>>& act, RunStats& stats);
+  const std::vector<int64_t>& type2Unreliable(int node) const { return type2Unreliable_[std::size_t(node)]; }
+  bool withinRange(int node, int64_t element, float value) const;
   const std::vector<VerifierChoice>& verifierChoices() const { return choices_; }
 
  private:
@@ -120,7 +126,7 @@ class ProtectedRunner {
   std::vector<std::vector<float>> act_;   // activations, reused between runs
   std::vector<float> again_;              // the verifier's recomputation
   std::vector<VerifierChoice> choices_;   // linear and conv nodes
-  std::vector<uint8_t> abft_;             // per node: checked by ABFT
+  std::vector<VerifierKind> kind_;        // per node: the verifier chosen
   std::vector<std::unique_ptr<MixedChecker>> mixed_;  // per node: checked by integer recomputation
   std::vector<std::vector<double>> columnWeight_, columnAbsWeight_;  // per node: sum_o W[o][t], sum_o |W[o][t]|
   std::vector<double> biasSum_, biasAbsSum_;
