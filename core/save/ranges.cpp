@@ -951,24 +951,39 @@ NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi) {
   return box;
 }
 
+namespace {
+std::vector<float> inputGradient(const Graph& g, const std::vector<std::vector<float>>& act, int node, std::size_t element);
+
+// How much each input element's width moves the output: width_i * sum_o |d output_o / d x_i| at
+// the part's centre.
+std::vector<double> influence(const Graph& g, const NodeRange& part) {
+  std::vector<float> centre(part.lo.size());
+  for (std::size_t i = 0; i < centre.size(); ++i) centre[i] = float(0.5 * (part.lo[i] + part.hi[i]));
+  const std::vector<std::vector<float>> act = runAll(g, centre.data(), 1);
+  std::vector<double> weight(centre.size(), 0.0);
+  for (std::size_t o = 0; o < std::size_t(g.nodes[std::size_t(g.output)].size()); ++o) {
+    const std::vector<float> grad = inputGradient(g, act, g.output, o);
+    for (std::size_t i = 0; i < weight.size(); ++i) weight[i] += std::fabs(double(grad[i]));
+  }
+  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] *= part.hi[i] - part.lo[i];
+  return weight;
+}
+}  // namespace
+
 RangeResult analyzeRanges(const Graph& g, const NodeRange& input, const RangeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   RangeResult result;
   if (o.splits <= 0 || o.mode != RangeMode::Symbolic) {
     result.nodes = analyzeOnce(g, input, o);
   } else {
-    // Bisect the input element whose width most affects the output bounds, then merge by union.
+    // Bisect the input element of most influence on the output (its width times the summed
+    // |gradient| of the outputs at the part's centre), analyse every part, merge by union.
     std::vector<NodeRange> parts{input};
     for (int s = 0; s < o.splits; ++s) {
       std::vector<NodeRange> next;
       for (const NodeRange& p : parts) {
-        std::size_t pick = 0;
-        double best = -1;
-        for (std::size_t i = 0; i < p.lo.size(); ++i)
-          if (p.hi[i] - p.lo[i] > best) {
-            best = p.hi[i] - p.lo[i];
-            pick = i;
-          }
+        const std::vector<double> w = influence(g, p);
+        const std::size_t pick = std::size_t(std::max_element(w.begin(), w.end()) - w.begin());
         const double mid = 0.5 * (p.lo[pick] + p.hi[pick]);
         NodeRange a = p, b = p;
         a.hi[pick] = mid;

@@ -12,9 +12,11 @@
 //    ops, and then made concrete; the result is intersected with the interval result.
 //    A node whose sampled elements gain under 1% over the intervals keeps its intervals (`probe`).
 //  - Input splitting (`splits` > 0): the input box is bisected `splits` times along the input
-//    element with the largest influence on the output's width (the sum of |coefficients| of the
-//    output's symbolic bounds times the element's width), each part is analysed, and the parts'
-//    intervals are merged by union. Sound, since the parts cover the box.
+//    element with the largest influence on the outputs (its width times the summed |gradient| of
+//    the outputs at the part's centre), each part is analysed, and the parts' intervals are
+//    merged by union. Sound, since the parts cover the box.
+//  - Non-monotonic element-wise ops (GELU) are split at their turning point inside the transfer
+//    function: the range is the union of the two monotone pieces' ranges.
 #include <cstdint>
 #include <string>
 #include <vector>
