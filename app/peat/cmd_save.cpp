@@ -503,18 +503,17 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     w->setRunAttribute("model", g.model);
     w->setRunAttribute("weights", o.analysis.weights);
     w->setRunAttribute("shard", o.shard);
-    std::vector<h5::Column> v(4);
-    v[0].name = "node";
-    v[0].isText = true;
-    v[1].name = "abft";
-    v[2].name = "abft_tolerance";
-    v[3].name = "reason";
-    v[3].isText = true;
+    std::vector<h5::Column> v(5);
+    const char* columns[] = {"node", "kind", "abft_tolerance", "mixed_bound", "reason"};
+    for (std::size_t i = 0; i < v.size(); ++i) v[i].name = columns[i];
+    v[0].isText = v[1].isText = v[4].isText = true;
+    const char* kinds[] = {"recompute", "abft", "mixed"};
     for (const save::VerifierChoice& c : runner.verifierChoices()) {
       v[0].text.push_back(c.name);
-      v[1].numbers.push_back(c.kind == save::VerifierKind::Abft ? 1 : 0);
+      v[1].text.push_back(kinds[int(c.kind)]);
       v[2].numbers.push_back(c.tolerance);
-      v[3].text.push_back(c.reason);
+      v[3].numbers.push_back(c.mixedTolerance);
+      v[4].text.push_back(c.reason);
     }
     w->writeTable("verifiers", v);
     w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Sharded SAVE campaigns: two shards merged equal one process with the same seed (every column but
-# the timings); a missing, duplicated or foreign shard is refused with one error line and nothing
+# the timings); a missing, duplicated, unfinished or foreign shard is refused with one error line and nothing
 # is written.   usage: campaign_merge.sh PEAT WEIGHTS PYTHON WORKDIR
 set -u
 peat=$1 weights=$2 python=$3 dir=$4/merge
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-args=(save campaign -m lenet -w "$weights" --mode interval --images 200 --flips 1,64,1024,4096 --schemes none,save,ecc)
+base=(save campaign -m lenet -w "$weights" --mode interval --images 200 --schemes none,save,ecc)
+args=("${base[@]}" --flips 1,64,1024,4096)
 "$peat" "${args[@]}" -s whole.h5 >/dev/null 2>&1 || { echo "the whole campaign failed"; exit 1; }
 "$peat" "${args[@]}" --shard 0/2 -s s0.h5 >/dev/null 2>&1 || { echo "shard 0 failed"; exit 1; }
 "$peat" "${args[@]}" --shard 1/2 -s s1.h5 >/dev/null 2>&1 || { echo "shard 1 failed"; exit 1; }
@@ -37,4 +38,16 @@ expect_error "appears twice" save merge s0.h5 s0.h5 s1.h5 -s out.h5
 expect_error "another campaign than s0.h5 (seed 5 vs 1)" save merge s0.h5 foreign.h5 -s out.h5
 expect_error "no such file" save merge s0.h5 gone.h5 -s out.h5
 expect_error "holds no SAVE campaign run" save merge "$weights" -s out.h5
+# A shard killed mid-run: its session keeps its finished points but the merge refuses it.
+"$peat" "${base[@]}" --flips 1,1,1,1,1,1,1,1,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096 --shard 1/2 \
+  -s killed.h5 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  sleep 0.1
+  n=$(HDF5_USE_FILE_LOCKING=FALSE "$python" -c "import h5py,sys; print(len(h5py.File(sys.argv[1],'r')['runs/save-campaign/tables/points']))" killed.h5 2>/dev/null || echo 0)
+  [[ "$n" -ge 1 ]] && break
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+expect_error "did not finish (status running)" save merge s0.h5 killed.h5 -s out.h5
 echo "ok: two shards merge into the single-process campaign; bad shards refused"
