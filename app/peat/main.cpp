@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   checkBitsCmd->add_flag("--json", checkBits.analysis.json, "Print as JSON");
 
   SaveCampaignOptions campaign;
-  campaign.analysis.budgetMiB = 1;
+  campaign.analysis.budgetMiB = 6;  // as on an Orin safety island (the default)
   campaign.analysis.batch = 100;
   CLI::App* campaignCmd = saveCmd->add_subcommand(
       "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency");
