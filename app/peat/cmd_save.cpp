@@ -49,7 +49,8 @@ struct Reference {
   double intervalSeconds = 0;
 };
 
-Reference references(const save::Graph& g, const save::SelectionOptions& so) {
+Reference references(const save::Graph& g, const save::SelectionOptions& so, int steps, int starts) {
+  if (steps < 1 || starts < 1) throw std::invalid_argument("--ascent-steps and --ascent-starts must be at least 1");
   Reference ref;
   ref.present = true;
   const data::ImageSet test = data::loadFashionMnist("t10k");
@@ -57,7 +58,7 @@ Reference references(const save::Graph& g, const save::SelectionOptions& so) {
   const std::vector<save::NodeRange> seen = save::profiledRanges(g, x.data(), test.count);
   for (const save::NodeRange& r : seen) ref.test.push_back(save::tightnessOf(r));
   const save::NodeRange box = save::inputBox(g, so.pixelLo, so.pixelHi);
-  ref.ascent = save::tightnessOf(save::ascentRanges(g, g.output, box));
+  ref.ascent = save::tightnessOf(save::ascentRanges(g, g.output, box, steps, starts));
   save::RangeOptions plain = so.ranges;
   plain.mode = save::RangeMode::Interval;
   const save::RangeResult r = save::analyzeRanges(g, box, plain);
@@ -188,7 +189,7 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     withProfile.profiled = &profiled;
   }
   const save::Selection s = save::selectBits(g, withProfile);
-  const Reference ref = o.tightness ? references(g, so) : Reference{};
+  const Reference ref = o.tightness ? references(g, so, o.ascentSteps, o.ascentStarts) : Reference{};
   if (!o.session.empty()) store(s, o, ref);
 
   const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);

@@ -51,6 +51,7 @@ struct SaveAnalyzeOptions {
   double budgetMiB = 6;
   int64_t batch = 1;
   bool tightness = false;
+  int ascentSteps = 60, ascentStarts = 3;  // the gradient-ascent reference of --tightness
   std::string session;
   bool json = false;
   std::string commandLine;

@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   saveAnalyzeCmd->add_flag("--tightness", saveAnalyze.tightness,
                            "Compare with plain intervals, gradient ascent and the test set (slower)");
+  saveAnalyzeCmd->add_option("--ascent-steps", saveAnalyze.ascentSteps, "Gradient-ascent steps per start (--tightness)")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--ascent-starts", saveAnalyze.ascentStarts, "Gradient-ascent starts per logit and direction")
+      ->capture_default_str();
   saveAnalyzeCmd->add_option("--session,-s", saveAnalyze.session, "Store the result in this session (created if missing)");
   saveAnalyzeCmd->add_flag("--json", saveAnalyze.json, "Print as JSON");
 
