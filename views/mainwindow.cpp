@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
+#include "views/qcustomplot_include.h"  // first: see the header
+
 #include "views/mainwindow.h"
 
 #include <QAction>
+#include <QClipboard>
+#include <QTabWidget>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -16,11 +20,13 @@
 #include <QTableWidget>
 #include <QTreeView>
 
+#include "core/save/results.h"
 #include "core/store/session.h"
 #include "core/version.h"
 #include "gpu/backend.h"
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
+#include "views/savepanel.h"
 #include "views/overviewpanel.h"
 #include "views/sessiontreemodel.h"
 
@@ -40,7 +46,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   model_ = new SessionTreeModel(this);
   overview_ = new OverviewPanel(this);
-  setCentralWidget(overview_);
+  savePanel_ = new SavePanel(this);
+  central_ = new QTabWidget(this);
+  central_->addTab(overview_, tr("Overview"));
+  central_->addTab(savePanel_, tr("SAVE"));
+  setCentralWidget(central_);
 
   createDocks();
   createActions();
@@ -69,14 +79,10 @@ void MainWindow::createDocks() {
   tree_->setModel(model_);
   tree_->setUniformRowHeights(true);
   tree_->header()->setStretchLastSection(true);
+  tree_->header()->setSectionResizeMode(SessionTreeModel::NameColumn, QHeaderView::ResizeToContents);
   tree_->setAlternatingRowColors(true);
   QDockWidget* sessionDock = dock(tr("Session"), QStringLiteral("SessionDock"), tree_, Qt::LeftDockWidgetArea);
-  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
-    QModelIndex top = current;
-    while (top.parent().isValid()) top = top.parent();
-    if (!top.isValid() || top.row() >= int(model_->summary().runs.size())) return;
-    showRunVerdicts(QString::fromStdString(model_->summary().runs[std::size_t(top.row())].name));
-  });
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::showItem);
 
   devices_ = new DevicesPanel(this);
   devices_->showBackends(gpu::probeBackends());
@@ -116,6 +122,18 @@ void MainWindow::createActions() {
   QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
   quit->setShortcut(QKeySequence::Quit);
 
+  file->addSeparator();
+  QAction* exportPlot = file->addAction(tr("&Export Plot..."), this, &MainWindow::exportCurrentPlot);
+  exportPlot->setShortcut(QKeySequence(tr("Ctrl+E")));
+  QAction* exportTable = file->addAction(tr("Export &Table as CSV..."), this, &MainWindow::exportCurrentTable);
+  exportTable->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* copy = edit->addAction(tr("&Copy Plot"), this, [this] {
+    QApplication::clipboard()->setPixmap(currentPlot()->toPixmap());
+    statusBar()->showMessage(tr("Plot copied"), 3000);
+  });
+  copy->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
+
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
@@ -135,6 +153,7 @@ bool MainWindow::openSession(const QString& path) {
     auto reader = std::make_unique<store::SessionReader>(path.toStdString());
     const store::SessionSummary summary = reader->summary();
     reader_ = std::move(reader);
+    shownAnalysis_.clear();
     sessionPath_ = path;
     model_->setSummary(summary);
     tree_->expandToDepth(0);
@@ -158,6 +177,7 @@ bool MainWindow::openSession(const QString& path) {
 
 void MainWindow::closeSession() {
   reader_.reset();
+  shownAnalysis_.clear();
   sessionPath_.clear();
   model_->clear();
   verdicts_->setRowCount(0);
@@ -181,6 +201,102 @@ void MainWindow::showRunVerdicts(const QString& run) {
       verdicts_->setItem(i, 3, evidence);
     }
     for (int c = 0; c < 3; ++c) verdicts_->resizeColumnToContents(c);
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+  }
+}
+
+bool MainWindow::selectItem(const QString& path) {
+  lastError_.clear();
+  QModelIndex at;
+  for (const QString& name : path.split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
+    QModelIndex found;
+    for (int r = 0; r < model_->rowCount(at) && !found.isValid(); ++r)
+      if (model_->index(r, 0, at).data().toString() == name) found = model_->index(r, 0, at);
+    if (!found.isValid()) {
+      reportError(tr("the session has no item '%1'").arg(path));
+      return false;
+    }
+    at = found;
+  }
+  if (!at.isValid()) return false;
+  tree_->scrollTo(at);
+  tree_->setCurrentIndex(at);  // showItem follows
+  return lastError_.isEmpty();
+}
+
+QCustomPlot* MainWindow::currentPlot() const {
+  return central_->currentWidget() == savePanel_ ? savePanel_->currentPlot() : errorPlot_->plot();
+}
+
+void MainWindow::exportCurrentPlot() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), QString(),
+                                                    tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportPlot(currentPlot(), path, &error)) reportError(error);
+  else statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+}
+
+void MainWindow::exportCurrentTable() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export table"), QString(), tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(currentCsv().toUtf8()) < 0) {
+    reportError(tr("could not write %1").arg(path));
+    return;
+  }
+  statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+}
+
+QString MainWindow::currentCsv() const {
+  if (central_->currentWidget() == savePanel_) return savePanel_->currentCsv();
+  QStringList lines{QStringLiteral("call,error_model,confidence,evidence")};
+  for (int r = 0; r < verdicts_->rowCount(); ++r) {
+    QStringList cells;
+    for (int c = 0; c < verdicts_->columnCount(); ++c) {
+      QString text = verdicts_->item(r, c) ? verdicts_->item(r, c)->text() : QString();
+      if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')))
+        text = QLatin1Char('"') + text.replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
+      cells << text;
+    }
+    lines << cells.join(QLatin1Char(','));
+  }
+  return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+void MainWindow::showItem(const QModelIndex& current) {
+  if (!reader_ || !current.isValid()) return;
+  using Kind = SessionTreeModel::NodeKind;
+  const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
+  const std::string key = current.data(SessionTreeModel::KeyRole).toString().toStdString();
+  try {
+    if (kind == Kind::SaveResult || kind == Kind::SaveLayer) {
+      const std::string id = kind == Kind::SaveLayer
+                                 ? current.parent().data(SessionTreeModel::KeyRole).toString().toStdString()
+                                 : key;
+      if (id != shownAnalysis_) {
+        savePanel_->showAnalysis(save::loadAnalysis(*reader_, id));
+        shownAnalysis_ = id;
+      }
+      if (kind == Kind::SaveLayer) {
+        savePanel_->selectLayerNamed(current.sibling(current.row(), SessionTreeModel::NameColumn).data().toString());
+        savePanel_->setCurrentTab(SavePanel::TilesTab);
+      } else {
+        savePanel_->setCurrentTab(SavePanel::BitsTab);
+      }
+      central_->setCurrentWidget(savePanel_);
+      return;
+    }
+    if (key.empty()) return;
+    showRunVerdicts(QString::fromStdString(key));
+    for (const store::RunInfo& r : model_->summary().runs)
+      if (r.name == key && r.spec.kind == "save_campaign" &&
+          std::find(r.tables.begin(), r.tables.end(), "points") != r.tables.end()) {
+        savePanel_->showCampaign(save::loadCampaign(*reader_, key));
+        savePanel_->setCurrentTab(SavePanel::CampaignTab);
+        central_->setCurrentWidget(savePanel_);
+      }
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
   }

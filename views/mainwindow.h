@@ -3,12 +3,15 @@
 #include <QMainWindow>
 
 #include <memory>
+#include <string>
 
 namespace peat::store {
 class SessionReader;
 }
 
+class QCustomPlot;
 class QMenu;
+class QTabWidget;
 class QTableWidget;
 class QTreeView;
 class QLabel;
@@ -19,6 +22,7 @@ class SessionTreeModel;
 class OverviewPanel;
 class DevicesPanel;
 class ErrorPlotPanel;
+class SavePanel;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -30,9 +34,17 @@ class MainWindow : public QMainWindow {
   // Opens a session; on failure shows the reason and keeps the current session. Returns success.
   bool openSession(const QString& path);
   void closeSession();
+  // Selects the session tree item at a path of display names joined by '/', e.g.
+  // "SAVE/lenet-symbolic/conv2" or "save-campaign"; its view opens. False when there is none.
+  bool selectItem(const QString& path);
   QString sessionPath() const { return sessionPath_; }
   QString lastError() const { return lastError_; }
   SessionTreeModel* sessionModel() const { return model_; }
+  SavePanel* savePanel() const { return savePanel_; }
+  QTreeView* sessionTree() const { return tree_; }
+  // The plot and the table (CSV) that File > Export and Edit > Copy act on.
+  QCustomPlot* currentPlot() const;
+  QString currentCsv() const;
   // When set, failures go to the status bar only (no dialog): tests and --screenshot use it.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
 
@@ -45,6 +57,9 @@ class MainWindow : public QMainWindow {
   void refreshRecentMenu();
   void rememberRecent(const QString& path);
   void showRunVerdicts(const QString& run);
+  void showItem(const QModelIndex& current);
+  void exportCurrentPlot();
+  void exportCurrentTable();
   void reportError(const QString& text);
 
   std::unique_ptr<store::SessionReader> reader_;
@@ -56,6 +71,9 @@ class MainWindow : public QMainWindow {
   OverviewPanel* overview_;
   DevicesPanel* devices_;
   ErrorPlotPanel* errorPlot_;
+  SavePanel* savePanel_;
+  QTabWidget* central_;
+  std::string shownAnalysis_;
   QTableWidget* verdicts_;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;

@@ -8,7 +8,7 @@ namespace peat::views {
 
 struct SessionTreeModel::Node {
   NodeKind kind;
-  QString name, detail, tooltip;
+  QString name, detail, tooltip, key;
   bool incomplete = false;
   Node* parent = nullptr;
   int row = 0;
@@ -76,8 +76,37 @@ void SessionTreeModel::rebuild() {
     }
   }
   if (!summary_.saveResults.empty()) {
-    Node* s = root_->add(NodeKind::SaveGroup, tr("SAVE"), tr("%n result(s)", nullptr, int(summary_.saveResults.size())));
-    for (const std::string& id : summary_.saveResults) s->add(NodeKind::SaveResult, qs(id), QString());
+    // A result "<id>.<layer>" is a layer of the result "<id>": listed under it.
+    std::vector<std::string> tops;
+    for (const std::string& id : summary_.saveResults) {
+      bool child = false;
+      for (const std::string& other : summary_.saveResults)
+        child = child || (id.size() > other.size() + 1 && id.compare(0, other.size(), other) == 0 && id[other.size()] == '.');
+      if (!child) tops.push_back(id);
+    }
+    Node* s = root_->add(NodeKind::SaveGroup, tr("SAVE"), tr("%n result(s)", nullptr, int(tops.size())));
+    for (const std::string& top : tops) {
+      int layers = 0;
+      for (const std::string& id : summary_.saveResults) layers += id.rfind(top + ".", 0) == 0;
+      Node* t = s->add(NodeKind::SaveResult, qs(top), layers ? tr("%n layer(s)", nullptr, layers) : QString());
+      t->key = qs(top);
+      for (const std::string& id : summary_.saveResults)
+        if (id.rfind(top + ".", 0) == 0) {
+          Node* l = t->add(NodeKind::SaveLayer, qs(id.substr(top.size() + 1)), QString());
+          l->key = qs(id);
+        }
+    }
+  }
+  // Runs and everything under them carry the run's name.
+  for (const auto& run : root_->children) {
+    if (run->kind != NodeKind::Run) continue;
+    std::vector<Node*> stack{run.get()};
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      n->key = run->name;
+      for (const auto& c : n->children) stack.push_back(c.get());
+    }
   }
 }
 
@@ -113,6 +142,8 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
     case Qt::ToolTipRole: return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
+    case KindRole: return int(n->kind);
+    case KeyRole: return n->key;
     case Qt::ForegroundRole:
       if (n->incomplete) return QBrush(QColor(0xb0, 0x40, 0x20));
       return {};

@@ -15,7 +15,9 @@ class SessionTreeModel : public QAbstractItemModel {
   Q_OBJECT
  public:
   enum Column { NameColumn, DetailColumn, ColumnCount };
-  enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult };
+  enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult, SaveLayer };
+  // KindRole: the NodeKind (as int); KeyRole: the run name (runs and below), or the SAVE result id.
+  enum Role { KindRole = Qt::UserRole + 1, KeyRole };
 
   explicit SessionTreeModel(QObject* parent = nullptr);
   ~SessionTreeModel() override;

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
                                 QStringLiteral("Render the main window to a PNG file once shown, then quit."),
                                 QStringLiteral("file"));
   parser.addOption(screenshot);
+  QCommandLineOption select(QStringLiteral("select"),
+                            QStringLiteral("Open the view of a session item, by its path in the tree, e.g. SAVE/lenet-symbolic."),
+                            QStringLiteral("path"));
+  parser.addOption(select);
   parser.process(app);
 
   peat::views::MainWindow window;
@@ -36,6 +40,7 @@ int main(int argc, char** argv) {
   window.show();
   bool opened = true;
   if (!parser.positionalArguments().isEmpty()) opened = window.openSession(parser.positionalArguments().constFirst());
+  if (opened && parser.isSet(select)) opened = window.selectItem(parser.value(select));
 
   if (shooting) {
     const QString file = parser.value(screenshot);

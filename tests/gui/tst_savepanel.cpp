@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// The workbench's SAVE views on a session `peat save analyze` and `peat save campaign` wrote
+// (path in PEAT_SAVE_SESSION): what each plot draws equals what the session holds, the tree
+// selects them, plots export as PNG, SVG and PDF, tables as CSV, and each view is rendered to a
+// PNG under the build tree (look at them: savepanel-*.png).
+#include "views/qcustomplot_include.h"  // first: see the header
+
+#include <QtTest>
+
+#include "core/save/results.h"
+#include "views/mainwindow.h"
+#include "views/savepanel.h"
+
+using peat::views::MainWindow;
+using peat::views::SavePanel;
+
+class TestSavePanel : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void bitClassBarsMatchTheSession();
+  void tileMapShowsPlacement();
+  void campaignLinesPerScheme();
+  void exportsAndCsv();
+  void unknownItemIsRefused();
+
+ private:
+  QString session_;
+  peat::save::StoredAnalysis analysis_;
+  std::unique_ptr<MainWindow> window_;
+  void shoot(const QString& name) {
+    QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/savepanel-") + name + QStringLiteral(".png")));
+  }
+};
+
+void TestSavePanel::initTestCase() {
+  session_ = qEnvironmentVariable("PEAT_SAVE_SESSION");
+  QVERIFY2(QFileInfo::exists(session_), "PEAT_SAVE_SESSION names no session (run through ctest)");
+  const peat::store::SessionReader reader(session_.toStdString());
+  QCOMPARE(peat::save::storedAnalyses(reader), std::vector<std::string>{"lenet-symbolic"});
+  analysis_ = peat::save::loadAnalysis(reader, "lenet-symbolic");
+  QCOMPARE(int(analysis_.layers.size()), 12);
+  window_ = std::make_unique<MainWindow>();
+  window_->setQuietErrors(true);
+  window_->resize(1500, 900);
+  window_->show();
+  QVERIFY(window_->openSession(session_));
+}
+
+void TestSavePanel::bitClassBarsMatchTheSession() {
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic")));
+  SavePanel* panel = window_->savePanel();
+  QCOMPARE(panel->currentTab(), SavePanel::BitsTab);
+  QCOMPARE(panel->layerCount(), 12);
+  QCustomPlot* plot = panel->bitsPlot();
+  QCOMPARE(plot->plottableCount(), 3);  // vulnerable, ranging, robust, stacked
+  for (int k = 0; k < 3; ++k) {
+    auto* bars = qobject_cast<QCPBars*>(plot->plottable(k));
+    QVERIFY(bars);
+    QCOMPARE(bars->data()->size(), 12);
+    for (int i = 0; i < 12; ++i) {
+      const peat::save::StoredLayer& l = analysis_.layers[std::size_t(i)];
+      const double bits = 32.0 * double(l.elements);
+      const double want = 100 * (k == 0 ? l.vulnerableBits : k == 1 ? l.rangingBits : l.robustBits) / bits;
+      QCOMPARE(bars->data()->at(i)->value, want);
+    }
+  }
+  // the three classes cover every bit of a layer
+  for (const peat::save::StoredLayer& l : analysis_.layers)
+    QCOMPARE(l.robustBits + l.rangingBits + l.vulnerableBits, 32.0 * double(l.elements));
+  shoot(QStringLiteral("bits"));
+}
+
+void TestSavePanel::tileMapShowsPlacement() {
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv2")));
+  SavePanel* panel = window_->savePanel();
+  QCOMPARE(panel->currentTab(), SavePanel::TilesTab);
+  int index = -1;
+  for (int i = 0; i < 12; ++i)
+    if (analysis_.layers[std::size_t(i)].name == "conv2") index = i;
+  QCOMPARE(panel->currentLayer(), index);
+  const peat::save::StoredLayer& l = analysis_.layers[std::size_t(index)];
+  QCustomPlot* plot = panel->tilePlot();
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), int(2 * l.tilesAcross));
+  QCOMPARE(map->data()->valueSize(), int(2 * l.tilesDown));
+  for (int64_t t = 0; t < l.tilesDown * l.tilesAcross; ++t)
+    QCOMPARE(map->data()->cell(int(2 * (t % l.tilesAcross)), int(2 * (t / l.tilesAcross))), double(l.tileShare[std::size_t(t)]));
+  int reliable = 0;
+  for (uint8_t r : l.tileReliable) reliable += r;
+  QCOMPARE(plot->itemCount(), reliable);  // one frame per tile in reliable memory
+  shoot(QStringLiteral("tiles"));
+}
+
+void TestSavePanel::campaignLinesPerScheme() {
+  QVERIFY(window_->selectItem(QStringLiteral("save-campaign")));
+  SavePanel* panel = window_->savePanel();
+  QCOMPARE(panel->currentTab(), SavePanel::CampaignTab);
+  const peat::store::SessionReader reader(session_.toStdString());
+  const peat::save::StoredCampaign c = peat::save::loadCampaign(reader, "save-campaign");
+  QCOMPARE(int(c.series.size()), 3);  // none, save, ecc
+  QCustomPlot* plot = panel->campaignPlot();
+  QCOMPARE(plot->graphCount(), 3);
+  QCOMPARE(plot->xAxis->scaleType(), QCPAxis::stLogarithmic);
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    const QString name = plot->graph(g)->name();
+    const auto it = std::find_if(c.series.begin(), c.series.end(), [&](const peat::save::CampaignSeries& s) {
+      return name.startsWith(QString::fromStdString(s.scheme) + QLatin1Char(' '));
+    });
+    QVERIFY2(it != c.series.end(), qPrintable(name));
+    QCOMPARE(plot->graph(g)->data()->size(), int(it->flips.size()));
+    for (int i = 0; i < int(it->flips.size()); ++i) {
+      QCOMPARE(plot->graph(g)->data()->at(i)->key, it->flips[std::size_t(i)]);
+      QCOMPARE(plot->graph(g)->data()->at(i)->value, 100 * it->accuracy[std::size_t(i)]);
+    }
+  }
+  // the campaign's point: at 4096 flips SAVE keeps its accuracy where no protection loses it
+  const auto find = [&](const char* s) { return *std::find_if(c.series.begin(), c.series.end(), [&](const auto& x) { return x.scheme == s; }); };
+  QVERIFY(find("save").accuracy.back() > find("none").accuracy.back() + 0.2);
+  shoot(QStringLiteral("campaign"));
+}
+
+void TestSavePanel::exportsAndCsv() {
+  QTemporaryDir dir;
+  SavePanel* panel = window_->savePanel();
+  for (const SavePanel::Tab tab : {SavePanel::BitsTab, SavePanel::TilesTab, SavePanel::CampaignTab}) {
+    panel->setCurrentTab(tab);
+    for (const char* suffix : {"png", "svg", "pdf"}) {
+      const QString path = dir.filePath(QStringLiteral("plot%1.%2").arg(int(tab)).arg(QLatin1String(suffix)));
+      QString error;
+      QVERIFY2(peat::views::exportPlot(window_->currentPlot(), path, &error), qPrintable(error));
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      const QByteArray head = f.read(64);
+      if (QLatin1String(suffix) == QLatin1String("png")) QVERIFY(head.startsWith("\x89PNG"));
+      if (QLatin1String(suffix) == QLatin1String("pdf")) QVERIFY(head.startsWith("%PDF"));
+      if (QLatin1String(suffix) == QLatin1String("svg")) {
+        const QByteArray svg = head + f.readAll();
+        QVERIFY(svg.contains("<svg") && svg.size() > 2000);
+        f.copy(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/savepanel-export%1.svg").arg(int(tab)));
+      }
+    }
+  }
+  QString error;
+  QVERIFY(!peat::views::exportPlot(panel->bitsPlot(), dir.filePath(QStringLiteral("x.bmpx")), &error));
+  QVERIFY(error.contains(QStringLiteral("use .png, .svg or .pdf")));
+  panel->setCurrentTab(SavePanel::BitsTab);
+  const QStringList lines = window_->currentCsv().trimmed().split(QLatin1Char('\n'));
+  QCOMPARE(lines.size(), 13);
+  QCOMPARE(lines.first(), QStringLiteral("layer,op,elements,robust_bits,ranging_bits,vulnerable_bits,type2"));
+  QVERIFY(lines.at(1).startsWith(QString::fromStdString(analysis_.layers[0].name) + QLatin1Char(',')));
+}
+
+void TestSavePanel::unknownItemIsRefused() {
+  QVERIFY(!window_->selectItem(QStringLiteral("SAVE/no-such-analysis")));
+  QVERIFY(window_->lastError().contains(QStringLiteral("no item 'SAVE/no-such-analysis'")));
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic")));  // still usable
+}
+
+QTEST_MAIN(TestSavePanel)
+#include "tst_savepanel.moc"

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+#include "views/qcustomplot_include.h"  // first: see the header
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QLabel>
+#include <QSvgGenerator>
+#include <QTabWidget>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "views/savepanel.h"
+
+namespace peat::views {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Bit classes: the colours of the per-layer bars and the heatmap's legend.
+const QColor kRobust(0x4c, 0xaf, 0x50), kRanging(0xff, 0xb3, 0x00), kVulnerable(0xd3, 0x2f, 0x2f);
+
+QColor schemeColor(const std::string& scheme) {
+  if (scheme == "none") return QColor(0x75, 0x75, 0x75);
+  if (scheme == "save") return QColor(0xd3, 0x2f, 0x2f);
+  if (scheme == "tmr") return QColor(0x19, 0x76, 0xd2);
+  if (scheme == "ranger") return QColor(0x38, 0x8e, 0x3c);
+  if (scheme == "ecc") return QColor(0x8e, 0x24, 0xaa);
+  return QColor(0x00, 0x83, 0x8f);
+}
+
+// Plot colours from the widget's palette, so a dark desktop gets a dark plot.
+void followPalette(QCustomPlot* plot) {
+  const QPalette p = plot->palette();
+  plot->setBackground(p.color(QPalette::Base));
+  for (QCPAxis* axis : plot->axisRect()->axes()) {
+    axis->setBasePen(QPen(p.color(QPalette::Text)));
+    axis->setTickPen(QPen(p.color(QPalette::Text)));
+    axis->setSubTickPen(QPen(p.color(QPalette::Text)));
+    axis->setTickLabelColor(p.color(QPalette::Text));
+    axis->setLabelColor(p.color(QPalette::Text));
+  }
+  plot->legend->setBrush(p.color(QPalette::Base));
+  plot->legend->setTextColor(p.color(QPalette::Text));
+}
+
+void message(QCustomPlot* plot, const QString& text) {
+  auto* label = new QCPItemText(plot);
+  label->position->setType(QCPItemPosition::ptAxisRectRatio);
+  label->position->setCoords(0.5, 0.5);
+  label->setText(text);
+  label->setColor(QColor(0x80, 0x80, 0x80));
+}
+
+QCustomPlot* newPlot(QWidget* parent) {
+  auto* plot = new QCustomPlot(parent);
+  plot->setMinimumSize(320, 240);
+  followPalette(plot);
+  plot->setMouseTracking(true);
+  return plot;
+}
+
+}  // namespace
+
+SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  tabs_ = new QTabWidget(this);
+  layout->addWidget(tabs_);
+
+  bits_ = newPlot(this);
+  bits_->plotLayout()->insertRow(0);
+  bitsTitle_ = new QCPTextElement(bits_, QString());
+  bits_->plotLayout()->addElement(0, 0, bitsTitle_);
+  bits_->axisRect()->insetLayout()->take(bits_->legend);  // the legend goes below the bars, in one row
+  bits_->plotLayout()->addElement(2, 0, bits_->legend);
+  bits_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  bits_->plotLayout()->setRowStretchFactor(2, 0.001);
+  bits_->setToolTip(tr("Per layer, the share of all activation bits in each class.\n"
+                       "robust: a flip moves the value by less than tau, or the next ReLU hides it;\n"
+                       "ranging: every value of the range shares it, so a flip leaves the range (caught by the range check);\n"
+                       "vulnerable: neither; a value with a vulnerable bit is type 2 and is verified by recomputation."));
+  tabs_->addTab(bits_, tr("Bit classes"));
+
+  auto* tilePage = new QWidget(this);
+  auto* tileLayout = new QVBoxLayout(tilePage);
+  tileLayout->setContentsMargins(0, 0, 0, 0);
+  layerBox_ = new QComboBox(tilePage);
+  layerBox_->setToolTip(tr("The layer whose tiles are shown"));
+  tileInfo_ = new QLabel(tilePage);
+  tiles_ = newPlot(tilePage);
+  tiles_->setToolTip(tr("Each cell is one tile of the layer's output, coloured by its share of type-2 values\n"
+                        "(values with a vulnerable bit). Framed cells sit in reliable memory."));
+  tileLayout->addWidget(layerBox_);
+  tileLayout->addWidget(tileInfo_);
+  tileLayout->addWidget(tiles_, 1);
+  tabs_->addTab(tilePage, tr("Tiles"));
+  connect(layerBox_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index >= 0 && index != layer_) selectLayer(index);
+  });
+
+  campaign_ = newPlot(this);
+  campaign_->setToolTip(tr("Top-1 accuracy on the test images against the number of bit flips per inference,\n"
+                           "one line per protection scheme; the legend gives each scheme's fault-free latency."));
+  tabs_->addTab(campaign_, tr("Campaign"));
+
+  connect(bits_, &QCustomPlot::mouseMove, this, &SavePanel::hoverBits);
+  connect(tiles_, &QCustomPlot::mouseMove, this, &SavePanel::hoverTiles);
+  connect(campaign_, &QCustomPlot::mouseMove, this, &SavePanel::hoverCampaign);
+  for (QCustomPlot* p : {bits_, tiles_, campaign_}) message(p, tr("Select a SAVE result or campaign in the session"));
+}
+
+void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
+  analysis_ = analysis;
+  layer_ = -1;
+  drawBits();
+  {
+    const QSignalBlocker block(layerBox_);
+    layerBox_->clear();
+    for (const save::StoredLayer& l : analysis_.layers) layerBox_->addItem(qs(l.name) + QStringLiteral(" (") + qs(l.op) + QLatin1Char(')'));
+  }
+  if (!analysis_.layers.empty()) selectLayer(0);
+}
+
+void SavePanel::drawBits() {
+  bits_->clearPlottables();
+  bits_->clearItems();
+  const int n = int(analysis_.layers.size());
+  QVector<double> x, robust, ranging, vulnerable;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int i = 0; i < n; ++i) {
+    const save::StoredLayer& l = analysis_.layers[std::size_t(i)];
+    const double bits = std::max(1.0, 32.0 * double(l.elements));
+    x << i + 1;
+    robust << 100 * l.robustBits / bits;
+    ranging << 100 * l.rangingBits / bits;
+    vulnerable << 100 * l.vulnerableBits / bits;
+    ticker->addTick(i + 1, qs(l.name));
+  }
+  auto bars = [&](const QString& name, const QColor& color, const QVector<double>& values, QCPBars* below) {
+    auto* b = new QCPBars(bits_->xAxis, bits_->yAxis);
+    b->setName(name);
+    b->setPen(Qt::NoPen);
+    b->setBrush(color);
+    b->setWidth(0.75);
+    b->setData(x, values, true);
+    if (below) b->moveAbove(below);
+    return b;
+  };
+  QCPBars* v = bars(tr("vulnerable"), kVulnerable, vulnerable, nullptr);
+  QCPBars* g = bars(tr("ranging"), kRanging, ranging, v);
+  bars(tr("robust"), kRobust, robust, g);
+  bits_->xAxis->setTicker(ticker);
+  bits_->xAxis->setTickLabelRotation(60);
+  bits_->xAxis->setSubTicks(false);
+  bits_->xAxis->setRange(0.3, n + 0.7);
+  bits_->yAxis->setRange(0, 100);
+  bits_->yAxis->setLabel(tr("share of the layer's bits (%)"));
+  bitsTitle_->setText(tr("%1, %2 ranges (%3), tau %4: %5 of %6 values type 2")
+                          .arg(qs(analysis_.model), qs(analysis_.mode), qs(analysis_.ranges))
+                          .arg(analysis_.tau)
+                          .arg(analysis_.type2)
+                          .arg(analysis_.elements));
+  bits_->legend->setVisible(true);
+  followPalette(bits_);
+  bits_->replot();
+}
+
+void SavePanel::selectLayer(int layer) {
+  if (layer < 0 || layer >= int(analysis_.layers.size())) return;
+  layer_ = layer;
+  {
+    const QSignalBlocker block(layerBox_);
+    layerBox_->setCurrentIndex(layer);
+  }
+  drawTiles();
+}
+
+bool SavePanel::selectLayerNamed(const QString& name) {
+  for (std::size_t i = 0; i < analysis_.layers.size(); ++i)
+    if (qs(analysis_.layers[i].name) == name) {
+      selectLayer(int(i));
+      return true;
+    }
+  return false;
+}
+
+void SavePanel::drawTiles() {
+  tiles_->clearPlottables();
+  tiles_->clearItems();
+  const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
+  auto* map = new QCPColorMap(tiles_->xAxis, tiles_->yAxis);
+  // Two cells per tile each way: the map then covers [0, across] x [0, down] exactly, one tile
+  // per unit square, even when a layer is one tile high or wide.
+  map->data()->setSize(int(2 * l.tilesAcross), int(2 * l.tilesDown));
+  map->data()->setRange(QCPRange(0.25, double(l.tilesAcross) - 0.25), QCPRange(0.25, double(l.tilesDown) - 0.25));
+  int reliable = 0, worst = 0;
+  QVector<double> rx, ry;
+  for (int r = 0; r < int(l.tilesDown); ++r)
+    for (int c = 0; c < int(l.tilesAcross); ++c) {
+      const std::size_t t = std::size_t(r) * std::size_t(l.tilesAcross) + std::size_t(c);
+      for (int k = 0; k < 4; ++k) map->data()->setCell(2 * c + k % 2, 2 * r + k / 2, l.tileShare[t]);
+      if (l.tileShare[t] > l.tileShare[std::size_t(worst)]) worst = int(t);
+      if (l.tileReliable[t]) {
+        ++reliable;
+        rx << c;
+        ry << r;
+      }
+    }
+  QCPColorGradient gradient;  // green: no type-2 value; amber; dark red: all type 2
+  gradient.clearColorStops();
+  gradient.setColorStopAt(0, QColor(0x2e, 0x7d, 0x32));
+  gradient.setColorStopAt(0.5, QColor(0xff, 0xb3, 0x00));
+  gradient.setColorStopAt(1, QColor(0xb7, 0x1c, 0x1c));
+  gradient.setLevelCount(64);
+  map->setGradient(gradient);
+  map->setDataRange(QCPRange(0, 1));
+  map->setInterpolate(false);
+  map->setName(tr("type-2 share"));
+  map->removeFromLegend();
+  if (!scale_) {
+    scale_ = new QCPColorScale(tiles_);
+    tiles_->plotLayout()->addElement(0, 1, scale_);
+    scale_->setLabel(tr("share of type-2 values"));
+  }
+  map->setColorScale(scale_);  // the scale takes over the gradient and range: set them there
+  scale_->setGradient(gradient);
+  scale_->setDataRange(QCPRange(0, 1));
+  // Reliable tiles get a frame: one rectangle each (a marker per tile for very large layers).
+  const QPen frame(QColor(0x00, 0xb8, 0xd4), 2);
+  if (rx.size() <= 4000) {
+    for (int i = 0; i < rx.size(); ++i) {
+      auto* box = new QCPItemRect(tiles_);
+      box->topLeft->setCoords(rx[i] + 0.08, ry[i] + 0.08);
+      box->bottomRight->setCoords(rx[i] + 0.92, ry[i] + 0.92);
+      box->setPen(frame);
+    }
+  } else {
+    QCPGraph* marks = tiles_->addGraph();
+    marks->setLineStyle(QCPGraph::lsNone);
+    marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, frame, Qt::NoBrush, 6));
+    for (int i = 0; i < rx.size(); ++i) marks->addData(rx[i] + 0.5, ry[i] + 0.5);
+  }
+  for (QCPAxis* axis : {tiles_->xAxis, tiles_->yAxis}) {  // whole tiles: integer ticks
+    QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
+    whole->setTickStep(1);
+    whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    axis->setTicker(whole);
+  }
+  tiles_->xAxis->setLabel(tr("tile column (%1 values wide)").arg(l.tileCols));
+  tiles_->yAxis->setLabel(tr("tile row (%1 values high)").arg(l.tileRows));
+  tiles_->xAxis->setRange(0, double(l.tilesAcross));
+  tiles_->yAxis->setRange(0, double(l.tilesDown));
+  tiles_->yAxis->setRangeReversed(true);
+  tiles_->legend->setVisible(false);
+  const std::size_t w = std::size_t(worst);
+  tileInfo_->setText(tr("%1: %2 x %3 tiles, %4 in reliable memory (framed); %5 of %6 values type 2; highest tile share %7% (row %8, column %9)")
+                         .arg(qs(l.name))
+                         .arg(l.tilesDown)
+                         .arg(l.tilesAcross)
+                         .arg(reliable)
+                         .arg(l.type2)
+                         .arg(l.elements)
+                         .arg(100.0 * double(l.tileShare[w]), 0, 'f', 1)
+                         .arg(int64_t(w) / l.tilesAcross)
+                         .arg(int64_t(w) % l.tilesAcross));
+  followPalette(tiles_);
+  tiles_->replot();
+}
+
+void SavePanel::showCampaign(const save::StoredCampaign& c) {
+  campaignData_ = c;
+  campaign_->clearPlottables();
+  campaign_->clearItems();
+  double top = 0;
+  int skipped = 0;
+  std::vector<save::CampaignSeries> order = c.series;  // SAVE drawn last, on top of lines it meets
+  std::stable_partition(order.begin(), order.end(), [](const save::CampaignSeries& s) { return s.scheme != "save"; });
+  for (const save::CampaignSeries& s : order) {
+    QCPGraph* g = campaign_->addGraph();
+    g->setName(s.latencyRatio > 0 ? tr("%1 (latency %2x)").arg(qs(s.scheme)).arg(s.latencyRatio, 0, 'f', 2) : qs(s.scheme));
+    QPen pen(schemeColor(s.scheme), s.scheme == "save" ? 3 : 2);
+    if (s.scheme == "ecc") pen.setStyle(Qt::DashLine);
+    g->setPen(pen);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    QVector<double> x, y;
+    for (std::size_t i = 0; i < s.flips.size(); ++i) {
+      if (s.flips[i] <= 0) {  // no place on a log axis
+        ++skipped;
+        continue;
+      }
+      x << s.flips[i];
+      y << 100 * s.accuracy[i];
+      top = std::max(top, s.flips[i]);
+    }
+    g->setData(x, y, true);
+  }
+  campaign_->xAxis->setScaleType(QCPAxis::stLogarithmic);
+  QSharedPointer<QCPAxisTickerLog> log(new QCPAxisTickerLog);
+  log->setLogBase(2);
+  log->setSubTickCount(0);
+  campaign_->xAxis->setTicker(log);
+  campaign_->xAxis->setNumberFormat(QStringLiteral("f"));
+  campaign_->xAxis->setNumberPrecision(0);
+  campaign_->xAxis->setLabel(tr("bit flips per inference") + (skipped ? tr(" (points at 0 flips not shown)") : QString()));
+  campaign_->xAxis->setRange(0.8, std::max(2.0, top * 1.25));
+  campaign_->yAxis->setLabel(tr("top-1 accuracy (%)"));
+  campaign_->yAxis->setRange(0, 100);
+  campaign_->legend->setVisible(true);
+  campaign_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+  followPalette(campaign_);
+  campaign_->replot();
+}
+
+void SavePanel::setCurrentTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
+SavePanel::Tab SavePanel::currentTab() const { return Tab(tabs_->currentIndex()); }
+
+QCustomPlot* SavePanel::currentPlot() const {
+  switch (currentTab()) {
+    case BitsTab: return bits_;
+    case TilesTab: return tiles_;
+    case CampaignTab: return campaign_;
+  }
+  return bits_;
+}
+
+QString SavePanel::currentCsv() const {
+  QStringList lines;
+  if (currentTab() == BitsTab) {
+    lines << QStringLiteral("layer,op,elements,robust_bits,ranging_bits,vulnerable_bits,type2");
+    for (const save::StoredLayer& l : analysis_.layers)
+      lines << QStringLiteral("%1,%2,%3,%4,%5,%6,%7").arg(qs(l.name), qs(l.op)).arg(l.elements).arg(l.robustBits, 0, 'f', 0)
+                   .arg(l.rangingBits, 0, 'f', 0).arg(l.vulnerableBits, 0, 'f', 0).arg(l.type2);
+  } else if (currentTab() == TilesTab) {
+    lines << QStringLiteral("layer,tile_row,tile_col,type2_share,reliable");
+    if (layer_ >= 0) {
+      const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
+      for (int64_t t = 0; t < l.tilesDown * l.tilesAcross; ++t)
+        lines << QStringLiteral("%1,%2,%3,%4,%5").arg(qs(l.name)).arg(t / l.tilesAcross).arg(t % l.tilesAcross)
+                     .arg(double(l.tileShare[std::size_t(t)]), 0, 'g', 6).arg(int(l.tileReliable[std::size_t(t)]));
+    }
+  } else {
+    lines << QStringLiteral("scheme,flips,accuracy,error_rate");
+    for (const save::CampaignSeries& s : campaignData_.series)
+      for (std::size_t i = 0; i < s.flips.size(); ++i)
+        lines << QStringLiteral("%1,%2,%3,%4").arg(qs(s.scheme)).arg(s.flips[i], 0, 'f', 0).arg(s.accuracy[i], 0, 'g', 6)
+                     .arg(s.errorRate[i], 0, 'g', 6);
+  }
+  return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+void SavePanel::hoverBits(QMouseEvent* event) {
+  const int i = int(std::lround(bits_->xAxis->pixelToCoord(event->position().x()))) - 1;
+  if (i < 0 || i >= int(analysis_.layers.size())) return;
+  const save::StoredLayer& l = analysis_.layers[std::size_t(i)];
+  const double bits = std::max(1.0, 32.0 * double(l.elements));
+  QToolTip::showText(event->globalPosition().toPoint(),
+                     tr("%1 (%2): robust %3%, ranging %4%, vulnerable %5%; %6 of %7 values type 2")
+                         .arg(qs(l.name), qs(l.op))
+                         .arg(100 * l.robustBits / bits, 0, 'f', 1)
+                         .arg(100 * l.rangingBits / bits, 0, 'f', 1)
+                         .arg(100 * l.vulnerableBits / bits, 0, 'f', 1)
+                         .arg(l.type2)
+                         .arg(l.elements),
+                     bits_);
+}
+
+void SavePanel::hoverTiles(QMouseEvent* event) {
+  if (layer_ < 0) return;
+  const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
+  const int c = int(std::floor(tiles_->xAxis->pixelToCoord(event->position().x())));
+  const int r = int(std::floor(tiles_->yAxis->pixelToCoord(event->position().y())));
+  if (c < 0 || r < 0 || c >= int(l.tilesAcross) || r >= int(l.tilesDown)) return;
+  const std::size_t t = std::size_t(r) * std::size_t(l.tilesAcross) + std::size_t(c);
+  QToolTip::showText(event->globalPosition().toPoint(),
+                     tr("tile row %1, column %2: %3% type 2, %4").arg(r).arg(c).arg(100.0 * double(l.tileShare[t]), 0, 'f', 1)
+                         .arg(l.tileReliable[t] ? tr("reliable memory") : tr("unreliable memory")),
+                     tiles_);
+}
+
+void SavePanel::hoverCampaign(QMouseEvent* event) {
+  const double flips = campaign_->xAxis->pixelToCoord(event->position().x());
+  QStringList lines;
+  for (const save::CampaignSeries& s : campaignData_.series) {  // the nearest point of each scheme
+    std::size_t best = s.flips.size();
+    for (std::size_t i = 0; i < s.flips.size(); ++i)
+      if (s.flips[i] > 0 && (best == s.flips.size() || std::fabs(std::log2(s.flips[i] / flips)) <
+                                                           std::fabs(std::log2(s.flips[best] / flips))))
+        best = i;
+    if (best < s.flips.size())
+      lines << tr("%1: %2% at %3 flips").arg(qs(s.scheme)).arg(100 * s.accuracy[best], 0, 'f', 1).arg(s.flips[best], 0, 'f', 0);
+  }
+  if (!lines.isEmpty()) QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), campaign_);
+}
+
+bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  bool ok = false;
+  if (suffix == QLatin1String("png")) {
+    ok = plot->savePng(path, plot->width(), plot->height(), 2.0);
+  } else if (suffix == QLatin1String("pdf")) {
+    ok = plot->savePdf(path);
+  } else if (suffix == QLatin1String("svg")) {
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(plot->size());
+    svg.setViewBox(QRect(QPoint(0, 0), plot->size()));
+    QCPPainter painter;
+    ok = painter.begin(&svg);
+    if (ok) {
+      plot->toPainter(&painter, plot->width(), plot->height());
+      ok = painter.end();
+    }
+  } else {
+    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
+    return false;
+  }
+  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
+  return ok;
+}
+
+}  // namespace peat::views

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QString>
+#include <QWidget>
+
+#include "core/save/results.h"
+
+class QCustomPlot;
+class QCPTextElement;
+class QCPColorScale;
+class QMouseEvent;
+class QComboBox;
+class QLabel;
+class QTabWidget;
+
+namespace peat::views {
+
+// SAVE's results: per-layer stacked bars of robust, ranging and vulnerable bits; the per-tile
+// share of type-2 values of one layer as a heatmap with the reliable-memory placement overlaid;
+// and a campaign's accuracy against faults per inference, one line per protection scheme, log x.
+// It only draws what core::save::results read; hovering a plot shows the values under the mouse.
+class SavePanel : public QWidget {
+  Q_OBJECT
+ public:
+  enum Tab { BitsTab, TilesTab, CampaignTab };
+
+  explicit SavePanel(QWidget* parent = nullptr);
+  void showAnalysis(const save::StoredAnalysis& analysis);
+  void showCampaign(const save::StoredCampaign& campaign);
+  void selectLayer(int layer);  // of the analysis shown
+  bool selectLayerNamed(const QString& name);
+  void setCurrentTab(Tab tab);
+  Tab currentTab() const;
+
+  QCustomPlot* bitsPlot() const { return bits_; }
+  QCustomPlot* tilePlot() const { return tiles_; }
+  QCustomPlot* campaignPlot() const { return campaign_; }
+  QCustomPlot* currentPlot() const;
+  int layerCount() const { return int(analysis_.layers.size()); }
+  int currentLayer() const { return layer_; }
+  // The values behind the current tab's plot, as CSV (header line first).
+  QString currentCsv() const;
+
+ private:
+  void drawBits();
+  void drawTiles();
+  void hoverBits(QMouseEvent* event);
+  void hoverTiles(QMouseEvent* event);
+  void hoverCampaign(QMouseEvent* event);
+
+  QTabWidget* tabs_;
+  QCustomPlot *bits_, *tiles_, *campaign_;
+  QCPTextElement* bitsTitle_;
+  QCPColorScale* scale_ = nullptr;
+  QComboBox* layerBox_;
+  QLabel* tileInfo_;
+  save::StoredAnalysis analysis_;
+  save::StoredCampaign campaignData_;
+  int layer_ = -1;
+};
+
+// Writes a plot as PNG, SVG or PDF, chosen by the file's suffix; false (with `error` set) on failure.
+bool exportPlot(QCustomPlot* plot, const QString& path, QString* error);
+
+}  // namespace peat::views
