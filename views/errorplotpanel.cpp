@@ -1,32 +1,221 @@
 // SPDX-License-Identifier: MIT
 #include "views/qcustomplot_include.h"  // first: see the header
 
+#include <QComboBox>
+#include <QSplitter>
+#include <QToolTip>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
 
 #include "views/errorplotpanel.h"
 
 namespace peat::views {
 
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+const QColor kSign(0x6a, 0x1b, 0x9a), kExponent(0xd3, 0x2f, 0x2f), kMantissa(0x19, 0x76, 0xd2);
+const QColor kCallColors[] = {QColor(0x19, 0x76, 0xd2), QColor(0xd3, 0x2f, 0x2f), QColor(0x38, 0x8e, 0x3c),
+                              QColor(0xf5, 0x7c, 0x00), QColor(0x6a, 0x1b, 0x9a), QColor(0x00, 0x83, 0x8f)};
+
+void label(QCustomPlot* plot, const QString& text) {
+  auto* item = new QCPItemText(plot);
+  item->position->setType(QCPItemPosition::ptAxisRectRatio);
+  item->position->setCoords(0.5, 0.5);
+  item->setText(text);
+  item->setColor(QColor(0x80, 0x80, 0x80));
+}
+
+QString shortCall(const std::string& call) {  // "iterations/000010/calls/000003" -> "it 10 call 3"
+  const QStringList p = qs(call).split(QLatin1Char('/'));
+  if (p.size() == 4) return QStringLiteral("it %1 call %2").arg(p[1].toInt()).arg(p[3].toInt());
+  return qs(call);
+}
+
+}  // namespace
+
 ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  plot_ = new QCustomPlot(this);
-  plot_->xAxis->setLabel(tr("log2 |candidate - golden|"));
-  plot_->yAxis->setLabel(tr("elements"));
-  plot_->xAxis->setRange(-40, 10);
-  plot_->yAxis->setRange(0, 1);
-  layout->addWidget(plot_);
-  showMessage(tr("No error report selected"));
+  scaleBox_ = new QComboBox(this);
+  scaleBox_->addItems({tr("log2 |candidate - golden|"), tr("log2 ULP distance")});
+  scaleBox_->setToolTip(tr("The error measure of the histogram"));
+  layout->addWidget(scaleBox_);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  plot_ = new QCustomPlot(split);
+  bits_ = new QCustomPlot(split);
+  plot_->setMinimumHeight(160);
+  bits_->setMinimumHeight(120);
+  plot_->setToolTip(tr("How many elements of the call's output differ from the golden kernel's by each power of two.\n"
+                       "Select several calls (Ctrl+click) to overlay them."));
+  bits_->setToolTip(tr("Elements whose bit differs, per bit position: 31 is the sign, 30-23 the exponent, 22-0 the mantissa.\n"
+                       "Precision loss shows in the low mantissa bits; bit flips and stuck-at faults in single positions."));
+  plot_->setMouseTracking(true);
+  bits_->setMouseTracking(true);
+  layout->addWidget(split, 1);
+  connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setScale(i == 0 ? Scale::Log2Abs : Scale::Log2Ulp); });
+  connect(plot_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverHistogram);
+  connect(bits_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverBits);
+  showMessage(tr("Select an analysed call (a playback run's call after 'peat analyze --session')"));
 }
 
 void ErrorPlotPanel::showMessage(const QString& text) {
-  plot_->clearItems();
-  auto* label = new QCPItemText(plot_);
-  label->position->setType(QCPItemPosition::ptAxisRectRatio);
-  label->position->setCoords(0.5, 0.5);
-  label->setText(text);
-  label->setColor(QColor(0x70, 0x70, 0x70));
+  reports_.clear();
+  for (QCustomPlot* p : {plot_, bits_}) {
+    p->clearPlottables();
+    p->clearItems();
+  }
+  plot_->xAxis->setLabel(scaleBox_->currentText());
+  plot_->yAxis->setLabel(tr("elements"));
+  plot_->xAxis->setRange(-40, 10);
+  plot_->yAxis->setRange(0, 1);
+  label(plot_, text);
   plot_->replot(QCustomPlot::rpQueuedReplot);
+  bits_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& reports) {
+  if (reports.empty()) {
+    showMessage(tr("No analysed call selected"));
+    return;
+  }
+  reports_ = reports;
+  draw();
+}
+
+void ErrorPlotPanel::setScale(Scale scale) {
+  scale_ = scale;
+  {
+    const QSignalBlocker block(scaleBox_);
+    scaleBox_->setCurrentIndex(scale == Scale::Log2Abs ? 0 : 1);
+  }
+  if (!reports_.empty()) draw();
+}
+
+void ErrorPlotPanel::draw() {
+  plot_->clearPlottables();
+  plot_->clearItems();
+  double lo = 1e9, hi = -1e9, top = 1;
+  const bool several = reports_.size() > 1;
+  for (std::size_t k = 0; k < reports_.size(); ++k) {
+    const analyzer::StoredCallReport& r = reports_[k];
+    const std::vector<uint64_t>& h = scale_ == Scale::Log2Abs ? r.log2Abs : r.log2Ulp;
+    const int first = scale_ == Scale::Log2Abs ? r.log2AbsFirstBin : 0;
+    QVector<double> x, y;
+    for (std::size_t i = 0; i < h.size(); ++i)
+      if (h[i]) {
+        x << first + int(i);
+        y << double(h[i]);
+        lo = std::min(lo, double(first + int(i)));
+        hi = std::max(hi, double(first + int(i)));
+        top = std::max(top, double(h[i]));
+      }
+    const QColor color = kCallColors[k % 6];
+    const QString name = shortCall(r.call) + (r.verdict.empty() ? QString() : QStringLiteral(" (") + qs(r.verdict) + QLatin1Char(')'));
+    if (!several) {
+      auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+      bars->setName(name);
+      bars->setWidth(0.9);
+      bars->setPen(Qt::NoPen);
+      bars->setBrush(color);
+      bars->setData(x, y, true);
+    } else {
+      QCPGraph* g = plot_->addGraph();
+      g->setName(name);
+      g->setLineStyle(QCPGraph::lsStepCenter);
+      g->setPen(QPen(color, 2));
+      g->setData(x, y, true);
+    }
+  }
+  if (lo > hi) {
+    label(plot_, tr("No element differs"));
+    lo = -1;
+    hi = 1;
+  }
+  plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+  plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  plot_->yAxis->setRange(0.8, top * 2);
+  plot_->xAxis->setRange(lo - 1.5, hi + 1.5);
+  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);  // bins are whole powers of two
+  whole->setTickStep(1);
+  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  plot_->xAxis->setTicker(whole);
+  plot_->xAxis->setLabel(scale_ == Scale::Log2Abs ? tr("log2 |candidate - golden|") : tr("log2 ULP distance"));
+  plot_->yAxis->setLabel(tr("elements (log)"));
+  plot_->legend->setVisible(true);
+  plot_->legend->setBrush(QColor(255, 255, 255, 200));
+  plot_->replot();
+
+  // bit positions of the first call, coloured by field
+  bits_->clearPlottables();
+  const analyzer::StoredCallReport& r = reports_.front();
+  QVector<double> keys[3], values[3];
+  for (int b = 0; b < int(r.bitMismatch.size()); ++b) {
+    const int field = b == 31 ? 0 : b >= 23 ? 1 : 2;
+    keys[field] << b;
+    values[field] << double(r.bitMismatch[std::size_t(b)]);
+  }
+  const QString names[3] = {tr("sign"), tr("exponent"), tr("mantissa")};
+  const QColor colors[3] = {kSign, kExponent, kMantissa};
+  double most = 1;
+  for (int f = 0; f < 3; ++f) {
+    auto* bars = new QCPBars(bits_->xAxis, bits_->yAxis);
+    bars->setName(names[f]);
+    bars->setPen(Qt::NoPen);
+    bars->setBrush(colors[f]);
+    bars->setWidth(0.8);
+    bars->setData(keys[f], values[f], true);
+    for (double v : values[f]) most = std::max(most, v);
+  }
+  bits_->xAxis->setRange(-1, 32);
+  bits_->xAxis->setRangeReversed(true);  // the sign on the left, as bits are written
+  bits_->xAxis->setLabel(tr("bit position of %1 (31 sign, 30-23 exponent, 22-0 mantissa)").arg(shortCall(r.call)));
+  bits_->yAxis->setRange(0, most * 1.1);
+  bits_->yAxis->setLabel(tr("elements"));
+  bits_->legend->setVisible(true);
+  bits_->legend->setBrush(QColor(255, 255, 255, 200));
+  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  bits_->replot();
+}
+
+QString ErrorPlotPanel::csv() const {
+  QStringList lines{QStringLiteral("call,measure,log2_bin,elements")};
+  for (const analyzer::StoredCallReport& r : reports_) {
+    for (std::size_t i = 0; i < r.log2Abs.size(); ++i)
+      if (r.log2Abs[i]) lines << QStringLiteral("%1,log2_abs,%2,%3").arg(qs(r.call)).arg(r.log2AbsFirstBin + int(i)).arg(r.log2Abs[i]);
+    for (std::size_t i = 0; i < r.log2Ulp.size(); ++i)
+      if (r.log2Ulp[i]) lines << QStringLiteral("%1,log2_ulp,%2,%3").arg(qs(r.call)).arg(i).arg(r.log2Ulp[i]);
+  }
+  return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+void ErrorPlotPanel::hoverHistogram(QMouseEvent* event) {
+  if (reports_.empty()) return;
+  const int bin = int(std::lround(plot_->xAxis->pixelToCoord(event->position().x())));
+  QStringList lines;
+  for (const analyzer::StoredCallReport& r : reports_) {
+    const std::vector<uint64_t>& h = scale_ == Scale::Log2Abs ? r.log2Abs : r.log2Ulp;
+    const int i = bin - (scale_ == Scale::Log2Abs ? r.log2AbsFirstBin : 0);
+    const uint64_t n = i >= 0 && i < int(h.size()) ? h[std::size_t(i)] : 0;
+    lines << tr("%1: %2 elements in [2^%3, 2^%4)").arg(shortCall(r.call)).arg(n).arg(bin).arg(bin + 1);
+  }
+  QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), plot_);
+}
+
+void ErrorPlotPanel::hoverBits(QMouseEvent* event) {
+  if (reports_.empty()) return;
+  const int b = int(std::lround(bits_->xAxis->pixelToCoord(event->position().x())));
+  const analyzer::StoredCallReport& r = reports_.front();
+  if (b < 0 || b >= int(r.bitMismatch.size())) return;
+  QToolTip::showText(event->globalPosition().toPoint(),
+                     tr("bit %1 (%2): differs in %3 of %4 elements").arg(b)
+                         .arg(b == 31 ? tr("sign") : b >= 23 ? tr("exponent") : tr("mantissa"))
+                         .arg(r.bitMismatch[std::size_t(b)])
+                         .arg(r.elements, 0, 'f', 0),
+                     bits_);
 }
 
 }  // namespace peat::views

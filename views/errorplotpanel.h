@@ -2,21 +2,41 @@
 #pragma once
 #include <QWidget>
 
+#include <vector>
+
+#include "core/analyzer/session_analysis.h"
+
 class QCustomPlot;
+class QComboBox;
+class QMouseEvent;
 
 namespace peat::views {
 
-// The place for error distributions (log2 |error|, log2 ULP). Histograms arrive with the analyzer;
-// until a report is selected it shows empty, labelled axes and says why.
+// Error distributions of analysed calls (from the analyzer's stored reports): a histogram of
+// log2 |candidate - golden| or of log2 ULP distance, several calls overlaid, and the mismatch count
+// per bit position, coloured by field (sign, exponent, mantissa). Hovering reads the values out.
 class ErrorPlotPanel : public QWidget {
   Q_OBJECT
  public:
+  enum class Scale { Log2Abs, Log2Ulp };
   explicit ErrorPlotPanel(QWidget* parent = nullptr);
   void showMessage(const QString& text);
+  void showReports(const std::vector<analyzer::StoredCallReport>& reports);
+  void setScale(Scale scale);
   QCustomPlot* plot() const { return plot_; }
+  QCustomPlot* bitPlot() const { return bits_; }
+  int reportCount() const { return int(reports_.size()); }
+  QString csv() const;  // the histograms shown, one row per bin and call
 
  private:
+  void draw();
+  void hoverHistogram(QMouseEvent* event);
+  void hoverBits(QMouseEvent* event);
   QCustomPlot* plot_;
+  QCustomPlot* bits_;
+  QComboBox* scaleBox_;
+  std::vector<analyzer::StoredCallReport> reports_;
+  Scale scale_ = Scale::Log2Abs;
 };
 
 }  // namespace peat::views

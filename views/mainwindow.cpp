@@ -20,6 +20,7 @@
 #include <QTableWidget>
 #include <QTreeView>
 
+#include "core/analyzer/session_analysis.h"
 #include "core/save/results.h"
 #include "core/store/session.h"
 #include "core/version.h"
@@ -83,6 +84,8 @@ void MainWindow::createDocks() {
   tree_->setAlternatingRowColors(true);
   QDockWidget* sessionDock = dock(tr("Session"), QStringLiteral("SessionDock"), tree_, Qt::LeftDockWidgetArea);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::showItem);
+  tree_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  connect(tree_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::showSelectedCalls);
 
   devices_ = new DevicesPanel(this);
   devices_->showBackends(gpu::probeBackends());
@@ -98,6 +101,7 @@ void MainWindow::createDocks() {
   verdicts_->verticalHeader()->hide();
   verdicts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  connect(verdicts_, &QTableWidget::currentCellChanged, this, [this](int row) { selectVerdictCall(row); });
   QDockWidget* verdictDock =
       dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_, Qt::BottomDockWidgetArea);
 
@@ -154,6 +158,8 @@ bool MainWindow::openSession(const QString& path) {
     const store::SessionSummary summary = reader->summary();
     reader_ = std::move(reader);
     shownAnalysis_.clear();
+    shownVerdictRun_.clear();
+    errorPlot_->showMessage(tr("Select an analysed call (Ctrl+click several to overlay them)"));
     sessionPath_ = path;
     model_->setSummary(summary);
     tree_->expandToDepth(0);
@@ -166,7 +172,10 @@ bool MainWindow::openSession(const QString& path) {
                                 .arg(summary.schemaVersion));
     statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
     rememberRecent(QFileInfo(path).absoluteFilePath());
-    if (!summary.runs.empty()) showRunVerdicts(QString::fromStdString(summary.runs.front().name));
+    if (!summary.runs.empty()) {
+      const std::string first = summary.runs.front().name, analysis = analyzer::analysisRunOf(summary, first);
+      showRunVerdicts(QString::fromStdString(analysis.empty() ? first : analysis));
+    }
     lastError_.clear();
     return true;
   } catch (const std::exception& e) {
@@ -178,6 +187,7 @@ bool MainWindow::openSession(const QString& path) {
 void MainWindow::closeSession() {
   reader_.reset();
   shownAnalysis_.clear();
+  shownVerdictRun_.clear();
   sessionPath_.clear();
   model_->clear();
   verdicts_->setRowCount(0);
@@ -188,6 +198,8 @@ void MainWindow::closeSession() {
 
 void MainWindow::showRunVerdicts(const QString& run) {
   if (!reader_) return;
+  if (run == shownVerdictRun_) return;
+  shownVerdictRun_ = run;
   try {
     const std::vector<store::Verdict> verdicts = reader_->verdicts(run.toStdString());
     verdicts_->setRowCount(int(verdicts.size()));
@@ -289,7 +301,8 @@ void MainWindow::showItem(const QModelIndex& current) {
       return;
     }
     if (key.empty()) return;
-    showRunVerdicts(QString::fromStdString(key));
+    const std::string analysis = analyzer::analysisRunOf(model_->summary(), key);
+    showRunVerdicts(QString::fromStdString(analysis.empty() ? key : analysis));
     for (const store::RunInfo& r : model_->summary().runs)
       if (r.name == key && r.spec.kind == "save_campaign" &&
           std::find(r.tables.begin(), r.tables.end(), "points") != r.tables.end()) {
@@ -299,6 +312,73 @@ void MainWindow::showItem(const QModelIndex& current) {
       }
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::showSelectedCalls() {
+  if (!reader_) return;
+  using Kind = SessionTreeModel::NodeKind;
+  std::vector<analyzer::StoredCallReport> reports;
+  QString missing;
+  for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
+    if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
+    const std::string run = index.data(SessionTreeModel::KeyRole).toString().toStdString();
+    const std::string analysis = analyzer::analysisRunOf(model_->summary(), run);
+    if (analysis.empty()) {
+      missing = tr("Run %1 has no analysis: run 'peat analyze --session %2 --run %1'")
+                    .arg(QString::fromStdString(run), QFileInfo(sessionPath_).fileName());
+      continue;
+    }
+    try {
+      reports.push_back(analyzer::loadCallReport(*reader_, analysis, index.data(SessionTreeModel::PathRole).toString().toStdString()));
+    } catch (const std::exception&) {
+      missing = tr("No report for this call in %1 (it may not have been replayed)").arg(QString::fromStdString(analysis));
+    }
+    if (reports.size() >= 6) break;  // a readable overlay
+  }
+  if (!reports.empty()) {
+    errorPlot_->showReports(reports);
+    highlightVerdicts(reports);
+  } else if (!missing.isEmpty()) {
+    errorPlot_->showMessage(missing);
+  }
+}
+
+void MainWindow::highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports) {
+  const QSignalBlocker block(verdicts_);
+  verdicts_->clearSelection();
+  for (int r = 0; r < verdicts_->rowCount(); ++r)
+    for (const analyzer::StoredCallReport& rep : reports)
+      if (verdicts_->item(r, 0) && verdicts_->item(r, 0)->text() == QString::fromStdString(rep.call)) {
+        verdicts_->selectRow(r);
+        verdicts_->scrollToItem(verdicts_->item(r, 0));
+      }
+}
+
+void MainWindow::selectVerdictCall(int row) {
+  // The verdict's call, in the run its analysis replayed: selected in the tree, its plots shown.
+  if (row < 0 || !verdicts_->item(row, 0)) return;
+  const QString call = verdicts_->item(row, 0)->text();
+  std::string run;
+  for (const store::RunInfo& r : model_->summary().runs)
+    if (r.name == shownVerdictRun_.toStdString()) {
+      const auto it = r.attributes.find("candidate_run");
+      if (it != r.attributes.end()) run = it->second;
+    }
+  if (run.empty()) return;
+  for (int i = 0; i < model_->rowCount(); ++i) {
+    const QModelIndex top = model_->index(i, 0);
+    if (top.data().toString().toStdString() != run) continue;
+    for (int it = 0; it < model_->rowCount(top); ++it) {
+      const QModelIndex iteration = model_->index(it, 0, top);
+      for (int c = 0; c < model_->rowCount(iteration); ++c) {
+        const QModelIndex node = model_->index(c, 0, iteration);
+        if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
+        tree_->scrollTo(node);
+        tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        return;
+      }
+    }
   }
 }
 

@@ -4,9 +4,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace peat::store {
 class SessionReader;
+}
+namespace peat::analyzer {
+struct StoredCallReport;
 }
 
 class QCustomPlot;
@@ -58,6 +62,9 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void showRunVerdicts(const QString& run);
   void showItem(const QModelIndex& current);
+  void showSelectedCalls();
+  void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
+  void selectVerdictCall(int row);
   void exportCurrentPlot();
   void exportCurrentTable();
   void reportError(const QString& text);
@@ -71,9 +78,14 @@ class MainWindow : public QMainWindow {
   OverviewPanel* overview_;
   DevicesPanel* devices_;
   ErrorPlotPanel* errorPlot_;
+ public:
+  ErrorPlotPanel* errorPlot() const { return errorPlot_; }
+  QTableWidget* verdictTable() const { return verdicts_; }
+ private:
   SavePanel* savePanel_;
   QTabWidget* central_;
   std::string shownAnalysis_;
+  QString shownVerdictRun_;
   QTableWidget* verdicts_;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;

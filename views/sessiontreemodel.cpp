@@ -8,7 +8,7 @@ namespace peat::views {
 
 struct SessionTreeModel::Node {
   NodeKind kind;
-  QString name, detail, tooltip, key;
+  QString name, detail, tooltip, key, path;
   bool incomplete = false;
   Node* parent = nullptr;
   int row = 0;
@@ -69,9 +69,10 @@ void SessionTreeModel::rebuild() {
       for (const store::CallInfo& c : it.calls) {
         QStringList tensors;
         for (const store::TensorInfo& t : c.tensors) tensors << qs(t.name) + QLatin1Char(' ') + qs(t.dtype) + shapeText(t.shape);
-        i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
-               qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
-               tensors.join(QLatin1Char('\n')));
+        Node* call = i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
+                            qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
+                            tensors.join(QLatin1Char('\n')));
+        call->path = qs(c.path);
       }
     }
   }
@@ -144,6 +145,7 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole: return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
     case KindRole: return int(n->kind);
     case KeyRole: return n->key;
+    case PathRole: return n->path;
     case Qt::ForegroundRole:
       if (n->incomplete) return QBrush(QColor(0xb0, 0x40, 0x20));
       return {};

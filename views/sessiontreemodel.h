@@ -17,7 +17,8 @@ class SessionTreeModel : public QAbstractItemModel {
   enum Column { NameColumn, DetailColumn, ColumnCount };
   enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult, SaveLayer };
   // KindRole: the NodeKind (as int); KeyRole: the run name (runs and below), or the SAVE result id.
-  enum Role { KindRole = Qt::UserRole + 1, KeyRole };
+  // PathRole: a call's path inside its run ("iterations/000010/calls/000003").
+  enum Role { KindRole = Qt::UserRole + 1, KeyRole, PathRole };
 
   explicit SessionTreeModel(QObject* parent = nullptr);
   ~SessionTreeModel() override;

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: MIT
 #include "core/analyzer/session_analysis.h"
 
+#include <cstring>
+
 #include <optional>
 #include <stdexcept>
 
 #include "core/store/session.h"
 
 namespace peat::analyzer {
+
+namespace {
+// A call path as a report name: "iterations/000010/calls/000003" -> "iterations-000010-calls-000003".
+std::string reportId(std::string call) {
+  for (char& ch : call)
+    if (ch == '/') ch = '-';
+  return call;
+}
+}  // namespace
+
 
 namespace {
 
@@ -158,10 +170,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                   {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
                   {"column_mismatch", {store::DType::U64, {r.colMismatch.counts.size()}, r.colMismatch.counts.data()}},
                   {"row_mismatch", {store::DType::U64, {r.rowMismatch.counts.size()}, r.rowMismatch.counts.data()}}};
-    std::string id = a.call;
-    for (char& ch : id)
-      if (ch == '/') ch = '-';
-    w.writeReport(id, rec);
+    w.writeReport(reportId(a.call), rec);
   }
   std::vector<h5::Column> table{callCol, layer, op, verdict};
   table.insert(table.end(), numbers.begin(), numbers.end());
@@ -169,6 +178,46 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   w.writeVerdicts(verdicts);
   w.endRun(store::RunStatus::Complete);
   out.resultRun = name;
+  return out;
+}
+
+std::string analysisRunOf(const store::SessionSummary& summary, const std::string& run) {
+  std::string found;
+  for (const store::RunInfo& r : summary.runs) {
+    const auto it = r.attributes.find("candidate_run");
+    if (r.spec.kind == "analysis" && it != r.attributes.end() && it->second == run) found = r.name;
+  }
+  return found;
+}
+
+StoredCallReport loadCallReport(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call) {
+  const store::StoredRecord rec = reader.report(analysisRun, reportId(call));
+  StoredCallReport out;
+  out.analysisRun = analysisRun;
+  out.call = call;
+  const auto label = rec.labels.find("verdict");
+  if (label != rec.labels.end()) out.verdict = label->second;
+  auto scalar = [&](const char* key) {
+    const auto it = rec.scalars.find(key);
+    return it == rec.scalars.end() ? 0.0 : it->second;
+  };
+  out.elements = scalar("elements");
+  out.mismatched = scalar("mismatched");
+  out.maxAbs = scalar("max_abs");
+  out.meanAbs = scalar("mean_abs");
+  out.p99 = scalar("p99_abs");
+  out.log2AbsFirstBin = int(scalar("log2_abs_first_bin"));
+  auto counts = [&](const char* name, std::size_t most) {
+    const auto it = rec.arrays.find(name);
+    if (it == rec.arrays.end() || it->second.dtype != store::DType::U64 || it->second.elementCount() > most)
+      throw std::runtime_error("report of call " + call + " in run " + analysisRun + " has no " + name + " histogram");
+    std::vector<uint64_t> v(static_cast<std::size_t>(it->second.elementCount()));
+    std::memcpy(v.data(), it->second.bytes.data(), v.size() * sizeof(uint64_t));
+    return v;
+  };
+  out.log2Abs = counts("log2_abs_hist", 1024);
+  out.log2Ulp = counts("log2_ulp_hist", 64);
+  out.bitMismatch = counts("bit_mismatch", 32);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/analyzer/report.h"
 #include "core/detector/detector.h"
+#include "core/store/session.h"
 
 namespace peat::analyzer {
 
@@ -27,5 +28,19 @@ struct SessionAnalysis {
 // Writes a run "analysis-<run>" with a per-call table, one report per call and the verdicts.
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options);
+
+// A call's report as analyzeSession stored it, read back for plots.
+struct StoredCallReport {
+  std::string analysisRun, call, verdict;
+  double elements = 0, mismatched = 0, maxAbs = 0, meanAbs = 0, p99 = 0;
+  int log2AbsFirstBin = 0;            // log2_abs[i] counts floor(log2 |error|) == first + i
+  std::vector<uint64_t> log2Abs, log2Ulp, bitMismatch;  // bitMismatch[b]: elements whose bit b differs
+};
+
+// The analysis run of `run` (the newest "analysis" run whose candidate_run is `run`), or "".
+std::string analysisRunOf(const store::SessionSummary& summary, const std::string& run);
+// The report of call `call` ("iterations/000010/calls/000003") in analysis run `analysisRun`;
+// throws std::runtime_error when there is none.
+StoredCallReport loadCallReport(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call);
 
 }  // namespace peat::analyzer
