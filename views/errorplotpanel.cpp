@@ -73,6 +73,10 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   plot_->xAxis->setRange(-40, 10);
   plot_->yAxis->setRange(0, 1);
   label(plot_, text);
+  bits_->xAxis->setLabel(tr("bit position (31 sign, 30-23 exponent, 22-0 mantissa)"));
+  bits_->xAxis->setRange(-1, 32);
+  bits_->xAxis->setRangeReversed(true);
+  bits_->yAxis->setLabel(tr("elements"));
   plot_->replot(QCustomPlot::rpQueuedReplot);
   bits_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -22,11 +22,13 @@
 
 #include "core/analyzer/session_analysis.h"
 #include "core/save/results.h"
+#include "core/store/curves.h"
 #include "core/store/session.h"
 #include "core/version.h"
 #include "gpu/backend.h"
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
+#include "views/curvepanel.h"
 #include "views/savepanel.h"
 #include "views/overviewpanel.h"
 #include "views/sessiontreemodel.h"
@@ -50,6 +52,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   savePanel_ = new SavePanel(this);
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
+  curves_ = new CurvePanel(this);
+  central_->addTab(curves_, tr("Training"));
   central_->addTab(savePanel_, tr("SAVE"));
   setCentralWidget(central_);
 
@@ -238,7 +242,9 @@ bool MainWindow::selectItem(const QString& path) {
 }
 
 QCustomPlot* MainWindow::currentPlot() const {
-  return central_->currentWidget() == savePanel_ ? savePanel_->currentPlot() : errorPlot_->plot();
+  if (central_->currentWidget() == savePanel_) return savePanel_->currentPlot();
+  if (central_->currentWidget() == curves_) return curves_->plot();
+  return errorPlot_->plot();
 }
 
 void MainWindow::exportCurrentPlot() {
@@ -263,6 +269,7 @@ void MainWindow::exportCurrentTable() {
 
 QString MainWindow::currentCsv() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentCsv();
+  if (central_->currentWidget() == curves_) return curves_->csv();
   QStringList lines{QStringLiteral("call,error_model,confidence,evidence")};
   for (int r = 0; r < verdicts_->rowCount(); ++r) {
     QStringList cells;
@@ -303,6 +310,13 @@ void MainWindow::showItem(const QModelIndex& current) {
     if (key.empty()) return;
     const std::string analysis = analyzer::analysisRunOf(model_->summary(), key);
     showRunVerdicts(QString::fromStdString(analysis.empty() ? key : analysis));
+    for (const store::RunInfo& r : model_->summary().runs)
+      if (kind == Kind::Run && r.name == key && std::find(r.tables.begin(), r.tables.end(), "curve") != r.tables.end()) {
+        const store::TrainingCurve curve = store::loadTrainingCurve(*reader_, key);
+        curves_->showCurves(curve, curve.goldenRun.empty() ? store::TrainingCurve{}
+                                                           : store::loadTrainingCurve(*reader_, curve.goldenRun));
+        central_->setCurrentWidget(curves_);
+      }
     for (const store::RunInfo& r : model_->summary().runs)
       if (r.name == key && r.spec.kind == "save_campaign" &&
           std::find(r.tables.begin(), r.tables.end(), "points") != r.tables.end()) {

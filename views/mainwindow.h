@@ -27,6 +27,7 @@ class OverviewPanel;
 class DevicesPanel;
 class ErrorPlotPanel;
 class SavePanel;
+class CurvePanel;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -45,6 +46,7 @@ class MainWindow : public QMainWindow {
   QString lastError() const { return lastError_; }
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
+  CurvePanel* curvePanel() const { return curves_; }
   QTreeView* sessionTree() const { return tree_; }
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
   QCustomPlot* currentPlot() const;
@@ -83,6 +85,7 @@ class MainWindow : public QMainWindow {
   QTableWidget* verdictTable() const { return verdicts_; }
  private:
   SavePanel* savePanel_;
+  CurvePanel* curves_;
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;

@@ -6,8 +6,8 @@
 set -u
 peat=$1 weights=$2 python=$3 dir=$4/merge
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-base=(save campaign -m lenet -w "$weights" --mode interval --images 200 --schemes none,save,ecc)
-args=("${base[@]}" --flips 1,64,1024,4096)
+base=(save campaign -m lenet -w "$weights" --mode interval --schemes none,save,ecc)
+args=("${base[@]}" --images 200 --flips 1,64,1024,4096)
 "$peat" "${args[@]}" -s whole.h5 >/dev/null 2>&1 || { echo "the whole campaign failed"; exit 1; }
 "$peat" "${args[@]}" --shard 0/2 -s s0.h5 >/dev/null 2>&1 || { echo "shard 0 failed"; exit 1; }
 "$peat" "${args[@]}" --shard 1/2 -s s1.h5 >/dev/null 2>&1 || { echo "shard 1 failed"; exit 1; }
@@ -38,14 +38,14 @@ expect_error "appears twice" save merge s0.h5 s0.h5 s1.h5 -s out.h5
 expect_error "another campaign than s0.h5 (seed 5 vs 1)" save merge s0.h5 foreign.h5 -s out.h5
 expect_error "no such file" save merge s0.h5 gone.h5 -s out.h5
 expect_error "holds no SAVE campaign run" save merge "$weights" -s out.h5
-# A shard killed mid-run: its session keeps its finished points but the merge refuses it.
-"$peat" "${base[@]}" --flips 1,1,1,1,1,1,1,1,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096 --shard 1/2 \
-  -s killed.h5 >/dev/null 2>&1 &
+# A shard killed mid-run (a long one, killed once its run exists): its session keeps its finished
+# points but the merge refuses it.
+"$peat" "${base[@]}" --images 5000 --batch 100 --flips 1,1,1,1,1,1,1,1,1,1,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096 \
+  --shard 1/2 -s killed.h5 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
   sleep 0.1
-  n=$(HDF5_USE_FILE_LOCKING=FALSE "$python" -c "import h5py,sys; print(len(h5py.File(sys.argv[1],'r')['runs/save-campaign/tables/points']))" killed.h5 2>/dev/null || echo 0)
-  [[ "$n" -ge 1 ]] && break
+  HDF5_USE_FILE_LOCKING=FALSE "$python" -c "import h5py,sys; h5py.File(sys.argv[1],'r')['runs/save-campaign/tables/verifiers']" killed.h5 2>/dev/null && break
 done
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null

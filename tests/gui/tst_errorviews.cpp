@@ -58,7 +58,7 @@ void TestErrorViews::oneCallShowsItsReport() {
   QCOMPARE(panel->reportCount(), 1);
   const peat::store::SessionReader reader(session_.toStdString());
   const std::string analysis = peat::analyzer::analysisRunOf(reader.summary(), "stored");
-  QCOMPARE(analysis, std::string("analysis-stored"));
+  QVERIFY(analysis.rfind("analysis-stored", 0) == 0);  // the newest analysis of run stored
   const peat::analyzer::StoredCallReport report =
       peat::analyzer::loadCallReport(reader, analysis, call.data(peat::views::SessionTreeModel::PathRole).toString().toStdString());
   auto* bars = qobject_cast<QCPBars*>(panel->plot()->plottable(0));

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#include "core/store/curves.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace peat::store {
+
+namespace {
+
+std::vector<double> numbers(const std::vector<h5::Column>& table, const std::string& name, std::size_t rows) {
+  for (const h5::Column& c : table)
+    if (c.name == name && !c.isText) return c.numbers;
+  return std::vector<double>(rows, std::nan(""));
+}
+
+}  // namespace
+
+TrainingCurve loadTrainingCurve(const SessionReader& reader, const std::string& run) {
+  const SessionSummary summary = reader.summary();
+  const RunInfo* info = nullptr;
+  for (const RunInfo& r : summary.runs)
+    if (r.name == run) info = &r;
+  if (!info) throw SessionError("the session has no run '" + run + "'");
+  if (std::find(info->tables.begin(), info->tables.end(), "curve") == info->tables.end())
+    throw SessionError("run '" + run + "' has no training curve");
+  TrainingCurve c;
+  c.run = run;
+  c.kind = info->spec.kind;
+  const std::vector<h5::Column> table = reader.table(run, "curve");
+  c.iteration = numbers(table, "iteration", 0);
+  const std::size_t rows = c.iteration.size();
+  c.loss = numbers(table, "loss", rows);
+  c.accuracy = numbers(table, "accuracy", rows);
+  c.testLoss = numbers(table, "test_loss", rows);
+  c.testAccuracy = numbers(table, "test_accuracy", rows);
+  if (c.kind == "runtime_fi") {
+    if (std::find(info->tables.begin(), info->tables.end(), "call_errors") != info->tables.end()) {
+      std::vector<double> its = numbers(reader.table(run, "call_errors"), "iteration", 0);
+      std::sort(its.begin(), its.end());
+      its.erase(std::unique(its.begin(), its.end()), its.end());
+      c.substituted = its;
+    }
+    for (const RunInfo& r : summary.runs)  // the golden twin (one per runtime-FI session)
+      if (r.spec.kind == "runtime_fi_golden") c.goldenRun = r.name;
+  }
+  return c;
+}
+
+}  // namespace peat::store

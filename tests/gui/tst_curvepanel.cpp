@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// The workbench's training curves on a real runtime fault-injection session (PEAT_RUNTIME_FI_SESSION:
+// an MLP trained twice, the second time with bf16 every 7th linear call): the FI run shows beside
+// its golden twin, with a marker at each iteration the candidate was substituted.
+#include "views/qcustomplot_include.h"  // first: see the header
+
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/store/curves.h"
+#include "views/curvepanel.h"
+#include "views/mainwindow.h"
+
+class TestCurvePanel : public QObject {
+  Q_OBJECT
+ private slots:
+  void runtimeFiBesideGolden();
+};
+
+void TestCurvePanel::runtimeFiBesideGolden() {
+  const QString session = qEnvironmentVariable("PEAT_RUNTIME_FI_SESSION");
+  QVERIFY2(QFileInfo::exists(session), "PEAT_RUNTIME_FI_SESSION names no session (run through ctest)");
+  const peat::store::SessionReader reader(session.toStdString());
+  std::string fiRun;
+  for (const peat::store::RunInfo& r : reader.summary().runs)
+    if (r.spec.kind == "runtime_fi") fiRun = r.name;
+  QVERIFY(!fiRun.empty());
+  const peat::store::TrainingCurve fi = peat::store::loadTrainingCurve(reader, fiRun);
+  QCOMPARE(fi.goldenRun, std::string("golden"));
+  QCOMPARE(int(fi.iteration.size()), 6);
+  QVERIFY(!fi.substituted.empty());
+
+  peat::views::MainWindow window;
+  window.setQuietErrors(true);
+  window.resize(1500, 900);
+  window.show();
+  QVERIFY(window.openSession(session));
+  QVERIFY(window.selectItem(QString::fromStdString(fiRun)));
+  QCustomPlot* plot = window.curvePanel()->plot();
+  QCOMPARE(window.currentPlot(), plot);  // the Training tab came to the front
+  QCOMPARE(plot->graphCount(), 5);  // golden loss and accuracy, FI loss and accuracy, markers
+  const peat::store::TrainingCurve golden = peat::store::loadTrainingCurve(reader, "golden");
+  for (int i = 0; i < 6; ++i) {
+    QCOMPARE(plot->graph(0)->data()->at(i)->value, golden.loss[std::size_t(i)]);
+    QCOMPARE(plot->graph(2)->data()->at(i)->value, fi.loss[std::size_t(i)]);
+  }
+  QCOMPARE(plot->graph(4)->data()->size(), int(fi.substituted.size()));
+  for (int i = 0; i < plot->graph(4)->data()->size(); ++i)
+    QCOMPARE(plot->graph(4)->data()->at(i)->key, fi.substituted[std::size_t(i)]);
+  // same seed and data order: the runs agree before the first substitution and part after it
+  bool differ = false;
+  for (std::size_t i = 0; i < 6; ++i) {
+    if (fi.iteration[i] < fi.substituted.front()) QCOMPARE(fi.loss[i], golden.loss[i]);
+    differ = differ || fi.loss[i] != golden.loss[i];
+  }
+  QVERIFY(differ);
+  QVERIFY(window.currentCsv().startsWith(QStringLiteral("run,iteration,loss,accuracy,test_loss,test_accuracy\n")));
+  QVERIFY(window.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/curvepanel.png")));
+}
+
+QTEST_MAIN(TestCurvePanel)
+#include "tst_curvepanel.moc"

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#include "views/qcustomplot_include.h"  // first: see the header
+
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "views/curvepanel.h"
+
+namespace peat::views {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// The finite points of one column against the iterations.
+void setCurve(QCPGraph* g, const std::vector<double>& x, const std::vector<double>& y, double scale = 1) {
+  QVector<double> kx, ky;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+    if (std::isfinite(y[i])) {
+      kx << x[i];
+      ky << scale * y[i];
+    }
+  g->setData(kx, ky, true);
+}
+
+}  // namespace
+
+CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  plot_ = new QCustomPlot(this);
+  plot_->setMouseTracking(true);
+  plot_->setToolTip(tr("Training loss (left axis, solid) and accuracy (right axis, dashed) per iteration.\n"
+                       "Runtime fault injection: the golden run (grey) and the run with the candidate kernel (red);\n"
+                       "triangles mark iterations where the candidate replaced the golden kernel."));
+  layout->addWidget(plot_);
+  connect(plot_, &QCustomPlot::mouseMove, this, &CurvePanel::hover);
+  auto* text = new QCPItemText(plot_);
+  text->position->setType(QCPItemPosition::ptAxisRectRatio);
+  text->position->setCoords(0.5, 0.5);
+  text->setText(tr("Select a run that trained (profile or runtime FI)"));
+  text->setColor(QColor(0x80, 0x80, 0x80));
+}
+
+void CurvePanel::showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden) {
+  run_ = run;
+  golden_ = golden;
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->yAxis2->setVisible(true);
+  plot_->yAxis2->setLabel(tr("accuracy (%)"));
+  plot_->yAxis2->setRange(0, 100);
+  plot_->yAxis->setLabel(tr("training loss"));
+  plot_->xAxis->setLabel(tr("iteration"));
+  const bool twin = !golden.iteration.empty();
+  const QColor runColor = twin ? QColor(0xd3, 0x2f, 0x2f) : QColor(0x19, 0x76, 0xd2), goldColor(0x75, 0x75, 0x75);
+  auto add = [&](const store::TrainingCurve& c, const QColor& color, const QString& who) {
+    QCPGraph* loss = plot_->addGraph(plot_->xAxis, plot_->yAxis);
+    loss->setName(tr("%1 loss").arg(who));
+    loss->setPen(QPen(color, 2));
+    setCurve(loss, c.iteration, c.loss);
+    QCPGraph* accuracy = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
+    accuracy->setName(tr("%1 accuracy").arg(who));
+    QPen dashed(color, 1.5);
+    dashed.setStyle(Qt::DashLine);
+    accuracy->setPen(dashed);
+    setCurve(accuracy, c.iteration, c.accuracy, 100);
+    return loss;
+  };
+  if (twin) add(golden, goldColor, tr("golden"));
+  QCPGraph* loss = add(run, runColor, twin ? tr("with %1").arg(qs(run.run)) : qs(run.run));
+  if (!run.substituted.empty()) {  // markers on the loss curve at the substituted iterations
+    QCPGraph* marks = plot_->addGraph(plot_->xAxis, plot_->yAxis);
+    marks->setName(tr("candidate substituted"));
+    marks->setLineStyle(QCPGraph::lsNone);
+    marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, runColor, runColor, 7));
+    QVector<double> x, y;
+    for (double it : run.substituted) {
+      const auto at = std::find(run.iteration.begin(), run.iteration.end(), it);
+      if (at == run.iteration.end()) continue;
+      const double v = run.loss[std::size_t(at - run.iteration.begin())];
+      if (!std::isfinite(v)) continue;
+      x << it;
+      y << v;
+    }
+    marks->setData(x, y, true);
+  }
+  bool found = false;
+  plot_->xAxis->setRange(loss->getKeyRange(found));
+  QCPRange losses = loss->getValueRange(found);
+  if (twin) {
+    bool other = false;
+    const QCPRange g = plot_->graph(0)->getValueRange(other);
+    if (other) losses.expand(g);
+  }
+  plot_->yAxis->setRange(0, found ? losses.upper * 1.1 : 1);
+  plot_->legend->setVisible(true);
+  plot_->legend->setBrush(QColor(255, 255, 255, 200));
+  plot_->replot();
+}
+
+QString CurvePanel::csv() const {
+  QStringList lines{QStringLiteral("run,iteration,loss,accuracy,test_loss,test_accuracy")};
+  for (const store::TrainingCurve* c : {&golden_, &run_})
+    for (std::size_t i = 0; i < c->iteration.size(); ++i)
+      lines << QStringLiteral("%1,%2,%3,%4,%5,%6").arg(qs(c->run)).arg(c->iteration[i]).arg(c->loss[i], 0, 'g', 8)
+                   .arg(c->accuracy[i], 0, 'g', 8).arg(c->testLoss[i], 0, 'g', 8).arg(c->testAccuracy[i], 0, 'g', 8);
+  return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+void CurvePanel::hover(QMouseEvent* event) {
+  if (run_.iteration.empty()) return;
+  const double it = std::round(plot_->xAxis->pixelToCoord(event->position().x()));
+  QStringList lines{tr("iteration %1").arg(it)};
+  for (const store::TrainingCurve* c : {&golden_, &run_}) {
+    const auto at = std::find(c->iteration.begin(), c->iteration.end(), it);
+    if (at == c->iteration.end()) continue;
+    const std::size_t i = std::size_t(at - c->iteration.begin());
+    lines << tr("%1: loss %2, accuracy %3%").arg(qs(c->run)).arg(c->loss[i], 0, 'g', 4).arg(100 * c->accuracy[i], 0, 'f', 1);
+  }
+  if (std::binary_search(run_.substituted.begin(), run_.substituted.end(), it)) lines << tr("candidate substituted here");
+  QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), plot_);
+}
+
+}  // namespace peat::views
