@@ -56,11 +56,11 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
   plot_->yAxis->setLabel(tr("training loss"));
   plot_->xAxis->setLabel(tr("iteration"));
   const bool twin = !golden.iteration.empty();
-  const QColor runColor = twin ? QColor(0xd3, 0x2f, 0x2f) : QColor(0x19, 0x76, 0xd2), goldColor(0x75, 0x75, 0x75);
+  const QColor runColor = twin ? QColor(0xd3, 0x2f, 0x2f) : QColor(0x19, 0x76, 0xd2), goldColor(0xb0, 0xb0, 0xb0);
   auto add = [&](const store::TrainingCurve& c, const QColor& color, const QString& who) {
     QCPGraph* loss = plot_->addGraph(plot_->xAxis, plot_->yAxis);
     loss->setName(tr("%1 loss").arg(who));
-    loss->setPen(QPen(color, 2));
+    loss->setPen(QPen(color, &c == &golden ? 5 : 2));  // the golden run wide underneath: both stay visible
     setCurve(loss, c.iteration, c.loss);
     QCPGraph* accuracy = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
     accuracy->setName(tr("%1 accuracy").arg(who));

@@ -59,7 +59,7 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setScale(i == 0 ? Scale::Log2Abs : Scale::Log2Ulp); });
   connect(plot_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverHistogram);
   connect(bits_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverBits);
-  showMessage(tr("Select an analysed call (a playback run's call after 'peat analyze --session')"));
+  showMessage(tr("Select an analysed call"));
 }
 
 void ErrorPlotPanel::showMessage(const QString& text) {

@@ -163,7 +163,7 @@ bool MainWindow::openSession(const QString& path) {
     reader_ = std::move(reader);
     shownAnalysis_.clear();
     shownVerdictRun_.clear();
-    errorPlot_->showMessage(tr("Select an analysed call (Ctrl+click several to overlay them)"));
+    errorPlot_->showMessage(tr("Select an analysed call"));
     sessionPath_ = path;
     model_->setSummary(summary);
     tree_->expandToDepth(0);
