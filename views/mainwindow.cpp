@@ -29,6 +29,7 @@
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
 #include "views/curvepanel.h"
+#include "views/runpanel.h"
 #include "views/savepanel.h"
 #include "views/overviewpanel.h"
 #include "views/sessiontreemodel.h"
@@ -98,6 +99,17 @@ void MainWindow::createDocks() {
   errorPlot_ = new ErrorPlotPanel(this);
   QDockWidget* plotDock =
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
+
+  runPanel_ = new RunPanel(this);
+  QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runPanel_, Qt::RightDockWidgetArea);
+  tabifyDockWidget(plotDock, runDock);
+  plotDock->raise();
+  connect(runPanel_, &RunPanel::finished, this, [this](bool ok, const QString& message, const QString& session) {
+    statusBar()->showMessage(message, 10000);
+    // the results (or what a cancelled run kept) appear in the tree
+    if (QFileInfo::exists(session) && (ok || sessionPath_.isEmpty() || QFileInfo(session) == QFileInfo(sessionPath_)))
+      openSession(session);
+  });
 
   verdicts_ = new QTableWidget(0, 4, this);
   verdicts_->setHorizontalHeaderLabels({tr("Call"), tr("Error model"), tr("Confidence"), tr("Evidence")});
@@ -176,6 +188,7 @@ bool MainWindow::openSession(const QString& path) {
                                 .arg(summary.schemaVersion));
     statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
     rememberRecent(QFileInfo(path).absoluteFilePath());
+    if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
     if (!summary.runs.empty()) {
       const std::string first = summary.runs.front().name, analysis = analyzer::analysisRunOf(summary, first);
       showRunVerdicts(QString::fromStdString(analysis.empty() ? first : analysis));

@@ -28,6 +28,7 @@ class DevicesPanel;
 class ErrorPlotPanel;
 class SavePanel;
 class CurvePanel;
+class RunPanel;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -47,6 +48,7 @@ class MainWindow : public QMainWindow {
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
   CurvePanel* curvePanel() const { return curves_; }
+  RunPanel* runPanel() const { return runPanel_; }
   QTreeView* sessionTree() const { return tree_; }
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
   QCustomPlot* currentPlot() const;
@@ -86,6 +88,7 @@ class MainWindow : public QMainWindow {
  private:
   SavePanel* savePanel_;
   CurvePanel* curves_;
+  RunPanel* runPanel_;
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;

@@ -21,6 +21,7 @@
 #include "core/store/h5.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
+#include "core/util/progress.h"
 
 namespace peat::cli {
 namespace {
@@ -308,8 +309,10 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   co.seed = o.seed;
   co.threads = o.threads;
   const bool tty = !o.analysis.json && isatty(2);
+  util::ProgressLines lines;
   const save::CheckBitsResult r = save::checkBits(g, sel, images.data(), test.labels.data(), co,
                                                   [&](uint64_t done, uint64_t total) {
+                                                    lines(int64_t(done), int64_t(total), "flips");
                                                     if (tty) std::fprintf(stderr, "\r%llu / %llu flips", (unsigned long long)done,
                                                                           (unsigned long long)total);
                                                   });
@@ -526,6 +529,9 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
   }
   const bool tty = !o.analysis.json && isatty(2);
+  util::ProgressLines lines;
+  const int64_t totalPoints =
+      (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
   bool latencyWritten = false;
   const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
                                                    [&](const save::CampaignResult& sofar) {
@@ -535,6 +541,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                        // flushed: a killed campaign keeps this point
                                                        w->writeTable("points", pointColumns(sofar));
                                                      }
+                                                     lines(int64_t(sofar.points.size()), totalPoints, "points");
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());
                                                    });

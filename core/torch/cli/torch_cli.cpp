@@ -15,6 +15,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "core/util/progress.h"
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/torch_entry.h"
@@ -40,6 +41,7 @@ class ProgressBar {
     if (drawn_) std::fputs("\n", stderr);
   }
   void operator()(int64_t done, int64_t total, const std::string& status) {
+    lines_(done, total, status);
     if (!tty_) return;
     const auto now = std::chrono::steady_clock::now();
     if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
@@ -58,6 +60,7 @@ class ProgressBar {
  private:
   std::string what_;
   bool tty_;
+  util::ProgressLines lines_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };

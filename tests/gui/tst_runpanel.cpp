@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// The run panel drives real `peat` runs (PEAT_CLI) off the GUI thread: a SAVE analysis lands in the
+// session and the main window shows it; a SAVE campaign cancelled mid-run leaves a readable session
+// with the points it finished; an incomplete form is refused with a reason. A watchdog timer
+// measures how long the GUI thread goes without serving its event loop during a run.
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <algorithm>
+
+#include "core/save/results.h"
+#include "core/store/session.h"
+#include "views/mainwindow.h"
+#include "views/runpanel.h"
+#include "views/sessiontreemodel.h"
+
+using peat::views::RunPanel;
+
+namespace {
+
+// The longest gap between ticks of a 5 ms timer while `until` is false, in ms.
+struct Watchdog {
+  QTimer timer;
+  QElapsedTimer clock;
+  qint64 last = 0, worst = 0;
+  Watchdog() {
+    timer.setInterval(5);
+    QObject::connect(&timer, &QTimer::timeout, [this] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last);
+      last = now;
+    });
+    clock.start();
+    timer.start();
+  }
+};
+
+}  // namespace
+
+class TestRunPanel : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void incompleteFormIsRefused();
+  void saveAnalysisAppearsInTheWindow();
+  void cancelledCampaignKeepsItsPoints();
+  void profileThenPlaybackWithAnalysis();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void TestRunPanel::initTestCase() {
+  QVERIFY2(QFileInfo::exists(qEnvironmentVariable("PEAT_CLI")), "PEAT_CLI names no peat program (run through ctest)");
+}
+
+void TestRunPanel::incompleteFormIsRefused() {
+  RunPanel panel;
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  panel.setSessionPath(QString());
+  QVERIFY(!panel.start());
+  QCOMPARE(finished.count(), 1);
+  QCOMPARE(finished.at(0).at(0).toBool(), false);
+  QVERIFY(finished.at(0).at(1).toString().contains(QStringLiteral("choose a session file")));
+  panel.setSessionPath(dir_.filePath(QStringLiteral("x.h5")));
+  panel.setMode(RunPanel::Mode::SaveAnalyze);
+  panel.setModel(QStringLiteral("resnet"));  // no shipped weights
+  QString error;
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY(error.contains(QStringLiteral("no trained weights of resnet")));
+}
+
+void TestRunPanel::saveAnalysisAppearsInTheWindow() {
+  peat::views::MainWindow window;
+  window.setQuietErrors(true);
+  window.show();
+  RunPanel* panel = window.runPanel();
+  const QString session = dir_.filePath(QStringLiteral("analysis.h5"));
+  panel->setSessionPath(session);
+  panel->setMode(RunPanel::Mode::SaveAnalyze);
+  panel->setModel(QStringLiteral("lenet"));
+  const QStringList args = panel->arguments(nullptr);
+  QCOMPARE(args.mid(0, 4), (QStringList{QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), QStringLiteral("lenet")}));
+  QSignalSpy finished(panel, &RunPanel::finished);
+  Watchdog watchdog;
+  QVERIFY(panel->start());
+  QVERIFY(panel->running());
+  QVERIFY(finished.wait(120000));
+  QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+  qInfo("GUI thread: longest gap between 5 ms ticks during the analysis: %lld ms", watchdog.worst);
+  // the window reopened the session and lists the analysis
+  QCOMPARE(window.sessionPath(), session);
+  QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
+  const peat::store::SessionReader reader(session.toStdString());
+  QCOMPARE(peat::save::storedAnalyses(reader), std::vector<std::string>{"lenet-symbolic"});
+}
+
+void TestRunPanel::cancelledCampaignKeepsItsPoints() {
+  RunPanel panel;
+  const QString session = dir_.filePath(QStringLiteral("campaign.h5"));
+  panel.setSessionPath(session);
+  panel.setMode(RunPanel::Mode::SaveCampaign);
+  panel.setModel(QStringLiteral("lenet"));
+  panel.setImages(2000);
+  panel.setFlips(QStringLiteral("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,4096,4096,4096,4096,4096"));
+  QSignalSpy progressed(&panel, &RunPanel::progressed);
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  Watchdog watchdog;
+  QVERIFY(panel.start());
+  QVERIFY(progressed.wait(120000));  // the first point is stored
+  QVERIFY(!finished.count());
+  const qint64 total = progressed.last().at(1).toLongLong();
+  QCOMPARE(total, qint64(18 * 5));
+  panel.cancel();
+  QVERIFY(finished.wait(60000));
+  QCOMPARE(finished.at(0).at(0).toBool(), false);
+  QVERIFY(finished.at(0).at(1).toString().contains(QStringLiteral("Cancelled")));
+  QVERIFY(!panel.running());
+  qInfo("GUI thread: longest gap between 5 ms ticks during the campaign: %lld ms", watchdog.worst);
+  QVERIFY2(watchdog.worst < 50, qPrintable(QString::number(watchdog.worst)));
+  panel.resize(420, 520);
+  QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/runpanel.png")));
+  // the session opens, and holds the points finished before the cancel (fewer than all)
+  const peat::store::SessionReader reader(session.toStdString());
+  const peat::save::StoredCampaign c = peat::save::loadCampaign(reader, "save-campaign");
+  std::size_t points = 0;
+  for (const auto& s : c.series) points += s.flips.size();
+  QVERIFY(points >= 1 && points < std::size_t(total));
+}
+
+// Training goes through the same panel: a profile, then a playback through bf16 that the panel
+// follows with the analysis of the replayed calls (for the error views).
+void TestRunPanel::profileThenPlaybackWithAnalysis() {
+  RunPanel panel;
+  const QString session = dir_.filePath(QStringLiteral("profile.h5"));
+  panel.setSessionPath(session);
+  panel.setMode(RunPanel::Mode::Profile);
+  panel.setModel(QStringLiteral("mlp"));
+  panel.setIterations(3);
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  QVERIFY(panel.start());
+  QVERIFY(finished.wait(180000));
+  QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+  panel.setMode(RunPanel::Mode::Playback);
+  panel.setKernel(QStringLiteral("bf16"));
+  panel.setAnalyzeAfterPlayback(true);
+  QVERIFY(panel.start());
+  QVERIFY(finished.wait(180000));
+  QVERIFY2(finished.at(1).at(0).toBool(), qPrintable(finished.at(1).at(1).toString()));
+  const peat::store::SessionSummary s = peat::store::SessionReader(session.toStdString()).summary();
+  QStringList runs;
+  for (const auto& r : s.runs) runs << QString::fromStdString(r.name + ":" + r.spec.kind + ":" + r.status);
+  runs.sort();
+  QCOMPARE(runs, (QStringList{QStringLiteral("analysis-playback-bf16:analysis:complete"), QStringLiteral("golden:profile:complete"),
+                              QStringLiteral("playback-bf16:playback:complete")}));
+}
+
+QTEST_MAIN(TestRunPanel)
+#include "tst_runpanel.moc"

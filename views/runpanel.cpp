@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+#include "views/runpanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QProcessEnvironment>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTimer>
+
+#include <csignal>
+
+namespace peat::views {
+
+namespace {
+
+// The trained weights shipped for a SAVE model: installed beside the program, else in the sources.
+QString shippedWeights(const QString& model) {
+  const QString name = model + QStringLiteral("-fashion-mnist.h5");
+  const QStringList dirs{QCoreApplication::applicationDirPath() + QStringLiteral("/../share/peat/data"),
+                         QStringLiteral(PEAT_SOURCE_DATA_DIR)};
+  for (const QString& d : dirs)
+    if (QFileInfo::exists(d + QLatin1Char('/') + name)) return QDir::cleanPath(d + QLatin1Char('/') + name);
+  return {};
+}
+
+const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign"};
+
+}  // namespace
+
+RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(this)) {
+  auto* outer = new QVBoxLayout(this);
+  form_ = new QFormLayout;
+  outer->addLayout(form_);
+
+  mode_ = new QComboBox(this);
+  for (const char* m : kModes) mode_->addItem(tr(m));
+  mode_->setToolTip(tr("profile: train and record every op into a session; playback: replay recorded calls through a\n"
+                       "candidate kernel; runtime FI: train twice, the second time with the candidate every k-th call;\n"
+                       "SAVE analyze: ranges, bit classes and tiles of a model; SAVE campaign: accuracy under bit flips"));
+  form_->addRow(tr("Mode"), mode_);
+
+  model_ = new QComboBox(this);
+  model_->addItems({QStringLiteral("mlp"), QStringLiteral("lenet"), QStringLiteral("resnet"), QStringLiteral("vit"),
+                    QStringLiteral("chargpt")});
+  model_->setCurrentText(QStringLiteral("lenet"));
+  form_->addRow(tr("Model"), model_);
+
+  auto* kernelRow = new QHBoxLayout;
+  kernel_ = new QComboBox(this);
+  kernel_->setEditable(true);
+  kernel_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("tf32"), QStringLiteral("fp8-e4m3"),
+                     QStringLiteral("fp8-e5m2"), QStringLiteral("fp16acc"), QStringLiteral("splitk:parts=4"),
+                     QStringLiteral("pairwise"), QStringLiteral("reversed"), QStringLiteral("tile-edge"),
+                     QStringLiteral("missing-ktile"), QStringLiteral("zeroed-tail"), QStringLiteral("stale-race"),
+                     QStringLiteral("bitflip"), QStringLiteral("multibit"), QStringLiteral("stuckat0"),
+                     QStringLiteral("stuckat1"), QStringLiteral("random-value"), QStringLiteral("zero"),
+                     QStringLiteral("nan"), QStringLiteral("inf")});
+  kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
+  plugin_ = new QPushButton(tr("Plugin..."), this);
+  plugin_->setToolTip(tr("A GEMM kernel of your own, from a shared library built against peat/kernel_abi.h"));
+  kernelRow->addWidget(kernel_, 1);
+  kernelRow->addWidget(plugin_);
+  form_->addRow(tr("Kernel / fault"), kernelRow);
+  connect(plugin_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Kernel plugin"), QString(), tr("Shared libraries (*.so)"));
+    if (path.isEmpty()) return;
+    const auto answer = QMessageBox::warning(
+        this, tr("Load a kernel plugin?"),
+        tr("A plugin is code: it runs with your rights inside the peat process that replays or trains.\n"
+           "peat probes it in a separate process first, but only load plugins you trust.\n\n%1").arg(path),
+        QMessageBox::Ok | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer == QMessageBox::Ok) kernel_->setCurrentText(QStringLiteral("plugin:path=") + path);
+  });
+
+  op_ = new QComboBox(this);
+  op_->addItems({QStringLiteral("linear"), QStringLiteral("conv2d"), QStringLiteral("matmul"), QStringLiteral("all")});
+  form_->addRow(tr("Op"), op_);
+
+  auto* freq = new QHBoxLayout;
+  every_ = new QSpinBox(this);
+  every_->setRange(1, 1000000);
+  every_->setValue(10);
+  every_->setPrefix(tr("every "));
+  every_->setSuffix(tr(" calls"));
+  prob_ = new QLineEdit(this);
+  prob_->setPlaceholderText(tr("or probability, e.g. 0.01"));
+  freq->addWidget(every_);
+  freq->addWidget(prob_);
+  form_->addRow(tr("Frequency"), freq);
+
+  iterations_ = new QSpinBox(this);
+  iterations_->setRange(1, 10000000);
+  iterations_->setValue(50);
+  form_->addRow(tr("Iterations"), iterations_);
+  seed_ = new QSpinBox(this);
+  seed_->setRange(1, 1 << 30);
+  seed_->setValue(1);
+  form_->addRow(tr("Seed"), seed_);
+
+  flips_ = new QLineEdit(QStringLiteral("1,16,256,1024,4096"), this);
+  flips_->setToolTip(tr("Bit flips per inference, comma-separated"));
+  form_->addRow(tr("Flips"), flips_);
+  images_ = new QSpinBox(this);
+  images_->setRange(100, 10000);
+  images_->setSingleStep(100);
+  images_->setValue(500);
+  form_->addRow(tr("Test images"), images_);
+
+  device_ = new QComboBox(this);
+  device_->addItem(QStringLiteral("cpu"));
+  device_->setToolTip(tr("The training and SAVE engines run on the CPU here; the Devices panel lists the GPUs found"));
+  form_->addRow(tr("Device"), device_);
+
+  auto* sessionRow = new QHBoxLayout;
+  session_ = new QLineEdit(this);
+  session_->setPlaceholderText(tr("session file (.h5)"));
+  auto* browse = new QPushButton(tr("..."), this);
+  sessionRow->addWidget(session_, 1);
+  sessionRow->addWidget(browse);
+  form_->addRow(tr("Session"), sessionRow);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Session"), session_->text(), tr("PEAT sessions (*.h5)"),
+                                                      nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty()) session_->setText(path);
+  });
+  analyze_ = new QCheckBox(tr("analyse the replayed calls afterwards"), this);
+  analyze_->setChecked(true);
+  form_->addRow(QString(), analyze_);
+
+  auto* buttons = new QHBoxLayout;
+  start_ = new QPushButton(tr("Start"), this);
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setEnabled(false);
+  buttons->addWidget(start_);
+  buttons->addWidget(cancel_);
+  outer->addLayout(buttons);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  outer->addWidget(progress_);
+  status_ = new QLabel(tr("Idle"), this);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(status_);
+  outer->addStretch(1);
+
+  connect(mode_, &QComboBox::currentIndexChanged, this, &RunPanel::updateFields);
+  connect(start_, &QPushButton::clicked, this, &RunPanel::start);
+  connect(cancel_, &QPushButton::clicked, this, &RunPanel::cancel);
+  connect(process_, &QProcess::readyReadStandardOutput, this, &RunPanel::readOutput);
+  connect(process_, &QProcess::finished, this, &RunPanel::processEnded);
+  connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e == QProcess::FailedToStart) processEnded(-1, QProcess::CrashExit);
+  });
+  updateFields();
+}
+
+RunPanel::~RunPanel() {
+  if (process_->state() != QProcess::NotRunning) {
+    process_->kill();
+    process_->waitForFinished(2000);
+  }
+}
+
+void RunPanel::setMode(Mode mode) { mode_->setCurrentIndex(int(mode)); }
+RunPanel::Mode RunPanel::mode() const { return Mode(mode_->currentIndex()); }
+void RunPanel::setSessionPath(const QString& path) { session_->setText(path); }
+QString RunPanel::sessionPath() const { return session_->text(); }
+void RunPanel::setModel(const QString& model) { model_->setCurrentText(model); }
+void RunPanel::setKernel(const QString& kernel) { kernel_->setCurrentText(kernel); }
+void RunPanel::setIterations(int n) { iterations_->setValue(n); }
+void RunPanel::setFlips(const QString& flips) { flips_->setText(flips); }
+void RunPanel::setImages(int n) { images_->setValue(n); }
+void RunPanel::setAnalyzeAfterPlayback(bool on) { analyze_->setChecked(on); }
+bool RunPanel::running() const { return process_->state() != QProcess::NotRunning; }
+
+void RunPanel::updateFields() {
+  const Mode m = mode();
+  const bool trains = m == Mode::Profile || m == Mode::RuntimeFi, save = m == Mode::SaveAnalyze || m == Mode::SaveCampaign;
+  // rows: mode, model, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse
+  const bool rows[] = {true, m != Mode::Playback, m == Mode::Playback || m == Mode::RuntimeFi,
+                       m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
+                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback};
+  for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
+  if (save) model_->setCurrentText(model_->currentText() == QLatin1String("vit") ? QStringLiteral("vit") : QStringLiteral("lenet"));
+}
+
+QString RunPanel::program() const {
+  const QString env = qEnvironmentVariable("PEAT_CLI");
+  return env.isEmpty() ? QCoreApplication::applicationDirPath() + QStringLiteral("/peat") : env;
+}
+
+QStringList RunPanel::arguments(QString* error) const {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return QStringList();
+  };
+  const QString session = session_->text().trimmed();
+  if (session.isEmpty()) return fail(tr("choose a session file"));
+  const QString model = model_->currentText(), kernel = kernel_->currentText().trimmed();
+  const QString seed = QString::number(seed_->value()), iterations = QString::number(iterations_->value());
+  switch (mode()) {
+    case Mode::Profile:
+      return {QStringLiteral("profile"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
+              QStringLiteral("--seed"), seed, QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
+              QStringLiteral("--out"), session};
+    case Mode::Playback:
+      if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
+      return {QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
+              QStringLiteral("--op"), op_->currentText(), QStringLiteral("--seed"), seed, QStringLiteral("--store-outputs")};
+    case Mode::RuntimeFi: {
+      if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
+      QStringList a{QStringLiteral("runtime-fi"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
+                    QStringLiteral("--seed"), seed, QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
+                    QStringLiteral("--out"), session};
+      const QString p = prob_->text().trimmed();
+      if (p.isEmpty()) a << QStringLiteral("--every") << QString::number(every_->value());
+      else a << QStringLiteral("--prob") << p;
+      return a;
+    }
+    case Mode::SaveAnalyze:
+    case Mode::SaveCampaign: {
+      const QString weights = shippedWeights(model);
+      if (weights.isEmpty()) return fail(tr("no trained weights of %1 are shipped: SAVE runs on lenet or vit here").arg(model));
+      QStringList a{QStringLiteral("save"), mode() == Mode::SaveAnalyze ? QStringLiteral("analyze") : QStringLiteral("campaign"),
+                    QStringLiteral("-m"), model, QStringLiteral("-w"), weights, QStringLiteral("-s"), session};
+      if (mode() == Mode::SaveCampaign)
+        a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
+          << QStringLiteral("--seed") << seed;
+      return a;
+    }
+  }
+  return fail(tr("unknown mode"));
+}
+
+bool RunPanel::start() {
+  if (running()) {
+    emit finished(false, tr("a run is still going"), session_->text());
+    return false;
+  }
+  QString error;
+  const QStringList args = arguments(&error);
+  if (args.isEmpty()) {
+    status_->setText(error);
+    emit finished(false, error, session_->text());
+    return false;
+  }
+  chained_ = false;
+  return launch(args);
+}
+
+bool RunPanel::launch(const QStringList& args) {
+  cancelled_ = false;
+  lastError_.clear();
+  buffer_.clear();
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("PEAT_PROGRESS"), QStringLiteral("lines"));
+  process_->setProcessEnvironment(env);
+  process_->setProgram(program());
+  process_->setArguments(args);
+  process_->setProcessChannelMode(QProcess::MergedChannels);  // progress lines, errors and the summary
+  progress_->setRange(0, 0);  // busy until the first progress line
+  status_->setText(tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
+  start_->setEnabled(false);
+  cancel_->setEnabled(true);
+  clock_.start();
+  process_->start();
+  return true;
+}
+
+void RunPanel::readOutput() {
+  buffer_ += QString::fromUtf8(process_->readAllStandardOutput());
+  int end;
+  while ((end = int(buffer_.indexOf(QLatin1Char('\n')))) >= 0) {
+    const QString line = buffer_.left(end).trimmed();
+    buffer_.remove(0, end + 1);
+    if (line.startsWith(QLatin1String("progress "))) {
+      const QStringList p = line.split(QLatin1Char(' '));
+      const qint64 done = p.value(1).toLongLong(), total = p.value(2).toLongLong();
+      if (total <= 0) continue;
+      progress_->setRange(0, 1000);
+      progress_->setValue(int(1000 * done / total));
+      const double elapsed = double(clock_.elapsed()) / 1000;
+      const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0;
+      status_->setText(tr("%1 of %2 %3, %4 s elapsed, about %5 s left")
+                           .arg(done).arg(total).arg(p.mid(3).join(QLatin1Char(' ')))
+                           .arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 0));
+      emit progressed(done, total);
+    } else if (line.startsWith(QLatin1String("peat: error:"))) {
+      lastError_ = line;
+    } else if (line.contains(QLatin1String("stored as run "))) {
+      runName_ = line.section(QLatin1String("stored as run "), 1).section(QLatin1Char(' '), 0, 0);
+    }
+  }
+}
+
+void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
+  readOutput();
+  const bool ok = status == QProcess::NormalExit && code == 0;
+  // A playback is followed by the analysis of its calls, for the error views.
+  if (ok && !chained_ && !cancelled_ && mode() == Mode::Playback && analyze_->isChecked()) {
+    chained_ = true;
+    QStringList args{QStringLiteral("analyze"), QStringLiteral("--session"), session_->text()};
+    if (!runName_.isEmpty()) args << QStringLiteral("--run") << runName_;
+    else args << QStringLiteral("--run") << QStringLiteral("playback-") + kernel_->currentText().section(QLatin1Char(':'), 0, 0);
+    launch(args);
+    return;
+  }
+  start_->setEnabled(true);
+  cancel_->setEnabled(false);
+  progress_->setRange(0, 1);
+  progress_->setValue(ok ? 1 : 0);
+  QString message;
+  if (ok) message = tr("Finished in %1 s").arg(double(clock_.elapsed()) / 1000, 0, 'f', 1);
+  else if (cancelled_) message = tr("Cancelled; the session keeps what was finished");
+  else if (!lastError_.isEmpty()) message = lastError_;
+  else if (process_->error() == QProcess::FailedToStart) message = tr("could not start %1").arg(program());
+  else message = tr("peat ended with exit code %1").arg(code);
+  status_->setText(message);
+  emit finished(ok, message, session_->text());
+}
+
+void RunPanel::cancel() {
+  if (!running()) return;
+  cancelled_ = true;
+  ::kill(pid_t(process_->processId()), SIGINT);  // the commands end their run cleanly
+  QTimer::singleShot(10000, process_, [this] {
+    if (running()) process_->kill();  // a second chance only
+  });
+}
+
+}  // namespace peat::views

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QStringList>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QCheckBox;
+class QFormLayout;
+
+namespace peat::views {
+
+// Starts the work the CLI does (profile, playback, runtime fault injection, SAVE analysis and
+// campaigns) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
+// crash or a cancel there cannot take the workbench down. Progress comes as "progress DONE TOTAL"
+// lines (PEAT_PROGRESS=lines); Cancel sends SIGINT, which the commands answer by ending the run
+// with a readable session (a campaign keeps every point it finished).
+class RunPanel : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Mode { Profile, Playback, RuntimeFi, SaveAnalyze, SaveCampaign };
+
+  explicit RunPanel(QWidget* parent = nullptr);
+  ~RunPanel() override;
+
+  void setMode(Mode mode);
+  Mode mode() const;
+  void setSessionPath(const QString& path);  // the output (or, for playback and SAVE, the appended) session
+  QString sessionPath() const;
+  void setModel(const QString& model);
+  void setKernel(const QString& kernel);
+  void setIterations(int n);
+  void setFlips(const QString& flips);
+  void setImages(int n);
+  void setAnalyzeAfterPlayback(bool on);
+  // The peat program and arguments the form describes now; empty with `error` set when it is
+  // incomplete (no session, a SAVE model without shipped weights, ...).
+  QStringList arguments(QString* error) const;
+  QString program() const;  // `peat` beside this executable, or $PEAT_CLI
+
+  bool running() const;
+  bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
+  void cancel();
+
+ signals:
+  void progressed(qint64 done, qint64 total);
+  void finished(bool ok, const QString& message, const QString& session);
+
+ private:
+  void updateFields();
+  void readOutput();
+  void processEnded(int code, QProcess::ExitStatus status);
+  bool launch(const QStringList& args);
+
+  QFormLayout* form_;
+  QComboBox *mode_, *model_, *kernel_, *op_, *device_;
+  QSpinBox *iterations_, *seed_, *every_, *images_;
+  QLineEdit *flips_, *session_, *prob_;
+  QCheckBox* analyze_;
+  QPushButton *start_, *cancel_, *plugin_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QProcess* process_;
+  QElapsedTimer clock_;
+  QString lastError_, buffer_, runName_;
+  bool chained_ = false;   // the analysis after a playback is running
+  bool cancelled_ = false;
+};
+
+}  // namespace peat::views
