@@ -16,6 +16,7 @@ struct StoredCallReport;
 class QCustomPlot;
 class QMenu;
 class QTabWidget;
+class QTextBrowser;
 class QTableWidget;
 class QTreeView;
 class QLabel;
@@ -69,6 +70,9 @@ class MainWindow : public QMainWindow {
   void showSelectedCalls();
   void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
   void selectVerdictCall(int row);
+  void explainOverview();
+  void explainVerdict(const QString& verdict);
+  void explainSave();
   void exportCurrentPlot();
   void exportCurrentTable();
   void reportError(const QString& text);
@@ -89,6 +93,7 @@ class MainWindow : public QMainWindow {
   SavePanel* savePanel_;
   CurvePanel* curves_;
   RunPanel* runPanel_;
+  QTextBrowser* explain_;
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;

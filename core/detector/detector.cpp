@@ -3,6 +3,7 @@
 #include "core/detector/detector.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <sstream>
 
@@ -130,6 +131,40 @@ const std::vector<std::string>& verdictNames() {
                                               "index_error",  "nondeterministic", "nan_inf",          "scaling",
                                               "unknown"};
   return names;
+}
+
+std::string verdictExplanation(const std::string& verdict) {
+  static const std::map<std::string, std::string> text{
+      {"exact", "Bit-identical to the golden kernel: nothing to explain."},
+      {"precision_loss",
+       "Dense, small errors whose size matches rounding to a narrower format (fp16, bf16, tf32, fp8): every product "
+       "loses about 24 - p low bits. Typical of a kernel that computes in reduced precision, e.g. tensor cores or a "
+       "mixed-precision path. When the recorded inputs are known, the format is confirmed by replaying them rounded."},
+      {"accumulation_order",
+       "A few ULPs of difference, within the worst-case bound of summing the same products in another order. A split-K, "
+       "tree or reversed reduction gives this: harmless in itself, but it makes bit-exact comparisons fail."},
+      {"bit_flip",
+       "One or a few elements differ in exactly one bit, the same bit. Rounding changes many elements by small "
+       "amounts; a single high bit flipped is a memory or register upset (or an injected fault)."},
+      {"multi_bit_flip", "A few elements differ in one block of adjacent bits reaching the high mantissa or exponent: an "
+                         "adjacent multi-bit upset."},
+      {"stuck_at", "Every difference is the same bit forced to the same value, over many elements: a stuck-at fault "
+                   "in a memory region or a data path."},
+      {"random_value", "A few elements hold unrelated values (large relative errors, not single-bit): corrupted "
+                       "writes or reads of the wrong address."},
+      {"zeroed", "Every differing element reads exactly 0: part of the output was never written or was cleared "
+                 "(a missing tail, an early exit, a skipped tile)."},
+      {"index_error",
+       "Large errors at a regular stride, in a band of rows or columns, or everywhere with a mean far above any "
+       "rounding: an addressing bug (tile edges, a shifted row, a missing K tile)."},
+      {"nondeterministic", "Two replays of the same input disagree: a race or an uninitialised read. A deterministic "
+                           "kernel returns the same bits every time."},
+      {"nan_inf", "Finite golden values became NaN or Inf: overflow in a narrower format, or a fault."},
+      {"scaling", "The candidate is the golden output times one constant factor: a wrong alpha, scale or "
+                  "normalisation."},
+      {"unknown", "No documented rule holds: look at the histograms and the bit positions by hand."}};
+  const auto it = text.find(verdict);
+  return it == text.end() ? std::string() : it->second;
 }
 
 GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {

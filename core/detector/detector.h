@@ -26,6 +26,11 @@ struct Detection {
 
 const std::vector<std::string>& verdictNames();
 
+// What a verdict means, in two or three sentences for people (the workbench's explanations and
+// tooltips): the signature, the error model it points to, and the likely cause. docs/error-models.md
+// has the exact rules. Empty for an unknown name.
+std::string verdictExplanation(const std::string& verdict);
+
 // When a GEMM call's operands are known (playback), the rounding bounds can be computed instead
 // of inferred: absProduct[i] = sum_k |a_ik| |b_kj| for output element i, over a reduction of length k.
 struct GemmBound {

@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include "core/analyzer/session_analysis.h"
+#include "core/detector/detector.h"
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
@@ -103,6 +104,10 @@ void TestErrorViews::verdictSelectsItsCall() {
   const QModelIndex current = window_->sessionTree()->currentIndex();
   QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), verdicts->item(row, 0)->text());
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
+  // the verdict's meaning is explained and is the verdict cell's tooltip
+  const QString model = verdicts->item(row, 1)->text();
+  QVERIFY(!verdicts->item(row, 1)->toolTip().isEmpty());
+  QCOMPARE(verdicts->item(row, 1)->toolTip(), QString::fromStdString(peat::detector::verdictExplanation(model.toStdString())));
 }
 
 QTEST_MAIN(TestErrorViews)

@@ -43,8 +43,8 @@ void TestMainWindow::hasMenusAndDocks() {
   QStringList docks;
   for (QDockWidget* d : w.findChildren<QDockWidget*>()) docks << d->objectName();
   docks.sort();
-  QCOMPARE(docks, (QStringList{QStringLiteral("DevicesDock"), QStringLiteral("ErrorPlotDock"),
-                               QStringLiteral("SessionDock"), QStringLiteral("VerdictDock")}));
+  QCOMPARE(docks, (QStringList{QStringLiteral("DevicesDock"), QStringLiteral("ErrorPlotDock"), QStringLiteral("ExplainDock"),
+                               QStringLiteral("RunDock"), QStringLiteral("SessionDock"), QStringLiteral("VerdictDock")}));
 }
 
 void TestMainWindow::opensSessionAndRenders() {

@@ -22,6 +22,7 @@ float flip(float x, uint32_t mask) { return fp::floatOf(fp::bitsOf(x) ^ mask); }
 class TestDetector : public QObject {
   Q_OBJECT
  private slots:
+  void everyVerdictIsExplained();
   void exact();
   void bitFlip();
   void lowBitFlipIsAmbiguous();
@@ -207,6 +208,13 @@ void TestDetector::boundsDecideWhenOperandsAreKnown() {
   const auto missing = gemm(false, false, 16);
   const auto bug = detector::detect(golden.data(), {missing.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
   QVERIFY2(bug.verdict.model != "precision_loss" && bug.verdict.model != "accumulation_order", bug.verdict.model.c_str());
+}
+
+// The workbench explains every verdict the detector can give (and nothing else).
+void TestDetector::everyVerdictIsExplained() {
+  for (const std::string& v : peat::detector::verdictNames())
+    QVERIFY2(peat::detector::verdictExplanation(v).size() > 40, v.c_str());
+  QVERIFY(peat::detector::verdictExplanation("no_such_verdict").empty());
 }
 
 QTEST_GUILESS_MAIN(TestDetector)
