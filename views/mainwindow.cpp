@@ -17,6 +17,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QSettings>
+#include <QStandardPaths>
+#include <QDir>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTreeView>
@@ -167,6 +169,11 @@ void MainWindow::createActions() {
   });
   copy->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
 
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  QAction* showRun = run->addAction(tr("&New Run..."), this, &MainWindow::showRunPanel);
+  showRun->setShortcut(QKeySequence(tr("Ctrl+R")));
+  run->addAction(tr("Open &Demo Session"), this, &MainWindow::openDemo);
+
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
@@ -247,6 +254,27 @@ void MainWindow::showRunVerdicts(const QString& run) {
     for (int c = 0; c < 3; ++c) verdicts_->resizeColumnToContents(c);
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
+  }
+}
+
+QString MainWindow::demoPath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo.h5");
+}
+
+bool MainWindow::openDemo() {
+  const QString path = demoPath();
+  if (QFileInfo::exists(path)) return openSession(path);
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  showRunPanel();
+  statusBar()->showMessage(tr("Making the demo session (about a minute): %1").arg(path));
+  runPanel_->startSequence(RunPanel::demoSteps(path), path);
+  return true;
+}
+
+void MainWindow::showRunPanel() {
+  if (auto* d = qobject_cast<QDockWidget*>(runPanel_->parentWidget())) {
+    d->show();
+    d->raise();
   }
 }
 

@@ -50,6 +50,11 @@ class MainWindow : public QMainWindow {
   SavePanel* savePanel() const { return savePanel_; }
   CurvePanel* curvePanel() const { return curves_; }
   RunPanel* runPanel() const { return runPanel_; }
+  void showRunPanel();  // brings the Run dock to the front
+  // Opens the demo session (in the application data directory), making it first with the run
+  // panel when it is missing; false only when an existing one does not open.
+  bool openDemo();
+  static QString demoPath();
   QTreeView* sessionTree() const { return tree_; }
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
   QCustomPlot* currentPlot() const;

@@ -244,6 +244,33 @@ QStringList RunPanel::arguments(QString* error) const {
   return fail(tr("unknown mode"));
 }
 
+QList<QStringList> RunPanel::demoSteps(const QString& session) {
+  const QString weights = shippedWeights(QStringLiteral("lenet"));
+  return {{QStringLiteral("profile"), QStringLiteral("--model"), QStringLiteral("lenet"), QStringLiteral("--init"), weights,
+           QStringLiteral("--iterations"), QStringLiteral("30"), QStringLiteral("--record-every"), QStringLiteral("10"),
+           QStringLiteral("--out"), session},
+          {QStringLiteral("playback"), QStringLiteral("-s"), session, QStringLiteral("-k"), QStringLiteral("bf16"),
+           QStringLiteral("--store-outputs"), QStringLiteral("--name"), QStringLiteral("bf16")},
+          {QStringLiteral("analyze"), QStringLiteral("--session"), session, QStringLiteral("--run"), QStringLiteral("bf16")},
+          {QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
+           weights, QStringLiteral("-s"), session},
+          {QStringLiteral("save"), QStringLiteral("campaign"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
+           weights, QStringLiteral("--images"), QStringLiteral("500"), QStringLiteral("--flips"),
+           QStringLiteral("1,16,256,1024,4096"), QStringLiteral("-s"), session}};
+}
+
+bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& session) {
+  if (running() || steps.isEmpty()) {
+    emit finished(false, running() ? tr("a run is still going") : tr("nothing to run"), session);
+    return false;
+  }
+  session_->setText(session);
+  queue_ = steps;
+  steps_ = int(steps.size());
+  chained_ = true;  // no playback analysis of its own: the sequence says what follows
+  return launch(queue_.takeFirst());
+}
+
 bool RunPanel::start() {
   if (running()) {
     emit finished(false, tr("a run is still going"), session_->text());
@@ -257,6 +284,7 @@ bool RunPanel::start() {
     return false;
   }
   chained_ = false;
+  queue_.clear();
   return launch(args);
 }
 
@@ -308,6 +336,12 @@ void RunPanel::readOutput() {
 void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   readOutput();
   const bool ok = status == QProcess::NormalExit && code == 0;
+  if (ok && !cancelled_ && !queue_.isEmpty()) {  // the next step of a sequence
+    launch(queue_.takeFirst());
+    status_->setText(tr("Step %1 of %2: %3").arg(steps_ - queue_.size()).arg(steps_).arg(status_->text()));
+    return;
+  }
+  queue_.clear();
   // A playback is followed by the analysis of its calls, for the error views.
   if (ok && !chained_ && !cancelled_ && mode() == Mode::Playback && analyze_->isChecked()) {
     chained_ = true;

@@ -44,6 +44,12 @@ class RunPanel : public QWidget {
   QStringList arguments(QString* error) const;
   QString program() const;  // `peat` beside this executable, or $PEAT_CLI
 
+  // Runs several peat commands one after another (each must succeed), e.g. the demo session's.
+  bool startSequence(const QList<QStringList>& steps, const QString& session);
+  // The commands that make the demo session at `session`: LeNet profiled from the shipped weights,
+  // replayed through bf16 and analysed, then SAVE's selection and a short campaign (as tools/demo.sh).
+  static QList<QStringList> demoSteps(const QString& session);
+
   bool running() const;
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
   void cancel();
@@ -71,6 +77,8 @@ class RunPanel : public QWidget {
   QString lastError_, buffer_, runName_;
   bool chained_ = false;   // the analysis after a playback is running
   bool cancelled_ = false;
+  QList<QStringList> queue_;  // the rest of a sequence
+  int steps_ = 0;
 };
 
 }  // namespace peat::views

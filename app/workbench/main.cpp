@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
                             QStringLiteral("Open the view of a session item, by its path in the tree, e.g. SAVE/lenet-symbolic."),
                             QStringLiteral("path"));
   parser.addOption(select);
+  QCommandLineOption demo(QStringLiteral("demo"),
+                          QStringLiteral("Open the demo session (LeNet profiled, replayed through bf16 and analysed, with "
+                                         "SAVE's selection and a campaign); it is made on first use, in about a minute."));
+  parser.addOption(demo);
   parser.process(app);
 
   peat::views::MainWindow window;
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
   window.show();
   bool opened = true;
   if (!parser.positionalArguments().isEmpty()) opened = window.openSession(parser.positionalArguments().constFirst());
+  if (parser.isSet(demo)) opened = window.openDemo();
   if (opened && parser.isSet(select)) opened = window.selectItem(parser.value(select));
 
   if (shooting) {

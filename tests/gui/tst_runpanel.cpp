@@ -4,6 +4,7 @@
 // with the points it finished; an incomplete form is refused with a reason. A watchdog timer
 // measures how long the GUI thread goes without serving its event loop during a run.
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QtTest>
 
 #include <algorithm>
@@ -45,6 +46,7 @@ class TestRunPanel : public QObject {
   void saveAnalysisAppearsInTheWindow();
   void cancelledCampaignKeepsItsPoints();
   void profileThenPlaybackWithAnalysis();
+  void demoSessionIsMadeThenOpened();
 
  private:
   QTemporaryDir dir_;
@@ -153,6 +155,34 @@ void TestRunPanel::profileThenPlaybackWithAnalysis() {
   runs.sort();
   QCOMPARE(runs, (QStringList{QStringLiteral("analysis-playback-bf16:analysis:complete"), QStringLiteral("golden:profile:complete"),
                               QStringLiteral("playback-bf16:playback:complete")}));
+}
+
+// --demo: the first time, the run panel makes the demo session step by step and the window opens
+// it; the next time it opens at once.
+void TestRunPanel::demoSessionIsMadeThenOpened() {
+  qputenv("XDG_DATA_HOME", dir_.filePath(QStringLiteral("xdg")).toUtf8());
+  const QString path = peat::views::MainWindow::demoPath();
+  QVERIFY(path.startsWith(dir_.path()));
+  {
+    peat::views::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    QSignalSpy finished(window.runPanel(), &RunPanel::finished);
+    QVERIFY(window.openDemo());
+    QVERIFY(window.runPanel()->running());
+    QVERIFY(finished.wait(600000));
+    QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+    QCOMPARE(window.sessionPath(), path);
+    QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
+    QVERIFY(window.selectItem(QStringLiteral("save-campaign")));
+    QVERIFY(window.selectItem(QStringLiteral("bf16/iteration 0")));
+    QVERIFY(window.verdictTable()->rowCount() > 0);  // the analysis of the bf16 replay
+  }
+  peat::views::MainWindow again;
+  again.setQuietErrors(true);
+  QVERIFY(again.openDemo());
+  QCOMPARE(again.sessionPath(), path);
+  QVERIFY(!again.runPanel()->running());
 }
 
 QTEST_MAIN(TestRunPanel)
