@@ -9,6 +9,9 @@
 #include <QTextBrowser>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -50,6 +53,7 @@ const QString kStateKey = QStringLiteral("window/state");
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("PEAT Workbench"));
   setObjectName(QStringLiteral("MainWindow"));
+  setAcceptDrops(true);
   resize(1400, 860);
 
   model_ = new SessionTreeModel(this);
@@ -516,6 +520,65 @@ void MainWindow::refreshRecentMenu() {
   for (const QString& path : recent)
     recentMenu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openSession(path); })->setToolTip(path);
   recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+namespace {
+QStringList localFiles(const QMimeData* mime) {
+  QStringList out;
+  if (!mime || !mime->hasUrls()) return out;
+  for (const QUrl& url : mime->urls())
+    if (url.isLocalFile()) out << url.toLocalFile();
+  return out;
+}
+bool isSession(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  return suffix == QLatin1String("h5") || suffix == QLatin1String("hdf5");
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  for (const QString& path : localFiles(event->mimeData()))
+    if (isSession(path) || QFileInfo(path).suffix().toLower() == QLatin1String("npy")) {
+      event->acceptProposedAction();
+      return;
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  if (openFiles(localFiles(event->mimeData()))) event->acceptProposedAction();
+}
+
+bool MainWindow::openFiles(const QStringList& paths) {
+  QStringList tensors;
+  for (const QString& path : paths) {
+    if (isSession(path)) return openSession(path);
+    if (QFileInfo(path).suffix().toLower() == QLatin1String("npy")) tensors << path;
+  }
+  if (tensors.isEmpty()) {
+    reportError(tr("drop a session (.h5) or two tensors (.npy, golden first)"));
+    return false;
+  }
+  if (tensors.size() == 1 && pendingGolden_.isEmpty()) {
+    pendingGolden_ = tensors.front();
+    statusBar()->showMessage(tr("Golden tensor %1: now drop the candidate").arg(QFileInfo(pendingGolden_).fileName()));
+    return true;
+  }
+  const QString golden = tensors.size() >= 2 ? tensors[0] : pendingGolden_;
+  const QString candidate = tensors.size() >= 2 ? tensors[1] : tensors[0];
+  pendingGolden_.clear();
+  try {
+    const analyzer::StoredCallReport r = analyzer::analyzeFiles(golden.toStdString(), candidate.toStdString());
+    errorPlot_->showReports({r});
+    if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
+    explainVerdict(QString::fromStdString(r.verdict));
+    statusBar()->showMessage(tr("%1 against %2: %3").arg(QFileInfo(candidate).fileName(), QFileInfo(golden).fileName(),
+                                                       QString::fromStdString(r.verdict)));
+    lastError_.clear();
+    return true;
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+    return false;
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -15,6 +15,8 @@ struct StoredCallReport;
 
 class QCustomPlot;
 class QMenu;
+class QDragEnterEvent;
+class QDropEvent;
 class QTabWidget;
 class QTextBrowser;
 class QTableWidget;
@@ -54,6 +56,9 @@ class MainWindow : public QMainWindow {
   // Opens the demo session (in the application data directory), making it first with the run
   // panel when it is missing; false only when an existing one does not open.
   bool openDemo();
+  // Dropped or given files: a .h5 session opens; two .npy (or FILE.h5:/dataset) tensors are
+  // compared, golden first; one .npy waits for its candidate. False with lastError() on failure.
+  bool openFiles(const QStringList& paths);
   static QString demoPath();
   QTreeView* sessionTree() const { return tree_; }
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
@@ -64,6 +69,8 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void createActions();
@@ -99,6 +106,7 @@ class MainWindow : public QMainWindow {
   CurvePanel* curves_;
   RunPanel* runPanel_;
   QTextBrowser* explain_;
+  QString pendingGolden_;  // a dropped .npy waiting for its candidate
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;

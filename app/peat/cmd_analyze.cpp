@@ -17,21 +17,6 @@
 namespace peat::cli {
 namespace {
 
-bool allNaN(const io::FloatTensor& t) {
-  for (uint64_t i = 0; i < t.size(); ++i)
-    if (!std::isnan(t.data()[i])) return false;
-  return true;
-}
-
-void checkPair(const io::FloatTensor& g, const io::FloatTensor& c) {
-  if (g.shape() != c.shape())
-    throw std::invalid_argument("shapes differ: golden " + shapeText(g.shape()) + ", candidate " + shapeText(c.shape()));
-  if (g.dtype != c.dtype)
-    throw std::invalid_argument("element types differ: golden " + g.dtype + ", candidate " + c.dtype);
-  if (g.size() == 0) throw std::invalid_argument("the tensors are empty");
-  if (allNaN(g)) throw std::invalid_argument("the golden tensor " + g.origin + " is all NaN: nothing to compare");
-}
-
 void printText(const analyzer::Report& r, const io::FloatTensor& g) {
   auto pct = [&](uint64_t v) { return 100.0 * double(v) / double(r.elements); };
   std::printf("golden      %s  %s %s\n", g.origin.c_str(), g.dtype.c_str(), shapeText(r.shape).c_str());
@@ -161,7 +146,7 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
 int runAnalyze(const AnalyzeOptions& o) {
   const io::FloatTensor g = io::readSource(o.golden);
   const io::FloatTensor c = io::readSource(o.candidate);
-  checkPair(g, c);
+  io::checkComparable(g, c);
   analyzer::ReportOptions ro;
   std::tie(ro.tileRows, ro.tileCols) = parseTile(o.tile);
   ro.threads = o.threads;

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(QStringLiteral("Desktop workbench for GPU kernel validation (PEAT) and SAVE."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."));
+  parser.addPositionalArgument(QStringLiteral("files"),
+                               QStringLiteral("A session (.h5) to open, or a golden and a candidate tensor (.npy) to compare."));
   QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                 QStringLiteral("Render the main window to a PNG file once shown, then quit."),
                                 QStringLiteral("file"));
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
   window.setQuietErrors(shooting);
   window.show();
   bool opened = true;
-  if (!parser.positionalArguments().isEmpty()) opened = window.openSession(parser.positionalArguments().constFirst());
+  if (!parser.positionalArguments().isEmpty()) opened = window.openFiles(parser.positionalArguments());
   if (parser.isSet(demo)) opened = window.openDemo();
   if (opened && parser.isSet(select)) opened = window.selectItem(parser.value(select));
 

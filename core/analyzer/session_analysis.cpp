@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/io/tensor_source.h"
 #include "core/store/session.h"
 
 namespace peat::analyzer {
@@ -218,6 +219,26 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
   out.log2Abs = counts("log2_abs_hist", 1024);
   out.log2Ulp = counts("log2_ulp_hist", 64);
   out.bitMismatch = counts("bit_mismatch", 32);
+  return out;
+}
+
+StoredCallReport analyzeFiles(const std::string& golden, const std::string& candidate) {
+  const io::FloatTensor g = io::readSource(golden), c = io::readSource(candidate);
+  io::checkComparable(g, c);
+  const Report r = analyze(g.data(), c.data(), g.shape());
+  const detector::Detection d = detector::detect(g.data(), {c.data()}, g.shape());
+  StoredCallReport out;
+  out.call = candidate + " vs " + golden;
+  out.verdict = d.verdict.model;
+  out.elements = double(r.elements);
+  out.mismatched = double(r.mismatched);
+  out.maxAbs = r.maxAbs;
+  out.meanAbs = r.meanAbs;
+  out.p99 = r.p99;
+  out.log2AbsFirstBin = Report::kLog2AbsMin;
+  out.log2Abs = r.log2Abs;
+  out.log2Ulp.assign(r.log2Ulp.begin(), r.log2Ulp.end());
+  out.bitMismatch.assign(r.bitMismatch.begin(), r.bitMismatch.end());
   return out;
 }
 

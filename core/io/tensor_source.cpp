@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/tensor_source.h"
 
+#include <cmath>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -170,6 +172,21 @@ void writeNpy(const std::string& path, const float* data, const std::vector<uint
   out.write(header.data(), std::streamsize(header.size()));
   out.write(reinterpret_cast<const char*>(data), std::streamsize(count * sizeof(float)));
   if (!out) throw SourceError("cannot write '" + path + "'");
+}
+
+void checkComparable(const FloatTensor& g, const FloatTensor& c) {
+  auto shapeText = [](const std::vector<uint64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    return s + "]";
+  };
+  if (g.shape() != c.shape())
+    throw std::invalid_argument("shapes differ: golden " + shapeText(g.shape()) + ", candidate " + shapeText(c.shape()));
+  if (g.dtype != c.dtype) throw std::invalid_argument("element types differ: golden " + g.dtype + ", candidate " + c.dtype);
+  if (g.size() == 0) throw std::invalid_argument("the tensors are empty");
+  bool allNaN = true;
+  for (uint64_t i = 0; i < g.size() && allNaN; ++i) allNaN = std::isnan(g.data()[i]);
+  if (allNaN) throw std::invalid_argument("the golden tensor " + g.origin + " is all NaN: nothing to compare");
 }
 
 }  // namespace peat::io

@@ -73,6 +73,10 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset)
 // "x.npy" or "x.h5:/group/dataset".
 FloatTensor readSource(const std::string& spec);
 
+// Throws std::invalid_argument unless a golden and a candidate tensor can be compared element by
+// element: the same shape and element type, not empty, and a golden tensor that is not all NaN.
+void checkComparable(const FloatTensor& golden, const FloatTensor& candidate);
+
 // Writes a C-order little-endian .npy (fp32, or fp16 patterns when `half` is set).
 void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape);
 

@@ -6,6 +6,13 @@
 #include <QDockWidget>
 #include <QMenuBar>
 #include <QTableWidget>
+#include <QMimeData>
+#include <QStatusBar>
+
+#include <cmath>
+
+#include "core/fp/format.h"
+#include "views/errorplotpanel.h"
 
 #include "tests/support/sample_session.h"
 #include "views/mainwindow.h"
@@ -21,6 +28,7 @@ class TestMainWindow : public QObject {
   void opensSessionAndRenders();
   void badFileKeepsCurrentSession();
   void recentSessionsAreRemembered();
+  void dropsSessionsAndTensors();
 
  private:
   QTemporaryDir dir_;
@@ -97,6 +105,63 @@ void TestMainWindow::recentSessionsAreRemembered() {
   const QStringList recent = QSettings().value(QStringLiteral("session/recent")).toStringList();
   QVERIFY(!recent.isEmpty());
   QCOMPARE(recent.first(), QFileInfo(sample_).absoluteFilePath());
+}
+
+namespace {
+// A little-endian fp32 .npy file of one dimension.
+void writeNpy(const QString& path, const std::vector<float>& v) {
+  QByteArray header = QStringLiteral("{'descr': '<f4', 'fortran_order': False, 'shape': (%1,), }").arg(v.size()).toLatin1();
+  while ((10 + header.size() + 1) % 64) header.append(' ');
+  header.append('\n');
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  f.write(magic, 8);
+  const quint16 len = quint16(header.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f.write(header);
+  f.write(reinterpret_cast<const char*>(v.data()), qint64(v.size() * sizeof(float)));
+}
+}  // namespace
+
+// Dropped files: two tensors are compared (the candidate rounded to bf16 reads as precision
+// loss), one tensor waits for the other, a session opens, anything else is refused.
+void TestMainWindow::dropsSessionsAndTensors() {
+  struct Droppable : MainWindow {
+    using MainWindow::dropEvent;  // the handler, called as Qt calls it on a drop
+  } w;
+  w.setQuietErrors(true);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  std::vector<float> golden(4096), candidate(4096);
+  for (std::size_t i = 0; i < golden.size(); ++i) {
+    golden[i] = std::sin(float(i) * 0.37f) * 3.0f + 0.001f * float(i);
+    candidate[i] = peat::fp::roundTo(peat::fp::kBf16, golden[i]);
+  }
+  const QString g = dir_.filePath(QStringLiteral("golden.npy")), c = dir_.filePath(QStringLiteral("bf16.npy"));
+  writeNpy(g, golden);
+  writeNpy(c, candidate);
+  QVERIFY(w.openFiles({g, c}));
+  QCOMPARE(w.errorPlot()->reportCount(), 1);
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("precision_loss")));
+  // one at a time, as two drops: the first waits for the second
+  QVERIFY(w.openFiles({g}));
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("now drop the candidate")));
+  // a real drop event, carrying the candidate
+  auto* mime = new QMimeData;
+  mime->setUrls({QUrl::fromLocalFile(c)});
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+  w.dropEvent(&drop);
+  QVERIFY2(drop.isAccepted(), qPrintable(w.lastError() + QStringLiteral(" / ") + w.statusBar()->currentMessage()));
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("precision_loss")));
+  delete mime;
+  // mismatched shapes are refused with the reason; a session opens
+  writeNpy(dir_.filePath(QStringLiteral("short.npy")), std::vector<float>(10, 1.0f));
+  QVERIFY(!w.openFiles({g, dir_.filePath(QStringLiteral("short.npy"))}));
+  QVERIFY(w.lastError().contains(QStringLiteral("shapes differ")));
+  QVERIFY(!w.openFiles({dir_.filePath(QStringLiteral("notes.txt"))}));
+  QVERIFY(w.openFiles({sample_}));
+  QCOMPARE(w.sessionPath(), sample_);
 }
 
 QTEST_MAIN(TestMainWindow)
