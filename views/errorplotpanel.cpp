@@ -3,6 +3,7 @@
 
 #include <QComboBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -46,7 +47,16 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(scaleBox_);
   auto* split = new QSplitter(Qt::Vertical, this);
   plot_ = new QCustomPlot(split);
-  bits_ = new QCustomPlot(split);
+  auto* lower = new QTabWidget(split);
+  bits_ = new QCustomPlot(lower);
+  map_ = new QCustomPlot(lower);
+  lower->addTab(bits_, tr("Bits"));
+  lower->addTab(map_, tr("Where"));
+  map_->setMouseTracking(true);
+  map_->setToolTip(tr("The share of mismatched elements in each tile of the output (seen as rows x columns);\n"
+                      "the star marks the element with the largest error. Errors confined to an edge, a band or a\n"
+                      "stride point to indexing; errors everywhere to rounding."));
+  connect(map_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverMap);
   plot_->setMinimumHeight(160);
   bits_->setMinimumHeight(120);
   plot_->setToolTip(tr("How many elements of the call's output differ from the golden kernel's by each power of two.\n"
@@ -64,9 +74,10 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
 
 void ErrorPlotPanel::showMessage(const QString& text) {
   reports_.clear();
-  for (QCustomPlot* p : {plot_, bits_}) {
+  for (QCustomPlot* p : {plot_, bits_, map_}) {
     p->clearPlottables();
     p->clearItems();
+    p->legend->setVisible(false);
   }
   plot_->xAxis->setLabel(scaleBox_->currentText());
   plot_->yAxis->setLabel(tr("elements"));
@@ -79,6 +90,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   bits_->yAxis->setLabel(tr("elements"));
   plot_->replot(QCustomPlot::rpQueuedReplot);
   bits_->replot(QCustomPlot::rpQueuedReplot);
+  map_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& reports) {
@@ -183,6 +195,61 @@ void ErrorPlotPanel::draw() {
   bits_->legend->setBrush(QColor(255, 255, 255, 200));
   bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   bits_->replot();
+  drawMap();
+}
+
+void ErrorPlotPanel::drawMap() {
+  map_->clearPlottables();
+  map_->clearItems();
+  const analyzer::StoredCallReport& r = reports_.front();
+  if (r.tileMismatch.empty() || r.tilesDown == 0 || r.tilesAcross == 0) {
+    label(map_, tr("No tile map stored for this call"));
+    map_->replot();
+    return;
+  }
+  auto* cells = new QCPColorMap(map_->xAxis, map_->yAxis);
+  const int across = int(r.tilesAcross), down = int(r.tilesDown);
+  cells->data()->setSize(2 * across, 2 * down);  // two cells per tile: exact unit squares even for one tile
+  cells->data()->setRange(QCPRange(0.25, across - 0.25), QCPRange(0.25, down - 0.25));
+  for (int t = 0; t < down * across; ++t) {
+    const int tr_ = t / across, tc = t % across;
+    const double h = double(std::min<uint64_t>(r.tileRows, r.rows - uint64_t(tr_) * r.tileRows));
+    const double w = double(std::min<uint64_t>(r.tileCols, r.cols - uint64_t(tc) * r.tileCols));
+    const double share = double(r.tileMismatch[std::size_t(t)]) / std::max(1.0, h * w);
+    for (int k = 0; k < 4; ++k) cells->data()->setCell(2 * tc + k % 2, 2 * tr_ + k / 2, share);
+  }
+  QCPColorGradient gradient(QCPColorGradient::gpCold);
+  gradient.setLevelCount(64);
+  cells->setGradient(gradient);
+  cells->setDataRange(QCPRange(0, 1));
+  cells->setInterpolate(false);
+  if (r.worstRow >= 0) {
+    QCPGraph* worst = map_->addGraph();
+    worst->setLineStyle(QCPGraph::lsNone);
+    worst->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssStar, QPen(QColor(0xd3, 0x2f, 0x2f), 2), Qt::NoBrush, 14));
+    worst->addData(double(r.worstCol) / double(r.tileCols), double(r.worstRow) / double(r.tileRows));
+    worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
+    map_->legend->setVisible(true);
+    map_->legend->setBrush(QColor(255, 255, 255, 200));
+  }
+  map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
+  map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));
+  map_->xAxis->setRange(0, across);
+  map_->yAxis->setRange(0, down);
+  map_->yAxis->setRangeReversed(true);
+  map_->replot();
+}
+
+void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
+  if (reports_.empty() || reports_.front().tileMismatch.empty()) return;
+  const analyzer::StoredCallReport& r = reports_.front();
+  const int c = int(std::floor(map_->xAxis->pixelToCoord(event->position().x())));
+  const int row = int(std::floor(map_->yAxis->pixelToCoord(event->position().y())));
+  if (c < 0 || row < 0 || c >= int(r.tilesAcross) || row >= int(r.tilesDown)) return;
+  QToolTip::showText(event->globalPosition().toPoint(),
+                     tr("tile row %1, column %2: %3 mismatched elements").arg(row).arg(c)
+                         .arg(r.tileMismatch[std::size_t(row) * std::size_t(r.tilesAcross) + std::size_t(c)]),
+                     map_);
 }
 
 QString ErrorPlotPanel::csv() const {

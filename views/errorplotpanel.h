@@ -25,6 +25,7 @@ class ErrorPlotPanel : public QWidget {
   void setScale(Scale scale);
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
+  QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
   int reportCount() const { return int(reports_.size()); }
   QString csv() const;  // the histograms shown, one row per bin and call
 
@@ -34,6 +35,9 @@ class ErrorPlotPanel : public QWidget {
   void hoverBits(QMouseEvent* event);
   QCustomPlot* plot_;
   QCustomPlot* bits_;
+  QCustomPlot* map_;
+  void drawMap();
+  void hoverMap(QMouseEvent* event);
   QComboBox* scaleBox_;
   std::vector<analyzer::StoredCallReport> reports_;
   Scale scale_ = Scale::Log2Abs;

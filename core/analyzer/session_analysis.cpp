@@ -164,13 +164,18 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},
                    {"mean_abs", r.meanAbs}, {"rms_abs", r.rmsAbs}, {"max_rel", r.maxRel}, {"mean_rel", r.meanRel},
                    {"golden_rms", r.goldenRms}, {"p50_abs", r.p50}, {"p99_abs", r.p99}, {"p999_abs", r.p999},
-                   {"max_abs_index", double(r.maxAbsIndex)}, {"log2_abs_first_bin", double(Report::kLog2AbsMin)}};
+                   {"max_abs_index", double(r.maxAbsIndex)}, {"log2_abs_first_bin", double(Report::kLog2AbsMin)},
+                   {"rows", double(r.rows)}, {"cols", double(r.cols)}, {"tile_rows", double(r.tileRows)},
+                   {"tile_cols", double(r.tileCols)}, {"tiles_down", double(r.tilesDown)},
+                   {"tiles_across", double(r.tilesAcross)}};
     rec.labels = {{"call", a.call}, {"verdict", a.detection.verdict.model}};
     rec.arrays = {{"log2_abs_hist", {store::DType::U64, {r.log2Abs.size()}, r.log2Abs.data()}},
                   {"log2_ulp_hist", {store::DType::U64, {r.log2Ulp.size()}, r.log2Ulp.data()}},
                   {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
                   {"column_mismatch", {store::DType::U64, {r.colMismatch.counts.size()}, r.colMismatch.counts.data()}},
                   {"row_mismatch", {store::DType::U64, {r.rowMismatch.counts.size()}, r.rowMismatch.counts.data()}}};
+    if (!r.tileMismatch.empty())
+      rec.arrays.push_back({"tile_mismatch", {store::DType::U64, {r.tilesDown, r.tilesAcross}, r.tileMismatch.data()}});
     w.writeReport(reportId(a.call), rec);
   }
   std::vector<h5::Column> table{callCol, layer, op, verdict};
@@ -219,6 +224,19 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
   out.log2Abs = counts("log2_abs_hist", 1024);
   out.log2Ulp = counts("log2_ulp_hist", 64);
   out.bitMismatch = counts("bit_mismatch", 32);
+  out.rows = uint64_t(scalar("rows"));
+  out.cols = uint64_t(scalar("cols"));
+  out.tileRows = uint64_t(scalar("tile_rows"));
+  out.tileCols = uint64_t(scalar("tile_cols"));
+  out.tilesDown = uint64_t(scalar("tiles_down"));
+  out.tilesAcross = uint64_t(scalar("tiles_across"));
+  if (rec.arrays.count("tile_mismatch") && out.tilesDown * out.tilesAcross <= (uint64_t(1) << 20))
+    out.tileMismatch = counts("tile_mismatch", std::size_t(out.tilesDown * out.tilesAcross));
+  if (out.mismatched > 0 && out.cols > 0) {
+    const uint64_t at = uint64_t(scalar("max_abs_index"));
+    out.worstRow = int64_t(at / out.cols);
+    out.worstCol = int64_t(at % out.cols);
+  }
   return out;
 }
 
@@ -227,9 +245,13 @@ StoredCallReport analyzeFiles(const std::string& golden, const std::string& cand
   io::checkComparable(g, c);
   const Report r = analyze(g.data(), c.data(), g.shape());
   const detector::Detection d = detector::detect(g.data(), {c.data()}, g.shape());
+  return plottedReport(r, candidate + " vs " + golden, d.verdict.model);
+}
+
+StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict) {
   StoredCallReport out;
-  out.call = candidate + " vs " + golden;
-  out.verdict = d.verdict.model;
+  out.call = call;
+  out.verdict = verdict;
   out.elements = double(r.elements);
   out.mismatched = double(r.mismatched);
   out.maxAbs = r.maxAbs;
@@ -239,6 +261,17 @@ StoredCallReport analyzeFiles(const std::string& golden, const std::string& cand
   out.log2Abs = r.log2Abs;
   out.log2Ulp.assign(r.log2Ulp.begin(), r.log2Ulp.end());
   out.bitMismatch.assign(r.bitMismatch.begin(), r.bitMismatch.end());
+  out.rows = r.rows;
+  out.cols = r.cols;
+  out.tileRows = r.tileRows;
+  out.tileCols = r.tileCols;
+  out.tilesDown = r.tilesDown;
+  out.tilesAcross = r.tilesAcross;
+  out.tileMismatch = r.tileMismatch;
+  if (r.mismatched > 0 && r.cols > 0) {
+    out.worstRow = int64_t(r.maxAbsIndex / r.cols);
+    out.worstCol = int64_t(r.maxAbsIndex % r.cols);
+  }
   return out;
 }
 

@@ -30,11 +30,20 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                                const ReportOptions& options);
 
 // A call's report as analyzeSession stored it, read back for plots.
+struct StoredCallReport;
+// A report as the plots use it.
+StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict);
+
 struct StoredCallReport {
   std::string analysisRun, call, verdict;
   double elements = 0, mismatched = 0, maxAbs = 0, meanAbs = 0, p99 = 0;
   int log2AbsFirstBin = 0;            // log2_abs[i] counts floor(log2 |error|) == first + i
   std::vector<uint64_t> log2Abs, log2Ulp, bitMismatch;  // bitMismatch[b]: elements whose bit b differs
+  // Where: mismatches per tile (row-major, tilesDown x tilesAcross; empty if not stored) of the
+  // output seen as [rows, cols], and the row and column of the largest |error| (-1: none).
+  uint64_t rows = 0, cols = 0, tileRows = 0, tileCols = 0, tilesDown = 0, tilesAcross = 0;
+  std::vector<uint64_t> tileMismatch;
+  int64_t worstRow = -1, worstCol = -1;
 };
 
 // The analysis run of `run` (the newest "analysis" run whose candidate_run is `run`), or "".

@@ -81,6 +81,18 @@ void TestErrorViews::oneCallShowsItsReport() {
   }
   for (uint64_t n : report.bitMismatch) stored += double(n);
   QCOMPARE(shown, stored);
+  // where: the tile map of mismatches, and a star on the element with the largest error
+  QVERIFY(!report.tileMismatch.empty());
+  auto* map = qobject_cast<QCPColorMap*>(panel->mapPlot()->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), int(2 * report.tilesAcross));
+  QCOMPARE(map->data()->valueSize(), int(2 * report.tilesDown));
+  uint64_t inTiles = 0;
+  for (uint64_t n : report.tileMismatch) inTiles += n;
+  QCOMPARE(double(inTiles), report.mismatched);
+  QVERIFY(report.worstRow >= 0 && report.worstCol >= 0);
+  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->key, double(report.worstCol) / double(report.tileCols));
+  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->value, double(report.worstRow) / double(report.tileRows));
   panel->setScale(peat::views::ErrorPlotPanel::Scale::Log2Ulp);
   QVERIFY(panel->plot()->xAxis->label().contains(QStringLiteral("ULP")));
   panel->setScale(peat::views::ErrorPlotPanel::Scale::Log2Abs);
