@@ -218,7 +218,11 @@ void ErrorPlotPanel::drawMap() {
     const double share = double(r.tileMismatch[std::size_t(t)]) / std::max(1.0, h * w);
     for (int k = 0; k < 4; ++k) cells->data()->setCell(2 * tc + k % 2, 2 * tr_ + k / 2, share);
   }
-  QCPColorGradient gradient(QCPColorGradient::gpCold);
+  QCPColorGradient gradient;  // light: no mismatch; dark blue: every element of the tile differs
+  gradient.clearColorStops();
+  gradient.setColorStopAt(0, QColor(0xf5, 0xf5, 0xf5));
+  gradient.setColorStopAt(0.5, QColor(0x64, 0xb5, 0xf6));
+  gradient.setColorStopAt(1, QColor(0x0d, 0x47, 0xa1));
   gradient.setLevelCount(64);
   cells->setGradient(gradient);
   cells->setDataRange(QCPRange(0, 1));
@@ -231,6 +235,13 @@ void ErrorPlotPanel::drawMap() {
     worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
     map_->legend->setVisible(true);
     map_->legend->setBrush(QColor(255, 255, 255, 200));
+    map_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  }
+  for (QCPAxis* axis : {map_->xAxis, map_->yAxis}) {  // whole tiles
+    QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
+    whole->setTickStep(1);
+    whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    axis->setTicker(whole);
   }
   map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
   map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));

@@ -93,6 +93,7 @@ void TestErrorViews::oneCallShowsItsReport() {
   QVERIFY(report.worstRow >= 0 && report.worstCol >= 0);
   QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->key, double(report.worstCol) / double(report.tileCols));
   QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->value, double(report.worstRow) / double(report.tileRows));
+  QVERIFY(panel->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-where.png"), 600, 400));
   panel->setScale(peat::views::ErrorPlotPanel::Scale::Log2Ulp);
   QVERIFY(panel->plot()->xAxis->label().contains(QStringLiteral("ULP")));
   panel->setScale(peat::views::ErrorPlotPanel::Scale::Log2Abs);
