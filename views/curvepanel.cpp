@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "views/curvepanel.h"
+#include "views/plotstyle.h"
 
 namespace peat::views {
 
@@ -33,6 +34,7 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   plot_ = new QCustomPlot(this);
   plot_->setMouseTracking(true);
+  followPalette(plot_);
   plot_->setToolTip(tr("Training loss (left axis, solid) and accuracy (right axis, dashed) per iteration.\n"
                        "Runtime fault injection: the golden run (grey) and the run with the candidate kernel (red);\n"
                        "triangles mark iterations where the candidate replaced the golden kernel."));

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "views/errorplotpanel.h"
+#include "views/plotstyle.h"
 
 namespace peat::views {
 
@@ -53,6 +54,7 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   lower->addTab(bits_, tr("Bits"));
   lower->addTab(map_, tr("Where"));
   map_->setMouseTracking(true);
+  for (QCustomPlot* p : {plot_, bits_, map_}) followPalette(p);
   map_->setToolTip(tr("The share of mismatched elements in each tile of the output (seen as rows x columns);\n"
                       "the star marks the element with the largest error. Errors confined to an edge, a band or a\n"
                       "stride point to indexing; errors everywhere to rounding."));

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "views/plotstyle.h"
 #include "views/savepanel.h"
 
 namespace peat::views {
@@ -30,21 +31,6 @@ QColor schemeColor(const std::string& scheme) {
   if (scheme == "ranger") return QColor(0x38, 0x8e, 0x3c);
   if (scheme == "ecc") return QColor(0x8e, 0x24, 0xaa);
   return QColor(0x00, 0x83, 0x8f);
-}
-
-// Plot colours from the widget's palette, so a dark desktop gets a dark plot.
-void followPalette(QCustomPlot* plot) {
-  const QPalette p = plot->palette();
-  plot->setBackground(p.color(QPalette::Base));
-  for (QCPAxis* axis : plot->axisRect()->axes()) {
-    axis->setBasePen(QPen(p.color(QPalette::Text)));
-    axis->setTickPen(QPen(p.color(QPalette::Text)));
-    axis->setSubTickPen(QPen(p.color(QPalette::Text)));
-    axis->setTickLabelColor(p.color(QPalette::Text));
-    axis->setLabelColor(p.color(QPalette::Text));
-  }
-  plot->legend->setBrush(p.color(QPalette::Base));
-  plot->legend->setTextColor(p.color(QPalette::Text));
 }
 
 void message(QCustomPlot* plot, const QString& text) {
