@@ -11,6 +11,8 @@
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QMimeData>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -28,6 +30,7 @@
 
 #include "core/analyzer/session_analysis.h"
 #include "core/detector/detector.h"
+#include "core/io/tensor_source.h"
 #include "core/save/results.h"
 #include "core/store/curves.h"
 #include "core/store/session.h"
@@ -57,6 +60,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1400, 860);
 
   model_ = new SessionTreeModel(this);
+  model_->setTensorLister([this](const std::string& run, const std::string& call) {
+    return reader_ ? reader_->callTensors(run, call) : std::vector<store::TensorInfo>{};
+  });
   overview_ = new OverviewPanel(this);
   savePanel_ = new SavePanel(this);
   central_ = new QTabWidget(this);
@@ -195,7 +201,7 @@ void MainWindow::createActions() {
 bool MainWindow::openSession(const QString& path) {
   try {
     auto reader = std::make_unique<store::SessionReader>(path.toStdString());
-    const store::SessionSummary summary = reader->summary();
+    const store::SessionSummary summary = reader->summaryWithoutTensors();  // tensor lists on demand
     reader_ = std::move(reader);
     shownAnalysis_.clear();
     shownVerdictRun_.clear();
@@ -566,19 +572,57 @@ bool MainWindow::openFiles(const QStringList& paths) {
   const QString golden = tensors.size() >= 2 ? tensors[0] : pendingGolden_;
   const QString candidate = tensors.size() >= 2 ? tensors[1] : tensors[0];
   pendingGolden_.clear();
-  try {
-    const analyzer::StoredCallReport r = analyzer::analyzeFiles(golden.toStdString(), candidate.toStdString());
-    errorPlot_->showReports({r});
+  compareTensors(golden, candidate);
+  return true;
+}
+
+void MainWindow::compareTensors(const QString& golden, const QString& candidate) {
+  // Off the GUI thread: the histograms as soon as the analyzer's pass is done, the detector's
+  // verdict after its own pass. The tensors stay mapped between the two.
+  struct Pair {
+    io::FloatTensor g, c;
+  };
+  auto pair = std::make_shared<Pair>();
+  const std::string g = golden.toStdString(), c = candidate.toStdString();
+  const std::string name = QFileInfo(candidate).fileName().toStdString() + " vs " + QFileInfo(golden).fileName().toStdString();
+  statusBar()->showMessage(tr("Comparing %1 with %2...").arg(QFileInfo(candidate).fileName(), QFileInfo(golden).fileName()));
+  auto* first = new QFutureWatcher<std::pair<std::string, analyzer::StoredCallReport>>(this);
+  connect(first, &QFutureWatcherBase::finished, this, [this, first, pair, name] {
+    first->deleteLater();
+    const auto [error, report] = first->result();
+    if (!error.empty()) {
+      reportError(QString::fromStdString(error));
+      return;
+    }
+    errorPlot_->showReports({report});
     if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
-    explainVerdict(QString::fromStdString(r.verdict));
-    statusBar()->showMessage(tr("%1 against %2: %3").arg(QFileInfo(candidate).fileName(), QFileInfo(golden).fileName(),
-                                                       QString::fromStdString(r.verdict)));
-    lastError_.clear();
-    return true;
-  } catch (const std::exception& e) {
-    reportError(QString::fromStdString(e.what()));
-    return false;
-  }
+    emit comparisonShown();
+    auto* second = new QFutureWatcher<std::string>(this);
+    connect(second, &QFutureWatcherBase::finished, this, [this, second, report] {
+      second->deleteLater();
+      analyzer::StoredCallReport withVerdict = report;
+      withVerdict.verdict = second->result();
+      errorPlot_->showReports({withVerdict});
+      explainVerdict(QString::fromStdString(withVerdict.verdict));
+      statusBar()->showMessage(tr("%1: %2").arg(QString::fromStdString(withVerdict.call), QString::fromStdString(withVerdict.verdict)));
+      lastError_.clear();
+      emit comparisonDetected();
+    });
+    second->setFuture(QtConcurrent::run([pair] {
+      return detector::detect(pair->g.data(), {pair->c.data()}, pair->g.shape()).verdict.model;
+    }));
+  });
+  first->setFuture(QtConcurrent::run([pair, g, c, name]() -> std::pair<std::string, analyzer::StoredCallReport> {
+    try {
+      pair->g = io::readSource(g);
+      pair->c = io::readSource(c);
+      io::checkComparable(pair->g, pair->c);
+      const analyzer::Report r = analyzer::analyze(pair->g.data(), pair->c.data(), pair->g.shape());
+      return {std::string(), analyzer::plottedReport(r, name, std::string())};
+    } catch (const std::exception& e) {
+      return {e.what(), analyzer::StoredCallReport{}};
+    }
+  }));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -59,6 +59,12 @@ class MainWindow : public QMainWindow {
   // Dropped or given files: a .h5 session opens; two .npy (or FILE.h5:/dataset) tensors are
   // compared, golden first; one .npy waits for its candidate. False with lastError() on failure.
   bool openFiles(const QStringList& paths);
+
+ signals:
+  void comparisonShown();     // a dropped pair's histograms are on screen
+  void comparisonDetected();  // ... and the detector's verdict
+
+ public:
   static QString demoPath();
   QTreeView* sessionTree() const { return tree_; }
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
@@ -79,6 +85,7 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void showRunVerdicts(const QString& run);
   void showItem(const QModelIndex& current);
+  void compareTensors(const QString& golden, const QString& candidate);
   void showSelectedCalls();
   void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
   void selectVerdictCall(int row);

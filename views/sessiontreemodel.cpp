@@ -35,6 +35,12 @@ QString shapeText(const std::vector<uint64_t>& shape) {
   for (uint64_t d : shape) parts << QString::number(d);
   return QStringLiteral("[") + parts.join(QLatin1Char('x')) + QStringLiteral("]");
 }
+
+QString tensorText(const std::vector<store::TensorInfo>& tensors) {
+  QStringList lines;
+  for (const store::TensorInfo& t : tensors) lines << qs(t.name) + QLatin1Char(' ') + qs(t.dtype) + shapeText(t.shape);
+  return lines.join(QLatin1Char('\n'));
+}
 }  // namespace
 
 SessionTreeModel::SessionTreeModel(QObject* parent) : QAbstractItemModel(parent), root_(std::make_unique<Node>()) {}
@@ -67,11 +73,10 @@ void SessionTreeModel::rebuild() {
                        it.complete ? QString() : tr("The writer stopped during this iteration; its data is partial."));
       i->incomplete = !it.complete;
       for (const store::CallInfo& c : it.calls) {
-        QStringList tensors;
-        for (const store::TensorInfo& t : c.tensors) tensors << qs(t.name) + QLatin1Char(' ') + qs(t.dtype) + shapeText(t.shape);
+        const QString tensors = tensorText(c.tensors);
         Node* call = i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
                             qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
-                            tensors.join(QLatin1Char('\n')));
+                            tensors);
         call->path = qs(c.path);
       }
     }
@@ -142,7 +147,15 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
   const Node* n = nodeOf(index);
   switch (role) {
     case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
-    case Qt::ToolTipRole: return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
+    case Qt::ToolTipRole:
+      if (n->tooltip.isEmpty() && n->kind == NodeKind::Call && lister_) {
+        try {
+          const_cast<Node*>(n)->tooltip = tensorText(lister_(n->key.toStdString(), n->path.toStdString()));
+        } catch (const std::exception& e) {
+          return QString::fromStdString(e.what());
+        }
+      }
+      return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
     case KindRole: return int(n->kind);
     case KeyRole: return n->key;
     case PathRole: return n->path;

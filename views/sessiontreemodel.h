@@ -2,6 +2,7 @@
 #pragma once
 #include <QAbstractItemModel>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,10 @@ class SessionTreeModel : public QAbstractItemModel {
   ~SessionTreeModel() override;
 
   void setSummary(const store::SessionSummary& summary);
+  // Reads one call's tensor list when its tooltip is first asked for (a summary made without them
+  // opens a large session much faster).
+  using TensorLister = std::function<std::vector<store::TensorInfo>(const std::string& run, const std::string& call)>;
+  void setTensorLister(TensorLister lister) { lister_ = std::move(lister); }
   void clear();
   const store::SessionSummary& summary() const { return summary_; }
 
@@ -41,6 +46,7 @@ class SessionTreeModel : public QAbstractItemModel {
 
   store::SessionSummary summary_;
   std::unique_ptr<Node> root_;
+  TensorLister lister_;
 };
 
 }  // namespace peat::views

@@ -6,7 +6,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/io/tensor_source.h"
 #include "core/store/session.h"
 
 namespace peat::analyzer {
@@ -238,14 +237,6 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
     out.worstCol = int64_t(at % out.cols);
   }
   return out;
-}
-
-StoredCallReport analyzeFiles(const std::string& golden, const std::string& candidate) {
-  const io::FloatTensor g = io::readSource(golden), c = io::readSource(candidate);
-  io::checkComparable(g, c);
-  const Report r = analyze(g.data(), c.data(), g.shape());
-  const detector::Detection d = detector::detect(g.data(), {c.data()}, g.shape());
-  return plottedReport(r, candidate + " vs " + golden, d.verdict.model);
 }
 
 StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict) {

@@ -52,8 +52,5 @@ std::string analysisRunOf(const store::SessionSummary& summary, const std::strin
 // throws std::runtime_error when there is none.
 StoredCallReport loadCallReport(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call);
 
-// The same report for a pair of tensor files (.npy, or FILE.h5:/dataset), with the detector's
-// verdict: what `peat analyze` and `peat detect` print, shaped for the plots.
-StoredCallReport analyzeFiles(const std::string& golden, const std::string& candidate);
 
 }  // namespace peat::analyzer

@@ -428,7 +428,10 @@ SessionReader::SessionReader(const std::string& path) : d(std::make_unique<Impl>
 
 SessionReader::~SessionReader() = default;
 
-SessionSummary SessionReader::summary() const {
+SessionSummary SessionReader::summary() const { return readSummary(true); }
+SessionSummary SessionReader::summaryWithoutTensors() const { return readSummary(false); }
+
+SessionSummary SessionReader::readSummary(bool withTensors) const {
   Lock lock(hdf5Mutex());
   SessionSummary s;
   s.path = d->path;
@@ -482,10 +485,11 @@ SessionSummary SessionReader::summary() const {
                 call.id.callIndex = cg.intAttribute("call_index");
                 for (const std::string& attr : cg.attributeNames())
                   if (attr.rfind("param.", 0) == 0) call.params[attr.substr(6)] = cg.intAttribute(attr);
-                for (const std::string& tensorName : cg.children()) {
-                  h5::Dataset ds = cg.openDataset(tensorName);
-                  call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
-                }
+                if (withTensors)
+                  for (const std::string& tensorName : cg.children()) {
+                    h5::Dataset ds = cg.openDataset(tensorName);
+                    call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
+                  }
                 it.calls.push_back(std::move(call));
               }
             }
@@ -516,8 +520,7 @@ SessionSummary SessionReader::summary() const {
 }
 
 namespace {
-h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const std::string& callPath,
-                           const std::string& name) {
+h5::Group openCall(const h5::File& file, const std::string& run, const std::string& callPath) {
   h5::Group g = file.root().openGroup("runs").openGroup(run);
   std::string rest = callPath;
   for (std::size_t pos; !rest.empty();) {
@@ -525,10 +528,30 @@ h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const s
     g = g.openGroup(rest.substr(0, pos));
     rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
   }
+  return g;
+}
+h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const std::string& callPath,
+                           const std::string& name) {
+  h5::Group g = openCall(file, run, callPath);
   if (!g.has(name)) throw SessionError("no tensor '" + name + "' in " + run + "/" + callPath);
   return g.openDataset(name);
 }
 }  // namespace
+
+std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const std::string& callPath) const {
+  Lock lock(hdf5Mutex());
+  std::vector<TensorInfo> out;
+  try {
+    h5::Group cg = openCall(*d->file, run, callPath);
+    for (const std::string& name : cg.children()) {
+      h5::Dataset ds = cg.openDataset(name);
+      out.push_back({name, h5::typeName(ds.storedType()), ds.shape()});
+    }
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return out;
+}
 
 void SessionReader::readTensorInto(const std::string& run, const std::string& callPath, const std::string& name,
                                    DType as, void* out, uint64_t elements) const {
