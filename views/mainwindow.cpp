@@ -159,6 +159,12 @@ void MainWindow::createActions() {
     if (!path.isEmpty()) openSession(path);
   });
   open->setShortcut(QKeySequence::Open);
+  QAction* newWindow = file->addAction(tr("&New Window"), this, [] {
+    auto* other = new MainWindow;  // another session (or another view of this one) side by side
+    other->setAttribute(Qt::WA_DeleteOnClose);
+    other->show();
+  });
+  newWindow->setShortcut(QKeySequence::New);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   refreshRecentMenu();
   QAction* close = file->addAction(tr("&Close Session"), this, &MainWindow::closeSession);
