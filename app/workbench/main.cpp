@@ -9,6 +9,7 @@
 
 #include "core/version.h"
 #include "views/mainwindow.h"
+#include "views/runpanel.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -50,12 +51,24 @@ int main(int argc, char** argv) {
 
   if (shooting) {
     const QString file = parser.value(screenshot);
-    QTimer::singleShot(300, &window, [&] {
-      const bool saved = window.grab().save(file, "PNG");
-      if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
-      if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
-      QApplication::exit(saved && opened ? 0 : 1);
-    });
+    auto shoot = [&window, file, &opened] {
+      QTimer::singleShot(300, &window, [&window, file, &opened] {
+        const bool saved = window.grab().save(file, "PNG");
+        if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
+        if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+        QApplication::exit(saved && opened ? 0 : 1);
+      });
+    };
+    if (window.runPanel()->running()) {  // the demo is being made: shoot once it is open
+      QObject::connect(window.runPanel(), &peat::views::RunPanel::finished, &window,
+                       [&opened, shoot](bool ok, const QString& message) {
+                         if (!ok) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(message));
+                         opened = opened && ok;
+                         shoot();
+                       });
+    } else {
+      shoot();
+    }
   }
   return QApplication::exec();
 }

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
 # Starts peat-workbench in a real X server (Xvfb), lets it render a session, and checks the PNG.
-#   -DWORKBENCH=... -DSESSION=... -DOUT=...png
+#   -DWORKBENCH=... -DSESSION=... -DOUT=...png   (SESSION "--demo": the demo session, made first)
 file(REMOVE "${OUT}")
 # Keep the test away from the user's settings (recent files, window layout).
 get_filename_component(out_dir "${OUT}" DIRECTORY)
 set(ENV{XDG_CONFIG_HOME} "${out_dir}/xdg-config")
+set(ENV{XDG_DATA_HOME} "${out_dir}/xdg-data")  # where --demo makes its session
+if(SESSION STREQUAL "--demo")
+  file(REMOVE_RECURSE "${out_dir}/xdg-data")
+endif()
 execute_process(
   COMMAND xvfb-run -a -s "-screen 0 1600x1000x24" "${WORKBENCH}" --screenshot "${OUT}" "${SESSION}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "peat-workbench under Xvfb exited ${rc}\n${out}\n${err}")
 endif()

@@ -5,6 +5,7 @@
 // PNG under the build tree (look at them: savepanel-*.png).
 #include "views/qcustomplot_include.h"  // first: see the header
 
+#include <QAbstractItemModelTester>
 #include <QtTest>
 
 #include "core/save/results.h"
@@ -28,6 +29,7 @@ class TestSavePanel : public QObject {
   QString session_;
   peat::save::StoredAnalysis analysis_;
   std::unique_ptr<MainWindow> window_;
+  std::unique_ptr<QAbstractItemModelTester> tester_;
   void shoot(const QString& name) {
     QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/savepanel-") + name + QStringLiteral(".png")));
   }
@@ -44,6 +46,9 @@ void TestSavePanel::initTestCase() {
   window_->setQuietErrors(true);
   window_->resize(1500, 900);
   window_->show();
+  // the tree with SAVE layers under their analysis, checked by Qt's model tester as it fills
+  tester_ = std::make_unique<QAbstractItemModelTester>(window_->sessionModel(),
+                                                       QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(window_->openSession(session_));
 }
 
