@@ -11,6 +11,7 @@
 #include "core/save/results.h"
 #include "views/mainwindow.h"
 #include "views/savepanel.h"
+#include "views/sessiontreemodel.h"
 
 using peat::views::MainWindow;
 using peat::views::SavePanel;
