@@ -169,6 +169,8 @@ void ErrorPlotPanel::draw() {
 
   // bit positions of the first call, coloured by field
   bits_->clearPlottables();
+  bits_->clearItems();
+  highlighted_ = -1;
   const analyzer::StoredCallReport& r = reports_.front();
   QVector<double> keys[3], values[3];
   for (int b = 0; b < int(r.bitMismatch.size()); ++b) {
@@ -195,7 +197,7 @@ void ErrorPlotPanel::draw() {
   bits_->yAxis->setLabel(tr("elements"));
   bits_->legend->setVisible(true);
   bits_->legend->setBrush(QColor(255, 255, 255, 200));
-  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   bits_->replot();
   drawMap();
 }
@@ -263,6 +265,29 @@ void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
                      tr("tile row %1, column %2: %3 mismatched elements").arg(row).arg(c)
                          .arg(r.tileMismatch[std::size_t(row) * std::size_t(r.tilesAcross) + std::size_t(c)]),
                      map_);
+}
+
+void ErrorPlotPanel::highlightBit(int bit) {
+  bits_->clearItems();
+  highlighted_ = -1;
+  if (reports_.empty() || bit < 0 || bit >= int(reports_.front().bitMismatch.size())) {
+    bits_->replot();
+    return;
+  }
+  highlighted_ = bit;
+  const double height = double(reports_.front().bitMismatch[std::size_t(bit)]);
+  bits_->yAxis->setRange(0, std::max(bits_->yAxis->range().upper, height * 1.3));  // room for the label
+  auto* box = new QCPItemRect(bits_);
+  box->topLeft->setCoords(bit + 0.6, height + bits_->yAxis->range().size() * 0.04);
+  box->bottomRight->setCoords(bit - 0.6, 0);
+  box->setPen(QPen(QColor(0xff, 0x8f, 0x00), 2.5));
+  auto* text = new QCPItemText(bits_);
+  text->position->setCoords(bit, height + bits_->yAxis->range().size() * 0.08);
+  // the axis runs 31 .. 0 from left to right: keep the label inside the plot near either edge
+  text->setPositionAlignment(Qt::AlignBottom | (bit >= 24 ? Qt::AlignLeft : bit <= 7 ? Qt::AlignRight : Qt::AlignHCenter));
+  text->setText(tr("evidence: bit %1").arg(bit));
+  text->setColor(QColor(0xff, 0x8f, 0x00));
+  bits_->replot();
 }
 
 QString ErrorPlotPanel::csv() const {

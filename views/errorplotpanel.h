@@ -23,6 +23,9 @@ class ErrorPlotPanel : public QWidget {
   void showMessage(const QString& text);
   void showReports(const std::vector<analyzer::StoredCallReport>& reports);
   void setScale(Scale scale);
+  // Frames bit `bit`'s bar: the evidence of a bit-flip or stuck-at verdict. -1 clears.
+  void highlightBit(int bit);
+  int highlightedBit() const { return highlighted_; }
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
   QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
@@ -41,6 +44,7 @@ class ErrorPlotPanel : public QWidget {
   QComboBox* scaleBox_;
   std::vector<analyzer::StoredCallReport> reports_;
   Scale scale_ = Scale::Log2Abs;
+  int highlighted_ = -1;
 };
 
 }  // namespace peat::views

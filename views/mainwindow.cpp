@@ -14,6 +14,7 @@
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QMimeData>
+#include <QRegularExpression>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -465,6 +466,14 @@ void MainWindow::selectVerdictCall(int row) {
         if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
         tree_->scrollTo(node);
         tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        // the verdict's evidence, where the plots can show it: a bit position
+        const QString evidence = verdicts_->item(row, 3) ? verdicts_->item(row, 3)->text() : QString();
+        const QRegularExpressionMatch bit = QRegularExpression(QStringLiteral("(?:^|; )(?:bit|highest_bit)=(\\d+)")).match(evidence);
+        if (bit.hasMatch()) {
+          errorPlot_->highlightBit(bit.captured(1).toInt());
+          if (auto* tabs = qobject_cast<QTabWidget*>(errorPlot_->bitPlot()->parentWidget()->parentWidget()))
+            tabs->setCurrentWidget(errorPlot_->bitPlot());
+        }
         return;
       }
     }

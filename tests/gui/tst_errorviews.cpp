@@ -24,6 +24,7 @@ class TestErrorViews : public QObject {
   void oneCallShowsItsReport();
   void severalCallsOverlay();
   void verdictSelectsItsCall();
+  void bitFlipVerdictHighlightsItsBit();
 
  private:
   QTemporaryDir dir_;
@@ -121,6 +122,23 @@ void TestErrorViews::verdictSelectsItsCall() {
   const QString model = verdicts->item(row, 1)->text();
   QVERIFY(!verdicts->item(row, 1)->toolTip().isEmpty());
   QCOMPARE(verdicts->item(row, 1)->toolTip(), QString::fromStdString(peat::detector::verdictExplanation(model.toStdString())));
+}
+
+// A bit_flip verdict's evidence is a bit position: choosing the verdict frames that bit's bar.
+void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
+  QVERIFY(window_->selectItem(QStringLiteral("flips")));  // its analysis's verdicts fill the table
+  QTableWidget* verdicts = window_->verdictTable();
+  int row = -1;
+  for (int r = 0; r < verdicts->rowCount() && row < 0; ++r)
+    if (verdicts->item(r, 1)->text() == QLatin1String("bit_flip") && verdicts->item(r, 3)->text().contains(QStringLiteral("bit=30")))
+      row = r;
+  QVERIFY2(row >= 0, "no bit_flip verdict on bit 30");
+  verdicts->setCurrentCell(row == 0 && verdicts->rowCount() > 1 ? 1 : 0, 0);  // start elsewhere
+  verdicts->setCurrentCell(row, 0);
+  QCOMPARE(window_->errorPlot()->reportCount(), 1);
+  QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
+  QCOMPARE(window_->errorPlot()->bitPlot()->itemCount(), 2);  // the frame and its label
+  QVERIFY(window_->errorPlot()->bitPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-bitflip.png"), 600, 300));
 }
 
 QTEST_MAIN(TestErrorViews)
