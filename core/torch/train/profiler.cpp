@@ -376,14 +376,19 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   {
     store::SessionReader reader(o.session);
     const store::SessionSummary s = reader.summary();
+    // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
+    // outputs has calls too, but only their outputs).
     for (const store::RunInfo& run : s.runs)
-      if (o.run.empty() ? run.callCount() > 0 : run.name == o.run) {
+      if (o.run.empty() ? run.callCount() > 0 && run.spec.kind == "profile" : run.name == o.run) {
         source = run;
         break;
       }
     if (source.name.empty())
       throw std::invalid_argument(o.run.empty() ? "session '" + o.session + "' has no recorded calls to replay"
                                                 : "session '" + o.session + "' has no run '" + o.run + "'");
+    if (source.spec.kind != "profile")
+      throw std::invalid_argument("run '" + source.name + "' of '" + o.session + "' is a " + source.spec.kind +
+                                  " run, not a recording: replay a profile run (peat info lists them)");
     r.run = source.name;
     const std::string recordedModel = source.attributes.count("model") ? source.attributes.at("model") : "";
     if (!o.model.empty() && o.model != recordedModel)
