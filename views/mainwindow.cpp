@@ -119,6 +119,51 @@ void MainWindow::createDocks() {
   QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runPanel_, Qt::RightDockWidgetArea);
   tabifyDockWidget(plotDock, runDock);
   plotDock->raise();
+  // Results as they arrive: the campaign's points and the training loss, drawn from the run's
+  // progress lines while the writer still holds the session file.
+  connect(runPanel_, &RunPanel::started, this, [this] {
+    live_ = {};
+    liveCurve_ = {};
+    liveGolden_ = {};
+    liveShown_ = false;
+  });
+  connect(runPanel_, &RunPanel::livePoint, this, [this](const QString& scheme, double flips, double accuracy) {
+    live_.run = "running campaign";
+    auto it = std::find_if(live_.series.begin(), live_.series.end(),
+                           [&](const save::CampaignSeries& s) { return s.scheme == scheme.toStdString(); });
+    if (it == live_.series.end()) {
+      live_.series.push_back({scheme.toStdString(), {}, {}, {}, 0});
+      it = std::prev(live_.series.end());
+    }
+    const auto at = std::upper_bound(it->flips.begin(), it->flips.end(), flips) - it->flips.begin();
+    it->flips.insert(it->flips.begin() + at, flips);
+    it->accuracy.insert(it->accuracy.begin() + at, accuracy);
+    it->errorRate.insert(it->errorRate.begin() + at, 0.0);
+    savePanel_->showCampaign(live_);
+    if (!liveShown_) {
+      liveShown_ = true;
+      savePanel_->setCurrentTab(SavePanel::CampaignTab);
+      central_->setCurrentWidget(savePanel_);
+    }
+  });
+  connect(runPanel_, &RunPanel::liveLoss, this, [this](double iteration, double loss, double candidateLoss) {
+    const bool twin = std::isfinite(candidateLoss);
+    liveCurve_.run = twin ? "with the candidate" : "running";
+    liveCurve_.iteration.push_back(iteration - 1);  // progress counts finished iterations
+    liveCurve_.loss.push_back(twin ? candidateLoss : loss);
+    for (auto* v : {&liveCurve_.accuracy, &liveCurve_.testLoss, &liveCurve_.testAccuracy}) v->push_back(std::nan(""));
+    if (twin) {
+      liveGolden_.run = "golden";
+      liveGolden_.iteration.push_back(iteration - 1);
+      liveGolden_.loss.push_back(loss);
+      for (auto* v : {&liveGolden_.accuracy, &liveGolden_.testLoss, &liveGolden_.testAccuracy}) v->push_back(std::nan(""));
+    }
+    curves_->showCurves(liveCurve_, liveGolden_);
+    if (!liveShown_) {
+      liveShown_ = true;
+      central_->setCurrentWidget(curves_);
+    }
+  });
   connect(runPanel_, &RunPanel::finished, this, [this](bool ok, const QString& message, const QString& session) {
     statusBar()->showMessage(message, 10000);
     // the results (or what a cancelled run kept) appear in the tree

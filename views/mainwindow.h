@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/save/results.h"
+#include "core/store/curves.h"
+
 namespace peat::store {
 class SessionReader;
 }
@@ -114,6 +117,9 @@ class MainWindow : public QMainWindow {
   RunPanel* runPanel_;
   QTextBrowser* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate
+  save::StoredCampaign live_;                     // the running campaign's points so far
+  store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
+  bool liveShown_ = false;
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;

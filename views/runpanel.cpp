@@ -16,7 +16,10 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QRegularExpression>
 #include <QTimer>
+
+#include <cmath>
 
 #include <csignal>
 
@@ -304,6 +307,7 @@ bool RunPanel::launch(const QStringList& args) {
   cancel_->setEnabled(true);
   clock_.start();
   process_->start();
+  emit started();
   return true;
 }
 
@@ -325,6 +329,14 @@ void RunPanel::readOutput() {
                            .arg(done).arg(total).arg(p.mid(3).join(QLatin1Char(' ')))
                            .arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 0));
       emit progressed(done, total);
+      const QString detail = p.mid(3).join(QLatin1Char(' '));
+      static const QRegularExpression point(QStringLiteral("^points (\\S+) flips=(\\d+) accuracy=([0-9.eE+-]+)"));
+      static const QRegularExpression loss(QStringLiteral("^loss ([0-9.eE+-]+)(?: vs ([0-9.eE+-]+))?"));
+      if (const QRegularExpressionMatch m = point.match(detail); m.hasMatch())
+        emit livePoint(m.captured(1), m.captured(2).toDouble(), m.captured(3).toDouble());
+      else if (const QRegularExpressionMatch l = loss.match(detail); l.hasMatch())
+        emit liveLoss(double(done), l.captured(1).toDouble(),
+                      l.captured(2).isEmpty() ? std::nan("") : l.captured(2).toDouble());
     } else if (line.startsWith(QLatin1String("peat: error:"))) {
       lastError_ = line;
     } else if (line.contains(QLatin1String("stored as run "))) {

@@ -56,6 +56,11 @@ class RunPanel : public QWidget {
 
  signals:
   void progressed(qint64 done, qint64 total);
+  void started();  // a run (or a sequence) began
+  // Results as they arrive, from the progress lines: a campaign's finished point, and the loss of
+  // a training run after `iteration` iterations (runtime FI: also the run with the candidate).
+  void livePoint(const QString& scheme, double flips, double accuracy);
+  void liveLoss(double iteration, double loss, double candidateLoss);
   void finished(bool ok, const QString& message, const QString& session);
 
  private:

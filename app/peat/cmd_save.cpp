@@ -541,7 +541,11 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                        // flushed: a killed campaign keeps this point
                                                        w->writeTable("points", pointColumns(sofar));
                                                      }
-                                                     lines(int64_t(sofar.points.size()), totalPoints, "points");
+                                                     const save::CampaignPoint& last = sofar.points.back();
+                                                     lines(int64_t(sofar.points.size()), totalPoints,
+                                                           "points " + std::string(save::schemeName(last.scheme)) +
+                                                               " flips=" + std::to_string(last.flips) +
+                                                               " accuracy=" + std::to_string(last.accuracy));
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());
                                                    });

@@ -3,6 +3,8 @@
 // session and the main window shows it; a SAVE campaign cancelled mid-run leaves a readable session
 // with the points it finished; an incomplete form is refused with a reason. A watchdog timer
 // measures how long the GUI thread goes without serving its event loop during a run.
+#include "views/qcustomplot_include.h"  // first: see the header
+
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QtTest>
@@ -12,6 +14,8 @@
 #include "core/save/results.h"
 #include "core/store/session.h"
 #include "views/mainwindow.h"
+#include "views/curvepanel.h"
+#include "views/savepanel.h"
 #include "views/runpanel.h"
 #include "views/sessiontreemodel.h"
 
@@ -107,11 +111,16 @@ void TestRunPanel::cancelledCampaignKeepsItsPoints() {
   panel.setFlips(QStringLiteral("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,4096,4096,4096,4096,4096"));
   QSignalSpy progressed(&panel, &RunPanel::progressed);
   QSignalSpy finished(&panel, &RunPanel::finished);
+  QSignalSpy live(&panel, &RunPanel::livePoint);
   Watchdog watchdog;
   QVERIFY(panel.start());
   QVERIFY(progressed.wait(120000));  // the first point is stored
   QVERIFY(!finished.count());
   const qint64 total = progressed.last().at(1).toLongLong();
+  QVERIFY(live.count() >= 1);  // the finished point, as it arrived
+  QCOMPARE(live.first().at(0).toString(), QStringLiteral("none"));  // the campaign's first scheme
+  QCOMPARE(live.first().at(1).toDouble(), 1.0);
+  QVERIFY(live.first().at(2).toDouble() > 0.5);
   QCOMPARE(total, qint64(18 * 5));
   panel.cancel();
   QVERIFY(finished.wait(60000));
@@ -140,9 +149,13 @@ void TestRunPanel::profileThenPlaybackWithAnalysis() {
   panel.setModel(QStringLiteral("mlp"));
   panel.setIterations(3);
   QSignalSpy finished(&panel, &RunPanel::finished);
+  QSignalSpy loss(&panel, &RunPanel::liveLoss);
   QVERIFY(panel.start());
   QVERIFY(finished.wait(180000));
   QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+  QVERIFY(loss.count() >= 1);  // the training loss as it arrived (the last iteration always reports)
+  QCOMPARE(loss.last().at(0).toDouble(), 3.0);
+  QVERIFY(loss.last().at(1).toDouble() > 0);
   panel.setMode(RunPanel::Mode::Playback);
   panel.setKernel(QStringLiteral("bf16"));
   panel.setAnalyzeAfterPlayback(true);
@@ -172,6 +185,10 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QVERIFY(window.runPanel()->running());
     QVERIFY(finished.wait(600000));
     QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+    // before any selection: the campaign was drawn live, point by point, one line per scheme,
+    // and the profile's loss curve as it trained
+    QCOMPARE(window.savePanel()->campaignPlot()->graphCount(), 5);
+    QVERIFY(window.curvePanel()->plot()->graphCount() >= 2);
     QCOMPARE(window.sessionPath(), path);
     QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
     QVERIFY(window.selectItem(QStringLiteral("save-campaign")));
