@@ -545,7 +545,8 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                      lines(int64_t(sofar.points.size()), totalPoints,
                                                            "points " + std::string(save::schemeName(last.scheme)) +
                                                                " flips=" + std::to_string(last.flips) +
-                                                               " accuracy=" + std::to_string(last.accuracy));
+                                                               " accuracy=" + std::to_string(last.accuracy),
+                                                           true);  // every point: the workbench draws each
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());
                                                    });

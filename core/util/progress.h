@@ -2,7 +2,7 @@
 #pragma once
 // Progress for programs that drive `peat` (the workbench's run panel): with PEAT_PROGRESS=lines in
 // the environment, long commands print "progress DONE TOTAL STATUS" lines on stderr, flushed, at
-// most ten a second and always for the last step.
+// most ten a second and always for the last step (or for every step that carries a result).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -19,10 +19,10 @@ class ProgressLines {
     on_ = v && std::strcmp(v, "lines") == 0;
   }
   bool on() const { return on_; }
-  void operator()(int64_t done, int64_t total, const std::string& status = {}) {
+  void operator()(int64_t done, int64_t total, const std::string& status = {}, bool always = false) {
     if (!on_) return;
     const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    if (!always && done < total && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
     std::fprintf(stderr, "progress %lld %lld %s\n", static_cast<long long>(done), static_cast<long long>(total),
                  status.c_str());
