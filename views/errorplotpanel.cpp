@@ -157,10 +157,7 @@ void ErrorPlotPanel::draw() {
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
   plot_->yAxis->setRange(0.8, top * 2);
   plot_->xAxis->setRange(lo - 1.5, hi + 1.5);
-  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);  // bins are whole powers of two
-  whole->setTickStep(1);
-  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-  plot_->xAxis->setTicker(whole);
+  wholeTicks(plot_->xAxis);  // bins are whole powers of two
   plot_->xAxis->setLabel(scale_ == Scale::Log2Abs ? tr("log2 |candidate - golden|") : tr("log2 ULP distance"));
   plot_->yAxis->setLabel(tr("elements (log)"));
   plot_->legend->setVisible(true);
@@ -211,26 +208,14 @@ void ErrorPlotPanel::drawMap() {
     map_->replot();
     return;
   }
-  auto* cells = new QCPColorMap(map_->xAxis, map_->yAxis);
   const int across = int(r.tilesAcross), down = int(r.tilesDown);
-  cells->data()->setSize(2 * across, 2 * down);  // two cells per tile: exact unit squares even for one tile
-  cells->data()->setRange(QCPRange(0.25, across - 0.25), QCPRange(0.25, down - 0.25));
-  for (int t = 0; t < down * across; ++t) {
-    const int tr_ = t / across, tc = t % across;
-    const double h = double(std::min<uint64_t>(r.tileRows, r.rows - uint64_t(tr_) * r.tileRows));
-    const double w = double(std::min<uint64_t>(r.tileCols, r.cols - uint64_t(tc) * r.tileCols));
-    const double share = double(r.tileMismatch[std::size_t(t)]) / std::max(1.0, h * w);
-    for (int k = 0; k < 4; ++k) cells->data()->setCell(2 * tc + k % 2, 2 * tr_ + k / 2, share);
-  }
-  QCPColorGradient gradient;  // light: no mismatch; dark blue: every element of the tile differs
-  gradient.clearColorStops();
-  gradient.setColorStopAt(0, QColor(0xf5, 0xf5, 0xf5));
-  gradient.setColorStopAt(0.5, QColor(0x64, 0xb5, 0xf6));
-  gradient.setColorStopAt(1, QColor(0x0d, 0x47, 0xa1));
-  gradient.setLevelCount(64);
-  cells->setGradient(gradient);
-  cells->setDataRange(QCPRange(0, 1));
-  cells->setInterpolate(false);
+  // light: no mismatch; dark blue: every element of the tile differs
+  tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
+          [&](int row, int c) {
+            const double h = double(std::min<uint64_t>(r.tileRows, r.rows - uint64_t(row) * r.tileRows));
+            const double w = double(std::min<uint64_t>(r.tileCols, r.cols - uint64_t(c) * r.tileCols));
+            return double(r.tileMismatch[std::size_t(row) * std::size_t(across) + std::size_t(c)]) / std::max(1.0, h * w);
+          });
   if (r.worstRow >= 0) {
     QCPGraph* worst = map_->addGraph();
     worst->setLineStyle(QCPGraph::lsNone);
@@ -240,12 +225,6 @@ void ErrorPlotPanel::drawMap() {
     map_->legend->setVisible(true);
     map_->legend->setBrush(QColor(255, 255, 255, 200));
     map_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
-  }
-  for (QCPAxis* axis : {map_->xAxis, map_->yAxis}) {  // whole tiles
-    QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
-    whole->setTickStep(1);
-    whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    axis->setTicker(whole);
   }
   map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
   map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));

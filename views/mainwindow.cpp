@@ -328,7 +328,7 @@ bool MainWindow::openDemo() {
   if (QFileInfo::exists(path)) return openSession(path);
   QDir().mkpath(QFileInfo(path).absolutePath());
   showRunPanel();
-  statusBar()->showMessage(tr("Making the demo session (about a minute): %1").arg(path));
+  statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));
   runPanel_->startSequence(RunPanel::demoSteps(path), path);
   return true;
 }

@@ -20,4 +20,43 @@ inline void followPalette(QCustomPlot* plot) {
   plot->legend->setTextColor(p.color(QPalette::Text));
 }
 
+// Integer ticks only (bins, tiles).
+inline void wholeTicks(QCPAxis* axis) {
+  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
+  whole->setTickStep(1);
+  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  axis->setTicker(whole);
+}
+
+inline QCPColorGradient threeColors(const QColor& low, const QColor& mid, const QColor& high) {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0, low);
+  g.setColorStopAt(0.5, mid);
+  g.setColorStopAt(1, high);
+  g.setLevelCount(64);
+  return g;
+}
+
+// A map of shares in [0, 1], one unit square per tile over [0, across] x [0, down], with whole
+// ticks: two cells per tile each way, so the squares are exact even one tile high or wide.
+// share(row, column) gives each tile's value.
+template <class Share>
+QCPColorMap* tileMap(QCustomPlot* plot, int across, int down, const QCPColorGradient& gradient, Share share) {
+  auto* map = new QCPColorMap(plot->xAxis, plot->yAxis);
+  map->data()->setSize(2 * across, 2 * down);
+  map->data()->setRange(QCPRange(0.25, across - 0.25), QCPRange(0.25, down - 0.25));
+  for (int r = 0; r < down; ++r)
+    for (int c = 0; c < across; ++c) {
+      const double v = share(r, c);
+      for (int k = 0; k < 4; ++k) map->data()->setCell(2 * c + k % 2, 2 * r + k / 2, v);
+    }
+  map->setGradient(gradient);
+  map->setDataRange(QCPRange(0, 1));
+  map->setInterpolate(false);
+  wholeTicks(plot->xAxis);
+  wholeTicks(plot->yAxis);
+  return map;
+}
+
 }  // namespace peat::views

@@ -178,33 +178,21 @@ void SavePanel::drawTiles() {
   tiles_->clearPlottables();
   tiles_->clearItems();
   const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
-  auto* map = new QCPColorMap(tiles_->xAxis, tiles_->yAxis);
-  // Two cells per tile each way: the map then covers [0, across] x [0, down] exactly, one tile
-  // per unit square, even when a layer is one tile high or wide.
-  map->data()->setSize(int(2 * l.tilesAcross), int(2 * l.tilesDown));
-  map->data()->setRange(QCPRange(0.25, double(l.tilesAcross) - 0.25), QCPRange(0.25, double(l.tilesDown) - 0.25));
+  // green: no type-2 value; amber; dark red: all type 2
+  const QCPColorGradient gradient = threeColors(QColor(0x2e, 0x7d, 0x32), QColor(0xff, 0xb3, 0x00), QColor(0xb7, 0x1c, 0x1c));
+  const int across = int(l.tilesAcross), down = int(l.tilesDown);
+  QCPColorMap* map = tileMap(tiles_, across, down, gradient,
+                             [&](int r, int c) { return double(l.tileShare[std::size_t(r) * std::size_t(across) + std::size_t(c)]); });
   int reliable = 0, worst = 0;
   QVector<double> rx, ry;
-  for (int r = 0; r < int(l.tilesDown); ++r)
-    for (int c = 0; c < int(l.tilesAcross); ++c) {
-      const std::size_t t = std::size_t(r) * std::size_t(l.tilesAcross) + std::size_t(c);
-      for (int k = 0; k < 4; ++k) map->data()->setCell(2 * c + k % 2, 2 * r + k / 2, l.tileShare[t]);
-      if (l.tileShare[t] > l.tileShare[std::size_t(worst)]) worst = int(t);
-      if (l.tileReliable[t]) {
-        ++reliable;
-        rx << c;
-        ry << r;
-      }
+  for (int t = 0; t < down * across; ++t) {
+    if (l.tileShare[std::size_t(t)] > l.tileShare[std::size_t(worst)]) worst = t;
+    if (l.tileReliable[std::size_t(t)]) {
+      ++reliable;
+      rx << t % across;
+      ry << t / across;
     }
-  QCPColorGradient gradient;  // green: no type-2 value; amber; dark red: all type 2
-  gradient.clearColorStops();
-  gradient.setColorStopAt(0, QColor(0x2e, 0x7d, 0x32));
-  gradient.setColorStopAt(0.5, QColor(0xff, 0xb3, 0x00));
-  gradient.setColorStopAt(1, QColor(0xb7, 0x1c, 0x1c));
-  gradient.setLevelCount(64);
-  map->setGradient(gradient);
-  map->setDataRange(QCPRange(0, 1));
-  map->setInterpolate(false);
+  }
   map->setName(tr("type-2 share"));
   map->removeFromLegend();
   if (!scale_) {
@@ -229,12 +217,6 @@ void SavePanel::drawTiles() {
     marks->setLineStyle(QCPGraph::lsNone);
     marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, frame, Qt::NoBrush, 6));
     for (int i = 0; i < rx.size(); ++i) marks->addData(rx[i] + 0.5, ry[i] + 0.5);
-  }
-  for (QCPAxis* axis : {tiles_->xAxis, tiles_->yAxis}) {  // whole tiles: integer ticks
-    QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
-    whole->setTickStep(1);
-    whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    axis->setTicker(whole);
   }
   tiles_->xAxis->setLabel(tr("tile column (%1 values wide)").arg(l.tileCols));
   tiles_->yAxis->setLabel(tr("tile row (%1 values high)").arg(l.tileRows));

@@ -19,6 +19,24 @@ void addSessionOptions(CLI::App* cmd, std::string& session, std::string& run, st
   cmd->add_option("--call", call, "Only this call, e.g. iterations/000010/calls/000003");
 }
 
+// The model and its ranges, as SAVE's check-bits, campaign and verifiers take them.
+void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
+  cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit")->required();
+  cmd->add_option("--weights,-w", o.weights, "Session or checkpoint file with the weights")->required();
+  cmd->add_option("--run", o.run, "Run holding the checkpoint")->capture_default_str();
+  cmd->add_option("--iteration", o.iteration, "Checkpoint iteration (default: the last)");
+  cmd->add_option("--input-range", o.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
+  cmd->add_option("--mode", o.mode, "Ranges: symbolic or interval")->capture_default_str();
+}
+
+// Tiles, the reliable-memory budget and the batch they are sized for.
+void addTileOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o, const std::string& batchHelp) {
+  cmd->add_option("--tile", o.tile, "Tile size ROWSxCOLS")->capture_default_str();
+  cmd->add_option("--budget-mib", o.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  cmd->add_option("--batch", o.batch, batchHelp)->capture_default_str();
+}
+
 // Exactly one of the two ways to name the tensors.
 bool pairOrSession(bool pair, const std::string& session, const std::string& run) {
   if (pair) return session.empty() && run.empty();
@@ -109,14 +127,7 @@ int main(int argc, char** argv) {
   SaveCheckBitsOptions checkBits;
   CLI::App* checkBitsCmd = saveCmd->add_subcommand(
       "check-bits", "Ground truth for the bit classes: single-bit fault injection on weights and activations");
-  checkBitsCmd->add_option("--model,-m", checkBits.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
-  checkBitsCmd->add_option("--weights,-w", checkBits.analysis.weights, "Session or checkpoint file with the weights")
-      ->required();
-  checkBitsCmd->add_option("--run", checkBits.analysis.run, "Run holding the checkpoint")->capture_default_str();
-  checkBitsCmd->add_option("--iteration", checkBits.analysis.iteration, "Checkpoint iteration (default: the last)");
-  checkBitsCmd->add_option("--input-range", checkBits.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
-  checkBitsCmd->add_option("--tau", checkBits.analysis.tau, "Value-robustness threshold")->capture_default_str();
-  checkBitsCmd->add_option("--mode", checkBits.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
+  addModelOptions(checkBitsCmd, checkBits.analysis);
   checkBitsCmd->add_option("--batch", checkBits.batch, "Evaluation images (the first of the test set)")->capture_default_str();
   checkBitsCmd->add_option("--weight-flips", checkBits.weightFlips, "Sampled weight bits (0: every bit of every weight)")
       ->capture_default_str();
@@ -131,17 +142,8 @@ int main(int argc, char** argv) {
   campaign.analysis.batch = 100;
   CLI::App* campaignCmd = saveCmd->add_subcommand(
       "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency");
-  campaignCmd->add_option("--model,-m", campaign.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
-  campaignCmd->add_option("--weights,-w", campaign.analysis.weights, "Session or checkpoint file with the weights")
-      ->required();
-  campaignCmd->add_option("--run", campaign.analysis.run, "Run holding the checkpoint")->capture_default_str();
-  campaignCmd->add_option("--iteration", campaign.analysis.iteration, "Checkpoint iteration (default: the last)");
-  campaignCmd->add_option("--input-range", campaign.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
-  campaignCmd->add_option("--tau", campaign.analysis.tau, "Value-robustness threshold")->capture_default_str();
-  campaignCmd->add_option("--mode", campaign.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
-  campaignCmd->add_option("--tile", campaign.analysis.tile, "Tile size ROWSxCOLS")->capture_default_str();
-  campaignCmd->add_option("--budget-mib", campaign.analysis.budgetMiB, "Reliable memory in MiB")->capture_default_str();
-  campaignCmd->add_option("--batch", campaign.analysis.batch, "Images per inference")->capture_default_str();
+  addModelOptions(campaignCmd, campaign.analysis);
+  addTileOptions(campaignCmd, campaign.analysis, "Images per inference");
   campaignCmd->add_option("--images", campaign.images, "Test images per point")->capture_default_str();
   campaignCmd->add_option("--flips", campaign.flips, "Faults per inference, comma-separated")->capture_default_str();
   campaignCmd->add_option("--schemes", campaign.schemes, "Schemes, comma-separated")->capture_default_str();
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
   campaignCmd->add_option("--bits", campaign.bits, "Bits per fault (1: single-bit)")->capture_default_str();
   campaignCmd->add_option("--seed", campaign.seed, "Seed of the faults")->capture_default_str();
   campaignCmd->add_option("--shard", campaign.shard, "This process's part, INDEX/COUNT")->capture_default_str();
-  campaignCmd->add_option("--verifier", campaign.verifier, "SAVE's check of linear/conv outputs: auto, recompute or abft")
+  campaignCmd->add_option("--verifier", campaign.verifier, "SAVE's check of linear/conv outputs: auto, recompute, abft or mixed")
       ->capture_default_str();
   campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
   campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
@@ -158,17 +160,8 @@ int main(int argc, char** argv) {
   verifiers.analysis.batch = 16;
   CLI::App* verifiersCmd = saveCmd->add_subcommand(
       "verifiers", "SAVE's verifiers (fp32 recomputation, ABFT, mixed-precision) on the same single-bit faults, per op");
-  verifiersCmd->add_option("--model,-m", verifiers.analysis.model, "Zoo model: mlp, lenet, resnet or vit")->required();
-  verifiersCmd->add_option("--weights,-w", verifiers.analysis.weights, "Session or checkpoint file with the weights")
-      ->required();
-  verifiersCmd->add_option("--run", verifiers.analysis.run, "Run holding the checkpoint")->capture_default_str();
-  verifiersCmd->add_option("--iteration", verifiers.analysis.iteration, "Checkpoint iteration (default: the last)");
-  verifiersCmd->add_option("--input-range", verifiers.analysis.inputRange, "Raw pixel range LO,HI")->capture_default_str();
-  verifiersCmd->add_option("--tau", verifiers.analysis.tau, "Value-robustness threshold")->capture_default_str();
-  verifiersCmd->add_option("--mode", verifiers.analysis.mode, "Ranges: symbolic or interval")->capture_default_str();
-  verifiersCmd->add_option("--tile", verifiers.analysis.tile, "Tile size ROWSxCOLS")->capture_default_str();
-  verifiersCmd->add_option("--budget-mib", verifiers.analysis.budgetMiB, "Reliable memory in MiB")->capture_default_str();
-  verifiersCmd->add_option("--batch", verifiers.analysis.batch, "Test images checked together")->capture_default_str();
+  addModelOptions(verifiersCmd, verifiers.analysis);
+  addTileOptions(verifiersCmd, verifiers.analysis, "Test images checked together");
   verifiersCmd->add_option("--flips", verifiers.flips, "Single-bit flips per op")->capture_default_str();
   verifiersCmd->add_option("--seed", verifiers.seed, "Seed of the flips")->capture_default_str();
   verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");

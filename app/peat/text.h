@@ -7,14 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/text.h"
+
 namespace peat::cli {
 
 // "[64x128]"
-inline std::string shapeText(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+using util::shapeText;
 
 // "16x16" -> {16, 16}; throws std::invalid_argument naming --tile for anything else.
 inline std::pair<uint64_t, uint64_t> parseTile(const std::string& text) {

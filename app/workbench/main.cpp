@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   parser.addOption(select);
   QCommandLineOption demo(QStringLiteral("demo"),
                           QStringLiteral("Open the demo session (LeNet profiled, replayed through bf16 and analysed, with "
-                                         "SAVE's selection and a campaign); it is made on first use, in about a minute."));
+                                         "SAVE's selection and a campaign); it is made on first use, in about 10 seconds."));
   parser.addOption(demo);
   parser.process(app);
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/tensor_source.h"
 
+#include "core/util/text.h"
+
 #include <cmath>
 
 #include <fcntl.h>
@@ -175,11 +177,7 @@ void writeNpy(const std::string& path, const float* data, const std::vector<uint
 }
 
 void checkComparable(const FloatTensor& g, const FloatTensor& c) {
-  auto shapeText = [](const std::vector<uint64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-    return s + "]";
-  };
+  using util::shapeText;
   if (g.shape() != c.shape())
     throw std::invalid_argument("shapes differ: golden " + shapeText(g.shape()) + ", candidate " + shapeText(c.shape()));
   if (g.dtype != c.dtype) throw std::invalid_argument("element types differ: golden " + g.dtype + ", candidate " + c.dtype);

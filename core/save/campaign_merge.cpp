@@ -5,9 +5,9 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/save/graph.h"
+#include "core/util/text.h"
 
 namespace peat::save {
 
@@ -20,17 +20,10 @@ struct Shard {
   std::vector<h5::Column> points, latency, verifiers;
 };
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, sep);) out.push_back(part);
-  return out;
-}
-
 // "flips=1,2;schemes=none,save;..." -> {"flips": "1,2", ...}
 std::map<std::string, std::string> settings(const std::string& campaign) {
   std::map<std::string, std::string> out;
-  for (const std::string& kv : split(campaign, ';')) {
+  for (const std::string& kv : util::splitText(campaign, ';')) {
     const auto eq = kv.find('=');
     if (eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
@@ -38,8 +31,7 @@ std::map<std::string, std::string> settings(const std::string& campaign) {
 }
 
 const h5::Column& column(const Shard& s, const std::vector<h5::Column>& table, const std::string& name) {
-  for (const h5::Column& c : table)
-    if (c.name == name) return c;
+  if (const h5::Column* c = h5::findColumn(table, name)) return *c;
   throw SaveError(s.file + ": the points table has no column '" + name + "'");
 }
 
@@ -56,7 +48,7 @@ Shard readShard(const std::string& file) {
   Shard s;
   s.file = file;
   const store::SessionReader reader(file);
-  const store::SessionSummary summary = reader.summary();
+  const store::SessionSummary summary = reader.summaryWithoutTensors();
   const store::RunInfo* found = nullptr;
   int campaigns = 0;
   for (const store::RunInfo& r : summary.runs)
@@ -142,7 +134,7 @@ MergeSummary mergeCampaignShards(const std::vector<std::string>& files, const st
   const std::map<std::string, std::string> set = settings(first.attributes.at("campaign"));
   if (!set.count("flips") || !set.count("schemes"))
     throw SaveError(first.file + ": the campaign settings name no flips or schemes");
-  const std::vector<std::string> flips = split(set.at("flips"), ','), schemes = split(set.at("schemes"), ',');
+  const std::vector<std::string> flips = util::splitText(set.at("flips"), ','), schemes = util::splitText(set.at("schemes"), ',');
   std::vector<h5::Column> merged = first.points;
   for (h5::Column& c : merged) {
     c.text.clear();

@@ -23,12 +23,6 @@ void MixedOperands::assign(const float* values, int64_t n) {
   }
 }
 
-namespace {
-
-double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
-
-}  // namespace
-
 MixedChecker::MixedChecker(const Graph& g, int node, const NodeRange& input)
     : n_(g.nodes[std::size_t(node)]), src_(g.nodes[std::size_t(n_.inputs.at(0))]) {
   if (n_.op != Op::Linear && n_.op != Op::Conv2d) throw SaveError("mixed-precision checks need a linear or conv node");

@@ -52,8 +52,6 @@ inline void forEachTap(const Node& n, const Node& src, int64_t j, F&& f) {
     }
 }
 
-double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
-
 }  // namespace
 
 // A bound on |fp32 result - exact result| for each output element of `node`, given its inputs' ranges:

@@ -17,6 +17,8 @@
 //    merged by union. Sound, since the parts cover the box.
 //  - Non-monotonic element-wise ops (GELU) are split at their turning point inside the transfer
 //    function: the range is the union of the two monotone pieces' ranges.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +48,9 @@ struct RangeOptions {
 struct NodeRange {
   std::vector<double> lo, hi;  // one sample's elements
 };
+
+// The largest |value| element i of a range can take.
+inline double magnitude(const NodeRange& r, std::size_t i) { return std::max(std::fabs(r.lo[i]), std::fabs(r.hi[i])); }
 
 struct RangeResult {
   std::vector<NodeRange> nodes;

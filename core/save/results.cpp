@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/save/graph.h"
+#include "core/util/text.h"
 
 namespace peat::save {
 
@@ -32,34 +33,17 @@ std::vector<T> array(const store::StoredRecord& r, const std::string& name, stor
   return out;
 }
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(sep, start), text.size());
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-const h5::Column* column(const std::vector<h5::Column>& table, const std::string& name) {
-  for (const h5::Column& c : table)
-    if (c.name == name) return &c;
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader) {
   std::vector<std::string> out;
-  for (const std::string& id : reader.summary().saveResults)
+  for (const std::string& id : reader.summaryWithoutTensors().saveResults)
     if (label(reader.saveResult(id), "kind") == "save_analysis") out.push_back(id);
   return out;
 }
 
 StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::string& id) {
-  const store::SessionSummary summary = reader.summary();
+  const store::SessionSummary summary = reader.summaryWithoutTensors();
   if (std::find(summary.saveResults.begin(), summary.saveResults.end(), id) == summary.saveResults.end())
     throw SaveError("the session has no SAVE result '" + id + "'");
   const store::StoredRecord sum = reader.saveResult(id);
@@ -79,7 +63,7 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.reliableBytes = scalar(sum, "reliable_bytes");
   a.budgetBytes = scalar(sum, "budget_bytes");
   a.seconds = scalar(sum, "seconds");
-  for (const std::string& name : split(label(sum, "layers"), ',')) {
+  for (const std::string& name : util::splitText(label(sum, "layers"), ',')) {
     const std::string layerId = id + "." + name;
     const store::StoredRecord r = reader.saveResult(layerId);
     StoredLayer l;
@@ -106,7 +90,7 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
 }
 
 StoredCampaign loadCampaign(const store::SessionReader& reader, const std::string& run) {
-  const store::SessionSummary summary = reader.summary();
+  const store::SessionSummary summary = reader.summaryWithoutTensors();
   const store::RunInfo* info = nullptr;
   for (const store::RunInfo& r : summary.runs)
     if (r.name == run) info = &r;
@@ -124,10 +108,10 @@ StoredCampaign loadCampaign(const store::SessionReader& reader, const std::strin
   c.shard = attribute("shard");
   c.settings = attribute("campaign");
   const std::vector<h5::Column> points = reader.table(run, "points");
-  const h5::Column* scheme = column(points, "scheme");
-  const h5::Column* flips = column(points, "flips");
-  const h5::Column* accuracy = column(points, "accuracy");
-  const h5::Column* errorRate = column(points, "error_rate");
+  const h5::Column* scheme = h5::findColumn(points, "scheme");
+  const h5::Column* flips = h5::findColumn(points, "flips");
+  const h5::Column* accuracy = h5::findColumn(points, "accuracy");
+  const h5::Column* errorRate = h5::findColumn(points, "error_rate");
   if (!scheme || !flips || !accuracy || !scheme->isText || flips->isText || accuracy->isText)
     throw SaveError("run '" + run + "' has a points table without scheme, flips and accuracy");
   for (std::size_t i = 0; i < scheme->size(); ++i) {
@@ -154,8 +138,8 @@ StoredCampaign loadCampaign(const store::SessionReader& reader, const std::strin
   }
   if (std::find(info->tables.begin(), info->tables.end(), "latency") != info->tables.end()) {
     const std::vector<h5::Column> latency = reader.table(run, "latency");
-    const h5::Column* ls = column(latency, "scheme");
-    const h5::Column* ratio = column(latency, "ratio");
+    const h5::Column* ls = h5::findColumn(latency, "scheme");
+    const h5::Column* ratio = h5::findColumn(latency, "ratio");
     if (ls && ratio && ls->isText && !ratio->isText)
       for (std::size_t i = 0; i < ls->size(); ++i)
         for (CampaignSeries& s : c.series)

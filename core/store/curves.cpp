@@ -9,15 +9,14 @@ namespace peat::store {
 namespace {
 
 std::vector<double> numbers(const std::vector<h5::Column>& table, const std::string& name, std::size_t rows) {
-  for (const h5::Column& c : table)
-    if (c.name == name && !c.isText) return c.numbers;
-  return std::vector<double>(rows, std::nan(""));
+  const h5::Column* c = h5::findColumn(table, name);
+  return c && !c->isText ? c->numbers : std::vector<double>(rows, std::nan(""));
 }
 
 }  // namespace
 
 TrainingCurve loadTrainingCurve(const SessionReader& reader, const std::string& run) {
-  const SessionSummary summary = reader.summary();
+  const SessionSummary summary = reader.summaryWithoutTensors();
   const RunInfo* info = nullptr;
   for (const RunInfo& r : summary.runs)
     if (r.name == run) info = &r;

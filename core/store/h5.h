@@ -67,6 +67,13 @@ struct Column {
   std::size_t size() const { return isText ? text.size() : numbers.size(); }
 };
 
+// The column of that name in a table, or nullptr.
+inline const Column* findColumn(const std::vector<Column>& table, const std::string& name) {
+  for (const Column& c : table)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 class Dataset {
  public:
   Dataset(Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
