@@ -100,7 +100,6 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
   }
   plot_->yAxis->setRange(0, found ? losses.upper * 1.1 : 1);
   plot_->legend->setVisible(true);
-  plot_->legend->setBrush(QColor(255, 255, 255, 200));
   plot_->replot();
 }
 

@@ -48,11 +48,11 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(scaleBox_);
   auto* split = new QSplitter(Qt::Vertical, this);
   plot_ = new QCustomPlot(split);
-  auto* lower = new QTabWidget(split);
-  bits_ = new QCustomPlot(lower);
-  map_ = new QCustomPlot(lower);
-  lower->addTab(bits_, tr("Bits"));
-  lower->addTab(map_, tr("Where"));
+  lower_ = new QTabWidget(split);
+  bits_ = new QCustomPlot(lower_);
+  map_ = new QCustomPlot(lower_);
+  lower_->addTab(bits_, tr("Bits"));
+  lower_->addTab(map_, tr("Where"));
   map_->setMouseTracking(true);
   for (QCustomPlot* p : {plot_, bits_, map_}) followPalette(p);
   map_->setToolTip(tr("The share of mismatched elements in each tile of the output (seen as rows x columns);\n"
@@ -86,7 +86,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   plot_->xAxis->setRange(-40, 10);
   plot_->yAxis->setRange(0, 1);
   label(plot_, text);
-  bits_->xAxis->setLabel(tr("bit position (31 sign, 30-23 exponent, 22-0 mantissa)"));
+  bits_->xAxis->setLabel(tr("bit position"));
   bits_->xAxis->setRange(-1, 32);
   bits_->xAxis->setRangeReversed(true);
   bits_->yAxis->setLabel(tr("elements"));
@@ -105,12 +105,14 @@ void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& 
 }
 
 void ErrorPlotPanel::setScale(Scale scale) {
+  if (scale == scale_) return;
   scale_ = scale;
   {
     const QSignalBlocker block(scaleBox_);
     scaleBox_->setCurrentIndex(scale == Scale::Log2Abs ? 0 : 1);
   }
   if (!reports_.empty()) draw();
+  emit scaleChanged(scale);
 }
 
 void ErrorPlotPanel::draw() {
@@ -161,7 +163,6 @@ void ErrorPlotPanel::draw() {
   plot_->xAxis->setLabel(scale_ == Scale::Log2Abs ? tr("log2 |candidate - golden|") : tr("log2 ULP distance"));
   plot_->yAxis->setLabel(tr("elements (log)"));
   plot_->legend->setVisible(true);
-  plot_->legend->setBrush(QColor(255, 255, 255, 200));
   plot_->replot();
 
   // bit positions of the first call, coloured by field
@@ -189,11 +190,10 @@ void ErrorPlotPanel::draw() {
   }
   bits_->xAxis->setRange(-1, 32);
   bits_->xAxis->setRangeReversed(true);  // the sign on the left, as bits are written
-  bits_->xAxis->setLabel(tr("bit position of %1 (31 sign, 30-23 exponent, 22-0 mantissa)").arg(shortCall(r.call)));
+  bits_->xAxis->setLabel(several ? tr("bit position, %1").arg(shortCall(r.call)) : tr("bit position"));
   bits_->yAxis->setRange(0, most * 1.1);
   bits_->yAxis->setLabel(tr("elements"));
   bits_->legend->setVisible(true);
-  bits_->legend->setBrush(QColor(255, 255, 255, 200));
   bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   bits_->replot();
   drawMap();
@@ -202,6 +202,7 @@ void ErrorPlotPanel::draw() {
 void ErrorPlotPanel::drawMap() {
   map_->clearPlottables();
   map_->clearItems();
+  marks_ = 0;
   const analyzer::StoredCallReport& r = reports_.front();
   if (r.tileMismatch.empty() || r.tilesDown == 0 || r.tilesAcross == 0) {
     label(map_, tr("No tile map stored for this call"));
@@ -223,7 +224,6 @@ void ErrorPlotPanel::drawMap() {
     worst->addData(double(r.worstCol) / double(r.tileCols), double(r.worstRow) / double(r.tileRows));
     worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
     map_->legend->setVisible(true);
-    map_->legend->setBrush(QColor(255, 255, 255, 200));
     map_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
   }
   map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
@@ -267,6 +267,54 @@ void ErrorPlotPanel::highlightBit(int bit) {
   text->setText(tr("evidence: bit %1").arg(bit));
   text->setColor(QColor(0xff, 0x8f, 0x00));
   bits_->replot();
+}
+
+void ErrorPlotPanel::showBitsTab() { lower_->setCurrentWidget(bits_); }
+
+int ErrorPlotPanel::highlightPattern(int stride) {
+  if (reports_.empty()) return 0;
+  drawMap();  // drops earlier marks
+  if (reports_.front().tileMismatch.empty() || stride < 0) return 0;
+  const analyzer::StoredCallReport& r = reports_.front();
+  lower_->setCurrentWidget(map_);
+  const QColor orange(0xff, 0x8f, 0x00);
+  QString text;
+  if (stride > 0 && r.worstRow >= 0) {
+    // every element a whole number of strides from the worst one, at most kMarks of them
+    constexpr uint64_t kMarks = 4096;
+    const uint64_t n = r.rows * r.cols, worst = uint64_t(r.worstRow) * r.cols + uint64_t(r.worstCol);
+    const uint64_t step = uint64_t(stride) * std::max<uint64_t>(1, n / uint64_t(stride) / kMarks);
+    QCPGraph* marks = map_->addGraph();
+    marks->setLineStyle(QCPGraph::lsNone);
+    marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssPlus, QPen(orange, 1.5), Qt::NoBrush, 5));
+    for (uint64_t i = worst % step; i < n; i += step) {
+      marks->addData((double(i % r.cols) + 0.5) / double(r.tileCols), (double(i / r.cols) + 0.5) / double(r.tileRows));
+      ++marks_;
+    }
+    marks->setName(tr("evidence: every %1 elements from the worst").arg(stride));
+    text = tr("evidence: errors repeat every %1 elements").arg(stride);
+  } else {
+    constexpr int kFrames = 512;
+    for (uint64_t t = 0; t < r.tileMismatch.size() && marks_ < kFrames; ++t) {
+      if (!r.tileMismatch[t]) continue;
+      const double x = double(t % r.tilesAcross), y = double(t / r.tilesAcross);
+      auto* frame = new QCPItemRect(map_);
+      frame->topLeft->setCoords(x + 0.04, y + 0.04);
+      frame->bottomRight->setCoords(x + 0.96, y + 0.96);
+      frame->setPen(QPen(orange, 2));
+      ++marks_;
+    }
+    text = tr("evidence: errors confined to %n tile(s)", nullptr, marks_);
+  }
+  auto* note = new QCPItemText(map_);
+  note->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note->position->setCoords(0.01, 0.01);
+  note->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
+  note->setText(text);
+  note->setColor(orange);
+  note->setBrush(map_->legend->brush());
+  map_->replot();
+  return marks_;
 }
 
 QString ErrorPlotPanel::csv() const {

@@ -26,11 +26,21 @@ class ErrorPlotPanel : public QWidget {
   // Frames bit `bit`'s bar: the evidence of a bit-flip or stuck-at verdict. -1 clears.
   void highlightBit(int bit);
   int highlightedBit() const { return highlighted_; }
+  // Marks an index_error's evidence on the Where map, for the first call: with `stride` > 0, the
+  // elements at that distance from the worst one (where a periodic indexing bug strikes); with 0,
+  // a frame round every tile that holds mismatches (errors confined to some rows or columns). The
+  // Where tab comes to the front. Returns the number of marks; clearing: -1.
+  int highlightPattern(int stride);
+  int patternMarks() const { return marks_; }
+  void showBitsTab();
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
   QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
   int reportCount() const { return int(reports_.size()); }
   QString csv() const;  // the histograms shown, one row per bin and call
+
+ signals:
+  void scaleChanged(Scale scale);
 
  private:
   void draw();
@@ -42,6 +52,8 @@ class ErrorPlotPanel : public QWidget {
   void drawMap();
   void hoverMap(QMouseEvent* event);
   QComboBox* scaleBox_;
+  class QTabWidget* lower_;
+  int marks_ = 0;
   std::vector<analyzer::StoredCallReport> reports_;
   Scale scale_ = Scale::Log2Abs;
   int highlighted_ = -1;

@@ -39,6 +39,7 @@
 #include "gpu/backend.h"
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
+#include "views/comparepanel.h"
 #include "views/curvepanel.h"
 #include "views/runpanel.h"
 #include "views/savepanel.h"
@@ -71,6 +72,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   curves_ = new CurvePanel(this);
   central_->addTab(curves_, tr("Training"));
   central_->addTab(savePanel_, tr("SAVE"));
+  compare_ = new ComparePanel(this);
+  central_->addTab(compare_, tr("Compare"));
   setCentralWidget(central_);
 
   createDocks();
@@ -231,6 +234,21 @@ void MainWindow::createActions() {
   });
   copy->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
 
+  QMenu* compare = menuBar()->addMenu(tr("&Compare"));
+  QAction* compareSelection = compare->addAction(tr("Compare &Selected"), this, &MainWindow::compareSelected);
+  compareSelection->setShortcut(QKeySequence(tr("Ctrl+D")));
+  compareSelection->setToolTip(tr("Two selected calls side by side, or the selected call here and in the compared session"));
+  compare->addAction(tr("Compare With &Session..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Compare with session"), QString(),
+                                                      tr("PEAT sessions (*.h5 *.hdf5);;All files (*)"));
+    if (!path.isEmpty()) openCompareSession(path);
+  });
+  compare->addAction(tr("Stop Comparing Sessions"), this, [this] {
+    other_.reset();
+    otherPath_.clear();
+    compare_->showMessage(tr("Compared session closed"));
+  });
+
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   QAction* showRun = run->addAction(tr("&New Run..."), this, &MainWindow::showRunPanel);
   showRun->setShortcut(QKeySequence(tr("Ctrl+R")));
@@ -362,6 +380,7 @@ bool MainWindow::selectItem(const QString& path) {
 QCustomPlot* MainWindow::currentPlot() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentPlot();
   if (central_->currentWidget() == curves_) return curves_->plot();
+  if (central_->currentWidget() == compare_) return compare_->left()->plot();
   return errorPlot_->plot();
 }
 
@@ -388,6 +407,7 @@ void MainWindow::exportCurrentTable() {
 QString MainWindow::currentCsv() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentCsv();
   if (central_->currentWidget() == curves_) return curves_->csv();
+  if (central_->currentWidget() == compare_) return compare_->csv();
   QStringList lines{QStringLiteral("call,error_model,confidence,evidence")};
   for (int r = 0; r < verdicts_->rowCount(); ++r) {
     QStringList cells;
@@ -449,27 +469,35 @@ void MainWindow::showItem(const QModelIndex& current) {
   }
 }
 
-void MainWindow::showSelectedCalls() {
-  if (!reader_) return;
+std::vector<std::pair<analyzer::StoredCallReport, QString>> MainWindow::selectedReports(std::size_t limit, QString* why) const {
   using Kind = SessionTreeModel::NodeKind;
-  std::vector<analyzer::StoredCallReport> reports;
-  QString missing;
+  std::vector<std::pair<analyzer::StoredCallReport, QString>> reports;
+  if (!reader_) return reports;
   for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
     if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
     const std::string run = index.data(SessionTreeModel::KeyRole).toString().toStdString();
     const std::string analysis = analyzer::analysisRunOf(model_->summary(), run);
     if (analysis.empty()) {
-      missing = tr("Run %1 has no analysis: run 'peat analyze --session %2 --run %1'")
-                    .arg(QString::fromStdString(run), QFileInfo(sessionPath_).fileName());
+      *why = tr("Run %1 has no analysis: run 'peat analyze --session %2 --run %1'")
+                 .arg(QString::fromStdString(run), QFileInfo(sessionPath_).fileName());
       continue;
     }
     try {
-      reports.push_back(analyzer::loadCallReport(*reader_, analysis, index.data(SessionTreeModel::PathRole).toString().toStdString()));
+      reports.emplace_back(analyzer::loadCallReport(*reader_, analysis, index.data(SessionTreeModel::PathRole).toString().toStdString()),
+                           tr("%1, run %2 (%3)").arg(index.data(SessionTreeModel::PathRole).toString(),
+                                                     QString::fromStdString(run), QFileInfo(sessionPath_).fileName()));
     } catch (const std::exception&) {
-      missing = tr("No report for this call in %1 (it may not have been replayed)").arg(QString::fromStdString(analysis));
+      *why = tr("No report for this call in %1 (it may not have been replayed)").arg(QString::fromStdString(analysis));
     }
-    if (reports.size() >= 6) break;  // a readable overlay
+    if (reports.size() >= limit) break;
   }
+  return reports;
+}
+
+void MainWindow::showSelectedCalls() {
+  QString missing;
+  std::vector<analyzer::StoredCallReport> reports;
+  for (auto& [report, where] : selectedReports(6, &missing)) reports.push_back(std::move(report));  // a readable overlay
   if (!reports.empty()) {
     errorPlot_->showReports(reports);
     explainVerdict(QString::fromStdString(reports.front().verdict));
@@ -477,6 +505,59 @@ void MainWindow::showSelectedCalls() {
   } else if (!missing.isEmpty()) {
     errorPlot_->showMessage(missing);
   }
+}
+
+bool MainWindow::openCompareSession(const QString& path) {
+  try {
+    other_ = std::make_unique<store::SessionReader>(path.toStdString());
+    otherPath_ = path;
+    compare_->showMessage(tr("Comparing with %1: select an analysed call and choose Compare > Compare Selected (Ctrl+D)")
+                              .arg(QFileInfo(path).fileName()));
+    central_->setCurrentWidget(compare_);
+    lastError_.clear();
+    return true;
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+bool MainWindow::compareSelected() {
+  lastError_.clear();
+  QString why;
+  const auto reports = selectedReports(2, &why);
+  if (reports.size() == 2) {
+    compare_->showPair(reports[0].first, reports[0].second, reports[1].first, reports[1].second);
+  } else if (reports.size() == 1 && other_) {
+    // the same call of the same run, analysed in the other session
+    const analyzer::StoredCallReport& here = reports.front().first;
+    std::string run;
+    for (const store::RunInfo& r : model_->summary().runs)
+      if (r.name == here.analysisRun) {
+        const auto it = r.attributes.find("candidate_run");
+        if (it != r.attributes.end()) run = it->second;
+      }
+    try {
+      const std::string analysis = analyzer::analysisRunOf(other_->summaryWithoutTensors(), run);
+      if (analysis.empty())
+        throw std::runtime_error(tr("%1 has no analysed run %2").arg(QFileInfo(otherPath_).fileName(),
+                                                                     QString::fromStdString(run)).toStdString());
+      compare_->showPair(here, reports.front().second, analyzer::loadCallReport(*other_, analysis, here.call),
+                         tr("%1, run %2 (%3)").arg(QString::fromStdString(here.call), QString::fromStdString(run),
+                                                  QFileInfo(otherPath_).fileName()));
+    } catch (const std::exception& e) {
+      reportError(QString::fromStdString(e.what()));
+      return false;
+    }
+  } else {
+    reportError(!why.isEmpty() ? why
+                : other_ ? tr("select one analysed call to compare with %1, or two calls").arg(QFileInfo(otherPath_).fileName())
+                         : tr("select two analysed calls to compare (Ctrl+click), or open a second session with "
+                              "Compare > Compare With Session"));
+    return false;
+  }
+  central_->setCurrentWidget(compare_);
+  return true;
 }
 
 void MainWindow::highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports) {
@@ -511,13 +592,17 @@ void MainWindow::selectVerdictCall(int row) {
         if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
         tree_->scrollTo(node);
         tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        // the verdict's evidence, where the plots can show it: a bit position
+        // the verdict's evidence, where the plots can show it: a bit position, or where an
+        // indexing bug strikes (a stride, or the tiles it is confined to)
         const QString evidence = verdicts_->item(row, 3) ? verdicts_->item(row, 3)->text() : QString();
         const QRegularExpressionMatch bit = QRegularExpression(QStringLiteral("(?:^|; )(?:bit|highest_bit)=(\\d+)")).match(evidence);
         if (bit.hasMatch()) {
           errorPlot_->highlightBit(bit.captured(1).toInt());
-          if (auto* tabs = qobject_cast<QTabWidget*>(errorPlot_->bitPlot()->parentWidget()->parentWidget()))
-            tabs->setCurrentWidget(errorPlot_->bitPlot());
+          errorPlot_->showBitsTab();
+        } else if (verdicts_->item(row, 1) && verdicts_->item(row, 1)->text() == QLatin1String("index_error")) {
+          const QRegularExpressionMatch stride = QRegularExpression(QStringLiteral("repeat every (\\d+) elements")).match(evidence);
+          if (stride.hasMatch()) errorPlot_->highlightPattern(stride.captured(1).toInt());
+          else if (evidence.contains(QLatin1String("confined to"))) errorPlot_->highlightPattern(0);
         }
         return;
       }

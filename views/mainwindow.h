@@ -35,6 +35,7 @@ class ErrorPlotPanel;
 class SavePanel;
 class CurvePanel;
 class RunPanel;
+class ComparePanel;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -62,6 +63,12 @@ class MainWindow : public QMainWindow {
   // Dropped or given files: a .h5 session opens; two .npy (or FILE.h5:/dataset) tensors are
   // compared, golden first; one .npy waits for its candidate. False with lastError() on failure.
   bool openFiles(const QStringList& paths);
+  // Compare > Compare Selected: two selected analysed calls side by side; or, with a second
+  // session open (openCompareSession), the selected call here and the same call there. False with
+  // lastError() when the selection does not make a pair.
+  bool compareSelected();
+  bool openCompareSession(const QString& path);
+  ComparePanel* comparePanel() const { return compare_; }
 
  signals:
   void comparisonShown();     // a dropped pair's histograms are on screen
@@ -90,6 +97,9 @@ class MainWindow : public QMainWindow {
   void showItem(const QModelIndex& current);
   void compareTensors(const QString& golden, const QString& candidate);
   void showSelectedCalls();
+  // The selected calls' stored reports (at most `limit`), each with where it comes from; `why`
+  // says what was selected but could not be shown.
+  std::vector<std::pair<analyzer::StoredCallReport, QString>> selectedReports(std::size_t limit, QString* why) const;
   void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
   void selectVerdictCall(int row);
   void explainOverview();
@@ -100,6 +110,9 @@ class MainWindow : public QMainWindow {
   void reportError(const QString& text);
 
   std::unique_ptr<store::SessionReader> reader_;
+  std::unique_ptr<store::SessionReader> other_;  // the session compared with this one
+  QString otherPath_;
+  ComparePanel* compare_;
   QString sessionPath_;
   QString lastError_;
   bool quietErrors_ = false;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Shared plot styling. Include after views/qcustomplot_include.h.
+#include <QEvent>
 #include <QPalette>
 
 namespace peat::views {
 
 // Plot colours from the widget's palette, so a dark desktop gets a dark plot.
-inline void followPalette(QCustomPlot* plot) {
+inline void applyPalette(QCustomPlot* plot) {
   const QPalette p = plot->palette();
   plot->setBackground(p.color(QPalette::Base));
   for (QCPAxis* axis : plot->axisRect()->axes()) {
@@ -16,8 +17,29 @@ inline void followPalette(QCustomPlot* plot) {
     axis->setTickLabelColor(p.color(QPalette::Text));
     axis->setLabelColor(p.color(QPalette::Text));
   }
-  plot->legend->setBrush(p.color(QPalette::Base));
+  QColor legend = p.color(QPalette::Base);
+  legend.setAlpha(200);  // the data shows through a little
+  plot->legend->setBrush(legend);
+  plot->legend->setBorderPen(QPen(p.color(QPalette::Mid)));
   plot->legend->setTextColor(p.color(QPalette::Text));
+}
+
+// Applies the palette now and again whenever it changes (the desktop switches between light and
+// dark, or the application sets another palette).
+inline void followPalette(QCustomPlot* plot) {
+  struct Follower : QObject {
+    using QObject::QObject;
+    bool eventFilter(QObject* watched, QEvent* event) override {
+      if (event->type() == QEvent::PaletteChange) {
+        auto* p = static_cast<QCustomPlot*>(watched);
+        applyPalette(p);
+        p->replot();  // now: a palette change is rare, and a grab right after it must see it
+      }
+      return false;
+    }
+  };
+  applyPalette(plot);
+  plot->installEventFilter(new Follower(plot));
 }
 
 // Integer ticks only (bins, tiles).

@@ -268,10 +268,10 @@ bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& ses
     return false;
   }
   session_->setText(session);
-  queue_ = steps;
+  queue_.clear();
+  for (int i = 1; i < steps.size(); ++i) queue_ << [args = steps[i]] { return args; };
   steps_ = int(steps.size());
-  chained_ = true;  // no playback analysis of its own: the sequence says what follows
-  return launch(queue_.takeFirst());
+  return launch(steps.front());
 }
 
 bool RunPanel::start() {
@@ -286,8 +286,18 @@ bool RunPanel::start() {
     emit finished(false, error, session_->text());
     return false;
   }
-  chained_ = false;
   queue_.clear();
+  steps_ = 1;
+  // A playback is followed by the analysis of its calls, for the error views.
+  if (mode() == Mode::Playback && analyze_->isChecked()) {
+    const QString session = session_->text();
+    const QString fallback = QStringLiteral("playback-") + kernel_->currentText().section(QLatin1Char(':'), 0, 0);
+    queue_ << [this, session, fallback] {
+      return QStringList{QStringLiteral("analyze"), QStringLiteral("--session"), session, QStringLiteral("--run"),
+                         runName_.isEmpty() ? fallback : runName_};
+    };
+    steps_ = 2;
+  }
   return launch(args);
 }
 
@@ -349,20 +359,11 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   readOutput();
   const bool ok = status == QProcess::NormalExit && code == 0;
   if (ok && !cancelled_ && !queue_.isEmpty()) {  // the next step of a sequence
-    launch(queue_.takeFirst());
+    launch(queue_.takeFirst()());
     status_->setText(tr("Step %1 of %2: %3").arg(steps_ - queue_.size()).arg(steps_).arg(status_->text()));
     return;
   }
   queue_.clear();
-  // A playback is followed by the analysis of its calls, for the error views.
-  if (ok && !chained_ && !cancelled_ && mode() == Mode::Playback && analyze_->isChecked()) {
-    chained_ = true;
-    QStringList args{QStringLiteral("analyze"), QStringLiteral("--session"), session_->text()};
-    if (!runName_.isEmpty()) args << QStringLiteral("--run") << runName_;
-    else args << QStringLiteral("--run") << QStringLiteral("playback-") + kernel_->currentText().section(QLatin1Char(':'), 0, 0);
-    launch(args);
-    return;
-  }
   start_->setEnabled(true);
   cancel_->setEnabled(false);
   progress_->setRange(0, 1);

@@ -5,6 +5,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <functional>
+
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -80,9 +82,10 @@ class RunPanel : public QWidget {
   QProcess* process_;
   QElapsedTimer clock_;
   QString lastError_, buffer_, runName_;
-  bool chained_ = false;   // the analysis after a playback is running
   bool cancelled_ = false;
-  QList<QStringList> queue_;  // the rest of a sequence
+  // The rest of a sequence: each step's arguments, made when the step before it has finished (an
+  // analysis names the run the playback before it stored).
+  QList<std::function<QStringList()>> queue_;
   int steps_ = 0;
 };
 

@@ -5,12 +5,14 @@
 // detector verdict selects its call. Renders the view to errorviews.png under the build tree.
 #include "views/qcustomplot_include.h"  // first: see the header
 
+#include <QLabel>
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
 
 #include "core/analyzer/session_analysis.h"
 #include "core/detector/detector.h"
+#include "views/comparepanel.h"
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
@@ -25,18 +27,28 @@ class TestErrorViews : public QObject {
   void severalCallsOverlay();
   void verdictSelectsItsCall();
   void bitFlipVerdictHighlightsItsBit();
+  void indexErrorVerdictMarksItsStride();
+  void comparesTwoKernelsSideBySide();
+  void comparesTwoSessions();
+  void followsADarkPalette();
 
  private:
   QTemporaryDir dir_;
   QString session_;
   std::unique_ptr<MainWindow> window_;
-  QModelIndex callIndex(int iteration, int row) {
+  QModelIndex callIndex(int iteration, int row, const QString& runName = QStringLiteral("stored")) {
     auto* model = window_->sessionModel();
     for (int r = 0; r < model->rowCount(); ++r) {
       const QModelIndex run = model->index(r, 0);
-      if (run.data().toString() == QLatin1String("stored")) return model->index(row, 0, model->index(iteration, 0, run));
+      if (run.data().toString() == runName) return model->index(row, 0, model->index(iteration, 0, run));
     }
     return {};
+  }
+  int verdictRow(const QString& model, const QString& evidence) {
+    QTableWidget* verdicts = window_->verdictTable();
+    for (int r = 0; r < verdicts->rowCount(); ++r)
+      if (verdicts->item(r, 1)->text() == model && verdicts->item(r, 3)->text().contains(evidence)) return r;
+    return -1;
   }
 };
 
@@ -139,6 +151,124 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
   QCOMPARE(window_->errorPlot()->bitPlot()->itemCount(), 2);  // the frame and its label
   QVERIFY(window_->errorPlot()->bitPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-bitflip.png"), 600, 300));
+}
+
+// An index_error verdict of the tile-edge bug (every 16th column reads its neighbour): choosing it
+// marks, on the Where map, the elements a whole number of strides from the worst one.
+void TestErrorViews::indexErrorVerdictMarksItsStride() {
+  QVERIFY(window_->selectItem(QStringLiteral("edge")));
+  const int row = verdictRow(QStringLiteral("index_error"), QStringLiteral("repeat every 16 elements"));
+  QVERIFY2(row >= 0, "no periodic index_error verdict");
+  QTableWidget* verdicts = window_->verdictTable();
+  verdicts->setCurrentCell(row == 0 && verdicts->rowCount() > 1 ? 1 : 0, 0);
+  verdicts->setCurrentCell(row, 0);
+  peat::views::ErrorPlotPanel* panel = window_->errorPlot();
+  QCOMPARE(panel->reportCount(), 1);
+  QVERIFY(panel->patternMarks() > 0);
+  QVERIFY(panel->mapPlot()->isVisible());  // the Where tab is in front
+  // the marks: the worst element and its neighbours 16 elements apart, in tile coordinates
+  const peat::store::SessionReader reader(session_.toStdString());
+  const peat::analyzer::StoredCallReport report = peat::analyzer::loadCallReport(
+      reader, peat::analyzer::analysisRunOf(reader.summary(), "edge"), verdicts->item(row, 0)->text().toStdString());
+  QCPGraph* marks = nullptr;
+  for (int g = 0; g < panel->mapPlot()->graphCount(); ++g)
+    if (panel->mapPlot()->graph(g)->name().contains(QStringLiteral("every 16"))) marks = panel->mapPlot()->graph(g);
+  QVERIFY(marks);
+  QCOMPARE(marks->dataCount(), panel->patternMarks());
+  const int64_t worst = report.worstRow * int64_t(report.cols) + report.worstCol;
+  bool worstMarked = false;
+  for (int i = 0; i < marks->dataCount(); ++i) {
+    const auto col = std::llround(marks->data()->at(i)->key * double(report.tileCols) - 0.5);
+    const auto r = std::llround(marks->data()->at(i)->value * double(report.tileRows) - 0.5);
+    const int64_t at = r * int64_t(report.cols) + col;
+    QCOMPARE((at - worst) % 16, int64_t(0));
+    worstMarked = worstMarked || at == worst;
+  }
+  QVERIFY(worstMarked);
+  QVERIFY(panel->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-index-error.png"), 600, 400));
+  // a verdict without such evidence (fc3's first call is exact under tile-edge) clears the marks
+  const int exact = verdictRow(QStringLiteral("exact"), QString());
+  QVERIFY(exact >= 0);
+  verdicts->setCurrentCell(exact, 0);
+  QCOMPARE(panel->patternMarks(), 0);
+}
+
+// One call under two kernels (the fp16 replay and the bit-flip replay), side by side.
+void TestErrorViews::comparesTwoKernelsSideBySide() {
+  auto* selection = window_->sessionTree()->selectionModel();
+  selection->setCurrentIndex(callIndex(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY(!window_->compareSelected());  // one call and no second session: not a pair
+  QVERIFY(window_->lastError().contains(QStringLiteral("select two")));
+  selection->select(callIndex(0, 0, QStringLiteral("flips")), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
+  peat::views::ComparePanel* compare = window_->comparePanel();
+  QVERIFY(compare->hasPair());
+  const peat::store::SessionReader reader(session_.toStdString());
+  const std::string call = callIndex(0, 0).data(peat::views::SessionTreeModel::PathRole).toString().toStdString();
+  const auto fp16 = peat::analyzer::loadCallReport(reader, peat::analyzer::analysisRunOf(reader.summary(), "stored"), call);
+  const auto flips = peat::analyzer::loadCallReport(reader, peat::analyzer::analysisRunOf(reader.summary(), "flips"), call);
+  QTableWidget* table = compare->table();
+  QCOMPARE(table->item(2, 0)->text(), QStringLiteral("max |error|"));
+  QCOMPARE(table->item(2, 1)->text().toDouble(), QString::number(fp16.maxAbs, 'g', 6).toDouble());
+  QCOMPARE(table->item(2, 2)->text().toDouble(), QString::number(flips.maxAbs, 'g', 6).toDouble());
+  QCOMPARE(table->item(5, 1)->text(), QString::fromStdString(fp16.verdict));
+  QCOMPARE(table->item(5, 2)->text(), QString::fromStdString(flips.verdict));
+  QVERIFY(fp16.verdict != flips.verdict);
+  QCOMPARE(table->item(5, 3)->text(), QStringLiteral("differ"));
+  // shared axes: the two histograms compare by eye
+  QCOMPARE(compare->left()->plot()->xAxis->range().lower, compare->right()->plot()->xAxis->range().lower);
+  QCOMPARE(compare->left()->plot()->xAxis->range().upper, compare->right()->plot()->xAxis->range().upper);
+  QCOMPARE(compare->left()->plot()->yAxis->range().upper, compare->right()->plot()->yAxis->range().upper);
+  // one side's error measure is the other's
+  compare->left()->setScale(peat::views::ErrorPlotPanel::Scale::Log2Ulp);
+  QCOMPARE(compare->right()->plot()->xAxis->label(), compare->left()->plot()->xAxis->label());
+  compare->left()->setScale(peat::views::ErrorPlotPanel::Scale::Log2Abs);
+  QVERIFY(window_->currentCsv().startsWith(QStringLiteral("measure,left,right,right_over_left\nelements,")));
+  QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/compare-kernels.png")));
+}
+
+// The selected call here against the same call in a second session.
+void TestErrorViews::comparesTwoSessions() {
+  QVERIFY(!window_->openCompareSession(dir_.filePath(QStringLiteral("missing.h5"))));
+  const QString other = dir_.filePath(QStringLiteral("other.h5"));
+  QVERIFY(QFile::copy(session_, other));
+  QVERIFY2(window_->openCompareSession(other), qPrintable(window_->lastError()));
+  window_->sessionTree()->selectionModel()->setCurrentIndex(callIndex(0, 1), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
+  QTableWidget* table = window_->comparePanel()->table();
+  QCOMPARE(table->item(2, 1)->text(), table->item(2, 2)->text());  // the same call in a copy
+  QCOMPARE(table->item(2, 3)->text(), QStringLiteral("1"));
+  QCOMPARE(table->item(5, 3)->text(), QStringLiteral("same"));
+  QVERIFY(window_->comparePanel()->findChildren<QLabel*>().size() >= 2);
+  bool namesOther = false;
+  for (QLabel* l : window_->comparePanel()->findChildren<QLabel*>()) namesOther = namesOther || l->text().contains(QStringLiteral("other.h5"));
+  QVERIFY(namesOther);
+}
+
+// A dark desktop palette reaches the plots as it changes, and back.
+void TestErrorViews::followsADarkPalette() {
+  const QPalette light = QApplication::palette();
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+  dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+  dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+  dark.setColor(QPalette::Mid, QColor(0x50, 0x50, 0x50));
+  dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+  dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+  dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+  dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+  QApplication::setPalette(dark);
+  QCoreApplication::processEvents();
+  QCustomPlot* plot = window_->errorPlot()->plot();
+  const auto corner = [](QCustomPlot* p) { return QColor(p->toPixmap(400, 300).toImage().pixel(3, 3)); };
+  QCOMPARE(corner(plot), QColor(0x1e, 0x1e, 0x1e));  // the plot's background is the palette's base
+  QCOMPARE(plot->xAxis->tickLabelColor(), QColor(0xe0, 0xe0, 0xe0));
+  QCOMPARE(plot->legend->textColor(), QColor(0xe0, 0xe0, 0xe0));
+  QCOMPARE(corner(window_->comparePanel()->left()->bitPlot()), QColor(0x1e, 0x1e, 0x1e));
+  QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-dark.png")));
+  QApplication::setPalette(light);
+  QCoreApplication::processEvents();
+  QCOMPARE(corner(plot), light.color(QPalette::Base));
 }
 
 QTEST_MAIN(TestErrorViews)
