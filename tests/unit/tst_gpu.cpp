@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
-// gpu/: the CPU reference backend, module discovery, and each device backend against the CPU,
-// bit for bit. Device rows skip when the machine has no such device.
+// gpu/: module discovery and device names, and the CPU reference's definitions against the core
+// they mirror: its histograms are the analyzer's, its fp16 rounding is core/fp's. The kernels
+// themselves, on every device, are tested by tests/gpu/gpu_tests.cpp (no Qt, so it also runs on a
+// GPU machine).
 #include <QtTest>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
+#include "core/analyzer/report.h"
 #include "core/fp/format.h"
 #include "gpu/backend.h"
+#include "gpu/cpu/reference.h"
+#include "gpu/device/math.h"
 #include "gpu/runtime_module.h"
 
 using namespace peat::gpu;
@@ -14,38 +21,82 @@ using namespace peat::gpu;
 class TestGpu : public QObject {
   Q_OBJECT
  private slots:
-  void cpuFlipsBits();
-  void cpuDuplicateFlipsCompose();
-  void cpuRejectsOutOfRange();
+  void referenceHistogramsAreTheAnalyzers();
+  void halfRoundingIsCoreFp16();
+  void deviceSpecs();
   void probeListsAllBackends();
   void modulesWereBuilt();
   void unknownBackendIsRefused();
-  void deviceMatchesCpu_data();
-  void deviceMatchesCpu();
 };
 
-void TestGpu::cpuFlipsBits() {
-  auto cpu = makeCpuBackend();
-  std::vector<uint32_t> w{peat::fp::bitsOf(1.0f), 0, 0xffffffffu};
-  cpu->injectBitFlips(0, w.data(), w.size(), {{0, 1u << 31}, {1, 0x5u}, {2, 0xffffffffu}});
-  QCOMPARE(peat::fp::floatOf(w[0]), -1.0f);
-  QCOMPARE(w[1], 0x5u);
-  QCOMPARE(w[2], 0u);
+// Same definitions: the histograms the GPU kernels must reproduce are the analyzer's.
+void TestGpu::referenceHistogramsAreTheAnalyzers() {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 2);
+  const std::size_t n = 200003;
+  std::vector<float> g(n), c(n);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < n; ++i) {
+    g[i] = normal(rng);
+    switch (i % 6) {
+      case 0: c[i] = g[i]; break;
+      case 1: c[i] = peat::fp::roundTo(peat::fp::kFp16, g[i]); break;
+      case 2: c[i] = peat::fp::floatOf(peat::fp::bitsOf(g[i]) ^ (1u << (rng() % 32))); break;
+      case 3: c[i] = -g[i]; break;
+      default: c[i] = g[i] + normal(rng) * 1e-3f; break;
+    }
+  }
+  const float specials[][2] = {{0.f, -0.f}, {nan, 1.f}, {inf, 1.f}, {inf, -inf}, {1e-45f, -1e-45f}, {3e38f, -3e38f}};
+  for (std::size_t k = 0; k < std::size(specials); ++k) {
+    g[k] = specials[k][0];
+    c[k] = specials[k][1];
+  }
+  const ErrorHistograms ref = reference::histograms(g.data(), c.data(), n);
+  const peat::analyzer::Report report = peat::analyzer::analyze(g.data(), c.data(), {n});
+  QCOMPARE(ref.mismatched, report.mismatched);
+  for (int b = 0; b < 32; ++b) QCOMPARE(ref.bits[std::size_t(b)], report.bitMismatch[std::size_t(b)]);
+  for (int b = 0; b < 33; ++b) QCOMPARE(ref.log2Ulp[std::size_t(b)], report.log2Ulp[std::size_t(b)]);
+  QCOMPARE(std::size_t(ErrorHistograms::kAbsBins), report.log2Abs.size());
+  QCOMPARE(ErrorHistograms::kLog2AbsMin, peat::analyzer::Report::kLog2AbsMin);
+  for (int b = 0; b < ErrorHistograms::kAbsBins; ++b) QCOMPARE(ref.log2Abs[std::size_t(b)], report.log2Abs[std::size_t(b)]);
 }
 
-void TestGpu::cpuDuplicateFlipsCompose() {
-  auto cpu = makeCpuBackend();
-  std::vector<uint32_t> w(4, 0);
-  cpu->injectBitFlips(0, w.data(), w.size(), {{3, 0x1u}, {3, 0x1u}, {3, 0x2u}});
-  QCOMPARE(w[3], 0x2u);  // the two flips of bit 0 cancel
+// The kernels' fp16 rounding (integer code, shared with the devices) is core/fp's, on every
+// binade from overflow to below the smallest subnormal, ties included.
+void TestGpu::halfRoundingIsCoreFp16() {
+  std::mt19937 rng(19);
+  uint64_t checked = 0;
+  for (int e = -30; e <= 17; ++e)
+    for (int i = 0; i < 20000; ++i) {
+      uint32_t mant = rng() & 0x7fffffu;
+      if (i % 4 == 0) mant = (mant & ~0x1fffu) | 0x1000u;  // a tie for normal fp16 results
+      const float x = std::ldexp(1.0f + float(mant) / float(1 << 23), e) * (i % 2 ? -1.f : 1.f);
+      const float want = peat::fp::roundTo(peat::fp::kFp16, x);
+      const float got = math::roundToHalf(x);
+      if (peat::fp::bitsOf(got) != peat::fp::bitsOf(want))
+        QFAIL(qPrintable(QStringLiteral("x = %1: %2, core says %3").arg(double(x), 0, 'g', 9).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+      ++checked;
+    }
+  for (float x : {65504.f, 65519.99f, 65520.f, -70000.f, 0.f, -0.f, 1e-45f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    const float want = peat::fp::roundTo(peat::fp::kFp16, x), got = math::roundToHalf(x);
+    QVERIFY2(peat::fp::bitsOf(got) == peat::fp::bitsOf(want) || (std::isnan(got) && std::isnan(want)),
+             qPrintable(QString::number(double(x), 'g', 9)));
+  }
+  QVERIFY(checked > 900000);
 }
 
-void TestGpu::cpuRejectsOutOfRange() {
-  auto cpu = makeCpuBackend();
-  std::vector<uint32_t> w(4, 7);
-  QVERIFY_THROWS_EXCEPTION(std::out_of_range, cpu->injectBitFlips(0, w.data(), w.size(), {{0, 1}, {4, 1}}));
-  QCOMPARE(w[0], 7u);  // validated before anything is written
-  QVERIFY_THROWS_EXCEPTION(std::out_of_range, cpu->injectBitFlips(1, w.data(), w.size(), {}));
+void TestGpu::deviceSpecs() {
+  OpenedDevice cpu = openDevice("cpu");
+  QCOMPARE(cpu.device->info().backend, std::string("cpu"));
+  QVERIFY(openDevice("cpu:0").device != nullptr);
+  QVERIFY_THROWS_EXCEPTION(std::out_of_range, openDevice("cpu:1"));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, openDevice("cpu:x"));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, openDevice("cpu:"));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, openDevice("tpu:0"));
+  QCOMPARE(gemmFromName("splitk"), GemmKind::SplitK);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gemmFromName("fast"));
+  for (GemmKind k : gemmKinds()) QCOMPARE(gemmFromName(gemmName(k)), k);
 }
 
 void TestGpu::probeListsAllBackends() {
@@ -75,31 +126,6 @@ void TestGpu::modulesWereBuilt() {
 void TestGpu::unknownBackendIsRefused() {
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, openBackend("opencl"));
   QVERIFY(openBackend("cpu") != nullptr);
-}
-
-void TestGpu::deviceMatchesCpu_data() {
-  QTest::addColumn<QString>("backend");
-  QTest::newRow("cuda") << "cuda";
-  QTest::newRow("hip") << "hip";
-}
-
-void TestGpu::deviceMatchesCpu() {
-  QFETCH(QString, backend);
-  std::unique_ptr<Backend> device;
-  try {
-    device = openBackend(backend.toStdString());
-  } catch (const std::exception& e) {
-    QSKIP(qPrintable(QStringLiteral("no %1 device here: %2").arg(backend, QString::fromStdString(e.what()))));
-  }
-  std::mt19937_64 rng(7);
-  std::vector<uint32_t> words(1 << 20);
-  for (uint32_t& w : words) w = uint32_t(rng());
-  std::vector<BitFlip> flips(100000);
-  for (BitFlip& f : flips) f = {rng() % 4096, uint32_t(1) << (rng() % 32)};  // many repeats: exercises atomics
-  std::vector<uint32_t> expected = words;
-  makeCpuBackend()->injectBitFlips(0, expected.data(), expected.size(), flips);
-  device->injectBitFlips(0, words.data(), words.size(), flips);
-  QVERIFY(words == expected);
 }
 
 QTEST_GUILESS_MAIN(TestGpu)
