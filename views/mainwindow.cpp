@@ -111,7 +111,8 @@ void MainWindow::createDocks() {
   connect(tree_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::showSelectedCalls);
 
   devices_ = new DevicesPanel(this);
-  devices_->showBackends(gpu::probeBackends());
+  const std::vector<gpu::BackendProbe> backends = gpu::probeBackends();
+  devices_->showBackends(backends);
   dock(tr("Devices"), QStringLiteral("DevicesDock"), devices_, Qt::LeftDockWidgetArea);
 
   errorPlot_ = new ErrorPlotPanel(this);
@@ -119,6 +120,10 @@ void MainWindow::createDocks() {
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
   runPanel_ = new RunPanel(this);
+  QStringList usable;
+  for (const gpu::BackendProbe& b : backends)
+    for (const gpu::DeviceInfo& d : b.devices) usable << QStringLiteral("%1:%2").arg(QString::fromStdString(b.name)).arg(d.index);
+  runPanel_->setDevices(usable);
   QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runPanel_, Qt::RightDockWidgetArea);
   tabifyDockWidget(plotDock, runDock);
   plotDock->raise();

@@ -68,7 +68,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                      QStringLiteral("missing-ktile"), QStringLiteral("zeroed-tail"), QStringLiteral("stale-race"),
                      QStringLiteral("bitflip"), QStringLiteral("multibit"), QStringLiteral("stuckat0"),
                      QStringLiteral("stuckat1"), QStringLiteral("random-value"), QStringLiteral("zero"),
-                     QStringLiteral("nan"), QStringLiteral("inf")});
+                     QStringLiteral("nan"), QStringLiteral("inf"), QStringLiteral("gpu-tiled"), QStringLiteral("gpu-naive"),
+                     QStringLiteral("gpu-half"), QStringLiteral("gpu-splitk:parts=4"), QStringLiteral("gpu-tile-edge"),
+                     QStringLiteral("gpu-golden")});
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
   plugin_ = new QPushButton(tr("Plugin..."), this);
   plugin_->setToolTip(tr("A GEMM kernel of your own, from a shared library built against peat/kernel_abi.h"));
@@ -121,8 +123,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   form_->addRow(tr("Test images"), images_);
 
   device_ = new QComboBox(this);
-  device_->addItem(QStringLiteral("cpu"));
-  device_->setToolTip(tr("The training and SAVE engines run on the CPU here; the Devices panel lists the GPUs found"));
+  device_->addItem(QStringLiteral("cpu:0"));
+  device_->setToolTip(tr("Where the gpu-* kernels run (CUDA or HIP GPUs the Devices panel found, or the CPU reference).\n"
+                         "Training, the other kernels and SAVE run on the CPU."));
   form_->addRow(tr("Device"), device_);
 
   auto* sessionRow = new QHBoxLayout;
@@ -204,6 +207,15 @@ QString RunPanel::program() const {
   return env.isEmpty() ? QCoreApplication::applicationDirPath() + QStringLiteral("/peat") : env;
 }
 
+void RunPanel::setDevices(const QStringList& devices) {
+  const QString current = device_->currentText();
+  device_->clear();
+  device_->addItems(devices.isEmpty() ? QStringList{QStringLiteral("cpu:0")} : devices);
+  if (devices.contains(current)) device_->setCurrentText(current);
+}
+
+void RunPanel::setDevice(const QString& device) { device_->setCurrentText(device); }
+
 QStringList RunPanel::arguments(QString* error) const {
   auto fail = [&](const QString& why) {
     if (error) *error = why;
@@ -213,6 +225,13 @@ QStringList RunPanel::arguments(QString* error) const {
   if (session.isEmpty()) return fail(tr("choose a session file"));
   const QString model = model_->currentText(), kernel = kernel_->currentText().trimmed();
   const QString seed = QString::number(seed_->value()), iterations = QString::number(iterations_->value());
+  // the gpu-* kernels run on the chosen device; the others only on the CPU
+  const QString device = device_->currentText();
+  const bool onDevice = kernel.startsWith(QLatin1String("gpu-"));
+  QStringList deviceArguments;
+  if (onDevice) deviceArguments << QStringLiteral("--device") << device;
+  if ((mode() == Mode::Playback || mode() == Mode::RuntimeFi) && !onDevice && !device.startsWith(QLatin1String("cpu")))
+    return fail(tr("%1 runs on the CPU: choose a gpu-* kernel to use %2").arg(kernel.section(QLatin1Char(':'), 0, 0), device));
   switch (mode()) {
     case Mode::Profile:
       return {QStringLiteral("profile"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
@@ -220,13 +239,16 @@ QStringList RunPanel::arguments(QString* error) const {
               QStringLiteral("--out"), session};
     case Mode::Playback:
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
-      return {QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
-              QStringLiteral("--op"), op_->currentText(), QStringLiteral("--seed"), seed, QStringLiteral("--store-outputs")};
+      return QStringList{QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
+                         QStringLiteral("--op"), op_->currentText(), QStringLiteral("--seed"), seed,
+                         QStringLiteral("--store-outputs")} +
+             deviceArguments;
     case Mode::RuntimeFi: {
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
       QStringList a{QStringLiteral("runtime-fi"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
                     QStringLiteral("--seed"), seed, QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
                     QStringLiteral("--out"), session};
+      a << deviceArguments;
       const QString p = prob_->text().trimmed();
       if (p.isEmpty()) a << QStringLiteral("--every") << QString::number(every_->value());
       else a << QStringLiteral("--prob") << p;

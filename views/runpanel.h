@@ -41,6 +41,10 @@ class RunPanel : public QWidget {
   void setFlips(const QString& flips);
   void setImages(int n);
   void setAnalyzeAfterPlayback(bool on);
+  // The devices to offer ("cpu:0", "cuda:0", ...), as the Devices panel found them. The gpu-*
+  // kernels run on the chosen one; every other kernel runs on the CPU.
+  void setDevices(const QStringList& devices);
+  void setDevice(const QString& device);
   // The peat program and arguments the form describes now; empty with `error` set when it is
   // incomplete (no session, a SAVE model without shipped weights, ...).
   QStringList arguments(QString* error) const;

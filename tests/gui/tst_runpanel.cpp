@@ -47,6 +47,7 @@ class TestRunPanel : public QObject {
  private slots:
   void initTestCase();
   void incompleteFormIsRefused();
+  void gpuKernelsRunOnTheChosenDevice();
   void saveAnalysisAppearsInTheWindow();
   void cancelledCampaignKeepsItsPoints();
   void profileThenPlaybackWithAnalysis();
@@ -74,6 +75,31 @@ void TestRunPanel::incompleteFormIsRefused() {
   QString error;
   QVERIFY(panel.arguments(&error).isEmpty());
   QVERIFY(error.contains(QStringLiteral("no trained weights of resnet")));
+}
+
+// The gpu-* kernels take the chosen device; every other kernel runs on the CPU and refuses a GPU.
+void TestRunPanel::gpuKernelsRunOnTheChosenDevice() {
+  RunPanel panel;
+  panel.setSessionPath(dir_.filePath(QStringLiteral("d.h5")));
+  panel.setMode(RunPanel::Mode::Playback);
+  panel.setDevices({QStringLiteral("cpu:0"), QStringLiteral("cuda:0")});
+  panel.setDevice(QStringLiteral("cuda:0"));
+  panel.setKernel(QStringLiteral("gpu-tiled"));
+  QString error;
+  QStringList args = panel.arguments(&error);
+  QVERIFY2(!args.isEmpty(), qPrintable(error));
+  QCOMPARE(args.mid(args.indexOf(QStringLiteral("--device")), 2), (QStringList{QStringLiteral("--device"), QStringLiteral("cuda:0")}));
+  panel.setKernel(QStringLiteral("bf16"));
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY(error.contains(QStringLiteral("bf16 runs on the CPU")));
+  panel.setDevice(QStringLiteral("cpu:0"));
+  args = panel.arguments(&error);
+  QVERIFY(!args.isEmpty());
+  QVERIFY(!args.contains(QStringLiteral("--device")));
+  panel.setMode(RunPanel::Mode::RuntimeFi);
+  panel.setKernel(QStringLiteral("gpu-half"));
+  args = panel.arguments(&error);
+  QCOMPARE(args.mid(args.indexOf(QStringLiteral("--device")), 2), (QStringList{QStringLiteral("--device"), QStringLiteral("cpu:0")}));
 }
 
 void TestRunPanel::saveAnalysisAppearsInTheWindow() {

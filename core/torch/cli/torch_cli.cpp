@@ -175,6 +175,8 @@ int main(int argc, char** argv) {
   train::RuntimeFiOptions fi;
   std::string fiOp = "linear", phase = "both";
   int evalSeeds = 3;
+  std::string device;  // --device: where the gpu-* kernels run
+  const std::string deviceHelp = "Device of the gpu-* kernels: cpu, cuda:N or hip:N (see peat env)";
 
   if (command == "train" || command == "profile") {
     const bool isTrain = command == "train";
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
     app.add_option("--op", playbackOp, "Replay only this op (" + ops::opList() + ", all)")->capture_default_str();
     app.add_option("--max-calls", playback.maxCalls, "Replay at most N calls (0: all)");
     app.add_option("--seed", playback.seed, "Seed of fault models")->capture_default_str();
+    app.add_option("--device", device, deviceHelp);
     app.add_option("--resume", playback.resumeIterations, "Also resume training from a checkpoint for N iterations");
     app.add_option("--resume-from", playback.resumeFrom, "Checkpoint iteration to resume from (default: the first)");
     app.add_option("--name", playback.runName, "Name of the run to add (default: playback-KERNEL)");
@@ -229,6 +232,7 @@ int main(int argc, char** argv) {
         CLI::IsMember({"forward", "backward", "both"}));
     app.add_option("--out,-o", fi.out, "Session file to write")->required();
     app.add_flag("--force", force, "Replace an existing output file");
+    app.add_option("--device", device, deviceHelp);
   } else if (command == "detect-eval") {
     app.description("Run the detector over a labelled corpus made with the project's own candidates and fault "
                     "models (GEMM, conv, softmax, layernorm; several seeds) and print the confusion matrix.");
@@ -262,6 +266,7 @@ int main(int argc, char** argv) {
     }
     if (command == "playback") {
       playback.op = parseOp(playbackOp, true);
+      playback.kernel = kernels::withDevice(playback.kernel, device);
       playback.commandLine = commandLine;
       ProgressBar bar("playback");
       train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted};
@@ -300,6 +305,7 @@ int main(int argc, char** argv) {
     }
     if (command == "runtime-fi") {
       fi.op = parseOp(fiOp, true);
+      fi.kernel = kernels::withDevice(fi.kernel, device);
       fi.forward = phase != "backward";
       fi.backward = phase != "forward";
       fi.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;

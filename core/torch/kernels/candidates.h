@@ -3,6 +3,7 @@
 // Factories of the built-in candidates; kernels/registry.cpp maps names and options onto them.
 #include "core/fp/format.h"
 #include "core/torch/kernels/kernel.h"
+#include "gpu/backend.h"
 
 namespace peat::kernels {
 
@@ -19,5 +20,8 @@ GemmEngine missingLastKTileEngine(int64_t tile);             // the last K tile 
 // A partial write: the last `fraction` of the op's output (after any bias) is never written and reads 0.
 std::unique_ptr<Kernel> makeZeroedTailKernel(const std::string& name, double fraction);
 GemmEngine staleRaceEngine(double probability, int64_t tile);  // random tiles hold half-accumulated sums
+// A GEMM of gpu/ on `device` ("cpu", "cuda:0", "hip:0"); throws KernelError when it cannot be opened.
+std::unique_ptr<Kernel> makeDeviceGemmKernel(const std::string& name, gpu::GemmKind kind, int parts,
+                                             const std::string& device);
 
 }  // namespace peat::kernels

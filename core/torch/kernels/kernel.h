@@ -76,5 +76,8 @@ std::string kernelList();  // names for error messages
 // "plugin:path=/x/libk.so". `seed` drives the kernels that draw random numbers (faults), except
 // stale-race, which is nondeterministic on purpose.
 std::unique_ptr<Kernel> makeKernel(const std::string& spec, uint64_t seed);
+// The spec with `device` as the device of a gpu-* kernel ("gpu-tiled" -> "gpu-tiled:device=cuda:0").
+// Other kernels run on the CPU: they accept "cpu" (or no device) and refuse any other device.
+std::string withDevice(const std::string& spec, const std::string& device);
 
 }  // namespace peat::kernels

@@ -38,6 +38,12 @@ const std::vector<KernelDescription>& kernelCatalog() {
       {"nan", "fault", "all", "count=1,target=output", "set elements to NaN"},
       {"inf", "fault", "all", "count=1,target=output", "set elements to +Inf"},
       {"plugin", "plugin", "gemm", "path=FILE", "a user GEMM from a shared library (peat/kernel_abi.h)"},
+      {"gpu-naive", "device", "gemm", "device=cpu", "gpu/ GEMM, one thread per output, fmaf over k in order"},
+      {"gpu-tiled", "device", "gemm", "device=cpu", "gpu/ GEMM, 16x16 shared-memory tiles (the same sums as gpu-naive)"},
+      {"gpu-half", "device", "gemm", "device=cpu", "gpu/ GEMM, fp16 inputs, fp32 sums: tensor cores (WMMA) on CUDA"},
+      {"gpu-splitk", "device", "gemm", "device=cpu,parts=4", "gpu/ GEMM, K split into parts summed in order"},
+      {"gpu-tile-edge", "device", "gemm", "device=cpu", "gpu/ GEMM with a planted bug: column 15 of each 16 reads column 16"},
+      {"gpu-golden", "device", "gemm", "device=cpu", "gpu/ golden GEMM: cuBLAS on CUDA, double sums elsewhere"},
   };
   return catalog;
 }
@@ -156,6 +162,21 @@ FaultSpec faultSpec(FaultModel model, const Options& o) {
 
 }  // namespace
 
+std::string withDevice(const std::string& text, const std::string& device) {
+  if (device.empty()) return text;
+  const KernelSpec spec = parseKernelSpec(text);
+  if (spec.name.rfind("gpu-", 0) != 0) {
+    if (device == "cpu" || device == "cpu:0") return text;
+    throw KernelError("kernel '" + spec.name + "' runs on the CPU (LibTorch); --device " + device +
+                      " applies to the gpu-* kernels (see peat kernels)");
+  }
+  const auto it = spec.options.find("device");
+  if (it != spec.options.end() && it->second != device)
+    throw KernelError("kernel '" + text + "' names device " + it->second + " but --device is " + device);
+  if (it != spec.options.end()) return text;
+  return text + (text.find(':') == std::string::npos ? ":" : ",") + "device=" + device;
+}
+
 std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
   const KernelSpec spec = parseKernelSpec(text);
   const KernelDescription* d = nullptr;
@@ -187,6 +208,11 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
   if (n == "zero") return makeFaultKernel(spec.text, faultSpec(FaultModel::Zero, o), seed);
   if (n == "nan") return makeFaultKernel(spec.text, faultSpec(FaultModel::NaN, o), seed);
   if (n == "inf") return makeFaultKernel(spec.text, faultSpec(FaultModel::Inf, o), seed);
+  if (n.rfind("gpu-", 0) == 0) {
+    const std::string device = o.text("device", "cpu");
+    const int parts = n == "gpu-splitk" ? int(o.integer("parts", 4, 1, 4096)) : 1;
+    return makeDeviceGemmKernel(spec.text, gpu::gemmFromName(n.substr(4)), parts, device);
+  }
   if (n == "plugin") {
     const std::string path = o.text("path", "");
     if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
