@@ -5,6 +5,7 @@
 #include <tuple>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "app/peat/commands.h"
@@ -13,6 +14,7 @@
 #include "core/analyzer/session_analysis.h"
 #include "core/io/tensor_source.h"
 #include "core/util/json_writer.h"
+#include "gpu/backend.h"
 
 namespace peat::cli {
 namespace {
@@ -65,7 +67,44 @@ void counts(JsonWriter& j, const std::string& key, const std::vector<uint64_t>& 
   j.endArray();
 }
 
-void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::FloatTensor& c) {
+// The histograms again, on a compute device, checked against the CPU analyzer's: the same
+// definitions (gpu/device/math.h), so any difference is a kernel bug and an error.
+struct DeviceCheck {
+  std::string device;
+  double uploadMs = 0, kernelMs = 0;
+};
+
+DeviceCheck histogramsOnDevice(const std::string& spec, const analyzer::Report& r, const io::FloatTensor& g,
+                               const io::FloatTensor& c) {
+  gpu::OpenedDevice opened = gpu::openDevice(spec);
+  gpu::Device& d = *opened.device;
+  auto stream = d.createStream();
+  const uint64_t n = r.elements, bytes = n * 4;
+  auto gb = d.allocate(bytes), cb = d.allocate(bytes), result = d.allocate(gpu::kHistogramWords * 8);
+  auto t0 = d.createEvent(), t1 = d.createEvent(), t2 = d.createEvent();
+  d.record(*t0, *stream);
+  d.upload(*gb, 0, g.data(), bytes, *stream);
+  d.upload(*cb, 0, c.data(), bytes, *stream);
+  d.record(*t1, *stream);
+  d.histograms(*gb, *cb, n, *result, *stream);
+  d.record(*t2, *stream);
+  const gpu::ErrorHistograms h = gpu::readHistograms(d, *result, *stream);
+  DeviceCheck out{spec, d.elapsedMs(*t0, *t1), d.elapsedMs(*t1, *t2)};
+  std::string differs;
+  if (h.mismatched != r.mismatched) differs = "mismatched " + std::to_string(h.mismatched) + " vs " + std::to_string(r.mismatched);
+  for (std::size_t b = 0; b < 32 && differs.empty(); ++b)
+    if (h.bits[b] != r.bitMismatch[b]) differs = "bit " + std::to_string(b);
+  for (std::size_t b = 0; b < h.log2Ulp.size() && differs.empty(); ++b)
+    if (h.log2Ulp[b] != r.log2Ulp[b]) differs = "log2 ULP bin " + std::to_string(b);
+  for (std::size_t b = 0; b < h.log2Abs.size() && differs.empty(); ++b)
+    if (h.log2Abs[b] != r.log2Abs[b]) differs = "log2 |error| bin " + std::to_string(int(b) + analyzer::Report::kLog2AbsMin);
+  if (!differs.empty())
+    throw std::runtime_error("the histograms computed on " + spec + " differ from the CPU analyzer's (" + differs +
+                             "): a kernel bug, please report it");
+  return out;
+}
+
+void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::FloatTensor& c, const DeviceCheck* device) {
   JsonWriter j(std::cout);
   j.beginObject().field("golden", g.origin).field("candidate", c.origin).field("dtype", g.dtype);
   counts(j, "shape", r.shape);
@@ -99,6 +138,10 @@ void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::Fl
   j.field("runs", r.runs).field("longest_run", r.longestRun);
   counts(j, "run_length_log2_hist", {r.runLengthLog2.begin(), r.runLengthLog2.end()});
   j.field("dominant_gap", r.dominantGap).field("dominant_gap_share", r.dominantGapShare);
+  if (device) {
+    j.key("device").beginObject().field("name", device->device).field("identical_histograms", true);
+    j.field("upload_ms", device->uploadMs).field("histogram_ms", device->kernelMs).endObject();
+  }
   j.endObject();
   std::cout << '\n';
 }
@@ -151,10 +194,16 @@ int runAnalyze(const AnalyzeOptions& o) {
   std::tie(ro.tileRows, ro.tileCols) = parseTile(o.tile);
   ro.threads = o.threads;
   const analyzer::Report r = analyzer::analyze(g.data(), c.data(), g.shape(), ro);
-  if (o.json)
-    printJson(r, g, c);
-  else
+  std::optional<DeviceCheck> device;
+  if (!o.device.empty()) device = histogramsOnDevice(o.device, r, g, c);
+  if (o.json) {
+    printJson(r, g, c, device ? &*device : nullptr);
+  } else {
     printText(r, g);
+    if (device)
+      std::printf("device      %s: histograms identical to the CPU's; upload %.3f ms, kernel %.3f ms\n",
+                  device->device.c_str(), device->uploadMs, device->kernelMs);
+  }
   return 0;
 }
 

@@ -23,6 +23,7 @@ struct AnalyzeOptions {
   std::string session, run, call;  // session mode: a playback run made with --store-outputs
   std::string tile = "16x16";
   unsigned threads = 0;
+  std::string device;  // also compute the histograms there and check them against the CPU's
   bool json = false;
 };
 int runAnalyze(const AnalyzeOptions& o);

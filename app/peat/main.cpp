@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   addSessionOptions(analyzeCmd, analyze.session, analyze.run, analyze.call);
   analyzeCmd->add_option("--tile", analyze.tile, "Tile size for the per-tile counts, ROWSxCOLS")->capture_default_str();
   analyzeCmd->add_option("--threads", analyze.threads, "Threads (0: every core)");
+  analyzeCmd->add_option("--device", analyze.device,
+                         "Also compute the histograms on cpu, cuda:N or hip:N and check them against the CPU's");
   analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
 
   DetectOptions detect;
