@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -64,6 +65,17 @@ DeviceInfo hostInfo() {
 
 class CpuDevice final : public Device {
  public:
+  // PEAT_TEST_DEVICE_LOST_AFTER=N: the device "disappears" at its N+1-th GEMM, as a GPU that falls
+  // off the bus would, so the layers above can be tested for a clean error and an intact session.
+  CpuDevice() {
+    if (const char* n = std::getenv("PEAT_TEST_DEVICE_LOST_AFTER")) lostAfter_ = std::strtoll(n, nullptr, 10);
+  }
+  void simulateLoss() {
+    if (lostAfter_ >= 0 && calls_++ >= lostAfter_)
+      throw DeviceLost("cpu:0: device lost after " + std::to_string(lostAfter_) +
+                       " GEMMs (simulated by PEAT_TEST_DEVICE_LOST_AFTER); host data is intact");
+  }
+
   DeviceInfo info() const override { return hostInfo(); }
   uint64_t freeMemory() const override { return uint64_t(::sysconf(_SC_AVPHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGE_SIZE)); }
 
@@ -154,12 +166,16 @@ class CpuDevice final : public Device {
     std::copy(h.log2Abs.begin(), h.log2Abs.end(), out + kHistAbsAt);
   }
   void gemm(GemmKind kind, const GemmShape& shape, const Buffer& a, const Buffer& b, Buffer& c, Stream&) override {
+    simulateLoss();
     const CpuBuffer& ab = own(this, a, "GEMM A");
     const CpuBuffer& bb = own(this, b, "GEMM B");
     const CpuBuffer& cb = own(this, c, "GEMM C");
     checks::gemm(kind, shape, a, b, c);
     reference::gemm(kind, shape, ab.floats(), bb.floats(), cb.floats());
   }
+
+ private:
+  long long lostAfter_ = -1, calls_ = 0;
 };
 
 class CpuBackend final : public Backend {
