@@ -125,6 +125,29 @@ void printJson(const store::SessionSummary& s, bool listCalls) {
 int runInfo(const InfoOptions& o) {
   store::SessionReader reader(o.path);
   const store::SessionSummary s = reader.summary();
+  if (o.verify) {
+    const store::SessionReader::Verification v = reader.verify();  // throws naming a damaged dataset
+    if (o.json) {
+      JsonWriter j(std::cout);
+      j.beginObject().field("session", o.path).field("intact", true).field("datasets", v.datasets);
+      j.field("bytes", v.bytes).field("without_checksum", v.withoutChecksum).field("incomplete_groups", v.incompleteGroups);
+      j.key("complete_iterations").beginObject();
+      for (const store::RunInfo& r : s.runs) j.field(r.name, r.completeIterations());
+      j.endObject().endObject();
+      std::cout << '\n';
+      return 0;
+    }
+    std::printf("verified   %llu datasets (%.1f MiB): %llu checksums match", (unsigned long long)v.datasets,
+                double(v.bytes) / (1 << 20), (unsigned long long)(v.datasets - v.withoutChecksum));
+    if (v.withoutChecksum)
+      std::printf("; %llu have none (written by an older peat) and read back", (unsigned long long)v.withoutChecksum);
+    if (v.incompleteGroups)
+      std::printf("; %llu iteration(s) or checkpoint(s) in flight not checked", (unsigned long long)v.incompleteGroups);
+    std::printf("\n");
+    for (const store::RunInfo& r : s.runs)
+      std::printf("  %s: %s, %lld complete iterations\n", r.name.c_str(), r.status.c_str(), (long long)r.completeIterations());
+    return 0;
+  }
   if (o.json)
     printJson(s, o.calls);
   else

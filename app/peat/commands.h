@@ -9,6 +9,7 @@ struct InfoOptions {
   std::string path;
   bool json = false;
   bool calls = false;  // list every recorded call
+  bool verify = false; // read every complete dataset back and check its CRC-32
 };
 int runInfo(const InfoOptions& o);
 

@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   infoCmd->add_option("session", info.path, "Session file (.h5)")->required();
   infoCmd->add_flag("--json", info.json, "Print the summary as JSON");
   infoCmd->add_flag("--calls", info.calls, "List every recorded call");
+  infoCmd->add_flag("--verify", info.verify,
+                    "Read every dataset of complete iterations and checkpoints back and check its CRC-32");
 
   AnalyzeOptions analyze;
   CLI::App* analyzeCmd = app.add_subcommand("analyze", "Error report of a candidate tensor against the golden one");

@@ -5,9 +5,22 @@
 #include <cstring>
 #include <memory>
 
+#include <zlib.h>
+
 #include "core/fp/format.h"
 
 namespace peat::h5 {
+
+namespace {
+constexpr const char* kChecksumAttribute = "crc32";
+
+uint32_t bytesChecksum(const void* data, uint64_t size) {
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  if (size) crc = crc32_z(crc, static_cast<const Bytef*>(data), z_size_t(size));
+  return uint32_t(crc);
+}
+}  // namespace
+
 
 namespace {
 
@@ -293,6 +306,10 @@ Dataset Group::createDataset(const std::string& name, Type t, const std::vector<
     check(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite", p);
   }
   h5::setAttribute(ds.id(), p, "dtype", typeName(t));
+  // CRC-32 (zlib's) of the element bytes as written, little-endian in the stored type; readers
+  // check it on every full read (Dataset::read) and `peat info --verify` on every dataset.
+  setNumericAttribute(ds.id(), p, kChecksumAttribute, H5T_STD_I64LE, H5T_NATIVE_INT64,
+                      int64_t(bytesChecksum(data, count * typeSize(t))));
   return Dataset(std::move(ds), p);
 }
 
@@ -387,19 +404,52 @@ Type Dataset::storedType() const {
   }
 }
 
+std::optional<uint32_t> Dataset::checksum() const {
+  const htri_t has = H5Aexists(id(), kChecksumAttribute);
+  if (has < 0) fail("H5Aexists", path_ + "@" + kChecksumAttribute);
+  if (!has) return std::nullopt;  // written before checksums (or by another tool)
+  const int64_t v = numericAttribute<int64_t>(id(), path_, kChecksumAttribute, H5T_NATIVE_INT64);
+  if (v < 0 || v > int64_t(UINT32_MAX)) throw Error("checksum", path_, "the crc32 attribute is out of range");
+  return uint32_t(v);
+}
+
+void Dataset::verifyBytes(const void* bytes, uint64_t size) const {
+  const std::optional<uint32_t> want = checksum();
+  if (want && bytesChecksum(bytes, size) != *want)
+    throw Error("checksum", path_, "the data does not match the CRC-32 written with it: the session is damaged");
+}
+
 void Dataset::read(Type t, void* out) const {
   const Type stored = storedType();
-  if (stored == Type::BF16 && t == Type::F32) {
-    // bfloat16 is stored as raw patterns; widen exactly instead of letting HDF5 convert integers.
-    const uint64_t n = elementCount();
-    std::vector<uint16_t> raw(n);
-    read(Type::U16, raw.data());
-    auto* f = static_cast<float*>(out);
-    for (uint64_t i = 0; i < n; ++i) f[i] = fp::floatOf(uint32_t(raw[i]) << 16);
+  const uint64_t n = elementCount();
+  const Type raw = stored == Type::BF16 ? Type::U16 : stored;  // bfloat16 lives as raw patterns
+  if (t == stored || (stored == Type::BF16 && t == Type::U16)) {
+    Handle type = memoryType(raw);
+    check(H5Dread(id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread", path_);
+    verifyBytes(out, n * typeSize(stored));
     return;
   }
-  Handle type = memoryType(t == Type::BF16 ? Type::U16 : t);
-  check(H5Dread(id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread", path_);
+  // A converting read: the stored bytes first (verified), then converted in memory.
+  std::vector<unsigned char> buffer(std::size_t(n * std::max(typeSize(stored), typeSize(t))));
+  Handle from = memoryType(raw);
+  check(H5Dread(id(), from.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "H5Dread", path_);
+  verifyBytes(buffer.data(), n * typeSize(stored));
+  if (stored == Type::BF16 && t == Type::F32) {
+    // widen exactly instead of letting HDF5 convert integers
+    const auto* bits = reinterpret_cast<const uint16_t*>(buffer.data());
+    auto* f = static_cast<float*>(out);
+    for (uint64_t i = 0; i < n; ++i) f[i] = fp::floatOf(uint32_t(bits[i]) << 16);
+    return;
+  }
+  Handle to = memoryType(t == Type::BF16 ? Type::U16 : t);
+  if (n) check(H5Tconvert(from.id(), to.id(), std::size_t(n), buffer.data(), nullptr, H5P_DEFAULT), "H5Tconvert", path_);
+  std::memcpy(out, buffer.data(), std::size_t(n * typeSize(t)));
+}
+
+void Dataset::verify() const {
+  const Type stored = storedType();
+  std::vector<unsigned char> bytes(std::size_t(elementCount() * typeSize(stored)));
+  read(stored, bytes.data());  // throws on a mismatch
 }
 
 // ---------------------------------------------------------------- files

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,10 +83,14 @@ class Dataset {
   uint64_t elementCount() const;
   Type storedType() const;  // from the file type, with the "dtype" attribute telling bf16 from u16
   // Reads the whole dataset converted to `t`; `out` must hold elementCount() * typeSize(t) bytes.
+  // Throws Error when the stored bytes do not match the dataset's CRC-32 (attribute "crc32").
   void read(Type t, void* out) const;
+  std::optional<uint32_t> checksum() const;  // none for datasets written before checksums
+  void verify() const;                        // reads it all and checks the checksum
   hid_t id() const { return h_.id(); }
 
  private:
+  void verifyBytes(const void* bytes, uint64_t size) const;
   Handle h_;
   std::string path_;
 };

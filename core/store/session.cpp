@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/store/session.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <set>
 
 #include "core/version.h"
 
@@ -141,8 +144,25 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
   struct stat st {};
   if (mode == WriteMode::Create && ::stat(path.c_str(), &st) == 0)
     throw SessionError("'" + path + "' already exists; choose another name or allow overwriting");
+  if (mode == WriteMode::Overwrite) {
+    // HDF5 locks open files with flock(): a session another process has open is not replaced
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+      ::close(fd);
+      if (busy) throw SessionError("cannot write '" + path + "': another process has it open");
+    }
+  }
+  // A new session is made under a hidden name beside its place and appears there, with one atomic
+  // link or rename, only once its header is flushed: a process killed at any moment leaves either
+  // no file (or the old one, when overwriting) or a session that opens.
+  const std::string::size_type slash = path.rfind('/');
+  const std::string staging = mode == WriteMode::Append ? path
+                              : path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." +
+                                    path.substr(slash == std::string::npos ? 0 : slash + 1) + ".partial-" +
+                                    std::to_string(::getpid());
   try {
-    d = std::make_unique<Impl>(path, mode);
+    d = std::make_unique<Impl>(staging, mode == WriteMode::Append ? mode : WriteMode::Overwrite);
   } catch (const h5::Error& e) {
     const std::string why = e.detail().empty() ? e.what() : e.detail();
     if (why.find("unable to lock file") != std::string::npos)
@@ -151,6 +171,25 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
                        "': " + why);
   }
   if (mode == WriteMode::Append) return;
+  try {
+    writeHeader(p);
+  } catch (...) {
+    d.reset();
+    ::unlink(staging.c_str());
+    throw;
+  }
+  // Create: link() fails if the name was taken meanwhile; Overwrite: rename() replaces atomically.
+  const int rc = mode == WriteMode::Create ? ::link(staging.c_str(), path.c_str()) : ::rename(staging.c_str(), path.c_str());
+  const int err = errno;
+  if (rc != 0 || mode == WriteMode::Create) ::unlink(staging.c_str());
+  if (rc != 0) {
+    d.reset();
+    throw SessionError(err == EEXIST ? "'" + path + "' already exists; choose another name or allow overwriting"
+                                     : "cannot create session '" + path + "': " + std::strerror(err));
+  }
+}
+
+void SessionWriter::writeHeader(Provenance p) {
   if (p.toolVersion.empty()) p.toolVersion = toolVersion();
   if (p.gitCommit.empty()) p.gitCommit = gitCommit();
   if (p.hdf5Version.empty()) p.hdf5Version = hdf5Version();
@@ -580,6 +619,58 @@ Tensor SessionReader::readTensor(const std::string& run, const std::string& call
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }
+}
+
+namespace {
+
+// Visits the datasets under `g`, skipping iteration and checkpoint groups that are not complete.
+void verifyGroup(const h5::Group& g, bool inIterationsOrCheckpoints, std::set<std::pair<unsigned long, haddr_t>>& seen,
+                 SessionReader::Verification& v) {
+  for (const std::string& name : g.children()) {
+    if (g.hasGroup(name)) {
+      h5::Group child = g.openGroup(name);
+      if (inIterationsOrCheckpoints && (!child.hasAttribute("complete") || child.intAttribute("complete") != 1)) {
+        ++v.incompleteGroups;
+        continue;
+      }
+      verifyGroup(child, name == "iterations" || name == "checkpoints", seen, v);
+      continue;
+    }
+    h5::Dataset ds = g.openDataset(name);
+    H5O_info_t info{};
+#if H5_VERSION_GE(1, 12, 0)
+    if (H5Oget_info3(ds.id(), &info, H5O_INFO_BASIC) >= 0) {
+      haddr_t addr = 0;
+      std::memcpy(&addr, &info.token, std::min(sizeof addr, sizeof info.token));
+      if (!seen.insert({info.fileno, addr}).second) continue;  // a hard link to a dataset already checked
+    }
+#else
+    if (H5Oget_info2(ds.id(), &info, H5O_INFO_BASIC) >= 0 && !seen.insert({info.fileno, info.addr}).second) continue;
+#endif
+    // tables (compound rows, strings) are checked by their readers when they parse them
+    const hid_t type = H5Dget_type(ds.id());
+    const H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    if (type >= 0) H5Tclose(type);
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER) continue;
+    if (!ds.checksum()) ++v.withoutChecksum;
+    ds.verify();
+    ++v.datasets;
+    v.bytes += uint64_t(H5Dget_storage_size(ds.id()));
+  }
+}
+
+}  // namespace
+
+SessionReader::Verification SessionReader::verify() const {
+  Lock lock(hdf5Mutex());
+  Verification v;
+  std::set<std::pair<unsigned long, haddr_t>> seen;
+  try {
+    verifyGroup(d->file->root(), false, seen, v);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return v;
 }
 
 std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {

@@ -120,6 +120,7 @@ class SessionWriter {
   void flush();
 
  private:
+  void writeHeader(Provenance p);
   struct Impl;
   std::unique_ptr<Impl> d;
 };
@@ -196,6 +197,16 @@ class SessionReader {
   Checkpoint checkpoint(const std::string& run, int64_t iteration) const;
   StoredRecord report(const std::string& run, const std::string& id) const;
   StoredRecord saveResult(const std::string& id) const;
+
+  // Reads every dataset of the session except those of iterations and checkpoints not marked
+  // complete (the one in flight when a writer died) and checks each against the CRC-32 written
+  // with it. Throws SessionError naming the first damaged dataset.
+  struct Verification {
+    uint64_t datasets = 0, bytes = 0;  // checked (a dataset linked from several calls counts once)
+    uint64_t withoutChecksum = 0;      // read fine, but written before checksums existed
+    uint64_t incompleteGroups = 0;     // iterations and checkpoints in flight, not checked
+  };
+  Verification verify() const;
 
  private:
   SessionSummary readSummary(bool withTensors) const;

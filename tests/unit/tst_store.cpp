@@ -2,6 +2,9 @@
 // core/store: the session file written, read back, refused when bad, and kept when a writer dies.
 #include <QtTest>
 
+#include <cstdio>
+#include <functional>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +35,7 @@ class TestStore : public QObject {
   void badFiles();
   void killedWriterKeepsCompleteIterations();
   void abandonedRunIsMarkedFailed();
+  void damagedBytesAreDetected();
   void sessionOpenForWritingIsReported();
   void provenanceIsFilledIn();
 
@@ -272,6 +276,58 @@ void TestStore::killedWriterKeepsCompleteIterations() {
       const auto* f = reinterpret_cast<const float*>(t.bytes.data());
       QCOMPARE(f[4999], testsupport::sampleValue(it * 10 + c, 4999));
     }
+}
+
+// One byte changed on disk inside a tensor's data: every full read of it (as stored, or converted)
+// and verify() name the damaged dataset; the rest of the session still reads.
+void TestStore::damagedBytesAreDetected() {
+  const std::string p = path("damaged.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  const std::string run = "golden", call = "iterations/000001/calls/000003";
+  {
+    SessionReader r(p);
+    const SessionReader::Verification v = r.verify();
+    QVERIFY(v.datasets > 10);
+    QCOMPARE(v.withoutChecksum, uint64_t(0));
+    QCOMPARE(v.incompleteGroups, uint64_t(0));
+  }
+  // where the bytes of the call's labels (6 int64, small enough to be stored contiguous) lie in the file
+  haddr_t offset = HADDR_UNDEF;
+  {
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, ("/runs/" + run + "/" + call + "/labels").c_str(), H5P_DEFAULT);
+    offset = H5Dget_offset(ds);
+    H5Dclose(ds);
+    H5Fclose(f);
+  }
+  QVERIFY2(offset != HADDR_UNDEF, "labels is not contiguous: the test needs another dataset");
+  {
+    std::FILE* f = std::fopen(p.c_str(), "r+b");
+    QVERIFY(f);
+    QCOMPARE(std::fseek(f, long(offset) + 8 * 3 + 2, SEEK_SET), 0);
+    const int byte = std::fgetc(f);
+    QCOMPARE(std::fseek(f, long(offset) + 8 * 3 + 2, SEEK_SET), 0);
+    std::fputc(byte ^ 0x40, f);
+    std::fclose(f);
+  }
+  SessionReader r(p);
+  QCOMPARE(r.summary().runs.size(), std::size_t(1));  // the structure still reads
+  auto expectDamaged = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const SessionError& e) {
+      const std::string what = e.what();
+      return what.find("labels") != std::string::npos && what.find("CRC-32") != std::string::npos &&
+             what.find("damaged") != std::string::npos;
+    }
+    return false;
+  };
+  QVERIFY(expectDamaged([&] { r.readTensor(run, call, "labels"); }));
+  std::vector<double> asDouble(6);
+  QVERIFY(expectDamaged([&] { r.readTensorInto(run, call, "labels", DType::F64, asDouble.data(), asDouble.size()); }));
+  QVERIFY(expectDamaged([&] { r.verify(); }));
+  // another tensor of the same call is intact
+  QCOMPARE(r.readTensor(run, call, "input_0").shape, (std::vector<uint64_t>{64, 128}));
 }
 
 void TestStore::abandonedRunIsMarkedFailed() {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -304,6 +305,9 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
     lastCheckpoint = 0;
   }
   StepStats last;
+  // Recorded iterations the writer has completed and flushed, reported with the progress: what a
+  // crash can no longer take away (tests/cli/crash_kill.sh holds the session to it).
+  auto saved = std::make_shared<std::atomic<int64_t>>(0);
   for (int64_t it = 0; it < o.train.iterations; ++it) {
     if (progress.cancelled()) {
       r.cancelled = true;
@@ -315,7 +319,10 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
     last = trainer.step(it);
     recorder.setActive(false);
     if (recording) {
-      writer.post([](store::SessionWriter& w) { w.endIteration(); });
+      writer.post([saved](store::SessionWriter& w) {
+        w.endIteration();
+        saved->fetch_add(1);  // flushed: a kill from now on keeps it
+      });
       ++r.recordedIterations;
     }
     std::optional<EvalStats> eval;
@@ -332,7 +339,8 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
       checkpoint(it + 1);
       lastCheckpoint = it + 1;
     }
-    progress(it + 1, o.train.iterations, "loss " + std::to_string(last.loss).substr(0, 6));
+    progress(it + 1, o.train.iterations,
+             "loss " + std::to_string(last.loss).substr(0, 6) + " saved " + std::to_string(saved->load()));
   }
   if (r.iterations > lastCheckpoint) checkpoint(r.iterations);
   ops.removeObserver(&recorder);
