@@ -275,6 +275,7 @@ void MainWindow::createActions() {
 
 bool MainWindow::openSession(const QString& path) {
   try {
+    store::probeSession(path.toStdString());  // in a helper process: a crafted file may crash HDF5
     auto reader = std::make_unique<store::SessionReader>(path.toStdString());
     const store::SessionSummary summary = reader->summaryWithoutTensors();  // tensor lists on demand
     reader_ = std::move(reader);
@@ -514,6 +515,7 @@ void MainWindow::showSelectedCalls() {
 
 bool MainWindow::openCompareSession(const QString& path) {
   try {
+    store::probeSession(path.toStdString());
     other_ = std::make_unique<store::SessionReader>(path.toStdString());
     otherPath_ = path;
     compare_->showMessage(tr("Comparing with %1: select an analysed call and choose Compare > Compare Selected (Ctrl+D)")

@@ -123,10 +123,11 @@ void printJson(const store::SessionSummary& s, bool listCalls) {
 }  // namespace
 
 int runInfo(const InfoOptions& o) {
+  // first in a helper process: a crafted file may crash or hang the HDF5 library
+  const store::SessionReader::Verification v = store::probeSession(o.path, o.verify);
   store::SessionReader reader(o.path);
   const store::SessionSummary s = reader.summary();
   if (o.verify) {
-    const store::SessionReader::Verification v = reader.verify();  // throws naming a damaged dataset
     if (o.json) {
       JsonWriter j(std::cout);
       j.beginObject().field("session", o.path).field("intact", true).field("datasets", v.datasets);

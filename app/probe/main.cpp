@@ -1,21 +1,41 @@
 // SPDX-License-Identifier: MIT
-// peat-plugin-probe PLUGIN: loads a user kernel in this throw-away process and checks it.
-// Prints "ok\tname\tabi\top\tdtype\tmemory" or "error\treason"; a crash is seen by the parent.
+// peat-probe: a throw-away process for work that may crash or hang the one doing it.
+//   peat-probe plugin PLUGIN           loads a user kernel and checks it
+//   peat-probe session FILE [--verify] reads a session file's structure (all its data, with --verify)
+// Prints "ok..." or "error\treason"; a crash or a hang is seen by the parent.
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "core/plugin/plugin_probe.h"
+#include "core/store/session.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::printf("error\tusage: peat-plugin-probe PLUGIN\n");
-    return 2;
-  }
+  const std::string mode = argc >= 2 ? argv[1] : "";
   try {
-    const peat::plugin::PluginInfo info = peat::plugin::checkPluginInProcess(argv[1]);
-    std::printf("ok\t%s\t%u\t%u\t%u\t%u\n", info.name.c_str(), info.abiVersion, info.opKind, info.dtype, info.memory);
-    return 0;
+    if (mode == "plugin" && argc == 3) {
+      const peat::plugin::PluginInfo info = peat::plugin::checkPluginInProcess(argv[2]);
+      std::printf("ok\t%s\t%u\t%u\t%u\t%u\n", info.name.c_str(), info.abiVersion, info.opKind, info.dtype, info.memory);
+      return 0;
+    }
+    if (mode == "session" && (argc == 3 || (argc == 4 && std::strcmp(argv[3], "--verify") == 0))) {
+      const peat::store::SessionReader reader(argv[2]);
+      const peat::store::SessionSummary s = reader.summaryWithoutTensors();
+      for (const peat::store::RunInfo& r : s.runs) (void)reader.verdicts(r.name);  // the string tables
+      if (argc == 4) {
+        const peat::store::SessionReader::Verification v = reader.verify();
+        std::printf("ok\t%zu\t%llu\t%llu\t%llu\t%llu\n", s.runs.size(), (unsigned long long)v.datasets,
+                    (unsigned long long)v.bytes, (unsigned long long)v.withoutChecksum,
+                    (unsigned long long)v.incompleteGroups);
+      } else {
+        std::printf("ok\t%zu\n", s.runs.size());
+      }
+      return 0;
+    }
   } catch (const std::exception& e) {
     std::printf("error\t%s\n", e.what());
     return 1;
   }
+  std::printf("error\tusage: peat-probe plugin PLUGIN | peat-probe session FILE [--verify]\n");
+  return 2;
 }

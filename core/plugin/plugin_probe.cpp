@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/plugin/peat/kernel_abi.h"
+#include "core/util/helper_process.h"
 #include "gpu/runtime_module.h"
 
 namespace peat::plugin {
@@ -98,51 +99,17 @@ PluginInfo checkPluginInProcess(const std::string& path) {
 
 PluginInfo probePlugin(const std::string& path, double timeoutSeconds) {
   if (!sys::fileExists(path)) throw PluginError("plugin '" + path + "' does not exist");
-  const std::string helper = sys::moduleDirectory() + "/peat-plugin-probe";
-  if (!sys::fileExists(helper)) throw PluginError("the plugin probe helper is missing: " + helper);
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw PluginError("cannot create a pipe for the plugin probe");
-  const pid_t child = ::fork();
-  if (child < 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    throw PluginError("cannot start the plugin probe");
-  }
-  if (child == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
-    char* const argv[] = {const_cast<char*>(helper.c_str()), const_cast<char*>(path.c_str()), nullptr};
-    ::execv(helper.c_str(), argv);
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-  bool timedOut = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    if (::poll(&p, 1, int(left.count())) <= 0) continue;
-    char buffer[512];
-    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;
-    if (text.size() < 4096) text.append(buffer, std::size_t(n));
-  }
-  ::close(out[0]);
-  if (timedOut) ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (timedOut) throw PluginError("plugin '" + path + "' did not finish its probe within " +
-                                  std::to_string(int(timeoutSeconds)) + " s and was stopped");
-  if (WIFSIGNALED(status))
-    throw PluginError("plugin '" + path + "' crashed during its probe (signal " + std::to_string(WTERMSIG(status)) +
-                      ", " + strsignal(WTERMSIG(status)) + "); it was not loaded");
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::string helper = sys::moduleDirectory() + "/peat-probe";
+  if (!sys::fileExists(helper)) throw PluginError("the probe helper is missing: " + helper);
+  const sys::HelperResult run = sys::runHelper({helper, "plugin", path}, timeoutSeconds);
+  if (!run.started) throw PluginError("cannot start the plugin probe: " + run.output);
+  if (run.timedOut)
+    throw PluginError("plugin '" + path + "' did not finish its probe within " + std::to_string(int(timeoutSeconds)) +
+                      " s and was stopped");
+  if (run.signal)
+    throw PluginError("plugin '" + path + "' crashed during its probe (" + sys::describeSignal(run.signal) +
+                      "); it was not loaded");
+  const std::string& text = run.output;
   if (text.rfind("ok\t", 0) != 0) {
     const std::string why = text.rfind("error\t", 0) == 0 ? text.substr(6) : "the probe failed (" + text + ")";
     throw PluginError(why);

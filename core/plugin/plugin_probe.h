@@ -25,7 +25,7 @@ using LastErrorFn = const char* (*)();
 // reference. Only the probe helper calls this: a bad plugin may crash the calling process.
 PluginInfo checkPluginInProcess(const std::string& path);
 
-// Runs checkPluginInProcess in the peat-plugin-probe helper. A crash, a hang past `timeoutSeconds`,
+// Runs checkPluginInProcess in the peat-probe helper. A crash, a hang past `timeoutSeconds`,
 // a wrong ABI or a wrong result comes back as PluginError with a one-line reason.
 PluginInfo probePlugin(const std::string& path, double timeoutSeconds = 30);
 

@@ -446,9 +446,31 @@ void Dataset::read(Type t, void* out) const {
   std::memcpy(out, buffer.data(), std::size_t(n * typeSize(t)));
 }
 
+uint64_t Dataset::checkedElementCount() const {
+  // A file may come from someone else: the element count it claims must fit the bytes it stores
+  // before anyone allocates for it.
+  const uint64_t n = elementCount();
+  Handle type(checkId(H5Dget_type(id()), "H5Dget_type", path_), H5Tclose);
+  const uint64_t size = std::max<std::size_t>(H5Tget_size(type.id()), 1);
+  if (n > (uint64_t(1) << 62) / size) throw Error("size", path_, "claims " + std::to_string(n) + " elements");
+  const uint64_t claimed = n * size, stored = H5Dget_storage_size(id());
+  Handle dcpl(checkId(H5Dget_create_plist(id()), "H5Dget_create_plist", path_), H5Pclose);
+  const bool chunked = H5Pget_layout(dcpl.id()) == H5D_CHUNKED;
+  // deflate expands at most about 1032:1, chunks add their own overhead; variable-length members
+  // (strings) are stored as heap references whose size differs from the type's in memory
+  const bool varying = H5Tdetect_class(type.id(), H5T_VLEN) > 0 || H5Tdetect_class(type.id(), H5T_STRING) > 0;
+  const bool plausible = chunked   ? claimed <= stored * 1100 + (uint64_t(1) << 20)
+                         : varying ? claimed <= stored * 2 + 4096
+                                   : claimed == stored || claimed == 0;
+  if (!plausible)
+    throw Error("size", path_,
+                "claims " + std::to_string(claimed) + " bytes of data but the file stores " + std::to_string(stored));
+  return n;
+}
+
 void Dataset::verify() const {
   const Type stored = storedType();
-  std::vector<unsigned char> bytes(std::size_t(elementCount() * typeSize(stored)));
+  std::vector<unsigned char> bytes(std::size_t(checkedElementCount() * typeSize(stored)));
   read(stored, bytes.data());  // throws on a mismatch
 }
 
@@ -561,7 +583,7 @@ std::vector<Column> Group::readTable(const std::string& name) const {
   }
   const std::vector<uint64_t> shape = ds.shape();
   if (shape.size() != 1) throw Error("H5Dread", p, "table is not one-dimensional");
-  const std::size_t rows = shape[0];
+  const std::size_t rows = std::size_t(ds.checkedElementCount());
   RecordLayout layout = recordLayout(columns, p);
   if (rows > (uint64_t(1) << 32) / std::max<std::size_t>(layout.size, 1))
     throw Error("H5Dread", p, "table is implausibly large");

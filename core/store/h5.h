@@ -81,6 +81,9 @@ class Dataset {
   const std::string& path() const { return path_; }
   std::vector<uint64_t> shape() const;
   uint64_t elementCount() const;
+  // elementCount(), after checking that the file stores enough bytes for it (a damaged or hostile
+  // file cannot make a reader allocate more than its data could hold); throws Error otherwise.
+  uint64_t checkedElementCount() const;
   Type storedType() const;  // from the file type, with the "dtype" attribute telling bf16 from u16
   // Reads the whole dataset converted to `t`; `out` must hold elementCount() * typeSize(t) bytes.
   // Throws Error when the stored bytes do not match the dataset's CRC-32 (attribute "crc32").

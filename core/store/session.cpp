@@ -6,14 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <set>
 
+#include "core/util/helper_process.h"
 #include "core/version.h"
+#include "gpu/runtime_module.h"
 
 namespace peat::store {
 
@@ -421,6 +426,7 @@ StoredRecord readRecord(const h5::Group& g) {
     Tensor t;
     t.dtype = ds.storedType();
     t.shape = ds.shape();
+    ds.checkedElementCount();  // the file holds the bytes it claims, before allocating for them
     t.bytes.resize(t.elementCount() * h5::typeSize(t.dtype));
     ds.read(t.dtype, t.bytes.data());
     r.arrays.emplace(name, std::move(t));
@@ -597,7 +603,7 @@ void SessionReader::readTensorInto(const std::string& run, const std::string& ca
   Lock lock(hdf5Mutex());
   try {
     h5::Dataset ds = openCallTensor(*d->file, run, callPath, name);
-    if (ds.elementCount() != elements)
+    if (ds.checkedElementCount() != elements)
       throw SessionError("tensor " + run + "/" + callPath + "/" + name + " holds " + std::to_string(ds.elementCount()) +
                          " elements, not " + std::to_string(elements));
     ds.read(as, out);
@@ -613,6 +619,7 @@ Tensor SessionReader::readTensor(const std::string& run, const std::string& call
     Tensor t;
     t.dtype = ds.storedType();
     t.shape = ds.shape();
+    ds.checkedElementCount();  // the file holds the bytes it claims, before allocating for them
     t.bytes.resize(t.elementCount() * h5::typeSize(t.dtype));
     ds.read(t.dtype, t.bytes.data());
     return t;
@@ -671,6 +678,33 @@ SessionReader::Verification SessionReader::verify() const {
     damaged(d->path, e);
   }
   return v;
+}
+
+SessionReader::Verification probeSession(const std::string& path, bool verify) {
+  double timeoutSeconds = verify ? 600 : 20;
+  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) timeoutSeconds = std::max(0.1, std::atof(t));
+  const std::string helper = sys::moduleDirectory() + "/peat-probe";
+  if (!sys::fileExists(helper)) {  // a build without the helper reads in process, as before
+    SessionReader reader(path);
+    return verify ? reader.verify() : SessionReader::Verification{};
+  }
+  std::vector<std::string> argv{helper, "session", path};
+  if (verify) argv.push_back("--verify");
+  const sys::HelperResult r = sys::runHelper(argv, timeoutSeconds);
+  if (!r.started) throw SessionError("cannot check '" + path + "' in a helper process: " + r.output);
+  if (r.timedOut)
+    throw SessionError("reading '" + path + "' did not finish within " + std::to_string(int(timeoutSeconds)) +
+                       " s (the HDF5 library hangs on it): the file is damaged or was crafted; it was not opened");
+  if (r.signal)
+    throw SessionError("reading '" + path + "' crashed the HDF5 library (" + sys::describeSignal(r.signal) +
+                       "): the file is damaged or was crafted; it was not opened");
+  if (r.output.rfind("error\t", 0) == 0) throw SessionError(r.output.substr(6));
+  // "ok\tRUNS" or, verified, "ok\tRUNS\tDATASETS\tBYTES\tWITHOUT_CHECKSUM\tINCOMPLETE"
+  unsigned long long runs = 0, datasets = 0, bytes = 0, without = 0, incomplete = 0;
+  const int fields = std::sscanf(r.output.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes,
+                                 &without, &incomplete);
+  if (fields != (verify ? 5 : 1)) throw SessionError("the session check answered in an unknown format: " + r.output);
+  return {datasets, bytes, without, incomplete};
 }
 
 std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {

@@ -214,6 +214,14 @@ class SessionReader {
   std::unique_ptr<Impl> d;
 };
 
+// A session file may come from someone else, and the HDF5 library can crash or hang on a crafted
+// one. probeSession reads it first in the peat-probe helper process (its structure; all its data
+// with `verify`) and throws SessionError with one line when that process fails, crashes or hangs;
+// only then do callers open it themselves.
+// With `verify`, returns what SessionReader::verify() found there.
+// The timeout: 20 s for the structure, 600 s with `verify`; PEAT_PROBE_TIMEOUT (seconds) overrides.
+SessionReader::Verification probeSession(const std::string& path, bool verify = false);
+
 // "000042": fixed-width names keep HDF5's name order equal to numeric order.
 std::string indexName(int64_t index);
 

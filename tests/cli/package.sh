@@ -11,7 +11,7 @@ main=$(ls "$work"/out/peat-workbench_*_amd64.deb)
 fail() { echo "package: $*"; exit 1; }
 
 contents=$(dpkg-deb -c "$main" | awk '{print $6}')
-for f in usr/bin/peat usr/lib/peat/libpeat_torch.so usr/lib/peat/peat-plugin-probe usr/share/man/man1/peat.1 \
+for f in usr/bin/peat usr/lib/peat/libpeat_torch.so usr/lib/peat/peat-probe usr/share/man/man1/peat.1 \
          usr/share/bash-completion/completions/peat usr/share/doc/peat-workbench/session-format.md \
          usr/include/peat/kernel_abi.h; do
   grep -qx "./$f" <<<"$contents" || fail "$f is not in $(basename "$main")"

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "core/util/helper_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace peat::sys {
+
+HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSeconds) {
+  HelperResult r;
+  if (argv.empty()) {
+    r.started = false;
+    r.output = "no helper given";
+    return r;
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    r.started = false;
+    r.output = "cannot create a pipe";
+    return r;
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    r.started = false;
+    r.output = "cannot fork";
+    return r;
+  }
+  if (child == 0) {  // only async-signal-safe calls until exec: the parent may have threads
+    ::dup2(out[1], STDOUT_FILENO);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timedOut = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, int(left.count())) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    if (r.output.size() < 65536) r.output.append(buffer, std::size_t(n));
+  }
+  ::close(out[0]);
+  if (r.timedOut) ::kill(child, SIGKILL);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  else if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
+  if (r.exitCode == 127 && r.output.empty()) {
+    r.started = false;
+    r.output = "cannot run " + argv[0];
+  }
+  while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == '\r')) r.output.pop_back();
+  return r;
+}
+
+std::string describeSignal(int signal) { return "signal " + std::to_string(signal) + ", " + ::strsignal(signal); }
+
+}  // namespace peat::sys

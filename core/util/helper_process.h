@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Runs one of peat's helper programs (in the module directory) as a throw-away child process and
+// collects what it prints: work that may crash or hang (a user's plugin, a session file from
+// someone else read by the HDF5 library) happens there, never in the caller.
+#include <string>
+#include <vector>
+
+namespace peat::sys {
+
+struct HelperResult {
+  std::string output;     // its standard output (at most 64 KiB), trailing newlines removed
+  int exitCode = -1;      // when it exited
+  int signal = 0;         // when a signal ended it (0: it exited)
+  bool timedOut = false;  // it ran past the timeout and was killed
+  bool started = true;    // false: it could not be started (output says why)
+};
+
+// argv[0] is the helper's path. Standard error goes to /dev/null.
+HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSeconds);
+
+// "signal 11, Segmentation fault"
+std::string describeSignal(int signal);
+
+}  // namespace peat::sys
