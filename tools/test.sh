@@ -8,3 +8,5 @@ tools/setup.sh
 cmake --preset default ${PEAT_WERROR:+-DPEAT_WERROR=$PEAT_WERROR}
 cmake --build --preset default
 ctest --preset default
+# the core's unit tests again, under ASan and UBSan (docs/sanitizers.md)
+tools/sanitize.sh
