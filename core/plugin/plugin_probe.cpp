@@ -31,12 +31,18 @@ PluginInfo describe(const sys::SharedLibrary& lib, const std::string& path) {
     throw PluginError(std::string(e.what()) + " (see peat/kernel_abi.h)");
   }
   (void)gemmSym;
-  const auto* info = reinterpret_cast<const peat_kernel_info* (*)()>(infoSym)();
+  return validatePluginInfo(reinterpret_cast<const peat_kernel_info* (*)()>(infoSym)(), path);
+}
+
+}  // namespace
+
+PluginInfo validatePluginInfo(const peat_kernel_info* info, const std::string& path) {
   if (!info) throw PluginError("plugin '" + path + "': peat_kernel_info_v1 returned NULL");
   PluginInfo out;
   out.path = path;
   out.abiVersion = info->abi_version;
-  out.name = info->name ? info->name : "";
+  // at most 65 bytes of the name are read: a longer one is refused anyway
+  out.name = info->name ? std::string(info->name, ::strnlen(info->name, 65)) : "";
   out.opKind = info->op_kind;
   out.dtype = info->dtype;
   out.memory = info->memory;
@@ -53,6 +59,8 @@ PluginInfo describe(const sys::SharedLibrary& lib, const std::string& path) {
     throw PluginError("plugin '" + path + "': device-pointer kernels are not accepted yet; take host pointers");
   return out;
 }
+
+namespace {
 
 std::string lastErrorOf(const sys::SharedLibrary& lib) {
   try {
@@ -114,21 +122,35 @@ PluginInfo probePlugin(const std::string& path, double timeoutSeconds) {
     const std::string why = text.rfind("error\t", 0) == 0 ? text.substr(6) : "the probe failed (" + text + ")";
     throw PluginError(why);
   }
-  // "ok\tname\tabi\top\tdtype\tmemory"
-  PluginInfo info;
-  info.path = path;
+  return parseProbeAnswer(text, path);
+}
+
+PluginInfo parseProbeAnswer(const std::string& text, const std::string& path) {
+  // "ok\tname\tabi\top\tdtype\tmemory", from a process that ran the plugin: checked like any input
+  if (text.rfind("ok\t", 0) != 0) throw PluginError("the plugin probe answered in an unknown format");
   std::vector<std::string> fields;
   std::size_t start = 3;
   for (std::size_t tab; (tab = text.find('\t', start)) != std::string::npos; start = tab + 1)
     fields.push_back(text.substr(start, tab - start));
   fields.push_back(text.substr(start));
   if (fields.size() != 5) throw PluginError("the plugin probe answered in an unknown format");
+  auto number = [](const std::string& f) {
+    if (f.empty() || f.size() > 10 || f.find_first_not_of("0123456789") != std::string::npos)
+      throw PluginError("the plugin probe answered in an unknown format");
+    const unsigned long long v = std::stoull(f);
+    if (v > UINT32_MAX) throw PluginError("the plugin probe answered in an unknown format");
+    return uint32_t(v);
+  };
+  PluginInfo info;
+  info.path = path;
   info.name = fields[0];
-  info.abiVersion = uint32_t(std::stoul(fields[1]));
-  info.opKind = uint32_t(std::stoul(fields[2]));
-  info.dtype = uint32_t(std::stoul(fields[3]));
-  info.memory = uint32_t(std::stoul(fields[4]));
-  return info;
+  info.abiVersion = number(fields[1]);
+  info.opKind = number(fields[2]);
+  info.dtype = number(fields[3]);
+  info.memory = number(fields[4]);
+  // the same rules as in the probe: a lying or broken probe cannot smuggle in what it refuses
+  peat_kernel_info raw{info.abiVersion, info.name.c_str(), info.opKind, info.dtype, info.memory};
+  return validatePluginInfo(&raw, path);
 }
 
 LoadedPlugin loadProbedPlugin(const std::string& path) {

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+struct peat_kernel_info;  // core/plugin/peat/kernel_abi.h
+
 namespace peat::plugin {
 
 class PluginError : public std::runtime_error {
@@ -28,6 +30,12 @@ PluginInfo checkPluginInProcess(const std::string& path);
 // Runs checkPluginInProcess in the peat-probe helper. A crash, a hang past `timeoutSeconds`,
 // a wrong ABI or a wrong result comes back as PluginError with a one-line reason.
 PluginInfo probePlugin(const std::string& path, double timeoutSeconds = 30);
+
+// The checks of a plugin's self-description, and of the probe helper's answer (which comes from a
+// process that ran the plugin): PluginError for anything out of the ABI's bounds. Fuzzed by
+// tests/fuzz/fuzz_plugin.cpp.
+PluginInfo validatePluginInfo(const ::peat_kernel_info* info, const std::string& path);
+PluginInfo parseProbeAnswer(const std::string& text, const std::string& path);
 
 // After a successful probe: loads the plugin into this process and returns its GEMM entry point.
 struct LoadedPlugin {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "core/util/helper_process.h"
@@ -512,8 +513,24 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
         run.finished = optionalString(rg, "finished");
         if (rg.hasGroup("iterations")) {
           h5::Group its = rg.openGroup("iterations");
+          const bool writerDied = run.status == "running";
+          int64_t unreadable = 0;
           for (const std::string& itName : its.children()) {
-            h5::Group ig = its.openGroup(itName);
+            std::optional<h5::Group> maybe;
+            try {
+              maybe.emplace(its.openGroup(itName));
+            } catch (const h5::Error&) {
+              // A writer killed in the middle of a flush can leave the group of the iteration in
+              // flight pointing past the end of the file. Only that one may be unreadable: the
+              // complete ones are counted below against the run's own count.
+              if (!writerDied) throw;
+              ++unreadable;
+              IterationInfo lost;
+              lost.iteration = std::strtoll(itName.c_str(), nullptr, 10);
+              run.iterations.push_back(std::move(lost));
+              continue;
+            }
+            h5::Group& ig = *maybe;
             IterationInfo it;
             it.iteration = ig.intAttribute("iteration");
             it.complete = ig.hasAttribute("complete") && ig.intAttribute("complete") == 1;
@@ -540,13 +557,20 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
             }
             run.iterations.push_back(std::move(it));
           }
+          if (unreadable && rg.hasAttribute("iterations_complete") &&
+              run.completeIterations() < rg.intAttribute("iterations_complete"))
+            throw h5::Error("H5Gopen2", rg.path() + "/iterations", "a complete iteration cannot be read");
         }
         if (rg.hasGroup("checkpoints")) {
           h5::Group cps = rg.openGroup("checkpoints");
           for (const std::string& name : cps.children()) {
-            h5::Group cp = cps.openGroup(name);
-            if (cp.hasAttribute("complete") && cp.intAttribute("complete") == 1)
-              run.checkpoints.push_back(cp.intAttribute("iteration"));
+            try {
+              h5::Group cp = cps.openGroup(name);
+              if (cp.hasAttribute("complete") && cp.intAttribute("complete") == 1)
+                run.checkpoints.push_back(cp.intAttribute("iteration"));
+            } catch (const h5::Error&) {
+              if (run.status != "running") throw;  // the checkpoint in flight when its writer died
+            }
           }
         }
         if (rg.hasGroup("reports")) run.reports = rg.openGroup("reports").children();
@@ -631,16 +655,37 @@ Tensor SessionReader::readTensor(const std::string& run, const std::string& call
 namespace {
 
 // Visits the datasets under `g`, skipping iteration and checkpoint groups that are not complete.
-void verifyGroup(const h5::Group& g, bool inIterationsOrCheckpoints, std::set<std::pair<unsigned long, haddr_t>>& seen,
-                 SessionReader::Verification& v) {
+void verifyGroup(const h5::Group& g, bool inIterationsOrCheckpoints, bool writerDied,
+                 std::set<std::pair<unsigned long, haddr_t>>& seen, SessionReader::Verification& v) {
   for (const std::string& name : g.children()) {
-    if (g.hasGroup(name)) {
-      h5::Group child = g.openGroup(name);
-      if (inIterationsOrCheckpoints && (!child.hasAttribute("complete") || child.intAttribute("complete") != 1)) {
+    bool isGroup = false;
+    try {
+      isGroup = g.hasGroup(name);
+      if (!isGroup && inIterationsOrCheckpoints) throw h5::Error("H5Gopen2", g.path() + "/" + name, "not a group");
+    } catch (const h5::Error&) {
+      if (!(inIterationsOrCheckpoints && writerDied)) throw;
+      ++v.incompleteGroups;  // in flight when its writer was killed mid-flush
+      continue;
+    }
+    if (isGroup) {
+      std::optional<h5::Group> child;
+      try {
+        child.emplace(g.openGroup(name));
+      } catch (const h5::Error&) {
+        // the iteration or checkpoint in flight when its writer was killed mid-flush (readSummary
+        // has checked that every complete one is readable)
+        if (!(inIterationsOrCheckpoints && writerDied)) throw;
         ++v.incompleteGroups;
         continue;
       }
-      verifyGroup(child, name == "iterations" || name == "checkpoints", seen, v);
+      if (inIterationsOrCheckpoints && (!child->hasAttribute("complete") || child->intAttribute("complete") != 1)) {
+        ++v.incompleteGroups;
+        continue;
+      }
+      // a run's status says whether its writer may have died mid-flush
+      const bool died = writerDied || (g.path().size() >= 5 && g.path().compare(g.path().size() - 5, 5, "/runs") == 0 &&
+                                       child->hasAttribute("status") && child->stringAttribute("status") == "running");
+      verifyGroup(*child, name == "iterations" || name == "checkpoints", died, seen, v);
       continue;
     }
     h5::Dataset ds = g.openDataset(name);
@@ -673,7 +718,8 @@ SessionReader::Verification SessionReader::verify() const {
   Verification v;
   std::set<std::pair<unsigned long, haddr_t>> seen;
   try {
-    verifyGroup(d->file->root(), false, seen, v);
+    (void)readSummary(false);  // every complete iteration must be readable
+    verifyGroup(d->file->root(), false, false, seen, v);
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }

@@ -7,7 +7,7 @@
 # session's header is flushed must leave no file at all.   usage: crash_kill.sh PEAT WORKDIR [KILLS]
 set -u
 peat=$1 dir=$2 kills=${3:-20}
-RANDOM=20261130  # the same moments on every run
+RANDOM=${PEAT_CRASH_SEED:-20261130}  # the same moments on every run
 work="$dir/crash"
 rm -rf "$work" && mkdir -p "$work"
 opened=0 nofile=0 total_saved=0

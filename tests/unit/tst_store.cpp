@@ -36,6 +36,7 @@ class TestStore : public QObject {
   void killedWriterKeepsCompleteIterations();
   void abandonedRunIsMarkedFailed();
   void damagedBytesAreDetected();
+  void unreadableIterationInFlight();
   void sessionOpenForWritingIsReported();
   void provenanceIsFilledIn();
 
@@ -328,6 +329,53 @@ void TestStore::damagedBytesAreDetected() {
   QVERIFY(expectDamaged([&] { r.verify(); }));
   // another tensor of the same call is intact
   QCOMPARE(r.readTensor(run, call, "input_0").shape, (std::vector<uint64_t>{64, 128}));
+}
+
+// A writer killed in the middle of a flush can leave the group of the iteration in flight pointing
+// past the end of the file (seen by cli_crash_kill). Made here with a dangling link: the session
+// still reads and verifies, that iteration counted as in flight; the same damage to a complete
+// iteration is an error.
+void TestStore::unreadableIterationInFlight() {
+  const std::string p = path("midflush.h5").toStdString();
+  const std::vector<float> v(100, 1.5f);
+  {
+    SessionWriter w(p, {});
+    w.beginRun({"golden", "profile", "golden", ""});
+    for (int it = 0; it < 2; ++it) {
+      w.beginIteration(it);
+      w.recordCall({"fc", "linear", Phase::Forward, it, 0}, {{"output", {DType::F32, {100}, v.data()}}});
+      w.endIteration();
+    }
+    w.flush();
+  }  // the writer ends its run; dangle() below sets it back to running, as a killed writer leaves it
+  auto dangle = [&](const char* name) {
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t its = H5Gopen2(f, "/runs/golden/iterations", H5P_DEFAULT);
+    H5Lcreate_soft("/nowhere", its, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (std::string(name) != "000002") H5Ldelete(its, "000001", H5P_DEFAULT);
+    H5Gclose(its);
+    // the writer above ended its run: make it look killed again
+    const hid_t run = H5Gopen2(f, "/runs/golden", H5P_DEFAULT);
+    H5Adelete(run, "status");
+    H5Gclose(run);
+    H5Fclose(f);
+    h5::File file(p, h5::File::Mode::ReadWrite);
+    file.root().openGroup("runs").openGroup("golden").setAttribute("status", "running");
+  };
+  dangle("000002");  // an iteration in flight whose group cannot be opened
+  {
+    SessionReader r(p);
+    const SessionSummary s = r.summary();
+    QCOMPARE(s.runs[0].status, std::string("running"));
+    QCOMPARE(s.runs[0].iterations.size(), std::size_t(3));
+    QCOMPARE(s.runs[0].completeIterations(), int64_t(2));
+    QVERIFY(!s.runs[0].iterations[2].complete);
+    const SessionReader::Verification checked = r.verify();
+    QCOMPARE(checked.incompleteGroups, uint64_t(1));
+    QVERIFY(checked.datasets >= 2);
+  }
+  dangle("000009");  // ... and now a complete one (000001) is gone: that is damage
+  QVERIFY_THROWS_EXCEPTION(SessionError, SessionReader(p).summary());
 }
 
 void TestStore::abandonedRunIsMarkedFailed() {
