@@ -130,6 +130,12 @@ void MainWindow::createDocks() {
   // Results as they arrive: the campaign's points and the training loss, drawn from the run's
   // progress lines while the writer still holds the session file.
   connect(runPanel_, &RunPanel::started, this, [this] {
+    // A run that writes the session this window reads needs the file: HDF5 lets one writer in
+    // only when no one else has it open. The window lets go, and reopens it when the run ends.
+    if (reader_ && QFileInfo(runPanel_->sessionPath()) == QFileInfo(sessionPath_)) {
+      reader_.reset();
+      statusSession_->setText(tr("%1 | being written by the run").arg(QFileInfo(sessionPath_).fileName()));
+    }
     live_ = {};
     liveCurve_ = {};
     liveGolden_ = {};

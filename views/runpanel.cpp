@@ -23,6 +23,9 @@
 
 #include <csignal>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace peat::views {
 
 namespace {
@@ -333,6 +336,14 @@ bool RunPanel::launch(const QStringList& args) {
   process_->setProgram(program());
   process_->setArguments(args);
   process_->setProcessChannelMode(QProcess::MergedChannels);  // progress lines, errors and the summary
+  // The child must not inherit this process's open files: an inherited HDF5 file keeps the
+  // workbench's lock on a session the run wants to write. Qt's own pipes are close-on-exec.
+  process_->setChildProcessModifier([] {
+    for (int fd = 3; fd < 4096; ++fd) {
+      const int flags = ::fcntl(fd, F_GETFD);
+      if (flags >= 0 && !(flags & FD_CLOEXEC)) ::close(fd);
+    }
+  });
   progress_->setRange(0, 0);  // busy until the first progress line
   status_->setText(tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
   start_->setEnabled(false);

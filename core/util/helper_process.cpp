@@ -40,6 +40,9 @@ HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSecon
     ::dup2(out[1], STDOUT_FILENO);
     const int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    // nothing else of ours goes along (an open HDF5 file would keep our lock on it alive)
+    for (int fd = 3; fd < 4096; ++fd)
+      if (fd != out[1]) ::close(fd);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
