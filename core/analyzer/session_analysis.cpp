@@ -94,6 +94,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   out.session = session;
   out.run = run;
   {
+    store::probeSession(session);  // first in a helper process: a crafted file may crash HDF5
     store::SessionReader reader(session);
     const store::SessionSummary s = reader.summary();
     const store::RunInfo& cand = findRun(s, run);

@@ -145,7 +145,9 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
   Lock lock(hdf5Mutex());
   h5::silenceLibraryDiagnostics();
   if (mode == WriteMode::Append) {
-    SessionReader check(path);  // the same clear errors as peat info for a bad or too-new file
+    // the same clear errors as peat info for a bad or too-new file, read first in a helper process
+    probeSession(path);
+    SessionReader check(path);
   }
   struct stat st {};
   if (mode == WriteMode::Create && ::stat(path.c_str(), &st) == 0)

@@ -382,6 +382,7 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   std::vector<KeptOutput> kept;
 
   {
+    store::probeSession(o.session);  // first in a helper process: a crafted file may crash HDF5
     store::SessionReader reader(o.session);
     const store::SessionSummary s = reader.summary();
     // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
