@@ -145,9 +145,8 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
   Lock lock(hdf5Mutex());
   h5::silenceLibraryDiagnostics();
   if (mode == WriteMode::Append) {
-    // the same clear errors as peat info for a bad or too-new file, read first in a helper process
+    // the same clear errors as peat info for a bad or too-new file, read in a helper process
     probeSession(path);
-    SessionReader check(path);
   }
   struct stat st {};
   if (mode == WriteMode::Create && ::stat(path.c_str(), &st) == 0)
@@ -728,7 +727,50 @@ SessionReader::Verification SessionReader::verify() const {
   return v;
 }
 
+namespace {
+// Files this process has probed, as they were then: a command that probes a session, reads it and
+// then appends to it (playback, analyze -s) probes it once. A file changed since is probed again;
+// --verify always runs (its counts are wanted).
+struct ProbedFile {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  timespec modified{};
+};
+std::mutex probedMutex;
+std::map<std::string, ProbedFile> probed;
+
+SessionReader::Verification probeSessionNow(const std::string& path, bool verify);
+
+std::optional<ProbedFile> fileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return ProbedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+
+bool sameFile(const ProbedFile& a, const ProbedFile& b) {
+  return a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified.tv_sec == b.modified.tv_sec &&
+         a.modified.tv_nsec == b.modified.tv_nsec;
+}
+}  // namespace
+
 SessionReader::Verification probeSession(const std::string& path, bool verify) {
+  const std::optional<ProbedFile> now = fileIdentity(path);
+  if (now && !verify) {
+    const std::lock_guard<std::mutex> lock(probedMutex);
+    const auto it = probed.find(path);
+    if (it != probed.end() && sameFile(it->second, *now)) return {};
+  }
+  const SessionReader::Verification v = probeSessionNow(path, verify);
+  if (now) {
+    const std::lock_guard<std::mutex> lock(probedMutex);
+    probed[path] = *now;
+  }
+  return v;
+}
+
+namespace {
+SessionReader::Verification probeSessionNow(const std::string& path, bool verify) {
   double timeoutSeconds = verify ? 600 : 20;
   if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) timeoutSeconds = std::max(0.1, std::atof(t));
   const std::string helper = sys::moduleDirectory() + "/peat-probe";
@@ -754,6 +796,7 @@ SessionReader::Verification probeSession(const std::string& path, bool verify) {
   if (fields != (verify ? 5 : 1)) throw SessionError("the session check answered in an unknown format: " + r.output);
   return {datasets, bytes, without, incomplete};
 }
+}  // namespace
 
 std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
   Lock lock(hdf5Mutex());

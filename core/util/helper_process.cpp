@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,23 +29,23 @@ HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSecon
     r.output = "cannot create a pipe";
     return r;
   }
-  const pid_t child = ::fork();
-  if (child < 0) {
+  // posix_spawn, not fork: the caller may be a large process (LibTorch loaded) whose page tables
+  // fork would copy. The child gets the pipe as stdout, /dev/null as stderr, and nothing else of
+  // ours (an inherited HDF5 file would keep our lock on it alive).
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  pid_t child = -1;
+  const int rc = ::posix_spawn(&child, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
     ::close(out[0]);
     ::close(out[1]);
     r.started = false;
-    r.output = "cannot fork";
+    r.output = "cannot run " + argv[0] + ": " + std::strerror(rc);
     return r;
-  }
-  if (child == 0) {  // only async-signal-safe calls until exec: the parent may have threads
-    ::dup2(out[1], STDOUT_FILENO);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
-    // nothing else of ours goes along (an open HDF5 file would keep our lock on it alive)
-    for (int fd = 3; fd < 4096; ++fd)
-      if (fd != out[1]) ::close(fd);
-    ::execv(args[0], args.data());
-    ::_exit(127);
   }
   ::close(out[1]);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
@@ -68,10 +69,6 @@ HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSecon
   }
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   else if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
-  if (r.exitCode == 127 && r.output.empty()) {
-    r.started = false;
-    r.output = "cannot run " + argv[0];
-  }
   while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == '\r')) r.output.pop_back();
   return r;
 }

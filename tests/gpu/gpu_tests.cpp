@@ -18,6 +18,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cpu/reference.h"
+#include "gpu/device/math.h"
 
 using namespace peat::gpu;
 
@@ -47,16 +48,8 @@ bool throws(F&& f, const char* needle = nullptr) {
   return false;
 }
 
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+using math::bitsOf;
+using math::floatOf;
 
 struct Harness {
   Device& d;
