@@ -2,12 +2,14 @@
 #include "core/store/h5.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include <zlib.h>
 
 #include "core/fp/format.h"
+#include "core/store/journal.h"
 
 namespace peat::h5 {
 
@@ -476,13 +478,21 @@ void Dataset::verify() const {
 
 // ---------------------------------------------------------------- files
 
+bool durableCommits() {
+  const char* v = std::getenv("PEAT_SYNC");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 File::File(const std::string& path, Mode mode) : path_(path) {
+  // Every file goes through the journaling driver (journal.h): flushes are atomic, and a journal a
+  // killed writer left behind is replayed before the file is read.
+  const Handle fapl(checkId(journalingAccessList(durableCommits()), "H5Pset_driver", path), H5Pclose);
   hid_t id = H5I_INVALID_HID;
   switch (mode) {
-    case Mode::ReadOnly: id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); break;
-    case Mode::ReadWrite: id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT); break;
-    case Mode::CreateExclusive: id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); break;
-    case Mode::Truncate: id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); break;
+    case Mode::ReadOnly: id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id()); break;
+    case Mode::ReadWrite: id = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.id()); break;
+    case Mode::CreateExclusive: id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()); break;
+    case Mode::Truncate: id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()); break;
   }
   const bool opening = mode == Mode::ReadOnly || mode == Mode::ReadWrite;
   h_ = Handle(checkId(id, opening ? "H5Fopen" : "H5Fcreate", path), H5Fclose);
@@ -493,6 +503,11 @@ Group File::root() const {
 }
 
 void File::flush() { check(H5Fflush(id(), H5F_SCOPE_GLOBAL), "H5Fflush", path_); }
+
+void File::renamed(const std::string& newPath) {
+  journalFileRenamed(id(), newPath);
+  path_ = newPath;
+}
 
 bool looksLikeHdf5(const std::string& path) {
 #if H5_VERSION_GE(1, 12, 0)

@@ -149,7 +149,10 @@ class File {
   File(const std::string& path, Mode mode);
   const std::string& path() const { return path_; }
   Group root() const;
+  // Commits everything written so far, atomically (journal.h); PEAT_SYNC=1 also makes it durable.
   void flush();
+  // After the file was renamed on disk while open: later commits journal beside the new name.
+  void renamed(const std::string& newPath);
   hid_t id() const { return h_.id(); }
 
  private:

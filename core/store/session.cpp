@@ -194,6 +194,7 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
     throw SessionError(err == EEXIST ? "'" + path + "' already exists; choose another name or allow overwriting"
                                      : "cannot create session '" + path + "': " + std::strerror(err));
   }
+  d->file.renamed(path);
 }
 
 void SessionWriter::writeHeader(Provenance p) {
