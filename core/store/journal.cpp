@@ -101,7 +101,7 @@ uint32_t crcOf(const unsigned char* p, std::size_t n) {
 // process in its N-th commit that writes a journal, at stage "journal-half" (half the journal
 // written), "journal" (journal complete, file untouched) or "apply-half" (half the pages applied).
 void crashPoint(const char* stage) {
-  static const char* spec = std::getenv("PEAT_TEST_COMMIT_CRASH");
+  const char* spec = std::getenv("PEAT_TEST_COMMIT_CRASH");
   if (!spec) return;
   static long commits = 0;
   if (std::strcmp(stage, "commit") == 0) {

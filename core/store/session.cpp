@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "core/store/journal.h"
 #include "core/util/helper_process.h"
 #include "core/version.h"
 #include "gpu/runtime_module.h"
@@ -185,6 +186,8 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
     ::unlink(staging.c_str());
     throw;
   }
+  // A journal left there by an older file of that name must never be replayed into this one.
+  ::unlink(h5::journalPath(path).c_str());
   // Create: link() fails if the name was taken meanwhile; Overwrite: rename() replaces atomically.
   const int rc = mode == WriteMode::Create ? ::link(staging.c_str(), path.c_str()) : ::rename(staging.c_str(), path.c_str());
   const int err = errno;

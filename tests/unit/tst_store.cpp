@@ -13,6 +13,7 @@
 
 #include "core/fp/format.h"
 #include "core/store/h5.h"
+#include "core/store/journal.h"
 #include "core/store/session.h"
 #include "tests/support/sample_session.h"
 
@@ -38,6 +39,7 @@ class TestStore : public QObject {
   void damagedBytesAreDetected();
   void unreadableIterationInFlight();
   void sessionOpenForWritingIsReported();
+  void journalsAreReplayedOrDropped();
   void provenanceIsFilledIn();
 
  private:
@@ -416,6 +418,62 @@ void TestStore::sessionOpenForWritingIsReported() {
   close(ready[1]);
   QVERIFY2(message.contains(QStringLiteral("open for writing")), qPrintable(message));
   QCOMPARE(SessionReader(p).summary().runs.size(), std::size_t(1));  // readable once the writer is gone
+}
+
+// The journaling driver (core/store/journal.h) at the file level: a writer killed with a complete
+// journal beside its file; that journal replayed by the next reader; a copy of it beside a new
+// session of another name never applied there; and an incomplete journal dropped.
+void TestStore::journalsAreReplayedOrDropped() {
+  const std::string killed = path("journal-killed.h5").toStdString();
+  const std::string fresh = path("journal-fresh.h5").toStdString();
+  const std::string garbage = path("journal-garbage.h5").toStdString();
+  const pid_t child = fork();
+  QVERIFY(child >= 0);
+  if (child == 0) {  // killed by the driver right after its 4th journal is complete
+    setenv("PEAT_TEST_COMMIT_CRASH", "4:journal", 1);
+    SessionWriter w(killed, {});
+    w.beginRun({"golden", "profile", "golden", ""});
+    std::vector<float> v(3000, 1.5f);
+    for (int it = 0; it < 20; ++it) {
+      w.beginIteration(it);
+      w.recordCall({"layer", "linear", Phase::Forward, it, 0}, {{"output", {DType::F32, {3000}, v.data()}}});
+      w.endIteration();
+    }
+    _exit(3);
+  }
+  int status = 0;
+  QCOMPARE(waitpid(child, &status, 0), child);
+  QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const QString journal = QString::fromStdString(h5::journalPath(killed));
+  QVERIFY(QFile::exists(journal));
+  QVERIFY(QFile::copy(journal, QString::fromStdString(h5::journalPath(fresh))));
+
+  const SessionSummary s = SessionReader(killed).summary();  // replays the journal
+  QVERIFY(!QFile::exists(journal));
+  QCOMPARE(s.runs.size(), std::size_t(1));
+  QVERIFY2(s.runs[0].completeIterations() >= 1, qPrintable(QString::number(s.runs[0].completeIterations())));
+  SessionReader(killed).verify();
+
+  {
+    SessionWriter w(fresh, {});
+    // gone the moment the session has its name: a kill from here on must not find it
+    QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(fresh))));
+    w.beginRun({"other", "profile", "golden", ""});
+    w.endRun(RunStatus::Complete);
+  }
+  QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(fresh))));
+  const SessionSummary f = SessionReader(fresh).summary();
+  QCOMPARE(f.runs.size(), std::size_t(1));
+  QCOMPARE(f.runs[0].name, std::string("other"));
+
+  testsupport::writeSampleSession(garbage);
+  {
+    QFile j(QString::fromStdString(h5::journalPath(garbage)));
+    QVERIFY(j.open(QIODevice::WriteOnly));
+    j.write("PEATJNL1 a journal cut short by a kill");
+  }
+  SessionReader(garbage).verify();
+  QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(garbage))));
 }
 
 void TestStore::provenanceIsFilledIn() {
