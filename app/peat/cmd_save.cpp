@@ -17,6 +17,7 @@
 #include "core/save/campaign.h"
 #include "core/save/campaign_merge.h"
 #include "core/save/check_bits.h"
+#include "core/save/check_bits_shards.h"
 #include "core/save/selection.h"
 #include "core/store/h5.h"
 #include "core/store/session.h"
@@ -25,6 +26,18 @@
 
 namespace peat::cli {
 namespace {
+
+std::pair<int, int> parseShard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      const int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
+      if (n > 0 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
+}
 
 std::pair<double, double> parseRange(const std::string& text) {
   const auto comma = text.find(',');
@@ -289,63 +302,14 @@ void confusionJson(JsonWriter& j, const std::string& key, const save::Confusion&
 
 }  // namespace
 
-int runSaveCheckBits(const SaveCheckBitsOptions& o) {
-  if (o.analysis.mode == "profiled")
-    throw std::invalid_argument("check-bits needs sound ranges: --mode profiled is unsound (use symbolic or interval)");
-  const save::SelectionOptions so = selectionOptions(o.analysis);
-  if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
-  if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
-  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
-                                                                              o.analysis.iteration));
-  const save::Selection sel = save::selectBits(g, so);
-  const data::ImageSet test = data::loadFashionMnist("t10k");
-  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + o.batch * test.rows * test.cols);
-  const std::vector<float> images = save::normalisedImages(g, pixels);
-  save::CheckBitsOptions co;
-  co.batch = o.batch;
-  co.tau = so.tau;
-  co.weightFlips = o.weightFlips;
-  co.activationFlips = o.activationFlips;
-  co.seed = o.seed;
-  co.threads = o.threads;
-  const bool tty = !o.analysis.json && isatty(2);
-  util::ProgressLines lines;
-  const save::CheckBitsResult r = save::checkBits(g, sel, images.data(), test.labels.data(), co,
-                                                  [&](uint64_t done, uint64_t total) {
-                                                    lines(int64_t(done), int64_t(total), "flips");
-                                                    if (tty) std::fprintf(stderr, "\r%llu / %llu flips", (unsigned long long)done,
-                                                                          (unsigned long long)total);
-                                                  });
-  if (tty) std::fprintf(stderr, "\n");
+namespace {
 
-  if (!o.analysis.session.empty()) {
-    std::unique_ptr<store::SessionWriter> w =
-        openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
-    const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
-    store::ResultRecord rec;
-    rec.labels = {{"kind", "save_check_bits"}, {"model", g.model}, {"weights", o.analysis.weights}};
-    auto put = [&](const std::string& p, const save::Confusion& c) {
-      rec.scalars[p + "_robust_robust"] = double(c.robustRobust);
-      rec.scalars[p + "_robust_vulnerable"] = double(c.robustVulnerable);
-      rec.scalars[p + "_protected_robust"] = double(c.protectedRobust);
-      rec.scalars[p + "_protected_vulnerable"] = double(c.protectedVulnerable);
-    };
-    put("weights", r.weights);
-    put("activations", r.activations);
-    rec.scalars["batch"] = double(o.batch);
-    rec.scalars["tau"] = so.tau;
-    rec.scalars["seconds"] = r.seconds;
-    rec.scalars["clean_accuracy"] = r.cleanAccuracy;
-    std::vector<uint64_t> byBit(r.weightFlipsByBit.begin(), r.weightFlipsByBit.end());
-    byBit.insert(byBit.end(), r.weightVulnerableByBit.begin(), r.weightVulnerableByBit.end());
-    rec.arrays = {{"weight_flips_and_vulnerable_by_bit", {store::DType::U64, {2, 32}, byBit.data()}}};
-    w->writeSaveResult(id, rec);
-    std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());
-  }
-
-  if (o.analysis.json) {
+void printCheckBits(const save::StoredCheckBits& s, bool json) {
+  const save::CheckBitsResult& r = s.result;
+  if (json) {
     JsonWriter j(std::cout);
-    j.beginObject().field("model", g.model).field("batch", o.batch).field("tau", so.tau);
+    j.beginObject().field("model", s.campaign.model).field("batch", s.batch).field("tau", s.tau);
+    j.field("campaign_id", s.campaign.id()).field("flips", r.flips);
     j.field("clean_accuracy", r.cleanAccuracy).field("seconds", r.seconds);
     j.field("settled_by_bound", r.settledByBound).field("reruns", r.reruns);
     confusionJson(j, "weights", r.weights);
@@ -356,15 +320,22 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
       confusionJson(j, "confusion", c);
       j.endObject();
     }
+    j.endArray().key("weight_flips_by_bit").beginArray();
+    for (uint64_t v : r.weightFlipsByBit) j.value(v);
+    j.endArray().key("weight_vulnerable_by_bit").beginArray();
+    for (uint64_t v : r.weightVulnerableByBit) j.value(v);
     j.endArray().key("false_robust").beginArray();
-    for (const std::string& f : r.falseRobust) j.value(f);
+    for (const auto& [k, f] : r.falseRobust) j.value(f);
     j.endArray().endObject();
     std::cout << '\n';
-    return 0;
+    return;
   }
   std::printf("SAVE bit classes against single-bit fault injection: %s, %lld evaluation images (clean top-1 %.1f%%), "
               "tau %g\n",
-              g.model.c_str(), (long long)o.batch, 100 * r.cleanAccuracy, so.tau);
+              s.campaign.model.c_str(), (long long)s.batch, 100 * r.cleanAccuracy, s.tau);
+  if (s.campaign.shardCount > 1)
+    std::printf("shard %d/%d of campaign %s: %llu of its flips\n", s.campaign.shardIndex, s.campaign.shardCount,
+                s.campaign.id().c_str(), (unsigned long long)r.flips);
   std::printf("outcome: a flip is vulnerable when any top-1 prediction of the batch changes\n\n");
   printConfusion("weights (every bit of every linear/conv parameter)", r.weights);
   std::size_t nameWidth = 8;
@@ -384,8 +355,74 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
               (unsigned long long)r.settledByBound, (unsigned long long)r.reruns, r.seconds);
   if (!r.falseRobust.empty()) {
     std::printf("predicted robust but vulnerable:\n");
-    for (const std::string& f : r.falseRobust) std::printf("  %s\n", f.c_str());
+    for (const auto& [k, f] : r.falseRobust) std::printf("  %s\n", f.c_str());
   }
+}
+
+}  // namespace
+
+save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
+  const SaveAnalyzeOptions& a = o.analysis;
+  save::CheckBitsCampaign c;
+  c.model = a.model;
+  c.weights = a.weights + ":" + a.run + "@" + std::to_string(a.iteration);
+  // Everything the counts depend on; not the threads, the shard or the session.
+  char tau[32];
+  std::snprintf(tau, sizeof tau, "%.17g", a.tau);
+  c.settings = "batch=" + std::to_string(o.batch) + ";weight_flips=" + std::to_string(o.weightFlips) +
+               ";activation_flips=" + std::to_string(o.activationFlips) + ";seed=" + std::to_string(o.seed) +
+               ";mode=" + a.mode + ";depth=" + std::to_string(a.depth) + ";splits=" + std::to_string(a.splits) +
+               ";tau=" + tau + ";input_range=" + a.inputRange + ";tile=" + a.tile + ";budget_mib=" +
+               std::to_string(a.budgetMiB) + ";selection_batch=1";
+  std::tie(c.shardIndex, c.shardCount) = parseShard(o.shard);
+  return c;
+}
+
+int runSaveCheckBits(const SaveCheckBitsOptions& o) {
+  if (o.analysis.mode == "profiled")
+    throw std::invalid_argument("check-bits needs sound ranges: --mode profiled is unsound (use symbolic or interval)");
+  save::SelectionOptions so = selectionOptions(o.analysis);
+  so.batch = 1;  // the activations' predicted classes, as the settings text says
+  if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
+  if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
+  const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
+  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
+                                                                              o.analysis.iteration));
+  const save::Selection sel = save::selectBits(g, so);
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + o.batch * test.rows * test.cols);
+  const std::vector<float> images = save::normalisedImages(g, pixels);
+  save::CheckBitsOptions co;
+  co.batch = o.batch;
+  co.tau = so.tau;
+  co.weightFlips = o.weightFlips;
+  co.activationFlips = o.activationFlips;
+  co.seed = o.seed;
+  co.threads = o.threads;
+  co.shardIndex = campaign.shardIndex;
+  co.shardCount = campaign.shardCount;
+  const bool tty = !o.analysis.json && !o.quiet && isatty(2);
+  util::ProgressLines lines;
+  save::StoredCheckBits stored;
+  stored.campaign = campaign;
+  stored.campaign.model = g.model;
+  stored.batch = o.batch;
+  stored.tau = so.tau;
+  stored.result = save::checkBits(g, sel, images.data(), test.labels.data(), co, [&](uint64_t done, uint64_t total) {
+    if (o.quiet) return;
+    lines(int64_t(done), int64_t(total), "flips");
+    if (tty) std::fprintf(stderr, "\r%llu / %llu flips", (unsigned long long)done, (unsigned long long)total);
+  });
+  if (tty) std::fprintf(stderr, "\n");
+
+  if (!o.analysis.session.empty()) {
+    std::unique_ptr<store::SessionWriter> w =
+        openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
+    const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
+    save::writeCheckBits(*w, id, stored, o.shard);
+    if (!o.quiet) std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());
+  }
+  if (!o.quiet) printCheckBits(stored, o.analysis.json);
   return 0;
 }
 
@@ -405,17 +442,6 @@ std::vector<std::string> splitList(const std::string& text) {
   return out;
 }
 
-std::pair<int, int> parseShard(const std::string& text) {
-  const auto slash = text.find('/');
-  try {
-    if (slash != std::string::npos) {
-      const int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
-      if (n > 0 && i >= 0 && i < n) return {i, n};
-    }
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
-}
 
 std::vector<h5::Column> pointColumns(const save::CampaignResult& r) {
   std::vector<h5::Column> c(11);
@@ -455,6 +481,14 @@ std::vector<h5::Column> latencyColumns(const save::CampaignResult& r) {
 }
 
 }  // namespace
+
+std::string campaignSettings(const SaveCampaignOptions& o) {
+  return "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern + ";bits=" + std::to_string(o.bits) +
+         ";images=" + std::to_string(o.images) + ";batch=" + std::to_string(o.analysis.batch) +
+         ";seed=" + std::to_string(o.seed) + ";budget_mib=" + std::to_string(o.analysis.budgetMiB) +
+         ";mode=" + o.analysis.mode + ";tau=" + std::to_string(o.analysis.tau) + ";tile=" + o.analysis.tile +
+         ";input_range=" + o.analysis.inputRange + ";verifier=" + o.verifier;
+}
 
 int runSaveCampaign(const SaveCampaignOptions& o) {
   if (o.analysis.mode == "profiled")
@@ -520,15 +554,11 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
       v[4].text.push_back(c.reason);
     }
     w->writeTable("verifiers", v);
-    w->setRunAttribute("campaign", "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern +
-                                        ";bits=" + std::to_string(o.bits) + ";images=" + std::to_string(o.images) +
-                                        ";batch=" + std::to_string(co.batch) + ";seed=" + std::to_string(o.seed) +
-                                        ";budget_mib=" + std::to_string(o.analysis.budgetMiB) + ";mode=" + o.analysis.mode +
-                                        ";tau=" + std::to_string(o.analysis.tau) + ";tile=" + o.analysis.tile +
-                                        ";input_range=" + o.analysis.inputRange + ";verifier=" + o.verifier);
-    std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
+    w->setRunAttribute("campaign", campaignSettings(o));
+    if (!o.quiet)
+      std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
   }
-  const bool tty = !o.analysis.json && isatty(2);
+  const bool tty = !o.analysis.json && !o.quiet && isatty(2);
   util::ProgressLines lines;
   const int64_t totalPoints =
       (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
@@ -556,6 +586,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
     w->writeTable("points", pointColumns(r));
     w->endRun(store::RunStatus::Complete);
   }
+  if (o.quiet) return 0;
 
   if (o.analysis.json) {
     JsonWriter j(std::cout);
@@ -629,6 +660,19 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
 }
 
 int runSaveMerge(const SaveMergeOptions& o) {
+  if (o.shards.empty()) throw std::invalid_argument("give the shard files to merge");
+  if (!std::ifstream(o.shards.front()).good()) throw save::SaveError(o.shards.front() + ": no such file");
+  if (!save::checkBitsShardsIn(o.shards.front()).empty()) {
+    std::string id;
+    const save::StoredCheckBits m =
+        save::mergeCheckBitsShards(o.shards, o.session, saveProvenance("", 0, o.commandLine), &id);
+    std::fprintf(stderr, "merged %zu check-bits shards (campaign %s, %llu flips)%s\n", o.shards.size(),
+                 m.campaign.id().c_str(), (unsigned long long)m.result.flips,
+                 o.session.empty() ? "" : (" into SAVE result '" + id + "' of " + o.session).c_str());
+    printCheckBits(m, o.json);
+    return 0;
+  }
+  if (o.session.empty()) throw std::invalid_argument("a SAVE campaign's shards merge into a session: give --session");
   const save::MergeSummary m = save::mergeCampaignShards(o.shards, o.session, saveProvenance("", 0, o.commandLine));
   std::printf("merged %d shards, %lld points, into run '%s' of %s\n", m.shards, (long long)m.points, m.run.c_str(),
               o.session.c_str());

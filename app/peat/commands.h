@@ -41,6 +41,13 @@ int runDetect(const DetectOptions& o);
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
                        const std::string& tile, bool json, bool verdictsOnly);
 
+// `--mpi`: the campaign's shards are spread over the ranks of an MPI job; each writes its own
+// shard file under SESSION.shards/, and rank 0 merges them into the session (app/peat/mpi.h).
+struct MpiOptions {
+  bool enabled = false;
+  int shards = 0;  // 0: one per rank
+};
+
 struct SaveAnalyzeOptions {
   std::string model, weights, run = "train";
   uint64_t randomWeights = 0;  // instead of --weights: seeded random weights (timing, exploring)
@@ -67,6 +74,9 @@ struct SaveCheckBitsOptions {
   int64_t activationFlips = 20000;
   uint64_t seed = 1;
   unsigned threads = 0;
+  std::string shard = "0/1";  // INDEX/COUNT: this process's part of the campaign
+  bool quiet = false;         // print nothing (a rank of an MPI run)
+  MpiOptions mpi;
 };
 int runSaveCheckBits(const SaveCheckBitsOptions& o);
 
@@ -80,8 +90,11 @@ struct SaveCampaignOptions {
   uint64_t seed = 1;
   std::string shard = "0/1";
   std::string verifier = "auto";
+  bool quiet = false;
+  MpiOptions mpi;
 };
 int runSaveCampaign(const SaveCampaignOptions& o);
+std::string campaignSettings(const SaveCampaignOptions& o);  // the run's "campaign" attribute
 
 struct SaveVerifiersOptions {
   SaveAnalyzeOptions analysis;  // model, weights, ranges, tiles, budget, batch
@@ -93,7 +106,14 @@ int runSaveVerifiers(const SaveVerifiersOptions& o);
 struct SaveMergeOptions {
   std::vector<std::string> shards;
   std::string session, commandLine;
+  bool json = false;
 };
+// Merges the shard files of one campaign (a SAVE campaign or check-bits), whichever kind they are.
 int runSaveMerge(const SaveMergeOptions& o);
+
+// The MPI mode of check-bits and campaign (mpi.cpp); one clear error when built without MPI.
+int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o);
+int runSaveCampaignMpi(const SaveCampaignOptions& o);
+bool builtWithMpi();
 
 }  // namespace peat::cli

@@ -19,6 +19,14 @@ void addSessionOptions(CLI::App* cmd, std::string& session, std::string& run, st
   cmd->add_option("--call", call, "Only this call, e.g. iterations/000010/calls/000003");
 }
 
+void addMpiOptions(CLI::App* cmd, peat::cli::MpiOptions& mpi) {
+  cmd->add_flag("--mpi", mpi.enabled,
+                "Spread the shards over the ranks of an MPI job (mpirun -n N peat ... --mpi -s SESSION): each writes "
+                "SESSION.shards/I-of-M.h5, rank 0 merges them into SESSION; a rerun keeps the shards already done");
+  cmd->add_option("--shards", mpi.shards, "With --mpi: shards in all (0: one per rank); more shards lose less to a rank that dies")
+      ->capture_default_str();
+}
+
 // The model and its ranges, as SAVE's check-bits, campaign and verifiers take them.
 void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit")->required();
@@ -138,6 +146,9 @@ int main(int argc, char** argv) {
   checkBitsCmd->add_option("--activation-flips", checkBits.activationFlips, "Sampled activation bits")->capture_default_str();
   checkBitsCmd->add_option("--seed", checkBits.seed, "Seed of the samples")->capture_default_str();
   checkBitsCmd->add_option("--threads", checkBits.threads, "Threads (0: every core)");
+  checkBitsCmd->add_option("--shard", checkBits.shard, "This process's part of the campaign, INDEX/COUNT (merge with 'peat merge')")
+      ->capture_default_str();
+  addMpiOptions(checkBitsCmd, checkBits.mpi);
   checkBitsCmd->add_option("--session,-s", checkBits.analysis.session, "Store the result in this session");
   checkBitsCmd->add_flag("--json", checkBits.analysis.json, "Print as JSON");
 
@@ -157,6 +168,7 @@ int main(int argc, char** argv) {
   campaignCmd->add_option("--shard", campaign.shard, "This process's part, INDEX/COUNT")->capture_default_str();
   campaignCmd->add_option("--verifier", campaign.verifier, "SAVE's check of linear/conv outputs: auto, recompute, abft or mixed")
       ->capture_default_str();
+  addMpiOptions(campaignCmd, campaign.mpi);
   campaignCmd->add_option("--session,-s", campaign.analysis.session, "Store the points in this session as they finish");
   campaignCmd->add_flag("--json", campaign.analysis.json, "Print as JSON");
   SaveVerifiersOptions verifiers;
@@ -170,11 +182,15 @@ int main(int argc, char** argv) {
   verifiersCmd->add_option("--seed", verifiers.seed, "Seed of the flips")->capture_default_str();
   verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");
   SaveMergeOptions merge;
-  CLI::App* mergeCmd = saveCmd->add_subcommand(
-      "merge", "Merge the sessions of a sharded campaign (--shard i/N) into one run, checking the shards belong together");
-  mergeCmd->add_option("shards", merge.shards, "The shards' session files, one per shard")->required();
-  mergeCmd->add_option("--session,-s", merge.session, "Write the merged run into this session (created if missing)")
-      ->required();
+  CLI::App* mergeCmd = app.add_subcommand(
+      "merge", "Merge the shard files of one campaign (check-bits or a SAVE campaign run with --shard i/N), checking "
+               "that they belong together and that none is missing or duplicated");
+  CLI::App* saveMergeCmd = saveCmd->add_subcommand("merge", "The same as 'peat merge'");
+  for (CLI::App* cmd : {mergeCmd, saveMergeCmd}) {
+    cmd->add_option("shards", merge.shards, "The shards' session files, one per shard")->required();
+    cmd->add_option("--session,-s", merge.session, "Write the merged result into this session (created if missing)");
+    cmd->add_flag("--json", merge.json, "Print a merged check-bits result as JSON");
+  }
 
   // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
   // their own options, so `peat profile --help` shows the real ones.
@@ -227,16 +243,16 @@ int main(int argc, char** argv) {
     }
     if (*checkBitsCmd) {
       for (int i = 0; i < argc; ++i) checkBits.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
-      return runSaveCheckBits(checkBits);
+      return checkBits.mpi.enabled ? runSaveCheckBitsMpi(checkBits) : runSaveCheckBits(checkBits);
     }
     if (*verifiersCmd) return runSaveVerifiers(verifiers);
-    if (*mergeCmd) {
+    if (*mergeCmd || *saveMergeCmd) {
       for (int i = 0; i < argc; ++i) merge.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveMerge(merge);
     }
     if (*campaignCmd) {
       for (int i = 0; i < argc; ++i) campaign.analysis.commandLine += (i ? " " : "") + std::string(argv[i]);
-      return runSaveCampaign(campaign);
+      return campaign.mpi.enabled ? runSaveCampaignMpi(campaign) : runSaveCampaign(campaign);
     }
     if ((*analyzeCmd && !pairOrSession(!analyze.golden.empty() && !analyze.candidate.empty(), analyze.session, analyze.run)) ||
         (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))

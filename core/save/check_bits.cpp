@@ -392,6 +392,13 @@ float FlipOracle::value(int sample, int node, uint32_t element) const {
 uint64_t FlipOracle::settledByBound() const { return d->stats.settled; }
 uint64_t FlipOracle::reruns() const { return d->stats.reruns; }
 
+void keepFirstFalseRobust(std::vector<std::pair<uint64_t, std::string>>& into,
+                          std::vector<std::pair<uint64_t, std::string>> more) {
+  for (auto& f : more) into.push_back(std::move(f));
+  std::sort(into.begin(), into.end());
+  if (into.size() > kFalseRobustKept) into.resize(kFalseRobustKept);
+}
+
 CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const uint8_t* labels,
                           const CheckBitsOptions& o, const std::function<void(uint64_t, uint64_t)>& progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -430,58 +437,65 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
                            uint8_t(rng() % 32)});
   }
 
-  const uint64_t total = weights.size() + activations.size();
+  if (o.shardCount <= 0 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
+    throw SaveError("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) + " does not exist");
+  // This shard's flips, by their position k in the whole campaign.
+  std::vector<uint64_t> mine;
+  const uint64_t campaignFlips = weights.size() + activations.size();
+  for (uint64_t k = uint64_t(o.shardIndex); k < campaignFlips; k += uint64_t(o.shardCount)) mine.push_back(k);
+  const uint64_t total = mine.size();
+  result.flips = total;
   std::atomic<uint64_t> next{0}, done{0};
   std::mutex merge;
   std::map<int, Confusion> perLayer;
   auto work = [&](bool reporter) {
     FlipOracle oracle(g, images, o.batch);
-    CheckBitsResult mine;
+    CheckBitsResult part;
     std::map<int, Confusion> layers;
     constexpr uint64_t kGrain = 64;
     while (true) {
       const uint64_t first = next.fetch_add(kGrain);
       if (first >= total) break;
-      for (uint64_t k = first; k < std::min(total, first + kGrain); ++k) {
+      for (uint64_t m = first; m < std::min(total, first + kGrain); ++m) {
+        const uint64_t k = mine[std::size_t(m)];
         if (k < weights.size()) {
           const WeightFlip& f = weights[std::size_t(k)];
           const Node& n = g.nodes[std::size_t(f.node)];
           const float clean = f.bias ? n.bias[f.index] : n.weight[f.index];
           const bool vulnerable = oracle.weightFlip(f.node, f.bias, f.index, f.bit);
           const bool predictedRobust = (classifyWeightBits(clean, o.tau).robust >> f.bit) & 1;
-          mine.weights.add(predictedRobust, !vulnerable);
+          part.weights.add(predictedRobust, !vulnerable);
           layers[f.node].add(predictedRobust, !vulnerable);
-          ++mine.weightFlipsByBit[f.bit];
-          mine.weightVulnerableByBit[f.bit] += vulnerable;
-          if (predictedRobust && vulnerable && mine.falseRobust.size() < 20)
-            mine.falseRobust.push_back(n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) + "] bit " +
-                                       std::to_string(f.bit));
+          ++part.weightFlipsByBit[f.bit];
+          part.weightVulnerableByBit[f.bit] += vulnerable;
+          if (predictedRobust && vulnerable)
+            part.falseRobust.emplace_back(k, n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) +
+                                                 "] bit " + std::to_string(f.bit));
         } else {
           const ActivationFlip& f = activations[std::size_t(k - weights.size())];
           const bool vulnerable = oracle.activationFlip(f.sample, f.node, f.element, f.bit);
           const LayerSelection& l = sel.layers[std::size_t(f.node - 1)];
           const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
-          mine.activations.add(predictedRobust, !vulnerable);
-          if (predictedRobust && vulnerable && mine.falseRobust.size() < 20)
-            mine.falseRobust.push_back(l.name + " sample " + std::to_string(f.sample) + " element " +
-                                       std::to_string(f.element) + " bit " + std::to_string(f.bit));
+          part.activations.add(predictedRobust, !vulnerable);
+          if (predictedRobust && vulnerable)
+            part.falseRobust.emplace_back(k, l.name + " sample " + std::to_string(f.sample) + " element " +
+                                                 std::to_string(f.element) + " bit " + std::to_string(f.bit));
         }
       }
       done.fetch_add(std::min(total, first + kGrain) - first);
       if (reporter && progress) progress(done.load(), total);
     }
     std::lock_guard<std::mutex> lock(merge);
-    result.weights.merge(mine.weights);
-    result.activations.merge(mine.activations);
+    result.weights.merge(part.weights);
+    result.activations.merge(part.activations);
     for (const auto& [node, c] : layers) perLayer[node].merge(c);
     for (int b = 0; b < 32; ++b) {
-      result.weightFlipsByBit[std::size_t(b)] += mine.weightFlipsByBit[std::size_t(b)];
-      result.weightVulnerableByBit[std::size_t(b)] += mine.weightVulnerableByBit[std::size_t(b)];
+      result.weightFlipsByBit[std::size_t(b)] += part.weightFlipsByBit[std::size_t(b)];
+      result.weightVulnerableByBit[std::size_t(b)] += part.weightVulnerableByBit[std::size_t(b)];
     }
     result.settledByBound += oracle.settledByBound();
     result.reruns += oracle.reruns();
-    for (std::string& f : mine.falseRobust)
-      if (result.falseRobust.size() < 20) result.falseRobust.push_back(std::move(f));
+    keepFirstFalseRobust(result.falseRobust, std::move(part.falseRobust));
   };
   const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;

@@ -38,6 +38,9 @@ struct CheckBitsOptions {
   int64_t activationFlips = 20000; // sampled activation bits
   uint64_t seed = 1;
   unsigned threads = 0;            // 0: every core
+  // This process's part of the campaign: flip k (weights first, then activations, in the seeded
+  // order) belongs to shard k mod shardCount. The shards' counts add up to the whole campaign's.
+  int shardIndex = 0, shardCount = 1;
 };
 
 struct CheckBitsResult {
@@ -45,10 +48,18 @@ struct CheckBitsResult {
   std::vector<std::pair<std::string, Confusion>> weightLayers;  // per linear/conv node
   std::array<uint64_t, 32> weightVulnerableByBit{}, weightFlipsByBit{};
   uint64_t settledByBound = 0, reruns = 0;  // (flip, sample) pairs
-  std::vector<std::string> falseRobust;     // up to 20 flips predicted robust that changed a prediction
+  // The first 20 flips (in campaign order) predicted robust that changed a prediction, with their
+  // position k in the campaign: the same list however the work is split.
+  std::vector<std::pair<uint64_t, std::string>> falseRobust;
+  uint64_t flips = 0;  // flips this result covers
   double cleanAccuracy = 0;
   double seconds = 0;
 };
+
+constexpr std::size_t kFalseRobustKept = 20;
+// Adds `more` to `into` and keeps the kFalseRobustKept first by campaign position.
+void keepFirstFalseRobust(std::vector<std::pair<uint64_t, std::string>>& into,
+                          std::vector<std::pair<uint64_t, std::string>> more);
 
 // Exact outcomes of single-bit flips on a fixed batch (the engine of checkBits). Not thread-safe:
 // give each thread its own.

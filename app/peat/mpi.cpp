@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// `--mpi` for check-bits and SAVE campaigns: the campaign's shards spread over the ranks of an MPI
+// job, each shard its own session file, rank 0 merging them. Shard i goes to rank i mod size, so a
+// rank that dies loses only the shard it was computing: the files of finished shards stay, and the
+// same command run again computes only the shards that have none (docs/scale-out.md).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef PEAT_WITH_MPI
+#include <mpi.h>
+#endif
+
+#include "app/peat/commands.h"
+#include "core/save/check_bits_shards.h"
+#include "core/store/journal.h"
+#include "core/store/session.h"
+
+namespace peat::cli {
+
+save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o);  // cmd_save.cpp
+
+bool builtWithMpi() {
+#ifdef PEAT_WITH_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+struct ShardedJob {
+  std::string session;  // where the merged result goes
+  int shards = 0;       // 0: one per rank
+  std::function<bool(const std::string& file, int index, int count)> isDone;  // a finished shard of this campaign
+  std::function<void(const std::string& file, int index, int count, unsigned threads)> run;
+  std::function<int(const std::vector<std::string>& files)> merge;
+};
+
+std::string shardFile(const std::string& dir, int index, int count) {
+  return dir + "/" + std::to_string(index) + "-of-" + std::to_string(count) + ".h5";
+}
+
+// A test hook: PEAT_TEST_RANK_DIES="RANK:SHARD" kills that rank with SIGKILL as it starts that shard.
+void maybeDie(int rank, int shard) {
+  const char* spec = std::getenv("PEAT_TEST_RANK_DIES");
+  if (!spec) return;
+  const char* colon = std::strchr(spec, ':');
+  if (colon && std::atoi(spec) == rank && std::atoi(colon + 1) == shard) ::kill(::getpid(), SIGKILL);
+}
+
+#ifdef PEAT_WITH_MPI
+
+class Mpi {
+ public:
+  Mpi() {
+    MPI_Init(nullptr, nullptr);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &onNode);
+    MPI_Comm_free(&node);
+  }
+  ~Mpi() { MPI_Finalize(); }
+  Mpi(const Mpi&) = delete;
+  Mpi& operator=(const Mpi&) = delete;
+  int rank = 0, size = 1, onNode = 1;
+};
+
+int runSharded(const ShardedJob& job) {
+  if (job.session.empty()) throw std::invalid_argument("--mpi needs --session: the merged result goes there");
+  if (job.shards < 0) throw std::invalid_argument("--shards must be >= 0");
+  Mpi mpi;
+  const int count = job.shards ? job.shards : mpi.size;
+  const std::string dir = job.session + ".shards";
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create '" + dir + "': " + std::strerror(errno));
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The cores of this node shared among its ranks.
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(std::max(1, mpi.onNode)));
+
+  constexpr int kMessage = 480;
+  char failure[kMessage] = {0};
+  long long counts[2] = {0, 0};  // computed, kept from an earlier run
+  for (int i = mpi.rank; i < count && !failure[0]; i += mpi.size) {
+    const std::string file = shardFile(dir, i, count);
+    try {
+      if (std::ifstream(file).good()) {
+        if (job.isDone(file, i, count)) {
+          ++counts[1];
+          continue;
+        }
+        ::unlink(file.c_str());  // unfinished or of another campaign: computed again
+        ::unlink(h5::journalPath(file).c_str());
+      }
+      maybeDie(mpi.rank, i);
+      job.run(file, i, count, threads);
+      ++counts[0];
+    } catch (const std::exception& e) {
+      std::snprintf(failure, sizeof failure, "shard %d/%d (rank %d) failed: %s", i, count, mpi.rank, e.what());
+    }
+  }
+  // Every rank's outcome to rank 0, which alone speaks.
+  std::vector<char> failures(mpi.rank == 0 ? std::size_t(kMessage) * std::size_t(mpi.size) : 1);
+  MPI_Gather(failure, kMessage, MPI_CHAR, failures.data(), kMessage, MPI_CHAR, 0, MPI_COMM_WORLD);
+  long long totals[2] = {0, 0};
+  MPI_Reduce(counts, totals, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (mpi.rank != 0) return failure[0] ? 1 : 0;
+  for (int r = 0; r < mpi.size; ++r) {
+    const char* f = failures.data() + std::size_t(r) * kMessage;
+    if (f[0])
+      throw std::runtime_error(std::string(f, strnlen(f, kMessage)) + "; the finished shards are kept in " + dir +
+                               ": run the same command again to compute only the rest");
+  }
+  std::fprintf(stderr, "%d shards over %d ranks: %lld computed, %lld kept from an earlier run; merging into %s\n", count,
+               mpi.size, totals[0], totals[1], job.session.c_str());
+  std::vector<std::string> files;
+  for (int i = 0; i < count; ++i) files.push_back(shardFile(dir, i, count));
+  return job.merge(files);
+}
+
+#else
+
+int runSharded(const ShardedJob&) {
+  throw std::runtime_error("this peat was built without MPI: install libopenmpi-dev and rebuild, or run the shards "
+                           "with --shard INDEX/COUNT and merge them with 'peat merge'");
+}
+
+#endif
+
+}  // namespace
+
+int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
+  const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
+  ShardedJob job;
+  job.session = o.analysis.session;
+  job.shards = o.mpi.shards;
+  job.isDone = [&](const std::string& file, int index, int count) {
+    const auto shards = save::checkBitsShardsIn(file);
+    return shards.size() == 1 && shards[0].second.campaign.id() == campaign.id() &&
+           shards[0].second.campaign.shardIndex == index && shards[0].second.campaign.shardCount == count;
+  };
+  job.run = [&](const std::string& file, int index, int count, unsigned threads) {
+    SaveCheckBitsOptions shard = o;
+    shard.mpi.enabled = false;
+    shard.shard = std::to_string(index) + "/" + std::to_string(count);
+    shard.analysis.session = file;
+    shard.analysis.json = false;
+    shard.quiet = true;
+    if (!shard.threads) shard.threads = threads;
+    runSaveCheckBits(shard);
+  };
+  job.merge = [&](const std::vector<std::string>& files) {
+    SaveMergeOptions m;
+    m.shards = files;
+    m.session = o.analysis.session;
+    m.commandLine = o.analysis.commandLine;
+    m.json = o.analysis.json;
+    return runSaveMerge(m);
+  };
+  return runSharded(job);
+}
+
+int runSaveCampaignMpi(const SaveCampaignOptions& o) {
+  const std::string settings = campaignSettings(o);
+  ShardedJob job;
+  job.session = o.analysis.session;
+  job.shards = o.mpi.shards;
+  job.isDone = [&](const std::string& file, int index, int count) {
+    const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
+    for (const store::RunInfo& r : s.runs) {
+      if (r.spec.kind != "save_campaign" || r.status != "complete") continue;
+      const auto shard = r.attributes.find("shard"), set = r.attributes.find("campaign");
+      if (shard != r.attributes.end() && shard->second == std::to_string(index) + "/" + std::to_string(count) &&
+          set != r.attributes.end() && set->second == settings)
+        return true;
+    }
+    return false;
+  };
+  job.run = [&](const std::string& file, int index, int count, unsigned) {
+    SaveCampaignOptions shard = o;
+    shard.mpi.enabled = false;
+    shard.shard = std::to_string(index) + "/" + std::to_string(count);
+    shard.analysis.session = file;
+    shard.analysis.json = false;
+    shard.quiet = true;
+    runSaveCampaign(shard);
+  };
+  job.merge = [&](const std::vector<std::string>& files) {
+    SaveMergeOptions m;
+    m.shards = files;
+    m.session = o.analysis.session;
+    m.commandLine = o.analysis.commandLine;
+    return runSaveMerge(m);
+  };
+  return runSharded(job);
+}
+
+}  // namespace peat::cli

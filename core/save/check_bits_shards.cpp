@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+#include "core/save/check_bits_shards.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "core/save/graph.h"
+#include "core/util/text.h"
+
+namespace peat::save {
+
+namespace {
+
+constexpr const char* kKind = "save_check_bits";
+const char* const kCells[] = {"robust_robust", "robust_vulnerable", "protected_robust", "protected_vulnerable"};
+
+std::string joinLines(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : "\n") + s;
+  return out;
+}
+
+void putConfusion(store::ResultRecord& rec, const std::string& prefix, const Confusion& c) {
+  const uint64_t cells[] = {c.robustRobust, c.robustVulnerable, c.protectedRobust, c.protectedVulnerable};
+  for (int i = 0; i < 4; ++i) rec.scalars[prefix + "_" + kCells[i]] = double(cells[i]);
+}
+
+Confusion getConfusion(const store::StoredRecord& rec, const std::string& prefix, const std::string& where) {
+  uint64_t cells[4];
+  for (int i = 0; i < 4; ++i) {
+    const auto it = rec.scalars.find(prefix + "_" + kCells[i]);
+    if (it == rec.scalars.end() || !(it->second >= 0)) throw SaveError(where + ": no count '" + prefix + "_" + kCells[i] + "'");
+    cells[i] = uint64_t(it->second);
+  }
+  Confusion c;
+  c.robustRobust = cells[0], c.robustVulnerable = cells[1], c.protectedRobust = cells[2], c.protectedVulnerable = cells[3];
+  return c;
+}
+
+const std::string& label(const store::StoredRecord& rec, const std::string& key, const std::string& where) {
+  const auto it = rec.labels.find(key);
+  if (it == rec.labels.end()) throw SaveError(where + ": the check-bits result has no '" + key + "'");
+  return it->second;
+}
+
+double scalar(const store::StoredRecord& rec, const std::string& key, const std::string& where) {
+  const auto it = rec.scalars.find(key);
+  if (it == rec.scalars.end()) throw SaveError(where + ": the check-bits result has no '" + key + "'");
+  return it->second;
+}
+
+const std::vector<uint64_t> u64s(const store::StoredRecord& rec, const std::string& key, uint64_t columns,
+                                 const std::string& where) {
+  const auto it = rec.arrays.find(key);
+  if (it == rec.arrays.end() || it->second.dtype != store::DType::U64 || it->second.shape.size() != 2 ||
+      it->second.shape[1] != columns)
+    throw SaveError(where + ": the check-bits result has no array '" + key + "' of " + std::to_string(columns) + " columns");
+  std::vector<uint64_t> out(std::size_t(it->second.elementCount()));
+  std::memcpy(out.data(), it->second.bytes.data(), out.size() * sizeof(uint64_t));
+  return out;
+}
+
+std::pair<int, int> parseShardText(const std::string& text, const std::string& where) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      std::size_t a = 0, b = 0;
+      const int i = std::stoi(text.substr(0, slash), &a), n = std::stoi(text.substr(slash + 1), &b);
+      if (a == slash && b == text.size() - slash - 1 && n > 0 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw SaveError(where + ": the shard '" + text + "' is not INDEX/COUNT");
+}
+
+// The record without its arrays (a ResultRecord borrows them: writeCheckBits owns them).
+store::ResultRecord checkBitsRecord(const CheckBitsCampaign& c, int64_t batch, double tau, const CheckBitsResult& r) {
+  store::ResultRecord rec;
+  rec.labels = {{"kind", kKind},
+                {"model", c.model},
+                {"weights", c.weights},
+                {"campaign", c.settings},
+                {"campaign_id", c.id()},
+                {"shard", std::to_string(c.shardIndex) + "/" + std::to_string(c.shardCount)}};
+  putConfusion(rec, "weights", r.weights);
+  putConfusion(rec, "activations", r.activations);
+  rec.scalars["batch"] = double(batch);
+  rec.scalars["tau"] = tau;
+  rec.scalars["seconds"] = r.seconds;
+  rec.scalars["clean_accuracy"] = r.cleanAccuracy;
+  rec.scalars["settled_by_bound"] = double(r.settledByBound);
+  rec.scalars["reruns"] = double(r.reruns);
+  rec.scalars["flips"] = double(r.flips);
+  std::vector<std::string> layerNames, falseRobust;
+  for (const auto& [name, conf] : r.weightLayers) layerNames.push_back(name);
+  for (const auto& [k, text] : r.falseRobust) falseRobust.push_back(text);
+  rec.labels["layers"] = joinLines(layerNames);
+  rec.labels["false_robust"] = joinLines(falseRobust);
+  return rec;
+}
+
+}  // namespace
+
+std::string CheckBitsCampaign::id() const {
+  const std::string text = model + "\n" + weights + "\n" + settings;
+  const uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(text.data()), z_size_t(text.size()));
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return hex;
+}
+
+StoredCheckBits checkBitsFromRecord(const store::StoredRecord& rec, const std::string& where) {
+  if (label(rec, "kind", where) != kKind) throw SaveError(where + ": is no check-bits result");
+  StoredCheckBits s;
+  s.campaign.model = label(rec, "model", where);
+  s.campaign.weights = label(rec, "weights", where);
+  s.campaign.settings = rec.labels.count("campaign") ? rec.labels.at("campaign") : "";
+  if (rec.labels.count("shard")) {
+    const std::string& shard = rec.labels.at("shard");
+    if (shard.rfind("merged", 0) != 0)
+      std::tie(s.campaign.shardIndex, s.campaign.shardCount) = parseShardText(shard, where);
+  }
+  s.batch = int64_t(scalar(rec, "batch", where));
+  s.tau = scalar(rec, "tau", where);
+  CheckBitsResult& r = s.result;
+  r.weights = getConfusion(rec, "weights", where);
+  r.activations = getConfusion(rec, "activations", where);
+  r.seconds = scalar(rec, "seconds", where);
+  r.cleanAccuracy = scalar(rec, "clean_accuracy", where);
+  r.settledByBound = uint64_t(scalar(rec, "settled_by_bound", where));
+  r.reruns = uint64_t(scalar(rec, "reruns", where));
+  r.flips = uint64_t(scalar(rec, "flips", where));
+  const std::vector<uint64_t> byBit = u64s(rec, "weight_flips_and_vulnerable_by_bit", 32, where);
+  if (byBit.size() != 64) throw SaveError(where + ": the per-bit counts are not 2 x 32");
+  for (std::size_t b = 0; b < 32; ++b) r.weightFlipsByBit[b] = byBit[b], r.weightVulnerableByBit[b] = byBit[32 + b];
+  const std::vector<std::string> names = util::splitText(label(rec, "layers", where), '\n');
+  const std::vector<uint64_t> layers = u64s(rec, "layer_confusions", 4, where);
+  if (layers.size() != names.size() * 4) throw SaveError(where + ": the layer names and counts do not match");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    Confusion c;
+    c.robustRobust = layers[4 * i], c.robustVulnerable = layers[4 * i + 1];
+    c.protectedRobust = layers[4 * i + 2], c.protectedVulnerable = layers[4 * i + 3];
+    r.weightLayers.emplace_back(names[i], c);
+  }
+  const std::vector<std::string> texts = util::splitText(label(rec, "false_robust", where), '\n');
+  const std::vector<uint64_t> positions = u64s(rec, "false_robust_positions", 1, where);
+  if (positions.size() != texts.size()) throw SaveError(where + ": the false-robust list and its positions do not match");
+  for (std::size_t i = 0; i < texts.size(); ++i) r.falseRobust.emplace_back(positions[i], texts[i]);
+  return s;
+}
+
+std::vector<std::pair<std::string, StoredCheckBits>> checkBitsShardsIn(const std::string& session) {
+  const store::SessionReader reader(session);
+  std::vector<std::pair<std::string, StoredCheckBits>> out;
+  for (const std::string& id : reader.summaryWithoutTensors().saveResults) {
+    const store::StoredRecord rec = reader.saveResult(id);
+    const auto kind = rec.labels.find("kind"), shard = rec.labels.find("shard");
+    if (kind == rec.labels.end() || kind->second != kKind || shard == rec.labels.end() ||
+        shard->second.rfind("merged", 0) == 0)
+      continue;
+    out.emplace_back(id, checkBitsFromRecord(rec, session + ": result '" + id + "'"));
+  }
+  return out;
+}
+
+StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, const std::string& output,
+                                     const store::Provenance& provenance, std::string* storedAs) {
+  if (files.empty()) throw SaveError("no shard files to merge");
+  std::vector<std::pair<std::string, StoredCheckBits>> shards;  // file, result
+  for (const std::string& f : files) {
+    if (!std::ifstream(f).good()) throw SaveError(f + ": no such file");
+    auto in = checkBitsShardsIn(f);
+    if (in.empty()) throw SaveError(f + ": holds no check-bits shard");
+    if (in.size() > 1)
+      throw SaveError(f + ": holds " + std::to_string(in.size()) + " check-bits shards; give each shard its own session");
+    shards.emplace_back(f, std::move(in.front().second));
+  }
+  const auto& [firstFile, first] = shards.front();
+  std::map<int, const std::string*> byIndex;
+  for (const auto& [file, s] : shards) {
+    const CheckBitsCampaign &a = first.campaign, &b = s.campaign;
+    if (a.model != b.model || a.weights != b.weights || a.settings != b.settings) {
+      std::string what;
+      if (a.model != b.model) what = "model " + b.model + " vs " + a.model;
+      else if (a.weights != b.weights) what = "weights '" + b.weights + "' vs '" + a.weights + "'";
+      else {
+        std::map<std::string, std::string> sa;
+        for (const std::string& kv : util::splitText(a.settings, ';')) sa[kv.substr(0, kv.find('='))] = kv;
+        for (const std::string& kv : util::splitText(b.settings, ';'))
+          if (sa[kv.substr(0, kv.find('='))] != kv) what += (what.empty() ? "" : ", ") + kv + " vs " + sa[kv.substr(0, kv.find('='))];
+      }
+      throw SaveError(file + ": belongs to another campaign (" + b.id() + ") than " + firstFile + " (" + a.id() + "): " + what);
+    }
+    if (b.shardCount != a.shardCount)
+      throw SaveError(file + ": is a shard of " + std::to_string(b.shardCount) + ", " + firstFile + " one of " +
+                      std::to_string(a.shardCount));
+    auto [it, fresh] = byIndex.emplace(b.shardIndex, &file);
+    if (!fresh)
+      throw SaveError("shard " + std::to_string(b.shardIndex) + "/" + std::to_string(b.shardCount) + " appears twice: " +
+                      *it->second + " and " + file);
+  }
+  const int count = first.campaign.shardCount;
+  for (int i = 0; i < count; ++i)
+    if (!byIndex.count(i))
+      throw SaveError("shard " + std::to_string(i) + "/" + std::to_string(count) + " is missing (run it with --shard " +
+                      std::to_string(i) + "/" + std::to_string(count) + ")");
+
+  StoredCheckBits merged;
+  merged.campaign = first.campaign;
+  merged.campaign.shardIndex = 0;
+  merged.campaign.shardCount = 1;
+  merged.batch = first.batch;
+  merged.tau = first.tau;
+  CheckBitsResult& m = merged.result;
+  m.cleanAccuracy = first.result.cleanAccuracy;
+  std::map<std::string, Confusion> layers;
+  for (const auto& [file, s] : shards) {
+    const CheckBitsResult& r = s.result;
+    if (r.weightLayers.size() != first.result.weightLayers.size())
+      throw SaveError(file + ": its layers differ from " + firstFile + "'s");
+    m.weights.merge(r.weights);
+    m.activations.merge(r.activations);
+    for (std::size_t b = 0; b < 32; ++b) {
+      m.weightFlipsByBit[b] += r.weightFlipsByBit[b];
+      m.weightVulnerableByBit[b] += r.weightVulnerableByBit[b];
+    }
+    m.settledByBound += r.settledByBound;
+    m.reruns += r.reruns;
+    m.flips += r.flips;
+    m.seconds += r.seconds;
+    for (const auto& [name, c] : r.weightLayers) layers[name].merge(c);
+    keepFirstFalseRobust(m.falseRobust, r.falseRobust);
+  }
+  for (const auto& [name, c] : first.result.weightLayers) m.weightLayers.emplace_back(name, layers[name]);
+
+  if (!output.empty()) {
+    const bool exists = std::ifstream(output).good();
+    store::Provenance prov = provenance;
+    if (prov.model.empty()) prov.model = merged.campaign.model;
+    store::SessionWriter w(output, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
+    std::string id = merged.campaign.model + "-check-bits";
+    if (exists) {
+      const std::vector<std::string> taken = store::SessionReader(output).summaryWithoutTensors().saveResults;
+      for (int k = 2; std::find(taken.begin(), taken.end(), id) != taken.end(); ++k)
+        id = merged.campaign.model + "-check-bits-" + std::to_string(k);
+    }
+    writeCheckBits(w, id, merged, "merged " + std::to_string(count));
+    if (storedAs) *storedAs = id;
+  }
+  return merged;
+}
+
+void writeCheckBits(store::SessionWriter& w, const std::string& id, const StoredCheckBits& s, const std::string& shard) {
+  store::ResultRecord rec = checkBitsRecord(s.campaign, s.batch, s.tau, s.result);
+  rec.labels["shard"] = shard;
+  const CheckBitsResult& r = s.result;
+  std::vector<uint64_t> byBit(r.weightFlipsByBit.begin(), r.weightFlipsByBit.end());
+  byBit.insert(byBit.end(), r.weightVulnerableByBit.begin(), r.weightVulnerableByBit.end());
+  std::vector<uint64_t> layers, positions;
+  for (const auto& [name, c] : r.weightLayers)
+    for (uint64_t v : {c.robustRobust, c.robustVulnerable, c.protectedRobust, c.protectedVulnerable}) layers.push_back(v);
+  for (const auto& [k, text] : r.falseRobust) positions.push_back(k);
+  rec.arrays = {{"weight_flips_and_vulnerable_by_bit", {store::DType::U64, {2, 32}, byBit.data()}},
+                {"layer_confusions", {store::DType::U64, {uint64_t(r.weightLayers.size()), 4}, layers.data()}},
+                {"false_robust_positions", {store::DType::U64, {uint64_t(positions.size()), 1}, positions.data()}}};
+  w.writeSaveResult(id, rec);
+}
+
+}  // namespace peat::save
