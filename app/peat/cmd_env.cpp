@@ -29,6 +29,7 @@ int runEnv(const EnvOptions& o) {
     j.beginObject().field("version", toolVersion()).field("git_commit", gitCommit());
     j.field("hdf5_version", hdf5Version()).field("module_dir", sys::moduleDirectory());
     j.field("analyzer_simd", analyzer::simdTarget()).field("cpu_threads", uint64_t(std::thread::hardware_concurrency()));
+    j.field("mpi", builtWithMpi());
     j.key("libtorch").beginObject();
     j.field("loaded", !o.skipTorch && torchError.empty());
     if (!torch.version.empty()) {
@@ -64,6 +65,7 @@ int runEnv(const EnvOptions& o) {
     std::cout << "LibTorch  " << torch.version << ", " << torch.intraOpThreads << " threads, CUDA "
               << (torch.cudaAvailable ? std::to_string(torch.cudaDevices) + " devices" : std::string("not available"))
               << " (loaded in " << int(torch.loadSeconds * 1000) << " ms)\n";
+  std::cout << "mpi: " << (builtWithMpi() ? "yes (--mpi for check-bits, SAVE campaigns and playback)" : "no") << '\n';
   std::cout << "modules   " << sys::moduleDirectory() << '\n';
   std::cout << "backends\n";
   for (const gpu::BackendProbe& b : backends) {

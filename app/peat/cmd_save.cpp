@@ -20,22 +20,17 @@
 #include "core/save/check_bits_shards.h"
 #include "core/save/selection.h"
 #include "core/store/h5.h"
+#include "core/store/playback_merge.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
 #include "core/util/progress.h"
+#include "core/util/text.h"
 
 namespace peat::cli {
 namespace {
 
 std::pair<int, int> parseShard(const std::string& text) {
-  const auto slash = text.find('/');
-  try {
-    if (slash != std::string::npos) {
-      const int i = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
-      if (n > 0 && i >= 0 && i < n) return {i, n};
-    }
-  } catch (const std::exception&) {
-  }
+  if (const auto shard = util::parseShard(text)) return *shard;
   throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
 }
 
@@ -670,6 +665,12 @@ int runSaveMerge(const SaveMergeOptions& o) {
                  m.campaign.id().c_str(), (unsigned long long)m.result.flips,
                  o.session.empty() ? "" : (" into SAVE result '" + id + "' of " + o.session).c_str());
     printCheckBits(m, o.json);
+    return 0;
+  }
+  if (store::holdsPlaybackShard(o.shards.front())) {
+    const store::PlaybackMergeSummary m = store::mergePlaybackShards(o.shards, o.session);
+    std::printf("merged %d playback shards, %lld calls and %lld injections, into run '%s' of %s\n", m.shards,
+                (long long)m.calls, (long long)m.injections, m.run.c_str(), o.session.c_str());
     return 0;
   }
   if (o.session.empty()) throw std::invalid_argument("a SAVE campaign's shards merge into a session: give --session");

@@ -212,6 +212,15 @@ int main(int argc, char** argv) {
     sub->prefix_command();
     sub->set_help_flag();
   }
+  if (argc >= 2 && std::string(argv[1]) == "playback")
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--mpi") {
+        try {
+          return runPlaybackMpi(argc, argv);
+        } catch (const std::exception& e) {
+          return fail(e.what(), 1);
+        }
+      }
   if (argc >= 2)
     for (const TorchCommand& c : torchCommands)
       if (std::string(argv[1]) == c.name) {

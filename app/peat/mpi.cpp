@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "core/save/check_bits_shards.h"
 #include "core/store/journal.h"
 #include "core/store/session.h"
+#include "core/torch_module.h"
 
 namespace peat::cli {
 
@@ -43,6 +45,7 @@ namespace {
 
 struct ShardedJob {
   std::string session;  // where the merged result goes
+  std::string dir;      // the shard files' folder
   int shards = 0;       // 0: one per rank
   std::function<bool(const std::string& file, int index, int count)> isDone;  // a finished shard of this campaign
   std::function<void(const std::string& file, int index, int count, unsigned threads)> run;
@@ -86,7 +89,9 @@ int runSharded(const ShardedJob& job) {
   if (job.shards < 0) throw std::invalid_argument("--shards must be >= 0");
   Mpi mpi;
   const int count = job.shards ? job.shards : mpi.size;
-  const std::string dir = job.session + ".shards";
+  const std::string dir = job.dir;
+  const std::string::size_type slash = dir.rfind('/');
+  if (slash != std::string::npos && slash > 0) ::mkdir(dir.substr(0, slash).c_str(), 0777);  // SESSION.shards
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot create '" + dir + "': " + std::strerror(errno));
   MPI_Barrier(MPI_COMM_WORLD);
@@ -148,6 +153,7 @@ int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
   ShardedJob job;
   job.session = o.analysis.session;
+  job.dir = o.analysis.session + ".shards";
   job.shards = o.mpi.shards;
   job.isDone = [&](const std::string& file, int index, int count) {
     const auto shards = save::checkBitsShardsIn(file);
@@ -179,6 +185,7 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
   const std::string settings = campaignSettings(o);
   ShardedJob job;
   job.session = o.analysis.session;
+  job.dir = o.analysis.session + ".shards";
   job.shards = o.mpi.shards;
   job.isDone = [&](const std::string& file, int index, int count) {
     const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
@@ -205,6 +212,84 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
     m.shards = files;
     m.session = o.analysis.session;
     m.commandLine = o.analysis.commandLine;
+    return runSaveMerge(m);
+  };
+  return runSharded(job);
+}
+
+int runPlaybackMpi(int argc, char** argv) {
+  // argv: peat playback ARGS... --mpi [--shards N]; each shard runs `peat playback ARGS... --shard
+  // i/N --out FILE` in this process, and rank 0 merges the shards into the recorded session.
+  std::vector<std::string> args;
+  std::string session, kernel;
+  int shards = 0;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const std::string& name) -> std::string {
+      if (a.rfind(name + "=", 0) == 0) return a.substr(name.size() + 1);
+      if (i + 1 >= argc) throw std::invalid_argument(name + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--mpi") continue;
+    if (a == "--shards" || a.rfind("--shards=", 0) == 0) {
+      const std::string v = value("--shards");
+      try {
+        shards = std::stoi(v);
+      } catch (const std::exception&) {
+        shards = -1;
+      }
+      if (shards < 0) throw std::invalid_argument("--shards '" + v + "' is not a count >= 0");
+      continue;
+    }
+    if (a == "--shard" || a.rfind("--shard=", 0) == 0 || a == "--out" || a == "-o" || a.rfind("--out=", 0) == 0)
+      throw std::invalid_argument("--mpi chooses the shards and their files: drop " + a.substr(0, a.find('=')));
+    if (a == "--session" || a == "-s" || a.rfind("--session=", 0) == 0) session = value(a == "-s" ? "-s" : "--session");
+    else if (a == "--kernel" || a == "-k" || a.rfind("--kernel=", 0) == 0) kernel = value(a == "-k" ? "-k" : "--kernel");
+    else {
+      args.push_back(a);
+      continue;
+    }
+    args.push_back("--session" == a || "-s" == a || a.rfind("--session=", 0) == 0 ? "--session" : "--kernel");
+    args.push_back(args.back() == "--session" ? session : kernel);
+  }
+  if (session.empty() || kernel.empty()) throw std::invalid_argument("playback --mpi needs --session and --kernel");
+  std::string tag;  // the shard folder of this replay: one per kernel
+  for (char c : kernel) tag += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  ShardedJob job;
+  job.session = session;
+  job.dir = session + ".shards/playback-" + tag;
+  job.shards = shards;
+  auto shardArgs = [&](const std::string& file, int index, int count) {
+    std::vector<std::string> a{"playback"};
+    a.insert(a.end(), args.begin(), args.end());
+    for (const std::string& extra : {std::string("--shard"), std::to_string(index) + "/" + std::to_string(count),
+                                     std::string("--out"), file})
+      a.push_back(extra);
+    return a;
+  };
+  job.isDone = [&](const std::string& file, int index, int count) {
+    const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
+    const std::vector<std::string> a = shardArgs(file, index, count);
+    std::string expected = "peat";  // as the replay records its command line
+    for (const std::string& x : a) expected += " " + x;
+    for (const store::RunInfo& r : s.runs)
+      if (r.spec.kind == "playback" && r.status == "complete" && r.attributes.count("command_line") &&
+          r.attributes.at("command_line") == expected)
+        return true;
+    return false;
+  };
+  job.run = [&](const std::string& file, int index, int count, unsigned) {
+    std::vector<std::string> a = shardArgs(file, index, count);
+    std::vector<char*> v;
+    for (std::string& x : a) v.push_back(x.data());
+    v.push_back(nullptr);
+    const int rc = runTorchCommand(int(a.size()), v.data());
+    if (rc != 0) throw std::runtime_error("the replay exited with status " + std::to_string(rc));
+  };
+  job.merge = [&](const std::vector<std::string>& files) {
+    SaveMergeOptions m;
+    m.shards = files;
+    m.session = session;
     return runSaveMerge(m);
   };
   return runSharded(job);

@@ -62,15 +62,10 @@ Shard readShard(const std::string& file) {
   s.run = found->name;
   s.attributes = found->attributes;
   const std::string shard = s.attributes.at("shard");
-  const auto slash = shard.find('/');
-  try {
-    s.index = std::stoi(shard.substr(0, slash));
-    s.count = std::stoi(shard.substr(slash + 1));
-  } catch (const std::exception&) {
+  const auto parsed = util::parseShard(shard);
+  if (!parsed)
     throw SaveError(file + ": run '" + s.run + "' has the shard '" + shard + "', which is not INDEX/COUNT");
-  }
-  if (slash == std::string::npos || s.count <= 0 || s.index < 0 || s.index >= s.count)
-    throw SaveError(file + ": run '" + s.run + "' has the shard '" + shard + "', which is not INDEX/COUNT");
+  std::tie(s.index, s.count) = *parsed;
   if (found->status != "complete")
     throw SaveError(file + ": shard " + shard + " did not finish (status " + found->status +
                     "); its finished points are kept there, rerun the shard to complete it");

@@ -66,15 +66,7 @@ const std::vector<uint64_t> u64s(const store::StoredRecord& rec, const std::stri
 }
 
 std::pair<int, int> parseShardText(const std::string& text, const std::string& where) {
-  const auto slash = text.find('/');
-  try {
-    if (slash != std::string::npos) {
-      std::size_t a = 0, b = 0;
-      const int i = std::stoi(text.substr(0, slash), &a), n = std::stoi(text.substr(slash + 1), &b);
-      if (a == slash && b == text.size() - slash - 1 && n > 0 && i >= 0 && i < n) return {i, n};
-    }
-  } catch (const std::exception&) {
-  }
+  if (const auto shard = util::parseShard(text)) return *shard;
   throw SaveError(where + ": the shard '" + text + "' is not INDEX/COUNT");
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 // Small text helpers shared by the core, the CLI and the workbench.
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,23 @@ inline std::vector<std::string> splitText(const std::string& text, char sep) {
     start = end + 1;
   }
   return out;
+}
+
+// "INDEX/COUNT" with 0 <= INDEX < COUNT, e.g. "2/8"; nothing for anything else.
+inline std::optional<std::pair<int, int>> parseShard(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() || slash > 9 || text.size() - slash > 10)
+    return std::nullopt;
+  long long v[2] = {0, 0};
+  for (int part = 0; part < 2; ++part) {
+    const std::size_t from = part ? slash + 1 : 0, to = part ? text.size() : slash;
+    for (std::size_t i = from; i < to; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v[part] = v[part] * 10 + (text[i] - '0');
+    }
+  }
+  if (v[1] <= 0 || v[0] >= v[1]) return std::nullopt;
+  return std::make_pair(int(v[0]), int(v[1]));
 }
 
 // A tensor shape as people write it: {8, 16} -> "[8x16]".

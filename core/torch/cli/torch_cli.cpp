@@ -21,6 +21,7 @@
 #include "core/torch/torch_entry.h"
 #include "core/torch/train/detect_eval.h"
 #include "core/torch/train/profiler.h"
+#include "core/util/text.h"
 #include "core/util/json_writer.h"
 
 namespace peat::torchcli {
@@ -87,6 +88,11 @@ std::string megabytes(uint64_t bytes) {
   s.precision(3);
   s << double(bytes) / (1 << 20) << " MiB";
   return s.str();
+}
+
+std::pair<int, int> parseShardSpec(const std::string& text) {
+  if (const auto shard = util::parseShard(text)) return *shard;
+  throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
 }
 
 std::optional<ops::OpKind> parseOp(const std::string& name, bool allowAll) {
@@ -171,7 +177,7 @@ int main(int argc, char** argv) {
   std::string recordOps = "linear,conv2d,matmul";
   bool noBackward = false;
   train::PlaybackOptions playback;
-  std::string playbackOp = "all";
+  std::string playbackOp = "all", playbackShard = "0/1";
   train::RuntimeFiOptions fi;
   std::string fiOp = "linear", phase = "both";
   int evalSeeds = 3;
@@ -218,6 +224,15 @@ int main(int argc, char** argv) {
     app.add_option("--name", playback.runName, "Name of the run to add (default: playback-KERNEL)");
     app.add_flag("--store-outputs", playback.storeOutputs,
                  "Keep the candidate's outputs in the session, for peat analyze/detect --session");
+    app.add_option("--shard", playbackShard, "Replay only this part of the calls, INDEX/COUNT (merge with 'peat merge')")
+        ->capture_default_str();
+    app.add_option("--out,-o", playback.out, "Write the run into this session instead (created if missing)");
+    bool mpiHelpOnly = false;  // `peat` itself runs --mpi replays (app/peat/mpi.cpp); listed here for --help
+    int shardsHelpOnly = 0;
+    app.add_flag("--mpi", mpiHelpOnly,
+                 "Spread the calls over the ranks of an MPI job (mpirun -n N peat playback ... --mpi): each rank "
+                 "replays its shards into SESSION.shards/playback-KERNEL/, rank 0 merges them into SESSION");
+    app.add_option("--shards", shardsHelpOnly, "With --mpi: shards in all (0: one per rank)");
   } else if (command == "runtime-fi") {
     app.description("Frequency-based runtime fault injection: train twice with the same seed and data order, the "
                     "second time with the candidate kernel substituted every k-th call of the target op.");
@@ -266,6 +281,7 @@ int main(int argc, char** argv) {
     }
     if (command == "playback") {
       playback.op = parseOp(playbackOp, true);
+      std::tie(playback.shardIndex, playback.shardCount) = parseShardSpec(playbackShard);
       playback.kernel = kernels::withDevice(playback.kernel, device);
       playback.commandLine = commandLine;
       ProgressBar bar("playback");

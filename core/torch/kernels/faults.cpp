@@ -15,7 +15,8 @@ constexpr std::size_t kMaxLoggedPerCall = 4096;
 
 class FaultKernel final : public Kernel {
  public:
-  FaultKernel(std::string name, FaultSpec spec, uint64_t seed) : name_(std::move(name)), spec_(spec), rng_(seed) {}
+  FaultKernel(std::string name, FaultSpec spec, uint64_t seed)
+      : name_(std::move(name)), spec_(spec), seed_(seed), rng_(seed) {}
   std::string name() const override { return name_; }
   bool supports(ops::OpKind kind) const override {
     if (spec_.target != "weight") return kind != ops::OpKind::Embedding || spec_.target == "output";
@@ -24,6 +25,9 @@ class FaultKernel final : public Kernel {
   }
 
   at::Tensor run(const ops::OpCall& call, const CallContext& ctx) override {
+    // The faults of a call depend on the seed and the call alone, not on which calls ran before:
+    // a replay of some calls (an op, a shard of a campaign) injects what the full replay does there.
+    rng_.seed(mix(seed_ ^ mix(uint64_t(ctx.iteration) * 0x9E3779B97F4A7C15ull + uint64_t(ctx.callIndex))));
     if (spec_.target == "output") {
       at::Tensor out = runGolden(call).contiguous().clone();
       inject(out, ctx, "output");
@@ -45,6 +49,11 @@ class FaultKernel final : public Kernel {
   }
 
  private:
+  static uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  }
   uint64_t randomIndex(uint64_t n) { return rng_() % n; }
   int randomBit(int width = 32) { return int(rng_() % uint64_t(width)); }
 
@@ -108,6 +117,7 @@ class FaultKernel final : public Kernel {
 
   std::string name_;
   FaultSpec spec_;
+  uint64_t seed_;
   std::mt19937_64 rng_;
   std::vector<Injection> log_;
   std::size_t logLimit_ = kMaxLoggedPerCall;

@@ -365,6 +365,11 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
 
 // ======================================================================================= playback
 
+std::string playbackCampaign(const PlaybackOptions& o, const std::string& sourceRun, const std::string& sessionCreated) {
+  return "kernel=" + o.kernel + ";seed=" + std::to_string(o.seed) + ";op=" + (o.op ? ops::opName(*o.op) : "all") +
+         ";max_calls=" + std::to_string(o.maxCalls) + ";source_run=" + sourceRun + ";session_created=" + sessionCreated;
+}
+
 PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   const auto start = Clock::now();
   PlaybackResult r;
@@ -380,6 +385,14 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
     store::Tensor output;
   };
   std::vector<KeptOutput> kept;
+  std::string campaign;
+  if (o.shardCount < 1 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
+    throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                " does not exist");
+  if (o.shardCount > 1 && (o.storeOutputs || o.resumeIterations > 0))
+    throw std::invalid_argument("--store-outputs and --resume replay in one process: drop --shard");
+  if (o.shardCount > 1 && o.out.empty())
+    throw std::invalid_argument("a shard of a replay goes to its own session: give --out");
 
   {
     store::probeSession(o.session);  // first in a helper process: a crafted file may crash HDF5
@@ -423,6 +436,15 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
       r.skipped += int64_t(calls.size()) - o.maxCalls;
       calls.resize(std::size_t(o.maxCalls));
     }
+    if (o.shardCount > 1) {
+      std::vector<const store::CallInfo*> mine;
+      for (std::size_t p = std::size_t(o.shardIndex); p < calls.size(); p += std::size_t(o.shardCount)) mine.push_back(calls[p]);
+      if (mine.empty())
+        throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                    " has no call to replay: the replay has only " + std::to_string(calls.size()));
+      calls.swap(mine);
+    }
+    campaign = playbackCampaign(o, source.name, s.created);
     if (calls.empty())
       throw std::invalid_argument("no recorded call of run '" + source.name + "' can be replayed by kernel '" +
                                   kernel->name() + "'");
@@ -515,7 +537,10 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
     }
   }  // the reader closes before the session is opened for writing
 
-  store::SessionWriter w(o.session, {}, store::WriteMode::Append);
+  const std::string target = o.out.empty() ? o.session : o.out;
+  struct stat existing {};
+  store::SessionWriter w(target, {}, ::stat(target.c_str(), &existing) == 0 ? store::WriteMode::Append : store::WriteMode::Create);
+  r.session = target;
   std::string name = o.runName.empty() ? "playback-" + kernels::parseKernelSpec(o.kernel).name : o.runName;
   for (int n = 2; w.hasRun(name); ++n)
     name = (o.runName.empty() ? "playback-" + kernels::parseKernelSpec(o.kernel).name : o.runName) + "-" + std::to_string(n);
@@ -523,6 +548,9 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   w.setRunAttribute("source_run", source.name);
   w.setRunAttribute("model", source.attributes.count("model") ? source.attributes.at("model") : "");
   w.setRunAttribute("command_line", o.commandLine);
+  w.setRunAttribute("campaign", campaign);
+  w.setRunAttribute("shard", std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount));
+  if (!o.out.empty()) w.setRunAttribute("source_session", o.session);
   w.writeTable("call_errors", errors.columns());
   if (injections.rows() > 0) w.writeTable("injections", injections.columns());
   if (!kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run

@@ -75,7 +75,15 @@ struct PlaybackOptions {
   std::string runName;            // empty: "playback-<kernel>"
   bool storeOutputs = false;      // keep every candidate output in the session (for peat analyze --session)
   std::string commandLine;
+  // A shard of the replay: the calls at positions p (in recorded order, after --op and --max-calls)
+  // with p mod shardCount == shardIndex. Fault kernels draw per call, so the shards' rows together
+  // are exactly the one-process replay's; `peat merge` joins them.
+  int shardIndex = 0, shardCount = 1;
+  std::string out;  // the session that gets the run; empty: the recorded session
 };
+
+// The canonical settings of a replay, shared by its shards (the run's "campaign" attribute).
+std::string playbackCampaign(const PlaybackOptions& o, const std::string& sourceRun, const std::string& sessionCreated);
 
 struct PlaybackResult {
   std::string session, run;
