@@ -20,7 +20,7 @@
 #include "core/save/check_bits_shards.h"
 #include "core/save/selection.h"
 #include "core/store/h5.h"
-#include "core/store/playback_merge.h"
+#include "core/store/run_shards.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
 #include "core/util/progress.h"
@@ -671,6 +671,12 @@ int runSaveMerge(const SaveMergeOptions& o) {
     const store::PlaybackMergeSummary m = store::mergePlaybackShards(o.shards, o.session);
     std::printf("merged %d playback shards, %lld calls and %lld injections, into run '%s' of %s\n", m.shards,
                 (long long)m.calls, (long long)m.injections, m.run.c_str(), o.session.c_str());
+    return 0;
+  }
+  if (store::holdsRuntimeFiShard(o.shards.front())) {
+    const store::SweepMergeSummary m = store::mergeRuntimeFiShards(o.shards, o.session);
+    std::printf("merged %d runtime-FI sweep shards, %lld points and %lld golden runs, into %s\n", m.shards,
+                (long long)m.points, (long long)m.goldenRuns, o.session.c_str());
     return 0;
   }
   if (o.session.empty()) throw std::invalid_argument("a SAVE campaign's shards merge into a session: give --session");

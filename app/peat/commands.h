@@ -114,7 +114,7 @@ int runSaveMerge(const SaveMergeOptions& o);
 // The MPI mode of check-bits and campaign (mpi.cpp); one clear error when built without MPI.
 int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o);
 int runSaveCampaignMpi(const SaveCampaignOptions& o);
-int runPlaybackMpi(int argc, char** argv);  // peat playback ... --mpi
+int runTorchCampaignMpi(int argc, char** argv);  // peat playback|runtime-fi ... --mpi
 bool builtWithMpi();
 
 }  // namespace peat::cli

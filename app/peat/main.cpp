@@ -212,11 +212,11 @@ int main(int argc, char** argv) {
     sub->prefix_command();
     sub->set_help_flag();
   }
-  if (argc >= 2 && std::string(argv[1]) == "playback")
+  if (argc >= 2 && (std::string(argv[1]) == "playback" || std::string(argv[1]) == "runtime-fi"))
     for (int i = 2; i < argc; ++i)
       if (std::string(argv[i]) == "--mpi") {
         try {
-          return runPlaybackMpi(argc, argv);
+          return runTorchCampaignMpi(argc, argv);
         } catch (const std::exception& e) {
           return fail(e.what(), 1);
         }

@@ -217,11 +217,14 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
   return runSharded(job);
 }
 
-int runPlaybackMpi(int argc, char** argv) {
-  // argv: peat playback ARGS... --mpi [--shards N]; each shard runs `peat playback ARGS... --shard
-  // i/N --out FILE` in this process, and rank 0 merges the shards into the recorded session.
+int runTorchCampaignMpi(int argc, char** argv) {
+  // argv: peat playback|runtime-fi ARGS... --mpi [--shards N]. Each shard runs the same command with
+  // `--shard i/N --out FILE` in this process; rank 0 merges the shards into the recorded session
+  // (playback) or into the --out session (runtime-fi).
+  const std::string command = argv[1];
+  const bool playback = command == "playback";
   std::vector<std::string> args;
-  std::string session, kernel;
+  std::string session, kernel, out;
   int shards = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -230,8 +233,11 @@ int runPlaybackMpi(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(name + " needs a value");
       return argv[++i];
     };
+    auto is = [&](const char* shortName, const std::string& longName) {
+      return a == shortName || a == longName || a.rfind(longName + "=", 0) == 0;
+    };
     if (a == "--mpi") continue;
-    if (a == "--shards" || a.rfind("--shards=", 0) == 0) {
+    if (is("--shards", "--shards")) {
       const std::string v = value("--shards");
       try {
         shards = std::stoi(v);
@@ -241,26 +247,37 @@ int runPlaybackMpi(int argc, char** argv) {
       if (shards < 0) throw std::invalid_argument("--shards '" + v + "' is not a count >= 0");
       continue;
     }
-    if (a == "--shard" || a.rfind("--shard=", 0) == 0 || a == "--out" || a == "-o" || a.rfind("--out=", 0) == 0)
+    if (is("--shard", "--shard") || (playback && is("-o", "--out")))
       throw std::invalid_argument("--mpi chooses the shards and their files: drop " + a.substr(0, a.find('=')));
-    if (a == "--session" || a == "-s" || a.rfind("--session=", 0) == 0) session = value(a == "-s" ? "-s" : "--session");
-    else if (a == "--kernel" || a == "-k" || a.rfind("--kernel=", 0) == 0) kernel = value(a == "-k" ? "-k" : "--kernel");
-    else {
-      args.push_back(a);
+    if (is("-o", "--out")) {  // runtime-fi: the merged session; each shard gets its own file
+      out = value(a.rfind("--out", 0) == 0 ? "--out" : "-o");
       continue;
     }
-    args.push_back("--session" == a || "-s" == a || a.rfind("--session=", 0) == 0 ? "--session" : "--kernel");
-    args.push_back(args.back() == "--session" ? session : kernel);
+    if (is("-s", "--session")) session = value(a.rfind("--session", 0) == 0 ? "--session" : "-s");
+    if (is("-k", "--kernel")) {
+      kernel = value(a.rfind("--kernel", 0) == 0 ? "--kernel" : "-k");
+      args.push_back("--kernel");
+      args.push_back(kernel);
+      continue;
+    }
+    if (is("-s", "--session")) {
+      args.push_back("--session");
+      args.push_back(session);
+      continue;
+    }
+    args.push_back(a);
   }
-  if (session.empty() || kernel.empty()) throw std::invalid_argument("playback --mpi needs --session and --kernel");
-  std::string tag;  // the shard folder of this replay: one per kernel
+  const std::string target = playback ? session : out;
+  if (target.empty() || kernel.empty())
+    throw std::invalid_argument(playback ? "playback --mpi needs --session and --kernel" : "runtime-fi --mpi needs --out and --kernel");
+  std::string tag;  // the shard folder of this campaign: one per command and kernel
   for (char c : kernel) tag += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
   ShardedJob job;
-  job.session = session;
-  job.dir = session + ".shards/playback-" + tag;
+  job.session = target;
+  job.dir = target + ".shards/" + command + "-" + tag;
   job.shards = shards;
   auto shardArgs = [&](const std::string& file, int index, int count) {
-    std::vector<std::string> a{"playback"};
+    std::vector<std::string> a{command};
     a.insert(a.end(), args.begin(), args.end());
     for (const std::string& extra : {std::string("--shard"), std::to_string(index) + "/" + std::to_string(count),
                                      std::string("--out"), file})
@@ -268,15 +285,19 @@ int runPlaybackMpi(int argc, char** argv) {
     return a;
   };
   job.isDone = [&](const std::string& file, int index, int count) {
+    std::string expected = "peat";  // as the command records its command line
+    for (const std::string& x : shardArgs(file, index, count)) expected += " " + x;
     const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
-    const std::vector<std::string> a = shardArgs(file, index, count);
-    std::string expected = "peat";  // as the replay records its command line
-    for (const std::string& x : a) expected += " " + x;
-    for (const store::RunInfo& r : s.runs)
-      if (r.spec.kind == "playback" && r.status == "complete" && r.attributes.count("command_line") &&
-          r.attributes.at("command_line") == expected)
-        return true;
-    return false;
+    bool any = false;
+    for (const store::RunInfo& r : s.runs) {
+      const bool ours = r.attributes.count("shard") && (playback ? r.spec.kind == "playback" : r.spec.kind.rfind("runtime_fi", 0) == 0);
+      if (!ours) continue;
+      const auto line = r.attributes.find("command_line");
+      if (r.status != "complete" || (line != r.attributes.end() ? line->second : s.provenance.commandLine) != expected)
+        return false;
+      any = true;
+    }
+    return any;
   };
   job.run = [&](const std::string& file, int index, int count, unsigned) {
     std::vector<std::string> a = shardArgs(file, index, count);
@@ -284,12 +305,12 @@ int runPlaybackMpi(int argc, char** argv) {
     for (std::string& x : a) v.push_back(x.data());
     v.push_back(nullptr);
     const int rc = runTorchCommand(int(a.size()), v.data());
-    if (rc != 0) throw std::runtime_error("the replay exited with status " + std::to_string(rc));
+    if (rc != 0) throw std::runtime_error("the " + command + " exited with status " + std::to_string(rc));
   };
   job.merge = [&](const std::vector<std::string>& files) {
     SaveMergeOptions m;
     m.shards = files;
-    m.session = session;
+    m.session = target;
     return runSaveMerge(m);
   };
   return runSharded(job);

@@ -180,12 +180,8 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
       std::string what;
       if (a.model != b.model) what = "model " + b.model + " vs " + a.model;
       else if (a.weights != b.weights) what = "weights '" + b.weights + "' vs '" + a.weights + "'";
-      else {
-        std::map<std::string, std::string> sa;
-        for (const std::string& kv : util::splitText(a.settings, ';')) sa[kv.substr(0, kv.find('='))] = kv;
-        for (const std::string& kv : util::splitText(b.settings, ';'))
-          if (sa[kv.substr(0, kv.find('='))] != kv) what += (what.empty() ? "" : ", ") + kv + " vs " + sa[kv.substr(0, kv.find('='))];
-      }
+      else
+        what = util::settingsDiff(a.settings, b.settings);
       throw SaveError(file + ": belongs to another campaign (" + b.id() + ") than " + firstFile + " (" + a.id() + "): " + what);
     }
     if (b.shardCount != a.shardCount)

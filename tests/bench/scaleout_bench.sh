@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Scale-out benchmark, whole processes in one run on this machine: check-bits on LeNet (1,000,000
-# of its 1.42 M weight-bit flips and 2,000 activation-bit flips, 16 images) as
+# of its 1.97 M weight-bit flips and 2,000 activation-bit flips, 16 images) as
 #   1. one process, one thread;
 #   2. one process, every core (the default);
 #   3. mpirun -n 2 --mpi (a rank per core, one thread each), shards written and merged;

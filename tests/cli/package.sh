@@ -13,7 +13,7 @@ fail() { echo "package: $*"; exit 1; }
 contents=$(dpkg-deb -c "$main" | awk '{print $6}')
 for f in usr/bin/peat usr/lib/peat/libpeat_torch.so usr/lib/peat/peat-probe usr/share/man/man1/peat.1 \
          usr/share/bash-completion/completions/peat usr/share/doc/peat-workbench/session-format.md \
-         usr/include/peat/kernel_abi.h; do
+         usr/include/peat/kernel_abi.h usr/share/peat-workbench/slurm/peat-submit.sh; do
   grep -qx "./$f" <<<"$contents" || fail "$f is not in $(basename "$main")"
 done
 if [[ -x "$build/bin/peat-workbench" ]]; then
@@ -24,7 +24,7 @@ if [[ -x "$build/bin/peat-workbench" ]]; then
   done
 fi
 depends=$(dpkg-deb -f "$main" Depends)
-for d in libhdf5 libtorch1.13 libhwy1 zlib1g; do
+for d in libhdf5 libtorch1.13 libhwy1 zlib1g $(ldd "$build/bin/peat" | grep -q libmpi && echo libopenmpi); do
   grep -q "$d" <<<"$depends" || fail "Depends lacks $d: $depends"
 done
 [[ -x "$build/bin/peat-workbench" ]] && for d in libqt6widgets6 libqcustomplot2.1-qt6 qt6-qpa-plugins; do

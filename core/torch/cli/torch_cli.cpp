@@ -95,6 +95,23 @@ std::pair<int, int> parseShardSpec(const std::string& text) {
   throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
 }
 
+// "10,100,1000" -> {10, 100, 1000}; each a whole number >= 0, at least one.
+std::vector<int64_t> parseCounts(const std::string& option, const std::string& text) {
+  std::vector<int64_t> out;
+  for (const std::string& item : util::splitText(text, ',')) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != item.size() || v < 0) throw std::invalid_argument(option + " '" + text + "' is not a list of whole numbers >= 0");
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::invalid_argument(option + " '" + text + "' is empty");
+  return out;
+}
+
 std::optional<ops::OpKind> parseOp(const std::string& name, bool allowAll) {
   if (allowAll && (name == "all" || name.empty())) return std::nullopt;
   const auto op = ops::opByName(name);
@@ -178,6 +195,7 @@ int main(int argc, char** argv) {
   bool noBackward = false;
   train::PlaybackOptions playback;
   std::string playbackOp = "all", playbackShard = "0/1";
+  std::string fiEvery = "10", fiSeeds, fiShard = "0/1";
   train::RuntimeFiOptions fi;
   std::string fiOp = "linear", phase = "both";
   int evalSeeds = 3;
@@ -240,7 +258,11 @@ int main(int argc, char** argv) {
     app.add_option("--kernel,-k", fi.kernel, "Candidate kernel or fault model (see peat kernels)")->required();
     app.add_option("--op", fiOp, "Target op (" + ops::opList() + ", all)")->capture_default_str();
     app.add_option("--layer", fi.layer, "Only calls of this layer (e.g. fc1)");
-    app.add_option("--every", fi.every, "Substitute every k-th matching call")->capture_default_str();
+    app.add_option("--every", fiEvery, "Substitute every k-th matching call; a list (10,100,1000) sweeps it")
+        ->capture_default_str();
+    app.add_option("--seeds", fiSeeds, "Sweep these training seeds, a list (1,2,3), instead of --seed");
+    app.add_option("--shard", fiShard, "Run only this part of the sweep's points, INDEX/COUNT (merge with 'peat merge')")
+        ->capture_default_str();
     app.add_option("--prob", fi.probability, "Substitute each matching call with probability p (seeded)")
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--phase", phase, "forward, backward or both")->capture_default_str()->check(
@@ -321,6 +343,16 @@ int main(int argc, char** argv) {
     }
     if (command == "runtime-fi") {
       fi.op = parseOp(fiOp, true);
+      const std::vector<int64_t> everys = parseCounts("--every", fiEvery);
+      if (everys.size() == 1)
+        fi.every = everys.front();
+      else
+        fi.everySweep = everys;
+      if (!fiSeeds.empty())
+        for (int64_t seed : parseCounts("--seeds", fiSeeds)) fi.seedSweep.push_back(uint64_t(seed));
+      std::tie(fi.shardIndex, fi.shardCount) = parseShardSpec(fiShard);
+      if (fi.seedSweep.empty() && fi.shardCount > 1 && fi.everySweep.empty())
+        throw std::invalid_argument("--shard splits a sweep: give a list to --every or --seeds");
       fi.kernel = kernels::withDevice(fi.kernel, device);
       fi.forward = phase != "backward";
       fi.backward = phase != "forward";
@@ -332,6 +364,7 @@ int main(int argc, char** argv) {
       if (json) {
         JsonWriter j(std::cout);
         j.beginObject().field("session", r.session).field("kernel", fi.kernel).field("iterations", r.iterations);
+        j.field("points", r.points);
         j.field("cancelled", r.cancelled).field("substituted_calls", r.substitutions).field("injections", r.injections);
         j.field("golden_loss", r.goldenLoss).field("fi_loss", r.fiLoss);
         j.field("golden_test_accuracy", r.goldenTestAccuracy).field("fi_test_accuracy", r.fiTestAccuracy);
@@ -345,8 +378,12 @@ int main(int argc, char** argv) {
                   << " substituted calls; worst max abs error " << r.worst.maxAbs << ", max ULP " << r.worst.maxUlp
                   << "\n  final batch loss golden " << r.goldenLoss << " vs FI " << r.fiLoss
                   << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs FI " << 100 * r.fiTestAccuracy
-                  << "%\n  session " << r.session << " (runs golden and runtime-fi-"
-                  << kernels::parseKernelSpec(fi.kernel).name << ")\n";
+                  << "%\n  session " << r.session;
+        if (r.points > 1 || fi.shardCount > 1 || !fi.everySweep.empty() || !fi.seedSweep.empty())
+          std::cout << " (" << r.points << " sweep points, shard " << fi.shardIndex << "/" << fi.shardCount
+                    << "; the last point's losses above)\n";
+        else
+          std::cout << " (runs golden and runtime-fi-" << kernels::parseKernelSpec(fi.kernel).name << ")\n";
       }
       return r.cancelled ? 130 : 0;
     }

@@ -257,8 +257,77 @@ ProfileResult runProfile(const ProfileOptions& o, const Progress& progress) {
   return withSessionCleanup(o.out, [&](bool& created) { return profileInto(o, progress, created); });
 }
 
+std::string runtimeFiCampaign(const RuntimeFiOptions& o) {
+  auto list = [](const auto& values, auto single) {
+    std::string out;
+    if (values.empty()) return std::to_string(single);
+    for (const auto& v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+    return out;
+  };
+  const TrainOptions& t = o.train;
+  char numbers[96];
+  std::snprintf(numbers, sizeof numbers, "prob=%.17g;lr=%.17g", o.probability, t.learningRate);
+  return "kernel=" + o.kernel + ";every=" + list(o.everySweep, o.every) + ";seeds=" + list(o.seedSweep, t.seed) +
+         ";op=" + (o.op ? ops::opName(*o.op) : "all") + ";layer=" + o.layer + ";forward=" + (o.forward ? "1" : "0") +
+         ";backward=" + (o.backward ? "1" : "0") + ";" + numbers + ";model=" + t.model +
+         ";iterations=" + std::to_string(t.iterations) + ";batch=" + std::to_string(t.batch) +
+         ";threads=" + std::to_string(t.threads) + ";eval_every=" + std::to_string(t.evalEvery) +
+         ";eval_batches=" + std::to_string(t.evalBatches) + ";context=" + std::to_string(t.context) + ";init=" + t.init;
+}
+
 RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress) {
-  return withSessionCleanup(o.out, [&](bool& created) { return runtimeFiInto(o, progress, created); });
+  if (o.everySweep.empty() && o.seedSweep.empty() && o.shardCount == 1)
+    return withSessionCleanup(o.out, [&](bool& created) { return runtimeFiInto(o, progress, created); });
+  // A sweep: this shard's (every, seed) points, one after another, into one session.
+  if (o.shardCount < 1 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
+    throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                " does not exist");
+  const std::vector<int64_t> everys = o.everySweep.empty() ? std::vector<int64_t>{o.every} : o.everySweep;
+  const std::vector<uint64_t> seeds = o.seedSweep.empty() ? std::vector<uint64_t>{o.train.seed} : o.seedSweep;
+  if (o.probability > 0 && everys.size() > 1)
+    throw std::invalid_argument("--prob substitutes at random: sweep the seeds, not --every");
+  std::vector<std::pair<int64_t, uint64_t>> points;
+  for (int64_t k : everys)
+    for (uint64_t seed : seeds) points.emplace_back(k, seed);
+  std::vector<std::size_t> mine;
+  for (std::size_t p = std::size_t(o.shardIndex); p < points.size(); p += std::size_t(o.shardCount)) mine.push_back(p);
+  if (mine.empty())
+    throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                " has no point: the sweep has only " + std::to_string(points.size()));
+  const std::string kernelName = kernels::parseKernelSpec(o.kernel).name;
+  const auto start = Clock::now();
+  return withSessionCleanup(o.out, [&](bool& created) {
+    RuntimeFiResult total;
+    total.session = o.out;
+    total.points = 0;
+    for (std::size_t p : mine) {
+      const auto [every, seed] = points[p];
+      RuntimeFiOptions q = o;
+      q.every = every;
+      q.train.seed = seed;
+      q.sweepPoint = int64_t(p);
+      q.goldenRun = "golden-seed-" + std::to_string(seed);
+      q.fiRun = "runtime-fi-" + kernelName + (o.probability > 0 ? "" : "-every-" + std::to_string(every)) + "-seed-" +
+                std::to_string(seed);
+      q.mode = total.points == 0 ? o.mode : store::WriteMode::Append;
+      bool made = false;
+      const RuntimeFiResult r = runtimeFiInto(q, progress, made);
+      if (total.points == 0) created = made;
+      ++total.points;
+      total.iterations += r.iterations;
+      total.substitutions += r.substitutions;
+      total.injections += r.injections;
+      keepWorst(total.worst, r.worst);
+      total.goldenLoss = r.goldenLoss, total.fiLoss = r.fiLoss;
+      total.goldenTestAccuracy = r.goldenTestAccuracy, total.fiTestAccuracy = r.fiTestAccuracy;
+      if (r.cancelled) {
+        total.cancelled = true;
+        break;
+      }
+    }
+    total.seconds = since(start);
+    return total;
+  });
 }
 
 namespace {
@@ -609,9 +678,21 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   Curve goldenCurve, fiCurve;
   Table errors = callErrorTable();
   Table injections = injectionTable();
-  const std::string fiRun = "runtime-fi-" + kernels::parseKernelSpec(o.kernel).name;
-  w.beginRun({"golden", "runtime_fi_golden", "golden", "golden run with the same seed and data order"});
-  setTrainAttributes(w, golden.options(), golden.datasetName(), golden.initDescription());
+  const std::string fiRun = o.fiRun.empty() ? "runtime-fi-" + kernels::parseKernelSpec(o.kernel).name : o.fiRun;
+  const std::string goldenRun = o.goldenRun.empty() ? "golden" : o.goldenRun;
+  // In a sweep, the golden run of a seed is written once (every point of that seed trains it alike).
+  const bool writeGolden = !w.hasRun(goldenRun);
+  auto sweepAttributes = [&] {
+    if (o.sweepPoint < 0) return;
+    w.setRunAttribute("campaign", runtimeFiCampaign(o));
+    w.setRunAttribute("shard", std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount));
+    w.setRunAttribute("sweep_point", std::to_string(o.sweepPoint));
+  };
+  if (writeGolden) {
+    w.beginRun({goldenRun, "runtime_fi_golden", "golden", "golden run with the same seed and data order"});
+    setTrainAttributes(w, golden.options(), golden.datasetName(), golden.initDescription());
+    sweepAttributes();
+  }
 
   // Golden and FI runs step in lockstep so that a stop leaves both curves equally long.
   StepStats g, f;
@@ -644,8 +725,10 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
              "loss " + std::to_string(g.loss).substr(0, 6) + " vs " + std::to_string(f.loss).substr(0, 6));
   }
   const store::RunStatus status = r.cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete;
-  w.writeTable("curve", goldenCurve.table.columns());
-  w.endRun(status);
+  if (writeGolden) {
+    w.writeTable("curve", goldenCurve.table.columns());
+    w.endRun(status);
+  }
   w.beginRun({fiRun, "runtime_fi", o.kernel,
               "runtime FI: " + candidate->name() + " replaces " + (o.op ? ops::opName(*o.op) : "every op") +
                   (o.probability > 0 ? " with probability " + std::to_string(o.probability)
@@ -655,6 +738,8 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   w.setRunAttribute("probability", std::to_string(o.probability));
   w.setRunAttribute("target_op", o.op ? ops::opName(*o.op) : "");
   w.setRunAttribute("target_layer", o.layer);
+  w.setRunAttribute("golden_run", goldenRun);
+  sweepAttributes();
   w.writeTable("curve", fiCurve.table.columns());
   w.writeTable("call_errors", errors.columns());
   if (injections.rows() > 0) w.writeTable("injections", injections.columns());

@@ -112,6 +112,15 @@ struct RuntimeFiOptions {
   std::string out;
   store::WriteMode mode = store::WriteMode::Create;
   std::string commandLine;
+  // A sweep: one runtime-FI run per (every, seed) point, every-major, into `out`; the golden run
+  // of each seed once ("golden-seed-S"), each FI run as "runtime-fi-KERNEL-every-K-seed-S". Empty
+  // lists: the single point (every, train.seed) with runs "golden" and "runtime-fi-KERNEL".
+  std::vector<int64_t> everySweep;
+  std::vector<uint64_t> seedSweep;
+  // This process's points of the sweep: those at positions p with p mod shardCount == shardIndex.
+  int shardIndex = 0, shardCount = 1;
+  std::string goldenRun, fiRun;  // set by the sweep
+  int64_t sweepPoint = -1;       // set by the sweep: this run's position in it
 };
 
 struct RuntimeFiResult {
@@ -122,9 +131,12 @@ struct RuntimeFiResult {
   analyzer::ErrorSummary worst;
   double goldenLoss = 0, fiLoss = 0, goldenTestAccuracy = 0, fiTestAccuracy = 0;
   double seconds = 0;
+  int64_t points = 1;  // sweep points run (the last one's losses and accuracies above)
 };
 
 RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& options, const Progress& progress);
+// The sweep's canonical settings (the runs' "campaign" attribute), shared by its shards.
+std::string runtimeFiCampaign(const RuntimeFiOptions& o);
 
 // Shared with tests: the provenance of a session written by these commands.
 store::Provenance makeProvenance(const TrainOptions& train, const std::string& dataset, const std::string& commandLine);
