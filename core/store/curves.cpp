@@ -40,8 +40,11 @@ TrainingCurve loadTrainingCurve(const SessionReader& reader, const std::string& 
       its.erase(std::unique(its.begin(), its.end()), its.end());
       c.substituted = its;
     }
-    for (const RunInfo& r : summary.runs)  // the golden twin (one per runtime-FI session)
-      if (r.spec.kind == "runtime_fi_golden") c.goldenRun = r.name;
+    // The golden twin: the one the run names (a sweep has one per seed), else the session's only one.
+    const auto named = info->attributes.find("golden_run");
+    for (const RunInfo& r : summary.runs)
+      if (r.spec.kind == "runtime_fi_golden" && (named == info->attributes.end() || named->second == r.name))
+        c.goldenRun = r.name;
   }
   return c;
 }

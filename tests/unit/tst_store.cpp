@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/fp/format.h"
+#include "core/store/curves.h"
 #include "core/store/h5.h"
 #include "core/store/journal.h"
 #include "core/store/session.h"
@@ -40,6 +41,7 @@ class TestStore : public QObject {
   void unreadableIterationInFlight();
   void sessionOpenForWritingIsReported();
   void journalsAreReplayedOrDropped();
+  void sweepRunFindsItsGoldenTwin();
   void provenanceIsFilledIn();
 
  private:
@@ -474,6 +476,34 @@ void TestStore::journalsAreReplayedOrDropped() {
   }
   SessionReader(garbage).verify();
   QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(garbage))));
+}
+
+// A runtime-FI sweep holds a golden run per seed: each FI run's curve is paired with the golden
+// run it names ("golden_run"), not with whichever golden run comes last.
+void TestStore::sweepRunFindsItsGoldenTwin() {
+  const std::string p = path("sweep.h5").toStdString();
+  {
+    SessionWriter w(p, {});
+    auto curve = [&](double loss) {
+      std::vector<h5::Column> c(2);
+      c[0].name = "iteration", c[0].numbers = {0, 1};
+      c[1].name = "loss", c[1].numbers = {loss, loss / 2};
+      w.writeTable("curve", c);
+    };
+    for (const char* seed : {"1", "2"}) {
+      w.beginRun({std::string("golden-seed-") + seed, "runtime_fi_golden", "golden", ""});
+      curve(seed[0] == '1' ? 1.0 : 2.0);
+      w.endRun(RunStatus::Complete);
+    }
+    w.beginRun({"runtime-fi-bitflip-every-10-seed-1", "runtime_fi", "bitflip", ""});
+    w.setRunAttribute("golden_run", "golden-seed-1");
+    curve(1.5);
+    w.endRun(RunStatus::Complete);
+  }
+  const SessionReader r(p);
+  const TrainingCurve c = loadTrainingCurve(r, "runtime-fi-bitflip-every-10-seed-1");
+  QCOMPARE(c.goldenRun, std::string("golden-seed-1"));
+  QCOMPARE(loadTrainingCurve(r, c.goldenRun).loss.front(), 1.0);
 }
 
 void TestStore::provenanceIsFilledIn() {
