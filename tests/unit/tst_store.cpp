@@ -450,8 +450,25 @@ void TestStore::journalsAreReplayedOrDropped() {
   QVERIFY(QFile::exists(journal));
   QVERIFY(QFile::copy(journal, QString::fromStdString(h5::journalPath(fresh))));
 
+  // Without write access the journal is held in memory over the file: the session reads as
+  // committed, and neither the file nor the journal changes.
+  auto bytes = [](const std::string& file) {
+    QFile f(QString::fromStdString(file));
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+  };
+  const QByteArray before = bytes(killed);
+  setenv("PEAT_TEST_JOURNAL_NO_WRITE", "1", 1);
+  const SessionSummary held = SessionReader(killed).summary();
+  SessionReader(killed).verify();
+  unsetenv("PEAT_TEST_JOURNAL_NO_WRITE");
+  QVERIFY(QFile::exists(journal));
+  QVERIFY(bytes(killed) == before);
+
   const SessionSummary s = SessionReader(killed).summary();  // replays the journal
   QVERIFY(!QFile::exists(journal));
+  QVERIFY(bytes(killed) != before);
+  QCOMPARE(held.runs.size(), std::size_t(1));
+  QCOMPARE(held.runs[0].completeIterations(), s.runs[0].completeIterations());
   QCOMPARE(s.runs.size(), std::size_t(1));
   QVERIFY2(s.runs[0].completeIterations() >= 1, qPrintable(QString::number(s.runs[0].completeIterations())));
   SessionReader(killed).verify();
