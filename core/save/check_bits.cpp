@@ -413,23 +413,44 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   }
 
   // The flips: every parameter bit of linear and conv layers (or a sample), and sampled activation bits.
-  std::vector<WeightFlip> weights;
+  // Every weight bit, in order: flip k of segment (node, weight or bias) starting at flip s is bit
+  // (k - s) mod 32 of parameter (k - s) / 32. An exhaustive run computes its flips from k, so its
+  // memory does not grow with the model (ResNet-18 has 374 M); a sample lists and shuffles them.
+  struct Segment {
+    uint64_t start;
+    int node;
+    bool bias;
+  };
+  std::vector<Segment> segments;
   std::vector<int> affineNodes;
+  uint64_t weightBits = 0;
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     if (n.op != Op::Linear && n.op != Op::Conv2d) continue;
     affineNodes.push_back(int(v));
     for (int isBias = 0; isBias < 2; ++isBias) {
-      const std::size_t count = isBias ? n.bias.size() : n.weight.size();
-      for (std::size_t i = 0; i < count; ++i)
-        for (int b = 0; b < 32; ++b) weights.push_back({int(v), isBias == 1, uint32_t(i), uint8_t(b)});
+      const uint64_t count = isBias ? n.bias.size() : n.weight.size();
+      if (count == 0) continue;
+      segments.push_back({weightBits, int(v), isBias == 1});
+      weightBits += 32 * count;
     }
   }
+  auto weightBit = [&](uint64_t k) {
+    const auto seg = std::prev(std::upper_bound(segments.begin(), segments.end(), k,
+                                                [](uint64_t x, const Segment& s) { return x < s.start; }));
+    const uint64_t local = k - seg->start;
+    return WeightFlip{seg->node, seg->bias, uint32_t(local / 32), uint8_t(local % 32)};
+  };
   std::mt19937_64 rng(o.seed);
-  if (o.weightFlips > 0 && uint64_t(o.weightFlips) < weights.size()) {
-    std::shuffle(weights.begin(), weights.end(), rng);
-    weights.resize(std::size_t(o.weightFlips));
+  std::vector<WeightFlip> sampled;
+  const bool sampling = o.weightFlips > 0 && uint64_t(o.weightFlips) < weightBits;
+  if (sampling) {
+    sampled.reserve(std::size_t(weightBits));
+    for (uint64_t k = 0; k < weightBits; ++k) sampled.push_back(weightBit(k));
+    std::shuffle(sampled.begin(), sampled.end(), rng);
+    sampled.resize(std::size_t(o.weightFlips));
   }
+  const uint64_t weightCount = sampling ? sampled.size() : weightBits;
   std::vector<ActivationFlip> activations;
   for (int64_t k = 0; k < o.activationFlips; ++k) {
     const int node = 1 + int(rng() % (g.nodes.size() - 1));
@@ -439,11 +460,10 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
 
   if (o.shardCount <= 0 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
     throw SaveError("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) + " does not exist");
-  // This shard's flips, by their position k in the whole campaign.
-  std::vector<uint64_t> mine;
-  const uint64_t campaignFlips = weights.size() + activations.size();
-  for (uint64_t k = uint64_t(o.shardIndex); k < campaignFlips; k += uint64_t(o.shardCount)) mine.push_back(k);
-  const uint64_t total = mine.size();
+  // This shard's flips: the m-th is flip k = shardIndex + m * shardCount of the whole campaign.
+  const uint64_t campaignFlips = weightCount + activations.size();
+  const uint64_t shardIndex = uint64_t(o.shardIndex), shardCount = uint64_t(o.shardCount);
+  const uint64_t total = shardIndex < campaignFlips ? (campaignFlips - shardIndex + shardCount - 1) / shardCount : 0;
   result.flips = total;
   std::atomic<uint64_t> next{0}, done{0};
   std::mutex merge;
@@ -457,9 +477,9 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
       const uint64_t first = next.fetch_add(kGrain);
       if (first >= total) break;
       for (uint64_t m = first; m < std::min(total, first + kGrain); ++m) {
-        const uint64_t k = mine[std::size_t(m)];
-        if (k < weights.size()) {
-          const WeightFlip& f = weights[std::size_t(k)];
+        const uint64_t k = shardIndex + m * shardCount;
+        if (k < weightCount) {
+          const WeightFlip f = sampling ? sampled[std::size_t(k)] : weightBit(k);
           const Node& n = g.nodes[std::size_t(f.node)];
           const float clean = f.bias ? n.bias[f.index] : n.weight[f.index];
           const bool vulnerable = oracle.weightFlip(f.node, f.bias, f.index, f.bit);
@@ -472,7 +492,7 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
             part.falseRobust.emplace_back(k, n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) +
                                                  "] bit " + std::to_string(f.bit));
         } else {
-          const ActivationFlip& f = activations[std::size_t(k - weights.size())];
+          const ActivationFlip& f = activations[std::size_t(k - weightCount)];
           const bool vulnerable = oracle.activationFlip(f.sample, f.node, f.element, f.bit);
           const LayerSelection& l = sel.layers[std::size_t(f.node - 1)];
           const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
