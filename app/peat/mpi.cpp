@@ -105,7 +105,12 @@ int runSharded(const ShardedJob& job) {
     const std::string file = shardFile(dir, i, count);
     try {
       if (std::ifstream(file).good()) {
-        if (job.isDone(file, i, count)) {
+        bool done = false;
+        try {
+          done = job.isDone(file, i, count);
+        } catch (const std::exception&) {  // damaged or no session: computed again
+        }
+        if (done) {
           ++counts[1];
           continue;
         }

@@ -5,7 +5,8 @@
 # 2. a rank killed (SIGKILL) as it starts its second shard: the job fails, the shard that rank had
 #    finished stays on disk and verifies; the same command run again keeps the finished shards,
 #    computes only the rest, and the merged result is again exactly the one-process one;
-# 3. a SAVE campaign over 2 ranks: its points equal the one-process campaign's (but the timings).
+# 3. a SAVE campaign over 2 ranks: its points equal the one-process campaign's (but the timings);
+# 4. a shard file that is no session is computed again.
 #                                                    usage: mpi.sh PEAT WEIGHTS PYTHON WORKDIR
 set -u
 peat=$1 weights=$2 python=$3 dir=$4/mpi
@@ -26,6 +27,13 @@ assert a == b, {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}' "$1" "$2"
 grep -q "2 shards over 2 ranks: 2 computed, 0 kept" two.err || { echo "unexpected summary: $(cat two.err)"; exit 1; }
 same one.json two.json || { echo "2 ranks differ from one process"; exit 1; }
 [[ -e two.h5.shards/0-of-2.h5 && -e two.h5.shards/1-of-2.h5 ]] || { echo "no shard files: $(ls two.h5.shards)"; exit 1; }
+
+# A shard file that is no session (damaged, or something else) is computed again, the rest kept.
+echo "not a session" >two.h5.shards/1-of-2.h5
+rm -f two.h5
+"${mpi[@]}" "$peat" "${args[@]}" --mpi -s two.h5 --json >redo.json 2>redo.err || { echo "the redo failed: $(tail -3 redo.err)"; exit 1; }
+grep -q "2 shards over 2 ranks: 1 computed, 1 kept" redo.err || { echo "the damaged shard was not redone: $(cat redo.err)"; exit 1; }
+same one.json redo.json || { echo "the redone job differs from one process"; exit 1; }
 
 PEAT_TEST_RANK_DIES=1:3 "${mpi[@]}" "$peat" "${args[@]}" --mpi --shards 4 -s dead.h5 --json >dead.json 2>dead.err &&
   { echo "the job whose rank died succeeded"; exit 1; }
