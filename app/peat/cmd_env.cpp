@@ -65,7 +65,10 @@ int runEnv(const EnvOptions& o) {
     std::cout << "LibTorch  " << torch.version << ", " << torch.intraOpThreads << " threads, CUDA "
               << (torch.cudaAvailable ? std::to_string(torch.cudaDevices) + " devices" : std::string("not available"))
               << " (loaded in " << int(torch.loadSeconds * 1000) << " ms)\n";
-  std::cout << "mpi: " << (builtWithMpi() ? "yes (--mpi for check-bits, SAVE campaigns and playback)" : "no") << '\n';
+  std::cout << "MPI       "
+            << (builtWithMpi() ? "yes (--mpi for check-bits, SAVE campaigns, playback and runtime-FI sweeps)"
+                               : "no (built without libopenmpi-dev)")
+            << '\n';
   std::cout << "modules   " << sys::moduleDirectory() << '\n';
   std::cout << "backends\n";
   for (const gpu::BackendProbe& b : backends) {

@@ -183,8 +183,7 @@ int main(int argc, char** argv) {
   verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");
   SaveMergeOptions merge;
   CLI::App* mergeCmd = app.add_subcommand(
-      "merge", "Merge the shard files of one campaign (check-bits or a SAVE campaign run with --shard i/N), checking "
-               "that they belong together and that none is missing or duplicated");
+      "merge", "Merge the shards (--shard i/N) of a check-bits, SAVE campaign, playback or runtime-FI sweep");
   CLI::App* saveMergeCmd = saveCmd->add_subcommand("merge", "The same as 'peat merge'");
   for (CLI::App* cmd : {mergeCmd, saveMergeCmd}) {
     cmd->add_option("shards", merge.shards, "The shards' session files, one per shard")->required();

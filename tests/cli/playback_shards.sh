@@ -51,7 +51,7 @@ expect_error "give --out" "${replay[@]}" -s rec.h5 --shard 0/2
 expect_error "drop --shard" "${replay[@]}" -s rec.h5 --shard 0/2 --out x.h5 --store-outputs
 expect_error "is not INDEX/COUNT" "${replay[@]}" -s rec.h5 --shard 3/3 --out x.h5
 expect_error "has no call to replay" "${replay[@]}" -s rec.h5 --shard 40/50 --out x.h5
-if command -v mpirun >/dev/null && "$peat" env 2>/dev/null | grep -q "mpi: yes"; then
+if command -v mpirun >/dev/null && "$peat" env 2>/dev/null | grep -q '^MPI  *yes'; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   cp rec.h5 mpi.h5
   mpirun -n 2 --bind-to none "$peat" "${replay[@]}" -s mpi.h5 --mpi --shards 3 >mpi.out 2>&1 || { echo "mpirun failed: $(tail -3 mpi.out)"; exit 1; }

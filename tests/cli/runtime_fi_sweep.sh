@@ -50,7 +50,7 @@ expect_error "already has a run" merge s0.h5 s1.h5 s2.h5 -s merged.h5
 expect_error "splits a sweep" runtime-fi --model mlp --iterations 5 -k bitflip --shard 0/2 -o out.h5
 expect_error "has no point" "${sweep[@]}" --shard 7/8 -o out.h5
 expect_error "sweep the seeds, not --every" runtime-fi --model mlp --iterations 5 -k bitflip --prob 0.1 --every 2,3 -o out.h5
-if command -v mpirun >/dev/null && "$peat" env 2>/dev/null | grep -q "mpi: yes"; then
+if command -v mpirun >/dev/null && "$peat" env 2>/dev/null | grep -q '^MPI  *yes'; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   mpirun -n 2 --bind-to none "$peat" "${sweep[@]}" -o mpi.h5 --mpi --shards 4 >mpi.out 2>&1 ||
     { echo "mpirun failed: $(tail -3 mpi.out)"; exit 1; }
