@@ -26,6 +26,7 @@ constexpr uint64_t kPage = 4096;
 constexpr char kHeadMagic[8] = {'P', 'E', 'A', 'T', 'J', 'N', 'L', '1'};
 constexpr char kCommitMagic[8] = {'C', 'O', 'M', 'M', 'I', 'T', 'E', 'D'};
 constexpr uint64_t kNoSize = ~uint64_t(0);
+constexpr uint64_t kJournalSlack = uint64_t(1) << 30;  // how far past the file's end a replay may write
 constexpr std::size_t kHeadBytes = 8 + 3 * 8;  // magic, page size, page count, file size after commit
 constexpr std::size_t kTailBytes = 4 + 8;      // CRC-32 of everything before it, commit mark
 
@@ -183,7 +184,17 @@ bool recover(JournalFile& f, unsigned flags) {
   if (::flock(f.fd, LOCK_EX | LOCK_NB) != 0) return true;  // a live writer's; HDF5's own lock says so
   Journal j;
   bool ok = true;
-  if (parseJournal(f.journal, j)) {
+  // A journal may come with a file from someone else: pages far past the file's end (or a size
+  // far beyond it) are no commit of ours, and would only grow a huge sparse file.
+  struct stat file {};
+  const uint64_t limit = ::fstat(f.fd, &file) == 0 ? uint64_t(file.st_size) + kJournalSlack : 0;
+  auto plausible = [&] {
+    if (j.fileSize != kNoSize && j.fileSize > limit) return false;
+    for (const auto& page : j.pages)
+      if (page.first >= limit / kPage) return false;
+    return true;
+  };
+  if (parseJournal(f.journal, j) && plausible()) {
     // PEAT_TEST_JOURNAL_NO_WRITE stands for a file this user cannot write (tests run as root).
     const bool mayWrite = !std::getenv("PEAT_TEST_JOURNAL_NO_WRITE");
     const int out = f.writable ? f.fd : mayWrite ? ::open(f.path.c_str(), O_RDWR | O_CLOEXEC) : -1;

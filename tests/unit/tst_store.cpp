@@ -11,6 +11,8 @@
 
 #include <cstring>
 
+#include <zlib.h>
+
 #include "core/fp/format.h"
 #include "core/store/curves.h"
 #include "core/store/h5.h"
@@ -493,6 +495,27 @@ void TestStore::journalsAreReplayedOrDropped() {
   }
   SessionReader(garbage).verify();
   QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(garbage))));
+
+  // A well-formed journal (right CRC) that writes a page 2^52 bytes in, as a crafted one could:
+  // dropped, and the file neither grows nor changes.
+  const QByteArray clean = bytes(garbage);
+  {
+    QByteArray j("PEATJNL1");
+    auto u64 = [&j](uint64_t v) {
+      for (int i = 0; i < 8; ++i) j.append(char(v >> (8 * i)));
+    };
+    u64(4096), u64(1), u64(~uint64_t(0)), u64(uint64_t(1) << 40);
+    j.append(QByteArray(4096, '\x5a'));
+    const uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(j.constData()), uInt(j.size())));
+    for (int i = 0; i < 4; ++i) j.append(char(crc >> (8 * i)));
+    j.append("COMMITED");
+    QFile out(QString::fromStdString(h5::journalPath(garbage)));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(j);
+  }
+  SessionReader(garbage).verify();
+  QVERIFY(!QFile::exists(QString::fromStdString(h5::journalPath(garbage))));
+  QVERIFY(bytes(garbage) == clean);
 }
 
 // A runtime-FI sweep holds a golden run per seed: each FI run's curve is paired with the golden
