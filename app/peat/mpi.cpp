@@ -152,14 +152,29 @@ int runSharded(const ShardedJob&) {
 
 #endif
 
+// A SAVE job (check-bits, campaign): shard files under SESSION.shards/, merged into SESSION by the
+// same code as `peat merge`.
+ShardedJob saveJob(const SaveAnalyzeOptions& a, const MpiOptions& mpi) {
+  ShardedJob job;
+  job.session = a.session;
+  job.dir = a.session + ".shards";
+  job.shards = mpi.shards;
+  job.merge = [session = a.session, commandLine = a.commandLine, json = a.json](const std::vector<std::string>& files) {
+    SaveMergeOptions m;
+    m.shards = files;
+    m.session = session;
+    m.commandLine = commandLine;
+    m.json = json;
+    return runSaveMerge(m);
+  };
+  return job;
+}
+
 }  // namespace
 
 int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
-  ShardedJob job;
-  job.session = o.analysis.session;
-  job.dir = o.analysis.session + ".shards";
-  job.shards = o.mpi.shards;
+  ShardedJob job = saveJob(o.analysis, o.mpi);
   job.isDone = [&](const std::string& file, int index, int count) {
     const auto shards = save::checkBitsShardsIn(file);
     return shards.size() == 1 && shards[0].second.campaign.id() == campaign.id() &&
@@ -175,23 +190,12 @@ int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
     if (!shard.threads) shard.threads = threads;
     runSaveCheckBits(shard);
   };
-  job.merge = [&](const std::vector<std::string>& files) {
-    SaveMergeOptions m;
-    m.shards = files;
-    m.session = o.analysis.session;
-    m.commandLine = o.analysis.commandLine;
-    m.json = o.analysis.json;
-    return runSaveMerge(m);
-  };
   return runSharded(job);
 }
 
 int runSaveCampaignMpi(const SaveCampaignOptions& o) {
   const std::string settings = campaignSettings(o);
-  ShardedJob job;
-  job.session = o.analysis.session;
-  job.dir = o.analysis.session + ".shards";
-  job.shards = o.mpi.shards;
+  ShardedJob job = saveJob(o.analysis, o.mpi);
   job.isDone = [&](const std::string& file, int index, int count) {
     const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
     for (const store::RunInfo& r : s.runs) {
@@ -211,13 +215,6 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
     shard.analysis.json = false;
     shard.quiet = true;
     runSaveCampaign(shard);
-  };
-  job.merge = [&](const std::vector<std::string>& files) {
-    SaveMergeOptions m;
-    m.shards = files;
-    m.session = o.analysis.session;
-    m.commandLine = o.analysis.commandLine;
-    return runSaveMerge(m);
   };
   return runSharded(job);
 }

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/save/graph.h"
+#include "core/store/run_shards.h"
 #include "core/util/text.h"
 
 namespace peat::save {
@@ -172,31 +173,14 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
       throw SaveError(f + ": holds " + std::to_string(in.size()) + " check-bits shards; give each shard its own session");
     shards.emplace_back(f, std::move(in.front().second));
   }
+  // One campaign (model, weights and settings), one count, each index once: the merges' common check.
+  std::vector<store::ShardTag> tags;
+  for (const auto& [file, s] : shards)
+    tags.push_back({file, s.campaign.shardIndex, s.campaign.shardCount,
+                    "model=" + s.campaign.model + ";weights=" + s.campaign.weights + ";" + s.campaign.settings});
+  store::checkShardSet(tags, "belongs to");
   const auto& [firstFile, first] = shards.front();
-  std::map<int, const std::string*> byIndex;
-  for (const auto& [file, s] : shards) {
-    const CheckBitsCampaign &a = first.campaign, &b = s.campaign;
-    if (a.model != b.model || a.weights != b.weights || a.settings != b.settings) {
-      std::string what;
-      if (a.model != b.model) what = "model " + b.model + " vs " + a.model;
-      else if (a.weights != b.weights) what = "weights '" + b.weights + "' vs '" + a.weights + "'";
-      else
-        what = util::settingsDiff(a.settings, b.settings);
-      throw SaveError(file + ": belongs to another campaign (" + b.id() + ") than " + firstFile + " (" + a.id() + "): " + what);
-    }
-    if (b.shardCount != a.shardCount)
-      throw SaveError(file + ": is a shard of " + std::to_string(b.shardCount) + ", " + firstFile + " one of " +
-                      std::to_string(a.shardCount));
-    auto [it, fresh] = byIndex.emplace(b.shardIndex, &file);
-    if (!fresh)
-      throw SaveError("shard " + std::to_string(b.shardIndex) + "/" + std::to_string(b.shardCount) + " appears twice: " +
-                      *it->second + " and " + file);
-  }
   const int count = first.campaign.shardCount;
-  for (int i = 0; i < count; ++i)
-    if (!byIndex.count(i))
-      throw SaveError("shard " + std::to_string(i) + "/" + std::to_string(count) + " is missing (run it with --shard " +
-                      std::to_string(i) + "/" + std::to_string(count) + ")");
 
   StoredCheckBits merged;
   merged.campaign = first.campaign;

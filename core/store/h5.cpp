@@ -21,10 +21,6 @@ uint32_t bytesChecksum(const void* data, uint64_t size) {
   if (size) crc = crc32_z(crc, static_cast<const Bytef*>(data), z_size_t(size));
   return uint32_t(crc);
 }
-}  // namespace
-
-
-namespace {
 
 // The innermost message of HDF5's error stack, which names the actual cause ("truncated file: ...").
 std::string innermostMessage() {

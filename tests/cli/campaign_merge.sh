@@ -4,6 +4,7 @@
 # the timings); a missing, duplicated, unfinished or foreign shard is refused with one error line and nothing
 # is written.   usage: campaign_merge.sh PEAT WEIGHTS PYTHON WORKDIR
 set -u
+source "$(dirname "$0")/expect_error.sh"
 peat=$1 weights=$2 python=$3 dir=$4/merge
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 base=(save campaign -m lenet -w "$weights" --mode interval --schemes none,save,ecc)
@@ -24,15 +25,7 @@ for name in a.dtype.names:
 run = h5py.File("merged.h5", "r")["runs/save-campaign"]
 assert run.attrs["status"] in (b"complete", "complete"), run.attrs["status"]
 PY
-expect_error() {  # expect_error PATTERN ARGS...: one 'peat: error:' line matching PATTERN, exit 1, no output file
-  local pattern=$1; shift
-  rm -f out.h5
-  local err
-  err=$("$peat" "$@" 2>&1 >/dev/null); local rc=$?
-  [[ $rc -eq 1 ]] || { echo "exit $rc for: $*"; exit 1; }
-  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "peat: error: "*$pattern* ]] || { echo "bad error for $*: $err"; exit 1; }
-  [[ ! -e out.h5 ]] || { echo "an output was written for: $*"; exit 1; }
-}
+absent=out.h5
 expect_error "shard 1/2 is missing" save merge s0.h5 -s out.h5
 expect_error "appears twice" save merge s0.h5 s0.h5 s1.h5 -s out.h5
 expect_error "another campaign than s0.h5 (seed 5 vs 1)" save merge s0.h5 foreign.h5 -s out.h5

@@ -6,6 +6,7 @@
 # a missing, duplicated or foreign shard is refused with one error line and nothing is written.
 #                                                 usage: check_bits_shards.sh PEAT WEIGHTS PYTHON WORKDIR
 set -u
+source "$(dirname "$0")/expect_error.sh"
 peat=$1 weights=$2 python=$3 dir=$4/check-bits-shards
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 args=(save check-bits -m lenet -w "$weights" --batch 16 --weight-flips 6000 --activation-flips 600 --threads 1)
@@ -31,15 +32,7 @@ layers = g["layer_confusions"][()]
 assert layers.sum() == 6000, layers.sum()
 assert sum(l["confusion"]["predicted_robust_actually_robust"] for l in whole["weight_layers"]) == layers[:, 0].sum()
 PY
-expect_error() {  # expect_error PATTERN ARGS...: one 'peat: error:' line matching PATTERN, exit 1, no output file
-  local pattern=$1; shift
-  rm -f out.h5
-  local err
-  err=$("$peat" "$@" 2>&1 >/dev/null); local rc=$?
-  [[ $rc -eq 1 ]] || { echo "exit $rc for: $*"; exit 1; }
-  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "peat: error: "*$pattern* ]] || { echo "bad error for $*: $err"; exit 1; }
-  [[ ! -e out.h5 ]] || { echo "an output was written for: $*"; exit 1; }
-}
+absent=out.h5
 expect_error "shard 1/3 is missing" merge s0.h5 s2.h5 -s out.h5
 expect_error "appears twice" merge s0.h5 s1.h5 s1.h5 s2.h5 -s out.h5
 expect_error "belongs to another campaign" merge s0.h5 s1.h5 foreign.h5 -s out.h5

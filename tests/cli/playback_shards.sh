@@ -6,6 +6,7 @@
 # mpirun is there) too. Bad shards and bad combinations are refused with one error line.
 #                                                          usage: playback_shards.sh PEAT PYTHON WORKDIR
 set -u
+source "$(dirname "$0")/expect_error.sh"
 peat=$1 python=$2 dir=$3/playback-shards
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 "$peat" profile --model mlp --iterations 20 --record-every 5 --out rec.h5 >/dev/null 2>&1 || { echo "profile failed"; exit 1; }
@@ -34,13 +35,6 @@ for t in ("call_errors", "injections"):
         assert same.all(), (t, n)
 print("same")'
 "$python" -c "$compare" one.h5 merged.h5 | grep -q same || { echo "the merged replay differs from one process"; exit 1; }
-expect_error() {  # expect_error PATTERN ARGS...: one 'peat: error:' line matching PATTERN, exit 1
-  local pattern=$1; shift
-  local err
-  err=$("$peat" "$@" 2>&1 >/dev/null); local rc=$?
-  [[ $rc -ne 0 ]] || { echo "exit 0 for: $*"; exit 1; }
-  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "peat: error: "*$pattern* ]] || { echo "bad error for $*: $err"; exit 1; }
-}
 cp rec.h5 out.h5
 expect_error "shard 2/3 is missing" merge s0.h5 s1.h5 -s out.h5
 expect_error "appears twice" merge s0.h5 s1.h5 s2.h5 s2.h5 -s out.h5

@@ -5,6 +5,7 @@
 # run per seed), and so does `mpirun -n 2 ... --mpi` when MPI is there. Bad shards are refused with
 # one error line, and nothing is written.              usage: runtime_fi_sweep.sh PEAT PYTHON WORKDIR
 set -u
+source "$(dirname "$0")/expect_error.sh"
 peat=$1 python=$2 dir=$3/runtime-fi-sweep
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 sweep=(runtime-fi --model mlp --iterations 30 -k bitflip --every 20,50 --seeds 1,2)
@@ -34,15 +35,7 @@ for r in names:
             assert same.all(), (r, t, n)
 print("same")'
 "$python" -c "$compare" one.h5 merged.h5 | grep -q same || { echo "the merged sweep differs from one process"; exit 1; }
-expect_error() {  # expect_error PATTERN ARGS...: one 'peat: error:' line matching PATTERN, exit 1, no out.h5
-  local pattern=$1; shift
-  rm -f out.h5
-  local err
-  err=$("$peat" "$@" 2>&1 >/dev/null); local rc=$?
-  [[ $rc -ne 0 ]] || { echo "exit 0 for: $*"; exit 1; }
-  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "peat: error: "*$pattern* ]] || { echo "bad error for $*: $err"; exit 1; }
-  [[ ! -e out.h5 ]] || { echo "an output was written for: $*"; exit 1; }
-}
+absent=out.h5
 expect_error "shard 1/3 is missing" merge s0.h5 s2.h5 -s out.h5
 expect_error "appears twice" merge s0.h5 s1.h5 s1.h5 s2.h5 -s out.h5
 expect_error "belongs to another campaign than s0.h5 (every=20,60 vs every=20,50)" merge s0.h5 foreign.h5 s2.h5 -s out.h5

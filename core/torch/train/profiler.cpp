@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <map>
 #include <memory>
 
 #include "core/store/async_writer.h"
@@ -297,6 +298,7 @@ RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress
   const std::string kernelName = kernels::parseKernelSpec(o.kernel).name;
   const auto start = Clock::now();
   return withSessionCleanup(o.out, [&](bool& created) {
+    std::map<uint64_t, RuntimeFiOptions::KnownGolden> trained;  // per seed
     RuntimeFiResult total;
     total.session = o.out;
     total.points = 0;
@@ -310,8 +312,11 @@ RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress
       q.fiRun = "runtime-fi-" + kernelName + (o.probability > 0 ? "" : "-every-" + std::to_string(every)) + "-seed-" +
                 std::to_string(seed);
       q.mode = total.points == 0 ? o.mode : store::WriteMode::Append;
+      const auto known = trained.find(seed);
+      q.knownGolden = known == trained.end() ? nullptr : &known->second;
       bool made = false;
       const RuntimeFiResult r = runtimeFiInto(q, progress, made);
+      if (!q.knownGolden && !r.cancelled) trained[seed] = r.golden;
       if (total.points == 0) created = made;
       ++total.points;
       total.iterations += r.iterations;
@@ -680,8 +685,8 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   Table injections = injectionTable();
   const std::string fiRun = o.fiRun.empty() ? "runtime-fi-" + kernels::parseKernelSpec(o.kernel).name : o.fiRun;
   const std::string goldenRun = o.goldenRun.empty() ? "golden" : o.goldenRun;
-  // In a sweep, the golden run of a seed is written once (every point of that seed trains it alike).
-  const bool writeGolden = !w.hasRun(goldenRun);
+  // In a sweep, the golden run of a seed is trained and written once.
+  const bool writeGolden = o.knownGolden == nullptr;
   auto sweepAttributes = [&] {
     if (o.sweepPoint < 0) return;
     w.setRunAttribute("campaign", runtimeFiCampaign(o));
@@ -701,16 +706,24 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
       r.cancelled = true;
       break;
     }
-    g = golden.step(it);
+    if (writeGolden)
+      g = golden.step(it);
+    else
+      g.loss = o.knownGolden->loss.at(std::size_t(it));
     f = fi.step(it);
     std::optional<EvalStats> ge, fe;
     if (evaluateNow(o.train, it)) {
-      ge = golden.evaluate();
+      if (writeGolden) {
+        ge = golden.evaluate();
+        r.goldenTestAccuracy = ge->accuracy;
+      }
       fe = fi.evaluate();
-      r.goldenTestAccuracy = ge->accuracy;
       r.fiTestAccuracy = fe->accuracy;
     }
-    goldenCurve.add(it, g, ge ? &*ge : nullptr);
+    if (writeGolden) {
+      goldenCurve.add(it, g, ge ? &*ge : nullptr);
+      r.golden.loss.push_back(g.loss);
+    }
     fiCurve.add(it, f, fe ? &*fe : nullptr);
     for (const ops::Substitution& s : fiOps.takeSubstitutions()) {
       addCallError(errors, s.id, s.variant, s.error);
@@ -744,6 +757,8 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   w.writeTable("call_errors", errors.columns());
   if (injections.rows() > 0) w.writeTable("injections", injections.columns());
   w.endRun(status);
+  if (!writeGolden) r.goldenTestAccuracy = o.knownGolden->testAccuracy;
+  r.golden.testAccuracy = r.goldenTestAccuracy;
   r.goldenLoss = g.loss;
   r.fiLoss = f.loss;
   r.seconds = since(start);

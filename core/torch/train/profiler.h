@@ -121,6 +121,13 @@ struct RuntimeFiOptions {
   int shardIndex = 0, shardCount = 1;
   std::string goldenRun, fiRun;  // set by the sweep
   int64_t sweepPoint = -1;       // set by the sweep: this run's position in it
+  // Set by the sweep once a seed's golden run is trained and stored: the FI run does not train it
+  // again (the FI training does not depend on it) and takes its numbers from here.
+  struct KnownGolden {
+    std::vector<double> loss;  // per iteration
+    double testAccuracy = 0;
+  };
+  const KnownGolden* knownGolden = nullptr;
 };
 
 struct RuntimeFiResult {
@@ -132,6 +139,7 @@ struct RuntimeFiResult {
   double goldenLoss = 0, fiLoss = 0, goldenTestAccuracy = 0, fiTestAccuracy = 0;
   double seconds = 0;
   int64_t points = 1;  // sweep points run (the last one's losses and accuracies above)
+  RuntimeFiOptions::KnownGolden golden;  // the golden run's numbers, when this run trained it
 };
 
 RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& options, const Progress& progress);
