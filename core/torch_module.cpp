@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "core/torch/torch_entry.h"
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 namespace peat {
 

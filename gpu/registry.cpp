@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "gpu/backend.h"
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 namespace peat::gpu {
 namespace {

@@ -14,7 +14,6 @@
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QMimeData>
-#include <QRegularExpression>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -29,10 +28,12 @@
 #include <QTableWidget>
 #include <QTreeView>
 
+#include <optional>
+
 #include "core/analyzer/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/io/tensor_source.h"
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
 #include "core/store/curves.h"
 #include "core/store/session.h"
 #include "core/version.h"
@@ -294,6 +295,7 @@ bool MainWindow::openSession(const QString& path) {
     tree_->resizeColumnToContents(0);
     overview_->showSummary(summary);
     verdicts_->setRowCount(0);
+    shownVerdicts_.clear();
     setWindowTitle(tr("%1 - PEAT Workbench").arg(QFileInfo(path).fileName()));
     statusSession_->setText(tr("%1 | schema %2 | %n run(s)", nullptr, int(summary.runs.size()))
                                 .arg(QFileInfo(path).fileName())
@@ -320,6 +322,7 @@ void MainWindow::closeSession() {
   sessionPath_.clear();
   model_->clear();
   verdicts_->setRowCount(0);
+  shownVerdicts_.clear();
   overview_->showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
   statusSession_->setText(tr("No session"));
   setWindowTitle(tr("PEAT Workbench"));
@@ -330,7 +333,8 @@ void MainWindow::showRunVerdicts(const QString& run) {
   if (run == shownVerdictRun_) return;
   shownVerdictRun_ = run;
   try {
-    const std::vector<store::Verdict> verdicts = reader_->verdicts(run.toStdString());
+    shownVerdicts_ = reader_->verdicts(run.toStdString());
+    const std::vector<store::Verdict>& verdicts = shownVerdicts_;
     verdicts_->setRowCount(int(verdicts.size()));
     for (int i = 0; i < int(verdicts.size()); ++i) {
       const store::Verdict& v = verdicts[std::size_t(i)];
@@ -605,21 +609,27 @@ void MainWindow::selectVerdictCall(int row) {
         if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
         tree_->scrollTo(node);
         tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        // the verdict's evidence, where the plots can show it: a bit position, or where an
-        // indexing bug strikes (a stride, or the tiles it is confined to)
-        const QString evidence = verdicts_->item(row, 3) ? verdicts_->item(row, 3)->text() : QString();
-        const QRegularExpressionMatch bit = QRegularExpression(QStringLiteral("(?:^|; )(?:bit|highest_bit)=(\\d+)")).match(evidence);
-        if (bit.hasMatch()) {
-          errorPlot_->highlightBit(bit.captured(1).toInt());
-          errorPlot_->showBitsTab();
-        } else if (verdicts_->item(row, 1) && verdicts_->item(row, 1)->text() == QLatin1String("index_error")) {
-          const QRegularExpressionMatch stride = QRegularExpression(QStringLiteral("repeat every (\\d+) elements")).match(evidence);
-          if (stride.hasMatch()) errorPlot_->highlightPattern(stride.captured(1).toInt());
-          else if (evidence.contains(QLatin1String("confined to"))) errorPlot_->highlightPattern(0);
-        }
+        if (std::size_t(row) < shownVerdicts_.size() && !shownVerdicts_[std::size_t(row)].findings.empty())
+          showFinding(shownVerdicts_[std::size_t(row)].findings.front());
         return;
       }
     }
+  }
+}
+
+// A finding's evidence where the plots can show it (docs/session-format.md, findings): a bit
+// position, or where an indexing bug strikes (a stride, or the rows and columns it is confined to).
+void MainWindow::showFinding(const store::Finding& f) {
+  const auto field = [&](const char* name) -> std::optional<double> {
+    const auto at = f.numbers.find(name);
+    return at == f.numbers.end() ? std::nullopt : std::optional<double>(at->second);
+  };
+  if (const auto bit = field("bit") ? field("bit") : field("highest_bit")) {
+    errorPlot_->highlightBit(int(*bit));
+    errorPlot_->showBitsTab();
+  } else if (f.model == "index_error") {
+    if (const auto stride = field("stride")) errorPlot_->highlightPattern(int(*stride));
+    else if (field("confined")) errorPlot_->highlightPattern(0);
   }
 }
 

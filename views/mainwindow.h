@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
 #include "core/store/curves.h"
+#include "core/store/session.h"
 
 namespace peat::store {
 class SessionReader;
@@ -102,6 +104,7 @@ class MainWindow : public QMainWindow {
   std::vector<std::pair<analyzer::StoredCallReport, QString>> selectedReports(std::size_t limit, QString* why) const;
   void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
   void selectVerdictCall(int row);
+  void showFinding(const store::Finding& finding);
   void explainOverview();
   void explainVerdict(const QString& verdict);
   void explainSave();
@@ -136,6 +139,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;
+  std::vector<store::Verdict> shownVerdicts_;  // the rows of verdicts_, with their findings
   QTableWidget* verdicts_;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;

@@ -16,7 +16,9 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QRegularExpression>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QJsonParseError>
 #include <QTimer>
 
 #include <cmath>
@@ -331,11 +333,11 @@ bool RunPanel::launch(const QStringList& args) {
   lastError_.clear();
   buffer_.clear();
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert(QStringLiteral("PEAT_PROGRESS"), QStringLiteral("lines"));
+  env.insert(QStringLiteral("PEAT_EVENTS"), QStringLiteral("jsonl"));  // docs/events.md
   process_->setProcessEnvironment(env);
   process_->setProgram(program());
   process_->setArguments(args);
-  process_->setProcessChannelMode(QProcess::MergedChannels);  // progress lines, errors and the summary
+  process_->setProcessChannelMode(QProcess::MergedChannels);  // events, errors and the summary
   // The child must not inherit this process's open files: an inherited HDF5 file keeps the
   // workbench's lock on a session the run wants to write. Qt's own pipes are close-on-exec.
   process_->setChildProcessModifier([] {
@@ -358,33 +360,44 @@ void RunPanel::readOutput() {
   buffer_ += QString::fromUtf8(process_->readAllStandardOutput());
   int end;
   while ((end = int(buffer_.indexOf(QLatin1Char('\n')))) >= 0) {
-    const QString line = buffer_.left(end).trimmed();
+    const QByteArray line = buffer_.left(end).trimmed().toUtf8();
     buffer_.remove(0, end + 1);
-    if (line.startsWith(QLatin1String("progress "))) {
-      const QStringList p = line.split(QLatin1Char(' '));
-      const qint64 done = p.value(1).toLongLong(), total = p.value(2).toLongLong();
-      if (total <= 0) continue;
-      progress_->setRange(0, 1000);
-      progress_->setValue(int(1000 * done / total));
-      const double elapsed = double(clock_.elapsed()) / 1000;
-      const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0;
-      status_->setText(tr("%1 of %2 %3, %4 s elapsed, about %5 s left")
-                           .arg(done).arg(total).arg(p.mid(3).join(QLatin1Char(' ')))
-                           .arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 0));
-      emit progressed(done, total);
-      const QString detail = p.mid(3).join(QLatin1Char(' '));
-      static const QRegularExpression point(QStringLiteral("^points (\\S+) flips=(\\d+) accuracy=([0-9.eE+-]+)"));
-      static const QRegularExpression loss(QStringLiteral("^loss ([0-9.eE+-]+)(?: vs ([0-9.eE+-]+))?"));
-      if (const QRegularExpressionMatch m = point.match(detail); m.hasMatch())
-        emit livePoint(m.captured(1), m.captured(2).toDouble(), m.captured(3).toDouble());
-      else if (const QRegularExpressionMatch l = loss.match(detail); l.hasMatch())
-        emit liveLoss(double(done), l.captured(1).toDouble(),
-                      l.captured(2).isEmpty() ? std::nan("") : l.captured(2).toDouble());
-    } else if (line.startsWith(QLatin1String("peat: error:"))) {
-      lastError_ = line;
-    } else if (line.contains(QLatin1String("stored as run "))) {
-      runName_ = line.section(QLatin1String("stored as run "), 1).section(QLatin1Char(' '), 0, 0);
-    }
+    if (line.startsWith('{')) handleEvent(line);  // the rest is the human output
+  }
+}
+
+// One line of the event stream (docs/events.md); unknown events and fields are ignored, as the
+// schema's rule for extending it asks.
+void RunPanel::handleEvent(const QByteArray& line) {
+  QJsonParseError error{};
+  const QJsonObject e = QJsonDocument::fromJson(line, &error).object();
+  if (error.error != QJsonParseError::NoError || e.value(QLatin1String("v")).toInt() < 1) return;
+  const QString type = e.value(QLatin1String("event")).toString();
+  if (type == QLatin1String("progress")) {
+    const qint64 done = e.value(QLatin1String("done")).toInteger(), total = e.value(QLatin1String("total")).toInteger();
+    if (total <= 0) return;
+    progress_->setRange(0, 1000);
+    progress_->setValue(int(1000 * done / total));
+    const double elapsed = double(clock_.elapsed()) / 1000;
+    const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0;
+    const QString what = e.contains(QLatin1String("status")) ? e.value(QLatin1String("status")).toString()
+                                                            : e.value(QLatin1String("stage")).toString();
+    status_->setText(tr("%1 of %2 %3, %4 s elapsed, about %5 s left")
+                         .arg(done).arg(total).arg(what)
+                         .arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 0));
+    emit progressed(done, total);
+  } else if (type == QLatin1String("point")) {
+    emit livePoint(e.value(QLatin1String("scheme")).toString(), e.value(QLatin1String("flips")).toDouble(),
+                   e.value(QLatin1String("accuracy")).toDouble());
+  } else if (type == QLatin1String("loss")) {
+    const QJsonValue candidate = e.value(QLatin1String("candidate_loss"));
+    // the event's iteration is 0-based; the signal counts finished iterations
+    emit liveLoss(e.value(QLatin1String("iteration")).toDouble() + 1, e.value(QLatin1String("loss")).toDouble(),
+                  candidate.isDouble() ? candidate.toDouble() : std::nan(""));
+  } else if (type == QLatin1String("error")) {
+    lastError_ = QStringLiteral("peat: error: ") + e.value(QLatin1String("message")).toString();
+  } else if (type == QLatin1String("stored") && e.value(QLatin1String("kind")).toString() == QLatin1String("run")) {
+    runName_ = e.value(QLatin1String("name")).toString();
   }
 }
 

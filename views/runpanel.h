@@ -20,9 +20,10 @@ namespace peat::views {
 
 // Starts the work the CLI does (profile, playback, runtime fault injection, SAVE analysis and
 // campaigns) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
-// crash or a cancel there cannot take the workbench down. Progress comes as "progress DONE TOTAL"
-// lines (PEAT_PROGRESS=lines); Cancel sends SIGINT, which the commands answer by ending the run
-// with a readable session (a campaign keeps every point it finished).
+// crash or a cancel there cannot take the workbench down. Progress, live results and errors come
+// as the child's event stream (PEAT_EVENTS=jsonl, docs/events.md), never from its human text;
+// Cancel sends SIGINT, which the commands answer by ending the run with a readable session (a
+// campaign keeps every point it finished).
 class RunPanel : public QWidget {
   Q_OBJECT
  public:
@@ -72,6 +73,7 @@ class RunPanel : public QWidget {
  private:
   void updateFields();
   void readOutput();
+  void handleEvent(const QByteArray& line);
   void processEnded(int code, QProcess::ExitStatus status);
   bool launch(const QStringList& args);
 

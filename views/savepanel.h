@@ -3,7 +3,8 @@
 #include <QString>
 #include <QWidget>
 
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
 
 class QCustomPlot;
 class QCPTextElement;

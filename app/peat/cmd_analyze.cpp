@@ -13,6 +13,7 @@
 #include "core/analyzer/report.h"
 #include "core/analyzer/session_analysis.h"
 #include "core/io/tensor_source.h"
+#include "core/util/events.h"
 #include "core/util/json_writer.h"
 #include "gpu/backend.h"
 
@@ -183,6 +184,7 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   std::printf("trend       max |err| per iteration:");
   for (const auto& [it, v] : worst) std::printf(" %lld:%.3g", (long long)it, v);
   std::printf("\nstored as run %s in %s\n", a.resultRun.c_str(), a.session.c_str());
+  events::stored(a.session, "run", a.resultRun);
   return 0;
 }
 

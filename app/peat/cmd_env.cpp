@@ -8,7 +8,7 @@
 #include "core/util/json_writer.h"
 #include "core/version.h"
 #include "gpu/backend.h"
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 namespace peat::cli {
 

@@ -15,7 +15,8 @@
 #include "app/peat/text.h"
 #include "core/data/datasets.h"
 #include "core/save/campaign.h"
-#include "core/save/campaign_merge.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
 #include "core/save/check_bits.h"
 #include "core/save/check_bits_shards.h"
 #include "core/save/selection.h"
@@ -23,7 +24,7 @@
 #include "core/store/run_shards.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
-#include "core/util/progress.h"
+#include "core/util/events.h"
 #include "core/util/text.h"
 
 namespace peat::cli {
@@ -51,10 +52,8 @@ std::pair<double, double> parseRange(const std::string& text) {
   throw std::invalid_argument("--input-range '" + text + "' is not LO,HI with two numbers, e.g. 0,1");
 }
 
-struct Reference {
+struct Reference : save::TightnessReference {
   bool present = false;
-  std::vector<save::Tightness> test;  // per node
-  save::Tightness ascent, interval;   // the output node
   double intervalSeconds = 0;
 };
 
@@ -105,53 +104,10 @@ std::string freeResultId(const std::string& session, const std::string& base) {
 
 void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
   std::unique_ptr<store::SessionWriter> writer = openSession(o.session, saveProvenance(s.model, 0, o.commandLine));
-  store::SessionWriter& w = *writer;
   const std::string id = freeResultId(o.session, s.model + "-" + s.mode);
-  std::string layers;
-  for (const save::LayerSelection& l : s.layers) {
-    const save::NodeRange& r = s.ranges.nodes[std::size_t(l.node)];
-    store::ResultRecord rec;
-    rec.labels = {{"kind", "save_layer"}, {"analysis", id}, {"node", l.name}, {"op", l.op}};
-    rec.scalars = {{"elements", double(l.elements)},       {"type2", double(l.type2)},
-                   {"robust_bits", double(l.robustBits)},  {"ranging_bits", double(l.rangingBits)},
-                   {"vulnerable_bits", double(l.vulnerableBits)}, {"mean_width", l.meanWidth},
-                   {"tile_rows", double(s.options.tileRows)}, {"tile_cols", double(s.options.tileCols)},
-                   {"tiles_down", double(l.tilesDown)},    {"tiles_across", double(l.tilesAcross)},
-                   {"feeds_relu", l.feedsRelu ? 1.0 : 0.0}};
-    if (ref.present) rec.scalars["test_mean_width"] = ref.test[std::size_t(l.node)].meanWidth;
-    std::vector<uint64_t> perBit;
-    for (const auto& row : l.perBit) perBit.insert(perBit.end(), row.begin(), row.end());
-    const uint64_t n = uint64_t(l.elements);
-    rec.arrays = {
-        {"lo", {store::DType::F64, {n}, r.lo.data()}},
-        {"hi", {store::DType::F64, {n}, r.hi.data()}},
-        {"robust_mask", {store::DType::U32, {n}, l.robustMask.data()}},
-        {"ranging_mask", {store::DType::U32, {n}, l.rangingMask.data()}},
-        {"bit_class_counts", {store::DType::U64, {32, 3}, perBit.data()}},
-        {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
-        {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
-    };
-    w.writeSaveResult(id + "." + l.name, rec);
-    layers += (layers.empty() ? "" : ",") + l.name;
-  }
-  store::ResultRecord sum;
-  sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
-                {"weights", o.weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"}};
-  sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
-                 {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
-                 {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.options.budgetBytes)},
-                 {"tile_bytes", double(s.tileBytes)},       {"reliable_tiles", double(s.reliableTiles)},
-                 {"total_tiles", double(s.totalTiles)},     {"reliable_bytes", double(s.reliableBytes)},
-                 {"type2_elements", double(s.type2Elements)}, {"elements", double(s.elements)},
-                 {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds}};
-  if (ref.present) {
-    const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
-    sum.scalars["ascent_union_width"] = ref.ascent.unionHi - ref.ascent.unionLo;
-    sum.scalars["interval_union_width"] = ref.interval.unionHi - ref.interval.unionLo;
-    sum.scalars["union_width"] = out.unionHi - out.unionLo;
-  }
-  w.writeSaveResult(id, sum);
+  save::writeAnalysis(*writer, id, s, o.weights, ref.present ? &ref : nullptr);
   std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.session.c_str());
+  events::stored(o.session, "save_result", id);
 }
 
 }  // namespace
@@ -397,7 +353,7 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   co.shardIndex = campaign.shardIndex;
   co.shardCount = campaign.shardCount;
   const bool tty = !o.analysis.json && !o.quiet && isatty(2);
-  util::ProgressLines lines;
+  events::Progress lines("flips");
   save::StoredCheckBits stored;
   stored.campaign = campaign;
   stored.campaign.model = g.model;
@@ -405,7 +361,7 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   stored.tau = so.tau;
   stored.result = save::checkBits(g, sel, images.data(), test.labels.data(), co, [&](uint64_t done, uint64_t total) {
     if (o.quiet) return;
-    lines(int64_t(done), int64_t(total), "flips");
+    lines(int64_t(done), int64_t(total));
     if (tty) std::fprintf(stderr, "\r%llu / %llu flips", (unsigned long long)done, (unsigned long long)total);
   });
   if (tty) std::fprintf(stderr, "\n");
@@ -415,7 +371,10 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
         openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
     const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
     save::writeCheckBits(*w, id, stored, o.shard);
-    if (!o.quiet) std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());
+    if (!o.quiet) {
+      std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());
+      events::stored(o.analysis.session, "save_result", id);
+    }
   }
   if (!o.quiet) printCheckBits(stored, o.analysis.json);
   return 0;
@@ -437,43 +396,6 @@ std::vector<std::string> splitList(const std::string& text) {
   return out;
 }
 
-
-std::vector<h5::Column> pointColumns(const save::CampaignResult& r) {
-  std::vector<h5::Column> c(11);
-  const char* names[] = {"scheme",     "flips",      "accuracy",   "error_rate",   "detections", "recoveries",
-                         "weight_repairs", "range_violations", "recompute_mismatches", "faults", "seconds"};
-  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
-  c[0].isText = true;
-  for (const save::CampaignPoint& p : r.points) {
-    c[0].text.push_back(save::schemeName(p.scheme));
-    c[1].numbers.push_back(double(p.flips));
-    c[2].numbers.push_back(p.accuracy);
-    c[3].numbers.push_back(p.errorRate);
-    c[4].numbers.push_back(double(p.stats.detections));
-    c[5].numbers.push_back(double(p.stats.recoveries));
-    c[6].numbers.push_back(double(p.stats.weightRepairs));
-    c[7].numbers.push_back(double(p.stats.rangeViolations));
-    c[8].numbers.push_back(double(p.stats.recomputeMismatches));
-    c[9].numbers.push_back(double(p.stats.faults));
-    c[10].numbers.push_back(p.seconds);
-  }
-  return c;
-}
-
-std::vector<h5::Column> latencyColumns(const save::CampaignResult& r) {
-  std::vector<h5::Column> c(5);
-  const char* names[] = {"scheme", "seconds_per_batch", "ratio", "accuracy", "false_positives"};
-  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
-  c[0].isText = true;
-  for (const save::SchemeLatency& l : r.latency) {
-    c[0].text.push_back(save::schemeName(l.scheme));
-    c[1].numbers.push_back(l.seconds);
-    c[2].numbers.push_back(l.ratio);
-    c[3].numbers.push_back(l.accuracy);
-    c[4].numbers.push_back(double(l.falsePositives));
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -530,55 +452,37 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   std::unique_ptr<store::SessionWriter> w;
   if (!o.analysis.session.empty()) {
     w = openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
-    std::string name = "save-campaign";
-    for (int k = 2; w->hasRun(name); ++k) name = "save-campaign-" + std::to_string(k);
-    w->beginRun({name, "save_campaign", "golden", "SAVE campaign: accuracy against faults per scheme"});
-    w->setRunAttribute("model", g.model);
-    w->setRunAttribute("weights", o.analysis.weights);
-    w->setRunAttribute("shard", o.shard);
-    std::vector<h5::Column> v(5);
-    const char* columns[] = {"node", "kind", "abft_tolerance", "mixed_bound", "reason"};
-    for (std::size_t i = 0; i < v.size(); ++i) v[i].name = columns[i];
-    v[0].isText = v[1].isText = v[4].isText = true;
-    const char* kinds[] = {"recompute", "abft", "mixed"};
-    for (const save::VerifierChoice& c : runner.verifierChoices()) {
-      v[0].text.push_back(c.name);
-      v[1].text.push_back(kinds[int(c.kind)]);
-      v[2].numbers.push_back(c.tolerance);
-      v[3].numbers.push_back(c.mixedTolerance);
-      v[4].text.push_back(c.reason);
-    }
-    w->writeTable("verifiers", v);
-    w->setRunAttribute("campaign", campaignSettings(o));
-    if (!o.quiet)
+    const std::string name = save::beginCampaignRun(*w, {g.model, o.analysis.weights, o.shard, campaignSettings(o)},
+                                                     runner.verifierChoices());
+    if (!o.quiet) {
       std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
+      events::stored(o.analysis.session, "run", name);
+    }
   }
   const bool tty = !o.analysis.json && !o.quiet && isatty(2);
-  util::ProgressLines lines;
+  events::Progress lines("points");
   const int64_t totalPoints =
       (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
   bool latencyWritten = false;
   const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
                                                    [&](const save::CampaignResult& sofar) {
-                                                     if (w) {
-                                                       if (!latencyWritten) w->writeTable("latency", latencyColumns(sofar));
+                                                     if (w) {  // flushed: a killed campaign keeps this point
+                                                       save::writeCampaignTables(*w, sofar, !latencyWritten);
                                                        latencyWritten = true;
-                                                       // flushed: a killed campaign keeps this point
-                                                       w->writeTable("points", pointColumns(sofar));
                                                      }
                                                      const save::CampaignPoint& last = sofar.points.back();
-                                                     lines(int64_t(sofar.points.size()), totalPoints,
-                                                           "points " + std::string(save::schemeName(last.scheme)) +
-                                                               " flips=" + std::to_string(last.flips) +
-                                                               " accuracy=" + std::to_string(last.accuracy),
-                                                           true);  // every point: the workbench draws each
+                                                     lines(int64_t(sofar.points.size()), totalPoints, {}, true);
+                                                     // every point: the workbench draws each
+                                                     events::send(events::Event("point")
+                                                                      .add("scheme", save::schemeName(last.scheme))
+                                                                      .add("flips", int64_t(last.flips))
+                                                                      .add("accuracy", last.accuracy));
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());
                                                    });
   if (tty) std::fprintf(stderr, "\n");
   if (w) {
-    if (!latencyWritten) w->writeTable("latency", latencyColumns(r));
-    w->writeTable("points", pointColumns(r));
+    save::writeCampaignTables(*w, r, !latencyWritten);
     w->endRun(store::RunStatus::Complete);
   }
   if (o.quiet) return 0;

@@ -3,11 +3,13 @@
 // train or run models load libpeat_torch.so on demand.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
 #include "app/peat/commands.h"
 #include "core/torch_module.h"
+#include "core/util/events.h"
 #include "core/version.h"
 
 namespace {
@@ -53,13 +55,40 @@ bool pairOrSession(bool pair, const std::string& session, const std::string& run
 
 int fail(const std::string& message, int code) {
   std::cerr << "peat: error: " << message << '\n';
+  peat::events::error(message, code);
   return code;
+}
+
+// `peat --events jsonl COMMAND ...` (or --events=jsonl): the event stream of docs/events.md. It is
+// passed on as PEAT_EVENTS, so that the torch commands in their module and MPI ranks see it too.
+// Returns false on a bad value.
+bool takeEventsOption(int& argc, char**& argv) {
+  if (argc < 2) return true;
+  const std::string first = argv[1];
+  std::string value;
+  int used = 0;
+  if (first == "--events" && argc >= 3) {
+    value = argv[2];
+    used = 2;
+  } else if (first.rfind("--events=", 0) == 0) {
+    value = first.substr(9);
+    used = 1;
+  } else {
+    return first != "--events";
+  }
+  if (value != "jsonl") return false;
+  ::setenv("PEAT_EVENTS", "jsonl", 1);
+  // argv[0] stays; the option's words are dropped
+  for (int i = 1; i + used < argc; ++i) argv[i] = argv[i + used];
+  argc -= used;
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace peat::cli;
+  if (!takeEventsOption(argc, argv)) return fail("--events takes 'jsonl' (see 'peat --help')", 2);
   CLI::App app{"PEAT Workbench command line: validate GPU kernels in DNN training (PEAT) and protect inference "
                "against memory bit flips (SAVE).",
                "peat"};
@@ -67,7 +96,8 @@ int main(int argc, char** argv) {
                                            ", HDF5 " + peat::hdf5Version() + ")");
   app.require_subcommand(1);
   app.footer("Run 'peat COMMAND --help' for a command's options. Errors print 'peat: error: ...' and exit 1;\n"
-             "usage errors exit 2.\n");
+             "usage errors exit 2. 'peat --events jsonl COMMAND ...' adds machine-readable events on stderr\n"
+             "(docs/events.md).\n");
 
   InfoOptions info;
   CLI::App* infoCmd = app.add_subcommand("info", "Summarise a session file: provenance, runs, iterations, calls");

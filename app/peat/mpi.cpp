@@ -19,11 +19,9 @@
 #include <thread>
 #include <vector>
 
-#ifdef PEAT_WITH_MPI
-#include <mpi.h>
-#endif
-
+#include "app/mpi/peat_mpi.h"
 #include "app/peat/commands.h"
+#include "base/sys.h"
 #include "core/save/check_bits_shards.h"
 #include "core/store/journal.h"
 #include "core/store/session.h"
@@ -33,13 +31,8 @@ namespace peat::cli {
 
 save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o);  // cmd_save.cpp
 
-bool builtWithMpi() {
-#ifdef PEAT_WITH_MPI
-  return true;
-#else
-  return false;
-#endif
-}
+// MPI lives in its own module (app/mpi/peat_mpi.h), built when MPI was found.
+bool builtWithMpi() { return sys::fileExists(sys::modulePath("peat_mpi")); }
 
 namespace {
 
@@ -64,24 +57,45 @@ void maybeDie(int rank, int shard) {
   if (colon && std::atoi(spec) == rank && std::atoi(colon + 1) == shard) ::kill(::getpid(), SIGKILL);
 }
 
-#ifdef PEAT_WITH_MPI
-
+// MPI through libpeat_mpi.so, loaded here and only here: the other commands never map MPI.
 class Mpi {
  public:
   Mpi() {
-    MPI_Init(nullptr, nullptr);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &onNode);
-    MPI_Comm_free(&node);
+    if (!builtWithMpi())
+      throw std::runtime_error("this peat was built without MPI: install libopenmpi-dev and rebuild, or run the shards "
+                               "with --shard INDEX/COUNT and merge them with 'peat merge'");
+    static const sys::SharedLibrary module(sys::modulePath("peat_mpi"), sys::SharedLibrary::Symbols::Global);
+    lib_ = &module;
+    if (fn<peat_mpi_abi_version_fn>("peat_mpi_abi_version")() != PEAT_MPI_ABI_VERSION)
+      throw std::runtime_error("'" + module.path() + "' is of another peat version");
+    peat_mpi_world world{};
+    check(fn<peat_mpi_init_fn>("peat_mpi_init")(&world), "MPI_Init");
+    rank = world.rank;
+    size = world.size;
+    onNode = world.on_node;
   }
-  ~Mpi() { MPI_Finalize(); }
+  ~Mpi() { fn<peat_mpi_finalize_fn>("peat_mpi_finalize")(); }
   Mpi(const Mpi&) = delete;
   Mpi& operator=(const Mpi&) = delete;
+
+  void barrier() const { check(fn<peat_mpi_barrier_fn>("peat_mpi_barrier")(), "MPI_Barrier"); }
+  void gatherChars(const char* sent, int count, char* received) const {
+    check(fn<peat_mpi_gather_chars_fn>("peat_mpi_gather_chars")(sent, count, received), "MPI_Gather");
+  }
+  void sumToRoot(const long long* sent, long long* sums, int count) const {
+    check(fn<peat_mpi_sum_to_root_fn>("peat_mpi_sum_to_root")(sent, sums, count), "MPI_Reduce");
+  }
   int rank = 0, size = 1, onNode = 1;
+
+ private:
+  template <class F>
+  F fn(const char* name) const {
+    return reinterpret_cast<F>(lib_->symbol(name));
+  }
+  static void check(int code, const char* call) {
+    if (code != 0) throw std::runtime_error(std::string(call) + " failed with MPI error " + std::to_string(code));
+  }
+  const sys::SharedLibrary* lib_ = nullptr;
 };
 
 int runSharded(const ShardedJob& job) {
@@ -94,7 +108,7 @@ int runSharded(const ShardedJob& job) {
   if (slash != std::string::npos && slash > 0) ::mkdir(dir.substr(0, slash).c_str(), 0777);  // SESSION.shards
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot create '" + dir + "': " + std::strerror(errno));
-  MPI_Barrier(MPI_COMM_WORLD);
+  mpi.barrier();
   // The cores of this node shared among its ranks.
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency() / unsigned(std::max(1, mpi.onNode)));
 
@@ -126,9 +140,9 @@ int runSharded(const ShardedJob& job) {
   }
   // Every rank's outcome to rank 0, which alone speaks.
   std::vector<char> failures(mpi.rank == 0 ? std::size_t(kMessage) * std::size_t(mpi.size) : 1);
-  MPI_Gather(failure, kMessage, MPI_CHAR, failures.data(), kMessage, MPI_CHAR, 0, MPI_COMM_WORLD);
+  mpi.gatherChars(failure, kMessage, failures.data());
   long long totals[2] = {0, 0};
-  MPI_Reduce(counts, totals, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  mpi.sumToRoot(counts, totals, 2);
   if (mpi.rank != 0) return failure[0] ? 1 : 0;
   for (int r = 0; r < mpi.size; ++r) {
     const char* f = failures.data() + std::size_t(r) * kMessage;
@@ -143,14 +157,6 @@ int runSharded(const ShardedJob& job) {
   return job.merge(files);
 }
 
-#else
-
-int runSharded(const ShardedJob&) {
-  throw std::runtime_error("this peat was built without MPI: install libopenmpi-dev and rebuild, or run the shards "
-                           "with --shard INDEX/COUNT and merge them with 'peat merge'");
-}
-
-#endif
 
 // A SAVE job (check-bits, campaign): shard files under SESSION.shards/, merged into SESSION by the
 // same code as `peat merge`.

@@ -2,11 +2,13 @@
 // peat-probe: a throw-away process for work that may crash or hang the one doing it.
 //   peat-probe plugin PLUGIN           loads a user kernel and checks it
 //   peat-probe session FILE [--verify] reads a session file's structure (all its data, with --verify)
+//   peat-probe hdf5 FILE DATASET       reads one float dataset of any HDF5 file (file.h5:/path tensors)
 // Prints "ok..." or "error\treason"; a crash or a hang is seen by the parent.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "core/io/tensor_source.h"
 #include "core/plugin/plugin_probe.h"
 #include "core/store/session.h"
 
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (mode == "session" && (argc == 3 || (argc == 4 && std::strcmp(argv[3], "--verify") == 0))) {
-      const peat::store::SessionReader reader(argv[2]);
+      const peat::store::SessionReader reader(argv[2], peat::store::SessionReader::InsideProbe{});
       const peat::store::SessionSummary s = reader.summaryWithoutTensors();
       for (const peat::store::RunInfo& r : s.runs) (void)reader.verdicts(r.name);  // the string tables
       if (argc == 4) {
@@ -32,10 +34,15 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (mode == "hdf5" && argc == 4) {
+      const peat::io::FloatTensor t = peat::io::readHdf5Dataset(argv[2], argv[3], peat::io::InsideProbe{});
+      std::printf("ok\t%llu\n", (unsigned long long)t.size());
+      return 0;
+    }
   } catch (const std::exception& e) {
     std::printf("error\t%s\n", e.what());
     return 1;
   }
-  std::printf("error\tusage: peat-probe plugin PLUGIN | peat-probe session FILE [--verify]\n");
+  std::printf("error\tusage: peat-probe plugin PLUGIN | peat-probe session FILE [--verify] | peat-probe hdf5 FILE DATASET\n");
   return 2;
 }

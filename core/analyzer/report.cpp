@@ -6,12 +6,12 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
 #include "core/analyzer/error_summary.h"
 #include "core/analyzer/report_simd.h"
 #include "core/fp/format.h"
 #include "core/fp/ulp.h"
+#include "core/util/parallel.h"
 
 namespace peat::analyzer {
 
@@ -269,10 +269,7 @@ void percentiles(const float* g, const float* c, const std::vector<uint64_t>& bo
   auto gather = [&](unsigned t) {
     detail::gatherKeys(g + bounds[t], c + bounds[t], bounds[t + 1] - bounds[t], bucket, found[t]);
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(gather, t);
-  gather(0);
-  for (std::thread& th : pool) th.join();
+  util::parallelFor(threads, gather);
   for (std::size_t k = 0; k < 3; ++k) {
     std::vector<float> v;
     for (unsigned t = 0; t < threads; ++t) v.insert(v.end(), found[t][k].begin(), found[t][k].end());
@@ -312,17 +309,13 @@ Report analyze(const float* golden, const float* candidate, const std::vector<ui
   L.tiles = L.tilesDown * L.tilesAcross <= kMaxTiles;
 
   // Split by rows, so each thread's position counters start cleanly; tiny inputs use one thread.
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = util::threadsOr(options.threads);
   if (n < (uint64_t(1) << 16)) threads = 1;
   threads = unsigned(std::min<uint64_t>(threads, L.rows));
   std::vector<Partial> parts(threads);
   std::vector<uint64_t> bounds(threads + 1);
   for (unsigned t = 0; t <= threads; ++t) bounds[t] = (L.rows * t / threads) * L.cols;
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back(scan, golden, candidate, bounds[t], bounds[t + 1], std::cref(L), std::ref(parts[t]));
-  scan(golden, candidate, bounds[0], bounds[1], L, parts[0]);
-  for (std::thread& th : pool) th.join();
+  util::parallelFor(threads, [&](unsigned t) { scan(golden, candidate, bounds[t], bounds[t + 1], L, parts[t]); });
 
   // merge
   rep.rowMismatch = {L.rowBin, std::vector<uint64_t>(L.rowBins)};

@@ -17,6 +17,11 @@ std::string reportId(std::string call) {
     if (ch == '/') ch = '-';
   return call;
 }
+// A detector verdict as the session stores it: its evidence and parameters as fields.
+store::Finding finding(const detector::Verdict& v) {
+  return {v.model, v.confidence, {v.evidence.begin(), v.evidence.end()}, {v.parameters.begin(), v.parameters.end()}};
+}
+
 }  // namespace
 
 
@@ -158,7 +163,10 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     for (std::size_t k = 0; k < numbers.size(); ++k) numbers[k].numbers.push_back(values[k]);
     std::string evidence = a.detection.verdict.explanation;
     for (const auto& [key, value] : a.detection.verdict.parameters) evidence += "; " + key + "=" + value;
-    verdicts.push_back({a.call, a.detection.verdict.model, a.detection.verdict.confidence, evidence});
+    store::Verdict stored{a.call, a.detection.verdict.model, a.detection.verdict.confidence, evidence, {}};
+    stored.findings.push_back(finding(a.detection.verdict));
+    for (const detector::Verdict& alternative : a.detection.alternatives) stored.findings.push_back(finding(alternative));
+    verdicts.push_back(std::move(stored));
     // One report per call: the scalars and the histograms, for plots.
     store::ResultRecord rec;
     rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},

@@ -339,6 +339,7 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
                                              " in all " + std::to_string(mis) + " mismatched elements");
       v.parameters["bit"] = std::to_string(m.bit);
       v.parameters["value"] = std::to_string(m.newValue);
+      v.evidence["bit"] = m.bit;
       v.evidence["longest_run"] = double(r.longestRun);
       common(v);
     }
@@ -411,6 +412,9 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
       v.evidence["dominant_gap_share"] = m.largeGapShare;
       v.evidence["columns_hit"] = double(m.largeColsHit);
       v.evidence["rows_hit"] = double(m.largeRowsHit);
+      // what the views draw: the period of a periodic pattern, or that it is confined to rows/columns
+      if (periodic) v.evidence["stride"] = double(m.largeDominantGap);
+      else v.evidence["confined"] = 1;
       common(v);
     }
     // R9b: dense errors larger than rounding to any supported format makes (fp8 e5m2 gives a mean of

@@ -17,6 +17,7 @@
 
 #include "core/fp/format.h"
 #include "core/store/h5.h"
+#include "core/store/probe.h"
 
 namespace peat::io {
 
@@ -115,6 +116,16 @@ FloatTensor readNpy(const std::string& path) {
 }
 
 FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset) {
+  if (!h5::looksLikeHdf5(file)) throw SourceError("'" + file + "' is not an HDF5 file (or cannot be read)");
+  try {
+    store::probeHdf5Dataset(file, dataset);
+  } catch (const store::SessionError& e) {
+    throw SourceError(e.what());
+  }
+  return readHdf5Dataset(file, dataset, InsideProbe{});
+}
+
+FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset, InsideProbe) {
   h5::silenceLibraryDiagnostics();
   if (!h5::looksLikeHdf5(file)) throw SourceError("'" + file + "' is not an HDF5 file (or cannot be read)");
   try {

@@ -69,7 +69,11 @@ struct NpyLayout {
 NpyLayout validateNpy(const unsigned char* bytes, std::size_t length, const std::string& what);
 
 FloatTensor readNpy(const std::string& path);
+// An HDF5 file may come from someone else: it is read first in the probe helper
+// (core/store/probe.h). The InsideProbe form reads it here: only for the helper itself.
 FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset);
+struct InsideProbe {};
+FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset, InsideProbe);
 // "x.npy" or "x.h5:/group/dataset".
 FloatTensor readSource(const std::string& spec);
 

@@ -15,7 +15,7 @@
 
 #include "core/plugin/peat/kernel_abi.h"
 #include "core/util/helper_process.h"
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 namespace peat::plugin {
 

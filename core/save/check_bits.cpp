@@ -9,9 +9,9 @@
 #include <map>
 #include <mutex>
 #include <random>
-#include <thread>
 
 #include "core/fp/format.h"
+#include "core/util/parallel.h"
 
 namespace peat::save {
 
@@ -517,11 +517,7 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
     result.reruns += oracle.reruns();
     keepFirstFalseRobust(result.falseRobust, std::move(part.falseRobust));
   };
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, false);
-  work(true);
-  for (std::thread& t : pool) t.join();
+  util::parallelFor(util::threadsOr(o.threads), [&](unsigned worker) { work(worker == 0); });
   for (int node : affineNodes)
     if (perLayer.count(node)) result.weightLayers.emplace_back(g.nodes[std::size_t(node)].name, perLayer[node]);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

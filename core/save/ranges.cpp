@@ -8,7 +8,8 @@
 #include <limits>
 #include <map>
 #include <random>
-#include <thread>
+
+#include "core/util/parallel.h"
 
 namespace peat::save {
 
@@ -21,16 +22,12 @@ constexpr double kDoubleMargin = 1e-9;
 // Runs body(first, last) over [0, count) split between the cores (for the big layers only).
 template <class F>
 void parallelFor(int64_t count, int64_t work, F&& body) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = util::hardwareThreads();
   if (cores == 1 || work < (int64_t(1) << 20) || count < 2) {
     body(int64_t(0), count);
     return;
   }
-  const int64_t parts = std::min<int64_t>(count, cores);
-  std::vector<std::thread> pool;
-  for (int64_t p = 1; p < parts; ++p) pool.emplace_back([&, p] { body(count * p / parts, count * (p + 1) / parts); });
-  body(0, count / parts);
-  for (std::thread& t : pool) t.join();
+  util::parallelRanges(count, cores, [&](int64_t first, int64_t last, unsigned) { body(first, last); });
 }
 
 // Calls f(w, i) for every tap of output element j of a conv node that reads the input (the zero
@@ -873,7 +870,7 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
   int64_t widest = 1;
   for (const Node& n : g.nodes) widest = std::max(widest, n.size());
   const std::size_t block = std::size_t(std::max<int64_t>(1, o.maxEntries / widest));
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = util::threadsOr(o.threads);
   std::vector<BackSubstitution> workers;  // one per thread: each keeps its own spare matrices
   for (unsigned t = 0; t < threads; ++t) workers.emplace_back(g, r, diff, level, o.depth);
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
@@ -919,10 +916,7 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
       for (std::size_t first; (first = next.fetch_add(rows)) < size;)
         workers[t].run(int(v), first, std::min(rows, size - first), lo.data() + first, hi.data() + first);
     };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads && t * rows < size; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
+    util::parallelFor(unsigned(std::min<std::size_t>(threads, (size + rows - 1) / rows)), work);
     for (std::size_t i = 0; i < size; ++i) {  // both are sound: keep the tighter side of each
       r[v].lo[i] = std::max(r[v].lo[i], lo[i]);
       r[v].hi[i] = std::min(r[v].hi[i], hi[i]);

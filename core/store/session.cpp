@@ -9,18 +9,19 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 
 #include "core/store/journal.h"
-#include "core/util/helper_process.h"
+#include "core/store/probe.h"
 #include "core/version.h"
-#include "gpu/runtime_module.h"
 
 namespace peat::store {
 
@@ -123,6 +124,7 @@ int64_t RunInfo::callCount() const {
 // ============================================================================ writer
 
 struct SessionWriter::Impl {
+  uint64_t written = 0;  // the registration that lets this process read the file without a probe
   h5::File file;
   std::optional<h5::Group> run;
   std::optional<h5::Group> iteration;
@@ -135,6 +137,10 @@ struct SessionWriter::Impl {
       : file(path, mode == WriteMode::Append      ? h5::File::Mode::ReadWrite
                    : mode == WriteMode::Overwrite ? h5::File::Mode::Truncate
                                                   : h5::File::Mode::CreateExclusive) {}
+
+  ~Impl() { unregisterWrittenFile(written); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   h5::Group& requireRun(const char* what) {
     if (!run) throw SessionError(std::string(what) + " needs a run: call beginRun first");
@@ -178,6 +184,7 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
     throw SessionError("cannot " + std::string(mode == WriteMode::Append ? "open" : "create") + " session '" + path +
                        "': " + why);
   }
+  d->written = registerWrittenFile(staging);
   if (mode == WriteMode::Append) return;
   try {
     writeHeader(p);
@@ -348,14 +355,37 @@ void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
   h5::Group& run = d->requireRun("writeVerdicts");
   h5::Column call{"call", true, {}, {}}, model{"model", true, {}, {}}, confidence{"confidence", false, {}, {}},
       evidence{"evidence", true, {}, {}};
+  // findings: one row per evidence field of each finding (a finding without fields has one row
+  // with an empty field), so that h5py reads it as a plain long-format table
+  h5::Column fCall{"call", true, {}, {}}, fRank{"rank", false, {}, {}}, fModel{"model", true, {}, {}},
+      fConfidence{"confidence", false, {}, {}}, fField{"field", true, {}, {}}, fNumber{"number", false, {}, {}},
+      fText{"text", true, {}, {}};
+  auto row = [&](const Verdict& v, std::size_t rank, const Finding& f, const std::string& field, double number,
+                 const std::string& text) {
+    fCall.text.push_back(v.call);
+    fRank.numbers.push_back(double(rank));
+    fModel.text.push_back(f.model);
+    fConfidence.numbers.push_back(f.confidence);
+    fField.text.push_back(field);
+    fNumber.numbers.push_back(number);
+    fText.text.push_back(text);
+  };
   for (const Verdict& v : verdicts) {
     call.text.push_back(v.call);
     model.text.push_back(v.model);
     confidence.numbers.push_back(v.confidence);
     evidence.text.push_back(v.evidence);
+    for (std::size_t rank = 0; rank < v.findings.size(); ++rank) {
+      const Finding& f = v.findings[rank];
+      if (f.numbers.empty() && f.labels.empty()) row(v, rank, f, "", std::nan(""), "");
+      for (const auto& [field, number] : f.numbers) row(v, rank, f, field, number, "");
+      for (const auto& [field, text] : f.labels) row(v, rank, f, field, std::nan(""), text);
+    }
   }
   if (run.has("verdicts")) run.remove("verdicts");
   run.writeTable("verdicts", {call, model, confidence, evidence});
+  if (run.has("findings")) run.remove("findings");
+  if (!fCall.text.empty()) run.writeTable("findings", {fCall, fRank, fModel, fConfidence, fField, fNumber, fText});
 }
 
 void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Column>& columns) {
@@ -442,16 +472,13 @@ StoredRecord readRecord(const h5::Group& g) {
 
 }  // namespace
 
-SessionReader::SessionReader(const std::string& path) : d(std::make_unique<Impl>()) {
+SessionReader::SessionReader(const std::string& path) : SessionReader((probeSession(path), path), InsideProbe{}) {}
+
+SessionReader::SessionReader(const std::string& path, InsideProbe) : d(std::make_unique<Impl>()) {
   Lock lock(hdf5Mutex());
   h5::silenceLibraryDiagnostics();
   d->path = path;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw SessionError("cannot open '" + path + "': it is a directory");
-  if (::access(path.c_str(), R_OK) != 0) throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
-  if (!h5::looksLikeHdf5(path)) throw SessionError("'" + path + "' is not an HDF5 file, so not a PEAT session");
+  checkSessionPath(path);
   try {
     d->file.emplace(path, h5::File::Mode::ReadOnly);
   } catch (const h5::Error& e) {
@@ -731,93 +758,46 @@ SessionReader::Verification SessionReader::verify() const {
   return v;
 }
 
-namespace {
-// Files this process has probed, as they were then: a command that probes a session, reads it and
-// then appends to it (playback, analyze -s) probes it once. A file changed since is probed again;
-// --verify always runs (its counts are wanted).
-struct ProbedFile {
-  dev_t device = 0;
-  ino_t inode = 0;
-  off_t size = 0;
-  timespec modified{};
-};
-std::mutex probedMutex;
-std::map<std::string, ProbedFile> probed;
-
-SessionReader::Verification probeSessionNow(const std::string& path, bool verify);
-
-std::optional<ProbedFile> fileIdentity(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return ProbedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-}
-
-bool sameFile(const ProbedFile& a, const ProbedFile& b) {
-  return a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified.tv_sec == b.modified.tv_sec &&
-         a.modified.tv_nsec == b.modified.tv_nsec;
-}
-}  // namespace
-
-SessionReader::Verification probeSession(const std::string& path, bool verify) {
-  const std::optional<ProbedFile> now = fileIdentity(path);
-  if (now && !verify) {
-    const std::lock_guard<std::mutex> lock(probedMutex);
-    const auto it = probed.find(path);
-    if (it != probed.end() && sameFile(it->second, *now)) return {};
-  }
-  const SessionReader::Verification v = probeSessionNow(path, verify);
-  if (now) {
-    const std::lock_guard<std::mutex> lock(probedMutex);
-    probed[path] = *now;
-  }
-  return v;
-}
-
-namespace {
-SessionReader::Verification probeSessionNow(const std::string& path, bool verify) {
-  double timeoutSeconds = verify ? 600 : 20;
-  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) timeoutSeconds = std::max(0.1, std::atof(t));
-  const std::string helper = sys::moduleDirectory() + "/peat-probe";
-  if (!sys::fileExists(helper)) {  // a build without the helper reads in process, as before
-    SessionReader reader(path);
-    return verify ? reader.verify() : SessionReader::Verification{};
-  }
-  std::vector<std::string> argv{helper, "session", path};
-  if (verify) argv.push_back("--verify");
-  const sys::HelperResult r = sys::runHelper(argv, timeoutSeconds);
-  if (!r.started) throw SessionError("cannot check '" + path + "' in a helper process: " + r.output);
-  if (r.timedOut)
-    throw SessionError("reading '" + path + "' did not finish within " + std::to_string(int(timeoutSeconds)) +
-                       " s (the HDF5 library hangs on it): the file is damaged or was crafted; it was not opened");
-  if (r.signal)
-    throw SessionError("reading '" + path + "' crashed the HDF5 library (" + sys::describeSignal(r.signal) +
-                       "): the file is damaged or was crafted; it was not opened");
-  if (r.output.rfind("error\t", 0) == 0) throw SessionError(r.output.substr(6));
-  // "ok\tRUNS" or, verified, "ok\tRUNS\tDATASETS\tBYTES\tWITHOUT_CHECKSUM\tINCOMPLETE"
-  unsigned long long runs = 0, datasets = 0, bytes = 0, without = 0, incomplete = 0;
-  const int fields = std::sscanf(r.output.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes,
-                                 &without, &incomplete);
-  if (fields != (verify ? 5 : 1)) throw SessionError("the session check answered in an unknown format: " + r.output);
-  return {datasets, bytes, without, incomplete};
-}
-}  // namespace
-
 std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
   Lock lock(hdf5Mutex());
   try {
     h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
     std::vector<Verdict> out;
     if (!rg.has("verdicts")) return out;
-    std::vector<h5::Column> cols = rg.readTable("verdicts");
-    auto column = [&](const char* name) -> const h5::Column& {
-      for (const h5::Column& c : cols)
-        if (c.name == name) return c;
-      throw SessionError("verdict table of run '" + run + "' lacks column '" + name + "'");
+    const std::vector<h5::Column> cols = rg.readTable("verdicts");
+    auto column = [&](const std::vector<h5::Column>& table, const char* name, bool text) -> const h5::Column& {
+      const h5::Column* c = h5::findColumn(table, name);
+      if (!c || c->isText != text) throw SessionError("verdict table of run '" + run + "' lacks column '" + name + "'");
+      return *c;
     };
-    const h5::Column &call = column("call"), &model = column("model"), &conf = column("confidence"),
-                     &evidence = column("evidence");
-    for (std::size_t i = 0; i < call.size(); ++i)
-      out.push_back({call.text.at(i), model.text.at(i), conf.numbers.at(i), evidence.text.at(i)});
+    const h5::Column &call = column(cols, "call", true), &model = column(cols, "model", true),
+                     &conf = column(cols, "confidence", false), &evidence = column(cols, "evidence", true);
+    std::map<std::string, std::size_t> byCall;
+    for (std::size_t i = 0; i < call.size(); ++i) {
+      byCall[call.text.at(i)] = out.size();
+      out.push_back({call.text.at(i), model.text.at(i), conf.numbers.at(i), evidence.text.at(i), {}});
+    }
+    if (!rg.has("findings")) return out;  // written before findings were stored
+    const std::vector<h5::Column> f = rg.readTable("findings");
+    const h5::Column &fCall = column(f, "call", true), &fRank = column(f, "rank", false),
+                     &fModel = column(f, "model", true), &fConf = column(f, "confidence", false),
+                     &fField = column(f, "field", true), &fNumber = column(f, "number", false),
+                     &fText = column(f, "text", true);
+    for (std::size_t i = 0; i < fCall.size(); ++i) {
+      const auto it = byCall.find(fCall.text.at(i));
+      const double rank = fRank.numbers.at(i);
+      if (it == byCall.end() || !(rank >= 0 && rank < 4096) || rank != std::floor(rank))
+        throw SessionError("findings of run '" + run + "' name an unknown call or rank at row " + std::to_string(i));
+      std::vector<Finding>& list = out[it->second].findings;
+      if (list.size() <= std::size_t(rank)) list.resize(std::size_t(rank) + 1);
+      Finding& finding = list[std::size_t(rank)];
+      finding.model = fModel.text.at(i);
+      finding.confidence = fConf.numbers.at(i);
+      const std::string& field = fField.text.at(i);
+      if (field.empty()) continue;
+      if (!fText.text.at(i).empty()) finding.labels[field] = fText.text.at(i);
+      else finding.numbers[field] = fNumber.numbers.at(i);
+    }
     return out;
   } catch (const h5::Error& e) {
     damaged(d->path, e);

@@ -72,11 +72,23 @@ struct StoredRecord {
   std::map<std::string, Tensor> arrays;
 };
 
+// One finding of the detector about a call: an error model, how sure, and the evidence as fields
+// (docs/session-format.md). An open list: new rules add models and fields, not columns.
+struct Finding {
+  std::string model;  // error model, e.g. "index_error"
+  double confidence = 0;
+  std::map<std::string, double> numbers;      // evidence: bit, stride, rows_hit, columns_hit, k, ...
+  std::map<std::string, std::string> labels;  // parameters: format, ...
+};
+
 struct Verdict {
   std::string call;     // call path inside the run, e.g. "iterations/000003/calls/000012"
   std::string model;    // error model, e.g. "precision_loss"
   double confidence = 0;
   std::string evidence;  // one line a person can read
+  // The verdict itself first, then the alternatives by confidence; empty in sessions written
+  // before findings were stored.
+  std::vector<Finding> findings;
 };
 
 enum class WriteMode {
@@ -174,7 +186,13 @@ struct SessionSummary {
 // Throws SessionError with a one-line reason for a missing, foreign, damaged or too-new file.
 class SessionReader {
  public:
+  // Opens a session from anywhere: it is probed first (probeSession), unless core/store/probe.h's
+  // rule says it need not be. This is the only way a session from a user is opened.
   explicit SessionReader(const std::string& path);
+  // Opens without a probe: only for the probe helper itself and the fuzzer, which are the
+  // throw-away processes that probing relies on.
+  struct InsideProbe {};
+  SessionReader(const std::string& path, InsideProbe);
   ~SessionReader();
   SessionReader(const SessionReader&) = delete;
   SessionReader& operator=(const SessionReader&) = delete;
@@ -216,10 +234,10 @@ class SessionReader {
 
 // A session file may come from someone else, and the HDF5 library can crash or hang on a crafted
 // one. probeSession reads it first in the peat-probe helper process (its structure; all its data
-// with `verify`) and throws SessionError with one line when that process fails, crashes or hangs;
-// only then do callers open it themselves.
-// With `verify`, returns what SessionReader::verify() found there.
-// The timeout: 20 s for the structure, 600 s with `verify`; PEAT_PROBE_TIMEOUT (seconds) overrides.
+// with `verify`) and throws SessionError with one line when that process fails, crashes or hangs.
+// A missing, unreadable or non-HDF5 path is refused without starting anything. With `verify`,
+// returns what SessionReader::verify() found there. The timeout: 20 s for the structure, 600 s with
+// `verify`; PEAT_PROBE_TIMEOUT (seconds) overrides. When a probe may be skipped: core/store/probe.h.
 SessionReader::Verification probeSession(const std::string& path, bool verify = false);
 
 // "000042": fixed-width names keep HDF5's name order equal to numeric order.

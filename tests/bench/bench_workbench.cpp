@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Whole-operation timings of the workbench's two loads that scale with data (README "Workbench
+// Whole-operation timings of the workbench's two loads that scale with data (docs/benchmarks.md, "Workbench
 // speed"); offscreen, one line of numbers per measurement:
 //   bench_workbench open SESSION          session tree ready (summary read, model built, shown)
 //   bench_workbench pair GOLDEN CANDIDATE  two tensors read, analysed, detected and plotted; and the

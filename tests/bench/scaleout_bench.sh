@@ -5,7 +5,7 @@
 #   1. one process, one thread;
 #   2. one process, every core (the default);
 #   3. mpirun -n 2 --mpi (a rank per core, one thread each), shards written and merged;
-# and the time per injection that the README's cost model uses.   usage: scaleout_bench.sh BUILD_DIR
+# and the time per injection that the cost model of docs/scale-out.md uses.   usage: scaleout_bench.sh BUILD_DIR
 set -eu
 build=$(cd "$1" && pwd)
 peat="$build/bin/peat"

@@ -18,13 +18,13 @@ declare -A held
 for commit in 3 12 30; do
   for stage in journal-half journal apply-half; do
     session="$work/$stage-$commit.h5"
-    PEAT_PROGRESS=lines PEAT_TEST_COMMIT_CRASH="$commit:$stage" "$peat" profile --model mlp --iterations 40 \
+    PEAT_TEST_COMMIT_CRASH="$commit:$stage" "$peat" --events jsonl profile --model mlp --iterations 40 \
       --record-every 1 --batch 32 --out "$session" >"$work/out" 2>&1 &
     wait $! 2>/dev/null
     rc=$?
     [[ $rc -eq 137 ]] || { echo "$stage $commit: expected the run to be killed (137), got $rc"; cat "$work/out"; exit 1; }
     [[ -e "$session-journal" ]] || { echo "$stage $commit: no journal beside $session after the kill: $(ls -a "$work")"; exit 1; }
-    saved=$(grep -o 'saved [0-9]*' "$work/out" | tail -1 | cut -d' ' -f2)
+    saved=$(grep -o '"saved":[0-9]*' "$work/out" | tail -1 | cut -d: -f2)
     saved=${saved:-0}
     report=$("$peat" info --verify --json "$session" 2>&1) || {
       echo "$stage $commit: the session does not verify: $report"; exit 1; }

@@ -3,7 +3,7 @@
 # Crash consistency: `peat profile` killed with SIGKILL at 20 moments (seeded, spread from start-up
 # to the end of training). After each kill the session must open with `peat info --verify` (every
 # dataset of a complete iteration or checkpoint read back against its CRC-32), and hold at least the
-# iterations the run had reported saved ("saved N" in its last progress line). A kill before the
+# iterations the run had reported saved (the "saved" field of its last loss event, docs/events.md). A kill before the
 # session's header is flushed must leave no file at all.   usage: crash_kill.sh PEAT WORKDIR [KILLS]
 set -u
 peat=$1 dir=$2 kills=${3:-20}
@@ -15,13 +15,13 @@ for round in $(seq 1 "$kills"); do
   session="$work/s$round.h5"
   # 0.6 s (LibTorch still loading) to 4.6 s (training and flushing): a quarter before training starts
   delay=$(awk -v r=$((RANDOM % 1000)) 'BEGIN { printf "%.3f", 0.6 + 4.0 * r / 1000 }')
-  PEAT_PROGRESS=lines "$peat" profile --model mlp --iterations 600 --record-every 1 --batch 32 \
+  "$peat" --events jsonl profile --model mlp --iterations 600 --record-every 1 --batch 32 \
     --out "$session" >"$work/out$round" 2>&1 &
   pid=$!
   sleep "$delay"
   kill -KILL $pid 2>/dev/null
   wait $pid 2>/dev/null
-  saved=$(grep -o 'saved [0-9]*' "$work/out$round" | tail -1 | cut -d' ' -f2)
+  saved=$(grep -o '"saved":[0-9]*' "$work/out$round" | tail -1 | cut -d: -f2)
   saved=${saved:-0}
   if [[ ! -e "$session" ]]; then
     [[ $saved -eq 0 ]] || { echo "round $round: no session after $saved iterations were reported saved"; exit 1; }

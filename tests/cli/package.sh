@@ -11,8 +11,10 @@ main=$(ls "$work"/out/peat-workbench_*_amd64.deb)
 fail() { echo "package: $*"; exit 1; }
 
 contents=$(dpkg-deb -c "$main" | awk '{print $6}')
+[[ -e "$build/lib/peat/libpeat_mpi.so" ]] && { dpkg-deb -c "$main" | grep -q 'usr/lib/peat/libpeat_mpi.so' || fail "the MPI module is not in $(basename "$main")"; }
 for f in usr/bin/peat usr/lib/peat/libpeat_torch.so usr/lib/peat/peat-probe usr/share/man/man1/peat.1 \
-         usr/share/bash-completion/completions/peat usr/share/doc/peat-workbench/session-format.md \
+         usr/share/bash-completion/completions/peat usr/share/doc/peat-workbench/README.md \
+         usr/share/doc/peat-workbench/docs/session-format.md usr/share/doc/peat-workbench/docs/images/errorviews.png \
          usr/include/peat/kernel_abi.h usr/share/peat-workbench/slurm/peat-submit.sh; do
   grep -qx "./$f" <<<"$contents" || fail "$f is not in $(basename "$main")"
 done
@@ -24,7 +26,7 @@ if [[ -x "$build/bin/peat-workbench" ]]; then
   done
 fi
 depends=$(dpkg-deb -f "$main" Depends)
-for d in libhdf5 libtorch1.13 libhwy1 zlib1g $(ldd "$build/bin/peat" | grep -q libmpi && echo libopenmpi); do
+for d in libhdf5 libtorch1.13 libhwy1 zlib1g $([[ -e "$build/lib/peat/libpeat_mpi.so" ]] && echo libopenmpi); do
   grep -q "$d" <<<"$depends" || fail "Depends lacks $d: $depends"
 done
 [[ -x "$build/bin/peat-workbench" ]] && for d in libqt6widgets6 libqcustomplot2.1-qt6 qt6-qpa-plugins; do

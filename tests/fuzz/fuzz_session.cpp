@@ -34,7 +34,7 @@ constexpr int kEscaped = 3;  // the child's exit code for an exception that is n
 [[noreturn]] void readAll(const std::string& path) {
   using namespace peat::store;
   try {
-    SessionReader reader(path);
+    SessionReader reader(path, SessionReader::InsideProbe{});
     const SessionSummary s = reader.summary();
     int reads = 0;
     for (const RunInfo& run : s.runs) {

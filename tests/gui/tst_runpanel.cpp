@@ -11,7 +11,8 @@
 
 #include <algorithm>
 
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
 #include "core/store/session.h"
 #include "views/mainwindow.h"
 #include "views/curvepanel.h"

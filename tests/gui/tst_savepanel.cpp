@@ -8,7 +8,8 @@
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
 #include "views/mainwindow.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"

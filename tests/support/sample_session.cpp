@@ -67,8 +67,11 @@ void writeSampleSession(const std::string& path) {
   report.labels = {{"call", "iterations/000001/calls/000002"}, {"candidate", "fp16_inputs"}};
   report.arrays = {{"log2_abs_error_hist", {DType::F64, {6}, histogram.data()}}};
   w.writeReport("call-000001-000002", report);
-  w.writeVerdicts({{"iterations/000001/calls/000002", "precision_loss", 0.9, "errors confined to mantissa bits 0-12"},
-                   {"iterations/000002/calls/000000", "bit_flip", 0.75, "one element, bit 27"}});
+  // the first verdict as written before findings were stored; the second with its findings
+  w.writeVerdicts({{"iterations/000001/calls/000002", "precision_loss", 0.9, "errors confined to mantissa bits 0-12", {}},
+                   {"iterations/000002/calls/000000", "bit_flip", 0.75, "one element, bit 27",
+                    {{"bit_flip", 0.75, {{"bit", 27.0}, {"elements", 1.0}}, {{"format", "fp32"}}},
+                     {"accumulation_order", 0.5, {}, {}}}}});
   w.endRun(RunStatus::Complete);
   const std::vector<uint8_t> classes{0, 1, 2, 2, 1, 0};
   ResultRecord save;

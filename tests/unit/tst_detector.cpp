@@ -163,6 +163,8 @@ void TestDetector::indexErrorAtAStride() {
   const auto d = run(g, c);
   QCOMPARE(d.verdict.model, std::string("index_error"));
   QCOMPARE(d.verdict.evidence.at("dominant_gap"), 16.0);
+  QCOMPARE(d.verdict.evidence.at("stride"), 16.0);  // what the views draw (docs/session-format.md)
+  QVERIFY(!d.verdict.evidence.count("confined"));
 }
 
 void TestDetector::verdictNamesAreTheVocabulary() {

@@ -14,7 +14,7 @@
 #include "gpu/backend.h"
 #include "gpu/cpu/reference.h"
 #include "gpu/device/math.h"
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 using namespace peat::gpu;
 

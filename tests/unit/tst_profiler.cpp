@@ -315,7 +315,7 @@ void TestProfiler::cancelLeavesAReadableSession() {
   train::Progress progress{[&](int64_t done, int64_t, const std::string&) {
                              if (done == 4) stop = true;
                            },
-                           &stop};
+                           &stop, {}};
   train::ProfileOptions o;
   o.train = small("lenet", 50);
   o.recordEvery = 2;

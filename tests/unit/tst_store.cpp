@@ -128,6 +128,16 @@ void TestStore::recordsAndVerdictsRoundTrip() {
   QCOMPARE(v[0].model, std::string("precision_loss"));
   QCOMPARE(v[1].confidence, 0.75);
   QCOMPARE(v[1].evidence, std::string("one element, bit 27"));
+  // findings: the verdict's evidence as fields, then its alternatives; none for the older row
+  QVERIFY(v[0].findings.empty());
+  QCOMPARE(v[1].findings.size(), std::size_t(2));
+  QCOMPARE(v[1].findings[0].model, std::string("bit_flip"));
+  QCOMPARE(v[1].findings[0].numbers.at("bit"), 27.0);
+  QCOMPARE(v[1].findings[0].numbers.at("elements"), 1.0);
+  QCOMPARE(v[1].findings[0].labels.at("format"), std::string("fp32"));
+  QCOMPARE(v[1].findings[1].model, std::string("accumulation_order"));
+  QCOMPARE(v[1].findings[1].confidence, 0.5);
+  QVERIFY(v[1].findings[1].numbers.empty() && v[1].findings[1].labels.empty());
   const StoredRecord rep = r.report("golden", "call-000001-000002");
   QCOMPARE(rep.scalars.at("abs_error_max"), 0.125);
   QCOMPARE(rep.labels.at("candidate"), std::string("fp16_inputs"));

@@ -11,11 +11,12 @@
 #include <cstdlib>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <c10/util/Exception.h>
 
-#include "core/util/progress.h"
+#include "core/util/events.h"
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/torch_entry.h"
@@ -34,15 +35,24 @@ void onInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
-// A progress bar with ETA on stderr, drawn only when stderr is a terminal, at most 10 times a second.
+// A progress bar with ETA on stderr, drawn only when stderr is a terminal, at most 10 times a second;
+// and the same progress, with the run's structured events, on the event stream (docs/events.md).
 class ProgressBar {
  public:
-  explicit ProgressBar(std::string what) : what_(std::move(what)), tty_(::isatty(STDERR_FILENO) == 1) {}
+  explicit ProgressBar(std::string what) : what_(std::move(what)), tty_(::isatty(STDERR_FILENO) == 1), events_(what_) {}
   ~ProgressBar() {
     if (drawn_) std::fputs("\n", stderr);
   }
+  // Losses arrive every step: they travel with the (throttled) progress events, the newest first.
+  void event(const events::Event& e) {
+    if (e.type == "loss") pendingLoss_ = e;
+    else events::send(e);
+  }
   void operator()(int64_t done, int64_t total, const std::string& status) {
-    lines_(done, total, status);
+    if (events_(done, total, status) && pendingLoss_) {
+      events::send(*pendingLoss_);
+      pendingLoss_.reset();
+    }
     if (!tty_) return;
     const auto now = std::chrono::steady_clock::now();
     if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
@@ -61,7 +71,8 @@ class ProgressBar {
  private:
   std::string what_;
   bool tty_;
-  util::ProgressLines lines_;
+  events::Progress events_;
+  std::optional<events::Event> pendingLoss_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
@@ -73,6 +84,7 @@ std::string firstLine(const std::string& text) { return text.substr(0, text.find
 // file it could not close, and its exit handler would crash on it: skip the exit handlers instead.
 int failNow(const std::string& message) {
   std::cerr << "peat: error: " << message << std::endl;
+  events::error(message, 1);
   std::fflush(stdout);
   std::_Exit(1);
 }
@@ -151,8 +163,10 @@ int runProfileCommand(CLI::App& app, train::ProfileOptions& o, bool force, bool 
   o.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   o.commandLine = commandLine;
   ProgressBar bar(isTrain ? "train" : "profile");
-  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted};
+  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
+                               [&](const events::Event& e) { bar.event(e); }};
   const train::ProfileResult r = train::runProfile(o, progress);
+  events::stored(r.session, "run", r.run);
   if (json) {
     JsonWriter j(std::cout);
     j.beginObject().field("session", r.session).field("run", r.run).field("model", o.train.model);
@@ -278,6 +292,7 @@ int main(int argc, char** argv) {
     app.description(command == "kernels" ? "List candidate kernels and fault models." : "List the model zoo.");
   } else {
     std::cerr << "peat: error: unknown command '" << command << "'\n";
+    events::error("unknown command '" + command + "'", 2);
     return 2;
   }
   app.add_flag("--json", json, "Print a JSON summary");
@@ -288,6 +303,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "peat: error: " << e.what() << " (see 'peat " << command << " --help')\n";
+    events::error(e.what(), 2);
     return 2;
   }
 
@@ -307,8 +323,10 @@ int main(int argc, char** argv) {
       playback.kernel = kernels::withDevice(playback.kernel, device);
       playback.commandLine = commandLine;
       ProgressBar bar("playback");
-      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted};
+      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
+                               [&](const events::Event& e) { bar.event(e); }};
       const train::PlaybackResult r = train::runPlayback(playback, progress);
+      events::stored(r.session, "run", r.run);
       if (json) {
         JsonWriter j(std::cout);
         j.beginObject().field("session", r.session).field("run", r.run).field("kernel", playback.kernel);
@@ -359,8 +377,10 @@ int main(int argc, char** argv) {
       fi.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
       fi.commandLine = commandLine;
       ProgressBar bar("runtime-fi");
-      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted};
+      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
+                               [&](const events::Event& e) { bar.event(e); }};
       const train::RuntimeFiResult r = train::runRuntimeFi(fi, progress);
+      events::stored(r.session, "session", r.session);
       if (json) {
         JsonWriter j(std::cout);
         j.beginObject().field("session", r.session).field("kernel", fi.kernel).field("iterations", r.iterations);

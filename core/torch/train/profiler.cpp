@@ -413,6 +413,8 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
       checkpoint(it + 1);
       lastCheckpoint = it + 1;
     }
+    progress.send(events::Event("loss").add("iteration", int64_t(it)).add("loss", double(last.loss))
+                      .add("saved", int64_t(saved->load())));
     progress(it + 1, o.train.iterations,
              "loss " + std::to_string(last.loss).substr(0, 6) + " saved " + std::to_string(saved->load()));
   }
@@ -734,6 +736,8 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
     r.injections += int64_t(log.size());
     addInjections(injections, log);
     r.iterations = it + 1;
+    progress.send(events::Event("loss").add("iteration", int64_t(it)).add("loss", double(g.loss))
+                      .add("candidate_loss", double(f.loss)));
     progress(it + 1, o.train.iterations,
              "loss " + std::to_string(g.loss).substr(0, 6) + " vs " + std::to_string(f.loss).substr(0, 6));
   }

@@ -13,15 +13,21 @@
 #include "core/store/session.h"
 #include "core/torch/ops/op_types.h"
 #include "core/torch/train/trainer.h"
+#include "core/util/events.h"
 
 namespace peat::train {
 
 struct Progress {
   std::function<void(int64_t done, int64_t total, const std::string& status)> report;
   const std::atomic<bool>* cancel = nullptr;
+  // Structured results as they happen (a training step's loss, ...): docs/events.md.
+  std::function<void(const events::Event&)> event;
   bool cancelled() const { return cancel && cancel->load(); }
   void operator()(int64_t done, int64_t total, const std::string& status) const {
     if (report) report(done, total, status);
+  }
+  void send(const events::Event& e) const {
+    if (event) event(e);
   }
 };
 

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// SAVE's stored results read back into plain structs, for the workbench's views and for tools:
-// an analysis (per layer: bit-class counts and the tile map with its reliable-memory placement)
-// and a campaign run (accuracy against faults per scheme, latency). Reading and reshaping only.
+// The home of one result kind, a SAVE analysis (`peat save analyze`): its layout in the session
+// (docs/session-format.md, SAVE results), written here and read back into plain structs for the
+// workbench's views and for tools: per layer, bit-class counts and the tile map with its
+// reliable-memory placement.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/save/ranges.h"
+#include "core/save/selection.h"
 #include "core/store/session.h"
 
 namespace peat::save {
@@ -29,23 +32,20 @@ struct StoredAnalysis {
   std::vector<StoredLayer> layers;
 };
 
+// With --tightness: the ranges against estimates from elsewhere (the test images seen, per node;
+// gradient ascent and plain intervals at the output).
+struct TightnessReference {
+  std::vector<Tightness> test;  // per node
+  Tightness ascent, interval;   // the output node
+};
+
+// Writes the analysis as "<id>" (the summary) and "<id>.<node>" (one record per layer).
+void writeAnalysis(store::SessionWriter& writer, const std::string& id, const Selection& selection,
+                   const std::string& weights, const TightnessReference* reference = nullptr);
+
 // The analyses in a session (ids of records of kind save_analysis).
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader);
 // Throws SaveError when `id` is no SAVE analysis of this session.
 StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::string& id);
-
-struct CampaignSeries {
-  std::string scheme;
-  std::vector<double> flips, accuracy, errorRate;  // sorted by flips
-  double latencyRatio = 0;                          // fault-free, against no protection (0: not measured)
-};
-
-struct StoredCampaign {
-  std::string run, model, shard, settings;
-  std::vector<CampaignSeries> series;  // in the order the schemes first appear
-};
-
-// Throws SaveError when `run` is no SAVE campaign run with a points table.
-StoredCampaign loadCampaign(const store::SessionReader& reader, const std::string& run);
 
 }  // namespace peat::save

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "gpu/runtime_module.h"
+#include "base/sys.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -35,8 +35,8 @@ bool fileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+SharedLibrary::SharedLibrary(const std::string& path, Symbols symbols) : path_(path) {
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | (symbols == Symbols::Global ? RTLD_GLOBAL : RTLD_LOCAL));
   if (!handle_) {
     const char* why = ::dlerror();
     throw std::runtime_error("cannot load '" + path + "': " + (why ? why : "unknown error"));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Run-time loading of the project's own modules (GPU backends, the LibTorch part of core).
+// The bottom layer's system helpers, for gpu/ and core/ alike: run-time loading of the project's own
+// modules (GPU backends, the LibTorch part of core) and file tests.
 // They live in <prefix>/<libdir>/peat, found relative to the running executable, so the build
 // tree and an installed tree work alike. PEAT_MODULE_DIR overrides the place.
 #include <string>
@@ -14,7 +15,9 @@ std::string modulePath(const std::string& stem);  // "peat_torch" -> ".../libpea
 // A dlopen()ed library. Modules stay loaded until the process ends: objects they made may outlive us.
 class SharedLibrary {
  public:
-  explicit SharedLibrary(const std::string& path);  // throws std::runtime_error with dlerror()'s text
+  // Global: its symbols serve libraries it loads itself later (Open MPI's plugins need libmpi's).
+  enum class Symbols { Local, Global };
+  explicit SharedLibrary(const std::string& path, Symbols symbols = Symbols::Local);  // throws with dlerror()'s text
   void* symbol(const char* name) const;             // throws when missing
   const std::string& path() const { return path_; }
 

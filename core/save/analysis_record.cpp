@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/save/results.h"
+#include "core/save/analysis_record.h"
 
 #include <algorithm>
 #include <cstring>
@@ -34,6 +34,54 @@ std::vector<T> array(const store::StoredRecord& r, const std::string& name, stor
 }
 
 }  // namespace
+
+void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const std::string& weights,
+                   const TightnessReference* ref) {
+  std::string layers;
+  for (const LayerSelection& l : s.layers) {
+    const NodeRange& r = s.ranges.nodes[std::size_t(l.node)];
+    store::ResultRecord rec;
+    rec.labels = {{"kind", "save_layer"}, {"analysis", id}, {"node", l.name}, {"op", l.op}};
+    rec.scalars = {{"elements", double(l.elements)},       {"type2", double(l.type2)},
+                   {"robust_bits", double(l.robustBits)},  {"ranging_bits", double(l.rangingBits)},
+                   {"vulnerable_bits", double(l.vulnerableBits)}, {"mean_width", l.meanWidth},
+                   {"tile_rows", double(s.options.tileRows)}, {"tile_cols", double(s.options.tileCols)},
+                   {"tiles_down", double(l.tilesDown)},    {"tiles_across", double(l.tilesAcross)},
+                   {"feeds_relu", l.feedsRelu ? 1.0 : 0.0}};
+    if (ref) rec.scalars["test_mean_width"] = ref->test[std::size_t(l.node)].meanWidth;
+    std::vector<uint64_t> perBit;
+    for (const auto& row : l.perBit) perBit.insert(perBit.end(), row.begin(), row.end());
+    const uint64_t n = uint64_t(l.elements);
+    rec.arrays = {
+        {"lo", {store::DType::F64, {n}, r.lo.data()}},
+        {"hi", {store::DType::F64, {n}, r.hi.data()}},
+        {"robust_mask", {store::DType::U32, {n}, l.robustMask.data()}},
+        {"ranging_mask", {store::DType::U32, {n}, l.rangingMask.data()}},
+        {"bit_class_counts", {store::DType::U64, {32, 3}, perBit.data()}},
+        {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
+        {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
+    };
+    w.writeSaveResult(id + "." + l.name, rec);
+    layers += (layers.empty() ? "" : ",") + l.name;
+  }
+  store::ResultRecord sum;
+  sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
+                {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"}};
+  sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
+                 {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
+                 {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.options.budgetBytes)},
+                 {"tile_bytes", double(s.tileBytes)},       {"reliable_tiles", double(s.reliableTiles)},
+                 {"total_tiles", double(s.totalTiles)},     {"reliable_bytes", double(s.reliableBytes)},
+                 {"type2_elements", double(s.type2Elements)}, {"elements", double(s.elements)},
+                 {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds}};
+  if (ref) {
+    const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
+    sum.scalars["ascent_union_width"] = ref->ascent.unionHi - ref->ascent.unionLo;
+    sum.scalars["interval_union_width"] = ref->interval.unionHi - ref->interval.unionLo;
+    sum.scalars["union_width"] = out.unionHi - out.unionLo;
+  }
+  w.writeSaveResult(id, sum);
+}
 
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader) {
   std::vector<std::string> out;
@@ -87,65 +135,6 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
     a.layers.push_back(std::move(l));
   }
   return a;
-}
-
-StoredCampaign loadCampaign(const store::SessionReader& reader, const std::string& run) {
-  const store::SessionSummary summary = reader.summaryWithoutTensors();
-  const store::RunInfo* info = nullptr;
-  for (const store::RunInfo& r : summary.runs)
-    if (r.name == run) info = &r;
-  if (!info) throw SaveError("the session has no run '" + run + "'");
-  if (info->spec.kind != "save_campaign" ||
-      std::find(info->tables.begin(), info->tables.end(), "points") == info->tables.end())
-    throw SaveError("run '" + run + "' is no SAVE campaign with points");
-  StoredCampaign c;
-  c.run = run;
-  auto attribute = [&](const char* key) {
-    const auto it = info->attributes.find(key);
-    return it == info->attributes.end() ? std::string() : it->second;
-  };
-  c.model = attribute("model");
-  c.shard = attribute("shard");
-  c.settings = attribute("campaign");
-  const std::vector<h5::Column> points = reader.table(run, "points");
-  const h5::Column* scheme = h5::findColumn(points, "scheme");
-  const h5::Column* flips = h5::findColumn(points, "flips");
-  const h5::Column* accuracy = h5::findColumn(points, "accuracy");
-  const h5::Column* errorRate = h5::findColumn(points, "error_rate");
-  if (!scheme || !flips || !accuracy || !scheme->isText || flips->isText || accuracy->isText)
-    throw SaveError("run '" + run + "' has a points table without scheme, flips and accuracy");
-  for (std::size_t i = 0; i < scheme->size(); ++i) {
-    auto it = std::find_if(c.series.begin(), c.series.end(), [&](const CampaignSeries& s) { return s.scheme == scheme->text[i]; });
-    if (it == c.series.end()) {
-      c.series.push_back({scheme->text[i], {}, {}, {}, 0});
-      it = std::prev(c.series.end());
-    }
-    it->flips.push_back(flips->numbers[i]);
-    it->accuracy.push_back(accuracy->numbers[i]);
-    it->errorRate.push_back(errorRate && !errorRate->isText ? errorRate->numbers[i] : 0.0);
-  }
-  for (CampaignSeries& s : c.series) {  // by flips
-    std::vector<std::size_t> order(s.flips.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.flips[a] < s.flips[b]; });
-    CampaignSeries sorted{s.scheme, {}, {}, {}, 0};
-    for (std::size_t k : order) {
-      sorted.flips.push_back(s.flips[k]);
-      sorted.accuracy.push_back(s.accuracy[k]);
-      sorted.errorRate.push_back(s.errorRate[k]);
-    }
-    s = std::move(sorted);
-  }
-  if (std::find(info->tables.begin(), info->tables.end(), "latency") != info->tables.end()) {
-    const std::vector<h5::Column> latency = reader.table(run, "latency");
-    const h5::Column* ls = h5::findColumn(latency, "scheme");
-    const h5::Column* ratio = h5::findColumn(latency, "ratio");
-    if (ls && ratio && ls->isText && !ratio->isText)
-      for (std::size_t i = 0; i < ls->size(); ++i)
-        for (CampaignSeries& s : c.series)
-          if (s.scheme == ls->text[i]) s.latencyRatio = ratio->numbers[i];
-  }
-  return c;
 }
 
 }  // namespace peat::save

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include "core/save/campaign_merge.h"
+#include "core/save/campaign_record.h"
 
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "core/save/graph.h"
@@ -186,6 +187,126 @@ MergeSummary mergeCampaignShards(const std::vector<std::string>& files, const st
   out.shards = first.count;
   out.points = int64_t(merged.front().size());
   return out;
+}
+
+std::string beginCampaignRun(store::SessionWriter& w, const CampaignRunInfo& info,
+                             const std::vector<VerifierChoice>& verifiers) {
+  std::string name = "save-campaign";
+  for (int k = 2; w.hasRun(name); ++k) name = "save-campaign-" + std::to_string(k);
+  w.beginRun({name, "save_campaign", "golden", "SAVE campaign: accuracy against faults per scheme"});
+  w.setRunAttribute("model", info.model);
+  w.setRunAttribute("weights", info.weights);
+  w.setRunAttribute("shard", info.shard);
+  std::vector<h5::Column> v(5);
+  const char* columns[] = {"node", "kind", "abft_tolerance", "mixed_bound", "reason"};
+  for (std::size_t i = 0; i < v.size(); ++i) v[i].name = columns[i];
+  v[0].isText = v[1].isText = v[4].isText = true;
+  const char* kinds[] = {"recompute", "abft", "mixed"};
+  for (const VerifierChoice& c : verifiers) {
+    v[0].text.push_back(c.name);
+    v[1].text.push_back(kinds[int(c.kind)]);
+    v[2].numbers.push_back(c.tolerance);
+    v[3].numbers.push_back(c.mixedTolerance);
+    v[4].text.push_back(c.reason);
+  }
+  w.writeTable("verifiers", v);
+  w.setRunAttribute("campaign", info.settings);
+  return name;
+}
+
+void writeCampaignTables(store::SessionWriter& w, const CampaignResult& r, bool latency) {
+  if (latency) {
+    std::vector<h5::Column> c(5);
+    const char* names[] = {"scheme", "seconds_per_batch", "ratio", "accuracy", "false_positives"};
+    for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
+    c[0].isText = true;
+    for (const SchemeLatency& l : r.latency) {
+      c[0].text.push_back(schemeName(l.scheme));
+      c[1].numbers.push_back(l.seconds);
+      c[2].numbers.push_back(l.ratio);
+      c[3].numbers.push_back(l.accuracy);
+      c[4].numbers.push_back(double(l.falsePositives));
+    }
+    w.writeTable("latency", c);
+  }
+  std::vector<h5::Column> c(11);
+  const char* names[] = {"scheme",     "flips",      "accuracy",   "error_rate",   "detections", "recoveries",
+                         "weight_repairs", "range_violations", "recompute_mismatches", "faults", "seconds"};
+  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
+  c[0].isText = true;
+  for (const CampaignPoint& p : r.points) {
+    c[0].text.push_back(schemeName(p.scheme));
+    c[1].numbers.push_back(double(p.flips));
+    c[2].numbers.push_back(p.accuracy);
+    c[3].numbers.push_back(p.errorRate);
+    c[4].numbers.push_back(double(p.stats.detections));
+    c[5].numbers.push_back(double(p.stats.recoveries));
+    c[6].numbers.push_back(double(p.stats.weightRepairs));
+    c[7].numbers.push_back(double(p.stats.rangeViolations));
+    c[8].numbers.push_back(double(p.stats.recomputeMismatches));
+    c[9].numbers.push_back(double(p.stats.faults));
+    c[10].numbers.push_back(p.seconds);
+  }
+  w.writeTable("points", c);
+}
+
+StoredCampaign loadCampaign(const store::SessionReader& reader, const std::string& run) {
+  const store::SessionSummary summary = reader.summaryWithoutTensors();
+  const store::RunInfo* info = nullptr;
+  for (const store::RunInfo& r : summary.runs)
+    if (r.name == run) info = &r;
+  if (!info) throw SaveError("the session has no run '" + run + "'");
+  if (info->spec.kind != "save_campaign" ||
+      std::find(info->tables.begin(), info->tables.end(), "points") == info->tables.end())
+    throw SaveError("run '" + run + "' is no SAVE campaign with points");
+  StoredCampaign c;
+  c.run = run;
+  auto attribute = [&](const char* key) {
+    const auto it = info->attributes.find(key);
+    return it == info->attributes.end() ? std::string() : it->second;
+  };
+  c.model = attribute("model");
+  c.shard = attribute("shard");
+  c.settings = attribute("campaign");
+  const std::vector<h5::Column> points = reader.table(run, "points");
+  const h5::Column* scheme = h5::findColumn(points, "scheme");
+  const h5::Column* flips = h5::findColumn(points, "flips");
+  const h5::Column* accuracy = h5::findColumn(points, "accuracy");
+  const h5::Column* errorRate = h5::findColumn(points, "error_rate");
+  if (!scheme || !flips || !accuracy || !scheme->isText || flips->isText || accuracy->isText)
+    throw SaveError("run '" + run + "' has a points table without scheme, flips and accuracy");
+  for (std::size_t i = 0; i < scheme->size(); ++i) {
+    auto it = std::find_if(c.series.begin(), c.series.end(), [&](const CampaignSeries& s) { return s.scheme == scheme->text[i]; });
+    if (it == c.series.end()) {
+      c.series.push_back({scheme->text[i], {}, {}, {}, 0});
+      it = std::prev(c.series.end());
+    }
+    it->flips.push_back(flips->numbers[i]);
+    it->accuracy.push_back(accuracy->numbers[i]);
+    it->errorRate.push_back(errorRate && !errorRate->isText ? errorRate->numbers[i] : 0.0);
+  }
+  for (CampaignSeries& s : c.series) {  // by flips
+    std::vector<std::size_t> order(s.flips.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.flips[a] < s.flips[b]; });
+    CampaignSeries sorted{s.scheme, {}, {}, {}, 0};
+    for (std::size_t k : order) {
+      sorted.flips.push_back(s.flips[k]);
+      sorted.accuracy.push_back(s.accuracy[k]);
+      sorted.errorRate.push_back(s.errorRate[k]);
+    }
+    s = std::move(sorted);
+  }
+  if (std::find(info->tables.begin(), info->tables.end(), "latency") != info->tables.end()) {
+    const std::vector<h5::Column> latency = reader.table(run, "latency");
+    const h5::Column* ls = h5::findColumn(latency, "scheme");
+    const h5::Column* ratio = h5::findColumn(latency, "ratio");
+    if (ls && ratio && ls->isText && !ratio->isText)
+      for (std::size_t i = 0; i < ls->size(); ++i)
+        for (CampaignSeries& s : c.series)
+          if (s.scheme == ls->text[i]) s.latencyRatio = ratio->numbers[i];
+  }
+  return c;
 }
 
 }  // namespace peat::save

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+#include "core/store/probe.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+#include "base/sys.h"
+#include "core/store/h5.h"
+#include "core/util/helper_process.h"
+
+namespace peat::store {
+namespace {
+
+// What identifies a file's contents without reading them. ctime changes with every write, chmod,
+// rename or utime, and cannot be set by a user.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t modifiedSec = 0, modifiedNsec = 0, changedSec = 0, changedNsec = 0;
+  auto key() const { return std::tie(device, inode, size, modifiedSec, modifiedNsec, changedSec, changedNsec); }
+  bool operator<(const FileIdentity& o) const { return key() < o.key(); }
+  bool operator==(const FileIdentity& o) const { return key() == o.key(); }
+};
+
+std::optional<FileIdentity> identityOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec,
+                      st.st_ctim.tv_nsec};
+}
+
+std::mutex mutex;                   // guards the sets below and the cache file's use in this process
+std::set<FileIdentity> probedHere;  // passed a probe in this process
+std::map<uint64_t, std::pair<dev_t, ino_t>> writtenHere;  // held by a SessionWriter of this process
+uint64_t nextWriter = 1;
+
+std::string cachePath() {
+  if (const char* p = std::getenv("PEAT_PROBE_CACHE"); p && *p) return std::strcmp(p, "off") == 0 ? "" : p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/peat/probed";
+  if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.cache/peat/probed";
+  return "";
+}
+
+// The cache: one line per file, "device inode size mtime_s mtime_ns ctime_s ctime_ns". At most
+// kCacheLines are kept (the newest); a line that does not parse is ignored.
+constexpr std::size_t kCacheLines = 512;
+
+std::vector<FileIdentity> readCache(const std::string& path) {
+  std::vector<FileIdentity> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream s(line);
+    unsigned long long dev = 0, ino = 0;
+    long long size = 0;
+    FileIdentity f;
+    if (s >> dev >> ino >> size >> f.modifiedSec >> f.modifiedNsec >> f.changedSec >> f.changedNsec) {
+      f.device = dev_t(dev);
+      f.inode = ino_t(ino);
+      f.size = off_t(size);
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+bool inCache(const FileIdentity& f) {
+  const std::string path = cachePath();
+  if (path.empty()) return false;
+  for (const FileIdentity& c : readCache(path))
+    if (c == f) return true;
+  return false;
+}
+
+// Written to a temporary file and renamed over the cache: a reader never sees half a file. Failing
+// to write the cache only costs a later probe.
+void addToCache(const FileIdentity& f) {
+  const std::string path = cachePath();
+  if (path.empty()) return;
+  std::vector<FileIdentity> lines = readCache(path);
+  lines.erase(std::remove(lines.begin(), lines.end(), f), lines.end());
+  lines.push_back(f);
+  if (lines.size() > kCacheLines) lines.erase(lines.begin(), lines.end() - std::ptrdiff_t(kCacheLines));
+  const std::string dir = path.substr(0, path.rfind('/'));
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  ::mkdir(parent.c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    for (const FileIdentity& c : lines)
+      out << (unsigned long long)c.device << ' ' << (unsigned long long)c.inode << ' ' << (long long)c.size << ' '
+          << c.modifiedSec << ' ' << c.modifiedNsec << ' ' << c.changedSec << ' ' << c.changedNsec << '\n';
+    if (!out) {
+      ::unlink(temporary.c_str());
+      return;
+    }
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) ::unlink(temporary.c_str());
+}
+
+double timeoutSeconds(bool verify) {
+  double seconds = verify ? 600 : 20;
+  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
+  return seconds;
+}
+
+// Runs the helper; its first line is "ok..." or "error\treason". Returns the "ok" line.
+std::string runProbe(const std::vector<std::string>& argv, const std::string& path, double seconds) {
+  const sys::HelperResult r = sys::runHelper(argv, seconds);
+  if (!r.started) throw SessionError("cannot check '" + path + "' in a helper process: " + r.output);
+  if (r.timedOut)
+    throw SessionError("reading '" + path + "' did not finish within " + std::to_string(int(seconds)) +
+                       " s (the HDF5 library hangs on it): the file is damaged or was crafted; it was not opened");
+  if (r.signal)
+    throw SessionError("reading '" + path + "' crashed the HDF5 library (" + sys::describeSignal(r.signal) +
+                       "): the file is damaged or was crafted; it was not opened");
+  if (r.output.rfind("error\t", 0) == 0) throw SessionError(r.output.substr(6));
+  return r.output;
+}
+
+std::string helperPath() { return sys::moduleDirectory() + "/peat-probe"; }
+
+SessionReader::Verification probeSessionNow(const std::string& path, bool verify) {
+  const std::string helper = helperPath();
+  if (!sys::fileExists(helper)) {  // a build without the helper reads in process, as before
+    SessionReader reader(path, SessionReader::InsideProbe{});
+    return verify ? reader.verify() : SessionReader::Verification{};
+  }
+  std::vector<std::string> argv{helper, "session", path};
+  if (verify) argv.push_back("--verify");
+  const std::string ok = runProbe(argv, path, timeoutSeconds(verify));
+  // "ok\tRUNS" or, verified, "ok\tRUNS\tDATASETS\tBYTES\tWITHOUT_CHECKSUM\tINCOMPLETE"
+  unsigned long long runs = 0, datasets = 0, bytes = 0, without = 0, incomplete = 0;
+  const int fields =
+      std::sscanf(ok.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes, &without, &incomplete);
+  if (fields != (verify ? 5 : 1)) throw SessionError("the session check answered in an unknown format: " + ok);
+  return {datasets, bytes, without, incomplete};
+}
+
+}  // namespace
+
+void checkSessionPath(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw SessionError("cannot open '" + path + "': it is a directory");
+  if (::access(path.c_str(), R_OK) != 0) throw SessionError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!h5::looksLikeHdf5(path)) throw SessionError("'" + path + "' is not an HDF5 file, so not a PEAT session");
+}
+
+uint64_t registerWrittenFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  writtenHere[nextWriter] = {st.st_dev, st.st_ino};
+  return nextWriter++;
+}
+
+void unregisterWrittenFile(uint64_t token) {
+  const std::lock_guard<std::mutex> lock(mutex);
+  writtenHere.erase(token);
+}
+
+bool isWrittenHere(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [token, file] : writtenHere)
+    if (file == std::make_pair(st.st_dev, st.st_ino)) return true;
+  return false;
+}
+
+SessionReader::Verification probeSession(const std::string& path, bool verify) {
+  checkSessionPath(path);  // no process for a missing file, a directory or a file of another kind
+  const std::optional<FileIdentity> before = identityOf(path);
+  if (!verify) {
+    if (isWrittenHere(path)) return {};
+    if (before) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (probedHere.count(*before) || inCache(*before)) {
+        probedHere.insert(*before);
+        return {};
+      }
+    }
+  }
+  const std::time_t started = std::time(nullptr);
+  const SessionReader::Verification v = probeSessionNow(path, verify);
+  const std::optional<FileIdentity> after = identityOf(path);
+  if (before && after && *before == *after) {  // what passed is what is there now
+    const std::lock_guard<std::mutex> lock(mutex);
+    probedHere.insert(*after);
+    if (after->changedSec + 2 <= int64_t(started)) addToCache(*after);
+  }
+  return v;
+}
+
+void probeHdf5Dataset(const std::string& path, const std::string& dataset) {
+  const std::string helper = helperPath();
+  if (!sys::fileExists(helper)) return;  // a build without the helper reads in process, as before
+  runProbe({helper, "hdf5", path, dataset}, path, timeoutSeconds(false));
+}
+
+}  // namespace peat::store
