@@ -25,7 +25,8 @@
 #include <QStandardPaths>
 #include <QDir>
 #include <QStatusBar>
-#include <QTableWidget>
+#include <QEventLoop>
+#include <QTableView>
 #include <QTreeView>
 
 #include <optional>
@@ -45,7 +46,9 @@
 #include "views/runpanel.h"
 #include "views/savepanel.h"
 #include "views/overviewpanel.h"
+#include "views/sessioncontroller.h"
 #include "views/sessiontreemodel.h"
+#include "views/verdicttablemodel.h"
 
 namespace peat::views {
 
@@ -62,6 +65,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   resize(1400, 860);
 
+  sessions_ = new SessionController(this);
+  connect(sessions_, &SessionController::opened, this,
+          [this](quint64, const OpenedSession& opened) { applyOpenedSession(opened); });
+  // a job made stale by a newer open still ends the wait of openSession() for its path
+  connect(sessions_, &SessionController::ended, this, [this](quint64, const QString& path, bool delivered) {
+    if (!delivered) emit sessionOpenEnded(path, false);
+  });
   model_ = new SessionTreeModel(this);
   model_->setTensorLister([this](const std::string& run, const std::string& call) {
     return reader_ ? reader_->callTensors(run, call) : std::vector<store::TensorInfo>{};
@@ -91,6 +101,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() = default;
 
+// Every dock and its connections (about 120 lines of set-up, no logic).
 void MainWindow::createDocks() {
   auto dock = [this](const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
@@ -183,17 +194,19 @@ void MainWindow::createDocks() {
     statusBar()->showMessage(message, 10000);
     // the results (or what a cancelled run kept) appear in the tree
     if (QFileInfo::exists(session) && (ok || sessionPath_.isEmpty() || QFileInfo(session) == QFileInfo(sessionPath_)))
-      openSession(session);
+      startOpeningSession(session);
   });
 
-  verdicts_ = new QTableWidget(0, 4, this);
-  verdicts_->setHorizontalHeaderLabels({tr("Call"), tr("Error model"), tr("Confidence"), tr("Evidence")});
-  verdicts_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+  verdictModel_ = new VerdictTableModel(this);
+  verdicts_ = new QTableView(this);
+  verdicts_->setModel(verdictModel_);
+  verdicts_->horizontalHeader()->setSectionResizeMode(VerdictTableModel::EvidenceColumn, QHeaderView::Stretch);
   verdicts_->verticalHeader()->hide();
   verdicts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  connect(verdicts_, &QTableWidget::currentCellChanged, this, [this](int row) {
-    if (row >= 0 && verdicts_->item(row, 1)) explainVerdict(verdicts_->item(row, 1)->text());
+  connect(verdicts_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    const int row = current.isValid() ? current.row() : -1;
+    if (const store::Verdict* v = verdictModel_->verdict(row)) explainVerdict(QString::fromStdString(v->model));
     selectVerdictCall(row);
   });
   QDockWidget* verdictDock =
@@ -217,7 +230,7 @@ void MainWindow::createActions() {
   QAction* open = file->addAction(tr("&Open Session..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(),
                                                       tr("PEAT sessions (*.h5 *.hdf5);;All files (*)"));
-    if (!path.isEmpty()) openSession(path);
+    if (!path.isEmpty()) startOpeningSession(path);
   });
   open->setShortcut(QKeySequence::Open);
   QAction* newWindow = file->addAction(tr("&New Window"), this, [] {
@@ -281,48 +294,62 @@ void MainWindow::createActions() {
 }
 
 bool MainWindow::openSession(const QString& path) {
-  try {
-    store::probeSession(path.toStdString());  // in a helper process: a crafted file may crash HDF5
-    auto reader = std::make_unique<store::SessionReader>(path.toStdString());
-    const store::SessionSummary summary = reader->summaryWithoutTensors();  // tensor lists on demand
-    reader_ = std::move(reader);
-    shownAnalysis_.clear();
-    shownVerdictRun_.clear();
-    errorPlot_->showMessage(tr("Select an analysed call"));
-    sessionPath_ = path;
-    model_->setSummary(summary);
-    tree_->expandToDepth(0);
-    tree_->resizeColumnToContents(0);
-    overview_->showSummary(summary);
-    verdicts_->setRowCount(0);
-    shownVerdicts_.clear();
-    setWindowTitle(tr("%1 - PEAT Workbench").arg(QFileInfo(path).fileName()));
-    statusSession_->setText(tr("%1 | schema %2 | %n run(s)", nullptr, int(summary.runs.size()))
-                                .arg(QFileInfo(path).fileName())
-                                .arg(summary.schemaVersion));
-    statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
-    rememberRecent(QFileInfo(path).absoluteFilePath());
-    if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
-    if (!summary.runs.empty()) {
-      const std::string first = summary.runs.front().name, analysis = analyzer::analysisRunOf(summary, first);
-      showRunVerdicts(QString::fromStdString(analysis.empty() ? first : analysis));
-    }
-    lastError_.clear();
-    return true;
-  } catch (const std::exception& e) {
-    reportError(QString::fromStdString(e.what()));
-    return false;
+  std::optional<bool> result;
+  QEventLoop loop;
+  const auto done = connect(this, &MainWindow::sessionOpenEnded, &loop, [&](const QString& p, bool opened) {
+    if (p != path) return;
+    result = opened;
+    loop.quit();
+  });
+  startOpeningSession(path);
+  if (!result) loop.exec();  // the GUI thread keeps serving events meanwhile
+  disconnect(done);
+  return result.value_or(false);
+}
+
+void MainWindow::startOpeningSession(const QString& path) {
+  statusBar()->showMessage(tr("Opening %1 ...").arg(path));
+  sessions_->open(path);
+}
+
+void MainWindow::applyOpenedSession(const OpenedSession& opened) {
+  if (!opened.error.isEmpty()) {
+    reportError(opened.error);
+    emit sessionOpenEnded(opened.path, false);
+    return;
   }
+  const QString& path = opened.path;
+  const store::SessionSummary& summary = opened.summary;
+  reader_ = opened.reader;
+  shownAnalysis_.clear();
+  shownVerdictRun_.clear();
+  errorPlot_->showMessage(tr("Select an analysed call"));
+  sessionPath_ = path;
+  model_->setSummary(summary);
+  tree_->expandToDepth(0);
+  tree_->resizeColumnToContents(0);
+  overview_->showSummary(summary);
+  verdictModel_->clear();
+  setWindowTitle(tr("%1 - PEAT Workbench").arg(QFileInfo(path).fileName()));
+  statusSession_->setText(tr("%1 | schema %2 | %n run(s)", nullptr, int(summary.runs.size()))
+                              .arg(QFileInfo(path).fileName())
+                              .arg(summary.schemaVersion));
+  statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
+  rememberRecent(QFileInfo(path).absoluteFilePath());
+  if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
+  if (!opened.verdictRun.empty()) showVerdicts(QString::fromStdString(opened.verdictRun), opened.verdicts);
+  lastError_.clear();
+  emit sessionOpenEnded(path, true);
 }
 
 void MainWindow::closeSession() {
+  sessions_->cancel();  // an open still running would bring a session back
   reader_.reset();
   shownAnalysis_.clear();
   shownVerdictRun_.clear();
   sessionPath_.clear();
   model_->clear();
-  verdicts_->setRowCount(0);
-  shownVerdicts_.clear();
+  verdictModel_->clear();
   overview_->showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
   statusSession_->setText(tr("No session"));
   setWindowTitle(tr("PEAT Workbench"));
@@ -331,26 +358,17 @@ void MainWindow::closeSession() {
 void MainWindow::showRunVerdicts(const QString& run) {
   if (!reader_) return;
   if (run == shownVerdictRun_) return;
-  shownVerdictRun_ = run;
   try {
-    shownVerdicts_ = reader_->verdicts(run.toStdString());
-    const std::vector<store::Verdict>& verdicts = shownVerdicts_;
-    verdicts_->setRowCount(int(verdicts.size()));
-    for (int i = 0; i < int(verdicts.size()); ++i) {
-      const store::Verdict& v = verdicts[std::size_t(i)];
-      verdicts_->setItem(i, 0, new QTableWidgetItem(QString::fromStdString(v.call)));
-      verdicts_->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(v.model)));
-      verdicts_->setItem(i, 2, new QTableWidgetItem(QString::number(v.confidence, 'f', 2)));
-      const QString why = QString::fromStdString(detector::verdictExplanation(v.model));
-      verdicts_->item(i, 1)->setToolTip(why);
-      auto* evidence = new QTableWidgetItem(QString::fromStdString(v.evidence));
-      evidence->setToolTip(evidence->text());
-      verdicts_->setItem(i, 3, evidence);
-    }
-    for (int c = 0; c < 3; ++c) verdicts_->resizeColumnToContents(c);
+    showVerdicts(run, reader_->verdicts(run.toStdString()));
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
   }
+}
+
+void MainWindow::showVerdicts(const QString& run, std::vector<store::Verdict> verdicts) {
+  shownVerdictRun_ = run;
+  verdictModel_->setVerdicts(std::move(verdicts));
+  for (int c = 0; c < VerdictTableModel::EvidenceColumn; ++c) verdicts_->resizeColumnToContents(c);
 }
 
 QString MainWindow::demoPath() {
@@ -424,18 +442,7 @@ QString MainWindow::currentCsv() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentCsv();
   if (central_->currentWidget() == curves_) return curves_->csv();
   if (central_->currentWidget() == compare_) return compare_->csv();
-  QStringList lines{QStringLiteral("call,error_model,confidence,evidence")};
-  for (int r = 0; r < verdicts_->rowCount(); ++r) {
-    QStringList cells;
-    for (int c = 0; c < verdicts_->columnCount(); ++c) {
-      QString text = verdicts_->item(r, c) ? verdicts_->item(r, c)->text() : QString();
-      if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')))
-        text = QLatin1Char('"') + text.replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
-      cells << text;
-    }
-    lines << cells.join(QLatin1Char(','));
-  }
-  return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+  return verdictModel_->csv();
 }
 
 void MainWindow::showItem(const QModelIndex& current) {
@@ -578,20 +585,25 @@ bool MainWindow::compareSelected() {
 }
 
 void MainWindow::highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports) {
-  const QSignalBlocker block(verdicts_);
+  const QSignalBlocker block(verdicts_->selectionModel());
   verdicts_->clearSelection();
-  for (int r = 0; r < verdicts_->rowCount(); ++r)
-    for (const analyzer::StoredCallReport& rep : reports)
-      if (verdicts_->item(r, 0) && verdicts_->item(r, 0)->text() == QString::fromStdString(rep.call)) {
-        verdicts_->selectRow(r);
-        verdicts_->scrollToItem(verdicts_->item(r, 0));
-      }
+  for (const analyzer::StoredCallReport& rep : reports) {
+    const int r = verdictModel_->rowOf(QString::fromStdString(rep.call));
+    if (r < 0) continue;
+    verdicts_->selectionModel()->select(verdictModel_->index(r, 0),
+                                        QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    verdicts_->scrollTo(verdictModel_->index(r, 0));
+  }
 }
 
 void MainWindow::selectVerdictCall(int row) {
   // The verdict's call, in the run its analysis replayed: selected in the tree, its plots shown.
-  if (row < 0 || !verdicts_->item(row, 0)) return;
-  const QString call = verdicts_->item(row, 0)->text();
+  const store::Verdict* verdict = verdictModel_->verdict(row);
+  if (!verdict) return;
+  // copies: selecting the call below may show other verdicts (and reset the model)
+  const QString call = QString::fromStdString(verdict->call);
+  const std::optional<store::Finding> finding =
+      verdict->findings.empty() ? std::nullopt : std::optional<store::Finding>(verdict->findings.front());
   std::string run;
   for (const store::RunInfo& r : model_->summary().runs)
     if (r.name == shownVerdictRun_.toStdString()) {
@@ -609,8 +621,7 @@ void MainWindow::selectVerdictCall(int row) {
         if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
         tree_->scrollTo(node);
         tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        if (std::size_t(row) < shownVerdicts_.size() && !shownVerdicts_[std::size_t(row)].findings.empty())
-          showFinding(shownVerdicts_[std::size_t(row)].findings.front());
+        if (finding) showFinding(*finding);
         return;
       }
     }
@@ -692,7 +703,7 @@ void MainWindow::refreshRecentMenu() {
   recentMenu_->clear();
   const QStringList recent = QSettings().value(kRecentKey).toStringList();
   for (const QString& path : recent)
-    recentMenu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openSession(path); })->setToolTip(path);
+    recentMenu_->addAction(QFileInfo(path).fileName(), this, [this, path] { startOpeningSession(path); })->setToolTip(path);
   recentMenu_->setEnabled(!recent.isEmpty());
 }
 

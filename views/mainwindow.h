@@ -24,7 +24,7 @@ class QDragEnterEvent;
 class QDropEvent;
 class QTabWidget;
 class QTextBrowser;
-class QTableWidget;
+class QTableView;
 class QTreeView;
 class QLabel;
 
@@ -38,6 +38,9 @@ class SavePanel;
 class CurvePanel;
 class RunPanel;
 class ComparePanel;
+class SessionController;
+class VerdictTableModel;
+struct OpenedSession;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -46,8 +49,13 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Opens a session; on failure shows the reason and keeps the current session. Returns success.
+  // Opens a session and waits for it (the window stays responsive: the work runs off the GUI
+  // thread); on failure shows the reason and keeps the current session. Returns success.
   bool openSession(const QString& path);
+  // Starts opening a session and returns at once; sessionOpenEnded reports the outcome. A newer
+  // open drops an older one that has not finished.
+  void startOpeningSession(const QString& path);
+  SessionController* sessionController() const { return sessions_; }
   void closeSession();
   // Selects the session tree item at a path of display names joined by '/', e.g.
   // "SAVE/lenet-symbolic/conv2" or "save-campaign"; its view opens. False when there is none.
@@ -75,6 +83,7 @@ class MainWindow : public QMainWindow {
  signals:
   void comparisonShown();     // a dropped pair's histograms are on screen
   void comparisonDetected();  // ... and the detector's verdict
+  void sessionOpenEnded(const QString& path, bool opened);
 
  public:
   static QString demoPath();
@@ -96,6 +105,8 @@ class MainWindow : public QMainWindow {
   void refreshRecentMenu();
   void rememberRecent(const QString& path);
   void showRunVerdicts(const QString& run);
+  void showVerdicts(const QString& run, std::vector<store::Verdict> verdicts);
+  void applyOpenedSession(const OpenedSession& opened);
   void showItem(const QModelIndex& current);
   void compareTensors(const QString& golden, const QString& candidate);
   void showSelectedCalls();
@@ -112,7 +123,7 @@ class MainWindow : public QMainWindow {
   void exportCurrentTable();
   void reportError(const QString& text);
 
-  std::unique_ptr<store::SessionReader> reader_;
+  std::shared_ptr<store::SessionReader> reader_;  // shared with the open job that read it
   std::unique_ptr<store::SessionReader> other_;  // the session compared with this one
   QString otherPath_;
   ComparePanel* compare_;
@@ -126,7 +137,8 @@ class MainWindow : public QMainWindow {
   ErrorPlotPanel* errorPlot_;
  public:
   ErrorPlotPanel* errorPlot() const { return errorPlot_; }
-  QTableWidget* verdictTable() const { return verdicts_; }
+  QTableView* verdictTable() const { return verdicts_; }
+  VerdictTableModel* verdictModel() const { return verdictModel_; }
  private:
   SavePanel* savePanel_;
   CurvePanel* curves_;
@@ -139,8 +151,9 @@ class MainWindow : public QMainWindow {
   QTabWidget* central_;
   std::string shownAnalysis_;
   QString shownVerdictRun_;
-  std::vector<store::Verdict> shownVerdicts_;  // the rows of verdicts_, with their findings
-  QTableWidget* verdicts_;
+  VerdictTableModel* verdictModel_;  // the rows of verdicts_, with their findings
+  QTableView* verdicts_;
+  SessionController* sessions_;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
   QLabel* statusSession_;

@@ -46,6 +46,7 @@ const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SA
 
 }  // namespace
 
+// The whole form, built once (about 130 lines of widget set-up, no logic).
 RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(this)) {
   auto* outer = new QVBoxLayout(this);
   form_ = new QFormLayout;

@@ -15,6 +15,7 @@
 #include "app/peat/text.h"
 #include "core/data/datasets.h"
 #include "core/save/campaign.h"
+#include "core/merge/shards.h"
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
 #include "core/save/check_bits.h"
@@ -24,6 +25,7 @@
 #include "core/store/run_shards.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
+#include "core/util/campaign_key.h"
 #include "core/util/events.h"
 #include "core/util/text.h"
 
@@ -318,13 +320,20 @@ save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
   c.model = a.model;
   c.weights = a.weights + ":" + a.run + "@" + std::to_string(a.iteration);
   // Everything the counts depend on; not the threads, the shard or the session.
-  char tau[32];
-  std::snprintf(tau, sizeof tau, "%.17g", a.tau);
-  c.settings = "batch=" + std::to_string(o.batch) + ";weight_flips=" + std::to_string(o.weightFlips) +
-               ";activation_flips=" + std::to_string(o.activationFlips) + ";seed=" + std::to_string(o.seed) +
-               ";mode=" + a.mode + ";depth=" + std::to_string(a.depth) + ";splits=" + std::to_string(a.splits) +
-               ";tau=" + tau + ";input_range=" + a.inputRange + ";tile=" + a.tile + ";budget_mib=" +
-               std::to_string(a.budgetMiB) + ";selection_batch=1";
+  c.settings = util::CampaignKey()
+                   .add("batch", o.batch)
+                   .add("weight_flips", o.weightFlips)
+                   .add("activation_flips", o.activationFlips)
+                   .add("seed", o.seed)
+                   .add("mode", a.mode)
+                   .add("depth", a.depth)
+                   .add("splits", a.splits)
+                   .add("tau", a.tau)
+                   .add("input_range", a.inputRange)
+                   .add("tile", a.tile)
+                   .add("budget_mib", a.budgetMiB)
+                   .add("selection_batch", 1)
+                   .text();
   std::tie(c.shardIndex, c.shardCount) = parseShard(o.shard);
   return c;
 }
@@ -400,17 +409,27 @@ std::vector<std::string> splitList(const std::string& text) {
 }  // namespace
 
 std::string campaignSettings(const SaveCampaignOptions& o) {
-  return "flips=" + o.flips + ";schemes=" + o.schemes + ";pattern=" + o.pattern + ";bits=" + std::to_string(o.bits) +
-         ";images=" + std::to_string(o.images) + ";batch=" + std::to_string(o.analysis.batch) +
-         ";seed=" + std::to_string(o.seed) + ";budget_mib=" + std::to_string(o.analysis.budgetMiB) +
-         ";mode=" + o.analysis.mode + ";tau=" + std::to_string(o.analysis.tau) + ";tile=" + o.analysis.tile +
-         ";input_range=" + o.analysis.inputRange + ";verifier=" + o.verifier;
+  return util::CampaignKey()
+      .add("flips", o.flips)
+      .add("schemes", o.schemes)
+      .add("pattern", o.pattern)
+      .add("bits", o.bits)
+      .add("images", o.images)
+      .add("batch", o.analysis.batch)
+      .add("seed", o.seed)
+      .add("budget_mib", o.analysis.budgetMiB)
+      .add("mode", o.analysis.mode)
+      .add("tau", o.analysis.tau)
+      .add("tile", o.analysis.tile)
+      .add("input_range", o.analysis.inputRange)
+      .add("verifier", o.verifier)
+      .text();
 }
 
-int runSaveCampaign(const SaveCampaignOptions& o) {
-  if (o.analysis.mode == "profiled")
-    throw std::invalid_argument("SAVE's range checks need sound ranges: --mode profiled is unsound (use symbolic or interval)");
-  save::SelectionOptions so = selectionOptions(o.analysis);
+namespace {
+
+// The campaign's points and fault model from the command line, checked.
+save::CampaignOptions campaignOptions(const SaveCampaignOptions& o) {
   save::CampaignOptions co;
   co.flips.clear();
   for (const std::string& f : splitList(o.flips)) {
@@ -433,83 +452,38 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   co.batch = o.analysis.batch;
   co.seed = o.seed;
   std::tie(co.shardIndex, co.shardCount) = parseShard(o.shard);
-  const save::VerifierPolicy policy = save::verifierPolicyFromName(o.verifier);
   if (co.batch <= 0 || co.images < co.batch || co.images % co.batch || co.images > 10000)
     throw std::invalid_argument("--images must be a multiple of --batch, at most 10000");
+  return co;
+}
 
-  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
-                                                                              o.analysis.iteration));
-  const save::Selection sel = save::selectBits(g, so);
-  const data::ImageSet train = data::loadFashionMnist("train");
-  const int64_t inSize = g.nodes[0].size();
-  const std::vector<uint8_t> profilePixels(train.pixels.begin(), train.pixels.begin() + 5000 * inSize);
-  const std::vector<float> profileImages = save::normalisedImages(g, profilePixels);
-  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch, policy);
-  const data::ImageSet test = data::loadFashionMnist("t10k");
-  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + co.images * inSize);
-  const std::vector<float> images = save::normalisedImages(g, pixels);
-
-  std::unique_ptr<store::SessionWriter> w;
-  if (!o.analysis.session.empty()) {
-    w = openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
-    const std::string name = save::beginCampaignRun(*w, {g.model, o.analysis.weights, o.shard, campaignSettings(o)},
-                                                     runner.verifierChoices());
-    if (!o.quiet) {
-      std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
-      events::stored(o.analysis.session, "run", name);
-    }
-  }
-  const bool tty = !o.analysis.json && !o.quiet && isatty(2);
-  events::Progress lines("points");
-  const int64_t totalPoints =
-      (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
-  bool latencyWritten = false;
-  const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
-                                                   [&](const save::CampaignResult& sofar) {
-                                                     if (w) {  // flushed: a killed campaign keeps this point
-                                                       save::writeCampaignTables(*w, sofar, !latencyWritten);
-                                                       latencyWritten = true;
-                                                     }
-                                                     const save::CampaignPoint& last = sofar.points.back();
-                                                     lines(int64_t(sofar.points.size()), totalPoints, {}, true);
-                                                     // every point: the workbench draws each
-                                                     events::send(events::Event("point")
-                                                                      .add("scheme", save::schemeName(last.scheme))
-                                                                      .add("flips", int64_t(last.flips))
-                                                                      .add("accuracy", last.accuracy));
-                                                     if (tty)
-                                                       std::fprintf(stderr, "\r%zu points done", sofar.points.size());
-                                                   });
-  if (tty) std::fprintf(stderr, "\n");
-  if (w) {
-    save::writeCampaignTables(*w, r, !latencyWritten);
-    w->endRun(store::RunStatus::Complete);
-  }
-  if (o.quiet) return 0;
-
-  if (o.analysis.json) {
-    JsonWriter j(std::cout);
-    j.beginObject().field("model", g.model).field("images", co.images).field("batch", co.batch);
-    j.field("clean_accuracy", r.cleanAccuracy).field("reliable_bytes", sel.reliableBytes);
-    j.field("unreliable_words_none", runner.unreliableWords(save::Scheme::None));
-    j.field("unreliable_words_save", runner.unreliableWords(save::Scheme::Save));
-    j.key("latency").beginArray();
+void printCampaignJson(const save::Graph& g, const save::Selection& sel, const save::ProtectedRunner& runner,
+                       const save::CampaignOptions& co, const save::CampaignResult& r) {
+  JsonWriter j(std::cout);
+  j.beginObject().field("model", g.model).field("images", co.images).field("batch", co.batch);
+  j.field("clean_accuracy", r.cleanAccuracy).field("reliable_bytes", sel.reliableBytes);
+  j.field("unreliable_words_none", runner.unreliableWords(save::Scheme::None));
+  j.field("unreliable_words_save", runner.unreliableWords(save::Scheme::Save));
+  j.key("latency").beginArray();
+  for (const save::SchemeLatency& l : r.latency)
+    j.beginObject().field("scheme", save::schemeName(l.scheme)).field("seconds_per_batch", l.seconds).field("ratio", l.ratio)
+        .field("accuracy", l.accuracy).field("false_positives", l.falsePositives).endObject();
+  j.endArray().key("points").beginArray();
+  for (const save::CampaignPoint& p : r.points) {
+    j.beginObject().field("scheme", save::schemeName(p.scheme)).field("flips", p.flips).field("accuracy", p.accuracy);
+    j.field("error_rate", p.errorRate).field("detections", p.stats.detections).field("recoveries", p.stats.recoveries);
+    double ratio = 1;
     for (const save::SchemeLatency& l : r.latency)
-      j.beginObject().field("scheme", save::schemeName(l.scheme)).field("seconds_per_batch", l.seconds).field("ratio", l.ratio)
-          .field("accuracy", l.accuracy).field("false_positives", l.falsePositives).endObject();
-    j.endArray().key("points").beginArray();
-    for (const save::CampaignPoint& p : r.points) {
-      j.beginObject().field("scheme", save::schemeName(p.scheme)).field("flips", p.flips).field("accuracy", p.accuracy);
-      j.field("error_rate", p.errorRate).field("detections", p.stats.detections).field("recoveries", p.stats.recoveries);
-      double ratio = 1;
-      for (const save::SchemeLatency& l : r.latency)
-        if (l.scheme == p.scheme) ratio = l.ratio;
-      j.field("accurate_latency", ratio * (1 + p.errorRate)).endObject();
-    }
-    j.endArray().endObject();
-    std::cout << '\n';
-    return 0;
+      if (l.scheme == p.scheme) ratio = l.ratio;
+    j.field("accurate_latency", ratio * (1 + p.errorRate)).endObject();
   }
+  j.endArray().endObject();
+  std::cout << '\n';
+}
+
+void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const save::Selection& sel,
+                       const save::ProtectedRunner& runner, const save::CampaignOptions& co,
+                       const save::CampaignResult& r) {
   std::printf("SAVE campaign: %s, %lld test images in batches of %lld (fault-free top-1 %.1f%%), %s faults of %d bit(s)\n",
               g.model.c_str(), (long long)co.images, (long long)co.batch, 100 * r.cleanAccuracy, o.pattern.c_str(), o.bits);
   std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (reliable memory: a peak of %.1f KiB in use)\n\n",
@@ -555,38 +529,83 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
               (unsigned long long)detections, (unsigned long long)recoveries);
   if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
   std::printf("\n");
+}
+
+}  // namespace
+
+int runSaveCampaign(const SaveCampaignOptions& o) {
+  if (o.analysis.mode == "profiled")
+    throw std::invalid_argument("SAVE's range checks need sound ranges: --mode profiled is unsound (use symbolic or interval)");
+  save::SelectionOptions so = selectionOptions(o.analysis);
+  const save::CampaignOptions co = campaignOptions(o);
+  const save::VerifierPolicy policy = save::verifierPolicyFromName(o.verifier);
+
+  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
+                                                                              o.analysis.iteration));
+  const save::Selection sel = save::selectBits(g, so);
+  const data::ImageSet train = data::loadFashionMnist("train");
+  const int64_t inSize = g.nodes[0].size();
+  const std::vector<uint8_t> profilePixels(train.pixels.begin(), train.pixels.begin() + 5000 * inSize);
+  const std::vector<float> profileImages = save::normalisedImages(g, profilePixels);
+  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch, policy);
+  const data::ImageSet test = data::loadFashionMnist("t10k");
+  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + co.images * inSize);
+  const std::vector<float> images = save::normalisedImages(g, pixels);
+
+  std::unique_ptr<store::SessionWriter> w;
+  if (!o.analysis.session.empty()) {
+    w = openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
+    const std::string name = save::beginCampaignRun(*w, {g.model, o.analysis.weights, o.shard, campaignSettings(o)},
+                                                     runner.verifierChoices());
+    if (!o.quiet) {
+      std::fprintf(stderr, "storing points in run '%s' of %s as they finish\n", name.c_str(), o.analysis.session.c_str());
+      events::stored(o.analysis.session, "run", name);
+    }
+  }
+  const bool tty = !o.analysis.json && !o.quiet && isatty(2);
+  events::Progress lines("points");
+  const int64_t totalPoints =
+      (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
+  bool latencyWritten = false;
+  const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
+                                                   [&](const save::CampaignResult& sofar) {
+                                                     if (w) {  // flushed: a killed campaign keeps this point
+                                                       save::writeCampaignTables(*w, sofar, !latencyWritten);
+                                                       latencyWritten = true;
+                                                     }
+                                                     const save::CampaignPoint& last = sofar.points.back();
+                                                     // every point, before the progress that counts it:
+                                                     // the workbench draws each
+                                                     events::send(events::Event("point")
+                                                                      .add("scheme", save::schemeName(last.scheme))
+                                                                      .add("flips", int64_t(last.flips))
+                                                                      .add("accuracy", last.accuracy));
+                                                     lines(int64_t(sofar.points.size()), totalPoints, {}, true);
+                                                     if (tty)
+                                                       std::fprintf(stderr, "\r%zu points done", sofar.points.size());
+                                                   });
+  if (tty) std::fprintf(stderr, "\n");
+  if (w) {
+    save::writeCampaignTables(*w, r, !latencyWritten);
+    w->endRun(store::RunStatus::Complete);
+  }
+  if (o.quiet) return 0;
+
+  if (o.analysis.json)
+    printCampaignJson(g, sel, runner, co, r);
+  else
+    printCampaignText(o, g, sel, runner, co, r);
   return 0;
 }
 
 int runSaveMerge(const SaveMergeOptions& o) {
-  if (o.shards.empty()) throw std::invalid_argument("give the shard files to merge");
-  if (!std::ifstream(o.shards.front()).good()) throw save::SaveError(o.shards.front() + ": no such file");
-  if (!save::checkBitsShardsIn(o.shards.front()).empty()) {
-    std::string id;
-    const save::StoredCheckBits m =
-        save::mergeCheckBitsShards(o.shards, o.session, saveProvenance("", 0, o.commandLine), &id);
-    std::fprintf(stderr, "merged %zu check-bits shards (campaign %s, %llu flips)%s\n", o.shards.size(),
-                 m.campaign.id().c_str(), (unsigned long long)m.result.flips,
-                 o.session.empty() ? "" : (" into SAVE result '" + id + "' of " + o.session).c_str());
-    printCheckBits(m, o.json);
-    return 0;
+  const merge::MergeResult m = merge::mergeShards(o.shards, o.session, saveProvenance("", 0, o.commandLine));
+  if (m.kind == merge::ShardKind::CheckBits) {
+    std::fprintf(stderr, "%s\n", m.summary.c_str());
+    printCheckBits(m.checkBits, o.json);
+  } else {
+    std::printf("%s\n", m.summary.c_str());
   }
-  if (store::holdsPlaybackShard(o.shards.front())) {
-    const store::PlaybackMergeSummary m = store::mergePlaybackShards(o.shards, o.session);
-    std::printf("merged %d playback shards, %lld calls and %lld injections, into run '%s' of %s\n", m.shards,
-                (long long)m.calls, (long long)m.injections, m.run.c_str(), o.session.c_str());
-    return 0;
-  }
-  if (store::holdsRuntimeFiShard(o.shards.front())) {
-    const store::SweepMergeSummary m = store::mergeRuntimeFiShards(o.shards, o.session);
-    std::printf("merged %d runtime-FI sweep shards, %lld points and %lld golden runs, into %s\n", m.shards,
-                (long long)m.points, (long long)m.goldenRuns, o.session.c_str());
-    return 0;
-  }
-  if (o.session.empty()) throw std::invalid_argument("a SAVE campaign's shards merge into a session: give --session");
-  const save::MergeSummary m = save::mergeCampaignShards(o.shards, o.session, saveProvenance("", 0, o.commandLine));
-  std::printf("merged %d shards, %lld points, into run '%s' of %s\n", m.shards, (long long)m.points, m.run.c_str(),
-              o.session.c_str());
   return 0;
 }
 

@@ -178,6 +178,20 @@ ShardedJob saveJob(const SaveAnalyzeOptions& a, const MpiOptions& mpi) {
 
 }  // namespace
 
+namespace {
+// The options of one shard of an MPI job: its own part and file, quiet (rank 0 speaks for the job).
+template <class Options>
+Options shardOptions(const Options& o, const std::string& file, int index, int count) {
+  Options shard = o;
+  shard.mpi.enabled = false;
+  shard.shard = std::to_string(index) + "/" + std::to_string(count);
+  shard.analysis.session = file;
+  shard.analysis.json = false;
+  shard.quiet = true;
+  return shard;
+}
+}  // namespace
+
 int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
   ShardedJob job = saveJob(o.analysis, o.mpi);
@@ -187,12 +201,7 @@ int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
            shards[0].second.campaign.shardIndex == index && shards[0].second.campaign.shardCount == count;
   };
   job.run = [&](const std::string& file, int index, int count, unsigned threads) {
-    SaveCheckBitsOptions shard = o;
-    shard.mpi.enabled = false;
-    shard.shard = std::to_string(index) + "/" + std::to_string(count);
-    shard.analysis.session = file;
-    shard.analysis.json = false;
-    shard.quiet = true;
+    SaveCheckBitsOptions shard = shardOptions(o, file, index, count);
     if (!shard.threads) shard.threads = threads;
     runSaveCheckBits(shard);
   };
@@ -214,13 +223,7 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
     return false;
   };
   job.run = [&](const std::string& file, int index, int count, unsigned) {
-    SaveCampaignOptions shard = o;
-    shard.mpi.enabled = false;
-    shard.shard = std::to_string(index) + "/" + std::to_string(count);
-    shard.analysis.session = file;
-    shard.analysis.json = false;
-    shard.quiet = true;
-    runSaveCampaign(shard);
+    runSaveCampaign(shardOptions(o, file, index, count));
   };
   return runSharded(job);
 }

@@ -105,7 +105,8 @@ inline void addByColumnGroups(const uint64_t* words, uint64_t from, uint64_t to,
 
 // The scan of [lo, hi), chunk by chunk. The vector kernel classifies every element, sums the
 // errors and writes the chunk's mismatch bitmask; what remains walks only the mismatches (the
-// histograms) or the bitmask a word or a run at a time (positions, runs, gaps).
+// histograms) or the bitmask a word or a run at a time (positions, runs, gaps). Long (about 140
+// lines) because it is the analyzer's one hot loop: its state stays in registers across stages.
 void scan(const float* g, const float* c, uint64_t lo, uint64_t hi, const Layout& L, Partial& p) {
   p.rows.assign(L.rowBins, 0);
   p.cols.assign(L.colBins, 0);

@@ -288,6 +288,9 @@ int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b
 }
 }  // namespace
 
+// The rules of docs/error-models.md in their documented order (R1-R12), each a few lines that add a
+// verdict when its sufficient condition holds; the function is long (about 230 lines) because the
+// rule list is, and reading them in one place is how they are reviewed against the document.
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
                  const analyzer::ReportOptions& options, const GemmBound* bound) {
   if (candidates.empty()) throw std::invalid_argument("detect needs at least one candidate");

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "core/save/graph.h"
+#include "core/store/run_shards.h"
+#include "core/util/campaign_key.h"
 #include "core/util/text.h"
 
 namespace peat::save {
@@ -20,16 +22,6 @@ struct Shard {
   std::map<std::string, std::string> attributes;
   std::vector<h5::Column> points, latency, verifiers;
 };
-
-// "flips=1,2;schemes=none,save;..." -> {"flips": "1,2", ...}
-std::map<std::string, std::string> settings(const std::string& campaign) {
-  std::map<std::string, std::string> out;
-  for (const std::string& kv : util::splitText(campaign, ';')) {
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return out;
-}
 
 const h5::Column& column(const Shard& s, const std::vector<h5::Column>& table, const std::string& name) {
   if (const h5::Column* c = h5::findColumn(table, name)) return *c;
@@ -81,56 +73,45 @@ Shard readShard(const std::string& file) {
 
 }  // namespace
 
+bool holdsCampaignShard(const std::string& file) {
+  for (const store::RunInfo& r : store::SessionReader(file).summaryWithoutTensors().runs)
+    if (r.spec.kind == "save_campaign" && r.attributes.count("shard")) return true;
+  return false;
+}
+
 MergeSummary mergeCampaignShards(const std::vector<std::string>& files, const std::string& output,
                                  const store::Provenance& provenance) {
   if (files.empty()) throw SaveError("no shard files to merge");
   std::vector<Shard> shards;
   for (const std::string& f : files) shards.push_back(readShard(f));
 
-  // One campaign: the same model, weights and settings, the same shard count.
-  const Shard& first = shards.front();
+  // One campaign: the same model, weights and settings, the same shard count, each shard once
+  // (the check every sharded kind shares); and the same verifiers chosen.
+  std::vector<store::ShardTag> tags;
   for (const Shard& s : shards) {
-    for (const char* key : {"model", "weights", "campaign"}) {
-      const auto a = first.attributes.find(key), b = s.attributes.find(key);
-      const std::string va = a == first.attributes.end() ? "(none)" : a->second;
-      const std::string vb = b == s.attributes.end() ? "(none)" : b->second;
-      if (va == vb) continue;
-      std::string what = std::string(key) + " '" + vb + "' vs '" + va + "'";
-      if (std::string(key) == "campaign") {  // name the settings that differ
-        const auto sa = settings(va), sb = settings(vb);
-        what.clear();
-        for (const auto& [k, v] : sb) {
-          const auto other = sa.find(k);
-          if (other == sa.end() || other->second != v)
-            what += (what.empty() ? "" : ", ") + k + " " + v + " vs " + (other == sa.end() ? "(none)" : other->second);
-        }
-        if (what.empty()) what = "campaign settings differ";
-      }
-      throw SaveError(s.file + ": belongs to another campaign than " + first.file + " (" + what + ")");
-    }
-    if (s.count != first.count)
-      throw SaveError(s.file + ": is a shard of " + std::to_string(s.count) + ", " + first.file + " one of " +
-                      std::to_string(first.count));
+    const auto attribute = [&](const char* key) {
+      const auto it = s.attributes.find(key);
+      return it == s.attributes.end() ? std::string("(none)") : it->second;
+    };
+    util::CampaignKey key = util::CampaignKey().add("model", attribute("model")).add("weights", attribute("weights"));
+    const util::CampaignKey settings = util::CampaignKey::parse(attribute("campaign"));
+    for (const auto& [k, v] : settings.fields()) key.add(k, v);
+    tags.push_back({s.file, s.index, s.count, key.text()});
+  }
+  const std::vector<std::size_t> order = store::checkShardSet(tags, "belongs to");
+  std::map<int, const Shard*> byIndex;
+  for (std::size_t i = 0; i < order.size(); ++i) byIndex[int(i)] = &shards[order[i]];
+  const Shard& first = shards.front();
+  for (const Shard& s : shards)
     if (!sameTable(s.verifiers, first.verifiers))
       throw SaveError(s.file + ": SAVE chose other verifiers than in " + first.file + " (another build or selection?)");
-  }
-  std::map<int, const Shard*> byIndex;
-  for (const Shard& s : shards) {
-    auto [it, fresh] = byIndex.emplace(s.index, &s);
-    if (!fresh)
-      throw SaveError("shard " + std::to_string(s.index) + "/" + std::to_string(s.count) + " appears twice: " +
-                      it->second->file + " and " + s.file);
-  }
-  for (int i = 0; i < first.count; ++i)
-    if (!byIndex.count(i))
-      throw SaveError("shard " + std::to_string(i) + "/" + std::to_string(first.count) + " is missing (run it with --shard " +
-                      std::to_string(i) + "/" + std::to_string(first.count) + ")");
 
   // Every point of the campaign, in its order, from the shard that owns it (position mod count).
-  const std::map<std::string, std::string> set = settings(first.attributes.at("campaign"));
-  if (!set.count("flips") || !set.count("schemes"))
+  const util::CampaignKey set = util::CampaignKey::parse(first.attributes.at("campaign"));
+  if (set.value("flips").empty() || set.value("schemes").empty())
     throw SaveError(first.file + ": the campaign settings name no flips or schemes");
-  const std::vector<std::string> flips = util::splitText(set.at("flips"), ','), schemes = util::splitText(set.at("schemes"), ',');
+  const std::vector<std::string> flips = util::splitText(set.value("flips"), ','),
+                                 schemes = util::splitText(set.value("schemes"), ',');
   std::vector<h5::Column> merged = first.points;
   for (h5::Column& c : merged) {
     c.text.clear();

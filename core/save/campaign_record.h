@@ -58,6 +58,9 @@ struct MergeSummary {
   int64_t points = 0;
 };
 
+// Whether `file` holds a SAVE campaign run with a "shard" attribute (what the merge takes).
+bool holdsCampaignShard(const std::string& file);
+
 // Throws SaveError naming the file and the problem (a missing, duplicated, unfinished or foreign
 // shard); the output session is then left as it was.
 MergeSummary mergeCampaignShards(const std::vector<std::string>& shardFiles, const std::string& output,

@@ -568,6 +568,8 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
   return 0;
 }
 
+// One switch over every op of the graph language (about 130 lines): each case is the op's whole
+// definition, kept side by side so that the exact engine and the range analysis can be read together.
 void runNode(const Graph& g, int index, const std::vector<const float*>& in, int64_t batch, float* out) {
   const Node& n = g.nodes[std::size_t(index)];
   const int64_t size = n.size();

@@ -187,6 +187,7 @@ bool isWrittenHere(const std::string& path) {
 }
 
 SessionReader::Verification probeSession(const std::string& path, bool verify) {
+  notifySessionAccess();
   checkSessionPath(path);  // no process for a missing file, a directory or a file of another kind
   const std::optional<FileIdentity> before = identityOf(path);
   if (!verify) {
@@ -211,6 +212,7 @@ SessionReader::Verification probeSession(const std::string& path, bool verify) {
 }
 
 void probeHdf5Dataset(const std::string& path, const std::string& dataset) {
+  notifySessionAccess();
   const std::string helper = helperPath();
   if (!sys::fileExists(helper)) return;  // a build without the helper reads in process, as before
   runProbe({helper, "hdf5", path, dataset}, path, timeoutSeconds(false));

@@ -32,6 +32,10 @@ uint64_t registerWrittenFile(const std::string& path);
 void unregisterWrittenFile(uint64_t token);
 bool isWrittenHere(const std::string& path);
 
+// Tells the observer of setSessionAccessObserver (session.h) that this thread blocks on a file:
+// the probe's helper process counts as an access.
+void notifySessionAccess();
+
 // The checks that need no HDF5: the path exists, is a readable regular file and starts with the
 // HDF5 signature. Throws SessionError with the same words SessionReader uses.
 void checkSessionPath(const std::string& path);

@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/util/campaign_key.h"
 #include "core/util/text.h"
 
 namespace peat::store {
@@ -115,7 +116,7 @@ std::vector<std::size_t> checkShardSet(const std::vector<ShardTag>& tags, const 
     const ShardTag& t = tags[i];
     if (t.campaign != first.campaign)
       throw SessionError(t.file + ": " + verb + " another campaign than " + first.file + " (" +
-                         util::settingsDiff(first.campaign, t.campaign) + ")");
+                         util::CampaignKey::parse(first.campaign).differenceFrom(util::CampaignKey::parse(t.campaign)) + ")");
     if (t.count != first.count)
       throw SessionError(t.file + ": is a shard of " + std::to_string(t.count) + ", " + first.file + " one of " +
                          std::to_string(first.count));

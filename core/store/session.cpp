@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -32,7 +33,14 @@ std::recursive_mutex& hdf5Mutex() {
   static std::recursive_mutex m;
   return m;
 }
-using Lock = std::lock_guard<std::recursive_mutex>;
+std::atomic<void (*)()> accessObserver{nullptr};
+struct Lock {
+  explicit Lock(std::recursive_mutex& m) : guard((notifyAccess(), m)) {}
+  static void notifyAccess() {
+    if (void (*observer)() = accessObserver.load()) observer();
+  }
+  std::lock_guard<std::recursive_mutex> guard;
+};
 
 std::string utcNow() {
   const std::time_t t = std::time(nullptr);
@@ -78,6 +86,9 @@ void writeRecord(h5::Group& g, const ResultRecord& record) {
 }
 
 }  // namespace
+
+void setSessionAccessObserver(void (*observer)()) { accessObserver.store(observer); }
+void notifySessionAccess() { Lock::notifyAccess(); }
 
 std::string indexName(int64_t index) {
   char text[32];

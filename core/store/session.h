@@ -240,6 +240,10 @@ class SessionReader {
 // `verify`; PEAT_PROBE_TIMEOUT (seconds) overrides. When a probe may be skipped: core/store/probe.h.
 SessionReader::Verification probeSession(const std::string& path, bool verify = false);
 
+// Called on the calling thread at every entry into the session layer, which serialises all HDF5
+// access (nullptr: none). For tests that prove a thread (the GUI's) never reads or writes a file.
+void setSessionAccessObserver(void (*observer)());
+
 // "000042": fixed-width names keep HDF5's name order equal to numeric order.
 std::string indexName(int64_t index);
 

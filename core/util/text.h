@@ -38,21 +38,6 @@ inline std::optional<std::pair<int, int>> parseShard(const std::string& text) {
   return std::make_pair(int(v[0]), int(v[1]));
 }
 
-// The "key=value" items of `b` that differ from `a` (both "k1=v1;k2=v2;..."), as "k=vb vs k=va, ...".
-inline std::string settingsDiff(const std::string& a, const std::string& b) {
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const std::string& kv : splitText(a, ';')) items.emplace_back(kv.substr(0, kv.find('=')), kv);
-  std::string what;
-  for (const std::string& kv : splitText(b, ';')) {
-    const std::string key = kv.substr(0, kv.find('='));
-    std::string other = "(none)";
-    for (const auto& [k, v] : items)
-      if (k == key) other = v;
-    if (other != kv) what += (what.empty() ? "" : ", ") + kv + " vs " + other;
-  }
-  return what;
-}
-
 // A tensor shape as people write it: {8, 16} -> "[8x16]".
 inline std::string shapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";

@@ -28,9 +28,9 @@ PY
 absent=out.h5
 expect_error "shard 1/2 is missing" save merge s0.h5 -s out.h5
 expect_error "appears twice" save merge s0.h5 s0.h5 s1.h5 -s out.h5
-expect_error "another campaign than s0.h5 (seed 5 vs 1)" save merge s0.h5 foreign.h5 -s out.h5
+expect_error "another campaign than s0.h5 (seed=5 vs seed=1)" save merge s0.h5 foreign.h5 -s out.h5
 expect_error "no such file" save merge s0.h5 gone.h5 -s out.h5
-expect_error "holds no SAVE campaign run" save merge "$weights" -s out.h5
+expect_error "holds no shard to merge" save merge "$weights" -s out.h5
 # A shard killed mid-run (a long one, killed once its run exists): its session keeps its finished
 # points but the merge refuses it.
 "$peat" "${base[@]}" --images 5000 --batch 100 --flips 1,1,1,1,1,1,1,1,1,1,4096,4096,4096,4096,4096,4096,4096,4096,4096,4096 \

@@ -6,6 +6,8 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QLabel>
+#include <QAbstractItemModelTester>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
@@ -16,6 +18,7 @@
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
+#include "views/verdicttablemodel.h"
 
 using peat::views::MainWindow;
 
@@ -45,9 +48,10 @@ class TestErrorViews : public QObject {
     return {};
   }
   int verdictRow(const QString& model, const QString& evidence) {
-    QTableWidget* verdicts = window_->verdictTable();
-    for (int r = 0; r < verdicts->rowCount(); ++r)
-      if (verdicts->item(r, 1)->text() == model && verdicts->item(r, 3)->text().contains(evidence)) return r;
+    QTableView* verdicts = window_->verdictTable();
+    QAbstractItemModel* m = verdicts->model();
+    for (int r = 0; r < m->rowCount(); ++r)
+      if (m->index(r, 1).data().toString() == model && m->index(r, 3).data().toString().contains(evidence)) return r;
     return -1;
   }
 };
@@ -58,6 +62,9 @@ void TestErrorViews::initTestCase() {
   session_ = dir_.filePath(QStringLiteral("analysed.h5"));
   QVERIFY(QFile::copy(source, session_));
   window_ = std::make_unique<MainWindow>();
+  // the verdict table's model, checked on every change the tests make
+  new QAbstractItemModelTester(window_->verdictModel(), QAbstractItemModelTester::FailureReportingMode::QtTest,
+                               window_.get());
   window_->setQuietErrors(true);
   window_->resize(1500, 900);
   window_->show();
@@ -123,30 +130,32 @@ void TestErrorViews::severalCallsOverlay() {
 }
 
 void TestErrorViews::verdictSelectsItsCall() {
-  QTableWidget* verdicts = window_->verdictTable();
-  QVERIFY(verdicts->rowCount() >= 3);
-  const int row = (verdicts->currentRow() + 2) % verdicts->rowCount();  // not the row shown now
-  verdicts->setCurrentCell(row, 0);
+  QTableView* verdicts = window_->verdictTable();
+  QAbstractItemModel* m = verdicts->model();
+  QVERIFY(m->rowCount() >= 3);
+  const int row = (verdicts->currentIndex().row() + 2) % m->rowCount();  // not the row shown now
+  verdicts->setCurrentIndex(m->index(row, 0));
   const QModelIndex current = window_->sessionTree()->currentIndex();
-  QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), verdicts->item(row, 0)->text());
+  QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), m->index(row, 0).data().toString());
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
   // the verdict's meaning is explained and is the verdict cell's tooltip
-  const QString model = verdicts->item(row, 1)->text();
-  QVERIFY(!verdicts->item(row, 1)->toolTip().isEmpty());
-  QCOMPARE(verdicts->item(row, 1)->toolTip(), QString::fromStdString(peat::detector::verdictExplanation(model.toStdString())));
+  const QString model = m->index(row, 1).data().toString();
+  QVERIFY(!m->index(row, 1).data(Qt::ToolTipRole).toString().isEmpty());
+  QCOMPARE(m->index(row, 1).data(Qt::ToolTipRole).toString(), QString::fromStdString(peat::detector::verdictExplanation(model.toStdString())));
 }
 
 // A bit_flip verdict's evidence is a bit position: choosing the verdict frames that bit's bar.
 void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   QVERIFY(window_->selectItem(QStringLiteral("flips")));  // its analysis's verdicts fill the table
-  QTableWidget* verdicts = window_->verdictTable();
+  QTableView* verdicts = window_->verdictTable();
+  QAbstractItemModel* m = verdicts->model();
   int row = -1;
-  for (int r = 0; r < verdicts->rowCount() && row < 0; ++r)
-    if (verdicts->item(r, 1)->text() == QLatin1String("bit_flip") && verdicts->item(r, 3)->text().contains(QStringLiteral("bit=30")))
+  for (int r = 0; r < m->rowCount() && row < 0; ++r)
+    if (m->index(r, 1).data().toString() == QLatin1String("bit_flip") && m->index(r, 3).data().toString().contains(QStringLiteral("bit=30")))
       row = r;
   QVERIFY2(row >= 0, "no bit_flip verdict on bit 30");
-  verdicts->setCurrentCell(row == 0 && verdicts->rowCount() > 1 ? 1 : 0, 0);  // start elsewhere
-  verdicts->setCurrentCell(row, 0);
+  verdicts->setCurrentIndex(m->index(row == 0 && m->rowCount() > 1 ? 1 : 0, 0));  // start elsewhere
+  verdicts->setCurrentIndex(m->index(row, 0));
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
   QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
   QCOMPARE(window_->errorPlot()->bitPlot()->itemCount(), 2);  // the frame and its label
@@ -159,9 +168,10 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   QVERIFY(window_->selectItem(QStringLiteral("edge")));
   const int row = verdictRow(QStringLiteral("index_error"), QStringLiteral("repeat every 16 elements"));
   QVERIFY2(row >= 0, "no periodic index_error verdict");
-  QTableWidget* verdicts = window_->verdictTable();
-  verdicts->setCurrentCell(row == 0 && verdicts->rowCount() > 1 ? 1 : 0, 0);
-  verdicts->setCurrentCell(row, 0);
+  QTableView* verdicts = window_->verdictTable();
+  QAbstractItemModel* m = verdicts->model();
+  verdicts->setCurrentIndex(m->index(row == 0 && m->rowCount() > 1 ? 1 : 0, 0));
+  verdicts->setCurrentIndex(m->index(row, 0));
   peat::views::ErrorPlotPanel* panel = window_->errorPlot();
   QCOMPARE(panel->reportCount(), 1);
   QVERIFY(panel->patternMarks() > 0);
@@ -169,7 +179,7 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   // the marks: the worst element and its neighbours 16 elements apart, in tile coordinates
   const peat::store::SessionReader reader(session_.toStdString());
   const peat::analyzer::StoredCallReport report = peat::analyzer::loadCallReport(
-      reader, peat::analyzer::analysisRunOf(reader.summary(), "edge"), verdicts->item(row, 0)->text().toStdString());
+      reader, peat::analyzer::analysisRunOf(reader.summary(), "edge"), m->index(row, 0).data().toString().toStdString());
   QCPGraph* marks = nullptr;
   for (int g = 0; g < panel->mapPlot()->graphCount(); ++g)
     if (panel->mapPlot()->graph(g)->name().contains(QStringLiteral("every 16"))) marks = panel->mapPlot()->graph(g);
@@ -189,7 +199,7 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   // a verdict without such evidence (fc3's first call is exact under tile-edge) clears the marks
   const int exact = verdictRow(QStringLiteral("exact"), QString());
   QVERIFY(exact >= 0);
-  verdicts->setCurrentCell(exact, 0);
+  verdicts->setCurrentIndex(m->index(exact, 0));
   QCOMPARE(panel->patternMarks(), 0);
 }
 

@@ -5,21 +5,33 @@
 
 #include <QDockWidget>
 #include <QMenuBar>
-#include <QTableWidget>
+#include <QTableView>
+#include <QThread>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QStatusBar>
 
+#include <atomic>
 #include <cmath>
 
 #include "core/fp/format.h"
+#include "core/store/session.h"
 #include "views/errorplotpanel.h"
+#include "views/verdicttablemodel.h"
 
 #include "tests/support/sample_session.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
 
 using peat::views::MainWindow;
+
+namespace {
+// Entries into the session layer (HDF5, probes) on the GUI thread.
+std::atomic<int> guiThreadFileAccesses{0};
+void countGuiThreadAccess() {
+  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadFileAccesses;
+}
+}  // namespace
 
 class TestMainWindow : public QObject {
   Q_OBJECT
@@ -63,11 +75,16 @@ void TestMainWindow::opensSessionAndRenders() {
   w.resize(1400, 860);
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
+  // the probe, the structure and the first verdicts are read off the GUI thread
+  guiThreadFileAccesses = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadAccess);
   QVERIFY(w.openSession(sample_));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadFileAccesses.load(), 0);
+  QCOMPARE(w.verdictModel()->rowCount(), 2);  // the first run's verdicts, read with it
   QCOMPARE(w.sessionModel()->rowCount(), 2);
   QVERIFY(w.windowTitle().startsWith(QStringLiteral("sample.h5")));
-  auto* verdicts = w.findChild<QTableWidget*>();
-  QVERIFY(verdicts);
+  QVERIFY(w.verdictTable());
   QTest::qWait(100);
 
   const QImage shot = w.grab().toImage();

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 // The run panel drives real `peat` runs (PEAT_CLI) off the GUI thread: a SAVE analysis lands in the
 // session and the main window shows it; a SAVE campaign cancelled mid-run leaves a readable session
-// with the points it finished; an incomplete form is refused with a reason. A watchdog timer
-// measures how long the GUI thread goes without serving its event loop during a run.
+// with the points it finished; an incomplete form is refused with a reason. The GUI thread never
+// reads or writes a session file while a run goes on or while the window reopens the session
+// (counted at the session layer's entry, so the check does not depend on the machine's load); a
+// watchdog timer reports, for information, the longest gap in its event loop.
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QSignalSpy>
-#include <QTableWidget>
+#include <QTableView>
+#include <QThread>
 #include <QtTest>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
 
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
@@ -23,6 +28,19 @@
 using peat::views::RunPanel;
 
 namespace {
+
+// Counts entries into the session layer (HDF5 reads and writes, probes) on the GUI thread while it lives.
+std::atomic<int> guiThreadFileAccesses{0};
+struct GuiThreadFileAccesses {
+  GuiThreadFileAccesses() {
+    guiThreadFileAccesses = 0;
+    peat::store::setSessionAccessObserver([] {
+      if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadFileAccesses;
+    });
+  }
+  ~GuiThreadFileAccesses() { peat::store::setSessionAccessObserver(nullptr); }
+  int count() const { return guiThreadFileAccesses.load(); }
+};
 
 // The longest gap between ticks of a 5 ms timer while `until` is false, in ms.
 struct Watchdog {
@@ -115,11 +133,13 @@ void TestRunPanel::saveAnalysisAppearsInTheWindow() {
   const QStringList args = panel->arguments(nullptr);
   QCOMPARE(args.mid(0, 4), (QStringList{QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), QStringLiteral("lenet")}));
   QSignalSpy finished(panel, &RunPanel::finished);
+  QSignalSpy opened(&window, &peat::views::MainWindow::sessionOpenEnded);
   Watchdog watchdog;
   QVERIFY(panel->start());
   QVERIFY(panel->running());
   QVERIFY(finished.wait(120000));
   QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+  QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 30000);  // the window opens the session off the GUI thread
   qInfo("GUI thread: longest gap between 5 ms ticks during the analysis: %lld ms", watchdog.worst);
   // the window reopened the session and lists the analysis
   QCOMPARE(window.sessionPath(), session);
@@ -140,6 +160,7 @@ void TestRunPanel::cancelledCampaignKeepsItsPoints() {
   QSignalSpy finished(&panel, &RunPanel::finished);
   QSignalSpy live(&panel, &RunPanel::livePoint);
   Watchdog watchdog;
+  GuiThreadFileAccesses accesses;
   QVERIFY(panel.start());
   QVERIFY(progressed.wait(120000));  // the first point is stored
   QVERIFY(!finished.count());
@@ -154,8 +175,8 @@ void TestRunPanel::cancelledCampaignKeepsItsPoints() {
   QCOMPARE(finished.at(0).at(0).toBool(), false);
   QVERIFY(finished.at(0).at(1).toString().contains(QStringLiteral("Cancelled")));
   QVERIFY(!panel.running());
+  QCOMPARE(accesses.count(), 0);
   qInfo("GUI thread: longest gap between 5 ms ticks during the campaign: %lld ms", watchdog.worst);
-  QVERIFY2(watchdog.worst < 50, qPrintable(QString::number(watchdog.worst)));
   panel.resize(420, 520);
   QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/runpanel.png")));
   // the session opens, and holds the points finished before the cancel (fewer than all)
@@ -194,9 +215,16 @@ void TestRunPanel::profileThenPlaybackWithAnalysis() {
   runner.setMode(RunPanel::Mode::Playback);
   runner.setKernel(QStringLiteral("bf16"));
   runner.setAnalyzeAfterPlayback(true);
+  QSignalSpy reopened(&window, &peat::views::MainWindow::sessionOpenEnded);
+  std::optional<GuiThreadFileAccesses> accesses;
+  accesses.emplace();
   QVERIFY(runner.start());
   QVERIFY(done.wait(180000));
   QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+  QTRY_COMPARE_WITH_TIMEOUT(reopened.count(), 1, 30000);  // off the GUI thread
+  QCOMPARE(reopened.at(0).at(1).toBool(), true);
+  QCOMPARE(accesses->count(), 0);  // the run, the live curves and the reopening
+  accesses.reset();
   QCOMPARE(window.sessionPath(), session);
   QVERIFY(window.selectItem(QStringLiteral("playback-bf16")));  // reopened, with the new run
   const peat::store::SessionSummary s = peat::store::SessionReader(session.toStdString()).summary();
@@ -218,10 +246,12 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     window.setQuietErrors(true);
     window.show();
     QSignalSpy finished(window.runPanel(), &RunPanel::finished);
+    QSignalSpy opened(&window, &peat::views::MainWindow::sessionOpenEnded);
     QVERIFY(window.openDemo());
     QVERIFY(window.runPanel()->running());
     QVERIFY(finished.wait(600000));
     QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 30000);
     // before any selection: the campaign was drawn live, point by point, one line per scheme,
     // and the profile's loss curve as it trained
     QCOMPARE(window.savePanel()->campaignPlot()->graphCount(), 5);
@@ -230,7 +260,7 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
     QVERIFY(window.selectItem(QStringLiteral("save-campaign")));
     QVERIFY(window.selectItem(QStringLiteral("bf16/iteration 0")));
-    QVERIFY(window.verdictTable()->rowCount() > 0);  // the analysis of the bf16 replay
+    QVERIFY(window.verdictTable()->model()->rowCount() > 0);  // the analysis of the bf16 replay
   }
   peat::views::MainWindow again;
   again.setQuietErrors(true);

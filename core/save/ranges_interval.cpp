@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: MIT
+// Interval ranges: each op's exact real interval from its inputs' intervals, widened by a bound on
+// its fp32 rounding error (roundingRadius), one node at a time.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/save/ranges_detail.h"
+
+namespace peat::save {
+
+using detail::forEachTap;
+using detail::parallelFor;
+
+// A bound on |fp32 result - exact result| for each output element of `node`, given its inputs' ranges:
+// gamma_{n+1} (|bias| + sum |w||x|) for a length-n dot product plus bias, and the like.
+std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<NodeRange>& r) {
+  const Node& n = g.nodes[std::size_t(index)];
+  const std::size_t size = std::size_t(n.size());
+  std::vector<double> e(size, 0.0);
+  if (n.inputs.empty()) return e;
+  const Node& src = g.nodes[std::size_t(n.inputs[0])];
+  const NodeRange& x = r[std::size_t(n.inputs[0])];
+  switch (n.op) {
+    case Op::Linear: {
+      const std::size_t out = std::size_t(n.features()), in = n.weight.size() / out;
+      const double gm = gamma32(int64_t(in) + 1);
+      parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
+        for (std::size_t j = std::size_t(first); j < std::size_t(last); ++j) {
+          const std::size_t o = j % out, row = (j / out) * in;
+          double s = std::fabs(n.bias[o]);
+          for (std::size_t i = 0; i < in; ++i) s += std::fabs(n.weight[o * in + i]) * magnitude(x, row + i);
+          e[j] = gm * s + double(in + 1) * kTiny32;
+        }
+      });
+      break;
+    }
+    case Op::AddConst:
+      for (std::size_t i = 0; i < size; ++i) e[i] = kU32 * (magnitude(x, i) + std::fabs(n.bias[i]));
+      break;
+    case Op::MatMul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      const std::size_t k = std::size_t(src.shape[2]), rows = std::size_t(n.shape[1]), cols = std::size_t(n.shape[2]);
+      const double gm = gamma32(int64_t(k));
+      for (std::size_t j = 0; j < size; ++j) {
+        const std::size_t h = j / (rows * cols), m = (j / cols) % rows, c = j % cols;
+        double s = 0;
+        for (std::size_t i = 0; i < k; ++i) s += magnitude(x, (h * rows + m) * k + i) * magnitude(y, (h * cols + c) * k + i);
+        e[j] = gm * s + double(k) * kTiny32;
+      }
+      break;
+    }
+    case Op::Gelu:
+      // 0.5 x (1 + erf(x c)): erff within 4 ulps, the argument's two roundings moving erf by at
+      // most u (|erf'| |x| <= 0.97 max |x| e^(-x^2 / 2)), then 1 + erf and the two products: the
+      // result is within 4.6 u |x| of 0.5 x (1 + erf(x / sqrt 2)).
+      for (std::size_t i = 0; i < size; ++i) e[i] = 8 * kU32 * magnitude(x, i) + 64 * kTiny32;
+      break;
+    case Op::Sigmoid:
+    case Op::Tanh: {
+      // expf and tanhf are within 4 ulps; sigmoid's 1 + e and division add two roundings. The
+      // result's magnitude is at most |x| (tanh) or 1 (sigmoid).
+      for (std::size_t i = 0; i < size; ++i) {
+        const double top = n.op == Op::Sigmoid ? 1.0 : std::min(1.0, magnitude(x, i));
+        e[i] = 8 * kU32 * top + 64 * kTiny32;
+      }
+      break;
+    }
+    case Op::Mul: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      for (std::size_t i = 0; i < size; ++i) e[i] = kU32 * magnitude(x, i) * magnitude(y, i) + kTiny32;
+      break;
+    }
+    case Op::LayerNorm:
+    case Op::Softmax:
+      // Row-wise: their interval step bounds the rounding of the row statistics itself; no
+      // per-element radius exists, and a caller that needs one must not rely on them.
+      std::fill(e.begin(), e.end(), std::numeric_limits<double>::infinity());
+      break;
+    case Op::Conv2d: {
+      const int64_t taps = src.shape[0] * n.kernel * n.kernel, plane = n.shape[1] * n.shape[2];
+      const double gm = gamma32(taps + 1);
+      parallelFor(n.shape[0], int64_t(size) * taps, [&](int64_t first, int64_t last) {
+        for (int64_t j = first * plane; j < last * plane; ++j) {
+          double s = n.bias.empty() ? 0.0 : std::fabs(n.bias[std::size_t(j / plane)]);
+          forEachTap(n, src, j, [&](std::size_t w, std::size_t i) { s += std::fabs(n.weight[w]) * magnitude(x, i); });
+          e[std::size_t(j)] = gm * s + double(taps + 1) * kTiny32;
+        }
+      });
+      break;
+    }
+    case Op::BatchNorm: {
+      const std::size_t c = std::size_t(n.shape[0]), hw = size / c;
+      for (std::size_t ch = 0; ch < c; ++ch)
+        for (std::size_t i = 0; i < hw; ++i)
+          e[ch * hw + i] = gamma32(2) * (std::fabs(n.weight[ch]) * magnitude(x, ch * hw + i) + std::fabs(n.bias[ch])) +
+                           2 * kTiny32;
+      break;
+    }
+    case Op::Add: {
+      const NodeRange& y = r[std::size_t(n.inputs[1])];
+      for (std::size_t i = 0; i < size; ++i) e[i] = kU32 * (magnitude(x, i) + magnitude(y, i));
+      break;
+    }
+    case Op::GlobalAvgPool: {
+      const std::size_t c = size, hw = std::size_t(src.size()) / c;
+      for (std::size_t ch = 0; ch < c; ++ch) {
+        double s = 0;
+        for (std::size_t i = 0; i < hw; ++i) s += magnitude(x, ch * hw + i);
+        e[ch] = gamma32(int64_t(hw) + 1) * s / double(hw);
+      }
+      break;
+    }
+    case Op::Input:
+    case Op::Relu:
+    case Op::MaxPool2d:
+    case Op::Flatten:
+    case Op::Select:
+    case Op::Max2:
+      break;  // exact
+  }
+  return e;
+}
+
+}  // namespace peat::save
+
+namespace peat::save::detail {
+
+namespace {
+
+// GELU's minimum: x Phi(x) falls on (-inf, kGeluArgMin] and rises after it.
+constexpr double kGeluArgMin = -0.7517915246935;
+double geluExact(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+// Layer norm over rows of the last dimension, as layerNormStats/layerNormOf compute it in fp32.
+// Exact intervals of x_i - mean, widened by the mean's and the subtraction's rounding, give the
+// computed d_i; the variance's bounds follow from the d_i's, and |normalised| <= sqrt(N) always
+// (d_i^2 <= sum d_j^2 = N var). Then gamma and beta, each product and sum rounded.
+void layerNormInterval(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t w = std::size_t(n.features()), rows = std::size_t(n.rows());
+  const double nw = double(w), u = kU32, gm = gamma32(int64_t(w) + 1);
+  const double eps = double(1e-5f);
+  const double cap = std::sqrt(nw / (1 - gm)) * (1 + 6 * u);
+  std::vector<double> dl(w), dh(w);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t at = r * w;
+    double sumLo = 0, sumHi = 0, mag = 0;
+    for (std::size_t j = 0; j < w; ++j) {
+      sumLo += x.lo[at + j];
+      sumHi += x.hi[at + j];
+      mag += magnitude(x, at + j);
+    }
+    const double meanError = gm * mag / nw + kTiny32;
+    double vLo = 0, vHi = 0;
+    for (std::size_t j = 0; j < w; ++j) {
+      const double l = x.lo[at + j], h = x.hi[at + j];
+      const double slack = meanError + u * (magnitude(x, at + j) + mag / nw + meanError);
+      dl[j] = l * (1 - 1 / nw) - (sumHi - h) / nw - slack;
+      dh[j] = h * (1 - 1 / nw) - (sumLo - l) / nw + slack;
+      vLo += dl[j] > 0 ? dl[j] * dl[j] : dh[j] < 0 ? dh[j] * dh[j] : 0.0;
+      vHi += std::max(dl[j] * dl[j], dh[j] * dh[j]);
+    }
+    vLo = std::max(0.0, (1 - gm) * vLo / nw - nw * kTiny32);
+    vHi = (1 + gm) * vHi / nw + nw * kTiny32;
+    const double rLo = (1 - 4 * u) / std::sqrt(vHi + eps), rHi = (1 + 4 * u) / std::sqrt(vLo + eps);
+    for (std::size_t j = 0; j < w; ++j) {
+      double nl = dl[j] >= 0 ? dl[j] * rLo : dl[j] * rHi;
+      double nh = dh[j] >= 0 ? dh[j] * rHi : dh[j] * rLo;
+      const double nm = std::max(std::fabs(nl), std::fabs(nh));
+      nl = std::max(nl - u * nm, -cap);
+      nh = std::min(nh + u * nm, cap);
+      const double gamma = n.weight[j], beta = n.bias[j];
+      const double a = nl * gamma + beta, b = nh * gamma + beta;
+      const double radius = gamma32(2) * (std::max(std::fabs(nl), std::fabs(nh)) * std::fabs(gamma) + std::fabs(beta)) + 2 * kTiny32;
+      const double lo = std::min(a, b) - radius, hi = std::max(a, b) + radius;
+      const double m = (std::fabs(lo) + std::fabs(hi)) * kDoubleMargin;
+      out.lo[at + j] = lo - m;
+      out.hi[at + j] = hi + m;
+    }
+  }
+}
+
+// Softmax over rows: y_i = 1 / (1 + sum_{j != i} exp(x_j - x_i)) lies between the values at the
+// box's extreme corners. fp32: each exp(x_j - max) is within a relative eta of the exact one
+// (the subtraction's rounding moves the argument by at most u A, A the row's spread, and expf is
+// within 4 ulps), the sum and the division add gamma_N and u; every y stays in [0, 1] (the sum
+// holds exp(0) = 1 and each term).
+void softmaxInterval(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t w = std::size_t(n.features()), rows = std::size_t(n.rows());
+  const double u = kU32;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t at = r * w;
+    double top = -std::numeric_limits<double>::infinity(), bottom = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < w; ++j) {
+      top = std::max(top, x.hi[at + j]);
+      bottom = std::min(bottom, x.lo[at + j]);
+    }
+    const double eta = (std::expm1(u * (top - bottom)) + 0x1p-22) * 1.001;
+    const bool usable = eta < 0.25;
+    const double gm = gamma32(int64_t(w));
+    const double up = (1 + eta) / ((1 - eta) * (1 - gm)) * (1 + u), down = (1 - eta) / ((1 + eta) * (1 + gm)) * (1 - u);
+    const double tiny = 4 * double(w + 1) * kTiny32;
+    for (std::size_t i = 0; i < w; ++i) {
+      double sLo = 0, sHi = 0;  // sums for the lower and the upper bound
+      for (std::size_t j = 0; j < w; ++j) {
+        if (j == i) continue;
+        sLo += std::exp(x.hi[at + j] - x.lo[at + i]);
+        sHi += std::exp(x.lo[at + j] - x.hi[at + i]);
+      }
+      double lo = 0, hi = 1;
+      if (usable) {
+        lo = std::max(0.0, down / (1 + sLo) - tiny);
+        hi = std::min(1.0, up / (1 + sHi) + tiny);
+      }
+      out.lo[at + i] = lo * (1 - kDoubleMargin);
+      out.hi[at + i] = std::min(1.0, hi * (1 + kDoubleMargin));
+    }
+  }
+}
+
+// Exact ops (gathers and maxima): their intervals need no widening for rounding.
+
+void intervalSelect(const Node& n, const NodeRange& x, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = x.lo[std::size_t(n.gather[i])];
+    out.hi[i] = x.hi[std::size_t(n.gather[i])];
+  }
+}
+
+void intervalMax2(const NodeRange& x, const NodeRange& y, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = std::max(x.lo[i], y.lo[i]);
+    out.hi[i] = std::max(x.hi[i], y.hi[i]);
+  }
+}
+
+void intervalRelu(const NodeRange& x, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = std::max(0.0, x.lo[i]);
+    out.hi[i] = std::max(0.0, x.hi[i]);
+  }
+}
+
+void intervalMaxPool(const Node& n, const Node& src, const NodeRange& x, NodeRange& out) {
+  const int64_t c = n.shape[0], oh = n.shape[1], ow = n.shape[2], h = src.shape[1], w = src.shape[2];
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        double lo = -std::numeric_limits<double>::infinity(), hi = lo;
+        for (int64_t ky = 0; ky < n.kernel; ++ky)
+          for (int64_t kx = 0; kx < n.kernel; ++kx) {
+            const std::size_t at = std::size_t((ch * h + y * n.stride + ky) * w + xx * n.stride + kx);
+            lo = std::max(lo, x.lo[at]);
+            hi = std::max(hi, x.hi[at]);
+          }
+        out.lo[std::size_t((ch * oh + y) * ow + xx)] = lo;
+        out.hi[std::size_t((ch * oh + y) * ow + xx)] = hi;
+      }
+}
+
+// Affine ops: each weight takes the end of its input's interval that moves the sum its way.
+
+void intervalLinear(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t size = out.lo.size();
+  const std::size_t features = std::size_t(n.features()), in = n.weight.size() / features;
+  parallelFor(int64_t(size), int64_t(size * in), [&](int64_t first, int64_t last) {
+    for (std::size_t j = std::size_t(first); j < std::size_t(last); ++j) {
+      const std::size_t o = j % features, row = (j / features) * in;
+      double lo = n.bias[o], hi = n.bias[o];
+      for (std::size_t i = 0; i < in; ++i) {
+        const double w = n.weight[o * in + i];
+        lo += w >= 0 ? w * x.lo[row + i] : w * x.hi[row + i];
+        hi += w >= 0 ? w * x.hi[row + i] : w * x.lo[row + i];
+      }
+      out.lo[j] = lo;
+      out.hi[j] = hi;
+    }
+  });
+}
+
+void intervalConv(const Node& n, const Node& src, const NodeRange& x, NodeRange& out) {
+  const std::size_t size = out.lo.size();
+  const int64_t plane = n.shape[1] * n.shape[2];
+  parallelFor(n.shape[0], int64_t(size) * src.shape[0] * n.kernel * n.kernel, [&](int64_t first, int64_t last) {
+    for (int64_t j = first * plane; j < last * plane; ++j) {
+      double lo = n.bias.empty() ? 0.0 : n.bias[std::size_t(j / plane)], hi = lo;
+      forEachTap(n, src, j, [&](std::size_t w, std::size_t i) {
+        const double wv = n.weight[w];
+        lo += wv >= 0 ? wv * x.lo[i] : wv * x.hi[i];
+        hi += wv >= 0 ? wv * x.hi[i] : wv * x.lo[i];
+      });
+      out.lo[std::size_t(j)] = lo;
+      out.hi[std::size_t(j)] = hi;
+    }
+  });
+}
+
+void intervalBatchNorm(const Node& n, const NodeRange& x, NodeRange& out) {
+  const std::size_t size = out.lo.size();
+  const std::size_t c = std::size_t(n.shape[0]), hw = size / c;
+  for (std::size_t ch = 0; ch < c; ++ch)
+    for (std::size_t i = 0; i < hw; ++i) {
+      const double s = n.weight[ch], b = n.bias[ch];
+      const double a = s * x.lo[ch * hw + i] + b, z = s * x.hi[ch * hw + i] + b;
+      out.lo[ch * hw + i] = std::min(a, z);
+      out.hi[ch * hw + i] = std::max(a, z);
+    }
+}
+
+void intervalAddConst(const Node& n, const NodeRange& x, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = x.lo[i] + n.bias[i];
+    out.hi[i] = x.hi[i] + n.bias[i];
+  }
+}
+
+void intervalAdd(const NodeRange& x, const NodeRange& y, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = x.lo[i] + y.lo[i];
+    out.hi[i] = x.hi[i] + y.hi[i];
+  }
+}
+
+void intervalGlobalAvgPool(const Node& src, const NodeRange& x, NodeRange& out) {
+  const std::size_t size = out.lo.size();
+  const std::size_t hw = std::size_t(src.size()) / size;
+  for (std::size_t ch = 0; ch < size; ++ch) {
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < hw; ++i) {
+      lo += x.lo[ch * hw + i];
+      hi += x.hi[ch * hw + i];
+    }
+    out.lo[ch] = lo / double(hw);
+    out.hi[ch] = hi / double(hw);
+  }
+}
+
+// Non-linear element-wise ops, from the double functions at the interval's ends.
+
+void intervalGelu(const NodeRange& x, NodeRange& out) {
+  // non-monotonic: falling up to its minimum, rising after it
+  const double floor = geluExact(kGeluArgMin) - 1e-12;
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    const double l = x.lo[i], h = x.hi[i], gl = geluExact(l), gh = geluExact(h);
+    const double tol = 1e-12 * (1 + std::fabs(gl) + std::fabs(gh));  // the double erf's own error
+    if (l >= kGeluArgMin) {
+      out.lo[i] = gl - tol;
+      out.hi[i] = gh + tol;
+    } else if (h <= kGeluArgMin) {
+      out.lo[i] = gh - tol;
+      out.hi[i] = gl + tol;
+    } else {
+      out.lo[i] = floor;
+      out.hi[i] = std::max(gl, gh) + tol;
+    }
+  }
+}
+
+// Sigmoid and tanh: increasing.
+void intervalSigmoidTanh(const Node& n, const NodeRange& x, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    auto f = [&](double v) { return n.op == Op::Tanh ? std::tanh(v) : 1 / (1 + std::exp(-v)); };
+    out.lo[i] = f(x.lo[i]) - 1e-15;  // the double functions' own error
+    out.hi[i] = f(x.hi[i]) + 1e-15;
+  }
+}
+
+// Products of two tensors: each product's range is the extremes of its four corner products.
+
+void intervalMul(const NodeRange& x, const NodeRange& y, NodeRange& out) {
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    const double p[4] = {x.lo[i] * y.lo[i], x.lo[i] * y.hi[i], x.hi[i] * y.lo[i], x.hi[i] * y.hi[i]};
+    out.lo[i] = *std::min_element(p, p + 4);
+    out.hi[i] = *std::max_element(p, p + 4);
+  }
+}
+
+void intervalMatMul(const Node& n, const Node& src, const NodeRange& x, const NodeRange& y, NodeRange& out) {
+  const std::size_t size = out.lo.size();
+  const std::size_t k = std::size_t(src.shape[2]), rows = std::size_t(n.shape[1]), cols = std::size_t(n.shape[2]);
+  for (std::size_t j = 0; j < size; ++j) {
+    const std::size_t h = j / (rows * cols), m = (j / cols) % rows, c = j % cols;
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::size_t a = (h * rows + m) * k + i, b = (h * cols + c) * k + i;
+      const double p[4] = {x.lo[a] * y.lo[b], x.lo[a] * y.hi[b], x.hi[a] * y.lo[b], x.hi[a] * y.hi[b]};
+      lo += *std::min_element(p, p + 4);
+      hi += *std::max_element(p, p + 4);
+    }
+    out.lo[j] = lo;
+    out.hi[j] = hi;
+  }
+}
+
+// The exact interval widened by the op's fp32 rounding radius and the double margin.
+void widenByRounding(const Graph& g, int index, const std::vector<NodeRange>& r, NodeRange& out) {
+  const std::vector<double> e = roundingRadius(g, index, r);
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    const double m = (std::fabs(out.lo[i]) + std::fabs(out.hi[i]) + e[i]) * kDoubleMargin;
+    out.lo[i] -= e[i] + m;
+    out.hi[i] += e[i] + m;
+  }
+}
+
+}  // namespace
+
+// Exact ops and the row-wise ones (which bound their own rounding) return unwidened; the rest
+// are widened by their rounding radius.
+NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& r) {
+  const Node& n = g.nodes[std::size_t(index)];
+  const std::size_t size = std::size_t(n.size());
+  NodeRange out;
+  out.lo.assign(size, 0.0);
+  out.hi.assign(size, 0.0);
+  const Node& src = g.nodes[std::size_t(n.inputs[0])];
+  const NodeRange& x = r[std::size_t(n.inputs[0])];
+  switch (n.op) {
+    case Op::Input:
+      break;
+    case Op::Flatten:
+      out = x;
+      return out;
+    case Op::Select:
+      intervalSelect(n, x, out);
+      return out;
+    case Op::Max2:
+      intervalMax2(x, r[std::size_t(n.inputs[1])], out);
+      return out;
+    case Op::Relu:
+      intervalRelu(x, out);
+      return out;
+    case Op::MaxPool2d:
+      intervalMaxPool(n, src, x, out);
+      return out;
+    case Op::Linear:
+      intervalLinear(n, x, out);
+      break;
+    case Op::AddConst:
+      intervalAddConst(n, x, out);
+      break;
+    case Op::Gelu:
+      intervalGelu(x, out);
+      break;
+    case Op::Sigmoid:
+    case Op::Tanh:
+      intervalSigmoidTanh(n, x, out);
+      break;
+    case Op::Mul:
+      intervalMul(x, r[std::size_t(n.inputs[1])], out);
+      break;
+    case Op::MatMul:
+      intervalMatMul(n, src, x, r[std::size_t(n.inputs[1])], out);
+      break;
+    case Op::LayerNorm:
+      layerNormInterval(n, x, out);
+      return out;
+    case Op::Softmax:
+      softmaxInterval(n, x, out);
+      return out;
+    case Op::Conv2d:
+      intervalConv(n, src, x, out);
+      break;
+    case Op::BatchNorm:
+      intervalBatchNorm(n, x, out);
+      break;
+    case Op::Add:
+      intervalAdd(x, r[std::size_t(n.inputs[1])], out);
+      break;
+    case Op::GlobalAvgPool:
+      intervalGlobalAvgPool(src, x, out);
+      break;
+  }
+  widenByRounding(g, index, r, out);
+  return out;
+}
+
+}  // namespace peat::save::detail

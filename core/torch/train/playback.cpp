@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// Playback fault injection: replays the recorded calls of a profile run through a candidate kernel,
+// optionally resumes training from a checkpoint with it, and writes the replay as a run.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "core/torch/ops/dispatcher.h"
+#include "core/torch/train/profiler.h"
+#include "core/torch/train/run_common.h"
+#include "core/util/campaign_key.h"
+
+namespace peat::train {
+
+using namespace detail;
+
+namespace {
+
+struct KeptOutput {
+  store::CallId id;
+  std::map<std::string, int64_t> params;
+  store::Tensor output;
+};
+
+// What a replay gathers while the recorded session is open, for the run it writes after.
+struct Replay {
+  PlaybackResult r;
+  Table errors = callErrorTable();
+  Table injections = injectionTable();
+  Curve goldenCurve, candidateCurve;
+  store::RunInfo source;
+  std::vector<KeptOutput> kept;
+  std::string campaign;
+};
+
+void checkShard(const PlaybackOptions& o) {
+  if (o.shardCount < 1 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
+    throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                " does not exist");
+  if (o.shardCount > 1 && (o.storeOutputs || o.resumeIterations > 0))
+    throw std::invalid_argument("--store-outputs and --resume replay in one process: drop --shard");
+  if (o.shardCount > 1 && o.out.empty())
+    throw std::invalid_argument("a shard of a replay goes to its own session: give --out");
+}
+
+// The recorded run to replay: the one asked for, or the first profile run with calls.
+store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionSummary& s) {
+  store::RunInfo source;
+  // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
+  // outputs has calls too, but only their outputs).
+  for (const store::RunInfo& run : s.runs)
+    if (o.run.empty() ? run.callCount() > 0 && run.spec.kind == "profile" : run.name == o.run) {
+      source = run;
+      break;
+    }
+  if (source.name.empty())
+    throw std::invalid_argument(o.run.empty() ? "session '" + o.session + "' has no recorded calls to replay"
+                                              : "session '" + o.session + "' has no run '" + o.run + "'");
+  if (source.spec.kind != "profile")
+    throw std::invalid_argument("run '" + source.name + "' of '" + o.session + "' is a " + source.spec.kind +
+                                " run, not a recording: replay a profile run (peat info lists them)");
+  return source;
+}
+
+// The calls this process replays, in recorded order; those of other ops, beyond --max-calls or
+// that the kernel does not run are counted in `skipped`.
+std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const store::RunInfo& source,
+                                                const kernels::Kernel& kernel, int64_t& skipped) {
+  std::vector<const store::CallInfo*> calls;
+  for (const store::IterationInfo& it : source.iterations)
+    if (it.complete)
+      for (const store::CallInfo& c : it.calls) {
+        const auto kind = ops::opByName(c.id.op);
+        if (!kind) throw std::invalid_argument("session holds a call of unknown op '" + c.id.op + "'");
+        if ((o.op && *o.op != *kind) || !kernel.supports(*kind)) {
+          ++skipped;
+          continue;
+        }
+        calls.push_back(&c);
+      }
+  if (o.maxCalls > 0 && int64_t(calls.size()) > o.maxCalls) {
+    skipped += int64_t(calls.size()) - o.maxCalls;
+    calls.resize(std::size_t(o.maxCalls));
+  }
+  if (o.shardCount > 1) {
+    std::vector<const store::CallInfo*> mine;
+    for (std::size_t p = std::size_t(o.shardIndex); p < calls.size(); p += std::size_t(o.shardCount)) mine.push_back(calls[p]);
+    if (mine.empty())
+      throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
+                                  " has no call to replay: the replay has only " + std::to_string(calls.size()));
+    calls.swap(mine);
+  }
+  return calls;
+}
+
+// Replays one recorded call through the kernel and records its error and injections.
+void replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels::Kernel& kernel,
+                const store::CallInfo& c, Replay& p) {
+  ops::OpCall call;
+  call.kind = *ops::opByName(c.id.op);
+  call.params = c.params;
+  call.variant = ops::Variant(call.params.count("variant") ? call.params.at("variant") : 0);
+  call.params.erase("variant");
+  // Straight from HDF5 into tensor memory: no intermediate copies.
+  auto load = [&](const store::TensorInfo& t) {
+    const bool integer = t.dtype == "int64";
+    at::Tensor out = at::empty(std::vector<int64_t>(t.shape.begin(), t.shape.end()), integer ? at::kLong : at::kFloat);
+    reader.readTensorInto(p.source.name, c.path, t.name, integer ? store::DType::I64 : store::DType::F32,
+                          out.data_ptr(), uint64_t(out.numel()));
+    return out;
+  };
+  at::Tensor recorded;
+  for (const store::TensorInfo& t : c.tensors) {  // input_0, input_1, ... and output, in name order
+    if (t.name == "output")
+      recorded = load(t);
+    else
+      call.inputs.push_back(load(t));
+  }
+  if (!recorded.defined()) throw std::runtime_error("recorded call " + c.path + " has no output");
+  const std::string callText = "it " + std::to_string(c.id.iteration) + " call " + std::to_string(c.id.callIndex) +
+                               " " + c.id.layer + " " + c.id.op + " " + ops::variantName(call.variant);
+  at::Tensor candidate = kernel.run(call, {callText, c.id.iteration, c.id.callIndex}).contiguous();
+  if (candidate.sizes() != recorded.sizes())
+    throw std::runtime_error("kernel '" + kernel.name() + "' returned a wrong shape for " + callText);
+  const analyzer::ErrorSummary e =
+      analyzer::summarize(recorded.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(recorded.numel()));
+  keepWorst(p.r.worst, e);
+  addCallError(p.errors, c.id, call.variant, e);
+  if (o.storeOutputs) p.kept.push_back({c.id, c.params, fromTorch(candidate)});
+  const auto log = kernel.takeInjections();
+  p.r.injections += int64_t(log.size());
+  addInjections(p.injections, log);
+  ++p.r.replayed;
+}
+
+// The training options the source run was recorded with.
+TrainOptions recordedTrainOptions(const std::map<std::string, std::string>& a) {
+  TrainOptions t;
+  t.model = a.at("model");
+  t.batch = std::stoll(a.at("batch"));
+  t.seed = std::stoull(a.at("seed"));
+  t.learningRate = std::stod(a.at("learning_rate"));
+  t.threads = std::stoi(a.at("threads"));
+  t.context = std::stoll(a.at("context"));
+  t.evalBatches = a.count("eval_batches") ? std::stoll(a.at("eval_batches")) : 8;
+  return t;
+}
+
+// Resumes training from a checkpoint of the source run twice, golden and with the candidate.
+void resumeFromCheckpoint(const PlaybackOptions& o, store::SessionReader& reader, const Progress& progress,
+                          Replay& p) {
+  PlaybackResult& r = p.r;
+  const store::RunInfo& source = p.source;
+  if (source.checkpoints.empty()) throw std::invalid_argument("run '" + source.name + "' has no checkpoint to resume from");
+  r.resumedFrom = o.resumeFrom >= 0 ? o.resumeFrom : source.checkpoints.front();
+  const store::SessionReader::Checkpoint cp = reader.checkpoint(source.name, r.resumedFrom);
+  const TrainOptions t = recordedTrainOptions(source.attributes);
+  ops::Dispatcher goldenOps, candidateOps;
+  Trainer golden(t, goldenOps), candidate(t, candidateOps);
+  golden.loadState(cp.parameters, &cp.optimizer);
+  candidate.loadState(cp.parameters, &cp.optimizer);
+  ops::SubstitutionPolicy policy;
+  policy.candidate = kernels::makeKernel(o.kernel, o.seed);
+  policy.op = o.op;
+  policy.every = 1;
+  candidateOps.setSubstitution(policy);
+  StepStats g, c;
+  for (int64_t i = 0; i < o.resumeIterations; ++i) {
+    if (progress.cancelled()) {
+      r.cancelled = true;
+      break;
+    }
+    const int64_t it = r.resumedFrom + i;
+    g = golden.step(it);
+    c = candidate.step(it);
+    p.goldenCurve.add(it, g, nullptr);
+    p.candidateCurve.add(it, c, nullptr);
+    addInjections(p.injections, candidateOps.takeInjections());
+    candidateOps.takeSubstitutions();
+    r.resumedIterations = i + 1;
+    progress(i + 1, o.resumeIterations, "resuming");
+  }
+  r.goldenLoss = g.loss;
+  r.candidateLoss = c.loss;
+  r.goldenTestAccuracy = golden.evaluate().accuracy;
+  r.candidateTestAccuracy = candidate.evaluate().accuracy;
+}
+
+// Everything that reads the recorded session: the source run, the replayed calls and the resumed
+// training. The reader closes on return, before the session is opened for writing.
+void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const Progress& progress, Replay& p) {
+  store::probeSession(o.session);  // first in a helper process: a crafted file may crash HDF5
+  store::SessionReader reader(o.session);
+  const store::SessionSummary s = reader.summary();
+  p.source = findSourceRun(o, s);
+  const store::RunInfo& source = p.source;
+  p.r.run = source.name;
+  const std::string recordedModel = source.attributes.count("model") ? source.attributes.at("model") : "";
+  if (!o.model.empty() && o.model != recordedModel)
+    throw std::invalid_argument("session '" + o.session + "' was recorded from model '" + recordedModel +
+                                "', not '" + o.model + "'");
+
+  // Replays run with the recorded intra-op thread count: BLAS may block its sums by thread.
+  if (source.attributes.count("threads")) at::set_num_threads(std::max(1, std::stoi(source.attributes.at("threads"))));
+
+  const std::vector<const store::CallInfo*> calls = chooseCalls(o, source, kernel, p.r.skipped);
+  p.campaign = playbackCampaign(o, source.name, s.created);
+  if (calls.empty())
+    throw std::invalid_argument("no recorded call of run '" + source.name + "' can be replayed by kernel '" +
+                                kernel.name() + "'");
+
+  for (const store::CallInfo* c : calls) {
+    if (progress.cancelled()) {
+      p.r.cancelled = true;
+      break;
+    }
+    replayCall(o, reader, kernel, *c, p);
+    progress(p.r.replayed, int64_t(calls.size()), c->id.layer + " " + c->id.op);
+  }
+
+  if (o.resumeIterations > 0 && !p.r.cancelled) resumeFromCheckpoint(o, reader, progress, p);
+}
+
+// Writes the replay as a run of --out (or of the recorded session), under a name not yet taken.
+void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, Replay& p) {
+  PlaybackResult& r = p.r;
+  const std::string target = o.out.empty() ? o.session : o.out;
+  struct stat existing {};
+  store::SessionWriter w(target, {}, ::stat(target.c_str(), &existing) == 0 ? store::WriteMode::Append : store::WriteMode::Create);
+  r.session = target;
+  std::string name = o.runName.empty() ? "playback-" + kernels::parseKernelSpec(o.kernel).name : o.runName;
+  for (int n = 2; w.hasRun(name); ++n)
+    name = (o.runName.empty() ? "playback-" + kernels::parseKernelSpec(o.kernel).name : o.runName) + "-" + std::to_string(n);
+  w.beginRun({name, "playback", o.kernel, "replay of run " + p.source.name + " through " + kernel.name()});
+  w.setRunAttribute("source_run", p.source.name);
+  w.setRunAttribute("model", p.source.attributes.count("model") ? p.source.attributes.at("model") : "");
+  w.setRunAttribute("command_line", o.commandLine);
+  w.setRunAttribute("campaign", p.campaign);
+  w.setRunAttribute("shard", std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount));
+  if (!o.out.empty()) w.setRunAttribute("source_session", o.session);
+  w.writeTable("call_errors", p.errors.columns());
+  if (p.injections.rows() > 0) w.writeTable("injections", p.injections.columns());
+  if (!p.kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run
+    w.setCallCompression(4);
+    int64_t open = -1;
+    for (const KeptOutput& k : p.kept) {
+      if (k.id.iteration != open) {
+        if (open >= 0) w.endIteration();
+        w.beginIteration(k.id.iteration);
+        open = k.id.iteration;
+      }
+      w.recordCall(k.id, {{"output", k.output.view()}}, k.params);
+    }
+    w.endIteration();
+    w.setRunAttribute("stored_outputs", "1");
+  }
+  if (r.resumedIterations > 0) {
+    w.setRunAttribute("resumed_from", std::to_string(r.resumedFrom));
+    w.writeTable("resume_golden_curve", p.goldenCurve.table.columns());
+    w.writeTable("resume_candidate_curve", p.candidateCurve.table.columns());
+  }
+  w.endRun(r.cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete);
+  r.run = name;
+}
+
+}  // namespace
+
+std::string playbackCampaign(const PlaybackOptions& o, const std::string& sourceRun, const std::string& sessionCreated) {
+  return util::CampaignKey()
+      .add("kernel", o.kernel)
+      .add("seed", o.seed)
+      .add("op", o.op ? ops::opName(*o.op) : "all")
+      .add("max_calls", o.maxCalls)
+      .add("source_run", sourceRun)
+      .add("session_created", sessionCreated)
+      .text();
+}
+
+PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
+  const auto start = Clock::now();
+  Replay p;
+  p.r.session = o.session;
+  std::unique_ptr<kernels::Kernel> kernel = kernels::makeKernel(o.kernel, o.seed);
+  checkShard(o);
+  replayFromSession(o, *kernel, progress, p);
+  writePlaybackRun(o, *kernel, p);
+  p.r.seconds = since(start);
+  return p.r;
+}
+
+}  // namespace peat::train

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What golden profiling, playback and runtime FI (profile.cpp, playback.cpp, runtime_fi.cpp)
+// share: timing, the tables and attributes they write, and the cleanup of a failed session.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/analyzer/error_summary.h"
+#include "core/store/h5.h"
+#include "core/store/session.h"
+#include "core/torch/kernels/kernel.h"
+#include "core/torch/ops/op_types.h"
+#include "core/torch/train/profiler.h"
+#include "core/torch/train/trainer.h"
+
+namespace peat::train::detail {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t);
+
+uint64_t fileSize(const std::string& path);
+std::string libtorchVersion();
+
+// A table built row by row: named numeric and text columns of equal length.
+class Table {
+ public:
+  Table(std::initializer_list<std::string> text, std::initializer_list<std::string> numbers) {
+    for (const std::string& n : text) columns_.push_back({n, true, {}, {}});
+    for (const std::string& n : numbers) columns_.push_back({n, false, {}, {}});
+  }
+  void addNumberColumns(const std::vector<std::string>& names) {
+    for (const std::string& n : names) columns_.push_back({n, false, {}, {}});
+  }
+  void row(const std::vector<std::string>& text, const std::vector<double>& numbers) {
+    std::size_t t = 0, n = 0;
+    for (h5::Column& c : columns_) {
+      if (c.isText)
+        c.text.push_back(text.at(t++));
+      else
+        c.numbers.push_back(numbers.at(n++));
+    }
+  }
+  std::size_t rows() const { return columns_.empty() ? 0 : columns_.front().size(); }
+  const std::vector<h5::Column>& columns() const { return columns_; }
+
+ private:
+  std::vector<h5::Column> columns_;
+};
+
+Table callErrorTable();
+void addCallError(Table& t, const store::CallId& id, ops::Variant v, const analyzer::ErrorSummary& e);
+Table injectionTable();
+void addInjections(Table& t, const std::vector<kernels::Injection>& log);
+void keepWorst(analyzer::ErrorSummary& worst, const analyzer::ErrorSummary& e);
+
+std::vector<store::NamedTensor> views(const std::vector<std::pair<std::string, store::Tensor>>& tensors);
+std::vector<std::pair<std::string, store::Tensor>> owned(const NamedTensors& tensors, uint64_t& bytes);
+
+void setTrainAttributes(store::SessionWriter& w, const TrainOptions& o, const std::string& dataset,
+                        const std::string& init);
+
+// Training curve of one run: loss and batch accuracy per iteration, test numbers where evaluated.
+struct Curve {
+  Table table{{}, {"iteration", "loss", "accuracy", "test_loss", "test_accuracy"}};
+  void add(int64_t it, const StepStats& s, const EvalStats* e);
+};
+
+bool evaluateNow(const TrainOptions& o, int64_t it);
+
+// Runs `work`, which creates the session `path` (setting `created`). If it fails after creating it,
+// the session is kept when it still reads back, and removed when it does not, so no corrupt file is
+// left behind (a full disk, say). The error says which.
+template <typename Work>
+auto withSessionCleanup(const std::string& path, Work work) -> decltype(work(std::declval<bool&>())) {
+  bool created = false;
+  try {
+    return work(created);
+  } catch (const std::exception& e) {
+    if (!created) throw;
+    bool readable = false;
+    try {
+      store::SessionReader(path).summary();
+      readable = true;
+    } catch (const std::exception&) {
+    }
+    if (!readable) {
+      std::remove(path.c_str());
+      throw std::runtime_error(std::string(e.what()) + " (the incomplete session " + path + " was removed)");
+    }
+    throw std::runtime_error(std::string(e.what()) + " (what was complete is kept in " + path + ")");
+  }
+}
+
+}  // namespace peat::train::detail

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// core/util: the campaign key every sharded kind uses, the one parallelFor, and the event stream's
+// line format (docs/events.md).
+#include <QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "core/util/campaign_key.h"
+#include "core/util/events.h"
+#include "core/util/parallel.h"
+
+using peat::util::CampaignKey;
+
+class TestUtil : public QObject {
+  Q_OBJECT
+ private slots:
+  void campaignKeyIsCanonicalText();
+  void campaignKeyNamesWhatDiffers();
+  void campaignKeyEscapesSeparators();
+  void parallelForRunsEveryWorkerOnce();
+  void parallelForRethrowsAWorkersException();
+  void parallelRangesCoverEachIndexOnce();
+  void eventLinesAreVersionedJson();
+};
+
+void TestUtil::campaignKeyIsCanonicalText() {
+  const CampaignKey k = CampaignKey().add("kernel", "bf16").add("seed", uint64_t(7)).add("tau", 1e-5).add("on", true);
+  QCOMPARE(k.text(), std::string("kernel=bf16;seed=7;tau=1.0000000000000001e-05;on=1"));
+  // read back, the same text and id; a double prints so that it reads back exactly
+  const CampaignKey back = CampaignKey::parse(k.text());
+  QCOMPARE(back.text(), k.text());
+  QCOMPARE(back.id(), k.id());
+  QCOMPARE(std::strtod(back.value("tau").c_str(), nullptr), 1e-5);
+  QCOMPARE(k.id().size(), std::size_t(8));
+  QVERIFY(k.id() != CampaignKey().add("kernel", "bf16").add("seed", uint64_t(8)).id());
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, CampaignKey().add("a=b", "x"));
+}
+
+void TestUtil::campaignKeyNamesWhatDiffers() {
+  const CampaignKey a = CampaignKey::parse("kernel=bf16;seed=4;op=all");
+  const CampaignKey b = CampaignKey::parse("kernel=bf16;seed=5;layer=fc1");
+  QCOMPARE(a.differenceFrom(b), std::string("seed=5 vs seed=4, layer=fc1 vs (none), op (none) vs op=all"));
+  QCOMPARE(a.differenceFrom(a), std::string());
+}
+
+void TestUtil::campaignKeyEscapesSeparators() {
+  const CampaignKey k = CampaignKey().add("weights", "a;b.h5").add("next", "x=y");
+  const CampaignKey back = CampaignKey::parse(k.text());
+  QCOMPARE(back.fields().size(), std::size_t(2));
+  QCOMPARE(back.value("weights"), std::string("a%3Bb.h5"));
+  QCOMPARE(back.value("next"), std::string("x=y"));  // only the first '=' separates
+}
+
+void TestUtil::parallelForRunsEveryWorkerOnce() {
+  std::vector<std::atomic<int>> runs(5);
+  peat::util::parallelFor(5, [&](unsigned w) { ++runs[w]; });
+  for (const auto& r : runs) QCOMPARE(r.load(), 1);
+  int once = 0;
+  peat::util::parallelFor(0, [&](unsigned w) { once += int(w) + 1; });  // at least one worker
+  QCOMPARE(once, 1);
+}
+
+void TestUtil::parallelForRethrowsAWorkersException() {
+  std::atomic<int> finished{0};
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, peat::util::parallelFor(4, [&](unsigned w) {
+                             if (w == 2) throw std::runtime_error("worker 2 failed");
+                             ++finished;
+                           }));
+  QCOMPARE(finished.load(), 3);  // the others ran to the end before the rethrow
+}
+
+void TestUtil::parallelRangesCoverEachIndexOnce() {
+  for (int64_t count : {int64_t(1), int64_t(7), int64_t(1000)}) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(count));
+    peat::util::parallelRanges(count, 3, [&](int64_t first, int64_t last, unsigned) {
+      for (int64_t i = first; i < last; ++i) ++hits[std::size_t(i)];
+    });
+    for (const auto& h : hits) QCOMPARE(h.load(), 1);
+  }
+}
+
+void TestUtil::eventLinesAreVersionedJson() {
+  peat::events::Event e("point");
+  e.add("scheme", "save").add("flips", int64_t(4096)).add("accuracy", 0.5).add("lost", std::nan(""));
+  QCOMPARE(peat::events::toJsonLine(e),
+           std::string("{\"v\":1,\"event\":\"point\",\"scheme\":\"save\",\"flips\":4096,\"accuracy\":0.5,\"lost\":null}"));
+  peat::events::Event quoted("error");
+  quoted.add("message", "a \"b\"\nc");
+  QCOMPARE(peat::events::toJsonLine(quoted), std::string("{\"v\":1,\"event\":\"error\",\"message\":\"a \\\"b\\\"\\nc\"}"));
+}
+
+QTEST_GUILESS_MAIN(TestUtil)
+#include "tst_util.moc"

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include "views/sessioncontroller.h"
+
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "core/analyzer/session_analysis.h"
+
+namespace peat::views {
+
+SessionController::SessionController(QObject* parent) : QObject(parent) {}
+
+// A job still running keeps its watcher alive through Qt's parent; its result is dropped.
+SessionController::~SessionController() { cancel(); }
+
+OpenedSession SessionController::read(const QString& path) {
+  OpenedSession out;
+  out.path = path;
+  try {
+    out.reader = std::make_shared<store::SessionReader>(path.toStdString());  // probes it first
+    out.summary = out.reader->summaryWithoutTensors();
+    if (!out.summary.runs.empty()) {
+      const std::string first = out.summary.runs.front().name;
+      const std::string analysis = analyzer::analysisRunOf(out.summary, first);
+      out.verdictRun = analysis.empty() ? first : analysis;
+      out.verdicts = out.reader->verdicts(out.verdictRun);
+    }
+  } catch (const std::exception& e) {
+    out.reader.reset();
+    out.error = QString::fromStdString(e.what());
+  }
+  return out;
+}
+
+quint64 SessionController::open(const QString& path) {
+  const quint64 job = ++generation_;
+  ++running_;
+  auto* watcher = new QFutureWatcher<OpenedSession>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, job, path] {
+    watcher->deleteLater();
+    --running_;
+    const bool current = job == generation_;
+    if (current) emit opened(job, watcher->result());
+    emit ended(job, path, current);
+  });
+  watcher->setFuture(QtConcurrent::run([path] { return read(path); }));
+  return job;
+}
+
+void SessionController::cancel() { ++generation_; }
+
+}  // namespace peat::views
