@@ -22,9 +22,9 @@ const sys::SharedLibrary& torchModule() {
 }
 }  // namespace
 
-int runTorchCommand(int argc, char** argv) {
-  auto entry = reinterpret_cast<int (*)(int, char**)>(torchModule().symbol("peat_torch_main"));
-  return entry(argc, argv);
+int runTorchCommand(const std::string& encodedCommand) {
+  auto entry = reinterpret_cast<int (*)(const char*)>(torchModule().symbol("peat_torch_run"));
+  return entry(encodedCommand.c_str());
 }
 
 TorchRuntimeInfo loadTorchRuntime() {

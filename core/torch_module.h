@@ -17,7 +17,8 @@ struct TorchRuntimeInfo {
 // Throws std::runtime_error with a one-line reason when the module cannot be loaded.
 TorchRuntimeInfo loadTorchRuntime();
 
-// Runs a command implemented in libpeat_torch.so (argv[0] is the command name); returns its exit code.
-int runTorchCommand(int argc, char** argv);
+// Runs a command implemented in libpeat_torch.so, given as cli::encode(TorchCommand) text; returns
+// its exit code.
+int runTorchCommand(const std::string& encodedCommand);
 
 }  // namespace peat

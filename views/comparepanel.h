@@ -2,7 +2,7 @@
 #pragma once
 #include <QWidget>
 
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 
 class QCustomPlot;
 class QLabel;

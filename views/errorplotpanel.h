@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 
 class QCustomPlot;
 class QComboBox;

@@ -31,7 +31,7 @@
 
 #include <optional>
 
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/io/tensor_source.h"
 #include "core/save/analysis_record.h"
@@ -41,6 +41,7 @@
 #include "gpu/backend.h"
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
+#include "views/explainpanel.h"
 #include "views/comparepanel.h"
 #include "views/curvepanel.h"
 #include "views/runpanel.h"
@@ -206,19 +207,16 @@ void MainWindow::createDocks() {
   verdicts_->setSelectionBehavior(QAbstractItemView::SelectRows);
   connect(verdicts_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
     const int row = current.isValid() ? current.row() : -1;
-    if (const store::Verdict* v = verdictModel_->verdict(row)) explainVerdict(QString::fromStdString(v->model));
+    if (const store::Verdict* v = verdictModel_->verdict(row)) explain_->showVerdict(QString::fromStdString(v->model));
     selectVerdictCall(row);
   });
   QDockWidget* verdictDock =
       dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_, Qt::BottomDockWidgetArea);
 
-  explain_ = new QTextBrowser(this);
-  explain_->setOpenLinks(false);
-  connect(explain_, &QTextBrowser::anchorClicked, this, [this] { explainOverview(); });
+  explain_ = new ExplainPanel(this);
   QDockWidget* explainDock = dock(tr("Explain"), QStringLiteral("ExplainDock"), explain_, Qt::RightDockWidgetArea);
   tabifyDockWidget(plotDock, explainDock);
   plotDock->raise();
-  explainOverview();
 
   // First-run proportions; a saved layout (QSettings) replaces them.
   resizeDocks({sessionDock, plotDock}, {380, 480}, Qt::Horizontal);
@@ -466,7 +464,7 @@ void MainWindow::showItem(const QModelIndex& current) {
         savePanel_->setCurrentTab(SavePanel::BitsTab);
       }
       central_->setCurrentWidget(savePanel_);
-      explainSave();
+      explain_->showSave();
       return;
     }
     if (key.empty()) return;
@@ -485,7 +483,7 @@ void MainWindow::showItem(const QModelIndex& current) {
         savePanel_->showCampaign(save::loadCampaign(*reader_, key));
         savePanel_->setCurrentTab(SavePanel::CampaignTab);
         central_->setCurrentWidget(savePanel_);
-        explainSave();
+        explain_->showSave();
       }
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
@@ -523,7 +521,7 @@ void MainWindow::showSelectedCalls() {
   for (auto& [report, where] : selectedReports(6, &missing)) reports.push_back(std::move(report));  // a readable overlay
   if (!reports.empty()) {
     errorPlot_->showReports(reports);
-    explainVerdict(QString::fromStdString(reports.front().verdict));
+    explain_->showVerdict(QString::fromStdString(reports.front().verdict));
     highlightVerdicts(reports);
   } else if (!missing.isEmpty()) {
     errorPlot_->showMessage(missing);
@@ -644,42 +642,6 @@ void MainWindow::showFinding(const store::Finding& f) {
   }
 }
 
-void MainWindow::explainOverview() {
-  QString html = tr("<h3>Reading the workbench</h3>"
-                    "<p>Select a <b>call</b> of an analysed playback run to see how its output differs from the golden "
-                    "kernel: the histogram of log2 |error| (or ULPs) and the bit positions that differ. Ctrl+click more "
-                    "calls to overlay them. A <b>verdict</b> names the error model the difference matches:</p><dl>");
-  for (const std::string& v : detector::verdictNames())
-    html += QStringLiteral("<dt><b>%1</b></dt><dd>%2</dd>").arg(QString::fromStdString(v),
-                                                                QString::fromStdString(detector::verdictExplanation(v)).toHtmlEscaped());
-  html += tr("</dl><p>Select a <b>SAVE</b> result to see which bits of which tensors need protection, and a SAVE "
-             "campaign for accuracy under bit flips. The exact rules are in docs/error-models.md.</p>");
-  explain_->setHtml(html);
-}
-
-void MainWindow::explainVerdict(const QString& verdict) {
-  const QString text = QString::fromStdString(detector::verdictExplanation(verdict.toStdString()));
-  if (text.isEmpty()) return;
-  explain_->setHtml(tr("<h3>%1</h3><p>%2</p><p><a href=\"#all\">All verdicts</a> are listed with their exact rules in "
-                       "docs/error-models.md.</p>").arg(verdict.toHtmlEscaped(), text.toHtmlEscaped()));
-}
-
-void MainWindow::explainSave() {
-  explain_->setHtml(tr(
-      "<h3>SAVE's bit classes</h3>"
-      "<p>The range analysis bounds every value of every tensor for every input in the declared pixel box. From "
-      "those ranges each bit of a value falls in one class:</p><dl>"
-      "<dt><b style=\"color:#4caf50\">robust</b></dt><dd>a flip moves the value by less than tau (1e-5 by default), or "
-      "the next ReLU hides it: harmless.</dd>"
-      "<dt><b style=\"color:#ffb300\">ranging</b></dt><dd>every value of the range shares the bit (the sign, the top "
-      "exponent bits): a flip leaves the range and the cheap range check catches it.</dd>"
-      "<dt><b style=\"color:#d32f2f\">vulnerable</b></dt><dd>neither: a flip can silently change the result. A value "
-      "with a vulnerable bit is <i>type 2</i> and is verified by recomputation (or ABFT, or the mixed-precision check).</dd></dl>"
-      "<p>Tiles with the highest share of type-2 values go to the small reliable memory (framed in the tile map); "
-      "the rest stays in unreliable memory, checked after each layer. On a detection, inference restarts from the "
-      "interrupted layer.</p>"));
-}
-
 void MainWindow::reportError(const QString& text) {
   lastError_ = text;
   statusBar()->showMessage(text);
@@ -782,7 +744,7 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
       analyzer::StoredCallReport withVerdict = report;
       withVerdict.verdict = second->result();
       errorPlot_->showReports({withVerdict});
-      explainVerdict(QString::fromStdString(withVerdict.verdict));
+      explain_->showVerdict(QString::fromStdString(withVerdict.verdict));
       statusBar()->showMessage(tr("%1: %2").arg(QString::fromStdString(withVerdict.call), QString::fromStdString(withVerdict.verdict)));
       lastError_.clear();
       emit comparisonDetected();

@@ -38,6 +38,7 @@ class SavePanel;
 class CurvePanel;
 class RunPanel;
 class ComparePanel;
+class ExplainPanel;
 class SessionController;
 class VerdictTableModel;
 struct OpenedSession;
@@ -116,9 +117,6 @@ class MainWindow : public QMainWindow {
   void highlightVerdicts(const std::vector<analyzer::StoredCallReport>& reports);
   void selectVerdictCall(int row);
   void showFinding(const store::Finding& finding);
-  void explainOverview();
-  void explainVerdict(const QString& verdict);
-  void explainSave();
   void exportCurrentPlot();
   void exportCurrentTable();
   void reportError(const QString& text);
@@ -143,7 +141,7 @@ class MainWindow : public QMainWindow {
   SavePanel* savePanel_;
   CurvePanel* curves_;
   RunPanel* runPanel_;
-  QTextBrowser* explain_;
+  ExplainPanel* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far

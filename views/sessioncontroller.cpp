@@ -4,7 +4,7 @@
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 
 namespace peat::views {
 

@@ -11,7 +11,7 @@
 #include "app/peat/commands.h"
 #include "app/peat/text.h"
 #include "core/analyzer/report.h"
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 #include "core/io/tensor_source.h"
 #include "core/util/events.h"
 #include "core/util/json_writer.h"

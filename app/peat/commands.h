@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
+
+#include "core/cli/torch_commands.h"
+
+namespace CLI {
+class App;
+}
 
 namespace peat::cli {
 
@@ -114,7 +121,12 @@ int runSaveMerge(const SaveMergeOptions& o);
 // The MPI mode of check-bits and campaign (mpi.cpp); one clear error when built without MPI.
 int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o);
 int runSaveCampaignMpi(const SaveCampaignOptions& o);
-int runTorchCampaignMpi(int argc, char** argv);  // peat playback|runtime-fi ... --mpi
+int runTorchCampaignMpi(const TorchCommand& c);  // peat playback|runtime-fi ... --mpi
 bool builtWithMpi();
+
+// The commands that run in the LibTorch module (cmd_torch.cpp): their options, declared once, each
+// command bound to its own element of `commands`; and their run (--mpi, or the module).
+std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, TorchCommand>& commands);
+int runTorch(TorchCommand command, const std::string& commandLine);
 
 }  // namespace peat::cli

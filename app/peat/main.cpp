@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <map>
 
 #include "app/peat/commands.h"
 #include "core/torch_module.h"
@@ -63,6 +64,13 @@ bool pairOrSession(bool pair, const std::string& session, const std::string& run
   return !session.empty() && !run.empty();
 }
 
+// As the session records it: "peat COMMAND ARGS..." (without a leading --events).
+std::string commandLineOf(int argc, char** argv) {
+  std::string s = "peat";
+  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
+  return s;
+}
+
 int fail(const std::string& message, int code) {
   std::cerr << "peat: error: " << message << '\n';
   peat::events::error(message, code);
@@ -96,9 +104,8 @@ bool takeEventsOption(int& argc, char**& argv) {
 
 }  // namespace
 
-// The option declarations of every torch-free command, then the dispatch: long (about 220 lines)
-// because CLI11 declares options in code. Issue 15's "one CLI" (all commands, torch ones too,
-// declared here once) is still open; see docs/architecture.md.
+// The option declarations of every torch-free command (the torch ones: cmd_torch.cpp), then the
+// dispatch: long (about 200 lines) because CLI11 declares options in code, one block per command.
 int main(int argc, char** argv) {
   using namespace peat::cli;
   if (!takeEventsOption(argc, argv)) return fail("--events takes 'jsonl' (see 'peat --help')", 2);
@@ -229,44 +236,9 @@ int main(int argc, char** argv) {
     cmd->add_flag("--json", merge.json, "Print a merged check-bits result as JSON");
   }
 
-  // Commands that train or run models live in libpeat_torch.so, loaded only for them. They parse
-  // their own options, so `peat profile --help` shows the real ones.
-  struct TorchCommand {
-    const char* name;
-    const char* summary;
-  };
-  const TorchCommand torchCommands[] = {
-      {"train", "Train a zoo model on real data and save checkpoints"},
-      {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
-      {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
-      {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
-      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels"},
-      {"kernels", "List candidate kernels and fault models"},
-      {"models", "List the model zoo"},
-  };
-  for (const TorchCommand& c : torchCommands) {
-    CLI::App* sub = app.add_subcommand(c.name, c.summary);
-    sub->prefix_command();
-    sub->set_help_flag();
-  }
-  if (argc >= 2 && (std::string(argv[1]) == "playback" || std::string(argv[1]) == "runtime-fi"))
-    for (int i = 2; i < argc; ++i)
-      if (std::string(argv[i]) == "--mpi") {
-        try {
-          return runTorchCampaignMpi(argc, argv);
-        } catch (const std::exception& e) {
-          return fail(e.what(), 1);
-        }
-      }
-  if (argc >= 2)
-    for (const TorchCommand& c : torchCommands)
-      if (std::string(argv[1]) == c.name) {
-        try {
-          return peat::runTorchCommand(argc - 1, argv + 1);
-        } catch (const std::exception& e) {
-          return fail(e.what(), 1);
-        }
-      }
+  // The commands that train or run models: declared here like the others, run in libpeat_torch.so.
+  std::map<std::string, TorchCommand> torch;
+  const std::vector<CLI::App*> torchCmds = addTorchCommands(app, torch);
 
   try {
     app.parse(argc, argv);
@@ -281,6 +253,8 @@ int main(int argc, char** argv) {
   }
 
   try {
+    for (CLI::App* sub : torchCmds)
+      if (*sub) return runTorch(torch.at(sub->get_name()), commandLineOf(argc, argv));
     if (*infoCmd) return runInfo(info);
     if (*envCmd) return runEnv(env);
     if (*saveAnalyzeCmd) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -22,10 +23,11 @@
 #include "app/mpi/peat_mpi.h"
 #include "app/peat/commands.h"
 #include "base/sys.h"
-#include "core/save/check_bits_shards.h"
+#include "core/save/check_bits_record.h"
 #include "core/store/journal.h"
 #include "core/store/session.h"
 #include "core/torch_module.h"
+#include "core/util/text.h"
 
 namespace peat::cli {
 
@@ -228,76 +230,50 @@ int runSaveCampaignMpi(const SaveCampaignOptions& o) {
   return runSharded(job);
 }
 
-int runTorchCampaignMpi(int argc, char** argv) {
-  // argv: peat playback|runtime-fi ARGS... --mpi [--shards N]. Each shard runs the same command with
-  // `--shard i/N --out FILE` in this process; rank 0 merges the shards into the recorded session
-  // (playback) or into the --out session (runtime-fi).
-  const std::string command = argv[1];
-  const bool playback = command == "playback";
-  std::vector<std::string> args;
-  std::string session, kernel, out;
-  int shards = 0;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const std::string& name) -> std::string {
-      if (a.rfind(name + "=", 0) == 0) return a.substr(name.size() + 1);
-      if (i + 1 >= argc) throw std::invalid_argument(name + " needs a value");
-      return argv[++i];
-    };
-    auto is = [&](const char* shortName, const std::string& longName) {
-      return a == shortName || a == longName || a.rfind(longName + "=", 0) == 0;
-    };
-    if (a == "--mpi") continue;
-    if (is("--shards", "--shards")) {
-      const std::string v = value("--shards");
-      try {
-        shards = std::stoi(v);
-      } catch (const std::exception&) {
-        shards = -1;
-      }
-      if (shards < 0) throw std::invalid_argument("--shards '" + v + "' is not a count >= 0");
-      continue;
-    }
-    if (is("--shard", "--shard") || (playback && is("-o", "--out")))
-      throw std::invalid_argument("--mpi chooses the shards and their files: drop " + a.substr(0, a.find('=')));
-    if (is("-o", "--out")) {  // runtime-fi: the merged session; each shard gets its own file
-      out = value(a.rfind("--out", 0) == 0 ? "--out" : "-o");
-      continue;
-    }
-    if (is("-s", "--session")) session = value(a.rfind("--session", 0) == 0 ? "--session" : "-s");
-    if (is("-k", "--kernel")) {
-      kernel = value(a.rfind("--kernel", 0) == 0 ? "--kernel" : "-k");
-      args.push_back("--kernel");
-      args.push_back(kernel);
-      continue;
-    }
-    if (is("-s", "--session")) {
-      args.push_back("--session");
-      args.push_back(session);
-      continue;
-    }
-    args.push_back(a);
-  }
-  const std::string target = playback ? session : out;
-  if (target.empty() || kernel.empty())
+// peat playback|runtime-fi ... --mpi [--shards N]: each shard runs the same parsed command with its
+// own --shard i/N and --out FILE in this process; rank 0 merges the shards into the recorded session
+// (playback) or into the --out session (runtime-fi).
+int runTorchCampaignMpi(const TorchCommand& c) {
+  const bool playback = c.name == "playback";
+  if (c.shard != "0/1") throw std::invalid_argument("--mpi chooses the shards and their files: drop --shard");
+  if (playback && !c.out.empty()) throw std::invalid_argument("--mpi chooses the shards and their files: drop --out");
+  const std::string target = playback ? c.session : c.out;
+  if (target.empty() || c.kernel.empty())
     throw std::invalid_argument(playback ? "playback --mpi needs --session and --kernel" : "runtime-fi --mpi needs --out and --kernel");
   std::string tag;  // the shard folder of this campaign: one per command and kernel
-  for (char c : kernel) tag += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  for (char ch : c.kernel) tag += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+  // A shard's command line, as its session records it: the job's, without --mpi, --shards and
+  // (runtime-fi) --out, and with the shard's own part and file. A rerun keeps a shard file whose
+  // finished run has exactly this line.
+  std::string base = "peat " + c.name;
+  {
+    const std::vector<std::string> words = util::splitText(c.commandLine.substr(std::min(c.commandLine.size(), base.size())), ' ');
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      const bool takesValue = w == "--shards" || (!playback && (w == "--out" || w == "-o"));
+      if (w == "--mpi" || w.rfind("--shards=", 0) == 0 || (!playback && w.rfind("--out=", 0) == 0)) continue;
+      if (takesValue) {
+        ++i;
+        continue;
+      }
+      base += " " + w;
+    }
+  }
+  const auto shardCommand = [&](const std::string& file, int index, int count) {
+    TorchCommand shard = c;
+    shard.mpi = false;
+    shard.shards = 0;
+    shard.shard = std::to_string(index) + "/" + std::to_string(count);
+    shard.out = file;
+    shard.commandLine = base + " --shard " + shard.shard + " --out " + file;
+    return shard;
+  };
   ShardedJob job;
   job.session = target;
-  job.dir = target + ".shards/" + command + "-" + tag;
-  job.shards = shards;
-  auto shardArgs = [&](const std::string& file, int index, int count) {
-    std::vector<std::string> a{command};
-    a.insert(a.end(), args.begin(), args.end());
-    for (const std::string& extra : {std::string("--shard"), std::to_string(index) + "/" + std::to_string(count),
-                                     std::string("--out"), file})
-      a.push_back(extra);
-    return a;
-  };
+  job.dir = target + ".shards/" + c.name + "-" + tag;
+  job.shards = c.shards;
   job.isDone = [&](const std::string& file, int index, int count) {
-    std::string expected = "peat";  // as the command records its command line
-    for (const std::string& x : shardArgs(file, index, count)) expected += " " + x;
+    const std::string expected = shardCommand(file, index, count).commandLine;
     const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();
     bool any = false;
     for (const store::RunInfo& r : s.runs) {
@@ -311,12 +287,8 @@ int runTorchCampaignMpi(int argc, char** argv) {
     return any;
   };
   job.run = [&](const std::string& file, int index, int count, unsigned) {
-    std::vector<std::string> a = shardArgs(file, index, count);
-    std::vector<char*> v;
-    for (std::string& x : a) v.push_back(x.data());
-    v.push_back(nullptr);
-    const int rc = runTorchCommand(int(a.size()), v.data());
-    if (rc != 0) throw std::runtime_error("the " + command + " exited with status " + std::to_string(rc));
+    const int rc = runTorchCommand(encode(shardCommand(file, index, count)));
+    if (rc != 0) throw std::runtime_error("the " + c.name + " exited with status " + std::to_string(rc));
   };
   job.merge = [&](const std::vector<std::string>& files) {
     SaveMergeOptions m;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "core/save/campaign_record.h"
-#include "core/store/run_shards.h"
+#include "core/store/run_records.h"
 
 namespace peat::merge {
 

@@ -2,14 +2,14 @@
 #pragma once
 // The one entry point that merges shards, of any sharded result kind. Each kind keeps its combiner
 // in its home (check-bits: core/save/check_bits_shards, SAVE campaigns: core/save/campaign_record,
-// playback and runtime-FI sweeps: core/store/run_shards); all of them first check the shard set
-// with store::checkShardSet (one campaign by its CampaignKey, one count, each index once) and write
+// playback and runtime-FI sweeps: core/store/run_records); all of them first check the shard set
+// with store::checkShardSet (core/store/shard_set.h) (one campaign by its CampaignKey, one count, each index once) and write
 // nothing unless every check passes. Here the kind is recognised from what the files hold, the
 // same in every file, and never guessed.
 #include <string>
 #include <vector>
 
-#include "core/save/check_bits_shards.h"
+#include "core/save/check_bits_record.h"
 #include "core/store/session.h"
 
 namespace peat::merge {

@@ -8,7 +8,8 @@
 #include <set>
 
 #include "core/save/graph.h"
-#include "core/store/run_shards.h"
+#include "core/store/shard_set.h"
+#include "core/store/table.h"
 #include "core/util/campaign_key.h"
 #include "core/util/text.h"
 
@@ -178,57 +179,31 @@ std::string beginCampaignRun(store::SessionWriter& w, const CampaignRunInfo& inf
   w.setRunAttribute("model", info.model);
   w.setRunAttribute("weights", info.weights);
   w.setRunAttribute("shard", info.shard);
-  std::vector<h5::Column> v(5);
-  const char* columns[] = {"node", "kind", "abft_tolerance", "mixed_bound", "reason"};
-  for (std::size_t i = 0; i < v.size(); ++i) v[i].name = columns[i];
-  v[0].isText = v[1].isText = v[4].isText = true;
+  using T = store::TableBuilder;
+  T v({{"node", T::Text}, {"kind", T::Text}, {"abft_tolerance", T::Number}, {"mixed_bound", T::Number},
+       {"reason", T::Text}});
   const char* kinds[] = {"recompute", "abft", "mixed"};
-  for (const VerifierChoice& c : verifiers) {
-    v[0].text.push_back(c.name);
-    v[1].text.push_back(kinds[int(c.kind)]);
-    v[2].numbers.push_back(c.tolerance);
-    v[3].numbers.push_back(c.mixedTolerance);
-    v[4].text.push_back(c.reason);
-  }
-  w.writeTable("verifiers", v);
+  for (const VerifierChoice& c : verifiers) v.row({c.name, kinds[int(c.kind)], c.reason}, {c.tolerance, c.mixedTolerance});
+  w.writeTable("verifiers", v.columns());
   w.setRunAttribute("campaign", info.settings);
   return name;
 }
 
 void writeCampaignTables(store::SessionWriter& w, const CampaignResult& r, bool latency) {
   if (latency) {
-    std::vector<h5::Column> c(5);
-    const char* names[] = {"scheme", "seconds_per_batch", "ratio", "accuracy", "false_positives"};
-    for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
-    c[0].isText = true;
-    for (const SchemeLatency& l : r.latency) {
-      c[0].text.push_back(schemeName(l.scheme));
-      c[1].numbers.push_back(l.seconds);
-      c[2].numbers.push_back(l.ratio);
-      c[3].numbers.push_back(l.accuracy);
-      c[4].numbers.push_back(double(l.falsePositives));
-    }
-    w.writeTable("latency", c);
+    store::TableBuilder t({"scheme"}, {"seconds_per_batch", "ratio", "accuracy", "false_positives"});
+    for (const SchemeLatency& l : r.latency)
+      t.row({schemeName(l.scheme)}, {l.seconds, l.ratio, l.accuracy, double(l.falsePositives)});
+    w.writeTable("latency", t.columns());
   }
-  std::vector<h5::Column> c(11);
-  const char* names[] = {"scheme",     "flips",      "accuracy",   "error_rate",   "detections", "recoveries",
-                         "weight_repairs", "range_violations", "recompute_mismatches", "faults", "seconds"};
-  for (std::size_t i = 0; i < c.size(); ++i) c[i].name = names[i];
-  c[0].isText = true;
-  for (const CampaignPoint& p : r.points) {
-    c[0].text.push_back(schemeName(p.scheme));
-    c[1].numbers.push_back(double(p.flips));
-    c[2].numbers.push_back(p.accuracy);
-    c[3].numbers.push_back(p.errorRate);
-    c[4].numbers.push_back(double(p.stats.detections));
-    c[5].numbers.push_back(double(p.stats.recoveries));
-    c[6].numbers.push_back(double(p.stats.weightRepairs));
-    c[7].numbers.push_back(double(p.stats.rangeViolations));
-    c[8].numbers.push_back(double(p.stats.recomputeMismatches));
-    c[9].numbers.push_back(double(p.stats.faults));
-    c[10].numbers.push_back(p.seconds);
-  }
-  w.writeTable("points", c);
+  store::TableBuilder t({"scheme"}, {"flips", "accuracy", "error_rate", "detections", "recoveries", "weight_repairs",
+                                     "range_violations", "recompute_mismatches", "faults", "seconds"});
+  for (const CampaignPoint& p : r.points)
+    t.row({schemeName(p.scheme)},
+          {double(p.flips), p.accuracy, p.errorRate, double(p.stats.detections), double(p.stats.recoveries),
+           double(p.stats.weightRepairs), double(p.stats.rangeViolations), double(p.stats.recomputeMismatches),
+           double(p.stats.faults), p.seconds});
+  w.writeTable("points", t.columns());
 }
 
 StoredCampaign loadCampaign(const store::SessionReader& reader, const std::string& run) {

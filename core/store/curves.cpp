@@ -15,6 +15,12 @@ std::vector<double> numbers(const std::vector<h5::Column>& table, const std::str
 
 }  // namespace
 
+TableBuilder curveTable() { return TableBuilder({}, {"iteration", "loss", "accuracy", "test_loss", "test_accuracy"}); }
+
+void addCurveRow(TableBuilder& t, int64_t iteration, double loss, double accuracy, double testLoss, double testAccuracy) {
+  t.row({}, {double(iteration), loss, accuracy, testLoss, testAccuracy});
+}
+
 TrainingCurve loadTrainingCurve(const SessionReader& reader, const std::string& run) {
   const SessionSummary summary = reader.summaryWithoutTensors();
   const RunInfo* info = nullptr;

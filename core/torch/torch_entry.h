@@ -5,7 +5,7 @@
 extern "C" {
 #endif
 
-#define PEAT_TORCH_ABI_VERSION 1
+#define PEAT_TORCH_ABI_VERSION 2
 
 struct PeatTorchInfo {
   int abiVersion;       /* PEAT_TORCH_ABI_VERSION of the module */
@@ -25,9 +25,9 @@ int peat_torch_info(struct PeatTorchInfo* out);
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* Runs a torch command: argv[0] is the command name ("train", "profile", "playback", "runtime-fi",
- * "kernels", "models"), the rest its arguments. Prints to stdout/stderr; returns the exit code. */
-int peat_torch_main(int argc, char** argv);
+/* Runs a torch command parsed by `peat` (core/cli/torch_commands.h), given as its encode() text.
+ * Prints to stdout/stderr; returns the exit code. */
+int peat_torch_run(const char* encodedCommand);
 #ifdef __cplusplus
 }
 #endif

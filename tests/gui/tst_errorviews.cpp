@@ -12,7 +12,7 @@
 #include <QTreeView>
 #include <QtTest>
 
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "views/comparepanel.h"
 #include "views/errorplotpanel.h"

@@ -5,9 +5,11 @@
 #include <torch/autograd.h>
 #include <QtTest>
 
+#include "core/cli/torch_commands.h"
 #include "core/data/datasets.h"
 #include "core/store/session.h"
 #include "core/torch/kernels/kernel.h"
+#include "core/torch/models/zoo.h"
 #include "core/torch/ops/dispatcher.h"
 #include "core/torch/train/profiler.h"
 
@@ -45,6 +47,7 @@ std::vector<double> column(const std::vector<h5::Column>& table, const std::stri
 class TestProfiler : public QObject {
   Q_OBJECT
  private slots:
+  void commandLineListsMatchTheModule();
   void init() { QVERIFY(dir_.isValid()); }
   void datasetsComeFromDebian();
   void missingDatasetNamesThePackage();
@@ -66,6 +69,13 @@ class TestProfiler : public QObject {
   std::string path(const char* name) { return dir_.filePath(QString::fromLatin1(name)).toStdString(); }
   QTemporaryDir dir_;
 };
+
+// `peat` names the models and ops in its help without loading LibTorch: its lists are the module's.
+void TestProfiler::commandLineListsMatchTheModule() {
+  QCOMPARE(cli::zooModelNames(), models::modelNames());
+  QCOMPARE(cli::zooModelList(), models::modelList());
+  QCOMPARE(cli::recordableOpList(), ops::opList());
+}
 
 void TestProfiler::datasetsComeFromDebian() {
   const data::ImageSet test = data::loadFashionMnist("t10k");

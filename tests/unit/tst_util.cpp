@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/cli/torch_commands.h"
 #include "core/util/campaign_key.h"
 #include "core/util/events.h"
 #include "core/util/parallel.h"
@@ -25,6 +26,7 @@ class TestUtil : public QObject {
   void parallelForRethrowsAWorkersException();
   void parallelRangesCoverEachIndexOnce();
   void eventLinesAreVersionedJson();
+  void torchCommandsRoundTrip();
 };
 
 void TestUtil::campaignKeyIsCanonicalText() {
@@ -91,6 +93,29 @@ void TestUtil::eventLinesAreVersionedJson() {
   peat::events::Event quoted("error");
   quoted.add("message", "a \"b\"\nc");
   QCOMPARE(peat::events::toJsonLine(quoted), std::string("{\"v\":1,\"event\":\"error\",\"message\":\"a \\\"b\\\"\\nc\"}"));
+}
+
+// What `peat` parses is what the LibTorch module runs: every field survives the text in between.
+void TestUtil::torchCommandsRoundTrip() {
+  peat::cli::TorchCommand c;
+  c.name = "runtime-fi";
+  c.commandLine = "peat runtime-fi -k \"a b\"\nline2 \\ end";
+  c.seed = 18446744073709551615ull;
+  c.learningRate = 0.1;
+  c.probability = 1.0 / 3;
+  c.noBackward = true;
+  c.every = "10,100";
+  c.resumeFrom = -1;
+  c.shards = 4;
+  const peat::cli::TorchCommand d = peat::cli::decode(peat::cli::encode(c));
+  QCOMPARE(peat::cli::encode(d), peat::cli::encode(c));
+  QCOMPARE(d.commandLine, c.commandLine);
+  QCOMPARE(d.seed, c.seed);
+  QCOMPARE(d.probability, c.probability);  // exactly: %.17g
+  QCOMPARE(d.noBackward, true);
+  QCOMPARE(d.resumeFrom, int64_t(-1));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, peat::cli::decode("name=train\n"));  // fields missing
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, peat::cli::decode("no equals sign"));
 }
 
 QTEST_GUILESS_MAIN(TestUtil)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The commands that train or run models: peat train, profile, playback, runtime-fi, kernels, models.
-// They live in libpeat_torch.so; the torch-free `peat` hands them argv through peat_torch_main.
-#include <CLI/CLI.hpp>
+// They live in libpeat_torch.so; the torch-free `peat` parses their options (app/peat/cmd_torch.cpp)
+// and hands the parsed command over through peat_torch_run.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "core/cli/torch_commands.h"
 #include "core/util/events.h"
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/zoo.h"
@@ -89,12 +90,6 @@ int failNow(const std::string& message) {
   std::_Exit(1);
 }
 
-std::string joinArgs(int argc, char** argv) {
-  std::string s = "peat";
-  for (int i = 0; i < argc; ++i) s += std::string(" ") + argv[i];
-  return s;
-}
-
 std::string megabytes(uint64_t bytes) {
   std::ostringstream s;
   s.precision(3);
@@ -131,19 +126,19 @@ std::optional<ops::OpKind> parseOp(const std::string& name, bool allowAll) {
   return op;
 }
 
-void addTrainOptions(CLI::App& app, train::TrainOptions& t) {
-  app.add_option("--model", t.model, "Model: " + models::modelList())->capture_default_str();
-  app.add_option("--iterations,-n", t.iterations, "Training iterations")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch", t.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--lr", t.learningRate, "Learning rate (0: the model's default)");
-  app.add_option("--seed", t.seed, "Seed of initialisation and data order")->capture_default_str();
-  app.add_option("--threads", t.threads, "Intra-op threads (results are bit-identical for a fixed count)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--eval-every", t.evalEvery, "Evaluate on the test split every N iterations (0: at the end)");
-  app.add_option("--eval-batches", t.evalBatches, "Test batches per evaluation")->capture_default_str();
-  app.add_option("--context", t.context, "chargpt context length")->capture_default_str();
-  app.add_option("--init", t.init, "Finetune from a checkpoint: FILE[:RUN[:ITERATION]]");
+train::TrainOptions trainOptions(const cli::TorchCommand& c) {
+  train::TrainOptions t;
+  t.model = c.model;
+  t.iterations = c.iterations;
+  t.batch = c.batch;
+  t.learningRate = c.learningRate;
+  t.seed = c.seed;
+  t.threads = c.threads;
+  t.evalEvery = c.evalEvery;
+  t.evalBatches = c.evalBatches;
+  t.context = c.context;
+  t.init = c.init;
+  return t;
 }
 
 void printErrorSummary(JsonWriter& j, const analyzer::ErrorSummary& e) {
@@ -152,9 +147,8 @@ void printErrorSummary(JsonWriter& j, const analyzer::ErrorSummary& e) {
   j.field("newly_non_finite", e.newlyNonFinite).endObject();
 }
 
-int runProfileCommand(CLI::App& app, train::ProfileOptions& o, bool force, bool json, bool isTrain,
-                      const std::string& recordOps, const std::string& commandLine) {
-  (void)app;
+int runProfileCommand(train::ProfileOptions& o, bool force, bool json, bool isTrain, const std::string& recordOps,
+                      const std::string& commandLine) {
   if (!isTrain) {
     o.recordOps.clear();
     std::stringstream s(recordOps);
@@ -197,116 +191,201 @@ int runProfileCommand(CLI::App& app, train::ProfileOptions& o, bool force, bool 
 
 }  // namespace
 
-// The torch commands' options and their runs, one block per command (about 270 lines). They are
-// declared here, in the module, rather than once in app/peat with the others: issue 15's "one CLI"
-// is still open (docs/architecture.md).
-int main(int argc, char** argv) {
-  if (argc < 1) return 2;
-  const std::string command = argv[0];
-  const std::string commandLine = joinArgs(argc, argv);
-  CLI::App app{"", "peat " + command};
-  bool json = false, force = false;
-
-  train::ProfileOptions profile;
-  std::string recordOps = "linear,conv2d,matmul";
-  bool noBackward = false;
+int runPlaybackCommand(const cli::TorchCommand& c) {
+  const bool json = c.json;
   train::PlaybackOptions playback;
-  std::string playbackOp = "all", playbackShard = "0/1";
-  std::string fiEvery = "10", fiSeeds, fiShard = "0/1";
-  train::RuntimeFiOptions fi;
-  std::string fiOp = "linear", phase = "both";
-  int evalSeeds = 3;
-  std::string device;  // --device: where the gpu-* kernels run
-  const std::string deviceHelp = "Device of the gpu-* kernels: cpu, cuda:N or hip:N (see peat env)";
+  playback.session = c.session;
+  playback.kernel = c.kernel;
+  playback.run = c.run;
+  playback.model = c.expectModel;
+  playback.maxCalls = c.maxCalls;
+  playback.seed = c.seed;
+  playback.resumeIterations = c.resumeIterations;
+  playback.resumeFrom = c.resumeFrom;
+  playback.runName = c.runName;
+  playback.storeOutputs = c.storeOutputs;
+  playback.out = c.out;
+  playback.op = parseOp(c.op, true);
+  std::tie(playback.shardIndex, playback.shardCount) = parseShardSpec(c.shard);
+  playback.kernel = kernels::withDevice(playback.kernel, c.device);
+  playback.commandLine = c.commandLine;
+  ProgressBar bar("playback");
+  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
+                           [&](const events::Event& e) { bar.event(e); }};
+  const train::PlaybackResult r = train::runPlayback(playback, progress);
+  events::stored(r.session, "run", r.run);
+  if (json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("session", r.session).field("run", r.run).field("kernel", playback.kernel);
+    j.field("replayed_calls", r.replayed).field("skipped_calls", r.skipped).field("cancelled", r.cancelled);
+    j.field("injections", r.injections).field("seconds", r.seconds);
+    j.field("calls_per_second", r.seconds > 0 ? double(r.replayed) / r.seconds : 0.0);
+    j.key("worst");
+    printErrorSummary(j, r.worst);
+    if (r.resumedIterations > 0) {
+      j.key("resume").beginObject().field("from", r.resumedFrom).field("iterations", r.resumedIterations);
+      j.field("golden_loss", r.goldenLoss).field("candidate_loss", r.candidateLoss);
+      j.field("golden_test_accuracy", r.goldenTestAccuracy);
+      j.field("candidate_test_accuracy", r.candidateTestAccuracy).endObject();
+    }
+    j.endObject();
+    std::cout << '\n';
+  } else {
+    std::cout << "replayed " << r.replayed << " calls through " << playback.kernel << " in " << r.seconds << " s ("
+              << (r.seconds > 0 ? double(r.replayed) / r.seconds : 0.0) << " calls/s), skipped " << r.skipped
+              << (r.cancelled ? " (stopped early)" : "") << "\n  worst call: max abs error " << r.worst.maxAbs
+              << ", max rel error " << r.worst.maxRel << ", max ULP " << r.worst.maxUlp << ", mismatches "
+              << r.worst.mismatched << " of " << r.worst.elements << '\n';
+    if (r.injections) std::cout << "  " << r.injections << " injections logged\n";
+    if (r.resumedIterations > 0)
+      std::cout << "  resumed " << r.resumedIterations << " iterations from checkpoint " << r.resumedFrom
+                << ": loss golden " << r.goldenLoss << " vs candidate " << r.candidateLoss
+                << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs candidate "
+                << 100 * r.candidateTestAccuracy << "%\n";
+    std::cout << "  stored as run " << r.run << " in " << r.session << '\n';
+  }
+  return r.cancelled ? 130 : 0;
+}
 
+int runRuntimeFiCommand(const cli::TorchCommand& c) {
+  const bool json = c.json;
+  train::RuntimeFiOptions fi;
+  fi.train = trainOptions(c);
+  fi.kernel = c.kernel;
+  fi.layer = c.layer;
+  fi.probability = c.probability;
+  fi.out = c.out;
+  fi.op = parseOp(c.op, true);
+  const std::vector<int64_t> everys = parseCounts("--every", c.every);
+  if (everys.size() == 1)
+    fi.every = everys.front();
+  else
+    fi.everySweep = everys;
+  if (!c.seeds.empty())
+    for (int64_t seed : parseCounts("--seeds", c.seeds)) fi.seedSweep.push_back(uint64_t(seed));
+  std::tie(fi.shardIndex, fi.shardCount) = parseShardSpec(c.shard);
+  if (fi.seedSweep.empty() && fi.shardCount > 1 && fi.everySweep.empty())
+    throw std::invalid_argument("--shard splits a sweep: give a list to --every or --seeds");
+  fi.kernel = kernels::withDevice(fi.kernel, c.device);
+  fi.forward = c.phase != "backward";
+  fi.backward = c.phase != "forward";
+  fi.mode = c.force ? store::WriteMode::Overwrite : store::WriteMode::Create;
+  fi.commandLine = c.commandLine;
+  ProgressBar bar("runtime-fi");
+  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
+                           [&](const events::Event& e) { bar.event(e); }};
+  const train::RuntimeFiResult r = train::runRuntimeFi(fi, progress);
+  events::stored(r.session, "session", r.session);
+  if (json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("session", r.session).field("kernel", fi.kernel).field("iterations", r.iterations);
+    j.field("points", r.points);
+    j.field("cancelled", r.cancelled).field("substituted_calls", r.substitutions).field("injections", r.injections);
+    j.field("golden_loss", r.goldenLoss).field("fi_loss", r.fiLoss);
+    j.field("golden_test_accuracy", r.goldenTestAccuracy).field("fi_test_accuracy", r.fiTestAccuracy);
+    j.field("seconds", r.seconds).key("worst");
+    printErrorSummary(j, r.worst);
+    j.endObject();
+    std::cout << '\n';
+  } else {
+    std::cout << "runtime FI of " << fi.kernel << " on " << c.op << " over " << r.iterations << " iterations in "
+              << r.seconds << " s" << (r.cancelled ? " (stopped early)" : "") << "\n  " << r.substitutions
+              << " substituted calls; worst max abs error " << r.worst.maxAbs << ", max ULP " << r.worst.maxUlp
+              << "\n  final batch loss golden " << r.goldenLoss << " vs FI " << r.fiLoss
+              << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs FI " << 100 * r.fiTestAccuracy
+              << "%\n  session " << r.session;
+    if (r.points > 1 || fi.shardCount > 1 || !fi.everySweep.empty() || !fi.seedSweep.empty())
+      std::cout << " (" << r.points << " sweep points, shard " << fi.shardIndex << "/" << fi.shardCount
+                << "; the last point's losses above)\n";
+    else
+      std::cout << " (runs golden and runtime-fi-" << kernels::parseKernelSpec(fi.kernel).name << ")\n";
+  }
+  return r.cancelled ? 130 : 0;
+}
+
+int runDetectEvalCommand(const cli::TorchCommand& c) {
+  const bool json = c.json;
+  const train::DetectEvalResult r = train::runDetectEval(c.evalSeeds);
+  const int total = int(r.cases.size());
+  if (json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("cases", total).field("correct", r.correct);
+    j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
+    j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
+    j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
+    j.key("confusion").beginObject();
+    for (const auto& [expected, row] : r.confusion) {
+      j.key(expected).beginObject();
+      for (const auto& [got, count] : row) j.field(got, count);
+      j.endObject();
+    }
+    j.endObject().key("misses").beginArray();
+    for (const auto& miss : r.cases)
+      if (miss.got != miss.expected)
+        j.beginObject().field("op", miss.op).field("kernel", miss.kernel).field("expected", miss.expected)
+            .field("got", miss.got)
+            .endObject();
+    j.endArray().endObject();
+    std::cout << '\n';
+  } else {
+    std::printf("%-20s %s\n", "expected", "detected (count)");
+    for (const auto& [expected, row] : r.confusion) {
+      std::printf("%-20s", expected.c_str());
+      for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
+      std::printf("\n");
+    }
+    std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
+                "differences %d/%d\n",
+                r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
+                r.legitimateFaultVerdicts, r.legitimate);
+    for (const auto& miss : r.cases)
+      if (miss.got != miss.expected)
+        std::printf("  miss: %s %s expected %s, got %s\n", miss.op.c_str(), miss.kernel.c_str(),
+                    miss.expected.c_str(), miss.got.c_str());
+  }
+  return 0;
+}
+
+int runKernelsCommand(const cli::TorchCommand& c) {
+  const bool json = c.json;
+  if (json) {
+    JsonWriter j(std::cout);
+    j.beginArray();
+    for (const auto& k : kernels::kernelCatalog())
+      j.beginObject().field("name", k.name).field("family", k.family).field("ops", k.ops).field("options", k.options)
+          .field("summary", k.summary).endObject();
+    j.endArray();
+    std::cout << '\n';
+  } else {
+    for (const auto& k : kernels::kernelCatalog())
+      std::printf("%-14s %-10s %-5s %-38s %s\n", k.name.c_str(), k.family.c_str(), k.ops.c_str(),
+                  k.options.empty() ? "-" : k.options.c_str(), k.summary.c_str());
+  }
+  return 0;
+}
+
+// Runs a torch command; its options are declared with the other commands' in app/peat/cmd_torch.cpp.
+int run(const cli::TorchCommand& c) {
+  const std::string& command = c.name;
+  const std::string& commandLine = c.commandLine;
+  const bool json = c.json;
+  train::ProfileOptions profile;
   if (command == "train" || command == "profile") {
-    const bool isTrain = command == "train";
-    app.description(isTrain ? "Train a zoo model with golden kernels and save checkpoints (no call recording)."
-                            : "Golden profiling: train with golden kernels, recording the inputs and outputs of selected "
-                              "ops every Nth iteration, and checkpoints.");
-    addTrainOptions(app, profile.train);
-    app.add_option("--out,-o", profile.out, "Session file to write")->required();
-    app.add_flag("--force", force, "Replace an existing output file");
-    app.add_option("--checkpoint-every", profile.checkpointEvery, "Checkpoint every N iterations (0: start and end)");
-    app.add_option("--compression", profile.compression,
-                   "Deflate level of recorded call tensors, 0-9 (0 keeps up with training; checkpoints use 4)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 9));
-    if (!isTrain) {
-      app.add_option("--record-every", profile.recordEvery, "Record every Nth iteration")->capture_default_str()->check(
-          CLI::NonNegativeNumber);
-      app.add_option("--record-ops", recordOps, "Ops to record, comma-separated: " + ops::opList())->capture_default_str();
-      app.add_flag("--no-backward", noBackward, "Do not record the backward GEMMs");
-    } else {
+    profile.train = trainOptions(c);
+    profile.out = c.out;
+    profile.checkpointEvery = c.checkpointEvery;
+    profile.compression = c.compression;
+    profile.recordEvery = c.recordEvery;
+    if (command == "train") {
       profile.recordEvery = 0;
       profile.checkpointAtStart = false;
       profile.runName = "train";
       profile.runKind = "train";
     }
-  } else if (command == "playback") {
-    app.description("Playback fault injection: replay recorded calls through a candidate kernel and store per-call "
-                    "error numbers in the session.");
-    app.add_option("--session,-s", playback.session, "Session recorded by peat profile")->required();
-    app.add_option("--kernel,-k", playback.kernel, "Candidate kernel or fault model (see peat kernels)")->required();
-    app.add_option("--run", playback.run, "Recorded run (default: the first with recorded calls)");
-    app.add_option("--model", playback.model, "Refuse the session unless it was recorded from this model");
-    app.add_option("--op", playbackOp, "Replay only this op (" + ops::opList() + ", all)")->capture_default_str();
-    app.add_option("--max-calls", playback.maxCalls, "Replay at most N calls (0: all)");
-    app.add_option("--seed", playback.seed, "Seed of fault models")->capture_default_str();
-    app.add_option("--device", device, deviceHelp);
-    app.add_option("--resume", playback.resumeIterations, "Also resume training from a checkpoint for N iterations");
-    app.add_option("--resume-from", playback.resumeFrom, "Checkpoint iteration to resume from (default: the first)");
-    app.add_option("--name", playback.runName, "Name of the run to add (default: playback-KERNEL)");
-    app.add_flag("--store-outputs", playback.storeOutputs,
-                 "Keep the candidate's outputs in the session, for peat analyze/detect --session");
-    app.add_option("--shard", playbackShard, "Replay only this part of the calls, INDEX/COUNT (merge with 'peat merge')")
-        ->capture_default_str();
-    app.add_option("--out,-o", playback.out, "Write the run into this session instead (created if missing)");
-    bool mpiHelpOnly = false;  // `peat` itself runs --mpi replays (app/peat/mpi.cpp); listed here for --help
-    int shardsHelpOnly = 0;
-    app.add_flag("--mpi", mpiHelpOnly,
-                 "Spread the calls over the ranks of an MPI job (mpirun -n N peat playback ... --mpi): each rank "
-                 "replays its shards into SESSION.shards/playback-KERNEL/, rank 0 merges them into SESSION");
-    app.add_option("--shards", shardsHelpOnly, "With --mpi: shards in all (0: one per rank)");
-  } else if (command == "runtime-fi") {
-    app.description("Frequency-based runtime fault injection: train twice with the same seed and data order, the "
-                    "second time with the candidate kernel substituted every k-th call of the target op.");
-    addTrainOptions(app, fi.train);
-    app.add_option("--kernel,-k", fi.kernel, "Candidate kernel or fault model (see peat kernels)")->required();
-    app.add_option("--op", fiOp, "Target op (" + ops::opList() + ", all)")->capture_default_str();
-    app.add_option("--layer", fi.layer, "Only calls of this layer (e.g. fc1)");
-    app.add_option("--every", fiEvery, "Substitute every k-th matching call; a list (10,100,1000) sweeps it")
-        ->capture_default_str();
-    app.add_option("--seeds", fiSeeds, "Sweep these training seeds, a list (1,2,3), instead of --seed");
-    app.add_option("--shard", fiShard, "Run only this part of the sweep's points, INDEX/COUNT (merge with 'peat merge')")
-        ->capture_default_str();
-    app.add_option("--prob", fi.probability, "Substitute each matching call with probability p (seeded)")
-        ->check(CLI::Range(0.0, 1.0));
-    app.add_option("--phase", phase, "forward, backward or both")->capture_default_str()->check(
-        CLI::IsMember({"forward", "backward", "both"}));
-    app.add_option("--out,-o", fi.out, "Session file to write")->required();
-    app.add_flag("--force", force, "Replace an existing output file");
-    app.add_option("--device", device, deviceHelp);
-  } else if (command == "detect-eval") {
-    app.description("Run the detector over a labelled corpus made with the project's own candidates and fault "
-                    "models (GEMM, conv, softmax, layernorm; several seeds) and print the confusion matrix.");
-    app.add_option("--seeds", evalSeeds, "Seeds per case")->capture_default_str()->check(CLI::Range(1, 100));
-  } else if (command == "kernels" || command == "models") {
-    app.description(command == "kernels" ? "List candidate kernels and fault models." : "List the model zoo.");
-  } else {
+  } else if (command != "playback" && command != "runtime-fi" && command != "detect-eval" && command != "kernels" &&
+             command != "models") {
     std::cerr << "peat: error: unknown command '" << command << "'\n";
     events::error("unknown command '" + command + "'", 2);
-    return 2;
-  }
-  app.add_flag("--json", json, "Print a JSON summary");
-
-  try {
-    app.parse(argc, argv);  // argv[0], the command name, stands in for the program name
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "peat: error: " << e.what() << " (see 'peat " << command << " --help')\n";
-    events::error(e.what(), 2);
     return 2;
   }
 
@@ -317,155 +396,13 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   try {
     if (command == "train" || command == "profile") {
-      profile.recordBackward = !noBackward;
-      return runProfileCommand(app, profile, force, json, command == "train", recordOps, commandLine);
+      profile.recordBackward = !c.noBackward;
+      return runProfileCommand(profile, c.force, json, command == "train", c.recordOps, commandLine);
     }
-    if (command == "playback") {
-      playback.op = parseOp(playbackOp, true);
-      std::tie(playback.shardIndex, playback.shardCount) = parseShardSpec(playbackShard);
-      playback.kernel = kernels::withDevice(playback.kernel, device);
-      playback.commandLine = commandLine;
-      ProgressBar bar("playback");
-      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
-                               [&](const events::Event& e) { bar.event(e); }};
-      const train::PlaybackResult r = train::runPlayback(playback, progress);
-      events::stored(r.session, "run", r.run);
-      if (json) {
-        JsonWriter j(std::cout);
-        j.beginObject().field("session", r.session).field("run", r.run).field("kernel", playback.kernel);
-        j.field("replayed_calls", r.replayed).field("skipped_calls", r.skipped).field("cancelled", r.cancelled);
-        j.field("injections", r.injections).field("seconds", r.seconds);
-        j.field("calls_per_second", r.seconds > 0 ? double(r.replayed) / r.seconds : 0.0);
-        j.key("worst");
-        printErrorSummary(j, r.worst);
-        if (r.resumedIterations > 0) {
-          j.key("resume").beginObject().field("from", r.resumedFrom).field("iterations", r.resumedIterations);
-          j.field("golden_loss", r.goldenLoss).field("candidate_loss", r.candidateLoss);
-          j.field("golden_test_accuracy", r.goldenTestAccuracy);
-          j.field("candidate_test_accuracy", r.candidateTestAccuracy).endObject();
-        }
-        j.endObject();
-        std::cout << '\n';
-      } else {
-        std::cout << "replayed " << r.replayed << " calls through " << playback.kernel << " in " << r.seconds << " s ("
-                  << (r.seconds > 0 ? double(r.replayed) / r.seconds : 0.0) << " calls/s), skipped " << r.skipped
-                  << (r.cancelled ? " (stopped early)" : "") << "\n  worst call: max abs error " << r.worst.maxAbs
-                  << ", max rel error " << r.worst.maxRel << ", max ULP " << r.worst.maxUlp << ", mismatches "
-                  << r.worst.mismatched << " of " << r.worst.elements << '\n';
-        if (r.injections) std::cout << "  " << r.injections << " injections logged\n";
-        if (r.resumedIterations > 0)
-          std::cout << "  resumed " << r.resumedIterations << " iterations from checkpoint " << r.resumedFrom
-                    << ": loss golden " << r.goldenLoss << " vs candidate " << r.candidateLoss
-                    << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs candidate "
-                    << 100 * r.candidateTestAccuracy << "%\n";
-        std::cout << "  stored as run " << r.run << " in " << r.session << '\n';
-      }
-      return r.cancelled ? 130 : 0;
-    }
-    if (command == "runtime-fi") {
-      fi.op = parseOp(fiOp, true);
-      const std::vector<int64_t> everys = parseCounts("--every", fiEvery);
-      if (everys.size() == 1)
-        fi.every = everys.front();
-      else
-        fi.everySweep = everys;
-      if (!fiSeeds.empty())
-        for (int64_t seed : parseCounts("--seeds", fiSeeds)) fi.seedSweep.push_back(uint64_t(seed));
-      std::tie(fi.shardIndex, fi.shardCount) = parseShardSpec(fiShard);
-      if (fi.seedSweep.empty() && fi.shardCount > 1 && fi.everySweep.empty())
-        throw std::invalid_argument("--shard splits a sweep: give a list to --every or --seeds");
-      fi.kernel = kernels::withDevice(fi.kernel, device);
-      fi.forward = phase != "backward";
-      fi.backward = phase != "forward";
-      fi.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
-      fi.commandLine = commandLine;
-      ProgressBar bar("runtime-fi");
-      train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
-                               [&](const events::Event& e) { bar.event(e); }};
-      const train::RuntimeFiResult r = train::runRuntimeFi(fi, progress);
-      events::stored(r.session, "session", r.session);
-      if (json) {
-        JsonWriter j(std::cout);
-        j.beginObject().field("session", r.session).field("kernel", fi.kernel).field("iterations", r.iterations);
-        j.field("points", r.points);
-        j.field("cancelled", r.cancelled).field("substituted_calls", r.substitutions).field("injections", r.injections);
-        j.field("golden_loss", r.goldenLoss).field("fi_loss", r.fiLoss);
-        j.field("golden_test_accuracy", r.goldenTestAccuracy).field("fi_test_accuracy", r.fiTestAccuracy);
-        j.field("seconds", r.seconds).key("worst");
-        printErrorSummary(j, r.worst);
-        j.endObject();
-        std::cout << '\n';
-      } else {
-        std::cout << "runtime FI of " << fi.kernel << " on " << fiOp << " over " << r.iterations << " iterations in "
-                  << r.seconds << " s" << (r.cancelled ? " (stopped early)" : "") << "\n  " << r.substitutions
-                  << " substituted calls; worst max abs error " << r.worst.maxAbs << ", max ULP " << r.worst.maxUlp
-                  << "\n  final batch loss golden " << r.goldenLoss << " vs FI " << r.fiLoss
-                  << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs FI " << 100 * r.fiTestAccuracy
-                  << "%\n  session " << r.session;
-        if (r.points > 1 || fi.shardCount > 1 || !fi.everySweep.empty() || !fi.seedSweep.empty())
-          std::cout << " (" << r.points << " sweep points, shard " << fi.shardIndex << "/" << fi.shardCount
-                    << "; the last point's losses above)\n";
-        else
-          std::cout << " (runs golden and runtime-fi-" << kernels::parseKernelSpec(fi.kernel).name << ")\n";
-      }
-      return r.cancelled ? 130 : 0;
-    }
-    if (command == "detect-eval") {
-      const train::DetectEvalResult r = train::runDetectEval(evalSeeds);
-      const int total = int(r.cases.size());
-      if (json) {
-        JsonWriter j(std::cout);
-        j.beginObject().field("cases", total).field("correct", r.correct);
-        j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
-        j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
-        j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
-        j.key("confusion").beginObject();
-        for (const auto& [expected, row] : r.confusion) {
-          j.key(expected).beginObject();
-          for (const auto& [got, count] : row) j.field(got, count);
-          j.endObject();
-        }
-        j.endObject().key("misses").beginArray();
-        for (const auto& c : r.cases)
-          if (c.got != c.expected)
-            j.beginObject().field("op", c.op).field("kernel", c.kernel).field("expected", c.expected).field("got", c.got)
-                .endObject();
-        j.endArray().endObject();
-        std::cout << '\n';
-      } else {
-        std::printf("%-20s %s\n", "expected", "detected (count)");
-        for (const auto& [expected, row] : r.confusion) {
-          std::printf("%-20s", expected.c_str());
-          for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
-          std::printf("\n");
-        }
-        std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
-                    "differences %d/%d\n",
-                    r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
-                    r.legitimateFaultVerdicts, r.legitimate);
-        for (const auto& c : r.cases)
-          if (c.got != c.expected)
-            std::printf("  miss: %s %s expected %s, got %s\n", c.op.c_str(), c.kernel.c_str(), c.expected.c_str(),
-                        c.got.c_str());
-      }
-      return 0;
-    }
-    if (command == "kernels") {
-      if (json) {
-        JsonWriter j(std::cout);
-        j.beginArray();
-        for (const auto& k : kernels::kernelCatalog())
-          j.beginObject().field("name", k.name).field("family", k.family).field("ops", k.ops).field("options", k.options)
-              .field("summary", k.summary).endObject();
-        j.endArray();
-        std::cout << '\n';
-      } else {
-        for (const auto& k : kernels::kernelCatalog())
-          std::printf("%-14s %-10s %-5s %-38s %s\n", k.name.c_str(), k.family.c_str(), k.ops.c_str(),
-                      k.options.empty() ? "-" : k.options.c_str(), k.summary.c_str());
-      }
-      return 0;
-    }
+    if (command == "playback") return runPlaybackCommand(c);
+    if (command == "runtime-fi") return runRuntimeFiCommand(c);
+    if (command == "detect-eval") return runDetectEvalCommand(c);
+    if (command == "kernels") return runKernelsCommand(c);
     for (const std::string& m : models::modelNames()) std::cout << m << '\n';
     return 0;
   } catch (const c10::Error& e) {
@@ -477,4 +414,13 @@ int main(int argc, char** argv) {
 
 }  // namespace peat::torchcli
 
-extern "C" int peat_torch_main(int argc, char** argv) { return peat::torchcli::main(argc, argv); }
+extern "C" int peat_torch_run(const char* encodedCommand) {
+  peat::cli::TorchCommand command;
+  try {
+    command = peat::cli::decode(encodedCommand ? encodedCommand : "");
+  } catch (const std::exception& e) {
+    std::cerr << "peat: error: " << e.what() << " (peat and its LibTorch module are of other versions?)\n";
+    return 2;
+  }
+  return peat::torchcli::run(command);
+}

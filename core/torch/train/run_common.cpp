@@ -23,25 +23,12 @@ std::string libtorchVersion() {
          std::to_string(TORCH_VERSION_PATCH);
 }
 
-Table callErrorTable() {
-  Table t({"layer", "op", "phase", "variant"}, {"iteration", "call_index"});
-  t.addNumberColumns(analyzer::errorSummaryColumns());
-  return t;
-}
-
 void addCallError(Table& t, const store::CallId& id, ops::Variant v, const analyzer::ErrorSummary& e) {
-  std::vector<double> numbers{double(id.iteration), double(id.callIndex)};
-  for (double x : analyzer::errorSummaryValues(e)) numbers.push_back(x);
-  t.row({id.layer, id.op, store::phaseName(id.phase), ops::variantName(v)}, numbers);
-}
-
-Table injectionTable() {
-  return Table({"call", "target"}, {"index", "bit", "old_value", "new_value"});
+  store::addCallError(t, id, ops::variantName(v), e);
 }
 
 void addInjections(Table& t, const std::vector<kernels::Injection>& log) {
-  for (const kernels::Injection& i : log)
-    t.row({i.call, i.target}, {double(i.index), double(i.bit), double(i.oldValue), double(i.newValue)});
+  for (const kernels::Injection& i : log) store::addInjection(t, {i.call, i.target, i.index, i.bit, i.oldValue, i.newValue});
 }
 
 void keepWorst(analyzer::ErrorSummary& worst, const analyzer::ErrorSummary& e) {
@@ -84,7 +71,7 @@ void setTrainAttributes(store::SessionWriter& w, const TrainOptions& o, const st
 }
 
 void Curve::add(int64_t it, const StepStats& s, const EvalStats* e) {
-  table.row({}, {double(it), s.loss, s.accuracy, e ? e->loss : std::nan(""), e ? e->accuracy : std::nan("")});
+  store::addCurveRow(table, it, s.loss, s.accuracy, e ? e->loss : std::nan(""), e ? e->accuracy : std::nan(""));
 }
 
 bool evaluateNow(const TrainOptions& o, int64_t it) {

@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "core/analyzer/error_summary.h"
+#include "core/store/curves.h"
 #include "core/store/h5.h"
+#include "core/store/run_records.h"
+#include "core/store/table.h"
 #include "core/store/session.h"
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/ops/op_types.h"
@@ -27,35 +30,12 @@ double since(Clock::time_point t);
 uint64_t fileSize(const std::string& path);
 std::string libtorchVersion();
 
-// A table built row by row: named numeric and text columns of equal length.
-class Table {
- public:
-  Table(std::initializer_list<std::string> text, std::initializer_list<std::string> numbers) {
-    for (const std::string& n : text) columns_.push_back({n, true, {}, {}});
-    for (const std::string& n : numbers) columns_.push_back({n, false, {}, {}});
-  }
-  void addNumberColumns(const std::vector<std::string>& names) {
-    for (const std::string& n : names) columns_.push_back({n, false, {}, {}});
-  }
-  void row(const std::vector<std::string>& text, const std::vector<double>& numbers) {
-    std::size_t t = 0, n = 0;
-    for (h5::Column& c : columns_) {
-      if (c.isText)
-        c.text.push_back(text.at(t++));
-      else
-        c.numbers.push_back(numbers.at(n++));
-    }
-  }
-  std::size_t rows() const { return columns_.empty() ? 0 : columns_.front().size(); }
-  const std::vector<h5::Column>& columns() const { return columns_; }
+// The tables' layouts live with their result kind (core/store/run_records.h, curves.h).
+using Table = store::TableBuilder;
 
- private:
-  std::vector<h5::Column> columns_;
-};
-
-Table callErrorTable();
+using store::callErrorTable;
+using store::injectionTable;
 void addCallError(Table& t, const store::CallId& id, ops::Variant v, const analyzer::ErrorSummary& e);
-Table injectionTable();
 void addInjections(Table& t, const std::vector<kernels::Injection>& log);
 void keepWorst(analyzer::ErrorSummary& worst, const analyzer::ErrorSummary& e);
 
@@ -67,7 +47,7 @@ void setTrainAttributes(store::SessionWriter& w, const TrainOptions& o, const st
 
 // Training curve of one run: loss and batch accuracy per iteration, test numbers where evaluated.
 struct Curve {
-  Table table{{}, {"iteration", "loss", "accuracy", "test_loss", "test_accuracy"}};
+  Table table = store::curveTable();
   void add(int64_t it, const StepStats& s, const EvalStats* e);
 };
 

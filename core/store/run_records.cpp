@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/store/run_shards.h"
+#include "core/store/run_records.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,6 @@
 #include <set>
 #include <tuple>
 
-#include "core/util/campaign_key.h"
 #include "core/util/text.h"
 
 namespace peat::store {
@@ -108,32 +107,24 @@ Shard readShard(const std::string& file) {
 
 }  // namespace
 
-std::vector<std::size_t> checkShardSet(const std::vector<ShardTag>& tags, const std::string& verb) {
-  if (tags.empty()) throw SessionError("no shard files to merge");
-  const ShardTag& first = tags.front();
-  std::map<int, std::size_t> byIndex;
-  for (std::size_t i = 0; i < tags.size(); ++i) {
-    const ShardTag& t = tags[i];
-    if (t.campaign != first.campaign)
-      throw SessionError(t.file + ": " + verb + " another campaign than " + first.file + " (" +
-                         util::CampaignKey::parse(first.campaign).differenceFrom(util::CampaignKey::parse(t.campaign)) + ")");
-    if (t.count != first.count)
-      throw SessionError(t.file + ": is a shard of " + std::to_string(t.count) + ", " + first.file + " one of " +
-                         std::to_string(first.count));
-    auto [it, fresh] = byIndex.emplace(t.index, i);
-    if (!fresh)
-      throw SessionError("shard " + std::to_string(t.index) + "/" + std::to_string(t.count) + " appears twice: " +
-                         tags[it->second].file + " and " + t.file);
-  }
-  std::vector<std::size_t> order;
-  for (int i = 0; i < first.count; ++i) {
-    if (!byIndex.count(i))
-      throw SessionError("shard " + std::to_string(i) + "/" + std::to_string(first.count) +
-                         " is missing (run it with --shard " + std::to_string(i) + "/" + std::to_string(first.count) + ")");
-    order.push_back(byIndex.at(i));
-  }
-  return order;
+TableBuilder callErrorTable() {
+  TableBuilder t({"layer", "op", "phase", "variant"}, {"iteration", "call_index"});
+  t.addNumberColumns(analyzer::errorSummaryColumns());
+  return t;
 }
+
+void addCallError(TableBuilder& t, const CallId& id, const std::string& variant, const analyzer::ErrorSummary& e) {
+  std::vector<double> numbers{double(id.iteration), double(id.callIndex)};
+  for (double x : analyzer::errorSummaryValues(e)) numbers.push_back(x);
+  t.row({id.layer, id.op, phaseName(id.phase), variant}, numbers);
+}
+
+TableBuilder injectionTable() { return TableBuilder({"call", "target"}, {"index", "bit", "old_value", "new_value"}); }
+
+void addInjection(TableBuilder& t, const InjectionRow& r) {
+  t.row({r.call, r.target}, {double(r.index), double(r.bit), r.oldValue, r.newValue});
+}
+
 
 bool holdsPlaybackShard(const std::string& file) {
   return !playbackShardRuns(SessionReader(file).summaryWithoutTensors()).empty();

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The analyzer and detector over a session: every call a playback run stored, against the call the
-// profiler recorded, with per-call numbers, their trend over iterations, and stored results.
+// The home of one result kind, analysis runs: the analyzer and the detector over a session (every
+// call a playback run stored, against the call the profiler recorded), with per-call numbers, their
+// trend over iterations, and the stored reports and verdicts, written and read back here. It sits
+// above both core/analyzer and core/detector, which know nothing of sessions.
 #include <string>
 #include <vector>
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// check-bits results in a session, and the merge of a sharded check-bits campaign.
+// The home of one result kind, check-bits results in a session: writer, reader, and the merge of a
+// sharded check-bits campaign.
 //
 // A result is a SAVE result record (kind "save_check_bits"): its counts as scalars, per-layer and
 // per-bit counts as arrays, and labels naming the campaign. `campaign` is the canonical settings

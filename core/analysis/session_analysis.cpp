@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/analyzer/session_analysis.h"
+#include "core/analysis/session_analysis.h"
 
 #include <cstring>
 
@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/store/session.h"
+#include "core/store/table.h"
 
 namespace peat::analyzer {
 
@@ -144,23 +145,15 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   w.beginRun({name, "analysis", "", "analyzer and detector over run " + run + " against " + out.sourceRun});
   w.setRunAttribute("candidate_run", run);
   w.setRunAttribute("source_run", out.sourceRun);
-  h5::Column callCol{"call", true, {}, {}}, layer{"layer", true, {}, {}}, op{"op", true, {}, {}},
-      verdict{"verdict", true, {}, {}};
-  std::vector<h5::Column> numbers;
-  for (const char* n : {"iteration", "call_index", "elements", "mismatched", "max_abs", "mean_abs", "rms_abs",
-                        "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence"})
-    numbers.push_back({n, false, {}, {}});
+  store::TableBuilder table({"call", "layer", "op", "verdict"},
+                            {"iteration", "call_index", "elements", "mismatched", "max_abs", "mean_abs", "rms_abs",
+                             "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence"});
   std::vector<store::Verdict> verdicts;
   for (const CallAnalysis& a : out.calls) {
     const Report& r = a.report;
-    callCol.text.push_back(a.call);
-    layer.text.push_back(a.layer);
-    op.text.push_back(a.op);
-    verdict.text.push_back(a.detection.verdict.model);
-    const double values[] = {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched),
-                             r.maxAbs, r.meanAbs, r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999,
-                             a.detection.verdict.confidence};
-    for (std::size_t k = 0; k < numbers.size(); ++k) numbers[k].numbers.push_back(values[k]);
+    table.row({a.call, a.layer, a.op, a.detection.verdict.model},
+              {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched), r.maxAbs, r.meanAbs,
+               r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence});
     std::string evidence = a.detection.verdict.explanation;
     for (const auto& [key, value] : a.detection.verdict.parameters) evidence += "; " + key + "=" + value;
     store::Verdict stored{a.call, a.detection.verdict.model, a.detection.verdict.confidence, evidence, {}};
@@ -186,9 +179,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
       rec.arrays.push_back({"tile_mismatch", {store::DType::U64, {r.tilesDown, r.tilesAcross}, r.tileMismatch.data()}});
     w.writeReport(reportId(a.call), rec);
   }
-  std::vector<h5::Column> table{callCol, layer, op, verdict};
-  table.insert(table.end(), numbers.begin(), numbers.end());
-  w.writeTable("call_reports", table);
+  w.writeTable("call_reports", table.columns());
   w.writeVerdicts(verdicts);
   w.endRun(store::RunStatus::Complete);
   out.resultRun = name;

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+// The home of two result kinds, playback runs and runtime-FI runs (and sweeps): the layout of their
+// tables (call_errors, injections; the curve is in curves.h), built here for the profiler's writers,
+// and the merges of their shards.
+//
 // The merge of a sharded playback (`peat playback --shard i/N --out SHARD.h5`): each shard holds
 // one playback run with the per-call error rows and the injection log of its calls. Merging checks
 // that the shards replay one campaign (the same recorded run of the same session, kernel, seed, op
@@ -9,27 +13,36 @@
 #include <string>
 #include <vector>
 
+#include "core/analyzer/error_summary.h"
 #include "core/store/session.h"
+#include "core/store/shard_set.h"
+#include "core/store/table.h"
 
 namespace peat::store {
+
+// ---- the tables of a playback or runtime-FI run (docs/session-format.md)
+
+// call_errors: one row per replayed or substituted call, its identity and error numbers.
+TableBuilder callErrorTable();
+void addCallError(TableBuilder& table, const CallId& id, const std::string& variant, const analyzer::ErrorSummary& e);
+
+// injections: the ground truth of fault kernels, one row per injected fault.
+struct InjectionRow {
+  std::string call, target;  // target: "output", "input", "weight"
+  uint64_t index = 0;        // flat element index in that tensor
+  int bit = -1;              // -1: not a bit fault (zero, random value, NaN, Inf)
+  double oldValue = 0, newValue = 0;
+};
+TableBuilder injectionTable();
+void addInjection(TableBuilder& table, const InjectionRow& row);
+
+// ---- merging shards
 
 struct PlaybackMergeSummary {
   std::string run;  // the merged run's name in the output session
   int shards = 0;
   int64_t calls = 0, injections = 0;
 };
-
-// One shard file as the merges see it.
-struct ShardTag {
-  std::string file;
-  int index = 0, count = 1;
-  std::string campaign;  // the canonical settings text
-};
-
-// Checks that the shards are of one campaign (`verb` words the refusal: "replays", "belongs to"),
-// with one count, and each index 0..count-1 exactly once; returns their positions in index order.
-// Throws SessionError naming the file and the problem.
-std::vector<std::size_t> checkShardSet(const std::vector<ShardTag>& tags, const std::string& verb);
 
 // Whether `file` holds a playback run with a "shard" attribute (what mergePlaybackShards takes).
 bool holdsPlaybackShard(const std::string& file);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/save/check_bits_shards.h"
+#include "core/save/check_bits_record.h"
 
 #include <zlib.h>
 
@@ -10,7 +10,7 @@
 #include <map>
 
 #include "core/save/graph.h"
-#include "core/store/run_shards.h"
+#include "core/store/shard_set.h"
 #include "core/util/text.h"
 
 namespace peat::save {

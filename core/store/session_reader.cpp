@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+// SessionReader: opens a session (probed first, see probe.h), lists its runs and reads its tensors,
+// tables, checkpoints, reports, SAVE results and verdicts. verify() is in session_verify.cpp.
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/store/probe.h"
+#include "core/store/session.h"
+#include "core/store/session_common.h"
+
+namespace peat::store {
+
+using detail::damaged;
+using detail::hdf5Mutex;
+using detail::Lock;
+using detail::readRecord;
+using detail::readWholeTensor;
+
+namespace {
+
+std::string optionalString(const h5::Group& g, const char* name) {
+  return g.hasAttribute(name) ? g.stringAttribute(name) : std::string();
+}
+
+Provenance readProvenance(const h5::Group& p) {
+  Provenance v;
+  v.toolVersion = optionalString(p, "tool_version");
+  v.gitCommit = optionalString(p, "git_commit");
+  v.seed = p.hasAttribute("seed") ? p.intAttribute("seed") : 0;
+  v.model = optionalString(p, "model");
+  v.dataset = optionalString(p, "dataset");
+  v.backend = optionalString(p, "backend");
+  v.device = optionalString(p, "device");
+  v.libtorchVersion = optionalString(p, "libtorch_version");
+  v.hdf5Version = optionalString(p, "hdf5_version");
+  v.date = optionalString(p, "date");
+  v.commandLine = optionalString(p, "command_line");
+  v.hostname = optionalString(p, "hostname");
+  return v;
+}
+
+// One call group of iteration `it`; `path` is its place inside the run.
+CallInfo readCall(const h5::Group& cg, const std::string& path, const IterationInfo& it, bool withTensors) {
+  CallInfo call;
+  call.path = path;
+  call.id.layer = optionalString(cg, "layer");
+  call.id.op = optionalString(cg, "op");
+  call.id.phase = optionalString(cg, "phase") == "backward" ? Phase::Backward : Phase::Forward;
+  call.id.iteration = it.iteration;
+  call.id.callIndex = cg.intAttribute("call_index");
+  for (const std::string& attr : cg.attributeNames())
+    if (attr.rfind("param.", 0) == 0) call.params[attr.substr(6)] = cg.intAttribute(attr);
+  if (withTensors)
+    for (const std::string& tensorName : cg.children()) {
+      h5::Dataset ds = cg.openDataset(tensorName);
+      call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
+    }
+  return call;
+}
+
+// Fills run.iterations from the run group `rg`; run.status must already be read.
+void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
+  h5::Group its = rg.openGroup("iterations");
+  const bool writerDied = run.status == "running";
+  int64_t unreadable = 0;
+  for (const std::string& itName : its.children()) {
+    std::optional<h5::Group> maybe;
+    try {
+      maybe.emplace(its.openGroup(itName));
+    } catch (const h5::Error&) {
+      // A writer killed in the middle of a flush can leave the group of the iteration in
+      // flight pointing past the end of the file. Only that one may be unreadable: the
+      // complete ones are counted below against the run's own count.
+      if (!writerDied) throw;
+      ++unreadable;
+      IterationInfo lost;
+      lost.iteration = std::strtoll(itName.c_str(), nullptr, 10);
+      run.iterations.push_back(std::move(lost));
+      continue;
+    }
+    h5::Group& ig = *maybe;
+    IterationInfo it;
+    it.iteration = ig.intAttribute("iteration");
+    it.complete = ig.hasAttribute("complete") && ig.intAttribute("complete") == 1;
+    if (ig.hasGroup("calls")) {
+      h5::Group calls = ig.openGroup("calls");
+      for (const std::string& callName : calls.children()) {
+        h5::Group cg = calls.openGroup(callName);
+        it.calls.push_back(readCall(cg, "iterations/" + itName + "/calls/" + callName, it, withTensors));
+      }
+    }
+    run.iterations.push_back(std::move(it));
+  }
+  if (unreadable && rg.hasAttribute("iterations_complete") &&
+      run.completeIterations() < rg.intAttribute("iterations_complete"))
+    throw h5::Error("H5Gopen2", rg.path() + "/iterations", "a complete iteration cannot be read");
+}
+
+RunInfo readRun(const h5::Group& runs, const std::string& runName, bool withTensors) {
+  h5::Group rg = runs.openGroup(runName);
+  RunInfo run;
+  run.name = runName;
+  run.spec = {runName, optionalString(rg, "kind"), optionalString(rg, "kernel"), optionalString(rg, "description")};
+  run.status = optionalString(rg, "status");
+  run.started = optionalString(rg, "started");
+  run.finished = optionalString(rg, "finished");
+  if (rg.hasGroup("iterations")) readIterations(rg, run, withTensors);
+  if (rg.hasGroup("checkpoints")) {
+    h5::Group cps = rg.openGroup("checkpoints");
+    for (const std::string& name : cps.children()) {
+      try {
+        h5::Group cp = cps.openGroup(name);
+        if (cp.hasAttribute("complete") && cp.intAttribute("complete") == 1)
+          run.checkpoints.push_back(cp.intAttribute("iteration"));
+      } catch (const h5::Error&) {
+        if (run.status != "running") throw;  // the checkpoint in flight when its writer died
+      }
+    }
+  }
+  if (rg.hasGroup("reports")) run.reports = rg.openGroup("reports").children();
+  if (rg.hasGroup("tables")) run.tables = rg.openGroup("tables").children();
+  for (const std::string& attr : rg.attributeNames())
+    if (rg.attributeIsText(attr)) run.attributes[attr] = rg.stringAttribute(attr);
+  if (rg.has("verdicts")) run.verdictCount = int64_t(rg.openDataset("verdicts").elementCount());
+  return run;
+}
+
+// `callPath` is relative to the run ("iterations/000000/calls/000003"), opened one group at a time.
+h5::Group openCall(const h5::File& file, const std::string& run, const std::string& callPath) {
+  h5::Group g = file.root().openGroup("runs").openGroup(run);
+  std::string rest = callPath;
+  for (std::size_t pos; !rest.empty();) {
+    pos = rest.find('/');
+    g = g.openGroup(rest.substr(0, pos));
+    rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
+  }
+  return g;
+}
+
+h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const std::string& callPath,
+                           const std::string& name) {
+  h5::Group g = openCall(file, run, callPath);
+  if (!g.has(name)) throw SessionError("no tensor '" + name + "' in " + run + "/" + callPath);
+  return g.openDataset(name);
+}
+
+}  // namespace
+
+SessionReader::SessionReader(const std::string& path) : SessionReader((probeSession(path), path), InsideProbe{}) {}
+
+SessionReader::SessionReader(const std::string& path, InsideProbe) : d(std::make_unique<Impl>()) {
+  Lock lock(hdf5Mutex());
+  h5::silenceLibraryDiagnostics();
+  d->path = path;
+  checkSessionPath(path);
+  try {
+    d->file.emplace(path, h5::File::Mode::ReadOnly);
+  } catch (const h5::Error& e) {
+    if (e.detail().find("unable to lock file") != std::string::npos)
+      throw SessionError("cannot open '" + path +
+                         "': another process has it open for writing (a run in progress?); try again when it ends");
+    throw SessionError("cannot open '" + path + "': the HDF5 file is truncated or damaged (" +
+                       (e.detail().empty() ? std::string("unreadable") : e.detail()) + ")");
+  }
+  try {
+    h5::Group root = d->file->root();
+    if (!root.hasAttribute("format") || root.stringAttribute("format") != kFormatTag)
+      throw SessionError("'" + path + "' is an HDF5 file but not a PEAT session (no format=\"" + kFormatTag +
+                         "\" attribute)");
+    const int64_t version = root.hasAttribute("schema_version") ? root.intAttribute("schema_version") : 0;
+    if (version > kSchemaVersion)
+      throw SessionError("'" + path + "' uses session schema version " + std::to_string(version) +
+                         ", newer than the version " + std::to_string(kSchemaVersion) +
+                         " this peat reads; upgrade PEAT Workbench");
+    if (version < 1) throw SessionError("'" + path + "' has no valid schema_version attribute");
+  } catch (const h5::Error& e) {
+    damaged(path, e);
+  }
+}
+
+SessionReader::~SessionReader() = default;
+
+SessionSummary SessionReader::summary() const { return readSummary(true); }
+SessionSummary SessionReader::summaryWithoutTensors() const { return readSummary(false); }
+
+SessionSummary SessionReader::readSummary(bool withTensors) const {
+  Lock lock(hdf5Mutex());
+  SessionSummary s;
+  s.path = d->path;
+  try {
+    h5::Group root = d->file->root();
+    s.schemaVersion = root.intAttribute("schema_version");
+    s.created = optionalString(root, "created");
+    if (root.hasGroup("provenance")) s.provenance = readProvenance(root.openGroup("provenance"));
+    if (root.hasGroup("runs")) {
+      h5::Group runs = root.openGroup("runs");
+      for (const std::string& runName : runs.children()) s.runs.push_back(readRun(runs, runName, withTensors));
+    }
+    if (root.hasGroup("save")) s.saveResults = root.openGroup("save").children();
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return s;
+}
+
+std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const std::string& callPath) const {
+  Lock lock(hdf5Mutex());
+  std::vector<TensorInfo> out;
+  try {
+    h5::Group cg = openCall(*d->file, run, callPath);
+    for (const std::string& name : cg.children()) {
+      h5::Dataset ds = cg.openDataset(name);
+      out.push_back({name, h5::typeName(ds.storedType()), ds.shape()});
+    }
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return out;
+}
+
+void SessionReader::readTensorInto(const std::string& run, const std::string& callPath, const std::string& name,
+                                   DType as, void* out, uint64_t elements) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Dataset ds = openCallTensor(*d->file, run, callPath, name);
+    if (ds.checkedElementCount() != elements)
+      throw SessionError("tensor " + run + "/" + callPath + "/" + name + " holds " + std::to_string(ds.elementCount()) +
+                         " elements, not " + std::to_string(elements));
+    ds.read(as, out);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+Tensor SessionReader::readTensor(const std::string& run, const std::string& callPath, const std::string& name) const {
+  Lock lock(hdf5Mutex());
+  try {
+    return readWholeTensor(openCallTensor(*d->file, run, callPath, name));
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
+    std::vector<Verdict> out;
+    if (!rg.has("verdicts")) return out;
+    const std::vector<h5::Column> cols = rg.readTable("verdicts");
+    auto column = [&](const std::vector<h5::Column>& table, const char* name, bool text) -> const h5::Column& {
+      const h5::Column* c = h5::findColumn(table, name);
+      if (!c || c->isText != text) throw SessionError("verdict table of run '" + run + "' lacks column '" + name + "'");
+      return *c;
+    };
+    const h5::Column &call = column(cols, "call", true), &model = column(cols, "model", true),
+                     &conf = column(cols, "confidence", false), &evidence = column(cols, "evidence", true);
+    std::map<std::string, std::size_t> byCall;
+    for (std::size_t i = 0; i < call.size(); ++i) {
+      byCall[call.text.at(i)] = out.size();
+      out.push_back({call.text.at(i), model.text.at(i), conf.numbers.at(i), evidence.text.at(i), {}});
+    }
+    if (!rg.has("findings")) return out;  // written before findings were stored
+    const std::vector<h5::Column> f = rg.readTable("findings");
+    const h5::Column &fCall = column(f, "call", true), &fRank = column(f, "rank", false),
+                     &fModel = column(f, "model", true), &fConf = column(f, "confidence", false),
+                     &fField = column(f, "field", true), &fNumber = column(f, "number", false),
+                     &fText = column(f, "text", true);
+    for (std::size_t i = 0; i < fCall.size(); ++i) {
+      const auto it = byCall.find(fCall.text.at(i));
+      const double rank = fRank.numbers.at(i);
+      if (it == byCall.end() || !(rank >= 0 && rank < 4096) || rank != std::floor(rank))
+        throw SessionError("findings of run '" + run + "' name an unknown call or rank at row " + std::to_string(i));
+      std::vector<Finding>& list = out[it->second].findings;
+      if (list.size() <= std::size_t(rank)) list.resize(std::size_t(rank) + 1);
+      Finding& finding = list[std::size_t(rank)];
+      finding.model = fModel.text.at(i);
+      finding.confidence = fConf.numbers.at(i);
+      const std::string& field = fField.text.at(i);
+      if (field.empty()) continue;
+      if (!fText.text.at(i).empty()) finding.labels[field] = fText.text.at(i);
+      else finding.numbers[field] = fNumber.numbers.at(i);
+    }
+    return out;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+std::vector<h5::Column> SessionReader::table(const std::string& run, const std::string& name) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
+    if (!rg.hasGroup("tables") || !rg.openGroup("tables").has(name))
+      throw SessionError("run '" + run + "' has no table '" + name + "'");
+    return rg.openGroup("tables").readTable(name);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+SessionReader::Checkpoint SessionReader::checkpoint(const std::string& run, int64_t iteration) const {
+  Lock lock(hdf5Mutex());
+  try {
+    h5::Group runs = d->file->root().openGroup("runs");
+    if (!runs.hasGroup(run)) throw SessionError("no run '" + run + "' in " + d->path);
+    h5::Group cps = runs.openGroup(run).openGroup("checkpoints");
+    if (!cps.hasGroup(indexName(iteration)))
+      throw SessionError("run '" + run + "' has no checkpoint at iteration " + std::to_string(iteration));
+    h5::Group cp = cps.openGroup(indexName(iteration));
+    Checkpoint out;
+    out.parameters = readRecord(cp.openGroup("parameters")).arrays;
+    out.optimizer = readRecord(cp.openGroup("optimizer")).arrays;
+    return out;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+StoredRecord SessionReader::report(const std::string& run, const std::string& id) const {
+  Lock lock(hdf5Mutex());
+  try {
+    return readRecord(d->file->root().openGroup("runs").openGroup(run).openGroup("reports").openGroup(id));
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+StoredRecord SessionReader::saveResult(const std::string& id) const {
+  Lock lock(hdf5Mutex());
+  try {
+    return readRecord(d->file->root().openGroup("save").openGroup(id));
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+}  // namespace peat::store
