@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/store/h5.h"
@@ -19,6 +20,15 @@ struct SessionReader::Impl {
 };
 
 namespace detail {
+
+// The text fields of a session's provenance and their attribute names, in the order the writer
+// stores them: one list for the writer and the reader (seed, a number, is stored beside them).
+inline std::vector<std::pair<const char*, std::string*>> provenanceText(Provenance& p) {
+  return {{"tool_version", &p.toolVersion}, {"git_commit", &p.gitCommit},  {"model", &p.model},
+          {"dataset", &p.dataset},          {"backend", &p.backend},       {"device", &p.device},
+          {"libtorch_version", &p.libtorchVersion}, {"hdf5_version", &p.hdf5Version}, {"date", &p.date},
+          {"command_line", &p.commandLine}, {"hostname", &p.hostname}};
+}
 
 // HDF5 is usually built without thread safety: every store entry point takes this lock.
 // Defined once in session_common.cpp, so the writer and the reader share the one mutex.

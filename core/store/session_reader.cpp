@@ -28,18 +28,8 @@ std::string optionalString(const h5::Group& g, const char* name) {
 
 Provenance readProvenance(const h5::Group& p) {
   Provenance v;
-  v.toolVersion = optionalString(p, "tool_version");
-  v.gitCommit = optionalString(p, "git_commit");
   v.seed = p.hasAttribute("seed") ? p.intAttribute("seed") : 0;
-  v.model = optionalString(p, "model");
-  v.dataset = optionalString(p, "dataset");
-  v.backend = optionalString(p, "backend");
-  v.device = optionalString(p, "device");
-  v.libtorchVersion = optionalString(p, "libtorch_version");
-  v.hdf5Version = optionalString(p, "hdf5_version");
-  v.date = optionalString(p, "date");
-  v.commandLine = optionalString(p, "command_line");
-  v.hostname = optionalString(p, "hostname");
+  for (const auto& [name, value] : detail::provenanceText(v)) *value = optionalString(p, name);
   return v;
 }
 

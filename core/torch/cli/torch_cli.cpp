@@ -44,6 +44,11 @@ class ProgressBar {
   ~ProgressBar() {
     if (drawn_) std::fputs("\n", stderr);
   }
+  // The profiler's progress callbacks, drawn here; Ctrl-C cancels.
+  train::Progress progress() {
+    return {[this](int64_t d, int64_t t, const std::string& s) { (*this)(d, t, s); }, &interrupted,
+            [this](const events::Event& e) { event(e); }};
+  }
   // Losses arrive every step: they travel with the (throttled) progress events, the newest first.
   void event(const events::Event& e) {
     if (e.type == "loss") pendingLoss_ = e;
@@ -157,8 +162,7 @@ int runProfileCommand(train::ProfileOptions& o, bool force, bool json, bool isTr
   o.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   o.commandLine = commandLine;
   ProgressBar bar(isTrain ? "train" : "profile");
-  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
-                               [&](const events::Event& e) { bar.event(e); }};
+  const train::Progress progress = bar.progress();
   const train::ProfileResult r = train::runProfile(o, progress);
   events::stored(r.session, "run", r.run);
   if (json) {
@@ -210,8 +214,7 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
   playback.kernel = kernels::withDevice(playback.kernel, c.device);
   playback.commandLine = c.commandLine;
   ProgressBar bar("playback");
-  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
-                           [&](const events::Event& e) { bar.event(e); }};
+  const train::Progress progress = bar.progress();
   const train::PlaybackResult r = train::runPlayback(playback, progress);
   events::stored(r.session, "run", r.run);
   if (json) {
@@ -272,8 +275,7 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
   fi.mode = c.force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   fi.commandLine = c.commandLine;
   ProgressBar bar("runtime-fi");
-  train::Progress progress{[&](int64_t d, int64_t t, const std::string& s) { bar(d, t, s); }, &interrupted,
-                           [&](const events::Event& e) { bar.event(e); }};
+  const train::Progress progress = bar.progress();
   const train::RuntimeFiResult r = train::runRuntimeFi(fi, progress);
   events::stored(r.session, "session", r.session);
   if (json) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/torch/models/zoo.h"
 
+#include "core/cli/torch_commands.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -285,16 +287,10 @@ int64_t Model::parameterCount() const {
   return n;
 }
 
-const std::vector<std::string>& modelNames() {
-  static const std::vector<std::string> names{"mlp", "lenet", "resnet", "vit", "chargpt"};
-  return names;
-}
+// The list lives in core/cli (torch-free), so that `peat --help` names the models without LibTorch.
+const std::vector<std::string>& modelNames() { return cli::zooModelNames(); }
 
-std::string modelList() {
-  std::string out;
-  for (const std::string& n : modelNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
+std::string modelList() { return cli::zooModelList(); }
 
 Task taskOf(const std::string& name) {
   if (name == "chargpt") return Task::Text;
