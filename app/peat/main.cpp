@@ -58,6 +58,19 @@ void addTileOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o, const std::
   cmd->add_option("--batch", o.batch, batchHelp)->capture_default_str();
 }
 
+// A SAVE subcommand that loads a model with its ranges, tiles and reliable-memory budget (the
+// defaults given here, before the options capture them for --help).
+CLI::App* addSaveModelCommand(CLI::App* save, const std::string& name, const std::string& summary,
+                              peat::cli::SaveAnalyzeOptions& o, const std::string& batchHelp, double budgetMiB,
+                              int64_t batch) {
+  o.budgetMiB = budgetMiB;
+  o.batch = batch;
+  CLI::App* cmd = save->add_subcommand(name, summary);
+  addModelOptions(cmd, o);
+  addTileOptions(cmd, o, batchHelp);
+  return cmd;
+}
+
 // Exactly one of the two ways to name the tensors.
 bool pairOrSession(bool pair, const std::string& session, const std::string& run) {
   if (pair) return session.empty() && run.empty();
@@ -199,13 +212,10 @@ int main(int argc, char** argv) {
   addShardOptions(checkBitsCmd, checkBits.shard, "This process's part of the campaign, INDEX/COUNT (merge with 'peat merge')",
                   checkBits.mpi, checkBits.analysis.session, "Store the result in this session", checkBits.analysis.json);
 
-  SaveCampaignOptions campaign;
-  campaign.analysis.budgetMiB = 6;  // as on an Orin safety island (the default)
-  campaign.analysis.batch = 100;
-  CLI::App* campaignCmd = saveCmd->add_subcommand(
-      "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency");
-  addModelOptions(campaignCmd, campaign.analysis);
-  addTileOptions(campaignCmd, campaign.analysis, "Images per inference");
+  SaveCampaignOptions campaign;  // 6 MiB: as on an Orin safety island (the default)
+  CLI::App* campaignCmd = addSaveModelCommand(
+      saveCmd, "campaign", "Accuracy against bit flips for no protection, SAVE, TMR, Ranger and ECC, and their latency",
+      campaign.analysis, "Images per inference", 6, 100);
   campaignCmd->add_option("--images", campaign.images, "Test images per point")->capture_default_str();
   campaignCmd->add_option("--flips", campaign.flips, "Faults per inference, comma-separated")->capture_default_str();
   campaignCmd->add_option("--schemes", campaign.schemes, "Schemes, comma-separated")->capture_default_str();
@@ -216,13 +226,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   addShardOptions(campaignCmd, campaign.shard, "This process's part, INDEX/COUNT", campaign.mpi, campaign.analysis.session,
                   "Store the points in this session as they finish", campaign.analysis.json);
-  SaveVerifiersOptions verifiers;
-  verifiers.analysis.budgetMiB = 1.0 / 64;  // one 16x16 tile at batch 16: nearly every value is unreliable
-  verifiers.analysis.batch = 16;
-  CLI::App* verifiersCmd = saveCmd->add_subcommand(
-      "verifiers", "SAVE's verifiers (fp32 recomputation, ABFT, mixed-precision) on the same single-bit faults, per op");
-  addModelOptions(verifiersCmd, verifiers.analysis);
-  addTileOptions(verifiersCmd, verifiers.analysis, "Test images checked together");
+  SaveVerifiersOptions verifiers;  // 1/64 MiB: one 16x16 tile at batch 16, nearly every value unreliable
+  CLI::App* verifiersCmd = addSaveModelCommand(
+      saveCmd, "verifiers", "SAVE's verifiers (fp32 recomputation, ABFT, mixed-precision) on the same single-bit faults, per op",
+      verifiers.analysis, "Test images checked together", 1.0 / 64, 16);
   verifiersCmd->add_option("--flips", verifiers.flips, "Single-bit flips per op")->capture_default_str();
   verifiersCmd->add_option("--seed", verifiers.seed, "Seed of the flips")->capture_default_str();
   verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");

@@ -73,6 +73,14 @@ class TestRunPanel : public QObject {
   void demoSessionIsMadeThenOpened();
 
  private:
+  // The form for a run into a new session `file` of the test's folder; returns the session's path.
+  QString prepare(RunPanel& panel, const QString& file, RunPanel::Mode mode, const QString& model) {
+    const QString session = dir_.filePath(file);
+    panel.setSessionPath(session);
+    panel.setMode(mode);
+    panel.setModel(model);
+    return session;
+  }
   QTemporaryDir dir_;
 };
 
@@ -150,10 +158,7 @@ void TestRunPanel::saveAnalysisAppearsInTheWindow() {
 
 void TestRunPanel::cancelledCampaignKeepsItsPoints() {
   RunPanel panel;
-  const QString session = dir_.filePath(QStringLiteral("campaign.h5"));
-  panel.setSessionPath(session);
-  panel.setMode(RunPanel::Mode::SaveCampaign);
-  panel.setModel(QStringLiteral("lenet"));
+  const QString session = prepare(panel, QStringLiteral("campaign.h5"), RunPanel::Mode::SaveCampaign, QStringLiteral("lenet"));
   panel.setImages(2000);
   panel.setFlips(QStringLiteral("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,4096,4096,4096,4096,4096"));
   QSignalSpy progressed(&panel, &RunPanel::progressed);
@@ -191,10 +196,7 @@ void TestRunPanel::cancelledCampaignKeepsItsPoints() {
 // follows with the analysis of the replayed calls (for the error views).
 void TestRunPanel::profileThenPlaybackWithAnalysis() {
   RunPanel panel;
-  const QString session = dir_.filePath(QStringLiteral("profile.h5"));
-  panel.setSessionPath(session);
-  panel.setMode(RunPanel::Mode::Profile);
-  panel.setModel(QStringLiteral("mlp"));
+  const QString session = prepare(panel, QStringLiteral("profile.h5"), RunPanel::Mode::Profile, QStringLiteral("mlp"));
   panel.setIterations(3);
   QSignalSpy finished(&panel, &RunPanel::finished);
   QSignalSpy loss(&panel, &RunPanel::liveLoss);

@@ -67,6 +67,20 @@ class TestProfiler : public QObject {
 
  private:
   std::string path(const char* name) { return dir_.filePath(QString::fromLatin1(name)).toStdString(); }
+  train::PlaybackOptions replayOptions(const std::string& session, const std::string& kernel) {
+    train::PlaybackOptions p;
+    p.session = session;
+    p.kernel = kernel;
+    return p;
+  }
+  // A small profile of `model` into the test's file `name`, recording every `recordEvery`th iteration.
+  train::ProfileOptions profileOptions(const std::string& model, int64_t iterations, int64_t recordEvery, const char* name) {
+    train::ProfileOptions o;
+    o.train = small(model, iterations);
+    o.recordEvery = recordEvery;
+    o.out = path(name);
+    return o;
+  }
   QTemporaryDir dir_;
 };
 
@@ -244,14 +258,9 @@ void TestProfiler::goldenTrainingIsDeterministic() {
 }
 
 void TestProfiler::profileThenPlayback() {
-  train::ProfileOptions o;
-  o.train = small("lenet", 10);
-  o.recordEvery = 5;
-  o.out = path("p.h5");
+  train::ProfileOptions o = profileOptions("lenet", 10, 5, "p.h5");
   const train::ProfileResult pr = train::runProfile(o, {});
-  train::PlaybackOptions p;
-  p.session = o.out;
-  p.kernel = "golden";
+  train::PlaybackOptions p = replayOptions(o.out, "golden");
   const train::PlaybackResult golden = train::runPlayback(p, {});
   QCOMPARE(golden.replayed, pr.recordedCalls);
   QCOMPARE(golden.worst.mismatched, uint64_t(0));  // golden replays bit for bit
@@ -267,14 +276,9 @@ void TestProfiler::profileThenPlayback() {
 }
 
 void TestProfiler::playbackRefusesAnotherModel() {
-  train::ProfileOptions o;
-  o.train = small("mlp", 2);
-  o.recordEvery = 1;
-  o.out = path("mlp.h5");
+  train::ProfileOptions o = profileOptions("mlp", 2, 1, "mlp.h5");
   train::runProfile(o, {});
-  train::PlaybackOptions p;
-  p.session = o.out;
-  p.kernel = "bf16";
+  train::PlaybackOptions p = replayOptions(o.out, "bf16");
   p.model = "lenet";
   try {
     train::runPlayback(p, {});
@@ -285,14 +289,9 @@ void TestProfiler::playbackRefusesAnotherModel() {
 }
 
 void TestProfiler::playbackResumesFromACheckpoint() {
-  train::ProfileOptions o;
-  o.train = small("lenet", 6);
-  o.recordEvery = 3;
-  o.out = path("r.h5");
+  train::ProfileOptions o = profileOptions("lenet", 6, 3, "r.h5");
   train::runProfile(o, {});
-  train::PlaybackOptions p;
-  p.session = o.out;
-  p.kernel = "fp8-e4m3";
+  train::PlaybackOptions p = replayOptions(o.out, "fp8-e4m3");
   p.resumeIterations = 4;
   const train::PlaybackResult r = train::runPlayback(p, {});
   QCOMPARE(r.resumedFrom, int64_t(0));
@@ -331,10 +330,7 @@ void TestProfiler::cancelLeavesAReadableSession() {
                              if (done == 4) stop = true;
                            },
                            &stop, {}};
-  train::ProfileOptions o;
-  o.train = small("lenet", 50);
-  o.recordEvery = 2;
-  o.out = path("c.h5");
+  train::ProfileOptions o = profileOptions("lenet", 50, 2, "c.h5");
   const train::ProfileResult r = train::runProfile(o, progress);
   QVERIFY(r.cancelled);
   QCOMPARE(r.iterations, int64_t(4));
@@ -345,10 +341,7 @@ void TestProfiler::cancelLeavesAReadableSession() {
 }
 
 void TestProfiler::finetuneStartsFromTheCheckpoint() {
-  train::ProfileOptions o;
-  o.train = small("lenet", 5);
-  o.recordEvery = 0;
-  o.out = path("pre.h5");
+  train::ProfileOptions o = profileOptions("lenet", 5, 0, "pre.h5");
   train::runProfile(o, {});
   train::TrainOptions t = small("lenet", 1);
   t.init = o.out;

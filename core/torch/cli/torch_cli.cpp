@@ -161,9 +161,7 @@ int runProfileCommand(train::ProfileOptions& o, bool force, bool json, bool isTr
   }
   o.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   o.commandLine = commandLine;
-  ProgressBar bar(isTrain ? "train" : "profile");
-  const train::Progress progress = bar.progress();
-  const train::ProfileResult r = train::runProfile(o, progress);
+  const train::ProfileResult r = train::runProfile(o, ProgressBar(isTrain ? "train" : "profile").progress());
   events::stored(r.session, "run", r.run);
   if (json) {
     JsonWriter j(std::cout);
@@ -199,7 +197,7 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
   const bool json = c.json;
   train::PlaybackOptions playback;
   playback.session = c.session;
-  playback.kernel = c.kernel;
+  playback.kernel = kernels::withDevice(c.kernel, c.device);
   playback.run = c.run;
   playback.model = c.expectModel;
   playback.maxCalls = c.maxCalls;
@@ -211,11 +209,9 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
   playback.out = c.out;
   playback.op = parseOp(c.op, true);
   std::tie(playback.shardIndex, playback.shardCount) = parseShardSpec(c.shard);
-  playback.kernel = kernels::withDevice(playback.kernel, c.device);
   playback.commandLine = c.commandLine;
-  ProgressBar bar("playback");
-  const train::Progress progress = bar.progress();
-  const train::PlaybackResult r = train::runPlayback(playback, progress);
+  // the bar lives as long as the run: to the end of this statement
+  const train::PlaybackResult r = train::runPlayback(playback, ProgressBar("playback").progress());
   events::stored(r.session, "run", r.run);
   if (json) {
     JsonWriter j(std::cout);
@@ -254,7 +250,7 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
   const bool json = c.json;
   train::RuntimeFiOptions fi;
   fi.train = trainOptions(c);
-  fi.kernel = c.kernel;
+  fi.kernel = kernels::withDevice(c.kernel, c.device);
   fi.layer = c.layer;
   fi.probability = c.probability;
   fi.out = c.out;
@@ -269,14 +265,11 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
   std::tie(fi.shardIndex, fi.shardCount) = parseShardSpec(c.shard);
   if (fi.seedSweep.empty() && fi.shardCount > 1 && fi.everySweep.empty())
     throw std::invalid_argument("--shard splits a sweep: give a list to --every or --seeds");
-  fi.kernel = kernels::withDevice(fi.kernel, c.device);
   fi.forward = c.phase != "backward";
   fi.backward = c.phase != "forward";
   fi.mode = c.force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   fi.commandLine = c.commandLine;
-  ProgressBar bar("runtime-fi");
-  const train::Progress progress = bar.progress();
-  const train::RuntimeFiResult r = train::runRuntimeFi(fi, progress);
+  const train::RuntimeFiResult r = train::runRuntimeFi(fi, ProgressBar("runtime-fi").progress());
   events::stored(r.session, "session", r.session);
   if (json) {
     JsonWriter j(std::cout);
