@@ -529,9 +529,17 @@ void MainWindow::showSelectedCalls() {
 }
 
 bool MainWindow::openCompareSession(const QString& path) {
+  // read in a worker, as the main session is (the probe of a hostile file takes up to its time-out);
+  // the GUI thread serves its events meanwhile
+  QFutureWatcher<OpenedSession> watcher;
+  QEventLoop loop;
+  connect(&watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
+  watcher.setFuture(QtConcurrent::run([path] { return SessionController::read(path); }));
+  loop.exec();
+  const OpenedSession opened = watcher.result();
   try {
-    store::probeSession(path.toStdString());
-    other_ = std::make_unique<store::SessionReader>(path.toStdString());
+    if (!opened.error.isEmpty()) throw std::runtime_error(opened.error.toStdString());
+    other_ = opened.reader;
     otherPath_ = path;
     compare_->showMessage(tr("Comparing with %1: select an analysed call and choose Compare > Compare Selected (Ctrl+D)")
                               .arg(QFileInfo(path).fileName()));

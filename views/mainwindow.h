@@ -122,7 +122,7 @@ class MainWindow : public QMainWindow {
   void reportError(const QString& text);
 
   std::shared_ptr<store::SessionReader> reader_;  // shared with the open job that read it
-  std::unique_ptr<store::SessionReader> other_;  // the session compared with this one
+  std::shared_ptr<store::SessionReader> other_;  // the session compared with this one
   QString otherPath_;
   ComparePanel* compare_;
   QString sessionPath_;
