@@ -67,8 +67,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1400, 860);
 
   sessions_ = new SessionController(this);
-  connect(sessions_, &SessionController::opened, this,
-          [this](quint64, const OpenedSession& opened) { applyOpenedSession(opened); });
+  connect(sessions_, &SessionController::opened, this, [this](quint64 generation, const OpenedSession& opened) {
+    if (applyOpenedSession(opened)) appliedGeneration_ = generation;
+  });
   // a job made stale by a newer open still ends the wait of openSession() for its path
   connect(sessions_, &SessionController::ended, this, [this](quint64, const QString& path, bool delivered) {
     if (!delivered) emit sessionOpenEnded(path, false);
@@ -145,6 +146,11 @@ void MainWindow::createDocks() {
   connect(runPanel_, &RunPanel::started, this, [this] {
     // A run that writes the session this window reads needs the file: HDF5 lets one writer in
     // only when no one else has it open. The window lets go, and reopens it when the run ends.
+    sessions_->cancel();  // an open still in flight must not take the file back during the run
+    if (other_ && QFileInfo(runPanel_->sessionPath()) == QFileInfo(otherPath_)) {
+      other_.reset();
+      otherPath_.clear();
+    }
     if (reader_ && QFileInfo(runPanel_->sessionPath()) == QFileInfo(sessionPath_)) {
       reader_.reset();
       statusSession_->setText(tr("%1 | being written by the run").arg(QFileInfo(sessionPath_).fileName()));
@@ -292,29 +298,31 @@ void MainWindow::createActions() {
 }
 
 bool MainWindow::openSession(const QString& path) {
+  // this open's own job: an older job for the same path that ends meanwhile does not answer it
   std::optional<bool> result;
   QEventLoop loop;
-  const auto done = connect(this, &MainWindow::sessionOpenEnded, &loop, [&](const QString& p, bool opened) {
-    if (p != path) return;
-    result = opened;
+  quint64 job = 0;
+  const auto done = connect(sessions_, &SessionController::ended, &loop, [&](quint64 generation, const QString&, bool) {
+    if (generation != job) return;
+    result = appliedGeneration_ == job;
     loop.quit();
   });
-  startOpeningSession(path);
+  job = startOpeningSession(path);
   if (!result) loop.exec();  // the GUI thread keeps serving events meanwhile
   disconnect(done);
   return result.value_or(false);
 }
 
-void MainWindow::startOpeningSession(const QString& path) {
+quint64 MainWindow::startOpeningSession(const QString& path) {
   statusBar()->showMessage(tr("Opening %1 ...").arg(path));
-  sessions_->open(path);
+  return sessions_->open(path);
 }
 
-void MainWindow::applyOpenedSession(const OpenedSession& opened) {
+bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   if (!opened.error.isEmpty()) {
     reportError(opened.error);
     emit sessionOpenEnded(opened.path, false);
-    return;
+    return false;
   }
   const QString& path = opened.path;
   const store::SessionSummary& summary = opened.summary;
@@ -338,6 +346,7 @@ void MainWindow::applyOpenedSession(const OpenedSession& opened) {
   if (!opened.verdictRun.empty()) showVerdicts(QString::fromStdString(opened.verdictRun), opened.verdicts);
   lastError_.clear();
   emit sessionOpenEnded(path, true);
+  return true;
 }
 
 void MainWindow::closeSession() {

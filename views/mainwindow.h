@@ -55,7 +55,7 @@ class MainWindow : public QMainWindow {
   bool openSession(const QString& path);
   // Starts opening a session and returns at once; sessionOpenEnded reports the outcome. A newer
   // open drops an older one that has not finished.
-  void startOpeningSession(const QString& path);
+  quint64 startOpeningSession(const QString& path);  // the open's generation (SessionController)
   SessionController* sessionController() const { return sessions_; }
   void closeSession();
   // Selects the session tree item at a path of display names joined by '/', e.g.
@@ -107,7 +107,7 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void showRunVerdicts(const QString& run);
   void showVerdicts(const QString& run, std::vector<store::Verdict> verdicts);
-  void applyOpenedSession(const OpenedSession& opened);
+  bool applyOpenedSession(const OpenedSession& opened);
   void showItem(const QModelIndex& current);
   void compareTensors(const QString& golden, const QString& candidate);
   void showSelectedCalls();
@@ -152,6 +152,7 @@ class MainWindow : public QMainWindow {
   VerdictTableModel* verdictModel_;  // the rows of verdicts_, with their findings
   QTableView* verdicts_;
   SessionController* sessions_;
+  quint64 appliedGeneration_ = 0;  // the newest open job whose session is shown
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
   QLabel* statusSession_;

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "core/store/h5.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -505,14 +509,22 @@ void File::renamed(const std::string& newPath) {
   path_ = newPath;
 }
 
+// The HDF5 signature at 0, 512, 1024, 2048, ... (where the library looks for a superblock), read
+// with plain I/O: no HDF5 call, so any thread may ask without the store's lock, and a FIFO or a
+// device is refused without blocking.
 bool looksLikeHdf5(const std::string& path) {
-#if H5_VERSION_GE(1, 12, 0)
-  const htri_t rc = H5Fis_accessible(path.c_str(), H5P_DEFAULT);
-#else
-  const htri_t rc = H5Fis_hdf5(path.c_str());
-#endif
-  H5Eclear2(H5E_DEFAULT);
-  return rc > 0;
+  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool found = false;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    for (off_t at = 0; !found && at + 8 <= st.st_size; at = at ? at * 2 : 512) {
+      unsigned char head[8];
+      found = ::pread(fd, head, 8, at) == 8 && std::memcmp(head, signature, 8) == 0;
+    }
+  ::close(fd);
+  return found;
 }
 
 }  // namespace peat::h5

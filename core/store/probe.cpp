@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,8 +63,35 @@ std::string cachePath() {
 // kCacheLines are kept (the newest); a line that does not parse is ignored.
 constexpr std::size_t kCacheLines = 512;
 
+// The cache is believed only when it is this user's own file, not writable by others.
+bool cacheIsOurs(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::getuid() &&
+         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// Filesystems whose kernel keeps ctime itself (a user cannot set it): local ones. On network and
+// FUSE filesystems (sshfs reports ctime = mtime, which the owner can set) a file is always probed.
+bool keepsTrueCtime(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0xEF53UL:      // ext2/3/4
+    case 0x58465342UL:  // xfs
+    case 0x9123683EUL:  // btrfs
+    case 0x01021994UL:  // tmpfs
+    case 0x794C7630UL:  // overlayfs
+    case 0x2FC12FC1UL:  // zfs
+    case 0xF2F52010UL:  // f2fs
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::vector<FileIdentity> readCache(const std::string& path) {
   std::vector<FileIdentity> out;
+  if (!cacheIsOurs(path)) return out;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     std::istringstream s(line);
@@ -97,20 +125,26 @@ void addToCache(const FileIdentity& f) {
   lines.erase(std::remove(lines.begin(), lines.end(), f), lines.end());
   lines.push_back(f);
   if (lines.size() > kCacheLines) lines.erase(lines.begin(), lines.end() - std::ptrdiff_t(kCacheLines));
-  const std::string dir = path.substr(0, path.rfind('/'));
-  std::string parent = dir.substr(0, dir.rfind('/'));
-  ::mkdir(parent.c_str(), 0700);
-  ::mkdir(dir.c_str(), 0700);
+  if (path.find('/') != std::string::npos) {
+    const std::string dir = path.substr(0, path.rfind('/'));
+    const std::string parent = dir.substr(0, dir.rfind('/'));
+    if (!parent.empty()) ::mkdir(parent.c_str(), 0700);
+    if (!dir.empty()) ::mkdir(dir.c_str(), 0700);
+  }
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    for (const FileIdentity& c : lines)
-      out << (unsigned long long)c.device << ' ' << (unsigned long long)c.inode << ' ' << (long long)c.size << ' '
-          << c.modifiedSec << ' ' << c.modifiedNsec << ' ' << c.changedSec << ' ' << c.changedNsec << '\n';
-    if (!out) {
-      ::unlink(temporary.c_str());
-      return;
-    }
+  std::ostringstream text;
+  for (const FileIdentity& c : lines)
+    text << (unsigned long long)c.device << ' ' << (unsigned long long)c.inode << ' ' << (long long)c.size << ' '
+         << c.modifiedSec << ' ' << c.modifiedNsec << ' ' << c.changedSec << ' ' << c.changedNsec << '\n';
+  const std::string data = text.str();
+  // this user's alone (cacheIsOurs): created 0600, never through a link
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  const bool written = ::write(fd, data.data(), data.size()) == ssize_t(data.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(temporary.c_str());
+    return;
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) ::unlink(temporary.c_str());
 }
@@ -203,10 +237,12 @@ SessionReader::Verification probeSession(const std::string& path, bool verify) {
   const std::time_t started = std::time(nullptr);
   const SessionReader::Verification v = probeSessionNow(path, verify);
   const std::optional<FileIdentity> after = identityOf(path);
-  if (before && after && *before == *after) {  // what passed is what is there now
+  // Remembered only when what passed is what is there now, and when its ctime was old enough that
+  // a change after the probe gives another ctime (timestamps can be as coarse as a second).
+  if (before && after && *before == *after && after->changedSec + 2 <= int64_t(started) && keepsTrueCtime(path)) {
     const std::lock_guard<std::mutex> lock(mutex);
     probedHere.insert(*after);
-    if (after->changedSec + 2 <= int64_t(started)) addToCache(*after);
+    addToCache(*after);
   }
   return v;
 }
@@ -215,7 +251,7 @@ void probeHdf5Dataset(const std::string& path, const std::string& dataset) {
   notifySessionAccess();
   const std::string helper = helperPath();
   if (!sys::fileExists(helper)) return;  // a build without the helper reads in process, as before
-  runProbe({helper, "hdf5", path, dataset}, path, timeoutSeconds(false));
+  runProbe({helper, "hdf5", path, dataset}, path, timeoutSeconds(true));  // it reads the data, as --verify does
 }
 
 }  // namespace peat::store

@@ -12,8 +12,11 @@
 //  - passed a probe before and is unchanged since: the same device, inode, size, modification
 //    and status-change times (ctime, which no user can set), remembered in this process and in a
 //    per-user cache ($XDG_CACHE_HOME/peat/probed, else ~/.cache/peat/probed; PEAT_PROBE_CACHE names
-//    another file, or "off"). A file enters the cache only if its ctime was at least two seconds
-//    old when the probe started, so a change after the probe always changes a recorded time.
+//    another file, or "off"). A file is remembered only if its ctime was at least two seconds old
+//    when the probe started, so a change after the probe always changes a recorded time, and only
+//    on a local filesystem whose kernel keeps ctime (ext4, xfs, btrfs, tmpfs, ...; not sshfs or
+//    SMB, where the owner can set it). The cache is read only when it is this user's own file and
+//    nobody else can write it.
 // Names and paths are never trusted: a file renamed, copied or rewritten is probed again.
 #include <cstdint>
 #include <string>

@@ -14,7 +14,7 @@ CampaignKey& CampaignKey::add(const std::string& key, const std::string& value) 
   if (key.empty() || key.find_first_of("=;") != std::string::npos)
     throw std::invalid_argument("campaign key '" + key + "' is empty or holds '=' or ';'");
   std::string v;
-  for (char c : value) v += c == ';' ? std::string("%3B") : std::string(1, c);
+  for (char c : value) v += c == ';' ? std::string("%3B") : c == '%' ? std::string("%25") : std::string(1, c);
   fields_.emplace_back(key, v);
   return *this;
 }

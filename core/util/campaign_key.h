@@ -22,7 +22,8 @@ class CampaignKey {
   // Shortest text that reads back to the same double (%.17g): equal settings give equal text.
   CampaignKey& add(const std::string& key, double value);
 
-  // "k1=v1;k2=v2"; a ';' inside a value is written as "%3B" so that the text splits cleanly.
+  // "k1=v1;k2=v2"; a ';' inside a value is written as "%3B" (and '%' as "%25") so that the text
+  // splits cleanly and distinct values stay distinct.
   std::string text() const;
   // Eight hex digits of the text's CRC-32: short enough for names and messages.
   std::string id() const;

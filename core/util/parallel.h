@@ -36,7 +36,12 @@ void parallelFor(unsigned workers, F&& body) {
   };
   std::vector<std::thread> pool;
   pool.reserve(workers - 1);
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(guarded, w);
+  unsigned w = 1;
+  try {
+    for (; w < workers; ++w) pool.emplace_back(guarded, w);
+  } catch (...) {  // no thread to be had (far too many asked for): the rest run here, in turn
+    for (; w < workers; ++w) guarded(w);
+  }
   guarded(0);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

@@ -54,6 +54,7 @@ void TestUtil::campaignKeyEscapesSeparators() {
   const CampaignKey back = CampaignKey::parse(k.text());
   QCOMPARE(back.fields().size(), std::size_t(2));
   QCOMPARE(back.value("weights"), std::string("a%3Bb.h5"));
+  QVERIFY(CampaignKey().add("weights", "a%3Bb.h5").add("next", "x=y").text() != k.text());  // "%" is escaped too
   QCOMPARE(back.value("next"), std::string("x=y"));  // only the first '=' separates
 }
 
