@@ -123,8 +123,10 @@ void printJson(const store::SessionSummary& s, bool listCalls) {
 }  // namespace
 
 int runInfo(const InfoOptions& o) {
-  // first in a helper process: a crafted file may crash or hang the HDF5 library
-  const store::SessionReader::Verification v = store::probeSession(o.path, o.verify);
+  // --verify reads every dataset in the helper first (its counts are printed); the reader probes
+  // the file itself (core/store/probe.h), so a plain info starts one helper, not two
+  const store::SessionReader::Verification v =
+      o.verify ? store::probeSession(o.path, true) : store::SessionReader::Verification{};
   store::SessionReader reader(o.path);
   const store::SessionSummary s = reader.summary();
   if (o.verify) {

@@ -100,8 +100,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   out.session = session;
   out.run = run;
   {
-    store::probeSession(session);  // first in a helper process: a crafted file may crash HDF5
-    store::SessionReader reader(session);
+    store::SessionReader reader(session);  // probed first in a helper process (core/store/probe.h)
     const store::SessionSummary s = reader.summary();
     const store::RunInfo& cand = findRun(s, run);
     if (!cand.attributes.count("source_run") || !cand.attributes.count("stored_outputs"))

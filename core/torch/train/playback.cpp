@@ -194,8 +194,7 @@ void resumeFromCheckpoint(const PlaybackOptions& o, store::SessionReader& reader
 // Everything that reads the recorded session: the source run, the replayed calls and the resumed
 // training. The reader closes on return, before the session is opened for writing.
 void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const Progress& progress, Replay& p) {
-  store::probeSession(o.session);  // first in a helper process: a crafted file may crash HDF5
-  store::SessionReader reader(o.session);
+  store::SessionReader reader(o.session);  // probed first in a helper process (core/store/probe.h)
   const store::SessionSummary s = reader.summary();
   p.source = findSourceRun(o, s);
   const store::RunInfo& source = p.source;
