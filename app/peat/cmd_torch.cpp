@@ -18,7 +18,15 @@ namespace {
 const char* kDeviceHelp = "Device of the gpu-* kernels: cpu, cuda:N or hip:N (see peat env)";
 
 void addTrainOptions(CLI::App* app, TorchCommand& t) {
-  app->add_option("--model", t.model, "Model: " + zooModelList())->capture_default_str();
+  app->add_option("--model", t.model, "Model: " + zooModelList() + ", or a TorchScript file (see docs/models.md)")
+      ->capture_default_str();
+  app->add_option("--data", t.data,
+                  "A model file's data: FILE.h5 (train/x, train/y, test/x, test/y), a folder of train_x.npy ... "
+                  "test_y.npy, or fashion-mnist[:CxHxW]");
+  app->add_option("--task", t.task, "A model file's task (default: from the data's types)")
+      ->check(CLI::IsMember({"classification", "regression", "lm"}));
+  app->add_option("--input-mean", t.inputMean, "Per-channel input mean of a model file's data, e.g. 0.5,0.5,0.5");
+  app->add_option("--input-std", t.inputStd, "Per-channel input deviation of a model file's data");
   app->add_option("--iterations,-n", t.iterations, "Training iterations")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--batch", t.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--lr", t.learningRate, "Learning rate (0: the model's default)");
@@ -128,6 +136,13 @@ std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, Tor
     if (name == "runtime-fi") {
       c.op = "linear";  // its default target; playback's is all
       addRuntimeFiOptions(sub, c);
+    }
+    if (name == "models") {
+      sub->add_option("--inspect", c.inspect, "List a TorchScript file's GEMM sites and whether each is routed");
+      sub->add_option("--input-shape", c.inputShape, "With --inspect: run one forward of this input shape, e.g. 1,3,64,64")
+          ->needs("--inspect");
+      sub->add_option("--task", c.task, "With --inspect and --input-shape: lm feeds token ids")
+          ->check(CLI::IsMember({"classification", "regression", "lm"}));
     }
     if (name == "detect-eval")
       sub->add_option("--seeds", c.evalSeeds, "Seeds per case")->capture_default_str()->check(CLI::Range(1, 100));

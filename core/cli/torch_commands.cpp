@@ -27,6 +27,12 @@ void forEachField(Command& c, F&& f) {
   f("eval_batches", c.evalBatches);
   f("context", c.context);
   f("init", c.init);
+  f("data", c.data);
+  f("task", c.task);
+  f("input_mean", c.inputMean);
+  f("input_std", c.inputStd);
+  f("inspect", c.inspect);
+  f("input_shape", c.inputShape);
   f("out", c.out);
   f("checkpoint_every", c.checkpointEvery);
   f("compression", c.compression);
@@ -108,7 +114,7 @@ const std::vector<TorchCommandInfo>& torchCommands() {
       {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
       {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels"},
       {"kernels", "List candidate kernels and fault models"},
-      {"models", "List the model zoo"},
+      {"models", "List the model zoo, or inspect a TorchScript file's GEMM sites"},
   };
   return list;
 }

@@ -24,6 +24,10 @@ struct TorchCommand {
   int threads = 1;
   int64_t evalEvery = 0, evalBatches = 8, context = 64;
   std::string init;
+  // a model file's data (train::TrainOptions)
+  std::string data, task, inputMean, inputStd;
+  // models --inspect FILE [--input-shape 1,3,64,64]
+  std::string inspect, inputShape;
   // train, profile
   std::string out;
   int64_t checkpointEvery = 0;

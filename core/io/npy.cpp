@@ -113,7 +113,13 @@ ElementType elementType(const std::string& descr, const std::string& what) {
     throw SourceError(what + ": unsupported byte order in dtype '" + descr + "'");
   if (kind == "f4") return {4, "float32"};
   if (kind == "f2") return {2, "float16"};
-  throw SourceError(what + ": dtype '" + descr + "' is not supported (float32 or float16 expected)");
+  // Integers (labels, token ids) are read as fp32 when every value is exact there (|v| <= 2^24).
+  static const std::pair<const char*, ElementType> integers[] = {
+      {"i1", {1, "int8"}},  {"u1", {1, "uint8"}},  {"i2", {2, "int16"}}, {"u2", {2, "uint16"}},
+      {"i4", {4, "int32"}}, {"u4", {4, "uint32"}}, {"i8", {8, "int64"}}, {"u8", {8, "uint64"}}};
+  for (const auto& [code, type] : integers)
+    if (kind == code) return type;
+  throw SourceError(what + ": dtype '" + descr + "' is not supported (float32, float16 or an integer type expected)");
 }
 
 NpyHeader parseNpyHeader(const unsigned char* b, std::size_t length, const std::string& what) {

@@ -65,6 +65,33 @@ FloatTensor FloatTensor::mapped(void* base, std::size_t length, const float* dat
   return t;
 }
 
+namespace {
+
+// Little-endian integers of `et` to fp32, refusing values that fp32 would round.
+std::vector<float> integersAsFloats(const unsigned char* p, uint64_t count, const ElementType& et,
+                                    const std::string& what) {
+  std::vector<float> out(count);
+  const bool isSigned = et.name[0] == 'i';
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t raw = 0;
+    for (int b = 0; b < et.bytes; ++b) raw |= uint64_t(p[i * uint64_t(et.bytes) + uint64_t(b)]) << (8 * b);
+    double v;
+    if (isSigned) {
+      const int shift = 64 - 8 * et.bytes;
+      v = double(int64_t(raw << shift) >> shift);
+    } else {
+      v = double(raw);
+    }
+    if (v > 16777216.0 || v < -16777216.0)
+      throw SourceError(what + ": " + et.name + " value " + std::to_string(int64_t(v)) + " at index " +
+                        std::to_string(i) + " is not exact in float32 (|v| <= 2^24 expected)");
+    out[i] = float(v);
+  }
+  return out;
+}
+
+}  // namespace
+
 FloatTensor readNpy(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw SourceError("cannot open '" + path + "': " + std::strerror(errno));
@@ -88,7 +115,9 @@ FloatTensor readNpy(const std::string& path) {
     const ElementType& et = layout.element;
     const uint64_t count = layout.count;
     FloatTensor t;
-    if (et.bytes == 4 && h.dataOffset % alignof(float) == 0) {
+    if (et.integer()) {
+      t = FloatTensor::owned(integersAsFloats(bytes + h.dataOffset, count, et, "'" + path + "'"), h.shape);
+    } else if (et.bytes == 4 && h.dataOffset % alignof(float) == 0) {
       ::madvise(base, length, MADV_SEQUENTIAL | MADV_WILLNEED);
       t = FloatTensor::mapped(base, length, reinterpret_cast<const float*>(bytes + h.dataOffset), count, h.shape);
     } else {
@@ -143,12 +172,25 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
     if (!g.has(rest) || g.hasGroup(rest)) throw SourceError("'" + file + "' has no dataset '" + dataset + "'");
     h5::Dataset ds = g.openDataset(rest);
     const h5::Type type = ds.storedType();
-    if (type != h5::Type::F32 && type != h5::Type::F16 && type != h5::Type::BF16 && type != h5::Type::F64)
-      throw SourceError("'" + file + ":" + dataset + "' holds " + h5::typeName(type) + ", not floats");
+    const bool integer = type == h5::Type::I8 || type == h5::Type::U8 || type == h5::Type::I32 ||
+                         type == h5::Type::I64 || type == h5::Type::U16 || type == h5::Type::U32 || type == h5::Type::U64;
+    if (type != h5::Type::F32 && type != h5::Type::F16 && type != h5::Type::BF16 && type != h5::Type::F64 && !integer)
+      throw SourceError("'" + file + ":" + dataset + "' holds " + h5::typeName(type) + ", not numbers");
     const uint64_t n = ds.elementCount();
     if (n > (uint64_t(1) << 34)) throw SourceError("'" + file + ":" + dataset + "' is implausibly large");
     std::vector<float> values(n);
-    ds.read(h5::Type::F32, values.data());
+    if (integer) {  // through doubles: every value must be exact in fp32 (labels, token ids)
+      std::vector<double> wide(n);
+      ds.read(h5::Type::F64, wide.data());
+      for (uint64_t i = 0; i < n; ++i) {
+        if (wide[i] > 16777216.0 || wide[i] < -16777216.0)
+          throw SourceError("'" + file + ":" + dataset + "': value at index " + std::to_string(i) +
+                            " is not exact in float32 (|v| <= 2^24 expected)");
+        values[i] = float(wide[i]);
+      }
+    } else {
+      ds.read(h5::Type::F32, values.data());
+    }
     FloatTensor t = FloatTensor::owned(std::move(values), ds.shape());
     t.dtype = h5::typeName(type);
     t.origin = file + ":" + dataset;

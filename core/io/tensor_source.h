@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Tensors for `--golden` / `--candidate`: NumPy .npy files and HDF5 datasets ("file.h5:/path"),
-// read as fp32 (fp16 and bf16 are widened exactly). Torch-free.
+// Tensors for `--golden` / `--candidate` and a model file's data: NumPy .npy files and HDF5 datasets
+// ("file.h5:/path"), read as fp32 (fp16 and bf16 are widened exactly; integers such as labels and
+// token ids are read when every value is exact in fp32, |v| <= 2^24). Torch-free.
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -56,7 +57,8 @@ NpyHeader parseNpyHeader(const unsigned char* bytes, std::size_t length, const s
 
 struct ElementType {
   int bytes = 0;
-  std::string name;  // float32, float16
+  std::string name;  // float32, float16, int8, uint8, ..., int64
+  bool integer() const { return name.rfind("int", 0) == 0 || name.rfind("uint", 0) == 0; }
 };
 ElementType elementType(const std::string& descr, const std::string& what);
 

@@ -11,6 +11,7 @@
 
 #include "core/cli/torch_commands.h"
 #include "core/util/campaign_key.h"
+#include "core/util/sha256.h"
 #include "core/util/events.h"
 #include "core/util/parallel.h"
 
@@ -27,7 +28,25 @@ class TestUtil : public QObject {
   void parallelRangesCoverEachIndexOnce();
   void eventLinesAreVersionedJson();
   void torchCommandsRoundTrip();
+  void sha256MatchesFipsVectors();
 };
+
+// FIPS 180-4 examples (one block, two blocks) and a million 'a's (padding across many blocks).
+void TestUtil::sha256MatchesFipsVectors() {
+  auto digest = [](const std::string& text) {
+    peat::util::Sha256 h;
+    h.update(text.data(), text.size());
+    return h.hex();
+  };
+  QCOMPARE(digest("abc"), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  QCOMPARE(digest(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+  QCOMPARE(digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+           std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+  peat::util::Sha256 h;
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 1000; ++i) h.update(chunk.data(), chunk.size());
+  QCOMPARE(h.hex(), std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+}
 
 void TestUtil::campaignKeyIsCanonicalText() {
   const CampaignKey k = CampaignKey().add("kernel", "bf16").add("seed", uint64_t(7)).add("tau", 1e-5).add("on", true);

@@ -19,6 +19,7 @@
 #include "core/cli/torch_commands.h"
 #include "core/util/events.h"
 #include "core/torch/kernels/kernel.h"
+#include "core/torch/models/script_model.h"
 #include "core/torch/models/zoo.h"
 #include "core/torch/torch_entry.h"
 #include "core/torch/train/detect_eval.h"
@@ -143,6 +144,10 @@ train::TrainOptions trainOptions(const cli::TorchCommand& c) {
   t.evalBatches = c.evalBatches;
   t.context = c.context;
   t.init = c.init;
+  t.data = c.data;
+  t.task = c.task;
+  t.inputMean = c.inputMean;
+  t.inputStd = c.inputStd;
   return t;
 }
 
@@ -359,6 +364,55 @@ int runKernelsCommand(const cli::TorchCommand& c) {
   return 0;
 }
 
+// peat models: the zoo, or a TorchScript file's GEMM sites (--inspect) and their shapes (--input-shape).
+int runModelsCommand(const cli::TorchCommand& c) {
+  if (c.inspect.empty()) {
+    for (const std::string& m : models::modelNames()) std::cout << m << '\n';
+    return 0;
+  }
+  const models::Task task = c.task == "lm" ? models::Task::Text : c.task == "regression" ? models::Task::Regression
+                                                                                        : models::Task::Images;
+  auto model = models::loadScriptedModel(c.inspect, task);
+  std::vector<models::SiteCall> calls;
+  if (!c.inputShape.empty()) {
+    const std::vector<int64_t> shape = parseCounts("--input-shape", c.inputShape);
+    for (int64_t d : shape)
+      if (d <= 0) throw std::invalid_argument("--input-shape '" + c.inputShape + "' has a dimension that is not positive");
+    calls = models::forwardCalls(*model, shape);
+  }
+  auto callOf = [&](const std::string& layer) -> const models::SiteCall* {
+    for (const auto& call : calls)
+      if (call.layer == layer) return &call;
+    return nullptr;
+  };
+  if (c.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", c.inspect).field("parameters", model->parameterCount());
+    j.field("summary", model->routingSummary()).key("sites").beginArray();
+    for (const auto& site : model->sites()) {
+      j.beginObject().field("layer", site.layer).field("aten", site.aten).field("routed", site.routed);
+      j.field("detail", site.detail);
+      if (const auto* call = callOf(site.layer))
+        j.field("shapes", call->shapes).field("reduction", call->reduction).field("forward_calls", call->calls);
+      j.endObject();
+    }
+    j.endArray().endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::cout << c.inspect << ": " << model->parameterCount() << " parameters; " << model->routingSummary() << '\n';
+  for (const auto& site : model->sites()) {
+    std::printf("  %-44s %-20s %-6s %s\n", site.layer.c_str(), site.aten.c_str(), site.routed ? "routed" : "ATen",
+                site.detail.c_str());
+    if (const auto* call = callOf(site.layer))
+      std::printf("  %-44s %s, K = %lld, %lld forward call%s\n", "", call->shapes.c_str(), (long long)call->reduction,
+                  (long long)call->calls, call->calls == 1 ? "" : "s");
+  }
+  for (const std::string& b : model->skippedBuffers())
+    std::cout << "  buffer " << b << " is neither float32 nor int64: not checkpointed (constant during training?)\n";
+  return 0;
+}
+
 // Runs a torch command; its options are declared with the other commands' in app/peat/cmd_torch.cpp.
 int run(const cli::TorchCommand& c) {
   const std::string& command = c.name;
@@ -398,8 +452,7 @@ int run(const cli::TorchCommand& c) {
     if (command == "runtime-fi") return runRuntimeFiCommand(c);
     if (command == "detect-eval") return runDetectEvalCommand(c);
     if (command == "kernels") return runKernelsCommand(c);
-    for (const std::string& m : models::modelNames()) std::cout << m << '\n';
-    return 0;
+    return runModelsCommand(c);
   } catch (const c10::Error& e) {
     return failNow("LibTorch: " + firstLine(e.what_without_backtrace()));
   } catch (const std::exception& e) {

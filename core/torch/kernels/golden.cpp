@@ -28,22 +28,25 @@ at::Tensor runGolden(const ops::OpCall& c) {
       }
       break;
     case OpKind::Conv2d: {
-      const int64_t s = c.param("stride"), p = c.param("padding");
+      const ops::ConvGeometry g = ops::convGeometry(c);
       switch (c.variant) {
         case Variant::Forward:
-          return at::conv2d(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor(), pair(s), pair(p));
+          return at::conv2d(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor(), g.stride(), g.padding(), g.dilation(),
+                            g.groups);
         case Variant::GradInput: {
           // convolution_backward reads only the input's shape for this gradient.
-          const at::Tensor inputShape = at::empty({in[0].size(0), in[1].size(1), c.param("in_h"), c.param("in_w")});
-          auto grads = at::convolution_backward(in[0], inputShape, in[1], c10::nullopt, pair(s), pair(p), pair(1), false,
-                                                pair(0), 1, {true, false, false});
+          const at::Tensor inputShape =
+              at::empty({in[0].size(0), in[1].size(1) * g.groups, c.param("in_h"), c.param("in_w")});
+          auto grads = at::convolution_backward(in[0], inputShape, in[1], c10::nullopt, g.stride(), g.padding(),
+                                                g.dilation(), false, pair(0), g.groups, {true, false, false});
           return std::get<0>(grads);
         }
         case Variant::GradWeight: {
           // Bit-exact replays need the recorded thread count: oneDNN splits this reduction by thread.
-          const at::Tensor weightShape = at::empty({in[0].size(1), in[1].size(1), c.param("k_h"), c.param("k_w")});
-          auto grads = at::convolution_backward(in[0], in[1], weightShape, c10::nullopt, pair(s), pair(p), pair(1),
-                                                false, pair(0), 1, {false, true, false});
+          const at::Tensor weightShape =
+              at::empty({in[0].size(1), in[1].size(1) / g.groups, c.param("k_h"), c.param("k_w")});
+          auto grads = at::convolution_backward(in[0], in[1], weightShape, c10::nullopt, g.stride(), g.padding(),
+                                                g.dilation(), false, pair(0), g.groups, {false, true, false});
           return std::get<1>(grads);
         }
       }
@@ -94,17 +97,26 @@ at::Tensor runThroughGemm(const ops::OpCall& c, const GemmEngine& gemm) {
       }
       break;
     case OpKind::Conv2d: {
-      const int64_t s = c.param("stride"), p = c.param("padding");
+      // im2col per group: a grouped or depthwise convolution is `groups` independent GEMMs.
+      const ops::ConvGeometry g = ops::convGeometry(c);
+      const int64_t groups = g.groups;
       switch (c.variant) {
         case Variant::Forward: {
           const at::Tensor& x = in[0];
           const at::Tensor& w = in[1];
           const int64_t n = x.size(0), cout = w.size(0), kh = w.size(2), kw = w.size(3);
-          const int64_t ho = (x.size(2) + 2 * p - kh) / s + 1, wo = (x.size(3) + 2 * p - kw) / s + 1;
-          at::Tensor cols = at::im2col(x, {kh, kw}, pair(1), pair(p), pair(s));  // [N, C*kh*kw, L]
-          at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});  // [CK, N*L]
-          at::Tensor y = mm(w.reshape({cout, -1}), colsAll);                          // [Cout, N*L]
-          y = y.reshape({cout, n, ho * wo}).permute({1, 0, 2}).reshape({n, cout, ho, wo});
+          const int64_t coutG = cout / groups, cinG = w.size(1);
+          const int64_t ho = g.outH(x.size(2), kh), wo = g.outW(x.size(3), kw);
+          std::vector<at::Tensor> parts;
+          for (int64_t gi = 0; gi < groups; ++gi) {
+            const at::Tensor xg = x.slice(1, gi * cinG, (gi + 1) * cinG);
+            const at::Tensor wg = w.slice(0, gi * coutG, (gi + 1) * coutG);
+            at::Tensor cols = at::im2col(xg, {kh, kw}, g.dilation(), g.padding(), g.stride());  // [N, C*kh*kw, L]
+            at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});           // [CK, N*L]
+            at::Tensor y = mm(wg.reshape({coutG, -1}), colsAll);                                  // [Cout, N*L]
+            parts.push_back(y.reshape({coutG, n, ho * wo}).permute({1, 0, 2}).reshape({n, coutG, ho, wo}));
+          }
+          at::Tensor y = groups == 1 ? parts[0] : at::cat(parts, 1);
           if (in.size() > 2 && in[2].defined()) y = y + in[2].reshape({1, cout, 1, 1});
           return y.contiguous();
         }
@@ -112,19 +124,34 @@ at::Tensor runThroughGemm(const ops::OpCall& c, const GemmEngine& gemm) {
           const at::Tensor& dy = in[0];
           const at::Tensor& w = in[1];
           const int64_t n = dy.size(0), cout = w.size(0), kh = w.size(2), kw = w.size(3);
-          at::Tensor dyAll = dy.reshape({n, cout, -1}).permute({1, 0, 2}).reshape({cout, -1});  // [Cout, N*L]
-          at::Tensor dcols = mm(w.reshape({cout, -1}).t(), dyAll);                              // [CK, N*L]
-          dcols = dcols.reshape({dcols.size(0), n, -1}).permute({1, 0, 2});                     // [N, CK, L]
-          return at::col2im(dcols.contiguous(), {c.param("in_h"), c.param("in_w")}, {kh, kw}, pair(1), pair(p), pair(s));
+          const int64_t coutG = cout / groups;
+          std::vector<at::Tensor> parts;
+          for (int64_t gi = 0; gi < groups; ++gi) {
+            const at::Tensor wg = w.slice(0, gi * coutG, (gi + 1) * coutG);
+            const at::Tensor dyg = dy.slice(1, gi * coutG, (gi + 1) * coutG);
+            at::Tensor dyAll = dyg.reshape({n, coutG, -1}).permute({1, 0, 2}).reshape({coutG, -1});  // [Cout, N*L]
+            at::Tensor dcols = mm(wg.reshape({coutG, -1}).t(), dyAll);                               // [CK, N*L]
+            dcols = dcols.reshape({dcols.size(0), n, -1}).permute({1, 0, 2});                         // [N, CK, L]
+            parts.push_back(at::col2im(dcols.contiguous(), {c.param("in_h"), c.param("in_w")}, {kh, kw}, g.dilation(),
+                                       g.padding(), g.stride()));
+          }
+          return groups == 1 ? parts[0] : at::cat(parts, 1);
         }
         case Variant::GradWeight: {
           const at::Tensor& dy = in[0];
           const at::Tensor& x = in[1];
           const int64_t n = dy.size(0), cout = dy.size(1), kh = c.param("k_h"), kw = c.param("k_w");
-          at::Tensor cols = at::im2col(x, {kh, kw}, pair(1), pair(p), pair(s));
-          at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});             // [CK, N*L]
-          at::Tensor dyAll = dy.reshape({n, cout, -1}).permute({1, 0, 2}).reshape({cout, -1});  // [Cout, N*L]
-          return mm(dyAll, colsAll.t()).reshape({cout, x.size(1), kh, kw});
+          const int64_t coutG = cout / groups, cinG = x.size(1) / groups;
+          std::vector<at::Tensor> parts;
+          for (int64_t gi = 0; gi < groups; ++gi) {
+            const at::Tensor xg = x.slice(1, gi * cinG, (gi + 1) * cinG);
+            const at::Tensor dyg = dy.slice(1, gi * coutG, (gi + 1) * coutG);
+            at::Tensor cols = at::im2col(xg, {kh, kw}, g.dilation(), g.padding(), g.stride());
+            at::Tensor colsAll = cols.permute({1, 0, 2}).reshape({cols.size(1), -1});                 // [CK, N*L]
+            at::Tensor dyAll = dyg.reshape({n, coutG, -1}).permute({1, 0, 2}).reshape({coutG, -1});  // [Cout, N*L]
+            parts.push_back(mm(dyAll, colsAll.t()).reshape({coutG, cinG, kh, kw}));
+          }
+          return groups == 1 ? parts[0] : at::cat(parts, 0);
         }
       }
       break;

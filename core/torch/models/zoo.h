@@ -13,7 +13,8 @@ namespace peat::models {
 
 enum class Task {
   Images,  // Fashion-MNIST 1x28x28 -> 10 classes
-  Text,    // next character over a context window
+  Text,    // next token over a context window (cross-entropy per token)
+  Regression,  // a model file's data with float targets (mean squared error)
 };
 
 struct ModelOptions {
@@ -28,6 +29,8 @@ class Model {
   virtual Task task() const = 0;
   // Logits: [N, 10] for images, [N, T, vocabulary] for text.
   virtual at::Tensor forward(ops::Dispatcher& ops, const at::Tensor& input) = 0;
+  // Dropout and batch norm of a model file follow the mode; the zoo's ops take it from the dispatcher.
+  virtual void setTrainingMode(bool) {}
 
   // Trainable tensors and state (batch-norm statistics, masks) by dotted name, in creation order.
   const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return parameters_; }
@@ -36,6 +39,11 @@ class Model {
 
   at::Tensor registerParameter(const std::string& name, at::Tensor value);
   at::Tensor registerBuffer(const std::string& name, at::Tensor value);
+
+ protected:
+  // The tensor itself, not a detached copy: a model file's module keeps using it.
+  void adoptParameter(const std::string& name, const at::Tensor& value) { parameters_.emplace_back(name, value); }
+  void adoptBuffer(const std::string& name, const at::Tensor& value) { buffers_.emplace_back(name, value); }
 
  private:
   std::vector<std::pair<std::string, at::Tensor>> parameters_, buffers_;

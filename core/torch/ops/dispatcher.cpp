@@ -49,40 +49,42 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
   }
 };
 
+ConvGeometry geometryOf(const std::vector<int64_t>& v) { return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]}; }
+
 struct Conv2dFunction : torch::autograd::Function<Conv2dFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                            int64_t stride, int64_t padding, int64_t dispatcher, const std::string& layer) {
+                            std::vector<int64_t> geometry, int64_t dispatcher, const std::string& layer) {
     ctx->saved_data["dispatcher"] = dispatcher;
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["bias"] = hasBias(b);
-    ctx->saved_data["stride"] = stride;
-    ctx->saved_data["padding"] = padding;
+    ctx->saved_data["geometry"] = geometry;
     ctx->save_for_backward({x, w});
-    OpCall call{OpKind::Conv2d, Variant::Forward, {x, w}, {{"stride", stride}, {"padding", padding}}};
+    OpCall call{OpKind::Conv2d, Variant::Forward, {x, w}, {}};
+    setConvGeometry(call, geometryOf(geometry));
     if (hasBias(b)) call.inputs.push_back(b);
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Dispatcher* d = dispatcherOf(ctx);
     const std::string layer = ctx->saved_data["layer"].toStringRef();
-    const int64_t stride = ctx->saved_data["stride"].toInt(), padding = ctx->saved_data["padding"].toInt();
+    const ConvGeometry g = geometryOf(ctx->saved_data["geometry"].toIntVector());
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
     const at::Tensor& w = saved[1];
     const at::Tensor dy = grads[0].contiguous();
     at::Tensor dx, dw;
-    if (ctx->needs_input_grad(0))
-      dx = d->run(layer,
-                  {OpKind::Conv2d, Variant::GradInput, {dy, w},
-                   {{"stride", stride}, {"padding", padding}, {"in_h", x.size(2)}, {"in_w", x.size(3)}}},
-                  true);
-    if (ctx->needs_input_grad(1))
-      dw = d->run(layer,
-                  {OpKind::Conv2d, Variant::GradWeight, {dy, x},
-                   {{"stride", stride}, {"padding", padding}, {"k_h", w.size(2)}, {"k_w", w.size(3)}}},
-                  true);
+    if (ctx->needs_input_grad(0)) {
+      OpCall call{OpKind::Conv2d, Variant::GradInput, {dy, w}, {{"in_h", x.size(2)}, {"in_w", x.size(3)}}};
+      setConvGeometry(call, g);
+      dx = d->run(layer, call, true);
+    }
+    if (ctx->needs_input_grad(1)) {
+      OpCall call{OpKind::Conv2d, Variant::GradWeight, {dy, x}, {{"k_h", w.size(2)}, {"k_w", w.size(3)}}};
+      setConvGeometry(call, g);
+      dw = d->run(layer, call, true);
+    }
     at::Tensor db = orUndefined(ctx->saved_data["bias"].toBool(), dy.sum({0, 2, 3}));
-    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -192,7 +194,16 @@ at::Tensor Dispatcher::linear(const std::string& layer, const at::Tensor& x, con
 
 at::Tensor Dispatcher::conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                               int64_t stride, int64_t padding) {
-  return Conv2dFunction::apply(x, w, biasArgument(b), stride, padding, self(this), layer);
+  ConvGeometry g;
+  g.strideH = g.strideW = stride;
+  g.padH = g.padW = padding;
+  return conv2d(layer, x, w, b, g);
+}
+
+at::Tensor Dispatcher::conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                              const ConvGeometry& g) {
+  const std::vector<int64_t> geometry{g.strideH, g.strideW, g.padH, g.padW, g.dilationH, g.dilationW, g.groups};
+  return Conv2dFunction::apply(x, w, biasArgument(b), geometry, self(this), layer);
 }
 
 at::Tensor Dispatcher::matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {

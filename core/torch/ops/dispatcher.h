@@ -69,6 +69,8 @@ class Dispatcher {
   at::Tensor linear(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
   at::Tensor conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                     int64_t stride, int64_t padding);
+  at::Tensor conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                    const ConvGeometry& geometry);  // groups, dilation, unequal strides and padding
   at::Tensor matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
   at::Tensor relu(const std::string& layer, const at::Tensor& x);
   at::Tensor gelu(const std::string& layer, const at::Tensor& x);

@@ -59,4 +59,40 @@ int64_t OpCall::param(const std::string& name) const {
   return it->second;
 }
 
+int64_t OpCall::paramOr(const std::string& name, int64_t fallback) const {
+  auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+std::string ConvGeometry::text() const {
+  auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); };
+  return "stride " + pair(strideH, strideW) + ", padding " + pair(padH, padW) + ", dilation " +
+         pair(dilationH, dilationW) + ", groups " + std::to_string(groups);
+}
+
+ConvGeometry convGeometry(const OpCall& call) {
+  ConvGeometry g;
+  g.strideH = call.param("stride");
+  g.padH = call.param("padding");
+  g.strideW = call.paramOr("stride_w", g.strideH);
+  g.padW = call.paramOr("padding_w", g.padH);
+  g.dilationH = call.paramOr("dilation_h", 1);
+  g.dilationW = call.paramOr("dilation_w", g.dilationH);
+  g.groups = call.paramOr("groups", 1);
+  if (g.strideH <= 0 || g.strideW <= 0 || g.padH < 0 || g.padW < 0 || g.dilationH <= 0 || g.dilationW <= 0 ||
+      g.groups <= 0)
+    throw std::invalid_argument("conv2d call has an impossible geometry (" + g.text() + ")");
+  return g;
+}
+
+void setConvGeometry(OpCall& call, const ConvGeometry& g) {
+  call.params["stride"] = g.strideH;
+  call.params["padding"] = g.padH;
+  if (g.strideW != g.strideH) call.params["stride_w"] = g.strideW;
+  if (g.padW != g.padH) call.params["padding_w"] = g.padW;
+  if (g.dilationH != 1 || g.dilationW != 1) call.params["dilation_h"] = g.dilationH;
+  if (g.dilationW != g.dilationH) call.params["dilation_w"] = g.dilationW;
+  if (g.groups != 1) call.params["groups"] = g.groups;
+}
+
 }  // namespace peat::ops

@@ -33,6 +33,24 @@ struct OpCall {
   std::vector<at::Tensor> inputs;         // see kernels/golden.cpp for each op's inputs
   std::map<std::string, int64_t> params;  // stride, padding, sizes: integers only, stored with the call
   int64_t param(const std::string& name) const;  // throws when missing
+  int64_t paramOr(const std::string& name, int64_t fallback) const;
 };
+
+// A 2-D convolution's geometry. Stored in a call's params as "stride" and "padding" (height, and
+// width too when equal, as the zoo's calls always were), plus "stride_w", "padding_w", "dilation_h",
+// "dilation_w" and "groups" only where they differ from that: sessions recorded before these keys
+// existed read back unchanged.
+struct ConvGeometry {
+  int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
+  std::vector<int64_t> stride() const { return {strideH, strideW}; }
+  std::vector<int64_t> padding() const { return {padH, padW}; }
+  std::vector<int64_t> dilation() const { return {dilationH, dilationW}; }
+  // Output extent of an input extent along height or width, for kernel extent k.
+  int64_t outH(int64_t in, int64_t k) const { return (in + 2 * padH - dilationH * (k - 1) - 1) / strideH + 1; }
+  int64_t outW(int64_t in, int64_t k) const { return (in + 2 * padW - dilationW * (k - 1) - 1) / strideW + 1; }
+  std::string text() const;  // "stride 2x2, padding 1x1, dilation 1x1, groups 32"
+};
+ConvGeometry convGeometry(const OpCall& call);
+void setConvGeometry(OpCall& call, const ConvGeometry& g);
 
 }  // namespace peat::ops

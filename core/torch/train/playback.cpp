@@ -148,6 +148,13 @@ TrainOptions recordedTrainOptions(const std::map<std::string, std::string>& a) {
   t.threads = std::stoi(a.at("threads"));
   t.context = std::stoll(a.at("context"));
   t.evalBatches = a.count("eval_batches") ? std::stoll(a.at("eval_batches")) : 8;
+  auto text = [&](const char* key) { return a.count(key) ? a.at(key) : std::string(); };
+  t.data = text("data");
+  t.task = text("task");
+  t.inputMean = text("input_mean");
+  t.inputStd = text("input_std");
+  t.modelSha256 = text("model_sha256");  // the trainer refuses a model or data file that changed
+  t.dataSha256 = text("data_sha256");
   return t;
 }
 

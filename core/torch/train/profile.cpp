@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -102,6 +103,7 @@ std::unique_ptr<store::SessionWriter> beginProfileRun(const ProfileOptions& o, T
   writer->beginRun({o.runName, o.runKind, "golden",
                     "golden training of " + o.train.model + " on " + trainer.datasetName()});
   setTrainAttributes(*writer, trainer.options(), trainer.datasetName(), trainer.initDescription());
+  if (!trainer.routingSummary().empty()) writer->setRunAttribute("routing", trainer.routingSummary());
   std::string recordOps;
   for (ops::OpKind k : o.recordOps) recordOps += (recordOps.empty() ? "" : ",") + std::string(ops::opName(k));
   writer->setRunAttribute("record_every", std::to_string(o.recordEvery));
@@ -115,6 +117,7 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   const auto start = Clock::now();
   ops::Dispatcher ops;
   Trainer trainer(o.train, ops);
+  if (!trainer.routingSummary().empty()) std::cerr << "peat: " << o.train.model << ": " << trainer.routingSummary() << "\n";
   ProfileResult r;
   r.session = o.out;
   r.run = o.runName;

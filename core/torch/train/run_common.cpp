@@ -68,6 +68,14 @@ void setTrainAttributes(store::SessionWriter& w, const TrainOptions& o, const st
   w.setRunAttribute("context", std::to_string(o.context));
   w.setRunAttribute("eval_batches", std::to_string(o.evalBatches));
   w.setRunAttribute("init", init);
+  if (!o.data.empty() || !o.modelSha256.empty()) {  // a model file: what resume and playback check
+    w.setRunAttribute("data", o.data);
+    w.setRunAttribute("task", o.task);
+    w.setRunAttribute("input_mean", o.inputMean);
+    w.setRunAttribute("input_std", o.inputStd);
+    w.setRunAttribute("model_sha256", o.modelSha256);
+    w.setRunAttribute("data_sha256", o.dataSha256);
+  }
 }
 
 void Curve::add(int64_t it, const StepStats& s, const EvalStats* e) {

@@ -2,6 +2,7 @@
 // Frequency-based runtime fault injection: a golden and an FI training in lockstep, the FI one with
 // the candidate kernel replacing chosen calls; sweeps of (every, seed) points into one session.
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -167,6 +168,8 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
 
   ops::Dispatcher goldenOps, fiOps;
   Trainer golden(o.train, goldenOps), fi(o.train, fiOps);
+  if (!golden.routingSummary().empty() && o.knownGolden == nullptr)
+    std::cerr << "peat: " << o.train.model << ": " << golden.routingSummary() << "\n";
   fiOps.setSubstitution(substitutionPolicy(o, candidate));
 
   store::SessionWriter w(o.out, makeProvenance(golden.options(), golden.datasetName(), o.commandLine), o.mode);

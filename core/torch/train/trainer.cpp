@@ -4,11 +4,18 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <sys/stat.h>
+
+#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/data/datasets.h"
+#include "core/io/tensor_source.h"
+#include "core/torch/models/script_model.h"
+#include "core/util/sha256.h"
 
 namespace peat::train {
 
@@ -151,11 +158,241 @@ class FortunesSource final : public DataSource {
   int64_t split_ = 0, context_;
 };
 
+// ------------------------------------------------------------------------ a model file's data
+
+std::string shapeText(at::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string numberText(double v) {
+  std::ostringstream out;
+  out << v;  // 12, 0.5, nan
+  return out.str();
+}
+
+std::vector<double> parseList(const std::string& text, const std::string& option) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || !std::isfinite(v)) throw std::invalid_argument(option + " '" + text + "' is not a list of numbers");
+    out.push_back(v);
+  }
+  return out;
+}
+
+bool isDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+struct Split {
+  at::Tensor x, y;
+  bool xInteger = false, yInteger = false;
+};
+
+Split readSplit(const std::string& spec, const std::string& split) {
+  const bool dir = isDirectory(spec);
+  auto read = [&](const std::string& part, bool& integer) {
+    const std::string source = dir ? spec + "/" + split + "_" + part + ".npy" : spec + ":/" + split + "/" + part;
+    io::FloatTensor t = io::readSource(source);
+    integer = t.dtype.find("int") != std::string::npos;
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    if (shape.empty() || t.size() == 0) throw std::invalid_argument("data '" + source + "' is empty");
+    return at::from_blob(const_cast<float*>(t.data()), shape, at::kFloat).clone();
+  };
+  Split s;
+  s.x = read("x", s.xInteger);
+  s.y = read("y", s.yInteger);
+  if (s.x.size(0) != s.y.size(0))
+    throw std::invalid_argument("data '" + spec + "': " + split + "/x has " + std::to_string(s.x.size(0)) +
+                                " samples but " + split + "/y has " + std::to_string(s.y.size(0)));
+  if (!s.xInteger) {
+    const at::Tensor bad = at::isnan(s.x).logical_or(at::isinf(s.x)).reshape({-1}).nonzero();
+    if (bad.numel() > 0) {
+      const int64_t flat = bad[0].item<int64_t>(), per = s.x.numel() / s.x.size(0);
+      throw std::invalid_argument("data '" + spec + "': " + split + "/x holds a NaN or infinity at sample " +
+                                  std::to_string(flat / per) + " (element " + std::to_string(flat) + ")");
+    }
+  }
+  return s;
+}
+
+// A model file's data set: tensors from the user's file, or Fashion-MNIST resized to CxHxW.
+class UserDataSource final : public DataSource {
+ public:
+  UserDataSource(const TrainOptions& o, models::Task& task) {
+    const std::string builtin = "fashion-mnist";
+    if (o.data.empty())
+      throw std::invalid_argument("a model file needs --data (an HDF5 file, a folder of .npy files, or " + builtin +
+                                  "[:CxHxW])");
+    if (o.data.rfind(builtin, 0) == 0) {
+      loadFashionMnist(o.data.substr(builtin.size()));
+    } else {
+      const Split train = readSplit(o.data, "train"), test = readSplit(o.data, "test");
+      trainX_ = train.x;
+      trainY_ = train.y;
+      testX_ = test.x;
+      testY_ = test.y;
+      xInteger_ = train.xInteger;
+      yInteger_ = train.yInteger;
+      name_ = o.data;
+      if (train.x.sizes().slice(1) != test.x.sizes().slice(1))
+        throw std::invalid_argument("data '" + o.data + "': train/x samples are " + shapeText(train.x.sizes().slice(1)) +
+                                    " but test/x samples are " + shapeText(test.x.sizes().slice(1)));
+    }
+    task = inferTask(o.task);
+    if (!o.inputMean.empty() || !o.inputStd.empty()) {
+      if (task == models::Task::Text) throw std::invalid_argument("--input-mean and --input-std are for float inputs, not tokens");
+      std::vector<double> mean = parseList(o.inputMean.empty() ? "0" : o.inputMean, "--input-mean");
+      std::vector<double> stdv = parseList(o.inputStd.empty() ? "1" : o.inputStd, "--input-std");
+      const int64_t channels = sampleShape().size() > 0 ? sampleShape()[0] : 1;
+      for (auto* v : {&mean, &stdv}) {
+        if (v->size() == 1) v->assign(std::size_t(channels), (*v)[0]);
+        if (int64_t(v->size()) != channels)
+          throw std::invalid_argument("--input-mean and --input-std need 1 or " + std::to_string(channels) +
+                                      " values (one per channel of samples " + shapeText(sampleShape()) + ")");
+      }
+      for (double d : stdv)
+        if (d <= 0) throw std::invalid_argument("--input-std values must be positive");
+      std::vector<int64_t> shape(std::size_t(sampleShape().size()) + 1, 1);
+      shape[1] = channels;
+      mean_ = at::tensor(std::vector<float>(mean.begin(), mean.end())).reshape(shape);
+      std_ = at::tensor(std::vector<float>(stdv.begin(), stdv.end())).reshape(shape);
+    }
+  }
+
+  std::string name() const override { return name_; }
+  std::vector<int64_t> sampleShape() const {
+    if (resize_.size() == 3) return resize_;
+    return std::vector<int64_t>(trainX_.sizes().begin() + 1, trainX_.sizes().end());
+  }
+  int64_t trainCount() const { return trainX_.size(0); }
+  const at::Tensor& trainTargets() const { return trainY_; }
+  const at::Tensor& testTargets() const { return testY_; }
+
+  Batch train(int64_t iteration, int64_t batch, uint64_t seed) override {
+    const at::Tensor index = at::tensor(order_.take(iteration, batch, trainX_.size(0), seed), at::kLong);
+    return prepare(trainX_.index_select(0, index), trainY_.index_select(0, index));
+  }
+  Batch test(int64_t index, int64_t batch) override {
+    const int64_t n = testX_.size(0);
+    const int64_t lo = (index * batch) % n, hi = std::min(lo + batch, n);
+    return prepare(testX_.slice(0, lo, hi), testY_.slice(0, lo, hi));
+  }
+
+ private:
+  void loadFashionMnist(const std::string& geometry) {
+    resize_ = {1, 28, 28};
+    if (!geometry.empty()) {
+      std::vector<int64_t> dims;
+      std::stringstream ss(geometry.substr(1));
+      for (std::string item; std::getline(ss, item, 'x');) dims.push_back(std::atoll(item.c_str()));
+      if (geometry[0] != ':' || dims.size() != 3 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 || dims[0] > 64 ||
+          dims[1] > 1024 || dims[2] > 1024)
+        throw std::invalid_argument("--data fashion-mnist" + geometry + ": write fashion-mnist:CxHxW, e.g. fashion-mnist:3x64x64");
+      resize_ = dims;
+    }
+    const data::ImageSet train = data::loadFashionMnist("train"), test = data::loadFashionMnist("t10k");
+    auto pixels = [](const data::ImageSet& s) {
+      return at::from_blob(const_cast<uint8_t*>(s.pixels.data()), {s.count, 1, s.rows, s.cols}, at::kByte).clone();
+    };
+    auto labels = [](const data::ImageSet& s) {
+      return at::from_blob(const_cast<uint8_t*>(s.labels.data()), {s.count}, at::kByte).to(at::kFloat);
+    };
+    trainX_ = pixels(train);
+    testX_ = pixels(test);
+    trainY_ = labels(train);
+    testY_ = labels(test);
+    yInteger_ = true;
+    name_ = "fashion-mnist " + std::to_string(resize_[0]) + "x" + std::to_string(resize_[1]) + "x" + std::to_string(resize_[2]);
+  }
+
+  models::Task inferTask(const std::string& task) const {
+    if (task == "classification") return models::Task::Images;
+    if (task == "regression") return models::Task::Regression;
+    if (task == "lm") {
+      if (!xInteger_ || !yInteger_ || trainX_.sizes() != trainY_.sizes())
+        throw std::invalid_argument("--task lm needs integer token ids with x and y of the same shape [N, T]");
+      return models::Task::Text;
+    }
+    if (!task.empty()) throw std::invalid_argument("unknown task '" + task + "'; valid tasks: classification, regression, lm");
+    if (xInteger_ && yInteger_ && trainX_.sizes() == trainY_.sizes() && trainX_.dim() == 2) return models::Task::Text;
+    if (yInteger_ && trainY_.dim() == 1) return models::Task::Images;
+    return models::Task::Regression;
+  }
+
+  Batch prepare(const at::Tensor& x, const at::Tensor& y) const {
+    if (xInteger_ && yInteger_ && trainX_.sizes() == trainY_.sizes() && trainX_.dim() == 2 && !mean_.defined() &&
+        resize_.empty())
+      return {x.to(at::kLong), y.to(at::kLong)};  // token ids
+    at::Tensor input = x.to(at::kFloat);
+    if (!resize_.empty()) {  // Fashion-MNIST: [0, 1], resized, channel repeated, its own mean and deviation
+      input = input / 255.0;
+      if (resize_[1] != 28 || resize_[2] != 28)
+        input = at::upsample_bilinear2d(input, {resize_[1], resize_[2]}, /*align_corners=*/false);
+      if (resize_[0] != 1) input = input.expand({-1, resize_[0], -1, -1}).contiguous();
+      if (!mean_.defined()) input = (input - 0.2860) / 0.3530;
+    }
+    if (mean_.defined()) input = (input - mean_) / std_;
+    return {input, yInteger_ ? y.to(at::kLong) : y.to(at::kFloat)};
+  }
+
+  struct EpochOrder {
+    std::vector<int64_t> take(int64_t iteration, int64_t batch, int64_t n, uint64_t seed) {
+      std::vector<int64_t> idx;
+      for (int64_t k = 0; k < batch; ++k) {
+        const int64_t position = iteration * batch + k, epoch = position / n;
+        if (epoch != epoch_) {
+          order_ = data::seededPermutation(n, seed * 1000003 + uint64_t(epoch));
+          epoch_ = epoch;
+        }
+        idx.push_back(order_[std::size_t(position % n)]);
+      }
+      return idx;
+    }
+    std::vector<int64_t> order_;
+    int64_t epoch_ = -1;
+  } order_;
+
+  at::Tensor trainX_, trainY_, testX_, testY_, mean_, std_;
+  bool xInteger_ = false, yInteger_ = false;
+  std::vector<int64_t> resize_;
+  std::string name_;
+};
+
+// The digest of a model or data file, or of a folder's .npy files in order.
+std::string digestOf(const std::string& path) {
+  if (!isDirectory(path)) return util::sha256File(path);
+  std::string all;
+  for (const char* part : {"train_x", "train_y", "test_x", "test_y"}) all += util::sha256File(path + "/" + part + ".npy");
+  util::Sha256 h;
+  h.update(all.data(), all.size());
+  return h.hex();
+}
+
+void checkDigest(const std::string& what, const std::string& path, const std::string& expected, std::string& actual) {
+  actual = digestOf(path);
+  if (!expected.empty() && expected != actual)
+    throw std::invalid_argument(what + " '" + path + "' has changed since the session was recorded (SHA-256 " +
+                                actual.substr(0, 12) + "..., recorded " + expected.substr(0, 12) + "...)");
+}
+
 double accuracyOf(const at::Tensor& logits, const at::Tensor& target) {
+  if (target.scalar_type() == at::kFloat) return 0;  // regression: the loss is the measure
   return logits.argmax(-1).eq(target).to(at::kDouble).mean().item<double>();
 }
 
 at::Tensor lossOf(const at::Tensor& logits, const at::Tensor& target) {
+  if (target.scalar_type() == at::kFloat) return at::mse_loss(logits, target);  // regression
   return at::nll_loss(at::log_softmax(logits.reshape({-1, logits.size(-1)}), -1), target.reshape({-1}));
 }
 
@@ -191,19 +428,42 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
   if (options_.batch <= 0) throw std::invalid_argument("the batch size must be positive");
   if (options_.threads <= 0) throw std::invalid_argument("the thread count must be positive");
   at::set_num_threads(options_.threads);
-  const models::Task task = models::taskOf(options_.model);
-  models::ModelOptions mo;
-  mo.context = options_.context;
-  if (task == models::Task::Images) {
-    data_ = std::make_unique<FashionMnistSource>();
+  modelFile_ = models::isModelFile(options_.model);
+  models::Task task = models::Task::Images;
+  if (modelFile_) {
+    auto data = std::make_unique<UserDataSource>(options_, task);
+    options_.task = taskName(task);
+    std::string digest;
+    checkDigest("model file", options_.model, options_.modelSha256, digest);
+    options_.modelSha256 = digest;
+    if (data->name().rfind("fashion-mnist", 0) != 0) {
+      checkDigest("data", options_.data, options_.dataSha256, digest);
+      options_.dataSha256 = digest;
+    }
+    auto model = models::loadScriptedModel(options_.model, task);
+    routing_ = model->routingSummary();
+    model_ = model;
+    checkModelAgainstData(*data);
+    data_ = std::move(data);
   } else {
-    auto text = std::make_unique<FortunesSource>(options_.context);
-    mo.vocabulary = text->vocabulary();
-    data_ = std::move(text);
+    if (!options_.data.empty() || !options_.task.empty() || !options_.inputMean.empty() || !options_.inputStd.empty())
+      throw std::invalid_argument("--data, --task, --input-mean and --input-std are for model files; zoo model '" +
+                                  options_.model + "' has its own data");
+    task = models::taskOf(options_.model);
+    models::ModelOptions mo;
+    mo.context = options_.context;
+    if (task == models::Task::Images) {
+      data_ = std::make_unique<FashionMnistSource>();
+    } else {
+      auto text = std::make_unique<FortunesSource>(options_.context);
+      mo.vocabulary = text->vocabulary();
+      data_ = std::move(text);
+    }
+    torch::manual_seed(options_.seed);
+    model_ = models::makeModel(options_.model, mo);
   }
-  torch::manual_seed(options_.seed);
-  model_ = models::makeModel(options_.model, mo);
-  if (options_.learningRate <= 0) options_.learningRate = task == models::Task::Text ? 3e-3 : 0.05;
+  if (options_.learningRate <= 0)
+    options_.learningRate = task == models::Task::Text ? 3e-3 : modelFile_ ? 0.01 : 0.05;
   for (const auto& [name, p] : model_->parameters()) {
     if (task == models::Task::Text) {
       optimizerState_.emplace_back(name + ".adam_m", at::zeros_like(p).detach());
@@ -226,6 +486,10 @@ std::string Trainer::datasetName() const { return data_->name(); }
 StepStats Trainer::step(int64_t iteration) {
   ops_.beginIteration(iteration);
   ops_.setTraining(true);
+  model_->setTrainingMode(true);
+  // Dropout in a model file draws from the global generator: seeded per iteration, so that a resumed
+  // run and a same-seed run draw what the recorded one drew.
+  if (modelFile_) torch::manual_seed(options_.seed * 1000003 + uint64_t(iteration));
   const Batch b = data_->train(iteration, options_.batch, options_.seed);
   for (const auto& p : model_->parameters()) {
     at::Tensor grad = p.second.mutable_grad();
@@ -267,6 +531,7 @@ StepStats Trainer::step(int64_t iteration) {
 EvalStats Trainer::evaluate() {
   at::NoGradGuard noGrad;
   ops_.setTraining(false);
+  model_->setTrainingMode(false);
   EvalStats e;
   double lossSum = 0, correct = 0;
   for (int64_t i = 0; i < options_.evalBatches; ++i) {
@@ -278,11 +543,73 @@ EvalStats Trainer::evaluate() {
     e.samples += n;
   }
   ops_.setTraining(true);
+  model_->setTrainingMode(true);
   if (e.samples > 0) {
     e.loss = lossSum / double(e.samples);
     e.accuracy = correct / double(e.samples);
   }
   return e;
+}
+
+std::string taskName(models::Task task) {
+  switch (task) {
+    case models::Task::Images: return "classification";
+    case models::Task::Text: return "lm";
+    case models::Task::Regression: return "regression";
+  }
+  return "?";
+}
+
+// One forward of two training samples, outside the slot's numbering, before any training: the
+// model must take the data's input and give what the task needs; labels must fit its classes.
+void Trainer::checkModelAgainstData(DataSource& source) {
+  auto& data = static_cast<UserDataSource&>(source);
+  const Batch b = data.train(0, std::min<int64_t>(2, data.trainCount()), options_.seed);
+  at::Tensor out;
+  {
+    at::NoGradGuard noGrad;
+    ops::Dispatcher scratch;
+    model_->setTrainingMode(false);
+    auto refuse = [&](const std::string& what) {
+      return std::invalid_argument("model file '" + options_.model + "' does not take the data's input " +
+                                   shapeText(b.input.sizes()) + " (" + std::string(c10::toString(b.input.scalar_type())) +
+                                   "): " + models::interpreterMessage(what));
+    };
+    try {
+      out = model_->forward(scratch, b.input);
+    } catch (const c10::Error& e) {
+      throw refuse(e.what_without_backtrace());
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw refuse(e.what());
+    }
+    model_->setTrainingMode(true);
+  }
+  const std::string model = "model file '" + options_.model + "'";
+  const models::Task task = model_->task();
+  if (task == models::Task::Regression) {
+    if (out.sizes() != b.target.sizes())
+      throw std::invalid_argument(model + " gives " + shapeText(out.sizes()) + " for a batch whose targets are " +
+                                  shapeText(b.target.sizes()) + " (regression needs equal shapes)");
+    return;
+  }
+  const bool lm = task == models::Task::Text;
+  if (out.dim() != (lm ? 3 : 2) || (lm && out.sizes().slice(0, 2) != b.target.sizes()) ||
+      (!lm && out.size(0) != b.target.size(0)))
+    throw std::invalid_argument(model + " gives " + shapeText(out.sizes()) + " for input " + shapeText(b.input.sizes()) +
+                                "; " + (lm ? "language modelling needs [N, T, vocabulary]" : "classification needs [N, classes]"));
+  const int64_t classes = out.size(-1);
+  for (const at::Tensor* y : {&data.trainTargets(), &data.testTargets()}) {
+    const at::Tensor flat = y->reshape({-1});
+    const at::Tensor bad = flat.lt(0).logical_or(flat.ge(classes)).logical_or(flat.ne(flat.floor())).nonzero();
+    if (bad.numel() > 0) {
+      const int64_t i = bad[0].item<int64_t>();
+      throw std::invalid_argument(std::string(y == &data.trainTargets() ? "train" : "test") + "/y[" + std::to_string(i) +
+                                  "] = " + numberText(flat[i].item<double>()) + " is not a class of " + model +
+                                  " (it gives " + std::to_string(classes) + ")");
+    }
+  }
 }
 
 NamedTensors Trainer::parameterState() const {

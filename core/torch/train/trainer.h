@@ -26,6 +26,13 @@ struct TrainOptions {
   int64_t evalBatches = 8;  // test batches per evaluation (fixed, so evaluations compare)
   int64_t context = 64;     // chargpt window
   std::string init;         // finetune from "FILE[:RUN[:ITERATION]]"; empty: random init (pretraining)
+  // A model file (`model` is a TorchScript path, models::isModelFile) trains on `data`: an HDF5 file
+  // with train/x, train/y, test/x, test/y; a folder of train_x.npy, train_y.npy, test_x.npy,
+  // test_y.npy; or fashion-mnist[:CxHxW] (Fashion-MNIST resized and its channel repeated).
+  std::string data;
+  std::string task;                  // classification, regression or lm; empty: from the data's types
+  std::string inputMean, inputStd;   // per-channel input normalisation, "0.485,0.456,0.406"
+  std::string modelSha256, dataSha256;  // when set (a resume), the files must still have these digests
 };
 
 struct StepStats {
@@ -52,9 +59,11 @@ class Trainer {
   EvalStats evaluate();
 
   models::Model& model() { return *model_; }
-  const TrainOptions& options() const { return options_; }
+  const TrainOptions& options() const { return options_; }  // a model file's with its digests and task
   std::string datasetName() const;
   std::string initDescription() const { return initDescription_; }
+  // A model file's routing ("routed 57 GEMM sites, ..."), digests and task; empty for the zoo.
+  std::string routingSummary() const { return routing_; }
 
   NamedTensors parameterState() const;  // parameters and buffers
   NamedTensors optimizerState() const;
@@ -63,6 +72,8 @@ class Trainer {
                  const std::map<std::string, store::Tensor>* optimizer);
 
  private:
+  void checkModelAgainstData(DataSource& data);
+
   TrainOptions options_;
   ops::Dispatcher& ops_;
   std::unique_ptr<DataSource> data_;
@@ -70,7 +81,12 @@ class Trainer {
   NamedTensors optimizerState_;
   int64_t adamStep_ = 0;
   std::string initDescription_ = "random";
+  std::string routing_;
+  bool modelFile_ = false;
 };
+
+// The task names of TrainOptions::task.
+std::string taskName(models::Task task);
 
 // store::Tensor <-> at::Tensor (fp32, copies).
 at::Tensor toTorch(const store::Tensor& t);

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: MIT
+#include "core/torch/models/script_model.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/named_value.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/library.h>
+#include <torch/script.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/cli/torch_commands.h"
+
+namespace peat::models {
+
+namespace {
+
+// ----------------------------------------------------------------------------- the routed ops
+
+// The dispatcher of the forward in progress on this thread (set by ScriptedModel::forward). The
+// backward GEMMs find theirs in their autograd context.
+thread_local ops::Dispatcher* currentDispatcher = nullptr;
+
+ops::Dispatcher& slot() {
+  if (!currentDispatcher) throw std::logic_error("a peat:: op ran outside a model forward");
+  return *currentDispatcher;
+}
+
+int64_t pick(c10::IntArrayRef v, std::size_t i, const char* what) {
+  if (v.empty()) throw std::invalid_argument(std::string("convolution with an empty ") + what + " list");
+  return v.size() == 1 ? v[0] : v[std::min(i, v.size() - 1)];
+}
+
+at::Tensor routedLinear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b,
+                        std::string layer) {
+  return slot().linear(layer, x, w, b ? *b : at::Tensor());
+}
+
+// conv1d runs as a conv2d of height 1; an unbatched input gets a batch of one.
+at::Tensor routedConv(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& b,
+                      c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups,
+                      std::string layer) {
+  const bool oneD = weight.dim() == 3;
+  if (weight.dim() != 3 && weight.dim() != 4)
+    throw std::invalid_argument("peat::conv on layer '" + layer + "': only 1-D and 2-D convolutions are routed");
+  const int64_t batched = oneD ? 3 : 4;
+  at::Tensor x = input.dim() == batched - 1 ? input.unsqueeze(0) : input;
+  at::Tensor w = weight;
+  ops::ConvGeometry g;
+  if (oneD) {
+    x = x.unsqueeze(2);
+    w = w.unsqueeze(2);
+    g.strideW = pick(stride, 0, "stride");
+    g.padW = pick(padding, 0, "padding");
+    g.dilationW = pick(dilation, 0, "dilation");
+  } else {
+    g.strideH = pick(stride, 0, "stride");
+    g.strideW = pick(stride, 1, "stride");
+    g.padH = pick(padding, 0, "padding");
+    g.padW = pick(padding, 1, "padding");
+    g.dilationH = pick(dilation, 0, "dilation");
+    g.dilationW = pick(dilation, 1, "dilation");
+  }
+  g.groups = groups;
+  at::Tensor y = slot().conv2d(layer, x, w, b ? *b : at::Tensor(), g);
+  if (oneD) y = y.squeeze(2);
+  return input.dim() == batched - 1 ? y.squeeze(0) : y;
+}
+
+// matmul's broadcasting, made explicit so that the slot sees one 2-D GEMM or a batch of equal ones
+// (the expand's gradient sums over the broadcast dimensions, outside the slot, as ATen's does).
+at::Tensor routedMatmul(const at::Tensor& a0, const at::Tensor& b0, std::string layer) {
+  if (a0.dim() == 0 || b0.dim() == 0) throw std::invalid_argument("peat::matmul on a scalar ('" + layer + "')");
+  const bool aVector = a0.dim() == 1, bVector = b0.dim() == 1;
+  const at::Tensor a = aVector ? a0.unsqueeze(0) : a0;
+  const at::Tensor b = bVector ? b0.unsqueeze(1) : b0;
+  at::Tensor out;
+  if (b.dim() == 2) {
+    std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end());
+    shape.back() = b.size(1);
+    out = slot().matmul(layer, a.reshape({-1, a.size(-1)}), b).reshape(shape);
+  } else {
+    const auto aBatch = a.sizes().slice(0, a.dim() - 2), bBatch = b.sizes().slice(0, b.dim() - 2);
+    std::vector<int64_t> batch = at::infer_size(aBatch, bBatch);
+    std::vector<int64_t> aShape = batch, bShape = batch, outShape = batch;
+    aShape.insert(aShape.end(), {a.size(-2), a.size(-1)});
+    bShape.insert(bShape.end(), {b.size(-2), b.size(-1)});
+    outShape.insert(outShape.end(), {a.size(-2), b.size(-1)});
+    const at::Tensor a3 = a.expand(aShape).reshape({-1, a.size(-2), a.size(-1)});
+    const at::Tensor b3 = b.expand(bShape).reshape({-1, b.size(-2), b.size(-1)});
+    out = slot().matmul(layer, a3, b3).reshape(outShape);
+  }
+  if (aVector) out = out.squeeze(-2);
+  if (bVector) out = out.squeeze(-1);
+  return out;
+}
+
+// addmm and baddbmm: beta * self + alpha * (a @ b), the product through the slot.
+at::Tensor routedAddmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta,
+                       const at::Scalar& alpha, std::string layer) {
+  at::Tensor product = routedMatmul(a, b, std::move(layer));
+  if (!(alpha.isIntegral(false) && alpha.toLong() == 1) && alpha.toDouble() != 1.0) product = product * alpha;
+  if (beta.toDouble() == 0.0) return product;
+  return beta.toDouble() == 1.0 ? self + product : self * beta + product;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(peat, m) {
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias, str layer) -> Tensor");
+  m.def("conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups, "
+        "str layer) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other, str layer) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, str layer) -> Tensor");
+}
+
+// Composite: autograd sees the slot's own autograd functions inside.
+TORCH_LIBRARY_IMPL(peat, CompositeImplicitAutograd, m) {
+  m.impl("linear", TORCH_FN(routedLinear));
+  m.impl("conv", TORCH_FN(routedConv));
+  m.impl("matmul", TORCH_FN(routedMatmul));
+  m.impl("addmm", TORCH_FN(routedAddmm));
+}
+
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::NamedValue;
+using torch::jit::Node;
+using torch::jit::Value;
+
+const std::set<std::string>& unroutableKinds() {
+  static const std::set<std::string> kinds{
+      "aten::conv3d",        "aten::conv_transpose1d", "aten::conv_transpose2d",
+      "aten::conv_transpose3d", "aten::einsum",        "aten::addbmm",
+      "aten::addmv",         "aten::mv",               "aten::dot",
+      "aten::vdot",          "aten::inner",            "aten::bilinear",
+      "aten::tensordot",     "aten::chain_matmul",     "aten::linalg_multi_dot",
+      "aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention",
+      "aten::mkldnn_convolution", "aten::thnn_conv2d", "aten::slow_conv_dilated2d",
+      "aten::cudnn_convolution", "aten::_convolution_mode"};
+  return kinds;
+}
+
+void collectNodes(Block* block, std::vector<Node*>& out) {
+  for (Node* n : block->nodes()) {
+    out.push_back(n);
+    for (Block* b : n->blocks()) collectNodes(b, out);
+  }
+}
+
+// "a.b.weight" when `v` is an attribute chain from the module (through transposes and views).
+std::vector<std::string> attributePath(Value* v, Value* self) {
+  static const std::set<std::string> passThrough{"aten::t", "aten::transpose", "aten::permute", "aten::contiguous",
+                                                 "aten::detach", "aten::numpy_T", "aten::mT"};
+  while (passThrough.count(v->node()->kind().toQualString())) v = v->node()->input(0);
+  std::vector<std::string> names;
+  while (v->node()->kind() == c10::prim::GetAttr) {
+    names.push_back(v->node()->s(c10::attr::name));
+    v = v->node()->input(0);
+  }
+  if (v != self) return {};
+  std::reverse(names.begin(), names.end());
+  return names;
+}
+
+std::string join(const std::vector<std::string>& parts, std::size_t count) {
+  std::string out;
+  for (std::size_t i = 0; i < count && i < parts.size(); ++i) out += (i ? "." : "") + parts[i];
+  return out;
+}
+
+// The child of `m` that a call stack names `name`: a direct child, or one inside a container that
+// has no forward of its own (a ModuleList, whose loop the trace or the compiler unrolled).
+std::optional<std::pair<std::string, torch::jit::Module>> childNamed(const torch::jit::Module& m,
+                                                                     const std::string& name) {
+  for (const auto& c : m.named_children())
+    if (c.name == name) return std::make_pair(c.name, c.value);
+  for (const auto& c : m.named_children())
+    if (!c.value.find_method("forward"))
+      for (const auto& g : c.value.named_children())
+        if (g.name == name) return std::make_pair(c.name + "." + g.name, g.value);
+  return std::nullopt;
+}
+
+// The module path a node runs in, from its inlined call stack's instance names ("blocks", "0",
+// "self_attn" -> "blocks.layers.0.self_attn"), or the traced scope where there is no call stack.
+std::string modulePathOf(Node* n, const torch::jit::Module& root) {
+  std::string path;
+  if (auto cs = n->callstack()) {
+    torch::jit::Module cur = root;
+    for (const auto& entry : (*cs)->vec()) {
+      const auto& info = std::get<2>(entry);
+      if (!info || info->instance_name().empty()) continue;
+      std::string part = info->instance_name();
+      if (auto child = childNamed(cur, part)) {
+        part = child->first;
+        cur = child->second;
+      }
+      path += (path.empty() ? "" : ".") + part;
+    }
+    return path;
+  }
+  if (n->scope() && !n->scope()->isBlank()) {
+    path = n->scope()->namesFromRoot();
+    const auto slash = path.rfind('/');
+    if (slash != std::string::npos) path = path.substr(slash + 1);
+    const std::string prefix = "__module.";
+    if (path.rfind(prefix, 0) == 0) path = path.substr(prefix.size());
+    if (path == "__module") path.clear();
+  }
+  return path;
+}
+
+bool hasCalls(Block* block) {
+  for (Node* n : block->nodes()) {
+    if (n->kind() == c10::prim::CallMethod || n->kind() == c10::prim::CallFunction) return true;
+    for (Block* b : n->blocks())
+      if (hasCalls(b)) return true;
+  }
+  return false;
+}
+
+std::optional<c10::IValue> constantOf(Value* v) { return torch::jit::toIValue(v); }
+
+class Rewriter {
+ public:
+  Rewriter(torch::jit::Module& module, std::shared_ptr<Graph> graph) : module_(module), graph_(std::move(graph)) {}
+
+  std::vector<ScriptSite> run() {
+    std::vector<Node*> nodes;
+    collectNodes(graph_->block(), nodes);
+    for (Node* n : nodes) visit(n);
+    torch::jit::EliminateDeadCode(graph_);
+    return sites_;
+  }
+
+ private:
+  // The layer name of a GEMM node: its weight's module path, else the module it runs in.
+  std::string layerOf(Node* n, std::initializer_list<std::size_t> weightInputs, const std::string& shortOp) {
+    for (std::size_t i : weightInputs) {
+      if (i >= n->inputs().size()) continue;
+      std::vector<std::string> path = attributePath(n->input(i), graph_->inputs()[0]);
+      if (path.empty()) continue;
+      std::string& last = path.back();
+      if (last == "weight") return join(path, path.size() - 1);
+      const std::string suffix = "_weight";
+      if (last.size() > suffix.size() && last.compare(last.size() - suffix.size(), suffix.size(), suffix) == 0)
+        last.resize(last.size() - suffix.size());
+      return join(path, path.size());
+    }
+    const std::string scope = modulePathOf(n, module_);
+    const std::string base = (scope.empty() ? "" : scope + ".") + shortOp;
+    const int count = ++unnamed_[base];
+    return count == 1 ? base : base + "#" + std::to_string(count);
+  }
+
+  // The tensor a weight input names in the module, when it is one of its attributes.
+  std::optional<at::Tensor> weightTensor(Value* v) {
+    const std::vector<std::string> path = attributePath(v, graph_->inputs()[0]);
+    if (path.empty()) return std::nullopt;
+    c10::IValue cur = module_._ivalue();
+    for (const std::string& name : path) {
+      if (!cur.isObject()) return std::nullopt;
+      auto obj = cur.toObject();
+      if (!obj->type()->hasAttribute(name)) return std::nullopt;
+      cur = obj->getAttr(name);
+    }
+    if (!cur.isTensor()) return std::nullopt;
+    return cur.toTensor();
+  }
+
+  void leave(Node* n, const std::string& layer, const std::string& reason) {
+    sites_.push_back({layer, n->kind().toQualString(), false, reason});
+  }
+
+  void replace(Node* n, const char* op, std::vector<NamedValue> args, const std::string& layer,
+               const std::string& detail) {
+    torch::jit::WithInsertPoint guard(n);
+    args.emplace_back(graph_->insertConstant(layer));
+    Value* out = graph_->insert(c10::Symbol::fromQualString(op), args);
+    out->setType(n->output()->type());
+    n->output()->replaceAllUsesWith(out);
+    n->destroy();
+    sites_.push_back({layer, lastKind_, true, detail});
+  }
+
+  void visit(Node* n) {
+    const std::string kind = n->kind().toQualString();
+    lastKind_ = kind;
+    if (kind == "aten::linear") {
+      const std::string layer = layerOf(n, {1}, "linear");
+      replace(n, "peat::linear", {n->input(0), n->input(1), n->input(2)}, layer, "linear");
+    } else if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::_convolution") {
+      visitConv(n, kind);
+    } else if (kind == "aten::matmul" || kind == "aten::mm" || kind == "aten::bmm") {
+      const std::string shortOp = kind.substr(6);
+      const std::string layer = layerOf(n, {1, 0}, shortOp);
+      replace(n, "peat::matmul", {n->input(0), n->input(1)}, layer, "matmul (" + shortOp + ")");
+    } else if (kind == "aten::addmm" || kind == "aten::baddbmm") {
+      const std::string shortOp = kind.substr(6);
+      const std::string layer = layerOf(n, {2, 1}, shortOp);
+      if (n->inputs().size() != 5) return leave(n, layer, "an overload with " + std::to_string(n->inputs().size()) + " inputs");
+      replace(n, "peat::addmm", {n->input(0), n->input(1), n->input(2), n->input(3), n->input(4)}, layer,
+              "matmul (" + shortOp + ", then the addition outside the slot)");
+    } else if (unroutableKinds().count(kind)) {
+      leave(n, layerOf(n, {1}, kind.substr(6)), "the kernel slot has no op for " + kind);
+    }
+  }
+
+  void visitConv(Node* n, const std::string& kind) {
+    const std::string layer = layerOf(n, {1}, "conv");
+    Value* stride = n->input(3);
+    Value* padding = n->input(4);
+    Value* dilation = n->input(5);
+    Value* groups = nullptr;
+    if (kind == "aten::_convolution") {
+      const auto transposed = constantOf(n->input(6));
+      if (!transposed || !transposed->isBool()) return leave(n, layer, "whether it is transposed is not a constant");
+      if (transposed->toBool()) return leave(n, layer, "transposed convolutions are not routed");
+      groups = n->input(8);
+    } else {
+      groups = n->input(6);
+    }
+    const auto w = weightTensor(n->input(1));
+    if (w && w->dim() != 3 && w->dim() != 4)
+      return leave(n, layer, std::to_string(w->dim() - 2) + "-D convolutions are not routed");
+    if (!w && kind == "aten::_convolution") return leave(n, layer, "its weight is not a module attribute (dimension unknown)");
+    for (Value* v : {stride, dilation, groups})
+      if (!constantOf(v)) return leave(n, layer, "its geometry is not constant");
+    const auto pad = constantOf(padding);
+    if (!pad) return leave(n, layer, "its padding is not constant");
+    if (pad->isString()) {  // conv2d(..., padding='same' | 'valid')
+      const std::string mode = pad->toStringRef();
+      std::vector<int64_t> p;
+      const auto dil = constantOf(dilation)->toIntVector();
+      const auto st = constantOf(stride)->toIntVector();
+      if (mode == "valid") {
+        p.assign(std::size_t(w ? w->dim() - 2 : 2), 0);
+      } else if (mode == "same" && w) {
+        for (int64_t i = 0; i < w->dim() - 2; ++i) {
+          const int64_t d = dil.empty() ? 1 : dil[std::min<std::size_t>(std::size_t(i), dil.size() - 1)];
+          const int64_t total = d * (w->size(2 + i) - 1);
+          if (total % 2 != 0) return leave(n, layer, "padding='same' would be asymmetric here");
+          p.push_back(total / 2);
+        }
+        for (int64_t s : st)
+          if (s != 1) return leave(n, layer, "padding='same' with a stride");
+      } else {
+        return leave(n, layer, "padding='" + mode + "' is not routed");
+      }
+      torch::jit::WithInsertPoint guard(n);
+      padding = graph_->insertConstant(p);
+    }
+    std::ostringstream detail;
+    detail << "conv" << (w && w->dim() == 3 ? "1d as conv2d" : "2d");
+    const auto g = constantOf(groups)->toInt();
+    if (g != 1) detail << ", groups " << g << (w && g == w->size(0) ? " (depthwise)" : "");
+    replace(n, "peat::conv", {n->input(0), n->input(1), n->input(2), stride, padding, dilation, groups}, layer,
+            detail.str());
+  }
+
+  torch::jit::Module& module_;
+  std::shared_ptr<Graph> graph_;
+  std::vector<ScriptSite> sites_;
+  std::map<std::string, int> unnamed_;
+  std::string lastKind_;
+};
+
+// What a file that torch::jit::load refused is, for a message that says what to do.
+std::string describeLoadFailure(const std::string& path, const std::string& loaderMessage) {
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  in.read(head, sizeof head);
+  const std::string howTo =
+      "export TorchScript with torch.jit.trace(model, example_input).save(FILE) or torch.jit.script(model).save(FILE)";
+  if (in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80)
+    return "'" + path + "' is a pickled Python object (torch.save of a module or state dict), not TorchScript: " + howTo;
+  if (in.gcount() >= 4 && head[0] == 'P' && head[1] == 'K') {
+    try {
+      caffe2::serialize::PyTorchStreamReader reader(path);
+      const auto records = reader.getAllRecords();
+      const bool hasCode = std::any_of(records.begin(), records.end(),
+                                       [](const std::string& r) { return r.rfind("code/", 0) == 0; });
+      if (!hasCode)
+        return "'" + path + "' is a torch.save archive (an eager module or state dict), not TorchScript: " + howTo;
+      return "LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + " cannot load '" + path + "' (archive format version " +
+             std::to_string(reader.version()) + "): " + loaderMessage +
+             "; it was probably saved by a newer PyTorch: re-export it with PyTorch 1.13 (Debian's python3-torch), "
+             "avoiding operators newer than 1.13";
+    } catch (const c10::Error&) {
+    }
+  }
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0)
+    return "'" + path + "' is an ONNX file, not TorchScript: training needs TorchScript; " + howTo;
+  return "'" + path + "' is not a TorchScript archive (" + loaderMessage + "): " + howTo;
+}
+
+std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+std::string interpreterMessage(const std::string& what) {
+  std::istringstream in(what);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    const auto colon = line.find("Error: ");
+    if (colon != std::string::npos && line.find(' ') > colon) found = line.substr(colon + 7);
+  }
+  return found.empty() ? firstLine(what) : found;
+}
+
+bool isModelFile(const std::string& spec) {
+  const auto& zoo = cli::zooModelNames();
+  return std::find(zoo.begin(), zoo.end(), spec) == zoo.end();
+}
+
+struct ScriptedModel::Impl {
+  torch::jit::Module module;
+};
+
+ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::make_unique<Impl>()), path_(path), task_(task) {
+  {
+    std::ifstream probe(path, std::ios::binary);
+    if (!probe) throw std::invalid_argument("cannot read model file '" + path + "'");
+  }
+  // The rewritten graph runs as it is: no profiling executor, no fusion, no autodiff subgraphs.
+  torch::jit::getExecutorMode() = false;
+  torch::jit::getProfilingMode() = false;
+  torch::jit::setGraphExecutorOptimize(false);
+  try {
+    impl_->module = torch::jit::load(path, c10::Device(c10::kCPU));
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument(describeLoadFailure(path, firstLine(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(describeLoadFailure(path, firstLine(e.what())));
+  }
+  torch::jit::Module& m = impl_->module;
+  if (!m.find_method("forward")) throw std::invalid_argument("model file '" + path + "' has no forward method");
+  auto graph = m.get_method("forward").graph();
+  // Inline takes each callee's optimised graph, itself inlined only while the executor optimises:
+  // on for the inlining, so that every node's call stack names its whole module path.
+  torch::jit::setGraphExecutorOptimize(true);
+  for (int depth = 0; depth < 256 && hasCalls(graph->block()); ++depth) torch::jit::Inline(*graph);
+  torch::jit::setGraphExecutorOptimize(false);
+  sites_ = Rewriter(m, graph).run();
+  for (const auto& p : m.named_parameters(true)) {
+    at::Tensor t = p.value;
+    if (t.scalar_type() != at::kFloat)
+      throw std::invalid_argument("model file '" + path + "': parameter '" + p.name + "' is " +
+                                  std::string(c10::toString(t.scalar_type())) + "; only float32 models are trained");
+    t.requires_grad_(true);
+    adoptParameter(p.name, t);
+  }
+  for (const auto& b : m.named_buffers(true)) {
+    if (b.value.scalar_type() == at::kFloat || b.value.scalar_type() == at::kLong)
+      adoptBuffer(b.name, b.value);
+    else
+      skippedBuffers_.push_back(b.name);
+  }
+  if (parameters().empty()) throw std::invalid_argument("model file '" + path + "' has no parameters to train");
+}
+
+ScriptedModel::~ScriptedModel() = default;
+
+void ScriptedModel::setTrainingMode(bool training) { impl_->module.train(training); }
+
+at::Tensor ScriptedModel::forward(ops::Dispatcher& ops, const at::Tensor& input) {
+  struct Current {
+    explicit Current(ops::Dispatcher* d) : saved(currentDispatcher) { currentDispatcher = d; }
+    ~Current() { currentDispatcher = saved; }
+    ops::Dispatcher* saved;
+  } current(&ops);
+  c10::IValue out = impl_->module.forward({input});
+  if (out.isTuple() && !out.toTupleRef().elements().empty()) out = out.toTupleRef().elements()[0];
+  if (!out.isTensor())
+    throw std::invalid_argument("model file '" + path_ + "' returns " + out.tagKind() + ", not a tensor");
+  return out.toTensor();
+}
+
+std::string ScriptedModel::routingSummary() const {
+  int64_t routed = 0;
+  std::string left;
+  int64_t leftCount = 0;
+  for (const ScriptSite& s : sites_) {
+    if (s.routed) {
+      ++routed;
+      continue;
+    }
+    ++leftCount;
+    left += (left.empty() ? "" : "; ") + s.layer + " (" + s.aten + "): " + s.detail;
+  }
+  std::string out = "routed " + std::to_string(routed) + " GEMM site" + (routed == 1 ? "" : "s");
+  if (leftCount > 0) out += ", " + std::to_string(leftCount) + " left on ATen: " + left;
+  return out;
+}
+
+namespace {
+
+std::string shapeText(at::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+class FirstCalls final : public ops::CallObserver {
+ public:
+  void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& output) override {
+    if (!ops::isGemmOp(call.kind)) return;
+    auto it = index_.find(id.layer);
+    if (it != index_.end()) {
+      ++calls[it->second].calls;
+      return;
+    }
+    SiteCall s{id.layer, ops::opName(call.kind), "", 0, 1};
+    const at::Tensor& a = call.inputs[0];
+    const at::Tensor& b = call.inputs[1];
+    s.shapes = (call.kind == ops::OpKind::Matmul ? "a " : "x ") + shapeText(a.sizes()) +
+               (call.kind == ops::OpKind::Matmul ? " b " : " w ") + shapeText(b.sizes()) + " -> " + shapeText(output.sizes());
+    if (call.kind == ops::OpKind::Linear) s.reduction = b.size(1);
+    if (call.kind == ops::OpKind::Matmul) s.reduction = a.size(-1);
+    if (call.kind == ops::OpKind::Conv2d) {
+      s.reduction = b.size(1) * b.size(2) * b.size(3);
+      s.shapes += ", " + ops::convGeometry(call).text();
+    }
+    index_[id.layer] = calls.size();
+    calls.push_back(s);
+  }
+  std::vector<SiteCall> calls;
+
+ private:
+  std::map<std::string, std::size_t> index_;
+};
+
+}  // namespace
+
+std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64_t>& inputShape) {
+  at::NoGradGuard noGrad;
+  ops::Dispatcher d;
+  FirstCalls observer;
+  d.addObserver(&observer);
+  model.setTrainingMode(false);
+  const at::Tensor input = model.task() == Task::Text ? at::zeros(inputShape, at::kLong) : at::zeros(inputShape);
+  try {
+    model.forward(d, input);
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument("model file '" + model.modelName() + "' does not take an input of shape " +
+                                shapeText(inputShape) + ": " + interpreterMessage(e.what_without_backtrace()));
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("model file '" + model.modelName() + "' does not take an input of shape " +
+                                shapeText(inputShape) + ": " + interpreterMessage(e.what()));
+  }
+  return observer.calls;
+}
+
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task) {
+  return std::make_shared<ScriptedModel>(path, task);
+}
+
+}  // namespace peat::models

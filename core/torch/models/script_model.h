@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// A user's TorchScript module (torch.jit.trace or torch.jit.script, saved with .save), trained with
+// every GEMM through the kernel slot. The forward graph is inlined and each GEMM-based node
+// (aten::linear, conv1d/conv2d/_convolution, matmul, mm, bmm, addmm, baddbmm) is replaced by a
+// registered op (peat::linear, peat::conv, peat::matmul, peat::addmm) that calls ops::Dispatcher,
+// whose autograd functions send the backward GEMMs through the slot too. The layer of a call is the
+// module path of its weight ("layer1.0.conv1"); a GEMM without a weight (attention's bmm) is named
+// after the module it runs in ("encoder.layers.0.self_attn.bmm", "#2" for the second one there).
+// docs/models.md describes the rewrite, what is routed and what is not.
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/torch/models/zoo.h"
+
+namespace peat::models {
+
+// One GEMM-based node of the forward graph.
+struct ScriptSite {
+  std::string layer;   // the name its calls carry
+  std::string aten;    // the node's op, "aten::_convolution"
+  bool routed = false;
+  std::string detail;  // routed: the slot op and geometry; not routed: the reason
+};
+
+// True unless `spec` is one of the zoo's names: a model file.
+bool isModelFile(const std::string& spec);
+
+class ScriptedModel final : public Model {
+ public:
+  ScriptedModel(const std::string& path, Task task);
+  ~ScriptedModel() override;
+  std::string modelName() const override { return path_; }
+  Task task() const override { return task_; }
+  at::Tensor forward(ops::Dispatcher& ops, const at::Tensor& input) override;
+  void setTrainingMode(bool training) override;
+
+  const std::vector<ScriptSite>& sites() const { return sites_; }
+  std::string routingSummary() const;  // "routed 57 GEMM sites, 2 left on ATen: ..."
+  std::vector<std::string> skippedBuffers() const { return skippedBuffers_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+  Task task_;
+  std::vector<ScriptSite> sites_;
+  std::vector<std::string> skippedBuffers_;
+};
+
+// The first forward call of each layer in one forward of `inputShape` (zeros; token 0 for lm):
+// what `peat models --inspect FILE --input-shape ...` prints.
+struct SiteCall {
+  std::string layer, op;
+  std::string shapes;  // "x [1, 64, 16, 16] w [64, 64, 3, 3] -> [1, 64, 16, 16]"
+  int64_t reduction = 0;  // K of the GEMM
+  int64_t calls = 0;      // forward calls of this layer in the pass
+};
+std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64_t>& inputShape);
+
+// The message of an error from the TorchScript interpreter: the Python-side "...Error: what" line
+// at its end rather than its "The following operation failed" preamble; else its first line.
+std::string interpreterMessage(const std::string& what);
+
+// Loads and rewrites; throws std::invalid_argument with one line for a file that is not TorchScript
+// (a pickled eager module, an ONNX file) or that this LibTorch cannot load.
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task);
+
+}  // namespace peat::models

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Model files through the kernel slot, end to end: `peat models --inspect`, profile, playback
+(golden bit-exact, a candidate, --resume), runtime-fi, same-seed bit-identity, and bad input.
+
+    file_models.py PEAT MODELDIR CASE
+
+MODELDIR holds the TorchScript files of export_models.py (architectures from torchvision and
+torch.nn, not the project's). CASE is one of resnet18, mobilenet_v2, vit, gpt, regression, bad-input.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+PEAT, MODELS, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+WORK = tempfile.mkdtemp(prefix=f"peat-models-{CASE}-")
+failures = []
+
+
+def run(*args, expect=0):
+    p = subprocess.run([PEAT, *map(str, args)], capture_output=True, text=True, timeout=900)
+    if p.returncode != expect:
+        raise SystemExit(f"FAIL: peat {' '.join(map(str, args))} exited {p.returncode} (expected {expect})\n"
+                         f"stdout: {p.stdout[-2000:]}\nstderr: {p.stderr[-2000:]}")
+    return p
+
+
+def run_json(*args):
+    return json.loads(run(*args, "--json").stdout)
+
+
+def check(condition, what):
+    print(("ok   " if condition else "FAIL ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def error_line(args, *needles):
+    """A bad input gives exactly one line, 'peat: error: ...', naming what is wrong, and exit 1."""
+    p = run(*args, expect=1)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if l.startswith("peat: error: ")]
+    ok = len(errors) == 1 and all(n in errors[0] for n in needles)
+    check(ok, f"{' '.join(map(str, args[:3]))}...: one error line with {needles}: {errors or lines[-1:]}")
+
+
+def lm_data(path, context=16, train=512, test=128):
+    """Next-token data from Debian's fortunes text (real text, not the project's): int64 token ids."""
+    text = open("/usr/share/games/fortunes/fortunes", "rb").read()
+    counts = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
+    top = np.argsort(-counts)[:63]
+    table = np.full(256, 63, dtype=np.int64)
+    table[top] = np.arange(63)
+    ids = table[np.frombuffer(text, dtype=np.uint8)]
+    def windows(start, n):
+        x = np.stack([ids[start + i * 7:start + i * 7 + context] for i in range(n)])
+        y = np.stack([ids[start + i * 7 + 1:start + i * 7 + context + 1] for i in range(n)])
+        return x, y
+    with h5py.File(path, "w") as f:
+        for split, start, n in (("train", 0, train), ("test", len(ids) // 2, test)):
+            x, y = windows(start, n)
+            f[f"{split}/x"] = x
+            f[f"{split}/y"] = y
+
+
+def slot_case(name, shape, data, extra=()):
+    model = os.path.join(MODELS, f"{name}.pt")
+    task = ["--task", "lm"] if name == "gpt" else []
+    inspect = run_json("models", "--inspect", model, "--input-shape", shape, *task)
+    sites = inspect["sites"]
+    check(len(sites) > 0 and all(s["routed"] for s in sites), f"{name}: every GEMM site routed ({inspect['summary']})")
+    check(all("shapes" in s for s in sites), f"{name}: every site ran in the inspection forward")
+    layers = [s["layer"] for s in sites]
+    if name == "resnet18":
+        check("layer1.0.conv1" in layers and "fc" in layers and "layer2.0.downsample.0" in layers,
+              "resnet18: sites carry torchvision's module paths")
+    if name == "mobilenet_v2":
+        check(any("depthwise" in s["detail"] for s in sites), "mobilenet_v2: depthwise convolutions routed")
+    if name in ("vit", "gpt"):
+        check(any(s["aten"] == "aten::bmm" for s in sites), f"{name}: attention's bmm routed")
+    if name == "gpt":
+        check(any(s["aten"] == "aten::baddbmm" for s in sites), "gpt: the causal mask's baddbmm routed")
+
+    common = ["--model", model, "--data", data, "--batch", 4, "--seed", 3, *extra]
+    s1, s2 = os.path.join(WORK, "a.h5"), os.path.join(WORK, "b.h5")
+    p1 = run_json("profile", *common, "-n", 3, "--record-every", 2, "--checkpoint-every", 1, "-o", s1)
+    p2 = run_json("profile", *common, "-n", 3, "--record-every", 2, "--checkpoint-every", 1, "-o", s2)
+    check(p1["recorded_calls"] > 0, f"{name}: profile recorded {p1['recorded_calls']} calls")
+    check(p1["final_loss"] == p2["final_loss"] and p1["test_loss"] == p2["test_loss"],
+          f"{name}: same-seed runs give the same losses bit for bit ({p1['final_loss']!r})")
+    with h5py.File(s1, "r") as f1, h5py.File(s2, "r") as f2:
+        run1 = f1["runs/golden"]
+        attrs = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in run1.attrs.items()}
+        check(len(attrs.get("model_sha256", "")) == 64, f"{name}: the model file's SHA-256 is in the run's attributes")
+        it1, it2 = run1["iterations/000000/calls"], f2["runs/golden/iterations/000000/calls"]
+        names = sorted(it1.keys())
+        same = all(np.array_equal(it1[c]["output"][()], it2[c]["output"][()]) for c in names if "output" in it1[c])
+        layer_names = {it1[c].attrs["layer"].decode() if isinstance(it1[c].attrs["layer"], bytes)
+                       else str(it1[c].attrs["layer"]) for c in names}
+        check(same, f"{name}: the two runs' recorded outputs are bit-identical ({len(names)} calls)")
+        check(layer_names & set(layers), f"{name}: recorded calls carry the module paths")
+        phases = {it1[c].attrs["phase"].decode() if isinstance(it1[c].attrs["phase"], bytes) else str(it1[c].attrs["phase"])
+                  for c in names}
+        check("backward" in phases, f"{name}: backward GEMMs went through the slot and were recorded")
+
+    golden = run_json("playback", "-s", s1, "-k", "golden")
+    check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p1["recorded_calls"],
+          f"{name}: golden replay of {golden['replayed_calls']} calls is bit-exact")
+    cand = run_json("playback", "-s", s1, "-k", "bf16", "--resume", 1)
+    check(cand["worst"]["mismatched"] > 0, f"{name}: bf16 replay differs from golden ({cand['worst']['max_abs']:.3g})")
+    fi = run_json("runtime-fi", *common, "-n", 2, "-k", "bf16", "--every", 5, "--op", "all", "-o",
+                  os.path.join(WORK, "fi.h5"))
+    check(fi["substituted_calls"] > 0, f"{name}: runtime FI substituted {fi['substituted_calls']} calls")
+
+    # A model file changed after recording is refused by a resume.
+    changed = os.path.join(WORK, "changed.pt")
+    shutil.copy(model, changed)
+    s3 = os.path.join(WORK, "c.h5")
+    run("profile", "--model", changed, "--data", data, "--batch", 4, "-n", 1, "--record-every", 1, "-o", s3, *extra)
+    with open(changed, "ab") as f:
+        f.write(b"\0")
+    error_line(["playback", "-s", s3, "-k", "bf16", "--resume", 1], "has changed since the session was recorded")
+
+
+def regression_case():
+    """Float targets from .npy files: mean squared error (synthetic data: a format test, not a claim)."""
+    import torch
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 2))
+    path = os.path.join(WORK, "reg.pt")
+    torch.jit.trace(net, torch.randn(4, 8)).save(path)
+    data = os.path.join(WORK, "reg")
+    os.makedirs(data)
+    rng = np.random.default_rng(1)
+    for split, n in (("train", 256), ("test", 64)):
+        x = rng.standard_normal((n, 8)).astype(np.float32)
+        y = np.stack([np.sin(x[:, 0]) + x[:, 1], x[:, 2] * x[:, 3]], 1).astype(np.float32)
+        np.save(os.path.join(data, f"{split}_x.npy"), x)
+        np.save(os.path.join(data, f"{split}_y.npy"), y)
+    r = run_json("train", "--model", path, "--data", data, "-n", 40, "--batch", 16, "--lr", 0.05, "-o",
+                 os.path.join(WORK, "reg.h5"))
+    check(r["final_loss"] < 1.0, f"regression: MSE falls below 1.0 in 40 iterations ({r['final_loss']:.3f})")
+
+
+def bad_input_case():
+    import torch
+    model = os.path.join(MODELS, "resnet18.pt")
+    out = os.path.join(WORK, "bad.h5")
+    eager = os.path.join(WORK, "eager.pt")
+    torch.save(torch.nn.Linear(4, 2), eager)
+    error_line(["profile", "--model", eager, "--data", "fashion-mnist", "-o", out], "not TorchScript", "torch.jit.trace")
+    onnx = os.path.join(WORK, "m.onnx")
+    torch.onnx.export(torch.nn.Linear(4, 2), torch.randn(1, 4), onnx)
+    error_line(["profile", "--model", onnx, "--data", "fashion-mnist", "-o", out], "ONNX")
+    error_line(["profile", "--model", model, "--data", "fashion-mnist:1x28x28", "-o", out], "does not take the data's input",
+               "[2, 1, 28, 28]")
+    error_line(["profile", "--model", model, "-o", out], "needs --data")
+    rng = np.random.default_rng(0)
+    def images(path, labels, nan_at=None):
+        x = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
+        if nan_at is not None:
+            x[nan_at, 1, 2, 3] = np.nan
+        with h5py.File(path, "w") as f:
+            for split in ("train", "test"):
+                f[f"{split}/x"] = x
+                f[f"{split}/y"] = np.array(labels, dtype=np.int64)
+    labels = os.path.join(WORK, "labels.h5")
+    images(labels, [1] * 5 + [12] + [0] * 10)
+    error_line(["profile", "--model", model, "--data", labels, "-o", out], "train/y[5] = 12", "10")
+    nan = os.path.join(WORK, "nan.h5")
+    images(nan, [1] * 16, nan_at=7)
+    error_line(["profile", "--model", model, "--data", nan, "-o", out], "NaN", "sample 7")
+    error_line(["profile", "--model", "lenet", "--data", nan, "-o", out], "for model files")
+    error_line(["models", "--inspect", os.path.join(WORK, "missing.pt")], "cannot read model file")
+
+
+try:
+    if CASE == "regression":
+        regression_case()
+    elif CASE == "bad-input":
+        bad_input_case()
+    elif CASE == "gpt":
+        data = os.path.join(WORK, "tokens.h5")
+        lm_data(data)
+        slot_case("gpt", "1,16", data)
+    else:
+        slot_case(CASE, "1,3,32,32", "fashion-mnist:3x32x32")
+finally:
+    shutil.rmtree(WORK, ignore_errors=True)
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")
