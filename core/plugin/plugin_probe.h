@@ -18,7 +18,17 @@ struct PluginInfo {
   std::string path;
   std::string name;
   uint32_t abiVersion = 0, opKind = 0, dtype = 0, memory = 0;
+  // The probe's test GEMM (7x5 by 5x6, exact in fp32) against the reference. A wrong result does
+  // not refuse the plugin: finding out what is wrong is what playback and the detector are for.
+  uint32_t probeMismatches = 0;  // of kProbeElements
+  double probeMaxAbsError = 0;   // NaN when the plugin wrote NaN or left an element unwritten
+  int32_t probeFirstMismatch = -1;
 };
+inline constexpr uint32_t kProbeElements = 42;
+
+// "plugin 'x' computed its probe GEMM with 6 of 42 elements wrong (max abs error 17, first at 1)"
+// for a plugin whose probe GEMM differed; empty otherwise.
+std::string probeWarning(const PluginInfo& info);
 
 using GemmFn = int (*)(const float*, const float*, float*, int64_t, int64_t, int64_t);
 using LastErrorFn = const char* (*)();
@@ -27,8 +37,9 @@ using LastErrorFn = const char* (*)();
 // reference. Only the probe helper calls this: a bad plugin may crash the calling process.
 PluginInfo checkPluginInProcess(const std::string& path);
 
-// Runs checkPluginInProcess in the peat-probe helper. A crash, a hang past `timeoutSeconds`,
-// a wrong ABI or a wrong result comes back as PluginError with a one-line reason.
+// Runs checkPluginInProcess in the peat-probe helper. A crash, a hang past `timeoutSeconds`, a
+// wrong ABI or a missing symbol comes back as PluginError with a one-line reason; a wrong result
+// comes back in the info (probeWarning).
 PluginInfo probePlugin(const std::string& path, double timeoutSeconds = 30);
 
 // The checks of a plugin's self-description, and of the probe helper's answer (which comes from a

@@ -22,6 +22,9 @@ void mustObeyTheAbi(const peat::plugin::PluginInfo& info) {
     std::abort();
   for (char c : info.name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) std::abort();
+  if (info.probeMismatches > peat::plugin::kProbeElements || info.probeFirstMismatch >= int32_t(peat::plugin::kProbeElements) ||
+      (info.probeMismatches == 0) != (info.probeFirstMismatch < 0))
+    std::abort();
 }
 
 uint32_t word(const uint8_t* p) {

@@ -46,6 +46,7 @@ class TestAnalyzer : public QObject {
   void npyRefusals_data();
   void npyRefusals();
   void hdf5Source();
+  void npyIntegersAreReadExactly();
 };
 
 void TestAnalyzer::identicalPair() {
@@ -401,7 +402,7 @@ void TestAnalyzer::npyRefusals_data() {
   QTest::newRow("big-endian") << h("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }") << 8 << "big-endian";
   QTest::newRow("fortran") << h("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }") << 16 << "Fortran order";
   QTest::newRow("object") << h("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }") << 16 << "object arrays";
-  QTest::newRow("int") << h("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }") << 8 << "not supported";
+  QTest::newRow("complex") << h("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }") << 16 << "not supported";
   QTest::newRow("truncated") << h("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }") << 8 << "truncated";
   QTest::newRow("no shape") << h("{'descr': '<f4', 'fortran_order': False, }") << 8 << "lacks";
   QTest::newRow("garbage") << QByteArray("this is not numpy at all") << 0 << "not a .npy file";
@@ -429,6 +430,36 @@ void TestAnalyzer::npyRefusals() {
   }
 }
 
+// Integers (labels, token ids) are read, but only where fp32 holds them exactly.
+void TestAnalyzer::npyIntegersAreReadExactly() {
+  QTemporaryDir dir;
+  auto write = [&](const char* name, const char* descr, const QByteArray& data, int count) {
+    QByteArray dict = QByteArray("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                      QByteArray::number(count) + ",), }";
+    const int len = int(dict.size());
+    QByteArray file = QByteArray("\x93NUMPY\x01\x00", 8) + char(len & 0xff) + char(len >> 8) + dict + data;
+    QFile f(dir.filePath(QString::fromLatin1(name)));
+    if (!f.open(QIODevice::WriteOnly)) return std::string();
+    f.write(file);
+    return f.fileName().toStdString();
+  };
+  const std::string small = write("small.npy", "<i8", QByteArray("\x07\0\0\0\0\0\0\0\xfd\xff\xff\xff\xff\xff\xff\xff", 16), 2);
+  const io::FloatTensor t = io::readNpy(small);
+  QCOMPARE(t.dtype, std::string("int64"));
+  QCOMPARE(t.data()[0], 7.0f);
+  QCOMPARE(t.data()[1], -3.0f);
+  const std::string bytes = write("u8.npy", "|u1", QByteArray("\xff\x00", 2), 2);
+  QCOMPARE(io::readNpy(bytes).data()[0], 255.0f);
+  // 2^25 + 1 rounds in fp32
+  const std::string big = write("big.npy", "<i8", QByteArray("\x01\0\0\x02\0\0\0\0", 8), 1);
+  try {
+    io::readNpy(big);
+    QFAIL("an integer fp32 cannot hold was read");
+  } catch (const io::SourceError& e) {
+    QVERIFY2(QString::fromStdString(e.what()).contains(QStringLiteral("not exact in float32")), e.what());
+  }
+}
+
 void TestAnalyzer::hdf5Source() {
   QTemporaryDir dir;
   const std::string path = dir.filePath(QStringLiteral("s.h5")).toStdString();
@@ -439,7 +470,10 @@ void TestAnalyzer::hdf5Source() {
   QCOMPARE(fp::bitsOf(t.data()[3]) & 0xffffu, 0u);  // widened exactly from bf16
   QVERIFY_THROWS_EXCEPTION(io::SourceError, io::readSource(path + ":/runs/golden/nope"));
   QVERIFY_THROWS_EXCEPTION(io::SourceError, io::readSource(path + ":/runs/golden/tables"));
-  QVERIFY_THROWS_EXCEPTION(io::SourceError, io::readSource(path + ":/runs/golden/iterations/000000/calls/000000/labels"));
+  // integer datasets (labels) are read exactly
+  const io::FloatTensor labels = io::readSource(path + ":/runs/golden/iterations/000000/calls/000000/labels");
+  QVERIFY(labels.dtype.find("int") != std::string::npos);
+  for (uint64_t i = 0; i < labels.size(); ++i) QCOMPARE(labels.data()[i], std::floor(labels.data()[i]));
 }
 
 QTEST_GUILESS_MAIN(TestAnalyzer)

@@ -2,6 +2,7 @@
 // Kernel names, their options, and the factory behind `--kernel`.
 #include <ATen/ATen.h>
 
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -217,7 +218,10 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
     const std::string path = o.text("path", "");
     if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
     try {
-      return std::make_unique<PluginKernel>(plugin::loadProbedPlugin(path));
+      plugin::LoadedPlugin loaded = plugin::loadProbedPlugin(path);
+      if (const std::string warning = plugin::probeWarning(loaded.info); !warning.empty())
+        std::cerr << "peat: warning: " << warning << "\n";
+      return std::make_unique<PluginKernel>(std::move(loaded));
     } catch (const plugin::PluginError& e) {
       throw KernelError(e.what());
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/sys.h"
 #include "core/data/datasets.h"
 #include "core/io/tensor_source.h"
 #include "core/torch/models/script_model.h"
@@ -430,6 +431,9 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
   at::set_num_threads(options_.threads);
   modelFile_ = models::isModelFile(options_.model);
   models::Task task = models::Task::Images;
+  if (modelFile_ && !sys::fileExists(options_.model))
+    throw std::invalid_argument("unknown model '" + options_.model + "': not one of the zoo's (" + models::modelList() +
+                                ") and no such TorchScript file");
   if (modelFile_) {
     auto data = std::make_unique<UserDataSource>(options_, task);
     options_.task = taskName(task);
