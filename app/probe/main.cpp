@@ -3,13 +3,19 @@
 //   peat-probe plugin PLUGIN           loads a user kernel and checks it
 //   peat-probe session FILE [--verify] reads a session file's structure (all its data, with --verify)
 //   peat-probe hdf5 FILE DATASET       reads one float dataset of any HDF5 file (file.h5:/path tensors)
+//   peat-probe torchscript FILE        loads and rewrites a TorchScript model file (through libpeat_torch.so)
 // Prints "ok..." or "error\treason"; a crash or a hang is seen by the parent.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/io/tensor_source.h"
+#include "core/cli/torch_commands.h"
 #include "core/plugin/plugin_probe.h"
+#include "core/torch_module.h"
 #include "core/store/session.h"
 
 int main(int argc, char** argv) {
@@ -35,6 +41,22 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (mode == "torchscript" && argc == 3) {
+      // LibTorch's loader and the graph rewrite on a model file from someone else: `peat models
+      // --inspect FILE` in this throw-away process, its report discarded (the caller loads the file
+      // again for the messages of a clean refusal); only a crash or a hang matters here.
+      peat::cli::TorchCommand c;
+      c.name = "models";
+      c.inspect = argv[2];
+      std::fflush(stdout);
+      const int saved = ::dup(1), devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      const int rc = peat::runTorchCommand(peat::cli::encode(c));
+      std::fflush(stdout);
+      ::dup2(saved, 1);
+      std::printf(rc == 0 ? "ok\t0\n" : "error\tthe model file was refused (exit %d)\n", rc);
+      return rc == 0 ? 0 : 1;
+    }
     if (mode == "hdf5" && argc == 4) {
       const peat::io::FloatTensor t = peat::io::readHdf5Dataset(argv[2], argv[3], peat::io::InsideProbe{});
       std::printf("ok\t%llu\n", (unsigned long long)t.size());
@@ -44,6 +66,6 @@ int main(int argc, char** argv) {
     std::printf("error\t%s\n", e.what());
     return 1;
   }
-  std::printf("error\tusage: peat-probe plugin PLUGIN | peat-probe session FILE [--verify] | peat-probe hdf5 FILE DATASET\n");
+  std::printf("error\tusage: peat-probe plugin PLUGIN | peat-probe session FILE [--verify] | peat-probe hdf5 FILE DATASET | peat-probe torchscript FILE\n");
   return 2;
 }

@@ -372,7 +372,7 @@ int runModelsCommand(const cli::TorchCommand& c) {
   }
   const models::Task task = c.task == "lm" ? models::Task::Text : c.task == "regression" ? models::Task::Regression
                                                                                         : models::Task::Images;
-  auto model = models::loadScriptedModel(c.inspect, task);
+  auto model = models::loadScriptedModel(c.inspect, task, models::Probe::Inside);
   std::vector<models::SiteCall> calls;
   if (!c.inputShape.empty()) {
     const std::vector<int64_t> shape = parseCounts("--input-shape", c.inputShape);

@@ -13,14 +13,20 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "base/sys.h"
 #include "core/cli/torch_commands.h"
+#include "core/util/helper_process.h"
 
 namespace peat::models {
 
@@ -567,7 +573,32 @@ std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64
   return observer.calls;
 }
 
-std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task) {
+void probeModelFile(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> probed;  // path, size and modification time: once per process
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::invalid_argument("cannot read model file '" + path + "'");
+  const std::string key = path + "\t" + std::to_string(st.st_size) + "\t" + std::to_string(st.st_mtim.tv_sec) + "." +
+                          std::to_string(st.st_mtim.tv_nsec);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (probed.count(key)) return;
+  const std::string helper = sys::moduleDirectory() + "/peat-probe";
+  if (!sys::fileExists(helper)) throw std::invalid_argument("the probe helper is missing: " + helper);
+  double seconds = 120;
+  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
+  const sys::HelperResult r = sys::runHelper({helper, "torchscript", path}, seconds);
+  if (!r.started) throw std::invalid_argument("cannot start the model probe: " + r.output);
+  if (r.timedOut)
+    throw std::invalid_argument("loading model file '" + path + "' did not finish within " +
+                                std::to_string(int(seconds)) + " s in the probe helper; it was not loaded");
+  if (r.signal)
+    throw std::invalid_argument("LibTorch's loader crashed on model file '" + path + "' in the probe helper (" +
+                                sys::describeSignal(r.signal) + "); it was not loaded");
+  probed.insert(key);  // a clean refusal (exit 1) is loaded here again for its message
+}
+
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe) {
+  if (probe == Probe::First) probeModelFile(path);
   return std::make_shared<ScriptedModel>(path, task);
 }
 

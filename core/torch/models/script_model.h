@@ -66,7 +66,12 @@ std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64
 std::string interpreterMessage(const std::string& what);
 
 // Loads and rewrites; throws std::invalid_argument with one line for a file that is not TorchScript
-// (a pickled eager module, an ONNX file) or that this LibTorch cannot load.
-std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task);
+// (a pickled eager module, an ONNX file) or that this LibTorch cannot load. A model file is code-like
+// input from someone else: Probe::First loads it in the probe helper first (peat-probe torchscript,
+// once per file per process), so that a crash or a hang of LibTorch's loader refuses the file
+// instead of taking this process down. `peat models --inspect` is what the helper runs: it loads
+// in place (Probe::Inside).
+enum class Probe { First, Inside };
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe = Probe::First);
 
 }  // namespace peat::models
