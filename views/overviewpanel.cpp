@@ -47,13 +47,26 @@ void OverviewPanel::showSummary(const store::SessionSummary& s) {
     complete += r.completeIterations();
     iterations += int64_t(r.iterations.size());
   }
-  const std::vector<std::pair<QString, QString>> rows{
+  // A model file's digest and its data, as its first training run recorded them (docs/models.md).
+  QString modelDigest, data, routing;
+  for (const store::RunInfo& r : s.runs) {
+    auto attribute = [&r](const char* key) {
+      auto it = r.attributes.find(key);
+      return it == r.attributes.end() ? QString() : qs(it->second);
+    };
+    if (modelDigest.isEmpty() && !attribute("model_sha256").isEmpty()) {
+      modelDigest = attribute("model_sha256");
+      data = attribute("data");
+      routing = attribute("routing");
+    }
+  }
+  std::vector<std::pair<QString, QString>> rows{
       {tr("File"), qs(s.path)},
       {tr("Schema version"), QString::number(s.schemaVersion)},
       {tr("Created"), qs(s.created)},
       {tr("Tool"), tr("peat %1 (commit %2)").arg(qs(p.toolVersion), qs(p.gitCommit))},
       {tr("Seed"), QString::number(p.seed)},
-      {tr("Model"), qs(p.model)},
+      {tr("Model"), modelDigest.isEmpty() ? qs(p.model) : QFileInfo(qs(p.model)).fileName()},
       {tr("Dataset"), qs(p.dataset)},
       {tr("Backend"), tr("%1 on %2").arg(qs(p.backend), qs(p.device))},
       {tr("LibTorch"), qs(p.libtorchVersion)},
@@ -65,6 +78,11 @@ void OverviewPanel::showSummary(const store::SessionSummary& s) {
       {tr("Recorded calls"), QString::number(calls)},
       {tr("SAVE results"), QString::number(s.saveResults.size())},
   };
+  if (!modelDigest.isEmpty()) {
+    const auto at = rows.begin() + 6;  // after Model
+    rows.insert(at, {{tr("Model file"), qs(p.model)}, {tr("Model SHA-256"), modelDigest},
+                     {tr("Model GEMMs"), routing}, {tr("Data"), data}});
+  }
   table_->setRowCount(int(rows.size()));
   for (int i = 0; i < int(rows.size()); ++i) {
     table_->setItem(i, 0, new QTableWidgetItem(rows[std::size_t(i)].first));

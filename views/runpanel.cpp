@@ -63,7 +63,36 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   model_->addItems({QStringLiteral("mlp"), QStringLiteral("lenet"), QStringLiteral("resnet"), QStringLiteral("vit"),
                     QStringLiteral("chargpt")});
   model_->setCurrentText(QStringLiteral("lenet"));
-  form_->addRow(tr("Model"), model_);
+  model_->setEditable(true);  // a zoo name, or a TorchScript file (docs/models.md)
+  model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
+  auto* modelRow = new QHBoxLayout;
+  modelFile_ = new QPushButton(tr("Model file..."), this);
+  modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
+  modelRow->addWidget(model_, 1);
+  modelRow->addWidget(modelFile_);
+  form_->addRow(tr("Model"), modelRow);
+  connect(modelFile_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("TorchScript model"), QString(),
+                                                      tr("TorchScript archives (*.pt *.pth *.ts *.zip);;All files (*)"));
+    if (!path.isEmpty()) model_->setCurrentText(path);
+  });
+
+  auto* dataRow = new QHBoxLayout;
+  data_ = new QLineEdit(this);
+  data_->setPlaceholderText(tr("fashion-mnist:3x64x64, data.h5 or a folder of .npy files"));
+  data_->setToolTip(tr("The model file's data: an HDF5 file with train/x, train/y, test/x, test/y; a folder of\n"
+                       "train_x.npy ... test_y.npy; or Fashion-MNIST resized (fashion-mnist:CxHxW)"));
+  auto* dataButton = new QPushButton(tr("Data..."), this);
+  dataRow->addWidget(data_, 1);
+  dataRow->addWidget(dataButton);
+  form_->addRow(tr("Data"), dataRow);
+  connect(dataButton, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Training data"), QString(),
+                                                      tr("HDF5 files (*.h5 *.hdf5);;NumPy files (*.npy)"));
+    if (path.isEmpty()) return;
+    // a .npy file stands for its folder (train_x.npy, train_y.npy, test_x.npy, test_y.npy)
+    data_->setText(path.endsWith(QLatin1String(".npy")) ? QFileInfo(path).absolutePath() : path);
+  });
 
   auto* kernelRow = new QHBoxLayout;
   kernel_ = new QComboBox(this);
@@ -168,6 +197,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   outer->addStretch(1);
 
   connect(mode_, &QComboBox::currentIndexChanged, this, &RunPanel::updateFields);
+  connect(model_, &QComboBox::currentTextChanged, this, &RunPanel::updateRows);
   connect(start_, &QPushButton::clicked, this, &RunPanel::start);
   connect(cancel_, &QPushButton::clicked, this, &RunPanel::cancel);
   connect(process_, &QProcess::readyReadStandardOutput, this, &RunPanel::readOutput);
@@ -190,6 +220,13 @@ RunPanel::Mode RunPanel::mode() const { return Mode(mode_->currentIndex()); }
 void RunPanel::setSessionPath(const QString& path) { session_->setText(path); }
 QString RunPanel::sessionPath() const { return session_->text(); }
 void RunPanel::setModel(const QString& model) { model_->setCurrentText(model); }
+void RunPanel::setData(const QString& data) { data_->setText(data); }
+
+bool RunPanel::modelIsFile() const {
+  for (int i = 0; i < model_->count(); ++i)
+    if (model_->itemText(i) == model_->currentText()) return false;
+  return !model_->currentText().trimmed().isEmpty();
+}
 void RunPanel::setKernel(const QString& kernel) { kernel_->setCurrentText(kernel); }
 void RunPanel::setIterations(int n) { iterations_->setValue(n); }
 void RunPanel::setFlips(const QString& flips) { flips_->setText(flips); }
@@ -198,14 +235,20 @@ void RunPanel::setAnalyzeAfterPlayback(bool on) { analyze_->setChecked(on); }
 bool RunPanel::running() const { return process_->state() != QProcess::NotRunning; }
 
 void RunPanel::updateFields() {
+  updateRows();
+  if (mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign)
+    model_->setCurrentText(model_->currentText() == QLatin1String("vit") ? QStringLiteral("vit") : QStringLiteral("lenet"));
+}
+
+void RunPanel::updateRows() {
   const Mode m = mode();
-  const bool trains = m == Mode::Profile || m == Mode::RuntimeFi, save = m == Mode::SaveAnalyze || m == Mode::SaveCampaign;
-  // rows: mode, model, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse
-  const bool rows[] = {true, m != Mode::Playback, m == Mode::Playback || m == Mode::RuntimeFi,
+  const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
+  // rows: mode, model, data, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse
+  const bool rows[] = {true, m != Mode::Playback, trains && modelIsFile(), m == Mode::Playback || m == Mode::RuntimeFi,
                        m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
                        m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
-  if (save) model_->setCurrentText(model_->currentText() == QLatin1String("vit") ? QStringLiteral("vit") : QStringLiteral("lenet"));
+  modelFile_->setEnabled(trains);
 }
 
 QString RunPanel::program() const {
@@ -229,7 +272,14 @@ QStringList RunPanel::arguments(QString* error) const {
   };
   const QString session = session_->text().trimmed();
   if (session.isEmpty()) return fail(tr("choose a session file"));
-  const QString model = model_->currentText(), kernel = kernel_->currentText().trimmed();
+  const QString model = model_->currentText().trimmed(), kernel = kernel_->currentText().trimmed();
+  // a model file trains on the data the user names (docs/models.md)
+  QStringList modelArguments{QStringLiteral("--model"), model};
+  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && modelIsFile()) {
+    if (!QFileInfo(model).isFile()) return fail(tr("model file %1 does not exist").arg(model));
+    if (data_->text().trimmed().isEmpty()) return fail(tr("choose the model file's data"));
+    modelArguments << QStringLiteral("--data") << data_->text().trimmed();
+  }
   const QString seed = QString::number(seed_->value()), iterations = QString::number(iterations_->value());
   // the gpu-* kernels run on the chosen device; the others only on the CPU
   const QString device = device_->currentText();
@@ -240,9 +290,10 @@ QStringList RunPanel::arguments(QString* error) const {
     return fail(tr("%1 runs on the CPU: choose a gpu-* kernel to use %2").arg(kernel.section(QLatin1Char(':'), 0, 0), device));
   switch (mode()) {
     case Mode::Profile:
-      return {QStringLiteral("profile"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
-              QStringLiteral("--seed"), seed, QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
-              QStringLiteral("--out"), session};
+      return QStringList{QStringLiteral("profile")} + modelArguments +
+             QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
+                         QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
+                         QStringLiteral("--out"), session};
     case Mode::Playback:
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
       return QStringList{QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
@@ -251,9 +302,10 @@ QStringList RunPanel::arguments(QString* error) const {
              deviceArguments;
     case Mode::RuntimeFi: {
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
-      QStringList a{QStringLiteral("runtime-fi"), QStringLiteral("--model"), model, QStringLiteral("--iterations"), iterations,
-                    QStringLiteral("--seed"), seed, QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
-                    QStringLiteral("--out"), session};
+      QStringList a = QStringList{QStringLiteral("runtime-fi")} + modelArguments +
+                      QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
+                                  QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
+                                  QStringLiteral("--out"), session};
       a << deviceArguments;
       const QString p = prob_->text().trimmed();
       if (p.isEmpty()) a << QStringLiteral("--every") << QString::number(every_->value());

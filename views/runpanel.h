@@ -36,7 +36,8 @@ class RunPanel : public QWidget {
   Mode mode() const;
   void setSessionPath(const QString& path);  // the output (or, for playback and SAVE, the appended) session
   QString sessionPath() const;
-  void setModel(const QString& model);
+  void setModel(const QString& model);  // a zoo name or a TorchScript file
+  void setData(const QString& data);    // a model file's --data
   void setKernel(const QString& kernel);
   void setIterations(int n);
   void setFlips(const QString& flips);
@@ -71,18 +72,21 @@ class RunPanel : public QWidget {
   void finished(bool ok, const QString& message, const QString& session);
 
  private:
-  void updateFields();
+  void updateFields();  // on a mode change: rows, and SAVE's models
+  void updateRows();    // which rows the mode and the model show
   void readOutput();
   void handleEvent(const QByteArray& line);
   void processEnded(int code, QProcess::ExitStatus status);
   bool launch(const QStringList& args);
+  bool modelIsFile() const;  // not one of the zoo's names
 
   QFormLayout* form_;
   QComboBox *mode_, *model_, *kernel_, *op_, *device_;
   QSpinBox *iterations_, *seed_, *every_, *images_;
   QLineEdit *flips_, *session_, *prob_;
   QCheckBox* analyze_;
-  QPushButton *start_, *cancel_, *plugin_;
+  QPushButton *start_, *cancel_, *plugin_, *modelFile_;
+  QLineEdit* data_;
   QProgressBar* progress_;
   QLabel* status_;
   QProcess* process_;

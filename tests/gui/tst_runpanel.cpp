@@ -10,6 +10,7 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QThread>
+#include <QFile>
 #include <QtTest>
 
 #include <algorithm>
@@ -67,6 +68,7 @@ class TestRunPanel : public QObject {
   void initTestCase();
   void incompleteFormIsRefused();
   void gpuKernelsRunOnTheChosenDevice();
+  void modelFileNeedsItsData();
   void saveAnalysisAppearsInTheWindow();
   void cancelledCampaignKeepsItsPoints();
   void profileThenPlaybackWithAnalysis();
@@ -127,6 +129,37 @@ void TestRunPanel::gpuKernelsRunOnTheChosenDevice() {
   panel.setKernel(QStringLiteral("gpu-half"));
   args = panel.arguments(&error);
   QCOMPARE(args.mid(args.indexOf(QStringLiteral("--device")), 2), (QStringList{QStringLiteral("--device"), QStringLiteral("cpu:0")}));
+}
+
+// A TorchScript file instead of a zoo name: the Data row appears, and the command needs --data.
+void TestRunPanel::modelFileNeedsItsData() {
+  RunPanel panel;
+  panel.setSessionPath(dir_.filePath(QStringLiteral("m.h5")));
+  panel.setMode(RunPanel::Mode::Profile);
+  const QString model = dir_.filePath(QStringLiteral("net.pt"));
+  QString error;
+  panel.setModel(model);
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY2(error.contains(QStringLiteral("does not exist")), qPrintable(error));
+  QFile f(model);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("PK");
+  f.close();
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY2(error.contains(QStringLiteral("choose the model file's data")), qPrintable(error));
+  panel.setData(QStringLiteral("fashion-mnist:3x32x32"));
+  QStringList args = panel.arguments(&error);
+  QVERIFY2(!args.isEmpty(), qPrintable(error));
+  QCOMPARE(args.mid(args.indexOf(QStringLiteral("--model")), 4),
+           (QStringList{QStringLiteral("--model"), model, QStringLiteral("--data"), QStringLiteral("fashion-mnist:3x32x32")}));
+  panel.setMode(RunPanel::Mode::RuntimeFi);
+  panel.setKernel(QStringLiteral("bf16"));
+  args = panel.arguments(&error);
+  QVERIFY(args.contains(QStringLiteral("--data")));
+  panel.setMode(RunPanel::Mode::Profile);
+  panel.setModel(QStringLiteral("lenet"));  // a zoo model has its own data
+  args = panel.arguments(&error);
+  QVERIFY(!args.isEmpty() && !args.contains(QStringLiteral("--data")));
 }
 
 void TestRunPanel::saveAnalysisAppearsInTheWindow() {

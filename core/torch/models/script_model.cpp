@@ -461,7 +461,12 @@ ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::ma
   torch::jit::setGraphExecutorOptimize(true);
   for (int depth = 0; depth < 256 && hasCalls(graph->block()); ++depth) torch::jit::Inline(*graph);
   torch::jit::setGraphExecutorOptimize(false);
-  sites_ = Rewriter(m, graph).run();
+  // PEAT_BENCH_NO_SLOT=1 (benchmarks only: tests/bench/models.sh) leaves the graph on ATen, to time
+  // the slot against plain LibTorch on the same module, data and training loop.
+  if (const char* plain = std::getenv("PEAT_BENCH_NO_SLOT"); plain && *plain == '1')
+    sites_.push_back({"(all)", "-", false, "PEAT_BENCH_NO_SLOT=1: the graph runs on ATen, nothing is routed"});
+  else
+    sites_ = Rewriter(m, graph).run();
   for (const auto& p : m.named_parameters(true)) {
     at::Tensor t = p.value;
     if (t.scalar_type() != at::kFloat)
