@@ -18,6 +18,9 @@ import tempfile
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from file_models_data import lm_tokens  # noqa: E402
+
 PEAT, MODELS, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 WORK = tempfile.mkdtemp(prefix=f"peat-models-{CASE}-")
 failures = []
@@ -48,25 +51,6 @@ def error_line(args, *needles):
     errors = [l for l in lines if l.startswith("peat: error: ")]
     ok = len(errors) == 1 and all(n in errors[0] for n in needles)
     check(ok, f"{' '.join(map(str, args[:3]))}...: one error line with {needles}: {errors or lines[-1:]}")
-
-
-def lm_data(path, context=16, train=512, test=128):
-    """Next-token data from Debian's fortunes text (real text, not the project's): int64 token ids."""
-    text = open("/usr/share/games/fortunes/fortunes", "rb").read()
-    counts = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
-    top = np.argsort(-counts)[:63]
-    table = np.full(256, 63, dtype=np.int64)
-    table[top] = np.arange(63)
-    ids = table[np.frombuffer(text, dtype=np.uint8)]
-    def windows(start, n):
-        x = np.stack([ids[start + i * 7:start + i * 7 + context] for i in range(n)])
-        y = np.stack([ids[start + i * 7 + 1:start + i * 7 + context + 1] for i in range(n)])
-        return x, y
-    with h5py.File(path, "w") as f:
-        for split, start, n in (("train", 0, train), ("test", len(ids) // 2, test)):
-            x, y = windows(start, n)
-            f[f"{split}/x"] = x
-            f[f"{split}/y"] = y
 
 
 def slot_case(name, shape, data, extra=()):
@@ -187,7 +171,7 @@ try:
         bad_input_case()
     elif CASE == "gpt":
         data = os.path.join(WORK, "tokens.h5")
-        lm_data(data)
+        lm_tokens(data)
         slot_case("gpt", "1,16", data)
     else:
         slot_case(CASE, "1,3,32,32", "fashion-mnist:3x32x32")

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Model files at full size (issue 16's speed targets), whole processes, one run on this machine.
+
+    python3 tests/bench/models_bench.py BUILD_DIR [--iterations 30]
+
+1. torchvision ResNet-18 (3x64x64, batch 16, Fashion-MNIST resized): plain LibTorch (the same
+   module, data and loop, graph left on ATen: PEAT_BENCH_NO_SLOT=1) against training through the
+   slot, and recording every 10th iteration against not recording. Best of 2.
+2. GPT-style model (6 layers, width 256, context 128, Debian's fortunes text): profile, then
+   playback of every recorded linear call through bf16, tf32 and splitk with the detector's
+   verdicts (peat detect) counted per kernel.
+Prints a markdown table for docs/benchmarks.md.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--iterations", type=int, default=30)
+    args = ap.parse_args()
+    peat = os.path.join(args.build, "bin", "peat")
+    work = tempfile.mkdtemp(prefix="peat-models-bench-")
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "models", "export_models.py"), work, "--size", "full",
+                    "--models", "resnet18,gpt"], check=True, capture_output=True)
+
+    def timed(cmd, env=None, repeat=2):
+        best = None
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+            dt = time.perf_counter() - t0
+            if p.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr[-1500:]}")
+            best = dt if best is None else min(best, dt)
+        return best, p
+
+    r18 = os.path.join(work, "resnet18.pt")
+    common = ["--model", r18, "--data", "fashion-mnist:3x64x64", "--batch", "16", "-n", str(args.iterations)]
+    out = os.path.join(work, "r18.h5")
+    plain, _ = timed([peat, "train", *common, "-o", out, "--force"], {"PEAT_BENCH_NO_SLOT": "1"})
+    slot, _ = timed([peat, "train", *common, "-o", out, "--force"])
+    rec, p = timed([peat, "profile", *common, "--record-every", "10", "-o", out, "--force", "--json"])
+    prof = json.loads(p.stdout)
+    rows = [("ResNet-18 3x64x64 batch 16, %d iterations: slot vs plain LibTorch" % args.iterations,
+             f"{slot:.1f} s vs {plain:.1f} s: **{slot / plain:.3f}x**", "<= 1.10x"),
+            ("the same, recording every 10th iteration vs not recording",
+             f"{rec:.1f} s vs {slot:.1f} s: **{rec / slot:.3f}x**", "<= 1.15x"),
+            ("recorded per recorded iteration / session file",
+             f"{prof['recorded_bytes'] / prof['recorded_iterations'] / 2**20:.0f} MiB / {prof['file_bytes'] / 2**20:.0f} MiB", "")]
+
+    # GPT: K = 1024 in the MLP's second linear (4 x 256)
+    from file_models_data import lm_tokens
+    data = os.path.join(work, "tokens.h5")
+    lm_tokens(data, context=128, train=2048, test=256, vocabulary=96)
+    gpt = os.path.join(work, "gpt.pt")
+    session = os.path.join(work, "gpt.h5")
+    t, p = timed([peat, "profile", "--model", gpt, "--data", data, "--batch", "8", "-n", "3", "--record-every", "2",
+                  "--record-ops", "linear", "-o", session, "--force", "--json"], repeat=1)
+    gp = json.loads(p.stdout)
+    rows.append(("GPT 6x256, context 128, batch 8: profile of 3 iterations recording 2",
+                 f"{t:.1f} s, {gp['recorded_calls']} calls", ""))
+    inspect = json.loads(subprocess.run([peat, "models", "--inspect", gpt, "--input-shape", "1,128", "--task", "lm",
+                                         "--json"], capture_output=True, text=True, check=True).stdout)
+    kmax = max(s.get("reduction", 0) for s in inspect["sites"])
+    rows.append(("GPT: largest GEMM reduction K", str(kmax), ">= 1024"))
+    for kernel in ("bf16", "tf32", "splitk"):
+        t, p = timed([peat, "playback", "-s", session, "-k", kernel, "--op", "linear", "--store-outputs", "--name", kernel,
+                      "--json"], repeat=1)
+        pb = json.loads(p.stdout)
+        d = subprocess.run([peat, "detect", "-s", session, "--run", kernel, "--json"], capture_output=True, text=True,
+                           check=True)
+        verdicts = collections.Counter(c["verdict"] for c in json.loads(d.stdout)["calls"])
+        rows.append((f"GPT: playback of {pb['replayed_calls']} linear calls through {kernel}, detector verdicts",
+                     f"{t:.1f} s; " + ", ".join(f"{k} {n}" for k, n in verdicts.most_common()), ""))
+    print("| measure | result | target |\n|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()
