@@ -102,6 +102,29 @@ def slot_case(name, shape, data, extra=()):
                   os.path.join(WORK, "fi.h5"))
     check(fi["substituted_calls"] > 0, f"{name}: runtime FI substituted {fi['substituted_calls']} calls")
 
+    if name == "vit":  # shards, sweeps and the analysis work on model-file runs as on the zoo's
+        one, merged = os.path.join(WORK, "one.h5"), os.path.join(WORK, "merged.h5")
+        shutil.copy(s1, one)
+        shutil.copy(s1, merged)
+        run("playback", "-s", one, "-k", "bitflip:count=2", "--seed", 4)
+        shards = []
+        for i in range(2):
+            shards.append(os.path.join(WORK, f"shard{i}.h5"))
+            run("playback", "-s", s1, "-k", "bitflip:count=2", "--seed", 4, "--shard", f"{i}/2", "--out", shards[-1])
+        run("merge", *shards, "-s", merged)
+        with h5py.File(one, "r") as a, h5py.File(merged, "r") as b:
+            x = a["runs/playback-bitflip/tables/call_errors"][()]
+            y = b["runs/playback-bitflip/tables/call_errors"][()]
+            check(len(x) == len(y) > 0 and all(np.array_equal(x[n], y[n], equal_nan=True) for n in x.dtype.names
+                                               if x[n].dtype.kind == "f"),
+                  f"vit: two merged playback shards equal the one-process replay ({len(y)} calls)")
+        sweep = run_json("runtime-fi", *common, "-n", 2, "-k", "bf16", "--every", "3,7", "--op", "all", "-o",
+                         os.path.join(WORK, "sweep.h5"))
+        check(sweep["points"] == 2, f"vit: a runtime-FI sweep over --every 3,7 gives {sweep['points']} points")
+        run("playback", "-s", s1, "-k", "bf16", "--store-outputs", "--name", "kept", "--max-calls", 10)
+        analysis = run_json("analyze", "--session", s1, "--run", "kept")
+        check(len(analysis.get("calls", [])) == 10, "vit: peat analyze reports the 10 replayed calls")
+
     # A model file changed after recording is refused by a resume.
     changed = os.path.join(WORK, "changed.pt")
     shutil.copy(model, changed)
