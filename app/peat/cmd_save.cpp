@@ -14,6 +14,7 @@
 #include "app/peat/commands.h"
 #include "app/peat/text.h"
 #include "core/data/datasets.h"
+#include "core/save/onnx_model.h"
 #include "core/save/campaign.h"
 #include "core/merge/shards.h"
 #include "core/save/analysis_record.h"
@@ -136,12 +137,33 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   return so;
 }
 
+// The model's graph: a zoo model with the checkpoint's (or seeded random) weights, or an ONNX file
+// with its own. Campaigns and check-bits read Fashion-MNIST images: `images` refuses other inputs.
+save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
+  save::Graph g;
+  if (save::isOnnxModel(o.model)) {
+    if (!o.weights.empty() || o.randomWeights != 0)
+      throw std::invalid_argument("an ONNX model carries its weights: leave out --weights and --random-weights "
+                                  "(replacing them from a checkpoint is not supported yet)");
+    g = save::onnxGraph(o.model);
+  } else {
+    if (o.weights.empty() == (o.randomWeights == 0))
+      throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
+    g = o.randomWeights ? save::randomGraph(o.model, o.randomWeights)
+                        : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  }
+  if (images && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28}) {
+    std::string shape;
+    for (int64_t d : g.nodes[0].shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    throw std::invalid_argument("this command reads Fashion-MNIST's 1x28x28 test images; model " + o.model + " takes " +
+                                shape + " (other labelled data is not supported yet)");
+  }
+  return g;
+}
+
 int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::SelectionOptions so = selectionOptions(o);
-  if (o.weights.empty() == (o.randomWeights == 0))
-    throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
-  const save::Graph g = o.randomWeights ? save::randomGraph(o.model, o.randomWeights)
-                                        : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  const save::Graph g = modelGraph(o, false);
   if (o.tightness && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
     throw std::invalid_argument("--tightness compares with Fashion-MNIST; model " + o.model + " takes other inputs");
   std::vector<save::NodeRange> profiled;
@@ -346,8 +368,7 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
   if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
-  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
-                                                                              o.analysis.iteration));
+  const save::Graph g = modelGraph(o.analysis, true);
   const save::Selection sel = save::selectBits(g, so);
   const data::ImageSet test = data::loadFashionMnist("t10k");
   const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + o.batch * test.rows * test.cols);
@@ -540,8 +561,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   const save::CampaignOptions co = campaignOptions(o);
   const save::VerifierPolicy policy = save::verifierPolicyFromName(o.verifier);
 
-  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
-                                                                              o.analysis.iteration));
+  const save::Graph g = modelGraph(o.analysis, true);
   const save::Selection sel = save::selectBits(g, so);
   const data::ImageSet train = data::loadFashionMnist("train");
   const int64_t inSize = g.nodes[0].size();
@@ -614,8 +634,7 @@ int runSaveVerifiers(const SaveVerifiersOptions& o) {
     throw std::invalid_argument("SAVE's verifiers need sound ranges: --mode profiled is unsound (use symbolic or interval)");
   if (o.flips <= 0) throw std::invalid_argument("--flips must be positive");
   const save::SelectionOptions so = selectionOptions(o.analysis);
-  const save::Graph g = save::zooGraph(o.analysis.model, save::loadCheckpoint(o.analysis.weights, o.analysis.run,
-                                                                              o.analysis.iteration));
+  const save::Graph g = modelGraph(o.analysis, true);
   const save::Selection sel = save::selectBits(g, so);
   const int64_t batch = o.analysis.batch, inSize = g.nodes[0].size();
   if (batch > 10000) throw std::invalid_argument("--batch must be at most 10000");

@@ -42,8 +42,8 @@ void addMpiOptions(CLI::App* cmd, peat::cli::MpiOptions& mpi) {
 
 // The model and its ranges, as SAVE's check-bits, campaign and verifiers take them.
 void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
-  cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit")->required();
-  cmd->add_option("--weights,-w", o.weights, "Session or checkpoint file with the weights")->required();
+  cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit, or an ONNX file of 1x28x28 inputs")->required();
+  cmd->add_option("--weights,-w", o.weights, "Session or checkpoint file with the weights (not for an ONNX model)");
   cmd->add_option("--run", o.run, "Run holding the checkpoint")->capture_default_str();
   cmd->add_option("--iteration", o.iteration, "Checkpoint iteration (default: the last)");
   cmd->add_option("--input-range", o.inputRange, "Raw pixel range LO,HI")->capture_default_str();
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   saveCmd->require_subcommand(1);
   CLI::App* saveAnalyzeCmd =
       saveCmd->add_subcommand("analyze", "Range analysis, bit properties and reliable-memory tiles of a model");
-  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet, resnet, vit (or resnet18, random weights only)")
+  saveAnalyzeCmd->add_option("--model,-m", saveAnalyze.model, "Zoo model: mlp, lenet, resnet, vit (or resnet18, random weights only), or an ONNX file (docs/save.md)")
       ->required();
   CLI::Option* weightsOption =
       saveAnalyzeCmd->add_option("--weights,-w", saveAnalyze.weights, "Session or checkpoint file with the model's weights");

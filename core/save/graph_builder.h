@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Builds a SAVE graph node by node from named parameters, checking each one's presence and shape:
+// the zoo's graphs (graph.cpp) and imported ONNX models (onnx_import.cpp) both use it.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/save/graph.h"
+#include "core/store/session.h"
+
+namespace peat::save::detail {
+
+// Builds a graph node by node, checking each parameter's presence and shape against the model.
+class Builder {
+ public:
+  Builder(Graph& g, const std::map<std::string, store::Tensor>& params) : g_(g), params_(params) {}
+
+  // Missing parameters are drawn instead (fan-in uniform; batch-norm statistics near identity).
+  void randomFill(uint64_t seed) {
+    random_ = true;
+    rng_.seed(seed);
+  }
+
+  int input(std::vector<int64_t> shape) {
+    Node n;
+    n.op = Op::Input;
+    n.name = "input";
+    n.shape = std::move(shape);
+    return add(std::move(n));
+  }
+  int linear(const std::string& name, int x, int64_t out) {
+    Node n;
+    n.op = Op::Linear;
+    n.name = name;
+    n.inputs = {x};
+    const Node& from = g_.nodes[std::size_t(x)];
+    const bool tokens = from.shape.size() == 2;  // [T, in]: the same layer on every row
+    const int64_t in = tokens ? from.shape[1] : from.size();
+    n.weight = tensor(name + ".weight", {out, in});
+    n.bias = tensor(name + ".bias", {out});
+    n.shape = tokens ? std::vector<int64_t>{from.shape[0], out} : std::vector<int64_t>{out};
+    return add(std::move(n));
+  }
+  int conv(const std::string& name, int x, int64_t out, int64_t k, int64_t stride, int64_t padding, bool bias) {
+    const Node& from = g_.nodes[std::size_t(x)];
+    if (from.shape.size() != 3) throw SaveError("conv2d '" + name + "' needs a [C, H, W] input");
+    Node n;
+    n.op = Op::Conv2d;
+    n.name = name;
+    n.inputs = {x};
+    n.kernel = k;
+    n.stride = stride;
+    n.padding = padding;
+    n.weight = tensor(name + ".weight", {out, from.shape[0], k, k});
+    if (bias) n.bias = tensor(name + ".bias", {out});
+    n.shape = {out, (from.shape[1] + 2 * padding - k) / stride + 1, (from.shape[2] + 2 * padding - k) / stride + 1};
+    return add(std::move(n));
+  }
+  int batchNorm(const std::string& name, int x, double eps = 1e-5) {
+    const int64_t c = g_.nodes[std::size_t(x)].shape[0];
+    const std::vector<float> gamma = tensor(name + ".weight", {c}), beta = tensor(name + ".bias", {c});
+    const std::vector<float> mean = tensor(name + ".running_mean", {c}), var = tensor(name + ".running_var", {c});
+    Node n;
+    n.op = Op::BatchNorm;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = g_.nodes[std::size_t(x)].shape;
+    n.weight.resize(std::size_t(c));
+    n.bias.resize(std::size_t(c));
+    for (std::size_t i = 0; i < std::size_t(c); ++i) {  // the eval-mode affine map (torch's eps: 1e-5)
+      const double scale = double(gamma[i]) / std::sqrt(double(var[i]) + eps);
+      n.weight[i] = float(scale);
+      n.bias[i] = float(double(beta[i]) - double(mean[i]) * scale);
+    }
+    return add(std::move(n));
+  }
+  int unary(Op op, const std::string& name, int x) {
+    Node n;
+    n.op = op;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = g_.nodes[std::size_t(x)].shape;
+    return add(std::move(n));
+  }
+  int relu(const std::string& name, int x) { return unary(Op::Relu, name, x); }
+  int gelu(const std::string& name, int x) { return unary(Op::Gelu, name, x); }
+  int softmax(const std::string& name, int x) { return unary(Op::Softmax, name, x); }
+  int layerNorm(const std::string& name, int x) {
+    const int64_t w = g_.nodes[std::size_t(x)].features();
+    const int v = unary(Op::LayerNorm, name, x);
+    g_.nodes[std::size_t(v)].weight = tensor(name + ".weight", {w});
+    g_.nodes[std::size_t(v)].bias = tensor(name + ".bias", {w});
+    return v;
+  }
+  // x + a stored constant of x's shape.
+  int addConst(const std::string& name, int x, const std::string& param) {
+    const int v = unary(Op::AddConst, name, x);
+    const std::vector<int64_t> s = g_.nodes[std::size_t(v)].shape;
+    g_.nodes[std::size_t(v)].bias = tensor(param, s);
+    return v;
+  }
+  // A reshape or transpose: output element i is input element gather[i].
+  int select(const std::string& name, int x, std::vector<int64_t> shape, std::vector<int64_t> gather) {
+    Node n;
+    n.op = Op::Select;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = std::move(shape);
+    n.gather = std::move(gather);
+    if (int64_t(n.gather.size()) != n.size()) throw SaveError("internal: select '" + name + "' has a wrong gather");
+    return add(std::move(n));
+  }
+  int matmul(const std::string& name, int a, int b) {  // [H, M, K] x [H, N, K]^T -> [H, M, N]
+    const std::vector<int64_t>& sa = g_.nodes[std::size_t(a)].shape;
+    const std::vector<int64_t>& sb = g_.nodes[std::size_t(b)].shape;
+    if (sa.size() != 3 || sb.size() != 3 || sa[0] != sb[0] || sa[2] != sb[2])
+      throw SaveError("matmul '" + name + "' has inputs of mismatched shapes");
+    Node n;
+    n.op = Op::MatMul;
+    n.name = name;
+    n.inputs = {a, b};
+    n.shape = {sa[0], sa[1], sb[1]};
+    return add(std::move(n));
+  }
+  // Scales output rows [first, first + count) of a linear node by s (a power of two keeps every
+  // sum bit for bit the scaled one: folding attention's 1 / sqrt(head width) into the queries).
+  void scaleRows(int v, int64_t first, int64_t count, float s) {
+    Node& n = g_.nodes[std::size_t(v)];
+    const int64_t in = int64_t(n.weight.size()) / int64_t(n.bias.size());
+    for (int64_t o = first; o < first + count; ++o) {
+      n.bias[std::size_t(o)] *= s;
+      for (int64_t i = 0; i < in; ++i) n.weight[std::size_t(o * in + i)] *= s;
+    }
+  }
+  int maxPool(const std::string& name, int x, int64_t k, int64_t stride) {
+    const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
+    Node n;
+    n.op = Op::MaxPool2d;
+    n.name = name;
+    n.inputs = {x};
+    n.kernel = k;
+    n.stride = stride;
+    n.shape = {s[0], (s[1] - k) / stride + 1, (s[2] - k) / stride + 1};
+    return add(std::move(n));
+  }
+  int flatten(const std::string& name, int x) {
+    Node n;
+    n.op = Op::Flatten;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = {g_.nodes[std::size_t(x)].size()};
+    return add(std::move(n));
+  }
+  int globalAvgPool(const std::string& name, int x) {
+    Node n;
+    n.op = Op::GlobalAvgPool;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = {g_.nodes[std::size_t(x)].shape[0]};
+    return add(std::move(n));
+  }
+  int mul(const std::string& name, int a, int b) {  // element-wise, equal shapes
+    const int v = addNodes(name, a, b);
+    g_.nodes[std::size_t(v)].op = Op::Mul;
+    return v;
+  }
+  int addNodes(const std::string& name, int a, int b) {
+    if (g_.nodes[std::size_t(a)].shape != g_.nodes[std::size_t(b)].shape)
+      throw SaveError("add '" + name + "' has inputs of different shapes");
+    Node n;
+    n.op = Op::Add;
+    n.name = name;
+    n.inputs = {a, b};
+    n.shape = g_.nodes[std::size_t(a)].shape;
+    return add(std::move(n));
+  }
+
+ private:
+  int add(Node n) {
+    g_.nodes.push_back(std::move(n));
+    return int(g_.nodes.size()) - 1;
+  }
+
+  std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) {
+    auto it = params_.find(name);
+    if (it == params_.end() && random_) {
+      int64_t count = 1, fanIn = 1;
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        count *= shape[d];
+        if (d > 0) fanIn *= shape[d];
+      }
+      std::vector<float> v(static_cast<std::size_t>(count));
+      const bool bn = name.find("bn") != std::string::npos || name.find("running") != std::string::npos;
+      const float bound = bn ? 0.1f : 1.0f / std::sqrt(float(shape.size() > 1 ? fanIn : shape[0]));
+      std::uniform_real_distribution<float> u(-bound, bound);
+      for (float& x : v) x = u(rng_);
+      if (name.find("running_var") != std::string::npos || (bn && name.find("weight") != std::string::npos))
+        for (float& x : v) x += 1.0f;
+      return v;
+    }
+    if (it == params_.end())
+      throw SaveError("the checkpoint has no tensor '" + name + "' of model " + g_.model +
+                      " (was it written by another model?)");
+    const store::Tensor& t = it->second;
+    std::vector<uint64_t> want(shape.begin(), shape.end());
+    if (t.shape != want || t.dtype != store::DType::F32)
+      throw SaveError("checkpoint tensor '" + name + "' is not the fp32 shape model " + g_.model +
+                      " expects (was it written by another model?)");
+    std::vector<float> v(t.elementCount());
+    std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
+    return v;
+  }
+  Graph& g_;
+  const std::map<std::string, store::Tensor>& params_;
+  bool random_ = false;
+ public:
+  const Node& node(int v) const { return g_.nodes[std::size_t(v)]; }
+ private:
+  std::mt19937_64 rng_;
+};
+
+}  // namespace peat::save::detail

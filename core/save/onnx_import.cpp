@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT
+// libpeat_onnx.so: reads an ONNX model with Debian's libonnx (protobuf, checker, shape inference)
+// and maps it onto SAVE's graph (core/save/graph_builder.h). Loaded at run time by `peat save -m
+// FILE.onnx` and by the probe helper, which runs it first on a file from someone else
+// (core/save/onnx_model.cpp); no other program maps protobuf.
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/save/graph_builder.h"
+#include "core/save/onnx_model.h"
+
+namespace peat::save {
+
+namespace {
+
+constexpr int64_t kNewestOpset = 17;  // libonnx 1.12
+
+std::string typeName(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "float32";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    default: return "type " + std::to_string(t);
+  }
+}
+
+struct Constant {
+  std::vector<int64_t> dims;
+  std::vector<float> values;     // FLOAT tensors
+  std::vector<int64_t> integers;  // INT64 tensors (shapes, axes)
+  bool isFloat = false;
+};
+
+class Importer {
+ public:
+  Importer(const std::string& path) : path_(path), b_(g_, params_) {}
+
+  Graph run() {
+    load();
+    const onnx::GraphProto& graph = model_.graph();
+    for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
+    input();
+    for (const onnx::NodeProto& n : graph.node()) node(n);
+    if (!unsupported_.empty()) {
+      std::string list;
+      for (const std::string& u : unsupported_) list += (list.empty() ? "" : "; ") + u;
+      throw SaveError("ONNX model '" + path_ + "' has " + std::to_string(unsupported_.size()) + " node" +
+                      (unsupported_.size() == 1 ? "" : "s") + " SAVE cannot bound: " + list);
+    }
+    if (graph.output_size() != 1) throw SaveError("ONNX model '" + path_ + "' has " + std::to_string(graph.output_size()) +
+                                                  " outputs; SAVE analyses models with one (the logits)");
+    auto it = values_.find(graph.output(0).name());
+    if (it == values_.end()) throw SaveError("ONNX model '" + path_ + "': its output is not computed from its input");
+    g_.output = it->second;
+    g_.model = path_;
+    return g_;
+  }
+
+ private:
+  void load() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) throw SaveError("cannot read ONNX model '" + path_ + "'");
+    if (!model_.ParseFromIstream(&in)) throw SaveError("'" + path_ + "' is not an ONNX model (the protobuf does not parse)");
+    for (const auto& op : model_.opset_import())
+      if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kNewestOpset)
+        throw SaveError("ONNX model '" + path_ + "' uses opset " + std::to_string(op.version()) +
+                        ", newer than this ONNX library supports (" + std::to_string(kNewestOpset) +
+                        "): export it with torch.onnx.export(..., opset_version=17)");
+    for (const onnx::TensorProto& t : model_.graph().initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL)
+        throw SaveError("ONNX model '" + path_ + "' keeps initializer '" + t.name() +
+                        "' in an external data file, which SAVE does not read yet: save it with "
+                        "onnx.save(model, path, save_as_external_data=False) (models under 2 GB)");
+    try {
+      onnx::checker::check_model(model_);
+      onnx::shape_inference::InferShapes(model_);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      throw SaveError("ONNX model '" + path_ + "' does not pass ONNX's checker: " + what.substr(0, what.find('\n')));
+    }
+  }
+
+  Constant decode(const onnx::TensorProto& t, const char* what) {
+    Constant c;
+    c.dims.assign(t.dims().begin(), t.dims().end());
+    int64_t count = 1;
+    for (int64_t d : c.dims) {
+      if (d < 0 || d > (int64_t(1) << 32)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' has a bad shape");
+      count *= d;
+    }
+    if (count > (int64_t(1) << 31)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' is too large");
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      c.isFloat = true;
+      if (t.has_raw_data()) {
+        if (t.raw_data().size() != std::size_t(count) * 4)
+          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
+        c.values.resize(std::size_t(count));
+        std::memcpy(c.values.data(), t.raw_data().data(), t.raw_data().size());
+      } else {
+        if (t.float_data_size() != count)
+          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of values");
+        c.values.assign(t.float_data().begin(), t.float_data().end());
+      }
+    } else if (t.data_type() == onnx::TensorProto::INT64) {
+      if (t.has_raw_data()) {
+        if (t.raw_data().size() != std::size_t(count) * 8)
+          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
+        c.integers.resize(std::size_t(count));
+        std::memcpy(c.integers.data(), t.raw_data().data(), t.raw_data().size());
+      } else {
+        c.integers.assign(t.int64_data().begin(), t.int64_data().end());
+      }
+    } else {
+      nonFloat_.insert(t.name());  // refused where a node uses it as a weight
+      typeOf_[t.name()] = typeName(t.data_type());
+    }
+    return c;
+  }
+
+  void input() {
+    std::set<std::string> initialisers;
+    for (const auto& t : model_.graph().initializer()) initialisers.insert(t.name());
+    const onnx::ValueInfoProto* in = nullptr;
+    for (const auto& v : model_.graph().input())
+      if (!initialisers.count(v.name())) {
+        if (in) throw SaveError("ONNX model '" + path_ + "' has more than one input; SAVE analyses models with one");
+        in = &v;
+      }
+    if (!in) throw SaveError("ONNX model '" + path_ + "' has no input");
+    const auto& type = in->type().tensor_type();
+    if (type.elem_type() != onnx::TensorProto::FLOAT)
+      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
+                      "; SAVE analyses float32 inputs");
+    std::vector<int64_t> shape;
+    const auto& dims = type.shape().dim();
+    for (int i = 1; i < dims.size(); ++i) {  // the first dimension is the batch
+      if (!dims[i].has_dim_value() || dims[i].dim_value() <= 0)
+        throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+                        "' is dynamic ('" + dims[i].dim_param() + "'); export with a fixed input shape");
+      shape.push_back(dims[i].dim_value());
+    }
+    if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' has no sample dimensions");
+    values_[in->name()] = b_.input(shape);
+  }
+
+  // --- helpers for nodes
+  static const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name) {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  static int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
+    const auto* a = attribute(n, name);
+    return a ? a->i() : fallback;
+  }
+  static float floatAttr(const onnx::NodeProto& n, const char* name, float fallback) {
+    const auto* a = attribute(n, name);
+    return a ? a->f() : fallback;
+  }
+  static std::vector<int64_t> intsAttr(const onnx::NodeProto& n, const char* name) {
+    const auto* a = attribute(n, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+  }
+  // The node's name in SAVE's results: the module path where the exporter left one, from the
+  // weight's initializer ("conv1.weight" -> "conv1") or the node's scope ("/layer1/layer1.0/conv1/Conv"
+  // -> "layer1.0.conv1"); else the node's name or its output's.
+  std::string nameOf(const onnx::NodeProto& n) {
+    auto it = names_.find(&n);
+    if (it != names_.end()) return it->second;
+    std::string name;
+    const std::string suffix = ".weight";
+    if (n.input_size() > 1) {
+      const std::string& w = n.input(1);
+      if (w.size() > suffix.size() && w.compare(w.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+          w.rfind("onnx::", 0) != 0)
+        name = w.substr(0, w.size() - suffix.size());
+    }
+    if (name.empty() && !n.name().empty() && n.name()[0] == '/') {
+      std::vector<std::string> parts;
+      std::stringstream ss(n.name().substr(1));
+      for (std::string part; std::getline(ss, part, '/');) parts.push_back(part);
+      if (parts.size() == 1) name = lower(n.op_type());
+      if (parts.size() >= 2) {
+        parts.pop_back();  // the op type
+        std::size_t first = 0;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+          if (parts[i].find('.') != std::string::npos) first = i;  // a full path so far ("layer1.0")
+        for (std::size_t i = first; i < parts.size(); ++i) name += (name.empty() ? "" : ".") + parts[i];
+        if (n.op_type() != "Conv" && n.op_type() != "Gemm" && n.op_type() != "MatMul")
+          name += "." + lower(n.op_type());
+      }
+    }
+    if (name.empty()) name = n.name().empty() ? n.output(0) : n.name();
+    const int seen = ++nameCount_[name];
+    if (seen > 1) name += "#" + std::to_string(seen);
+    names_[&n] = name;
+    return name;
+  }
+  static std::string lower(std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+
+  void refuse(const onnx::NodeProto& n, const std::string& why) {
+    unsupported_.push_back(n.op_type() + " '" + nameOf(n) + "': " + why);
+    for (const auto& out : n.output()) poisoned_.insert(out);
+  }
+  bool isActivation(const std::string& v) const { return values_.count(v) > 0; }
+  const Constant* constant(const std::string& v) const {
+    auto it = constants_.find(v);
+    return it == constants_.end() ? nullptr : &it->second;
+  }
+  // A float weight of a node, stored under the builder's name; false (and the node refused) if not one.
+  bool weight(const onnx::NodeProto& n, const std::string& value, const std::string& as, std::vector<int64_t> wantDims = {}) {
+    const Constant* c = constant(value);
+    if (!c) {
+      refuse(n, "its weight '" + value + "' is computed at run time, not an initializer");
+      return false;
+    }
+    if (nonFloat_.count(value)) {
+      refuse(n, "its weight '" + value + "' is " + typeOf_[value] + "; SAVE reads float32 models");
+      return false;
+    }
+    if (!wantDims.empty() && c->dims != wantDims) {
+      refuse(n, "its weight '" + value + "' has an unexpected shape");
+      return false;
+    }
+    params_[as] = tensorOf(c->values, c->dims);
+    return true;
+  }
+  static store::Tensor tensorOf(const std::vector<float>& v, const std::vector<int64_t>& dims) {
+    store::Tensor t;
+    t.dtype = store::DType::F32;
+    t.shape.assign(dims.begin(), dims.end());
+    t.bytes.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    return t;
+  }
+  int64_t perSample(int v) const { return b_.node(v).size(); }
+
+  void node(const onnx::NodeProto& n) {
+    for (const auto& in : n.input())
+      if (poisoned_.count(in)) {  // already reported upstream
+        for (const auto& out : n.output()) poisoned_.insert(out);
+        return;
+      }
+    const std::string& op = n.op_type();
+    const std::string name = nameOf(n);
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return refuse(n, "operator domain '" + n.domain() + "'");
+    if (op == "Constant") {
+      const auto* a = attribute(n, "value");
+      if (!a || !a->has_t()) return refuse(n, "only tensor constants are read");
+      constants_[n.output(0)] = decode(a->t(), "constant");
+      return;
+    }
+    if (op == "Identity" || op == "Dropout") {  // exporters alias shared initializers through Identity
+      if (const Constant* c = constant(n.input(0))) {
+        constants_[n.output(0)] = *c;
+        if (nonFloat_.count(n.input(0))) {
+          nonFloat_.insert(n.output(0));
+          typeOf_[n.output(0)] = typeOf_[n.input(0)];
+        }
+        return;
+      }
+      if (!isActivation(n.input(0))) return refuse(n, "its input is not computed from the model's input");
+      values_[n.output(0)] = values_[n.input(0)];
+      return;
+    }
+    if (n.input_size() == 0 || !isActivation(n.input(0))) {
+      if (op == "Add" || op == "Mul") {
+        if (n.input_size() == 2 && isActivation(n.input(1))) return binary(n, n.input(1), n.input(0));
+      }
+      return refuse(n, "its first input is not computed from the model's input (constant folding left it?)");
+    }
+    const int x = values_.at(n.input(0));
+    int out = -1;
+    try {
+      if (op == "Conv") {
+        out = conv(n, x);
+      } else if (op == "Gemm") {
+        out = gemm(n, x);
+      } else if (op == "MatMul") {
+        if (n.input_size() == 2 && isActivation(n.input(1)))
+          return refuse(n, "a product of two activations other than attention's is not mapped yet");
+        const Constant* w = constant(n.input(1));
+        if (!w || w->dims.size() != 2) return refuse(n, "its right operand is not a 2-D initializer");
+        std::vector<float> t(w->values.size());
+        const int64_t in = w->dims[0], o = w->dims[1];
+        for (int64_t i = 0; i < in; ++i)
+          for (int64_t j = 0; j < o; ++j) t[std::size_t(j * in + i)] = w->values[std::size_t(i * o + j)];
+        params_[name + ".weight"] = tensorOf(t, {o, in});
+        params_[name + ".bias"] = tensorOf(std::vector<float>(std::size_t(o), 0.0f), {o});
+        if (b_.node(x).features() != in) return refuse(n, "its weight does not fit its input");
+        out = b_.linear(name, x, o);
+        biasFree_[n.output(0)] = out;
+      } else if (op == "Add" || op == "Mul") {
+        return binary(n, n.input(0), n.input(1));
+      } else if (op == "Relu") {
+        out = b_.relu(name, x);
+      } else if (op == "Sigmoid") {
+        out = b_.unary(Op::Sigmoid, name, x);
+      } else if (op == "Tanh") {
+        out = b_.unary(Op::Tanh, name, x);
+      } else if (op == "Softmax") {
+        const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(b_.node(x).shape.size()) + 1;
+        if (axis != -1 && axis != rank - 1) return refuse(n, "softmax over another axis than the last");
+        out = b_.softmax(name, x);
+      } else if (op == "MaxPool") {
+        const auto k = intsAttr(n, "kernel_shape"), s = intsAttr(n, "strides"), p = intsAttr(n, "pads");
+        if (k.size() != 2 || k[0] != k[1]) return refuse(n, "only square 2-D windows are mapped");
+        for (int64_t v : p)
+          if (v != 0) return refuse(n, "max-pooling with padding is not in SAVE's graph yet");
+        if (intAttr(n, "ceil_mode", 0) != 0) return refuse(n, "ceil_mode=1 is not mapped");
+        for (int64_t d : intsAttr(n, "dilations"))
+          if (d != 1) return refuse(n, "dilated max-pooling is not mapped");
+        const int64_t stride = s.empty() ? 1 : s[0];
+        if (s.size() == 2 && s[0] != s[1]) return refuse(n, "unequal strides are not mapped");
+        if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
+        out = b_.maxPool(name, x, k[0], stride);
+      } else if (op == "GlobalAveragePool") {
+        if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
+        out = b_.globalAvgPool(name, x);
+        shape1x1_.insert(n.output(0));  // [C] here, [C, 1, 1] in ONNX
+      } else if (op == "Flatten") {
+        if (intAttr(n, "axis", 1) != 1) return refuse(n, "flattening from another axis than 1");
+        out = b_.flatten(name, x);
+      } else if (op == "Reshape") {
+        const Constant* shape = n.input_size() > 1 ? constant(n.input(1)) : nullptr;
+        if (!shape || shape->integers.size() != 2) return refuse(n, "only a reshape to [batch, features] is mapped");
+        const int64_t f = shape->integers[1];
+        if (f != -1 && f != perSample(x)) return refuse(n, "only a reshape to [batch, features] is mapped");
+        out = b_.flatten(name, x);
+      } else if (op == "BatchNormalization") {
+        if (n.input_size() != 5) return refuse(n, "expected scale, bias, mean and variance");
+        const int64_t c = b_.node(x).shape.empty() ? 0 : b_.node(x).shape[0];
+        for (auto [i, suffix] : {std::pair<int, const char*>{1, ".weight"}, {2, ".bias"}, {3, ".running_mean"}, {4, ".running_var"}})
+          if (!weight(n, n.input(i), name + suffix, {c})) return;
+        out = b_.batchNorm(name, x, floatAttr(n, "epsilon", 1e-5f));
+      } else if (op == "LayerNormalization") {
+        const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(b_.node(x).shape.size()) + 1;
+        if (axis != -1 && axis != rank - 1) return refuse(n, "normalisation over more than the last axis");
+        if (std::fabs(floatAttr(n, "epsilon", 1e-5f) - 1e-5f) > 1e-9f) return refuse(n, "an epsilon other than 1e-5");
+        const int64_t w = b_.node(x).features();
+        if (!weight(n, n.input(1), name + ".weight", {w})) return;
+        if (n.input_size() > 2 && !n.input(2).empty()) {
+          if (!weight(n, n.input(2), name + ".bias", {w})) return;
+        } else {
+          params_[name + ".bias"] = tensorOf(std::vector<float>(std::size_t(w), 0.0f), {w});
+        }
+        out = b_.layerNorm(name, x);
+      } else {
+        return refuse(n, "SAVE has no sound transfer function for " + op + " yet");
+      }
+    } catch (const SaveError& e) {
+      return refuse(n, e.what());
+    }
+    values_[n.output(0)] = out;
+  }
+
+  int conv(const onnx::NodeProto& n, int x) {
+    const std::string name = nameOf(n);
+    if (intAttr(n, "group", 1) != 1) {
+      refuse(n, "grouped or depthwise convolution (group " + std::to_string(intAttr(n, "group", 1)) +
+                    ") is not in SAVE's graph yet");
+      return -1;
+    }
+    const Constant* w = constant(n.input(1));
+    if (!w || w->dims.size() != 4 || w->dims[2] != w->dims[3]) {
+      refuse(n, "only 2-D convolutions with square kernels from an initializer are mapped");
+      return -1;
+    }
+    const auto s = intsAttr(n, "strides"), p = intsAttr(n, "pads"), d = intsAttr(n, "dilations");
+    for (int64_t v : d)
+      if (v != 1) {
+        refuse(n, "dilated convolution is not in SAVE's graph yet");
+        return -1;
+      }
+    const int64_t stride = s.empty() ? 1 : s[0], pad = p.empty() ? 0 : p[0];
+    for (int64_t v : s)
+      if (v != stride) {
+        refuse(n, "unequal strides are not mapped");
+        return -1;
+      }
+    for (int64_t v : p)
+      if (v != pad) {
+        refuse(n, "unequal padding is not mapped");
+        return -1;
+      }
+    if (const auto* a = attribute(n, "auto_pad"); a && a->s() != "NOTSET") {
+      refuse(n, "auto_pad=" + a->s() + " is not mapped (export with explicit pads)");
+      return -1;
+    }
+    if (b_.node(x).shape.size() != 3 || b_.node(x).shape[0] != w->dims[1]) {
+      refuse(n, "its weight does not fit its input");
+      return -1;
+    }
+    if (!weight(n, n.input(1), name + ".weight")) return -1;
+    const bool bias = n.input_size() > 2 && !n.input(2).empty();
+    if (bias && !weight(n, n.input(2), name + ".bias", {w->dims[0]})) return -1;
+    return b_.conv(name, x, w->dims[0], w->dims[2], stride, pad, bias);
+  }
+
+  int gemm(const onnx::NodeProto& n, int x) {
+    const std::string name = nameOf(n);
+    if (intAttr(n, "transA", 0) != 0 || floatAttr(n, "alpha", 1) != 1.0f || floatAttr(n, "beta", 1) != 1.0f) {
+      refuse(n, "only Gemm with transA=0, alpha=1, beta=1 is mapped");
+      return -1;
+    }
+    const Constant* w = constant(n.input(1));
+    if (!w || w->dims.size() != 2 || nonFloat_.count(n.input(1))) {
+      refuse(n, "its weight is not a float32 2-D initializer");
+      return -1;
+    }
+    const bool transB = intAttr(n, "transB", 0) != 0;
+    const int64_t out = transB ? w->dims[0] : w->dims[1], in = transB ? w->dims[1] : w->dims[0];
+    std::vector<float> weight = w->values;
+    if (!transB)
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t j = 0; j < out; ++j) weight[std::size_t(j * in + i)] = w->values[std::size_t(i * out + j)];
+    params_[name + ".weight"] = tensorOf(weight, {out, in});
+    std::vector<float> bias(std::size_t(out), 0.0f);
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const Constant* c = constant(n.input(2));
+      if (!c || !c->isFloat || (c->values.size() != 1 && int64_t(c->values.size()) != out)) {
+        refuse(n, "its bias is not a float32 initializer of the output's width");
+        return -1;
+      }
+      for (int64_t j = 0; j < out; ++j) bias[std::size_t(j)] = c->values[c->values.size() == 1 ? 0 : std::size_t(j)];
+    }
+    params_[name + ".bias"] = tensorOf(bias, {out});
+    if (perSample(x) != in && b_.node(x).features() != in) {
+      refuse(n, "its weight does not fit its input");
+      return -1;
+    }
+    return b_.linear(name, x, out);
+  }
+
+  void binary(const onnx::NodeProto& n, const std::string& a, const std::string& other) {
+    const std::string name = nameOf(n);
+    const int x = values_.at(a);
+    if (isActivation(other)) {
+      const int y = values_.at(other);
+      if (b_.node(x).shape != b_.node(y).shape) return refuse(n, "operands of different shapes (broadcasting is not mapped)");
+      values_[n.output(0)] = n.op_type() == "Add" ? b_.addNodes(name, x, y) : b_.mul(name, x, y);
+      return;
+    }
+    const Constant* c = constant(other);
+    if (!c || !c->isFloat) return refuse(n, "its constant operand is not a float32 tensor");
+    if (n.op_type() == "Mul") return refuse(n, "a product with a constant is not mapped yet");
+    // x + c: into a bias-free linear layer's bias (MatMul + Add, as exporters write Linear), else AddConst
+    const Node& xn = b_.node(x);
+    auto folded = biasFree_.find(a);
+    if (folded != biasFree_.end() && int64_t(c->values.size()) == xn.features()) {
+      Node& linear = g_.nodes[std::size_t(folded->second)];
+      for (std::size_t j = 0; j < linear.bias.size(); ++j) linear.bias[j] += c->values[j];
+      biasFree_.erase(folded);
+      values_[n.output(0)] = x;
+      return;
+    }
+    std::vector<float> expanded(std::size_t(xn.size()));
+    const int64_t total = xn.size(), cn = int64_t(c->values.size());
+    if (cn == total) {
+      expanded = c->values;
+    } else if (cn == xn.features()) {
+      for (int64_t i = 0; i < total; ++i) expanded[std::size_t(i)] = c->values[std::size_t(i % cn)];
+    } else if (cn == 1) {
+      std::fill(expanded.begin(), expanded.end(), c->values[0]);
+    } else {
+      return refuse(n, "a constant that broadcasts other than over whole rows is not mapped");
+    }
+    std::vector<int64_t> dims = xn.shape;
+    params_[name + ".constant"] = tensorOf(expanded, dims);
+    values_[n.output(0)] = b_.addConst(name, x, name + ".constant");
+  }
+
+  std::string path_;
+  onnx::ModelProto model_;
+  Graph g_;
+  std::map<std::string, store::Tensor> params_;
+  detail::Builder b_;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, int> values_, biasFree_;
+  std::set<std::string> poisoned_, nonFloat_, shape1x1_;
+  std::map<std::string, std::string> typeOf_;
+  std::vector<std::string> unsupported_;
+  std::map<const onnx::NodeProto*, std::string> names_;
+  std::map<std::string, int> nameCount_;
+};
+
+}  // namespace
+
+}  // namespace peat::save
+
+// The module's entry point (core/save/onnx_model.cpp finds it with dlsym): fills *graph and returns
+// 0, or writes a one-line reason into `error` and returns 1.
+extern "C" int peat_onnx_import_v1(const char* path, void* graph, char* error, unsigned long errorSize) {
+  try {
+    *static_cast<peat::save::Graph*>(graph) = peat::save::Importer(path).run();
+    return 0;
+  } catch (const std::exception& e) {
+    std::snprintf(error, errorSize, "%s", e.what());
+    return 1;
+  }
+}

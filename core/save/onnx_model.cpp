@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+#include "core/save/onnx_model.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "base/sys.h"
+#include "core/util/helper_process.h"
+
+namespace peat::save {
+
+namespace {
+
+using ImportFn = int (*)(const char*, void*, char*, unsigned long);
+
+ImportFn importer() {
+  static std::mutex mutex;
+  static std::unique_ptr<sys::SharedLibrary> module;
+  static ImportFn fn = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!fn) {
+    const std::string path = sys::modulePath("peat_onnx");
+    if (!sys::fileExists(path))
+      throw SaveError("ONNX support is not built (" + path + " is missing; tools/setup.sh installs libonnx-dev)");
+    try {
+      module = std::make_unique<sys::SharedLibrary>(path);
+      fn = reinterpret_cast<ImportFn>(module->symbol("peat_onnx_import_v1"));
+    } catch (const std::exception& e) {
+      throw SaveError(std::string("cannot load the ONNX module: ") + e.what());
+    }
+  }
+  return fn;
+}
+
+}  // namespace
+
+bool isOnnxModel(const std::string& spec) {
+  return spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".onnx") == 0;
+}
+
+Graph onnxGraph(const std::string& path, InsideProbe) {
+  if (!sys::fileExists(path)) throw SaveError("cannot read ONNX model '" + path + "'");
+  Graph g;
+  char error[4096] = {};
+  if (importer()(path.c_str(), &g, error, sizeof error) != 0) throw SaveError(error);
+  g.inputMean = 0.2860f;  // Fashion-MNIST, as the zoo's graphs
+  g.inputDeviation = 0.3530f;
+  return g;
+}
+
+Graph onnxGraph(const std::string& path) {
+  if (!sys::fileExists(path)) throw SaveError("cannot read ONNX model '" + path + "'");
+  const std::string helper = sys::moduleDirectory() + "/peat-probe";
+  if (!sys::fileExists(helper)) throw SaveError("the probe helper is missing: " + helper);
+  double seconds = 120;
+  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
+  const sys::HelperResult r = sys::runHelper({helper, "onnx", path}, seconds);
+  if (!r.started) throw SaveError("cannot start the ONNX probe: " + r.output);
+  if (r.timedOut)
+    throw SaveError("reading ONNX model '" + path + "' did not finish within " + std::to_string(int(seconds)) +
+                    " s in the probe helper; it was not loaded");
+  if (r.signal)
+    throw SaveError("the ONNX parser crashed on '" + path + "' in the probe helper (" + sys::describeSignal(r.signal) +
+                    "); it was not loaded");
+  if (r.output.rfind("error\t", 0) == 0) throw SaveError(r.output.substr(6));
+  if (r.output.rfind("ok\t", 0) != 0) throw SaveError("the ONNX probe answered in an unknown format");
+  return onnxGraph(path, InsideProbe{});
+}
+
+}  // namespace peat::save

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ONNX models for `peat save -m FILE.onnx`, exported at test time by Debian's python3-torch 1.13
+(torch.onnx.export, opset 17, eval mode, constant folding): what a user's exporter writes.
+
+    export_onnx.py OUTDIR [WEIGHTS.h5]
+
+lenet.onnx    the zoo's LeNet written in torch.nn, with the shipped weights (data/lenet-fashion-mnist.h5)
+mlp.onnx      a torch.nn MLP with batch norm and tanh, random weights (a different op mix)
+resnet18.onnx torchvision ResNet-18 at 3x64x64 (refused today: padded max-pooling)
+mobilenet_v2.onnx torchvision MobileNetV2 (refused today: grouped convolutions, Clip)
+"""
+import os
+import sys
+
+import h5py
+import torch
+import torchvision
+
+
+class LeNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(6, 16, 5)
+        self.fc1 = torch.nn.Linear(400, 120)
+        self.fc2 = torch.nn.Linear(120, 84)
+        self.fc3 = torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def mlp_model():
+    """Seeded by the caller (torch.manual_seed(0)), so a test can build the same network again."""
+    mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.BatchNorm1d(64), torch.nn.Tanh(),
+                              torch.nn.Linear(64, 32), torch.nn.Sigmoid(), torch.nn.Linear(32, 10))
+    with torch.no_grad():  # batch-norm statistics that are not the identity
+        mlp[2].running_mean.uniform_(-0.5, 0.5)
+        mlp[2].running_var.uniform_(0.5, 2.0)
+    return mlp
+
+
+def export(model, example, path):
+    model.eval()
+    torch.onnx.export(model, example, path, opset_version=17, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+    print(path)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    lenet = LeNet()
+    if len(sys.argv) > 2:
+        with h5py.File(sys.argv[2], "r") as f:
+            cps = f["runs/train/checkpoints"]
+            params = cps[sorted(cps.keys())[-1]]["parameters"]
+            lenet.load_state_dict({k: torch.from_numpy(params[k][()]) for k in params.keys()})
+    export(lenet, torch.zeros(1, 1, 28, 28), os.path.join(out, "lenet.onnx"))
+    torch.manual_seed(0)
+    mlp = mlp_model()
+    export(mlp, torch.zeros(1, 1, 28, 28), os.path.join(out, "mlp.onnx"))
+    export(torchvision.models.resnet18(num_classes=10), torch.zeros(1, 3, 64, 64), os.path.join(out, "resnet18.onnx"))
+    export(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), torch.zeros(1, 3, 64, 64),
+           os.path.join(out, "mobilenet_v2.onnx"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`peat save ... -m FILE.onnx` on models exported by PyTorch (Debian's python3-torch 1.13):
+
+    onnx_models.py PEAT WEIGHTS.h5
+
+- LeNet written in torch.nn with the shipped weights, through ONNX, gives the zoo LeNet's analysis
+  number for number (an independent path: PyTorch's exporter, libonnx, the importer);
+- an MLP with batch norm, tanh and sigmoid: every PyTorch output on 1000 real Fashion-MNIST test
+  images lies inside the output interval SAVE states (soundness against another engine);
+- a campaign and check-bits run on the ONNX LeNet;
+- torchvision ResNet-18 and MobileNetV2 are refused with one line naming each node and why;
+- bad files: not ONNX, float64, a dynamic spatial dimension: one line each.
+"""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_onnx  # noqa: E402
+
+PEAT, WEIGHTS = sys.argv[1], sys.argv[2]
+WORK = tempfile.mkdtemp(prefix="peat-onnx-")
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def peat(*args, expect=0):
+    p = subprocess.run([PEAT, *map(str, args)], capture_output=True, text=True, timeout=600)
+    if p.returncode != expect:
+        raise SystemExit(f"FAIL: peat {' '.join(map(str, args))} exited {p.returncode}: {p.stderr[-2000:]}")
+    return p
+
+
+def one_error(args, *needles):
+    p = peat(*args, expect=1)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok = len(lines) == 1 and lines[0].startswith("peat: error: ") and all(n in lines[0] for n in needles)
+    check(ok, f"{args[-1] if args else ''}: one error line with {needles}: {lines[:2]}")
+
+
+try:
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_onnx.py"), WORK,
+                    WEIGHTS], check=True, capture_output=True)
+    lenet = os.path.join(WORK, "lenet.onnx")
+    a = json.loads(peat("save", "analyze", "-m", lenet, "--json").stdout)
+    b = json.loads(peat("save", "analyze", "-m", "lenet", "-w", WEIGHTS, "--json").stdout)
+    same = a["output"] == b["output"] and len(a["layers"]) == len(b["layers"]) and all(
+        {k: v for k, v in x.items() if k != "name"} == {k: v for k, v in y.items() if k != "name"}
+        for x, y in zip(a["layers"], b["layers"]))
+    check(same, f"LeNet through ONNX equals the zoo's LeNet, layer for layer ({len(a['layers'])} layers, output "
+                f"[{a['output']['lo']:.6g}, {a['output']['hi']:.6g}])")
+    check([l["name"] for l in a["layers"] if l["op"] in ("conv2d", "linear")] == ["conv1", "conv2", "fc1", "fc2", "fc3"],
+          "ONNX layers carry the module names")
+
+    # soundness against PyTorch on real images
+    torch.manual_seed(0)
+    mlp_json = json.loads(peat("save", "analyze", "-m", os.path.join(WORK, "mlp.onnx"), "--json").stdout)
+    lo, hi = mlp_json["output"]["lo"], mlp_json["output"]["hi"]
+    with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+        pixels = np.frombuffer(f.read()[16:], dtype=np.uint8).reshape(-1, 1, 28, 28)[:1000]
+    x = (torch.from_numpy(pixels.astype(np.float32)) / 255.0 - 0.2860) / 0.3530
+    torch.manual_seed(0)
+    net = export_onnx.mlp_model()
+    with torch.no_grad():
+        out = net.eval()(x)
+    check(float(out.min()) >= lo and float(out.max()) <= hi,
+          f"MLP: PyTorch's logits on 1000 test images [{float(out.min()):.4g}, {float(out.max()):.4g}] lie in SAVE's "
+          f"[{lo:.4g}, {hi:.4g}]")
+    check({l["op"] for l in mlp_json["layers"]} >= {"batchnorm", "tanh", "sigmoid", "linear"},
+          "MLP: batch norm, tanh and sigmoid mapped")
+
+    c = json.loads(peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "--json").stdout)
+    z = json.loads(peat("save", "campaign", "-m", "lenet", "-w", WEIGHTS, "--images", 100, "--flips", "16",
+                        "--json").stdout)
+    check(c["clean_accuracy"] == z["clean_accuracy"] and c["unreliable_words_save"] == z["unreliable_words_save"],
+          f"a campaign on the ONNX LeNet has the zoo LeNet's clean accuracy ({c['clean_accuracy']}) and placement")
+    peat("save", "check-bits", "-m", lenet, "--batch", 2, "--weight-flips", 200, "--activation-flips", 200)
+    check(True, "check-bits runs on the ONNX LeNet")
+
+    one_error(["save", "analyze", "-m", os.path.join(WORK, "resnet18.onnx")], "MaxPool", "padding", "1 node")
+    one_error(["save", "analyze", "-m", os.path.join(WORK, "mobilenet_v2.onnx")], "Clip")
+    one_error(["save", "analyze", "-m", lenet, "-w", WEIGHTS], "carries its weights")
+    garbage = os.path.join(WORK, "garbage.onnx")
+    with open(garbage, "wb") as f:
+        f.write(b"\x0a\xff\xff\xff\xff\x0f garbage that is not a protobuf")
+    one_error(["save", "analyze", "-m", garbage], "garbage.onnx")
+    wide = os.path.join(WORK, "double.onnx")
+    torch.onnx.export(torch.nn.Linear(4, 2).double(), torch.zeros(1, 4, dtype=torch.float64), wide, opset_version=17)
+    one_error(["save", "analyze", "-m", wide], "float64")
+    dyn = os.path.join(WORK, "dynamic.onnx")
+    torch.onnx.export(torch.nn.Conv2d(1, 2, 3), torch.zeros(1, 1, 8, 8), dyn, opset_version=17, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch", 2: "height"}})
+    one_error(["save", "analyze", "-m", dyn], "dynamic", "height")
+    one_error(["save", "campaign", "-m", os.path.join(WORK, "mlp64.onnx")], "cannot read ONNX model")
+finally:
+    shutil.rmtree(WORK, ignore_errors=True)
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")
