@@ -137,7 +137,7 @@ class Prober {
           const int64_t ch = int64_t(j) / (oh * ow), yy = (int64_t(j) / ow) % oh, xx = int64_t(j) % ow;
           for (int64_t ky = 0; ky < n.kernel; ++ky)
             for (int64_t kx = 0; kx < n.kernel; ++kx)
-              each(std::size_t((ch * h + yy * n.stride + ky) * w + xx * n.stride + kx), 0);
+              each(std::size_t(poolInput(n, h, w, ch, yy, xx, ky, kx)), 0);
         };
         for (std::size_t j = 0; j < size; ++j) {
           double lo = -std::numeric_limits<double>::infinity(), hi = lo;

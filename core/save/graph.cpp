@@ -54,11 +54,11 @@ namespace {
 
 using detail::Builder;
 
-// ResNet-18's shape (torchvision's layout, without the stem pool's padding) on 3x224x224 images.
+// ResNet-18 (torchvision's layout) on 3x224x224 images.
 int resnet18(Builder& b) {
   int x = b.input({3, 224, 224});
   x = b.relu("relu", b.batchNorm("bn1", b.conv("conv1", x, 64, 7, 2, 3, false)));
-  x = b.maxPool("maxpool", x, 3, 2);
+  x = b.maxPool("maxpool", x, 3, 2, 1);
   int64_t in = 64;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t out = int64_t(64) << stage;
@@ -330,7 +330,7 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t ky = 0; ky < n.kernel; ++ky)
         for (int64_t kx = 0; kx < n.kernel; ++kx)
-          m = std::max(m, in[0][(ch * h + y * n.stride + ky) * w + xx * n.stride + kx]);
+          m = std::max(m, in[0][poolInput(n, h, w, ch, y, xx, ky, kx)]);
       return m;
     }
     case Op::GlobalAvgPool: {
@@ -482,7 +482,7 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
               float m = -std::numeric_limits<float>::infinity();
               for (int64_t ky = 0; ky < n.kernel; ++ky)
                 for (int64_t kx = 0; kx < n.kernel; ++kx)
-                  m = std::max(m, in[0][s * inSize + (ch * h + y * n.stride + ky) * w + xx * n.stride + kx]);
+                  m = std::max(m, in[0][s * inSize + poolInput(n, h, w, ch, y, xx, ky, kx)]);
               out[s * size + (ch * oh + y) * ow + xx] = m;
             }
       return;

@@ -43,7 +43,8 @@ struct Node {
   std::vector<int64_t> shape;  // one sample's output: [C, H, W], [T, F] (tokens) or [F]
   // Linear: weight [out, in], bias [out], applied to each row of its input ([in] or [T, in]: a
   // token-wise linear layer), output [out] or [T, out].
-  // Conv2d: weight [out, in, k, k], bias [out] or empty.
+  // Conv2d: weight [out, in, k, k], bias [out] or empty. MaxPool2d: kernel, stride and padding
+  // (padding < kernel; see poolInput).
   // BatchNorm (eval): y = x * weight[c] + bias[c], folded from gamma, beta and running statistics.
   // AddConst: bias holds c (one sample's size). LayerNorm: weight gamma, bias beta (last dim).
   std::vector<float> weight, bias;
@@ -78,6 +79,17 @@ Graph randomGraph(const std::string& model, uint64_t seed);
 // Reads the parameters of `run`'s checkpoint `iteration` (-1: the last one) from a session file.
 std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, const std::string& run = "train",
                                                     int64_t iteration = -1);
+
+// The input element that window position (ky, kx) of max-pool output (ch, y, x) reads, for an
+// input of h x w. A padding position reads the nearest element of the same window instead (its
+// index clamped): the window's maximum is unchanged (max-pooling pads with -inf), and every window
+// holds a real element because padding < kernel. Every user of a max-pool's windows goes through here.
+inline int64_t poolInput(const Node& n, int64_t h, int64_t w, int64_t ch, int64_t y, int64_t x, int64_t ky, int64_t kx) {
+  int64_t r = y * n.stride + ky - n.padding, c = x * n.stride + kx - n.padding;
+  r = r < 0 ? 0 : r > h - 1 ? h - 1 : r;
+  c = c < 0 ? 0 : c > w - 1 ? w - 1 : c;
+  return (ch * h + r) * w + c;
+}
 
 // fp32 inference. Every node's output for `batch` samples, [batch * node.size()] each, in node
 // order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.

@@ -136,7 +136,8 @@ class Builder {
       for (int64_t i = 0; i < in; ++i) n.weight[std::size_t(o * in + i)] *= s;
     }
   }
-  int maxPool(const std::string& name, int x, int64_t k, int64_t stride) {
+  int maxPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding = 0) {
+    if (padding < 0 || padding >= k) throw SaveError("max-pool '" + name + "' needs 0 <= padding < kernel");
     const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
     Node n;
     n.op = Op::MaxPool2d;
@@ -144,7 +145,8 @@ class Builder {
     n.inputs = {x};
     n.kernel = k;
     n.stride = stride;
-    n.shape = {s[0], (s[1] - k) / stride + 1, (s[2] - k) / stride + 1};
+    n.padding = padding;
+    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
     return add(std::move(n));
   }
   int flatten(const std::string& name, int x) {

@@ -323,14 +323,15 @@ class Importer {
         const auto k = intsAttr(n, "kernel_shape"), s = intsAttr(n, "strides"), p = intsAttr(n, "pads");
         if (k.size() != 2 || k[0] != k[1]) return refuse(n, "only square 2-D windows are mapped");
         for (int64_t v : p)
-          if (v != 0) return refuse(n, "max-pooling with padding is not in SAVE's graph yet");
+          if (v != (p.empty() ? 0 : p[0])) return refuse(n, "unequal max-pool padding is not mapped");
         if (intAttr(n, "ceil_mode", 0) != 0) return refuse(n, "ceil_mode=1 is not mapped");
         for (int64_t d : intsAttr(n, "dilations"))
           if (d != 1) return refuse(n, "dilated max-pooling is not mapped");
         const int64_t stride = s.empty() ? 1 : s[0];
         if (s.size() == 2 && s[0] != s[1]) return refuse(n, "unequal strides are not mapped");
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
-        out = b_.maxPool(name, x, k[0], stride);
+        if (const auto* a = attribute(n, "auto_pad"); a && a->s() != "NOTSET") return refuse(n, "auto_pad is not mapped");
+        out = b_.maxPool(name, x, k[0], stride, p.empty() ? 0 : p[0]);
       } else if (op == "GlobalAveragePool") {
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
         out = b_.globalAvgPool(name, x);

@@ -54,7 +54,7 @@ Graph rewriteMaxPools(const Graph& g, std::vector<int>& map) {
         for (int64_t ch = 0; ch < c; ++ch)
           for (int64_t y = 0; y < oh; ++y)
             for (int64_t x = 0; x < ow; ++x)
-              sel.gather.push_back((ch * h + y * n.stride + ky) * w + x * n.stride + kx);
+              sel.gather.push_back(poolInput(n, h, w, ch, y, x, ky, kx));
         out.nodes.push_back(std::move(sel));
         level.push_back(int(out.nodes.size()) - 1);
       }

@@ -42,10 +42,10 @@ void gradientMaxPool(const Node& n, const Node& src, const std::vector<float>& x
   for (int64_t ch = 0; ch < c; ++ch)
     for (int64_t y = 0; y < oh; ++y)
       for (int64_t xx = 0; xx < ow; ++xx) {
-        std::size_t best = std::size_t((ch * h + y * n.stride) * w + xx * n.stride);
+        std::size_t best = std::size_t(poolInput(n, h, w, ch, y, xx, 0, 0));
         for (int64_t ky = 0; ky < n.kernel; ++ky)
           for (int64_t kx = 0; kx < n.kernel; ++kx) {
-            const std::size_t at = std::size_t((ch * h + y * n.stride + ky) * w + xx * n.stride + kx);
+            const std::size_t at = std::size_t(poolInput(n, h, w, ch, y, xx, ky, kx));
             if (x[at] > x[best]) best = at;
           }
         gx[best] += gy[std::size_t((ch * oh + y) * ow + xx)];

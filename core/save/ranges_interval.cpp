@@ -249,7 +249,7 @@ void intervalMaxPool(const Node& n, const Node& src, const NodeRange& x, NodeRan
         double lo = -std::numeric_limits<double>::infinity(), hi = lo;
         for (int64_t ky = 0; ky < n.kernel; ++ky)
           for (int64_t kx = 0; kx < n.kernel; ++kx) {
-            const std::size_t at = std::size_t((ch * h + y * n.stride + ky) * w + xx * n.stride + kx);
+            const std::size_t at = std::size_t(poolInput(n, h, w, ch, y, xx, ky, kx));
             lo = std::max(lo, x.lo[at]);
             hi = std::max(hi, x.hi[at]);
           }

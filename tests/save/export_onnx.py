@@ -6,14 +6,17 @@
     export_onnx.py OUTDIR [WEIGHTS.h5]
 
 lenet.onnx    the zoo's LeNet written in torch.nn, with the shipped weights (data/lenet-fashion-mnist.h5)
+pool.onnx     conv, ReLU and a padded max-pool (ResNet's stem pool), random weights
 mlp.onnx      a torch.nn MLP with batch norm and tanh, random weights (a different op mix)
-resnet18.onnx torchvision ResNet-18 at 3x64x64 (refused today: padded max-pooling)
+resnet18.onnx torchvision ResNet-18 at 3x64x64, random weights (seed 0)
 mobilenet_v2.onnx torchvision MobileNetV2 (refused today: grouped convolutions, Clip)
 """
+import gzip
 import os
 import sys
 
 import h5py
+import numpy as np
 import torch
 import torchvision
 
@@ -32,6 +35,34 @@ class LeNet(torch.nn.Module):
         x = torch.nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
         x = torch.flatten(x, 1)
         return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def fashion_mnist(split):
+    """Debian's Fashion-MNIST, normalised as the zoo does: (pixel / 255 - 0.2860) / 0.3530."""
+    d = "/usr/share/datasets/fashion-mnist"
+    with gzip.open(f"{d}/{split}-images-idx3-ubyte.gz") as f:
+        x = np.frombuffer(f.read()[16:], dtype=np.uint8).reshape(-1, 1, 28, 28)
+    with gzip.open(f"{d}/{split}-labels-idx1-ubyte.gz") as f:
+        y = np.frombuffer(f.read()[8:], dtype=np.uint8)
+    return (torch.from_numpy(x.astype(np.float32)) / 255.0 - 0.2860) / 0.3530, torch.from_numpy(y.astype(np.int64))
+
+
+def train_briefly(model, steps=150, batch=64):
+    """A few SGD steps on Fashion-MNIST, so that predictions mean something (about 70% accuracy)."""
+    x, y = fashion_mnist("train")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model.train()
+    for i in range(steps):
+        xb, yb = x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch]
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        opt.step()
+
+
+def pool_model():
+    """Padded max-pooling as ResNet's stem has it (3x3, stride 2, padding 1), on 1x28x28 images."""
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(3, 2, padding=1), torch.nn.Flatten(), torch.nn.Linear(4 * 14 * 14, 10))
 
 
 def mlp_model():
@@ -65,6 +96,13 @@ def main():
     torch.manual_seed(0)
     mlp = mlp_model()
     export(mlp, torch.zeros(1, 1, 28, 28), os.path.join(out, "mlp.onnx"))
+    torch.manual_seed(0)
+    pool = pool_model()
+    train_briefly(pool)
+    export(pool, torch.zeros(1, 1, 28, 28), os.path.join(out, "pool.onnx"))
+    with torch.no_grad():  # PyTorch's logits on the first 1000 test images, for the test to compare with
+        np.save(os.path.join(out, "pool_logits.npy"), pool.eval()(fashion_mnist("t10k")[0][:1000]).numpy())
+    torch.manual_seed(0)
     export(torchvision.models.resnet18(num_classes=10), torch.zeros(1, 3, 64, 64), os.path.join(out, "resnet18.onnx"))
     export(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), torch.zeros(1, 3, 64, 64),
            os.path.join(out, "mobilenet_v2.onnx"))

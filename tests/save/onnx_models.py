@@ -9,7 +9,8 @@
 - an MLP with batch norm, tanh and sigmoid: every PyTorch output on 1000 real Fashion-MNIST test
   images lies inside the output interval SAVE states (soundness against another engine);
 - a campaign and check-bits run on the ONNX LeNet;
-- torchvision ResNet-18 and MobileNetV2 are refused with one line naming each node and why;
+- torchvision ResNet-18: PyTorch's logits lie inside SAVE's interval bounds; MobileNetV2 is refused
+  with one line naming each node SAVE cannot bound and why;
 - bad files: not ONNX, float64, a dynamic spatial dimension: one line each.
 """
 import gzip
@@ -82,6 +83,21 @@ try:
     check({l["op"] for l in mlp_json["layers"]} >= {"batchnorm", "tanh", "sigmoid", "linear"},
           "MLP: batch norm, tanh and sigmoid mapped")
 
+    # padded max-pooling (a briefly trained net): SAVE's symbolic bounds hold PyTorch's logits, and
+    # SAVE's engine predicts what PyTorch predicts (its clean accuracy over 500 test images equals PyTorch's)
+    pool = os.path.join(WORK, "pool.onnx")
+    pj = json.loads(peat("save", "analyze", "-m", pool, "--json").stdout)
+    pool_out = torch.from_numpy(np.load(os.path.join(WORK, "pool_logits.npy")))
+    check(float(pool_out.min()) >= pj["output"]["lo"] and float(pool_out.max()) <= pj["output"]["hi"],
+          f"padded max-pool: PyTorch's logits [{float(pool_out.min()):.4g}, {float(pool_out.max()):.4g}] lie in SAVE's "
+          f"symbolic [{pj['output']['lo']:.4g}, {pj['output']['hi']:.4g}]")
+    with gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz") as f:
+        labels = np.frombuffer(f.read()[8:], dtype=np.uint8)[:500]
+    torch_acc = float((pool_out[:500].argmax(1).numpy() == labels).mean())
+    pc = json.loads(peat("save", "campaign", "-m", pool, "--images", 500, "--flips", "1", "--json").stdout)
+    check(abs(pc["clean_accuracy"] - torch_acc) < 1e-9,
+          f"padded max-pool: SAVE's engine and PyTorch agree on 500 images (accuracy {pc['clean_accuracy']} vs {torch_acc})")
+
     c = json.loads(peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "--json").stdout)
     z = json.loads(peat("save", "campaign", "-m", "lenet", "-w", WEIGHTS, "--images", 100, "--flips", "16",
                         "--json").stdout)
@@ -90,7 +106,17 @@ try:
     peat("save", "check-bits", "-m", lenet, "--batch", 2, "--weight-flips", 200, "--activation-flips", 200)
     check(True, "check-bits runs on the ONNX LeNet")
 
-    one_error(["save", "analyze", "-m", os.path.join(WORK, "resnet18.onnx")], "MaxPool", "padding", "1 node")
+    # torchvision ResNet-18 (padded max-pooling, residual adds, batch norm folded by the exporter):
+    # PyTorch's logits on Fashion-MNIST images resized to 3x64x64 lie in SAVE's interval bounds
+    r18 = json.loads(peat("save", "analyze", "-m", os.path.join(WORK, "resnet18.onnx"), "--mode", "interval",
+                          "--json").stdout)
+    torch.manual_seed(0)
+    resnet = export_onnx.torchvision.models.resnet18(num_classes=10).eval()
+    images = torch.nn.functional.interpolate(x[:50], size=(64, 64), mode="bilinear", align_corners=False)
+    with torch.no_grad():
+        logits = resnet(images.expand(-1, 3, -1, -1).contiguous())
+    check(float(logits.min()) >= r18["output"]["lo"] and float(logits.max()) <= r18["output"]["hi"],
+          f"ResNet-18: PyTorch's logits on 50 images lie in SAVE's interval bounds ({len(r18['layers'])} layers)")
     one_error(["save", "analyze", "-m", os.path.join(WORK, "mobilenet_v2.onnx")], "Clip")
     one_error(["save", "analyze", "-m", lenet, "-w", WEIGHTS], "carries its weights")
     garbage = os.path.join(WORK, "garbage.onnx")
