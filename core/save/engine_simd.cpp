@@ -11,12 +11,52 @@ namespace peat::save::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Four output channels at a time keep their accumulators in registers across all taps.
+// Four output channels at a time keep their accumulators in registers across all taps; two
+// vectors of positions per pass share each weight's broadcast (8 accumulators). Every output is
+// still bias, then each tap's product added in tap order.
 void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
                   int64_t positions, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t p = 0;
+  for (; p + 2 * N <= positions && channels >= 4; p += 2 * N) {
+    int64_t o = 0;
+    for (; o + 4 <= channels; o += 4) {
+      auto a0 = hn::Set(d, bias ? bias[o] : 0.0f), a1 = hn::Set(d, bias ? bias[o + 1] : 0.0f);
+      auto a2 = hn::Set(d, bias ? bias[o + 2] : 0.0f), a3 = hn::Set(d, bias ? bias[o + 3] : 0.0f);
+      auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+      const float* w0 = weight + o * taps;
+      for (int64_t t = 0; t < taps; ++t) {
+        const auto x = hn::LoadU(d, cols + t * positions + p);
+        const auto y = hn::LoadU(d, cols + t * positions + p + N);
+        const auto k0 = hn::Set(d, w0[t]), k1 = hn::Set(d, w0[taps + t]);
+        const auto k2 = hn::Set(d, w0[2 * taps + t]), k3 = hn::Set(d, w0[3 * taps + t]);
+        a0 = hn::Add(a0, hn::Mul(k0, x));
+        b0 = hn::Add(b0, hn::Mul(k0, y));
+        a1 = hn::Add(a1, hn::Mul(k1, x));
+        b1 = hn::Add(b1, hn::Mul(k1, y));
+        a2 = hn::Add(a2, hn::Mul(k2, x));
+        b2 = hn::Add(b2, hn::Mul(k2, y));
+        a3 = hn::Add(a3, hn::Mul(k3, x));
+        b3 = hn::Add(b3, hn::Mul(k3, y));
+      }
+      hn::StoreU(a0, d, out + o * positions + p);
+      hn::StoreU(b0, d, out + o * positions + p + N);
+      hn::StoreU(a1, d, out + (o + 1) * positions + p);
+      hn::StoreU(b1, d, out + (o + 1) * positions + p + N);
+      hn::StoreU(a2, d, out + (o + 2) * positions + p);
+      hn::StoreU(b2, d, out + (o + 2) * positions + p + N);
+      hn::StoreU(a3, d, out + (o + 3) * positions + p);
+      hn::StoreU(b3, d, out + (o + 3) * positions + p + N);
+    }
+    for (; o < channels; ++o)
+      for (int64_t q = p; q < p + 2 * N; q += N) {
+        auto a = hn::Set(d, bias ? bias[o] : 0.0f);
+        for (int64_t t = 0; t < taps; ++t)
+          a = hn::Add(a, hn::Mul(hn::Set(d, weight[o * taps + t]), hn::LoadU(d, cols + t * positions + q)));
+        hn::StoreU(a, d, out + o * positions + q);
+      }
+  }
   for (; p + N <= positions; p += N) {
     int64_t o = 0;
     for (; o + 4 <= channels; o += 4) {

@@ -15,4 +15,4 @@ torch.onnx.export(m, x, f"{sys.argv[1]}/r18.onnx", opset_version=17)
 torch.jit.trace(m, x).save(f"{sys.argv[1]}/r18.pt")
 PY
 PEAT_BENCH_ONNX=$work/r18.onnx PEAT_BENCH_TS=$work/r18.pt PEAT_MODULE_DIR=$build/lib/peat \
-  "$build/tests/bin/bench_save_inference"
+  "$build/tests/bin/bench_save_inference" "${@:2}"
