@@ -142,10 +142,14 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
 save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
   save::Graph g;
   if (save::isOnnxModel(o.model)) {
-    if (!o.weights.empty() || o.randomWeights != 0)
-      throw std::invalid_argument("an ONNX model carries its weights: leave out --weights and --random-weights "
-                                  "(replacing them from a checkpoint is not supported yet)");
-    g = save::onnxGraph(o.model);
+    if (o.randomWeights != 0)
+      throw std::invalid_argument("an ONNX model carries its weights: leave out --random-weights");
+    if (o.weights.empty()) {
+      g = save::onnxGraph(o.model);
+    } else {  // a fine-tuned model's parameters replace the initializers of the same names
+      const auto params = save::loadCheckpoint(o.weights, o.run, o.iteration);
+      g = save::onnxGraph(o.model, &params);
+    }
   } else {
     if (o.weights.empty() == (o.randomWeights == 0))
       throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");

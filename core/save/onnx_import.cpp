@@ -47,12 +47,14 @@ struct Constant {
 
 class Importer {
  public:
-  Importer(const std::string& path) : path_(path), b_(g_, params_) {}
+  Importer(const std::string& path, const std::map<std::string, store::Tensor>* replacements)
+      : path_(path), replacements_(replacements), b_(g_, params_) {}
 
   Graph run() {
     load();
     const onnx::GraphProto& graph = model_.graph();
     for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
+    if (replacements_) replace();
     input();
     for (const onnx::NodeProto& n : graph.node()) node(n);
     if (!unsupported_.empty()) {
@@ -66,7 +68,7 @@ class Importer {
     auto it = values_.find(graph.output(0).name());
     if (it == values_.end()) throw SaveError("ONNX model '" + path_ + "': its output is not computed from its input");
     g_.output = it->second;
-    g_.model = path_;
+    if (!replacements_) g_.model = path_;
     return g_;
   }
 
@@ -129,6 +131,27 @@ class Importer {
       typeOf_[t.name()] = typeName(t.data_type());
     }
     return c;
+  }
+
+  // Initializers replaced by name from a checkpoint (a model fine-tuned with PEAT): every tensor of
+  // the checkpoint that names a float initializer must have its shape; at least one must match.
+  void replace() {
+    int64_t replaced = 0;
+    for (const auto& [name, t] : *replacements_) {
+      auto it = constants_.find(name);
+      if (it == constants_.end() || !it->second.isFloat) continue;
+      std::vector<int64_t> shape(t.shape.begin(), t.shape.end());
+      if (shape != it->second.dims || t.dtype != store::DType::F32)
+        throw SaveError("checkpoint tensor '" + name + "' does not have the shape of ONNX initializer '" + name + "'");
+      std::memcpy(it->second.values.data(), t.bytes.data(), t.bytes.size());
+      ++replaced;
+    }
+    if (replaced == 0)
+      throw SaveError("no initializer of ONNX model '" + path_ + "' has the name of a checkpoint tensor (e.g. '" +
+                      (replacements_->empty() ? std::string("?") : replacements_->begin()->first) +
+                      "'); export with torch.onnx.export(..., do_constant_folding=False) so that the initializers "
+                      "keep the module's parameter names");
+    g_.model = path_ + " (" + std::to_string(replaced) + " initializers from the checkpoint)";
   }
 
   void input() {
@@ -489,6 +512,7 @@ class Importer {
   }
 
   std::string path_;
+  const std::map<std::string, store::Tensor>* replacements_;
   onnx::ModelProto model_;
   Graph g_;
   std::map<std::string, store::Tensor> params_;
@@ -507,10 +531,14 @@ class Importer {
 }  // namespace peat::save
 
 // The module's entry point (core/save/onnx_model.cpp finds it with dlsym): fills *graph and returns
-// 0, or writes a one-line reason into `error` and returns 1.
-extern "C" int peat_onnx_import_v1(const char* path, void* graph, char* error, unsigned long errorSize) {
+// 0, or writes a one-line reason into `error` and returns 1. `replacements` is null or a
+// std::map<std::string, store::Tensor> of initializers to replace by name (the module is built with
+// peat, so C++ types may cross).
+extern "C" int peat_onnx_import_v1(const char* path, const void* replacements, void* graph, char* error,
+                                   unsigned long errorSize) {
   try {
-    *static_cast<peat::save::Graph*>(graph) = peat::save::Importer(path).run();
+    *static_cast<peat::save::Graph*>(graph) =
+        peat::save::Importer(path, static_cast<const std::map<std::string, peat::store::Tensor>*>(replacements)).run();
     return 0;
   } catch (const std::exception& e) {
     std::snprintf(error, errorSize, "%s", e.what());

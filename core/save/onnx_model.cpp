@@ -13,7 +13,7 @@ namespace peat::save {
 
 namespace {
 
-using ImportFn = int (*)(const char*, void*, char*, unsigned long);
+using ImportFn = int (*)(const char*, const void*, void*, char*, unsigned long);
 
 ImportFn importer() {
   static std::mutex mutex;
@@ -40,17 +40,17 @@ bool isOnnxModel(const std::string& spec) {
   return spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".onnx") == 0;
 }
 
-Graph onnxGraph(const std::string& path, InsideProbe) {
+Graph onnxGraph(const std::string& path, InsideProbe, const std::map<std::string, store::Tensor>* replacements) {
   if (!sys::fileExists(path)) throw SaveError("cannot read ONNX model '" + path + "'");
   Graph g;
   char error[4096] = {};
-  if (importer()(path.c_str(), &g, error, sizeof error) != 0) throw SaveError(error);
+  if (importer()(path.c_str(), replacements, &g, error, sizeof error) != 0) throw SaveError(error);
   g.inputMean = 0.2860f;  // Fashion-MNIST, as the zoo's graphs
   g.inputDeviation = 0.3530f;
   return g;
 }
 
-Graph onnxGraph(const std::string& path) {
+Graph onnxGraph(const std::string& path, const std::map<std::string, store::Tensor>* replacements) {
   if (!sys::fileExists(path)) throw SaveError("cannot read ONNX model '" + path + "'");
   const std::string helper = sys::moduleDirectory() + "/peat-probe";
   if (!sys::fileExists(helper)) throw SaveError("the probe helper is missing: " + helper);
@@ -66,7 +66,7 @@ Graph onnxGraph(const std::string& path) {
                     "); it was not loaded");
   if (r.output.rfind("error\t", 0) == 0) throw SaveError(r.output.substr(6));
   if (r.output.rfind("ok\t", 0) != 0) throw SaveError("the ONNX probe answered in an unknown format");
-  return onnxGraph(path, InsideProbe{});
+  return onnxGraph(path, InsideProbe{}, replacements);
 }
 
 }  // namespace peat::save

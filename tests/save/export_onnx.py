@@ -5,7 +5,8 @@
 
     export_onnx.py OUTDIR [WEIGHTS.h5]
 
-lenet.onnx    the zoo's LeNet written in torch.nn, with the shipped weights (data/lenet-fashion-mnist.h5)
+lenet.onnx    the zoo's LeNet written in torch.nn, with the shipped weights (data/lenet-fashion-mnist.h5),
+              and lenet.pt, its TorchScript trace (PEAT trains it; SAVE takes the new weights by name)
 pool.onnx     conv, ReLU and a padded max-pool (ResNet's stem pool), random weights
 mlp.onnx      a torch.nn MLP with batch norm and tanh, random weights (a different op mix)
 resnet18.onnx torchvision ResNet-18 at 3x64x64, random weights (seed 0)
@@ -93,6 +94,7 @@ def main():
             params = cps[sorted(cps.keys())[-1]]["parameters"]
             lenet.load_state_dict({k: torch.from_numpy(params[k][()]) for k in params.keys()})
     export(lenet, torch.zeros(1, 1, 28, 28), os.path.join(out, "lenet.onnx"))
+    torch.jit.trace(lenet.train(), torch.zeros(1, 1, 28, 28)).save(os.path.join(out, "lenet.pt"))  # for PEAT
     torch.manual_seed(0)
     mlp = mlp_model()
     export(mlp, torch.zeros(1, 1, 28, 28), os.path.join(out, "mlp.onnx"))

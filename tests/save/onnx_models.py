@@ -118,7 +118,18 @@ try:
     check(float(logits.min()) >= r18["output"]["lo"] and float(logits.max()) <= r18["output"]["hi"],
           f"ResNet-18: PyTorch's logits on 50 images lie in SAVE's interval bounds ({len(r18['layers'])} layers)")
     one_error(["save", "analyze", "-m", os.path.join(WORK, "mobilenet_v2.onnx")], "Clip")
-    one_error(["save", "analyze", "-m", lenet, "-w", WEIGHTS], "carries its weights")
+    # PEAT fine-tunes the TorchScript LeNet; SAVE analyses the ONNX LeNet with those weights, by name:
+    # the same numbers as the zoo's LeNet graph built from that checkpoint
+    tuned = os.path.join(WORK, "tuned.h5")
+    peat("train", "--model", os.path.join(WORK, "lenet.pt"), "--data", "fashion-mnist", "-n", 20, "--batch", 32,
+         "-o", tuned)
+    t_onnx = json.loads(peat("save", "analyze", "-m", lenet, "-w", tuned, "--json").stdout)
+    t_zoo = json.loads(peat("save", "analyze", "-m", "lenet", "-w", tuned, "--json").stdout)
+    check(t_onnx["output"] == t_zoo["output"] and t_onnx["output"] != a["output"],
+          f"ONNX LeNet with PEAT-fine-tuned weights (by name) equals the zoo graph of that checkpoint "
+          f"(output [{t_onnx['output']['lo']:.6g}, {t_onnx['output']['hi']:.6g}])")
+    one_error(["save", "analyze", "-m", os.path.join(WORK, "mlp.onnx"), "-w", tuned], "no initializer", "do_constant_folding")
+    one_error(["save", "analyze", "-m", lenet, "--random-weights", 3], "carries its weights")
     garbage = os.path.join(WORK, "garbage.onnx")
     with open(garbage, "wb") as f:
         f.write(b"\x0a\xff\xff\xff\xff\x0f garbage that is not a protobuf")
