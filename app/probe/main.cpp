@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
       peat::cli::TorchCommand c;
       c.name = "models";
       c.inspect = argv[2];
+      c.insideProbe = true;
       std::fflush(stdout);
       const int saved = ::dup(1), devnull = ::open("/dev/null", O_WRONLY);
       ::dup2(devnull, 1);

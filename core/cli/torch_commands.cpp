@@ -33,6 +33,7 @@ void forEachField(Command& c, F&& f) {
   f("input_std", c.inputStd);
   f("inspect", c.inspect);
   f("input_shape", c.inputShape);
+  f("inside_probe", c.insideProbe);
   f("out", c.out);
   f("checkpoint_every", c.checkpointEvery);
   f("compression", c.compression);

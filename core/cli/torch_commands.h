@@ -26,8 +26,10 @@ struct TorchCommand {
   std::string init;
   // a model file's data (train::TrainOptions)
   std::string data, task, inputMean, inputStd;
-  // models --inspect FILE [--input-shape 1,3,64,64]
+  // models --inspect FILE [--input-shape 1,3,64,64]; insideProbe: the probe helper's own run (it
+  // loads in place; a user's inspect loads the file in the helper first)
   std::string inspect, inputShape;
+  bool insideProbe = false;
   // train, profile
   std::string out;
   int64_t checkpointEvery = 0;

@@ -83,7 +83,7 @@ std::vector<float> integersAsFloats(const unsigned char* p, uint64_t count, cons
       v = double(raw);
     }
     if (v > 16777216.0 || v < -16777216.0)
-      throw SourceError(what + ": " + et.name + " value " + std::to_string(int64_t(v)) + " at index " +
+      throw SourceError(what + ": " + et.name + " value " + std::to_string(v) + " at index " +
                         std::to_string(i) + " is not exact in float32 (|v| <= 2^24 expected)");
     out[i] = float(v);
   }
@@ -117,6 +117,8 @@ FloatTensor readNpy(const std::string& path) {
     FloatTensor t;
     if (et.integer()) {
       t = FloatTensor::owned(integersAsFloats(bytes + h.dataOffset, count, et, "'" + path + "'"), h.shape);
+      ::munmap(base, length);
+      base = nullptr;
     } else if (et.bytes == 4 && h.dataOffset % alignof(float) == 0) {
       ::madvise(base, length, MADV_SEQUENTIAL | MADV_WILLNEED);
       t = FloatTensor::mapped(base, length, reinterpret_cast<const float*>(bytes + h.dataOffset), count, h.shape);

@@ -170,7 +170,11 @@ PluginInfo parseProbeAnswer(const std::string& text, const std::string& path) {
   const std::string& err = fields[6];
   if (err.empty() || err.size() > 32 || err.find_first_not_of("0123456789.e+-naif") != std::string::npos)
     throw PluginError("the plugin probe answered in an unknown format");
-  info.probeMaxAbsError = std::strtod(err.c_str(), nullptr);
+  char* end = nullptr;
+  info.probeMaxAbsError = std::strtod(err.c_str(), &end);
+  if (end != err.c_str() + err.size() || info.probeMaxAbsError < 0 ||
+      (info.probeMismatches > 0 && info.probeMaxAbsError == 0))
+    throw PluginError("the plugin probe answered in an unknown format");
   const std::string& first = fields[7];
   if (first == "-1") {
     info.probeFirstMismatch = -1;

@@ -56,6 +56,9 @@ class Importer {
     for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
     if (replacements_) replace();
     input();
+    for (const onnx::NodeProto& n : graph.node())
+      for (const auto& in : n.input()) ++consumers_[in];
+    for (const auto& out : graph.output()) ++consumers_[out.name()];
     for (const onnx::NodeProto& n : graph.node()) node(n);
     if (!unsupported_.empty()) {
       std::string list;
@@ -77,6 +80,8 @@ class Importer {
     std::ifstream in(path_, std::ios::binary);
     if (!in) throw SaveError("cannot read ONNX model '" + path_ + "'");
     if (!model_.ParseFromIstream(&in)) throw SaveError("'" + path_ + "' is not an ONNX model (the protobuf does not parse)");
+    for (const auto& op : model_.opset_import())
+      if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
     for (const auto& op : model_.opset_import())
       if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kNewestOpset)
         throw SaveError("ONNX model '" + path_ + "' uses opset " + std::to_string(op.version()) +
@@ -101,10 +106,11 @@ class Importer {
     c.dims.assign(t.dims().begin(), t.dims().end());
     int64_t count = 1;
     for (int64_t d : c.dims) {
-      if (d < 0 || d > (int64_t(1) << 32)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' has a bad shape");
+      if (d < 0 || d > (int64_t(1) << 31)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' has a bad shape");
+      if (d != 0 && count > (int64_t(1) << 31) / d)
+        throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' is too large");
       count *= d;
     }
-    if (count > (int64_t(1) << 31)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' is too large");
     if (t.data_type() == onnx::TensorProto::FLOAT) {
       c.isFloat = true;
       if (t.has_raw_data()) {
@@ -118,6 +124,7 @@ class Importer {
         c.values.assign(t.float_data().begin(), t.float_data().end());
       }
     } else if (t.data_type() == onnx::TensorProto::INT64) {
+      typeOf_[t.name()] = "int64";
       if (t.has_raw_data()) {
         if (t.raw_data().size() != std::size_t(count) * 8)
           throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
@@ -254,8 +261,9 @@ class Importer {
       refuse(n, "its weight '" + value + "' is computed at run time, not an initializer");
       return false;
     }
-    if (nonFloat_.count(value)) {
-      refuse(n, "its weight '" + value + "' is " + typeOf_[value] + "; SAVE reads float32 models");
+    if (!c->isFloat) {
+      refuse(n, "its weight '" + value + "' is " + (typeOf_.count(value) ? typeOf_[value] : std::string("not float32")) +
+                    "; SAVE reads float32 models");
       return false;
     }
     if (!wantDims.empty() && c->dims != wantDims) {
@@ -320,7 +328,7 @@ class Importer {
         if (n.input_size() == 2 && isActivation(n.input(1)))
           return refuse(n, "a product of two activations other than attention's is not mapped yet");
         const Constant* w = constant(n.input(1));
-        if (!w || w->dims.size() != 2) return refuse(n, "its right operand is not a 2-D initializer");
+        if (!w || w->dims.size() != 2 || !w->isFloat) return refuse(n, "its right operand is not a float32 2-D initializer");
         std::vector<float> t(w->values.size());
         const int64_t in = w->dims[0], o = w->dims[1];
         for (int64_t i = 0; i < in; ++i)
@@ -329,7 +337,7 @@ class Importer {
         params_[name + ".bias"] = tensorOf(std::vector<float>(std::size_t(o), 0.0f), {o});
         if (b_.node(x).features() != in) return refuse(n, "its weight does not fit its input");
         out = b_.linear(name, x, o);
-        biasFree_[n.output(0)] = out;
+        if (consumers_[n.output(0)] == 1) biasFree_[n.output(0)] = out;  // a bias Add may fold into it
       } else if (op == "Add" || op == "Mul") {
         return binary(n, n.input(0), n.input(1));
       } else if (op == "Relu") {
@@ -339,7 +347,9 @@ class Importer {
       } else if (op == "Tanh") {
         out = b_.unary(Op::Tanh, name, x);
       } else if (op == "Softmax") {
-        const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(b_.node(x).shape.size()) + 1;
+        const int64_t rank = int64_t(b_.node(x).shape.size()) + 1;
+        const int64_t axis = intAttr(n, "axis", opset_ >= 13 ? -1 : 1);
+        if (opset_ < 13 && axis != rank - 1) return refuse(n, "softmax before opset 13 flattens from its axis");
         if (axis != -1 && axis != rank - 1) return refuse(n, "softmax over another axis than the last");
         out = b_.softmax(name, x);
       } else if (op == "MaxPool") {
@@ -352,6 +362,7 @@ class Importer {
           if (d != 1) return refuse(n, "dilated max-pooling is not mapped");
         const int64_t stride = s.empty() ? 1 : s[0];
         if (s.size() == 2 && s[0] != s[1]) return refuse(n, "unequal strides are not mapped");
+        if (stride <= 0 || k[0] <= 0) return refuse(n, "a stride or kernel out of range");
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
         if (const auto* a = attribute(n, "auto_pad"); a && a->s() != "NOTSET") return refuse(n, "auto_pad is not mapped");
         out = b_.maxPool(name, x, k[0], stride, p.empty() ? 0 : p[0]);
@@ -370,10 +381,13 @@ class Importer {
         out = b_.flatten(name, x);
       } else if (op == "BatchNormalization") {
         if (n.input_size() != 5) return refuse(n, "expected scale, bias, mean and variance");
+        if (intAttr(n, "training_mode", 0) != 0 || n.output_size() > 1)
+          return refuse(n, "batch norm in training mode (batch statistics) has no fixed affine map");
         const int64_t c = b_.node(x).shape.empty() ? 0 : b_.node(x).shape[0];
         for (auto [i, suffix] : {std::pair<int, const char*>{1, ".weight"}, {2, ".bias"}, {3, ".running_mean"}, {4, ".running_var"}})
           if (!weight(n, n.input(i), name + suffix, {c})) return;
-        out = b_.batchNorm(name, x, floatAttr(n, "epsilon", 1e-5f));
+        const float eps = floatAttr(n, "epsilon", 1e-5f);
+        out = b_.batchNorm(name, x, eps == 1e-5f ? 1e-5 : double(eps));  // torch's 1e-5, as the zoo's graphs
       } else if (op == "LayerNormalization") {
         const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(b_.node(x).shape.size()) + 1;
         if (axis != -1 && axis != rank - 1) return refuse(n, "normalisation over more than the last axis");
@@ -414,6 +428,10 @@ class Importer {
         return -1;
       }
     const int64_t stride = s.empty() ? 1 : s[0], pad = p.empty() ? 0 : p[0];
+    if (stride <= 0 || pad < 0 || w->dims[2] <= 0) {
+      refuse(n, "a stride, padding or kernel out of range");
+      return -1;
+    }
     for (int64_t v : s)
       if (v != stride) {
         refuse(n, "unequal strides are not mapped");
@@ -445,7 +463,7 @@ class Importer {
       return -1;
     }
     const Constant* w = constant(n.input(1));
-    if (!w || w->dims.size() != 2 || nonFloat_.count(n.input(1))) {
+    if (!w || w->dims.size() != 2 || !w->isFloat) {
       refuse(n, "its weight is not a float32 2-D initializer");
       return -1;
     }
@@ -485,32 +503,43 @@ class Importer {
     const Constant* c = constant(other);
     if (!c || !c->isFloat) return refuse(n, "its constant operand is not a float32 tensor");
     if (n.op_type() == "Mul") return refuse(n, "a product with a constant is not mapped yet");
-    // x + c: into a bias-free linear layer's bias (MatMul + Add, as exporters write Linear), else AddConst
+    // x + c: into a bias-free linear layer's bias (MatMul + Add, as exporters write Linear; only when
+    // the Add is the MatMul's one consumer), else AddConst with the constant broadcast as numpy does
     const Node& xn = b_.node(x);
+    std::vector<int64_t> cdims = c->dims;
+    while (!cdims.empty() && cdims.front() == 1 && cdims.size() > xn.shape.size()) cdims.erase(cdims.begin());
     auto folded = biasFree_.find(a);
-    if (folded != biasFree_.end() && int64_t(c->values.size()) == xn.features()) {
+    if (folded != biasFree_.end() && cdims.size() == 1 && cdims[0] == xn.features()) {
       Node& linear = g_.nodes[std::size_t(folded->second)];
       for (std::size_t j = 0; j < linear.bias.size(); ++j) linear.bias[j] += c->values[j];
       biasFree_.erase(folded);
       values_[n.output(0)] = x;
       return;
     }
+    if (cdims.size() > xn.shape.size()) return refuse(n, "its constant has more dimensions than one sample");
+    // right-aligned broadcasting: each constant dimension is 1 or the sample's
+    const std::size_t offset = xn.shape.size() - cdims.size();
+    for (std::size_t i = 0; i < cdims.size(); ++i)
+      if (cdims[i] != 1 && cdims[i] != xn.shape[offset + i]) return refuse(n, "its constant does not broadcast to one sample");
     std::vector<float> expanded(std::size_t(xn.size()));
-    const int64_t total = xn.size(), cn = int64_t(c->values.size());
-    if (cn == total) {
-      expanded = c->values;
-    } else if (cn == xn.features()) {
-      for (int64_t i = 0; i < total; ++i) expanded[std::size_t(i)] = c->values[std::size_t(i % cn)];
-    } else if (cn == 1) {
-      std::fill(expanded.begin(), expanded.end(), c->values[0]);
-    } else {
-      return refuse(n, "a constant that broadcasts other than over whole rows is not mapped");
+    for (int64_t e = 0; e < xn.size(); ++e) {
+      int64_t rest = e, ci = 0, stride = 1;
+      for (std::size_t i = xn.shape.size(); i-- > 0;) {
+        const int64_t coord = rest % xn.shape[i];
+        rest /= xn.shape[i];
+        if (i >= offset) {
+          const int64_t cd = cdims[i - offset];
+          ci += (cd == 1 ? 0 : coord) * stride;
+          stride *= cd;
+        }
+      }
+      expanded[std::size_t(e)] = c->values[std::size_t(ci)];
     }
-    std::vector<int64_t> dims = xn.shape;
-    params_[name + ".constant"] = tensorOf(expanded, dims);
+    params_[name + ".constant"] = tensorOf(expanded, xn.shape);
     values_[n.output(0)] = b_.addConst(name, x, name + ".constant");
   }
 
+  int64_t opset_ = kNewestOpset;
   std::string path_;
   const std::map<std::string, store::Tensor>* replacements_;
   onnx::ModelProto model_;
@@ -518,7 +547,7 @@ class Importer {
   std::map<std::string, store::Tensor> params_;
   detail::Builder b_;
   std::map<std::string, Constant> constants_;
-  std::map<std::string, int> values_, biasFree_;
+  std::map<std::string, int> values_, biasFree_, consumers_;
   std::set<std::string> poisoned_, nonFloat_, shape1x1_;
   std::map<std::string, std::string> typeOf_;
   std::vector<std::string> unsupported_;

@@ -66,6 +66,23 @@ def pool_model():
                                torch.nn.MaxPool2d(3, 2, padding=1), torch.nn.Flatten(), torch.nn.Linear(4 * 14 * 14, 10))
 
 
+class Broadcast(torch.nn.Module):
+    """Constants an exporter leaves as Add operands: a per-channel [C, 1, 1] one on [C, H, W] with C == W
+    (broadcast over the right axes), and a bias Add after a MatMul whose output has a second consumer
+    (so it must not fold into the MatMul): SAVE must bound what PyTorch computes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 28, 3, padding=1)
+        self.c = torch.nn.Parameter(torch.arange(28.0).view(28, 1, 1) * 10.0)
+        self.w = torch.nn.Parameter(torch.randn(28 * 28 * 28, 10) * 0.001)
+        self.b = torch.nn.Parameter(torch.full((10,), 50.0))
+
+    def forward(self, x):
+        h = torch.flatten(self.conv(x) + self.c, 1) @ self.w
+        return (h + self.b) + h
+
+
 def mlp_model():
     """Seeded by the caller (torch.manual_seed(0)), so a test can build the same network again."""
     mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.BatchNorm1d(64), torch.nn.Tanh(),
@@ -98,6 +115,11 @@ def main():
     torch.manual_seed(0)
     mlp = mlp_model()
     export(mlp, torch.zeros(1, 1, 28, 28), os.path.join(out, "mlp.onnx"))
+    torch.manual_seed(0)
+    bc = Broadcast()
+    export(bc, torch.zeros(1, 1, 28, 28), os.path.join(out, "broadcast.onnx"))
+    with torch.no_grad():
+        np.save(os.path.join(out, "broadcast_logits.npy"), bc.eval()(fashion_mnist("t10k")[0][:200]).numpy())
     torch.manual_seed(0)
     pool = pool_model()
     train_briefly(pool)

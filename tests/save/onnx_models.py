@@ -98,6 +98,12 @@ try:
     check(abs(pc["clean_accuracy"] - torch_acc) < 1e-9,
           f"padded max-pool: SAVE's engine and PyTorch agree on 500 images (accuracy {pc['clean_accuracy']} vs {torch_acc})")
 
+    bj = json.loads(peat("save", "analyze", "-m", os.path.join(WORK, "broadcast.onnx"), "--json").stdout)
+    bo = np.load(os.path.join(WORK, "broadcast_logits.npy"))
+    check(float(bo.min()) >= bj["output"]["lo"] and float(bo.max()) <= bj["output"]["hi"],
+          f"broadcast constants and an unfoldable bias: PyTorch's logits [{float(bo.min()):.5g}, {float(bo.max()):.5g}] "
+          f"lie in SAVE's [{bj['output']['lo']:.5g}, {bj['output']['hi']:.5g}]")
+
     c = json.loads(peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "--json").stdout)
     z = json.loads(peat("save", "campaign", "-m", "lenet", "-w", WEIGHTS, "--images", 100, "--flips", "16",
                         "--json").stdout)

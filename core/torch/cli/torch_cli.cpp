@@ -372,7 +372,7 @@ int runModelsCommand(const cli::TorchCommand& c) {
   }
   const models::Task task = c.task == "lm" ? models::Task::Text : c.task == "regression" ? models::Task::Regression
                                                                                         : models::Task::Images;
-  auto model = models::loadScriptedModel(c.inspect, task, models::Probe::Inside);
+  auto model = models::loadScriptedModel(c.inspect, task, c.insideProbe ? models::Probe::Inside : models::Probe::First);
   std::vector<models::SiteCall> calls;
   if (!c.inputShape.empty()) {
     const std::vector<int64_t> shape = parseCounts("--input-shape", c.inputShape);
@@ -455,8 +455,8 @@ int run(const cli::TorchCommand& c) {
     return runModelsCommand(c);
   } catch (const c10::Error& e) {
     return failNow("LibTorch: " + firstLine(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return failNow(firstLine(e.what()));
+  } catch (const std::exception& e) {  // TorchScript's interpreter puts its reason last
+    return failNow(firstLine(models::interpreterMessage(e.what())));
   }
 }
 

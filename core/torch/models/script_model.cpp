@@ -467,13 +467,14 @@ ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::ma
     sites_.push_back({"(all)", "-", false, "PEAT_BENCH_NO_SLOT=1: the graph runs on ATen, nothing is routed"});
   else
     sites_ = Rewriter(m, graph).run();
+  std::set<const void*> seen;  // a tied parameter (one tensor under two names) is trained once
   for (const auto& p : m.named_parameters(true)) {
-    at::Tensor t = p.value;
+    const at::Tensor& t = p.value;
+    if (!seen.insert(t.unsafeGetTensorImpl()).second) continue;
     if (t.scalar_type() != at::kFloat)
       throw std::invalid_argument("model file '" + path + "': parameter '" + p.name + "' is " +
                                   std::string(c10::toString(t.scalar_type())) + "; only float32 models are trained");
-    t.requires_grad_(true);
-    adoptParameter(p.name, t);
+    adoptParameter(p.name, t);  // frozen parameters (requires_grad false) stay frozen
   }
   for (const auto& b : m.named_buffers(true)) {
     if (b.value.scalar_type() == at::kFloat || b.value.scalar_type() == at::kLong)

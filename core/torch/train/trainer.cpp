@@ -235,7 +235,7 @@ class UserDataSource final : public DataSource {
     if (o.data.empty())
       throw std::invalid_argument("a model file needs --data (an HDF5 file, a folder of .npy files, or " + builtin +
                                   "[:CxHxW])");
-    if (o.data.rfind(builtin, 0) == 0) {
+    if (o.data == builtin || o.data.rfind(builtin + ":", 0) == 0) {
       loadFashionMnist(o.data.substr(builtin.size()));
     } else {
       const Split train = readSplit(o.data, "train"), test = readSplit(o.data, "test");
@@ -251,7 +251,21 @@ class UserDataSource final : public DataSource {
                                     " but test/x samples are " + shapeText(test.x.sizes().slice(1)));
     }
     task = inferTask(o.task);
+    task_ = task;
+    if (task != models::Task::Regression) {  // labels and token ids must be whole numbers
+      for (const at::Tensor* y : {&trainY_, &testY_}) {
+        const at::Tensor flat = y->reshape({-1});
+        const at::Tensor bad = flat.ne(flat.floor()).nonzero();
+        if (bad.numel() > 0) {
+          const int64_t i = bad[0].item<int64_t>();
+          throw std::invalid_argument("data '" + o.data + "': " + (y == &trainY_ ? "train" : "test") + "/y[" +
+                                      std::to_string(i) + "] = " + numberText(flat[i].item<double>()) +
+                                      " is not a whole number, as " + taskName(task) + " labels must be");
+        }
+      }
+    }
     if (!o.inputMean.empty() || !o.inputStd.empty()) {
+      if (sampleShape().empty()) throw std::invalid_argument("--input-mean and --input-std need samples with a channel dimension");
       if (task == models::Task::Text) throw std::invalid_argument("--input-mean and --input-std are for float inputs, not tokens");
       std::vector<double> mean = parseList(o.inputMean.empty() ? "0" : o.inputMean, "--input-mean");
       std::vector<double> stdv = parseList(o.inputStd.empty() ? "1" : o.inputStd, "--input-std");
@@ -331,10 +345,9 @@ class UserDataSource final : public DataSource {
     return models::Task::Regression;
   }
 
+  // Casts follow the task: token ids and labels as int64, regression targets as float.
   Batch prepare(const at::Tensor& x, const at::Tensor& y) const {
-    if (xInteger_ && yInteger_ && trainX_.sizes() == trainY_.sizes() && trainX_.dim() == 2 && !mean_.defined() &&
-        resize_.empty())
-      return {x.to(at::kLong), y.to(at::kLong)};  // token ids
+    if (task_ == models::Task::Text) return {x.to(at::kLong), y.to(at::kLong)};  // token ids
     at::Tensor input = x.to(at::kFloat);
     if (!resize_.empty()) {  // Fashion-MNIST: [0, 1], resized, channel repeated, its own mean and deviation
       input = input / 255.0;
@@ -344,7 +357,7 @@ class UserDataSource final : public DataSource {
       if (!mean_.defined()) input = (input - 0.2860) / 0.3530;
     }
     if (mean_.defined()) input = (input - mean_) / std_;
-    return {input, yInteger_ ? y.to(at::kLong) : y.to(at::kFloat)};
+    return {input, task_ == models::Task::Regression ? y.to(at::kFloat) : y.to(at::kLong)};
   }
 
   struct EpochOrder {
@@ -366,6 +379,7 @@ class UserDataSource final : public DataSource {
 
   at::Tensor trainX_, trainY_, testX_, testY_, mean_, std_;
   bool xInteger_ = false, yInteger_ = false;
+  models::Task task_ = models::Task::Images;
   std::vector<int64_t> resize_;
   std::string name_;
 };
