@@ -6,6 +6,7 @@
 #include <memory>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -155,6 +156,42 @@ save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
       throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
     g = o.randomWeights ? save::randomGraph(o.model, o.randomWeights)
                         : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
+  }
+  if (!o.inputMean.empty() || !o.inputStd.empty()) {
+    if (!save::isOnnxModel(o.model))
+      throw std::invalid_argument("--input-mean and --input-std are for ONNX models; zoo model " + o.model +
+                                  " is normalised as it was trained");
+    auto parse = [&](const std::string& text, const char* option, float fallback) {
+      std::vector<float> v;
+      if (text.empty()) return std::vector<float>{fallback};
+      std::stringstream ss(text);
+      for (std::string item; std::getline(ss, item, ',');) {
+        std::size_t used = 0;
+        double x = 0;
+        try {
+          x = std::stod(item, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != item.size() || !std::isfinite(x))
+          throw std::invalid_argument(std::string(option) + " '" + text + "' is not a list of numbers");
+        v.push_back(float(x));
+      }
+      return v;
+    };
+    std::vector<float> mean = parse(o.inputMean, "--input-mean", g.inputMean);
+    std::vector<float> deviation = parse(o.inputStd, "--input-std", g.inputDeviation);
+    for (float d : deviation)
+      if (!(d > 0)) throw std::invalid_argument("--input-std values must be positive");
+    const int64_t channels = g.nodes[0].shape.size() == 3 ? g.nodes[0].shape[0] : 1;
+    for (auto* v : {&mean, &deviation}) {
+      if (v->size() == 1) v->assign(std::size_t(channels), v->front());
+      if (int64_t(v->size()) != channels)
+        throw std::invalid_argument("--input-mean and --input-std take 1 or " + std::to_string(channels) +
+                                    " values (the input's channels)");
+    }
+    g.channelMeans = mean;
+    g.channelDeviations = deviation;
   }
   if (images && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28}) {
     std::string shape;

@@ -60,6 +60,7 @@ struct SaveAnalyzeOptions {
   uint64_t randomWeights = 0;  // instead of --weights: seeded random weights (timing, exploring)
   int64_t iteration = -1;
   std::string inputRange = "0,1";
+  std::string inputMean, inputStd;  // an ONNX model's normalisation, one value or one per channel
   double tau = 1e-5;
   std::string mode = "symbolic";
   int depth = 0, splits = 0;

@@ -47,6 +47,8 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--run", o.run, "Run holding the checkpoint")->capture_default_str();
   cmd->add_option("--iteration", o.iteration, "Checkpoint iteration (default: the last)");
   cmd->add_option("--input-range", o.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  cmd->add_option("--input-mean", o.inputMean, "An ONNX model's input mean: one value or one per channel (default 0.2860)");
+  cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
   cmd->add_option("--mode", o.mode, "Ranges: symbolic or interval")->capture_default_str();
 }
@@ -178,6 +180,11 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--iteration", saveAnalyze.iteration, "Checkpoint iteration (default: the last)");
   saveAnalyzeCmd->add_option("--input-range", saveAnalyze.inputRange, "Raw pixel range LO,HI (before normalisation)")
       ->capture_default_str();
+  saveAnalyzeCmd->add_option("--input-mean", saveAnalyze.inputMean,
+                             "An ONNX model's input mean: one value or one per channel, e.g. 0.485,0.456,0.406 "
+                             "(default Fashion-MNIST's 0.2860)");
+  saveAnalyzeCmd->add_option("--input-std", saveAnalyze.inputStd,
+                             "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode,

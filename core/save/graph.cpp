@@ -44,6 +44,16 @@ int64_t Node::size() const {
   return n;
 }
 
+float Graph::meanOf(int64_t element) const {
+  if (channelMeans.empty()) return inputMean;
+  return channelMeans[std::size_t(element / (nodes[0].size() / int64_t(channelMeans.size())))];
+}
+
+float Graph::deviationOf(int64_t element) const {
+  if (channelDeviations.empty()) return inputDeviation;
+  return channelDeviations[std::size_t(element / (nodes[0].size() / int64_t(channelDeviations.size())))];
+}
+
 int64_t Graph::parameterCount() const {
   int64_t n = 0;
   for (const Node& node : nodes) n += int64_t(node.weight.size() + node.bias.size());

@@ -61,6 +61,10 @@ struct Graph {
   int output = -1;
   // The dataset's normalisation, applied before node 0: x = (pixel - mean) / deviation.
   float inputMean = 0, inputDeviation = 1;
+  // Per channel of a [C, H, W] input instead (ImageNet-style): C values each, or empty.
+  std::vector<float> channelMeans, channelDeviations;
+  float meanOf(int64_t element) const;       // the normalisation of input element `element`
+  float deviationOf(int64_t element) const;
   int64_t parameterCount() const;
 };
 

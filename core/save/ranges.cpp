@@ -32,6 +32,8 @@ Graph rewriteMaxPools(const Graph& g, std::vector<int>& map) {
   out.model = g.model;
   out.inputMean = g.inputMean;
   out.inputDeviation = g.inputDeviation;
+  out.channelMeans = g.channelMeans;
+  out.channelDeviations = g.channelDeviations;
   map.assign(g.nodes.size(), -1);
   for (std::size_t v = 0; v < g.nodes.size(); ++v) {
     Node n = g.nodes[v];
@@ -153,11 +155,16 @@ NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi) {
     throw SaveError("the input range is empty: lo " + std::to_string(pixelLo) + " > hi " + std::to_string(pixelHi));
   if (std::isinf(pixelLo) || std::isinf(pixelHi)) throw SaveError("the input range must be finite");
   // The trainer normalises in fp32: allow one fp32 rounding on each side.
-  const double lo = (pixelLo - g.inputMean) / g.inputDeviation, hi = (pixelHi - g.inputMean) / g.inputDeviation;
   const std::size_t size = std::size_t(g.nodes[0].size());
   NodeRange box;
-  box.lo.assign(size, lo - 4 * kU32 * (std::fabs(lo) + 1));
-  box.hi.assign(size, hi + 4 * kU32 * (std::fabs(hi) + 1));
+  box.lo.resize(size);
+  box.hi.resize(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    const double mean = g.meanOf(int64_t(i)), deviation = g.deviationOf(int64_t(i));
+    const double lo = (pixelLo - mean) / deviation, hi = (pixelHi - mean) / deviation;
+    box.lo[i] = lo - 4 * kU32 * (std::fabs(lo) + 1);
+    box.hi[i] = hi + 4 * kU32 * (std::fabs(hi) + 1);
+  }
   return box;
 }
 
@@ -221,7 +228,9 @@ RangeResult analyzeRanges(const Graph& g, const NodeRange& input, const RangeOpt
 
 std::vector<float> normalisedImages(const Graph& g, const std::vector<uint8_t>& pixels) {
   std::vector<float> x(pixels.size());
-  for (std::size_t i = 0; i < pixels.size(); ++i) x[i] = (float(pixels[i]) / 255.0f - g.inputMean) / g.inputDeviation;
+  const int64_t size = g.nodes[0].size();
+  for (std::size_t i = 0; i < pixels.size(); ++i)
+    x[i] = (float(pixels[i]) / 255.0f - g.meanOf(int64_t(i) % size)) / g.deviationOf(int64_t(i) % size);
   return x;
 }
 

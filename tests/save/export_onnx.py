@@ -115,6 +115,13 @@ def main():
     torch.manual_seed(0)
     mlp = mlp_model()
     export(mlp, torch.zeros(1, 1, 28, 28), os.path.join(out, "mlp.onnx"))
+    torch.manual_seed(0)  # three channels normalised per channel (ImageNet's constants), random pixels
+    rgb = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+    export(rgb, torch.zeros(1, 3, 8, 8), os.path.join(out, "rgb.onnx"))
+    pixels = torch.rand(500, 3, 8, 8)
+    mean, std = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        np.save(os.path.join(out, "rgb_logits.npy"), rgb.eval()((pixels - mean) / std).numpy())
     torch.manual_seed(0)
     bc = Broadcast()
     export(bc, torch.zeros(1, 1, 28, 28), os.path.join(out, "broadcast.onnx"))

@@ -104,6 +104,14 @@ try:
           f"broadcast constants and an unfoldable bias: PyTorch's logits [{float(bo.min()):.5g}, {float(bo.max()):.5g}] "
           f"lie in SAVE's [{bj['output']['lo']:.5g}, {bj['output']['hi']:.5g}]")
 
+    rj = json.loads(peat("save", "analyze", "-m", os.path.join(WORK, "rgb.onnx"), "--input-mean", "0.485,0.456,0.406",
+                         "--input-std", "0.229,0.224,0.225", "--json").stdout)
+    ro = np.load(os.path.join(WORK, "rgb_logits.npy"))
+    check(float(ro.min()) >= rj["output"]["lo"] and float(ro.max()) <= rj["output"]["hi"],
+          f"per-channel normalisation: PyTorch's logits on 500 random pixel images [{float(ro.min()):.4g}, "
+          f"{float(ro.max()):.4g}] lie in SAVE's [{rj['output']['lo']:.4g}, {rj['output']['hi']:.4g}]")
+    one_error(["save", "analyze", "-m", os.path.join(WORK, "rgb.onnx"), "--input-mean", "1,2"], "1 or 3 values")
+
     c = json.loads(peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "--json").stdout)
     z = json.loads(peat("save", "campaign", "-m", "lenet", "-w", WEIGHTS, "--images", 100, "--flips", "16",
                         "--json").stdout)
