@@ -72,8 +72,11 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   modelRow->addWidget(modelFile_);
   form_->addRow(tr("Model"), modelRow);
   connect(modelFile_, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("TorchScript model"), QString(),
-                                                      tr("TorchScript archives (*.pt *.pth *.ts *.zip);;All files (*)"));
+    const bool save = mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign;
+    const QString path =
+        save ? QFileDialog::getOpenFileName(this, tr("ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"))
+             : QFileDialog::getOpenFileName(this, tr("TorchScript model"), QString(),
+                                            tr("TorchScript archives (*.pt *.pth *.ts *.zip);;All files (*)"));
     if (!path.isEmpty()) model_->setCurrentText(path);
   });
 
@@ -236,7 +239,8 @@ bool RunPanel::running() const { return process_->state() != QProcess::NotRunnin
 
 void RunPanel::updateFields() {
   updateRows();
-  if (mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign)
+  const bool onnx = model_->currentText().trimmed().endsWith(QLatin1String(".onnx"));
+  if ((mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign) && !onnx)
     model_->setCurrentText(model_->currentText() == QLatin1String("vit") ? QStringLiteral("vit") : QStringLiteral("lenet"));
 }
 
@@ -248,7 +252,10 @@ void RunPanel::updateRows() {
                        m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
                        m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
-  modelFile_->setEnabled(trains);
+  modelFile_->setEnabled(m != Mode::Playback);
+  modelFile_->setToolTip(m == Mode::SaveAnalyze || m == Mode::SaveCampaign
+                             ? tr("An ONNX model of your own: SAVE analyses it with its initializers as weights")
+                             : tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
 }
 
 QString RunPanel::program() const {
@@ -314,10 +321,16 @@ QStringList RunPanel::arguments(QString* error) const {
     }
     case Mode::SaveAnalyze:
     case Mode::SaveCampaign: {
-      const QString weights = shippedWeights(model);
-      if (weights.isEmpty()) return fail(tr("no trained weights of %1 are shipped: SAVE runs on lenet or vit here").arg(model));
       QStringList a{QStringLiteral("save"), mode() == Mode::SaveAnalyze ? QStringLiteral("analyze") : QStringLiteral("campaign"),
-                    QStringLiteral("-m"), model, QStringLiteral("-w"), weights, QStringLiteral("-s"), session};
+                    QStringLiteral("-m"), model};
+      if (model.endsWith(QLatin1String(".onnx"))) {  // an ONNX model carries its weights (docs/save.md)
+        if (!QFileInfo(model).isFile()) return fail(tr("ONNX model %1 does not exist").arg(model));
+      } else {
+        const QString weights = shippedWeights(model);
+        if (weights.isEmpty()) return fail(tr("no trained weights of %1 are shipped: SAVE runs on lenet, vit or an ONNX file here").arg(model));
+        a << QStringLiteral("-w") << weights;
+      }
+      a << QStringLiteral("-s") << session;
       if (mode() == Mode::SaveCampaign)
         a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
           << QStringLiteral("--seed") << seed;

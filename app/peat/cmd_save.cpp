@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // peat save analyze: SAVE's offline selection (ranges, bit properties, tiles in reliable memory).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -108,7 +109,7 @@ std::string freeResultId(const std::string& session, const std::string& base) {
 
 void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
   std::unique_ptr<store::SessionWriter> writer = openSession(o.session, saveProvenance(s.model, 0, o.commandLine));
-  const std::string id = freeResultId(o.session, s.model + "-" + s.mode);
+  const std::string id = freeResultId(o.session, save::resultBase(s.model) + "-" + s.mode);
   save::writeAnalysis(*writer, id, s, o.weights, ref.present ? &ref : nullptr);
   std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.session.c_str());
   events::stored(o.session, "save_result", id);
@@ -440,7 +441,7 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   if (!o.analysis.session.empty()) {
     std::unique_ptr<store::SessionWriter> w =
         openSession(o.analysis.session, saveProvenance(g.model, o.seed, o.analysis.commandLine));
-    const std::string id = freeResultId(o.analysis.session, g.model + "-check-bits");
+    const std::string id = freeResultId(o.analysis.session, save::resultBase(g.model) + "-check-bits");
     save::writeCheckBits(*w, id, stored, o.shard);
     if (!o.quiet) {
       std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.analysis.session.c_str());

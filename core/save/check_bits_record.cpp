@@ -215,11 +215,12 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
     store::Provenance prov = provenance;
     if (prov.model.empty()) prov.model = merged.campaign.model;
     store::SessionWriter w(output, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
-    std::string id = merged.campaign.model + "-check-bits";
+    const std::string base = resultBase(merged.campaign.model);
+    std::string id = base + "-check-bits";
     if (exists) {
       const std::vector<std::string> taken = store::SessionReader(output).summaryWithoutTensors().saveResults;
       for (int k = 2; std::find(taken.begin(), taken.end(), id) != taken.end(); ++k)
-        id = merged.campaign.model + "-check-bits-" + std::to_string(k);
+        id = base + "-check-bits-" + std::to_string(k);
     }
     writeCheckBits(w, id, merged, "merged " + std::to_string(count));
     if (storedAs) *storedAs = id;

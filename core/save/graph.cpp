@@ -2,6 +2,7 @@
 #include "core/save/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -42,6 +43,15 @@ int64_t Node::size() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::string resultBase(const std::string& model) {
+  const auto slash = model.find_last_of('/');
+  std::string base = model.substr(slash == std::string::npos ? 0 : slash + 1);
+  base = base.substr(0, base.find(" ("));  // "net.onnx (3 initializers from the checkpoint)"
+  for (char& c : base)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '-';
+  return base.empty() ? std::string("model") : base;
 }
 
 float Graph::meanOf(int64_t element) const {

@@ -68,6 +68,10 @@ struct Graph {
   int64_t parameterCount() const;
 };
 
+// The stem of a SAVE result's name for a model: the zoo name, or an ONNX file's name without its
+// directory and with characters a result name cannot hold replaced ("/data/my net.onnx" -> "my-net.onnx").
+std::string resultBase(const std::string& model);
+
 // The graph of a zoo model ("mlp", "lenet", "resnet", "vit") from its parameters (and batch-norm
 // buffers), by their zoo names. Throws SaveError for a model or op SAVE has no transfer function
 // for (naming it), and for a missing or misshapen parameter.

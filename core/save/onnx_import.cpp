@@ -235,8 +235,10 @@ class Importer {
       }
     }
     if (name.empty()) name = n.name().empty() ? n.output(0) : n.name();
+    for (char& ch : name)  // as SAVE's result names allow
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) ch = '-';
     const int seen = ++nameCount_[name];
-    if (seen > 1) name += "#" + std::to_string(seen);
+    if (seen > 1) name += "-" + std::to_string(seen);
     names_[&n] = name;
     return name;
   }

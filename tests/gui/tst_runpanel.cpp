@@ -104,6 +104,18 @@ void TestRunPanel::incompleteFormIsRefused() {
   QString error;
   QVERIFY(panel.arguments(&error).isEmpty());
   QVERIFY(error.contains(QStringLiteral("no trained weights of resnet")));
+  // an ONNX file carries its weights: no -w
+  const QString onnx = dir_.filePath(QStringLiteral("net.onnx"));
+  panel.setModel(onnx);
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY2(error.contains(QStringLiteral("does not exist")), qPrintable(error));
+  QFile f(onnx);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.close();
+  const QStringList args = panel.arguments(&error);
+  QVERIFY2(!args.isEmpty(), qPrintable(error));
+  QCOMPARE(args.mid(0, 4), (QStringList{QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), onnx}));
+  QVERIFY(!args.contains(QStringLiteral("-w")));
 }
 
 // The gpu-* kernels take the chosen device; every other kernel runs on the CPU and refuses a GPU.

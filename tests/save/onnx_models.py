@@ -117,8 +117,15 @@ try:
                         "--json").stdout)
     check(c["clean_accuracy"] == z["clean_accuracy"] and c["unreliable_words_save"] == z["unreliable_words_save"],
           f"a campaign on the ONNX LeNet has the zoo LeNet's clean accuracy ({c['clean_accuracy']}) and placement")
-    peat("save", "check-bits", "-m", lenet, "--batch", 2, "--weight-flips", 200, "--activation-flips", 200)
-    check(True, "check-bits runs on the ONNX LeNet")
+    stored = os.path.join(WORK, "stored.h5")
+    peat("save", "analyze", "-m", lenet, "-s", stored)
+    peat("save", "check-bits", "-m", lenet, "--batch", 2, "--weight-flips", 200, "--activation-flips", 200, "-s", stored)
+    peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "-s", stored)
+    import h5py
+    with h5py.File(stored, "r") as f:
+        names = set(f["save"].keys()) | set(f["runs"].keys())
+    check({"lenet.onnx-symbolic", "lenet.onnx-check-bits", "save-campaign"} <= names,
+          "analysis, check-bits and a campaign of an ONNX model are stored in a session under the file's name")
 
     # torchvision ResNet-18 (padded max-pooling, residual adds, batch norm folded by the exporter):
     # PyTorch's logits on Fashion-MNIST images resized to 3x64x64 lie in SAVE's interval bounds
