@@ -105,7 +105,9 @@ void addRuntimeFiOptions(CLI::App* app, TorchCommand& c) {
 
 // The longer description of each command, shown at the end of its --help.
 const char* longDescription(const std::string& name) {
-  if (name == "train") return "Train a zoo model with golden kernels and save checkpoints (no call recording).";
+  if (name == "train")
+    return "Train a zoo model or a TorchScript file (--model FILE.pt --data ...) with golden kernels and save "
+           "checkpoints (no call recording).";
   if (name == "profile")
     return "Golden profiling: train with golden kernels, recording the inputs and outputs of selected ops every Nth "
            "iteration, and checkpoints.";

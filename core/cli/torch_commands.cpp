@@ -109,7 +109,7 @@ void parse(const std::string& s, uint64_t& v) { v = std::strtoull(s.c_str(), nul
 
 const std::vector<TorchCommandInfo>& torchCommands() {
   static const std::vector<TorchCommandInfo> list{
-      {"train", "Train a zoo model on real data and save checkpoints"},
+      {"train", "Train a zoo model or your TorchScript model on real data and save checkpoints"},
       {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
       {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
       {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
