@@ -162,23 +162,10 @@ save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
     if (!save::isOnnxModel(o.model))
       throw std::invalid_argument("--input-mean and --input-std are for ONNX models; zoo model " + o.model +
                                   " is normalised as it was trained");
-    auto parse = [&](const std::string& text, const char* option, float fallback) {
-      std::vector<float> v;
+    auto parse = [](const std::string& text, const char* option, float fallback) {
       if (text.empty()) return std::vector<float>{fallback};
-      std::stringstream ss(text);
-      for (std::string item; std::getline(ss, item, ',');) {
-        std::size_t used = 0;
-        double x = 0;
-        try {
-          x = std::stod(item, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != item.size() || !std::isfinite(x))
-          throw std::invalid_argument(std::string(option) + " '" + text + "' is not a list of numbers");
-        v.push_back(float(x));
-      }
-      return v;
+      const std::vector<double> v = util::parseNumberList(text, option);
+      return std::vector<float>(v.begin(), v.end());
     };
     std::vector<float> mean = parse(o.inputMean, "--input-mean", g.inputMean);
     std::vector<float> deviation = parse(o.inputStd, "--input-std", g.inputDeviation);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Small text helpers shared by the core, the CLI and the workbench.
+#include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <optional>
 #include <utility>
 #include <string>
@@ -39,6 +41,25 @@ inline std::optional<std::pair<int, int>> parseShard(const std::string& text) {
 }
 
 // A tensor shape as people write it: {8, 16} -> "[8x16]".
+// "0.485,0.456,0.406" -> its finite numbers; std::invalid_argument naming `option` otherwise.
+inline std::vector<double> parseNumberList(const std::string& text, const std::string& option) {
+  std::vector<double> out;
+  for (const std::string& item : splitText(text, ',')) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(v))
+      throw std::invalid_argument(option + " '" + text + "' is not a list of numbers");
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::invalid_argument(option + " is empty");
+  return out;
+}
+
 inline std::string shapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);

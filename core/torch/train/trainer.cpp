@@ -17,6 +17,7 @@
 #include "core/io/tensor_source.h"
 #include "core/torch/models/script_model.h"
 #include "core/util/sha256.h"
+#include "core/util/text.h"
 
 namespace peat::train {
 
@@ -173,22 +174,6 @@ std::string numberText(double v) {
   return out.str();
 }
 
-std::vector<double> parseList(const std::string& text, const std::string& option) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || !std::isfinite(v)) throw std::invalid_argument(option + " '" + text + "' is not a list of numbers");
-    out.push_back(v);
-  }
-  return out;
-}
 
 bool isDirectory(const std::string& path) {
   struct stat st {};
@@ -267,8 +252,8 @@ class UserDataSource final : public DataSource {
     if (!o.inputMean.empty() || !o.inputStd.empty()) {
       if (sampleShape().empty()) throw std::invalid_argument("--input-mean and --input-std need samples with a channel dimension");
       if (task == models::Task::Text) throw std::invalid_argument("--input-mean and --input-std are for float inputs, not tokens");
-      std::vector<double> mean = parseList(o.inputMean.empty() ? "0" : o.inputMean, "--input-mean");
-      std::vector<double> stdv = parseList(o.inputStd.empty() ? "1" : o.inputStd, "--input-std");
+      std::vector<double> mean = util::parseNumberList(o.inputMean.empty() ? "0" : o.inputMean, "--input-mean");
+      std::vector<double> stdv = util::parseNumberList(o.inputStd.empty() ? "1" : o.inputStd, "--input-std");
       const int64_t channels = sampleShape().size() > 0 ? sampleShape()[0] : 1;
       for (auto* v : {&mean, &stdv}) {
         if (v->size() == 1) v->assign(std::size_t(channels), (*v)[0]);
