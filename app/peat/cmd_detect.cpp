@@ -36,12 +36,8 @@ int runDetect(const DetectOptions& o) {
   std::vector<const float*> pointers;
   for (const std::string& spec : o.candidates) {
     candidates.push_back(io::readSource(spec));
-    const io::FloatTensor& c = candidates.back();
-    if (c.shape() != g.shape()) throw std::invalid_argument("candidate " + c.origin + " has another shape than golden");
-    if (c.dtype != g.dtype)
-      throw std::invalid_argument("element types differ: golden " + g.dtype + ", candidate " + c.dtype);
+    io::checkComparable(g, candidates.back());  // what peat analyze refuses, with the same message
   }
-  if (g.size() == 0) throw std::invalid_argument("the tensors are empty");
   for (const io::FloatTensor& c : candidates) pointers.push_back(c.data());
   const detector::Detection d = detector::detect(g.data(), pointers, g.shape());
   if (o.json) {
