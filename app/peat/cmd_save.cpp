@@ -125,6 +125,20 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   so.tileCols = int64_t(tileCols);
   so.tau = o.tau;
   so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
+  if (!o.budget.empty()) {  // "5%": a share of the working set; "2.5" or "2.5MiB": MiB
+    std::string text = o.budget;
+    const bool share = text.back() == '%';
+    if (share) text.pop_back();
+    if (!share && text.size() > 3 && text.compare(text.size() - 3, 3, "MiB") == 0) text.resize(text.size() - 3);
+    const std::vector<double> v = util::parseNumberList(text, "--budget");
+    if (v.size() != 1 || !(v[0] > 0)) throw std::invalid_argument("--budget '" + o.budget + "' is not 5% or 2.5MiB");
+    if (share) {
+      if (v[0] > 100) throw std::invalid_argument("--budget '" + o.budget + "' is more than the whole working set");
+      so.budgetShare = v[0] / 100;
+    } else {
+      so.budgetBytes = int64_t(v[0] * 1048576.0);
+    }
+  }
   so.batch = o.batch;
   if (o.mode == "symbolic" || o.mode == "profiled")
     so.ranges.mode = save::RangeMode::Symbolic;
@@ -218,7 +232,8 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     j.field("range_seconds", s.rangeSeconds).field("seconds", s.seconds).field("parameters", g.parameterCount());
     j.field("elements", s.elements).field("type2_elements", s.type2Elements);
     j.field("tile_bytes", s.tileBytes).field("total_tiles", s.totalTiles).field("reliable_tiles", s.reliableTiles);
-    j.field("reliable_bytes", s.reliableBytes).field("budget_bytes", so.budgetBytes);
+    j.field("reliable_bytes", s.reliableBytes).field("budget_bytes", s.budgetBytes);
+    j.field("working_set_bytes", s.workingSetBytes);
     j.key("output").beginObject().field("lo", out.unionLo).field("hi", out.unionHi).field("mean_width", out.meanWidth);
     if (ref.present) {
       j.field("ascent_lo", ref.ascent.unionLo).field("ascent_hi", ref.ascent.unionHi);
@@ -275,11 +290,11 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::printf("  test set          [%.4g, %.4g]  this analysis is %.2fx its width\n", t.unionLo, t.unionHi,
                 ratio(w, t.unionHi - t.unionLo));
   }
-  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget; "
-              "%lld of %lld values are type 2\n",
+  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget "
+              "(the working set peaks at %.1f KiB); %lld of %lld values are type 2\n",
               (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
-              (long long)so.batch, double(s.reliableBytes) / 1024, double(so.budgetBytes) / 1024,
-              (long long)s.type2Elements, (long long)s.elements);
+              (long long)so.batch, double(s.reliableBytes) / 1024, double(s.budgetBytes) / 1024,
+              double(s.workingSetBytes) / 1024, (long long)s.type2Elements, (long long)s.elements);
   return 0;
 }
 
@@ -383,6 +398,7 @@ save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
                    .add("input_range", a.inputRange)
                    .add("tile", a.tile)
                    .add("budget_mib", a.budgetMiB)
+                   .add("budget", a.budget)
                    .add("selection_batch", 1)
                    .text();
   std::tie(c.shardIndex, c.shardCount) = parseShard(o.shard);
@@ -468,6 +484,7 @@ std::string campaignSettings(const SaveCampaignOptions& o) {
       .add("batch", o.analysis.batch)
       .add("seed", o.seed)
       .add("budget_mib", o.analysis.budgetMiB)
+      .add("budget", o.analysis.budget)
       .add("mode", o.analysis.mode)
       .add("tau", o.analysis.tau)
       .add("tile", o.analysis.tile)

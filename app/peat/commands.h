@@ -66,6 +66,7 @@ struct SaveAnalyzeOptions {
   int depth = 0, splits = 0;
   std::string tile = "16x16";
   double budgetMiB = 6;
+  std::string budget;  // instead: "5%" (of the working set's peak) or "2.5MiB"
   int64_t batch = 1;
   bool tightness = false;
   int ascentSteps = 60, ascentStarts = 3;  // the gradient-ascent reference of --tightness

@@ -57,6 +57,7 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
 void addTileOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o, const std::string& batchHelp) {
   cmd->add_option("--tile", o.tile, "Tile size ROWSxCOLS")->capture_default_str();
   cmd->add_option("--budget-mib", o.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  cmd->add_option("--budget", o.budget, "Instead: reliable memory as a share of the working set (5%) or in MiB (2.5MiB)");
   cmd->add_option("--batch", o.batch, batchHelp)->capture_default_str();
 }
 
@@ -195,6 +196,8 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--splits", saveAnalyze.splits, "Input bisections (up to 2^N parts)")->capture_default_str();
   saveAnalyzeCmd->add_option("--tile", saveAnalyze.tile, "Tile size ROWSxCOLS")->capture_default_str();
   saveAnalyzeCmd->add_option("--budget-mib", saveAnalyze.budgetMiB, "Reliable memory in MiB")->capture_default_str();
+  saveAnalyzeCmd->add_option("--budget", saveAnalyze.budget,
+                             "Instead: reliable memory as a share of the working set's peak (5%) or in MiB (2.5MiB)");
   saveAnalyzeCmd->add_option("--batch", saveAnalyze.batch, "Samples per inference (tile bytes scale with it)")
       ->capture_default_str();
   saveAnalyzeCmd->add_flag("--tightness", saveAnalyze.tightness,

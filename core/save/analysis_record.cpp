@@ -69,7 +69,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                 {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
-                 {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.options.budgetBytes)},
+                 {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.budgetBytes > 0 ? s.budgetBytes : s.options.budgetBytes)},
                  {"tile_bytes", double(s.tileBytes)},       {"reliable_tiles", double(s.reliableTiles)},
                  {"total_tiles", double(s.totalTiles)},     {"reliable_bytes", double(s.reliableBytes)},
                  {"type2_elements", double(s.type2Elements)}, {"elements", double(s.elements)},

@@ -15,7 +15,9 @@ void checkOptions(const SelectionOptions& o) {
   if (!(o.tau > 0) || !(o.tau < 1e30)) throw SaveError("tau must be a positive number");
   if (o.batch <= 0) throw SaveError("the batch must be positive");
   const int64_t tileBytes = o.tileRows * o.tileCols * int64_t(sizeof(float)) * o.batch;
-  if (o.budgetBytes < tileBytes)
+  if (std::isnan(o.budgetShare) || o.budgetShare < 0 || o.budgetShare > 1)
+    throw SaveError("the budget share must be between 0% and 100%");
+  if (o.budgetShare == 0 && o.budgetBytes < tileBytes)
     throw SaveError("the reliable-memory budget (" + std::to_string(o.budgetBytes) + " bytes) is smaller than one tile (" +
                     std::to_string(tileBytes) + " bytes)");
 }
@@ -119,12 +121,25 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   // The highest type-2 shares first (ties: earlier layers first), each tile while the reliable
   // memory in use during its lifetime leaves room for it.
   std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) { return a.share > b.share; });
+  // The working set: every tile of every tensor, over its lifetime (in-place outputs reuse theirs).
+  std::vector<int64_t> all(steps, 0);
+  for (const LayerSelection& l : s.layers) {
+    const std::size_t v = std::size_t(l.node);
+    if (inPlaceOf[v] > 0) continue;
+    for (std::size_t k = v; k <= end[v]; ++k) all[k] += int64_t(l.tileReliable.size()) * s.tileBytes;
+  }
+  s.workingSetBytes = *std::max_element(all.begin(), all.end());
+  s.budgetBytes = o.budgetShare > 0 ? int64_t(o.budgetShare * double(s.workingSetBytes)) : o.budgetBytes;
+  if (s.budgetBytes < s.tileBytes)
+    throw SaveError("the reliable-memory budget (" + std::to_string(s.budgetBytes) + " bytes" +
+                    (o.budgetShare > 0 ? ", " + std::to_string(100 * o.budgetShare) + "% of the working set" : std::string()) +
+                    ") is smaller than one tile (" + std::to_string(s.tileBytes) + " bytes)");
   std::vector<int64_t> used(steps, 0);
   for (const TileRef& t : ranked) {
     const std::size_t v = std::size_t(s.layers[t.layer].node);
     if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
     const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
-    if (peak + s.tileBytes > o.budgetBytes) continue;
+    if (peak + s.tileBytes > s.budgetBytes) continue;
     s.layers[t.layer].tileReliable[t.tile] = 1;
     for (std::size_t k = v; k <= end[v]; ++k) used[k] += s.tileBytes;
     ++s.reliableTiles;

@@ -20,6 +20,7 @@ struct SelectionOptions {
   double tau = 1e-5;
   int64_t tileRows = 16, tileCols = 16;
   int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
+  double budgetShare = 0;  // > 0: the budget is this share of the working set's peak instead (--budget 5%)
   int64_t batch = 1;                       // samples per inference: a tile holds this many copies
   // Instead of the analysis: empirical ranges (min and max seen over data). UNSOUND: inputs unlike
   // the profile leave them. For comparison only; the selection is then marked unsound.
@@ -52,6 +53,9 @@ struct Selection {
   // reliableBytes: the peak of reliable memory in use at any step (tensors live from their op to
   // their last reader; in-place outputs share their input's memory)
   int64_t tileBytes = 0, reliableTiles = 0, reliableBytes = 0, totalTiles = 0;
+  // The peak of all activation tiles in use at any step (the working set), and the budget placed
+  // against (options.budgetBytes, or budgetShare of the working set).
+  int64_t workingSetBytes = 0, budgetBytes = 0;
   int64_t type2Elements = 0, elements = 0;
   double rangeSeconds = 0, seconds = 0;
 };
