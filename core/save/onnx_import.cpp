@@ -101,6 +101,23 @@ class Importer {
     }
   }
 
+  // A tensor's `count` elements, from its raw bytes (little-endian) or its typed field.
+  template <typename T, typename Field>
+  static std::vector<T> elements(const onnx::TensorProto& t, const Field& field, int64_t count, const char* what) {
+    std::vector<T> out;
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != std::size_t(count) * sizeof(T))
+        throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
+      out.resize(std::size_t(count));
+      if (count > 0) std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+    } else {
+      if (field.size() != count)
+        throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of values");
+      out.assign(field.begin(), field.end());
+    }
+    return out;
+  }
+
   Constant decode(const onnx::TensorProto& t, const char* what) {
     Constant c;
     c.dims.assign(t.dims().begin(), t.dims().end());
@@ -113,26 +130,10 @@ class Importer {
     }
     if (t.data_type() == onnx::TensorProto::FLOAT) {
       c.isFloat = true;
-      if (t.has_raw_data()) {
-        if (t.raw_data().size() != std::size_t(count) * 4)
-          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
-        c.values.resize(std::size_t(count));
-        std::memcpy(c.values.data(), t.raw_data().data(), t.raw_data().size());
-      } else {
-        if (t.float_data_size() != count)
-          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of values");
-        c.values.assign(t.float_data().begin(), t.float_data().end());
-      }
+      c.values = elements<float>(t, t.float_data(), count, what);
     } else if (t.data_type() == onnx::TensorProto::INT64) {
       typeOf_[t.name()] = "int64";
-      if (t.has_raw_data()) {
-        if (t.raw_data().size() != std::size_t(count) * 8)
-          throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
-        c.integers.resize(std::size_t(count));
-        std::memcpy(c.integers.data(), t.raw_data().data(), t.raw_data().size());
-      } else {
-        c.integers.assign(t.int64_data().begin(), t.int64_data().end());
-      }
+      c.integers = elements<int64_t>(t, t.int64_data(), count, what);
     } else {
       nonFloat_.insert(t.name());  // refused where a node uses it as a weight
       typeOf_[t.name()] = typeName(t.data_type());

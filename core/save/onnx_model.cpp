@@ -52,18 +52,9 @@ Graph onnxGraph(const std::string& path, InsideProbe, const std::map<std::string
 
 Graph onnxGraph(const std::string& path, const std::map<std::string, store::Tensor>* replacements) {
   if (!sys::fileExists(path)) throw SaveError("cannot read ONNX model '" + path + "'");
-  const std::string helper = sys::moduleDirectory() + "/peat-probe";
-  if (!sys::fileExists(helper)) throw SaveError("the probe helper is missing: " + helper);
-  double seconds = 120;
-  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
-  const sys::HelperResult r = sys::runHelper({helper, "onnx", path}, seconds);
-  if (!r.started) throw SaveError("cannot start the ONNX probe: " + r.output);
-  if (r.timedOut)
-    throw SaveError("reading ONNX model '" + path + "' did not finish within " + std::to_string(int(seconds)) +
-                    " s in the probe helper; it was not loaded");
-  if (r.signal)
-    throw SaveError("the ONNX parser crashed on '" + path + "' in the probe helper (" + sys::describeSignal(r.signal) +
-                    "); it was not loaded");
+  const sys::HelperResult r = sys::runProbeHelper({"onnx", path}, sys::probeTimeout(120),
+                                                  "reading ONNX model '" + path + "'",
+                                                  "the ONNX parser crashed on '" + path + "'");
   if (r.output.rfind("error\t", 0) == 0) throw SaveError(r.output.substr(6));
   if (r.output.rfind("ok\t", 0) != 0) throw SaveError("the ONNX probe answered in an unknown format");
   return onnxGraph(path, InsideProbe{}, replacements);

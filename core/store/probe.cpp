@@ -149,11 +149,7 @@ void addToCache(const FileIdentity& f) {
   if (::rename(temporary.c_str(), path.c_str()) != 0) ::unlink(temporary.c_str());
 }
 
-double timeoutSeconds(bool verify) {
-  double seconds = verify ? 600 : 20;
-  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
-  return seconds;
-}
+double timeoutSeconds(bool verify) { return sys::probeTimeout(verify ? 600 : 20); }
 
 // Runs the helper; its first line is "ok..." or "error\treason". Returns the "ok" line.
 std::string runProbe(const std::vector<std::string>& argv, const std::string& path, double seconds) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/util/helper_process.h"
 
+#include "base/sys.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,8 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+
+#include "base/sys.h"
 
 namespace peat::sys {
 
@@ -74,5 +81,26 @@ HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSecon
 }
 
 std::string describeSignal(int signal) { return "signal " + std::to_string(signal) + ", " + ::strsignal(signal); }
+
+double probeTimeout(double fallback) {
+  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) return std::max(0.1, std::atof(t));
+  return fallback;
+}
+
+HelperResult runProbeHelper(const std::vector<std::string>& args, double seconds, const std::string& doing,
+                            const std::string& crashed) {
+  const std::string helper = moduleDirectory() + "/peat-probe";
+  if (!fileExists(helper)) throw std::runtime_error("the probe helper is missing: " + helper);
+  std::vector<std::string> argv{helper};
+  argv.insert(argv.end(), args.begin(), args.end());
+  HelperResult r = runHelper(argv, seconds);
+  if (!r.started) throw std::runtime_error("cannot start the probe helper: " + r.output);
+  if (r.timedOut)
+    throw std::runtime_error(doing + " did not finish within " + std::to_string(int(seconds)) +
+                             " s in the probe helper; it was not loaded");
+  if (r.signal)
+    throw std::runtime_error(crashed + " in the probe helper (" + describeSignal(r.signal) + "); it was not loaded");
+  return r;
+}
 
 }  // namespace peat::sys

@@ -22,4 +22,15 @@ HelperResult runHelper(const std::vector<std::string>& argv, double timeoutSecon
 // "signal 11, Segmentation fault"
 std::string describeSignal(int signal);
 
+// `fallback` seconds, or what $PEAT_PROBE_TIMEOUT says (at least 0.1 s).
+double probeTimeout(double fallback);
+
+// Runs peat-probe (in the module directory) with `args` on a file from someone else, for the model
+// loaders. Messages name the work: "`doing` did not finish within N s in the probe helper; it was
+// not loaded" and "`crashed` in the probe helper (signal 11, ...); it was not loaded". Throws
+// std::runtime_error with that one line when the helper is missing, cannot start, hangs or
+// crashes; otherwise returns what it printed and its exit code.
+HelperResult runProbeHelper(const std::vector<std::string>& args, double seconds, const std::string& doing,
+                            const std::string& crashed);
+
 }  // namespace peat::sys

@@ -588,18 +588,8 @@ void probeModelFile(const std::string& path) {
                           std::to_string(st.st_mtim.tv_nsec);
   std::lock_guard<std::mutex> lock(mutex);
   if (probed.count(key)) return;
-  const std::string helper = sys::moduleDirectory() + "/peat-probe";
-  if (!sys::fileExists(helper)) throw std::invalid_argument("the probe helper is missing: " + helper);
-  double seconds = 120;
-  if (const char* t = std::getenv("PEAT_PROBE_TIMEOUT")) seconds = std::max(0.1, std::atof(t));
-  const sys::HelperResult r = sys::runHelper({helper, "torchscript", path}, seconds);
-  if (!r.started) throw std::invalid_argument("cannot start the model probe: " + r.output);
-  if (r.timedOut)
-    throw std::invalid_argument("loading model file '" + path + "' did not finish within " +
-                                std::to_string(int(seconds)) + " s in the probe helper; it was not loaded");
-  if (r.signal)
-    throw std::invalid_argument("LibTorch's loader crashed on model file '" + path + "' in the probe helper (" +
-                                sys::describeSignal(r.signal) + "); it was not loaded");
+  sys::runProbeHelper({"torchscript", path}, sys::probeTimeout(120), "loading model file '" + path + "'",
+                      "LibTorch's loader crashed on model file '" + path + "'");
   probed.insert(key);  // a clean refusal (exit 1) is loaded here again for its message
 }
 
