@@ -23,6 +23,8 @@
 #include "core/save/campaign_record.h"
 #include "core/save/check_bits.h"
 #include "core/save/check_bits_record.h"
+#include "core/save/dataset.h"
+#include "core/io/tensor_source.h"
 #include "core/save/selection.h"
 #include "core/store/h5.h"
 #include "core/store/run_records.h"
@@ -154,8 +156,8 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
 }
 
 // The model's graph: a zoo model with the checkpoint's (or seeded random) weights, or an ONNX file
-// with its own. Campaigns and check-bits read Fashion-MNIST images: `images` refuses other inputs.
-save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
+// with its own.
+save::Graph modelGraph(const SaveAnalyzeOptions& o) {
   save::Graph g;
   if (save::isOnnxModel(o.model)) {
     if (o.randomWeights != 0)
@@ -195,29 +197,19 @@ save::Graph modelGraph(const SaveAnalyzeOptions& o, bool images) {
     g.channelMeans = mean;
     g.channelDeviations = deviation;
   }
-  if (images && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28}) {
-    std::string shape;
-    for (int64_t d : g.nodes[0].shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    throw std::invalid_argument("this command reads Fashion-MNIST's 1x28x28 test images; model " + o.model + " takes " +
-                                shape + " (other labelled data is not supported yet)");
-  }
   return g;
 }
 
 int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::SelectionOptions so = selectionOptions(o);
-  const save::Graph g = modelGraph(o, false);
+  const save::Graph g = modelGraph(o);
   if (o.tightness && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
     throw std::invalid_argument("--tightness compares with Fashion-MNIST; model " + o.model + " takes other inputs");
   std::vector<save::NodeRange> profiled;
   save::SelectionOptions withProfile = so;
   if (o.mode == "profiled") {  // Ranger-style empirical ranges over 10,000 training images: UNSOUND
-    if (g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
-      throw std::invalid_argument("--mode profiled profiles Fashion-MNIST; model " + o.model + " takes other inputs");
-    const data::ImageSet train = data::loadFashionMnist("train");
-    const std::vector<uint8_t> pixels(train.pixels.begin(), train.pixels.begin() + 10000 * 784);
-    const std::vector<float> x = save::normalisedImages(g, pixels);
-    profiled = save::profiledRanges(g, x.data(), 10000);
+    const save::DataSet train = save::loadDataSet(g, o.data, "train", 10000, so.pixelLo, so.pixelHi, true);
+    profiled = save::profiledRanges(g, train.normalised.data(), train.count);
     withProfile.profiled = &profiled;
   }
   const save::Selection s = save::selectBits(g, withProfile);
@@ -380,13 +372,22 @@ void printCheckBits(const save::StoredCheckBits& s, bool json) {
 
 }  // namespace
 
+// The data and the input normalisation, where given (left out otherwise, so that the settings of
+// campaigns on Fashion-MNIST read as before and their shards still merge).
+util::CampaignKey& addInputSettings(util::CampaignKey& key, const SaveAnalyzeOptions& a) {
+  if (!a.data.empty()) key.add("data", a.data);
+  if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
+  if (!a.inputStd.empty()) key.add("input_std", a.inputStd);
+  return key;
+}
+
 save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
   const SaveAnalyzeOptions& a = o.analysis;
   save::CheckBitsCampaign c;
   c.model = a.model;
   c.weights = a.weights + ":" + a.run + "@" + std::to_string(a.iteration);
   // Everything the counts depend on; not the threads, the shard or the session.
-  c.settings = util::CampaignKey()
+  util::CampaignKey key = util::CampaignKey()
                    .add("batch", o.batch)
                    .add("weight_flips", o.weightFlips)
                    .add("activation_flips", o.activationFlips)
@@ -399,8 +400,8 @@ save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
                    .add("tile", a.tile)
                    .add("budget_mib", a.budgetMiB)
                    .add("budget", a.budget)
-                   .add("selection_batch", 1)
-                   .text();
+                   .add("selection_batch", 1);
+  c.settings = addInputSettings(key, a).text();
   std::tie(c.shardIndex, c.shardCount) = parseShard(o.shard);
   return c;
 }
@@ -413,11 +414,10 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
   if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
-  const save::Graph g = modelGraph(o.analysis, true);
+  const save::Graph g = modelGraph(o.analysis);
   const save::Selection sel = save::selectBits(g, so);
-  const data::ImageSet test = data::loadFashionMnist("t10k");
-  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + o.batch * test.rows * test.cols);
-  const std::vector<float> images = save::normalisedImages(g, pixels);
+  const save::DataSet test = save::loadDataSet(g, o.analysis.data, "test", o.batch, so.pixelLo, so.pixelHi);
+  const std::vector<float>& images = test.normalised;
   save::CheckBitsOptions co;
   co.batch = o.batch;
   co.tau = so.tau;
@@ -475,7 +475,7 @@ std::vector<std::string> splitList(const std::string& text) {
 }  // namespace
 
 std::string campaignSettings(const SaveCampaignOptions& o) {
-  return util::CampaignKey()
+  util::CampaignKey key = util::CampaignKey()
       .add("flips", o.flips)
       .add("schemes", o.schemes)
       .add("pattern", o.pattern)
@@ -489,8 +489,9 @@ std::string campaignSettings(const SaveCampaignOptions& o) {
       .add("tau", o.analysis.tau)
       .add("tile", o.analysis.tile)
       .add("input_range", o.analysis.inputRange)
-      .add("verifier", o.verifier)
-      .text();
+      .add("verifier", o.verifier);
+  if (o.agreement) key.add("agreement", "1");
+  return addInputSettings(key, o.analysis).text();
 }
 
 namespace {
@@ -525,9 +526,12 @@ save::CampaignOptions campaignOptions(const SaveCampaignOptions& o) {
 }
 
 void printCampaignJson(const save::Graph& g, const save::Selection& sel, const save::ProtectedRunner& runner,
-                       const save::CampaignOptions& co, const save::CampaignResult& r) {
+                       const save::CampaignOptions& co, const save::CampaignResult& r, const std::string& data,
+                       bool profiledOnTest, bool agreement) {
   JsonWriter j(std::cout);
-  j.beginObject().field("model", g.model).field("images", co.images).field("batch", co.batch);
+  j.beginObject().field("model", g.model).field("data", data).field("ranger_profiled_on_test", profiledOnTest);
+  j.field("scored_against", agreement ? "fault-free prediction" : "labels");
+  j.field("images", co.images).field("batch", co.batch);
   j.field("clean_accuracy", r.cleanAccuracy).field("reliable_bytes", sel.reliableBytes);
   j.field("unreliable_words_none", runner.unreliableWords(save::Scheme::None));
   j.field("unreliable_words_save", runner.unreliableWords(save::Scheme::Save));
@@ -550,9 +554,13 @@ void printCampaignJson(const save::Graph& g, const save::Selection& sel, const s
 
 void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const save::Selection& sel,
                        const save::ProtectedRunner& runner, const save::CampaignOptions& co,
-                       const save::CampaignResult& r) {
+                       const save::CampaignResult& r, const std::string& data, bool profiledOnTest) {
   std::printf("SAVE campaign: %s, %lld test images in batches of %lld (fault-free top-1 %.1f%%), %s faults of %d bit(s)\n",
               g.model.c_str(), (long long)co.images, (long long)co.batch, 100 * r.cleanAccuracy, o.pattern.c_str(), o.bits);
+  if (o.agreement)
+    std::printf("scored as top-1 agreement with the fault-free prediction (--agreement), not accuracy on the labels\n");
+  std::printf("data: %s%s\n", data.c_str(),
+              profiledOnTest ? " (no train split: Ranger's bounds were profiled on these test samples, which flatters it)" : "");
   std::printf("unreliable memory: %lld words without SAVE, %lld with SAVE (reliable memory: a peak of %.1f KiB in use)\n\n",
               (long long)runner.unreliableWords(save::Scheme::None), (long long)runner.unreliableWords(save::Scheme::Save),
               double(sel.reliableBytes) / 1024);
@@ -607,16 +615,36 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   const save::CampaignOptions co = campaignOptions(o);
   const save::VerifierPolicy policy = save::verifierPolicyFromName(o.verifier);
 
-  const save::Graph g = modelGraph(o.analysis, true);
+  const save::Graph g = modelGraph(o.analysis);
   const save::Selection sel = save::selectBits(g, so);
-  const data::ImageSet train = data::loadFashionMnist("train");
   const int64_t inSize = g.nodes[0].size();
-  const std::vector<uint8_t> profilePixels(train.pixels.begin(), train.pixels.begin() + 5000 * inSize);
-  const std::vector<float> profileImages = save::normalisedImages(g, profilePixels);
-  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, profileImages.data(), 5000), co.batch, policy);
-  const data::ImageSet test = data::loadFashionMnist("t10k");
-  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + co.images * inSize);
-  const std::vector<float> images = save::normalisedImages(g, pixels);
+  const save::DataSet test = save::loadDataSet(g, o.analysis.data, "test", co.images, so.pixelLo, so.pixelHi);
+  // Ranger's bounds are profiled on up to 5000 training samples; data without a train split
+  // profiles its test samples instead (optimistic for Ranger: said in the output).
+  save::DataSet train;
+  bool profiledOnTest = false;
+  try {
+    train = save::loadDataSet(g, o.analysis.data, "train", 5000, so.pixelLo, so.pixelHi, true);
+  } catch (const io::SourceError&) {
+    train = test;
+    profiledOnTest = true;
+  }
+  save::ProtectedRunner runner(g, sel, save::profiledRanges(g, train.normalised.data(), train.count), co.batch, policy);
+  const std::vector<float>& images = test.normalised;
+  std::vector<uint8_t> labels = test.labels;
+  if (o.agreement) {  // the fault-free engine's own predictions become the labels
+    const int64_t classes = g.nodes[std::size_t(g.output)].size();
+    for (int64_t first = 0; first < test.count; first += co.batch) {
+      const int64_t n = std::min(co.batch, test.count - first);
+      const auto act = save::runAll(g, images.data() + first * inSize, n);
+      for (int64_t s = 0; s < n; ++s) {
+        const int top = save::topClass(act[std::size_t(g.output)].data() + s * classes, classes);
+        if (top < 0 || top > 255) throw std::invalid_argument("--agreement: the fault-free logits of sample " +
+                                                              std::to_string(first + s) + " are not finite");
+        labels[std::size_t(first + s)] = uint8_t(top);
+      }
+    }
+  }
 
   std::unique_ptr<store::SessionWriter> w;
   if (!o.analysis.session.empty()) {
@@ -633,7 +661,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   const int64_t totalPoints =
       (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
   bool latencyWritten = false;
-  const save::CampaignResult r = save::runCampaign(runner, images.data(), test.labels.data(), co, inSize,
+  const save::CampaignResult r = save::runCampaign(runner, images.data(), labels.data(), co, inSize,
                                                    [&](const save::CampaignResult& sofar) {
                                                      if (w) {  // flushed: a killed campaign keeps this point
                                                        save::writeCampaignTables(*w, sofar, !latencyWritten);
@@ -658,9 +686,9 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   if (o.quiet) return 0;
 
   if (o.analysis.json)
-    printCampaignJson(g, sel, runner, co, r);
+    printCampaignJson(g, sel, runner, co, r, test.name, profiledOnTest, o.agreement);
   else
-    printCampaignText(o, g, sel, runner, co, r);
+    printCampaignText(o, g, sel, runner, co, r, test.name, profiledOnTest);
   return 0;
 }
 
@@ -680,13 +708,12 @@ int runSaveVerifiers(const SaveVerifiersOptions& o) {
     throw std::invalid_argument("SAVE's verifiers need sound ranges: --mode profiled is unsound (use symbolic or interval)");
   if (o.flips <= 0) throw std::invalid_argument("--flips must be positive");
   const save::SelectionOptions so = selectionOptions(o.analysis);
-  const save::Graph g = modelGraph(o.analysis, true);
+  const save::Graph g = modelGraph(o.analysis);
   const save::Selection sel = save::selectBits(g, so);
-  const int64_t batch = o.analysis.batch, inSize = g.nodes[0].size();
+  const int64_t batch = o.analysis.batch;
   if (batch > 10000) throw std::invalid_argument("--batch must be at most 10000");
-  const data::ImageSet test = data::loadFashionMnist("t10k");
-  const std::vector<uint8_t> pixels(test.pixels.begin(), test.pixels.begin() + batch * inSize);
-  const std::vector<float> images = save::normalisedImages(g, pixels);
+  const save::DataSet test = save::loadDataSet(g, o.analysis.data, "test", batch, so.pixelLo, so.pixelHi);
+  const std::vector<float>& images = test.normalised;
   save::ProtectedRunner runner(g, sel, {}, batch);
   const std::vector<save::VerifierCoverage> cov = save::compareVerifiers(runner, g, images.data(), batch, o.flips, o.seed);
   const char* names[3] = {"recompute", "abft", "mixed"};

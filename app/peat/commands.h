@@ -61,6 +61,7 @@ struct SaveAnalyzeOptions {
   int64_t iteration = -1;
   std::string inputRange = "0,1";
   std::string inputMean, inputStd;  // an ONNX model's normalisation, one value or one per channel
+  std::string data;                 // labelled samples (see save::loadDataSet); empty: Fashion-MNIST
   double tau = 1e-5;
   std::string mode = "symbolic";
   int depth = 0, splits = 0;
@@ -99,6 +100,7 @@ struct SaveCampaignOptions {
   uint64_t seed = 1;
   std::string shard = "0/1";
   std::string verifier = "auto";
+  bool agreement = false;  // score against the fault-free prediction instead of the labels (untrained models)
   bool quiet = false;
   MpiOptions mpi;
 };

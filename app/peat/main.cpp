@@ -42,7 +42,7 @@ void addMpiOptions(CLI::App* cmd, peat::cli::MpiOptions& mpi) {
 
 // The model and its ranges, as SAVE's check-bits, campaign and verifiers take them.
 void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
-  cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit, or an ONNX file of 1x28x28 inputs")->required();
+  cmd->add_option("--model,-m", o.model, "Zoo model: mlp, lenet, resnet or vit, or an ONNX file")->required();
   cmd->add_option("--weights,-w", o.weights, "Session or checkpoint file with the weights (not for an ONNX model)");
   cmd->add_option("--run", o.run, "Run holding the checkpoint")->capture_default_str();
   cmd->add_option("--iteration", o.iteration, "Checkpoint iteration (default: the last)");
@@ -51,6 +51,10 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
   cmd->add_option("--mode", o.mode, "Ranges: symbolic or interval")->capture_default_str();
+  cmd->add_option("--data", o.data,
+                  "Labelled samples: an HDF5 file (test/x, test/y; train/x, train/y for Ranger's profile), a folder "
+                  "of test_x.npy/test_y.npy, or fashion-mnist[:CxHxW] (default: Fashion-MNIST, resized to the "
+                  "model's input); raw values inside --input-range");
 }
 
 // Tiles, the reliable-memory budget and the batch they are sized for.
@@ -191,6 +195,9 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode,
                              "symbolic (DeepPoly-style) or interval; or profiled (empirical, UNSOUND, for comparison)")
       ->capture_default_str();
+  saveAnalyzeCmd->add_option("--data", saveAnalyze.data,
+                             "With --mode profiled: the samples profiled (train split; HDF5 file, .npy folder or "
+                             "fashion-mnist[:CxHxW]; default Fashion-MNIST)");
   saveAnalyzeCmd->add_option("--depth", saveAnalyze.depth, "Affine ops to substitute back through (0: all)")
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--splits", saveAnalyze.splits, "Input bisections (up to 2^N parts)")->capture_default_str();
@@ -232,6 +239,9 @@ int main(int argc, char** argv) {
   campaignCmd->add_option("--pattern", campaign.pattern, "random, consecutive or region")->capture_default_str();
   campaignCmd->add_option("--bits", campaign.bits, "Bits per fault (1: single-bit)")->capture_default_str();
   campaignCmd->add_option("--seed", campaign.seed, "Seed of the faults")->capture_default_str();
+  campaignCmd->add_flag("--agreement", campaign.agreement,
+                        "Score top-1 agreement with the fault-free prediction instead of accuracy on the labels "
+                        "(for a model with random or untrained weights)");
   campaignCmd->add_option("--verifier", campaign.verifier, "SAVE's check of linear/conv outputs: auto, recompute, abft or mixed")
       ->capture_default_str();
   addShardOptions(campaignCmd, campaign.shard, "This process's part, INDEX/COUNT", campaign.mpi, campaign.analysis.session,

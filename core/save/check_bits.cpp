@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/fp/format.h"
+#include "core/save/ranges_detail.h"
 #include "core/util/parallel.h"
 
 namespace peat::save {
@@ -98,6 +99,12 @@ class Prober {
     return std::max(std::fabs(std::max(x - d, 0.0) - y), std::fabs(std::max(x + d, 0.0) - y));
   }
 
+  static double clipMove(double x, double d, double a, double c) {
+    auto clip = [&](double v) { return std::min(std::max(v, a), c); };
+    const double y = clip(x);
+    return std::max(std::fabs(clip(x - d) - y), std::fabs(clip(x + d) - y));
+  }
+
   bool propagate(const Sample& sm, int u) {
     const Node& n = g_.nodes[std::size_t(u)];
     const std::size_t size = std::size_t(n.size());
@@ -119,6 +126,23 @@ class Prober {
         for (std::size_t i = 0; i < size; ++i)
           if (dx[i] > 0) any |= (out[i] = reluMove(x[i], dx[i])) > 0;
         break;
+      case Op::Clip:
+        for (std::size_t i = 0; i < size; ++i)
+          if (dx[i] > 0) any |= (out[i] = clipMove(x[i], dx[i], n.bias[0], n.bias[1])) > 0;
+        break;
+      case Op::AvgPool2d: {
+        const Node& src = g_.nodes[std::size_t(in0)];
+        const double k2 = double(n.kernel * n.kernel);
+        for (std::size_t j = 0; j < size; ++j) {
+          double d = 0;
+          detail::forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { d += dx[i]; });
+          if (d > 0) {
+            out[j] = d / k2 * (1 + gamma32(int64_t(k2) + 1)) + 2 * radius[j];
+            any = true;
+          }
+        }
+        break;
+      }
       case Op::Select:
         for (std::size_t i = 0; i < size; ++i) any |= (out[i] = dx[std::size_t(n.gather[i])]) > 0;
         break;
@@ -190,9 +214,10 @@ class Prober {
       case Op::Mul:
         return false;  // no bound here: the exact rerun decides
       case Op::Conv2d: {
+        // from each changed input to the outputs of its group whose windows hold it
         const Node& src = g_.nodes[std::size_t(in0)];
-        const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
-        const int64_t co = n.shape[0], oh = n.shape[1], ow = n.shape[2];
+        const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, cg = groupChannels(n, src);
+        const int64_t cog = n.shape[0] / n.groups, oh = n.shape[1], ow = n.shape[2];
         std::vector<uint8_t> hit(size, 0);
         for (int64_t c = 0; c < ci; ++c)
           for (int64_t iy = 0; iy < h; ++iy)
@@ -200,20 +225,20 @@ class Prober {
               const double d = dx[std::size_t((c * h + iy) * w + ix)];
               if (d == 0) continue;
               for (int64_t ky = 0; ky < k; ++ky) {
-                const int64_t ny = iy + n.padding - ky;
+                const int64_t ny = iy + n.padding - ky * n.dilation;
                 if (ny < 0 || ny % n.stride || ny / n.stride >= oh) continue;
                 for (int64_t kx = 0; kx < k; ++kx) {
-                  const int64_t nx = ix + n.padding - kx;
+                  const int64_t nx = ix + n.padding - kx * n.dilation;
                   if (nx < 0 || nx % n.stride || nx / n.stride >= ow) continue;
-                  for (int64_t o = 0; o < co; ++o) {
+                  for (int64_t o = (c / cg) * cog; o < (c / cg + 1) * cog; ++o) {
                     const std::size_t j = std::size_t((o * oh + ny / n.stride) * ow + nx / n.stride);
-                    out[j] += std::fabs(n.weight[std::size_t(((o * ci + c) * k + ky) * k + kx)]) * d;
+                    out[j] += std::fabs(n.weight[std::size_t(((o * cg + c % cg) * k + ky) * k + kx)]) * d;
                     hit[j] = 1;
                   }
                 }
               }
             }
-        const double gm = gamma32(ci * k * k + 1);
+        const double gm = gamma32(cg * k * k + 1);
         for (std::size_t j = 0; j < size; ++j)
           if (hit[j]) {
             out[j] += gm * out[j] + 2 * radius[j];
@@ -360,7 +385,7 @@ bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
     const int64_t features = n.features(), o = bias ? int64_t(index) : int64_t(index) / (int64_t(n.weight.size()) / features);
     for (int64_t r = 0; r < n.rows(); ++r) reads.push_back(r * features + o);
   } else {
-    const int64_t per = src.shape[0] * n.kernel * n.kernel, count = n.shape[1] * n.shape[2];
+    const int64_t per = convTaps(n, src), count = n.shape[1] * n.shape[2];
     const int64_t first = (bias ? int64_t(index) : int64_t(index) / per) * count;
     for (int64_t e = first; e < first + count; ++e) reads.push_back(e);
   }

@@ -35,6 +35,8 @@ const char* opName(Op op) {
     case Op::Sigmoid: return "sigmoid";
     case Op::Tanh: return "tanh";
     case Op::Mul: return "mul";
+    case Op::Clip: return "clip";
+    case Op::AvgPool2d: return "avgpool_window";
   }
   return "?";
 }
@@ -147,16 +149,27 @@ int vit(Builder& b) {
 
 }  // namespace
 
+// MobileNet's and DeepLab's convolution geometry on 1x28x28 images: a dilated conv with ReLU6, a
+// strided depthwise conv with batch norm and a clip, a grouped conv, a padded average pool.
+int groupedNet(Builder& b) {
+  int x = b.input({1, 28, 28});
+  x = b.clip("dilated.relu6", b.conv("dilated", x, 8, 3, 1, 2, true, 1, 2), 0.0f, 6.0f);                   // 8x28x28
+  x = b.clip("depthwise.clip", b.batchNorm("depthwise.bn", b.conv("depthwise", x, 8, 3, 2, 1, false, 8)), -1.0f, 2.0f);
+  x = b.relu("grouped.relu", b.conv("grouped", x, 12, 3, 1, 1, true, 4));                                // 12x14x14
+  x = b.flatten("flatten", b.avgPool("pool", x, 3, 2, 1));                                               // 12x7x7
+  return b.linear("fc", x, 10);
+}
+
 Graph randomGraph(const std::string& model, uint64_t seed) {
-  if (model != "resnet18") return zooGraph(model, {}, seed);
+  if (model != "resnet18" && model != "grouped") return zooGraph(model, {}, seed);
   Graph g;
   g.model = model;
-  g.inputMean = 0.449f;  // ImageNet's mean and deviation, averaged over the channels
-  g.inputDeviation = 0.226f;
+  g.inputMean = model == "grouped" ? 0.2860f : 0.449f;  // Fashion-MNIST; ImageNet's, averaged over the channels
+  g.inputDeviation = model == "grouped" ? 0.3530f : 0.226f;
   const std::map<std::string, store::Tensor> none;
   Builder b(g, none);
   b.randomFill(seed);
-  g.output = resnet18(b);
+  g.output = model == "grouped" ? groupedNet(b) : resnet18(b);
   return g;
 }
 
@@ -266,6 +279,23 @@ inline float geluOf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678
 inline float sigmoidOf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k], k in order.
+// One output element of an average pool over one sample `x`: the window's elements summed in
+// (row, column) order, padding skipped (it adds zero), divided by kernel^2 (padding counted).
+inline float avgPoolElement(const Node& n, const Node& src, const float* x, int64_t e) {
+  const int64_t h = src.shape[1], w = src.shape[2], oh = n.shape[1], ow = n.shape[2];
+  const int64_t ch = e / (oh * ow), y = (e / ow) % oh, xx = e % ow;
+  float acc = 0;
+  for (int64_t ky = 0; ky < n.kernel; ++ky) {
+    const int64_t iy = y * n.stride + ky - n.padding;
+    if (iy < 0 || iy >= h) continue;
+    for (int64_t kx = 0; kx < n.kernel; ++kx) {
+      const int64_t ix = xx * n.stride + kx - n.padding;
+      if (ix >= 0 && ix < w) acc += x[(ch * h + iy) * w + ix];
+    }
+  }
+  return acc / float(n.kernel * n.kernel);
+}
+
 inline float matmulElement(const Node& n, int64_t k, const float* a, const float* b, int64_t e) {
   const int64_t rows = n.shape[1], cols = n.shape[2];
   const int64_t h = e / (rows * cols), m = (e / cols) % rows, c = e % cols;
@@ -279,15 +309,15 @@ inline float matmulElement(const Node& n, int64_t k, const float* a, const float
 }  // namespace
 
 void unfold(const Node& n, const Node& src, const float* x, float* cols) {
-  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, st = n.stride;
+  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel, st = n.stride, dl = n.dilation;
   const int64_t oh = n.shape[1], ow = n.shape[2];
   for (int64_t c = 0; c < ci; ++c)
     for (int64_t ky = 0; ky < k; ++ky)
       for (int64_t kx = 0; kx < k; ++kx)
         for (int64_t y = 0; y < oh; ++y) {
-          const int64_t iy = y * st + ky - n.padding;
+          const int64_t iy = y * st + ky * dl - n.padding;
           for (int64_t xx = 0; xx < ow; ++xx) {
-            const int64_t ix = xx * st + kx - n.padding;
+            const int64_t ix = xx * st + kx * dl - n.padding;
             *cols++ = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
           }
         }
@@ -304,16 +334,17 @@ float affineElement(const Node& n, const Node& src, const float* x, int64_t elem
   }
   // conv2d as a GEMM over the unfolded input (im2col): bias, then every tap in (channel, kernel
   // row, kernel column) order, the zero padding included (it can turn a -0 sum into +0)
-  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
+  // (a grouped conv: the channels of output channel o's group only)
+  const int64_t cg = groupChannels(n, src), h = src.shape[1], w = src.shape[2], k = n.kernel;
   const int64_t oh = n.shape[1], ow = n.shape[2];
-  const int64_t o = element / (oh * ow), y = (element / ow) % oh, xx = element % ow;
+  const int64_t o = element / (oh * ow), y = (element / ow) % oh, xx = element % ow, c0 = firstChannel(n, src, o);
   float acc = n.bias.empty() ? 0.0f : n.bias[std::size_t(o)];
-  const float* wr = n.weight.data() + o * ci * k * k;
-  for (int64_t c = 0; c < ci; ++c)
+  const float* wr = n.weight.data() + o * cg * k * k;
+  for (int64_t c = c0; c < c0 + cg; ++c)
     for (int64_t ky = 0; ky < k; ++ky) {
-      const int64_t iy = y * n.stride + ky - n.padding;
+      const int64_t iy = y * n.stride + ky * n.dilation - n.padding;
       for (int64_t kx = 0; kx < k; ++kx) {
-        const int64_t ix = xx * n.stride + kx - n.padding;
+        const int64_t ix = xx * n.stride + kx * n.dilation - n.padding;
         const float xv = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[(c * h + iy) * w + ix];
         acc += *wr++ * xv;
       }
@@ -383,6 +414,10 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
       return std::tanh(in[0][e]);
     case Op::Mul:
       return in[0][e] * in[1][e];
+    case Op::Clip:
+      return clipOf(in[0][e], n.bias[0], n.bias[1]);
+    case Op::AvgPool2d:
+      return avgPoolElement(n, src, in[0], e);
   }
   return 0;
 }
@@ -455,6 +490,13 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
     case Op::Mul:
       for (int64_t i = 0; i < batch * size; ++i) out[i] = in[0][i] * in[1][i];
       return;
+    case Op::Clip:
+      for (int64_t i = 0; i < batch * size; ++i) out[i] = clipOf(in[0][i], n.bias[0], n.bias[1]);
+      return;
+    case Op::AvgPool2d:
+      for (int64_t s = 0; s < batch; ++s)
+        for (int64_t e = 0; e < size; ++e) out[s * size + e] = avgPoolElement(n, *src, in[0] + s * inSize, e);
+      return;
     case Op::LayerNorm: {
       const int64_t w = n.features();
       for (int64_t r = 0; r < batch * n.rows(); ++r) {
@@ -484,12 +526,14 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
     case Op::Conv2d: {
       // im2col, then a GEMM vectorised over output positions: each element still sums bias, then
       // the taps in affineElement's order.
-      const int64_t co = n.shape[0], positions = n.shape[1] * n.shape[2], taps = src->shape[0] * n.kernel * n.kernel;
-      std::vector<float> cols(std::size_t(taps * positions));
+      // A grouped conv is one GEMM per group: its taps are a contiguous block of the unfolded rows.
+      const int64_t co = n.shape[0] / n.groups, positions = n.shape[1] * n.shape[2], taps = convTaps(n, *src);
+      std::vector<float> cols(std::size_t(taps * n.groups * positions));
       for (int64_t s = 0; s < batch; ++s) {
         unfold(n, *src, in[0] + s * inSize, cols.data());
-        detail::convGemm(n.weight.data(), co, taps, cols.data(), positions, n.bias.empty() ? nullptr : n.bias.data(),
-                         out + s * size);
+        for (int64_t gr = 0; gr < n.groups; ++gr)
+          detail::convGemm(n.weight.data() + gr * co * taps, co, taps, cols.data() + gr * taps * positions, positions,
+                           n.bias.empty() ? nullptr : n.bias.data() + gr * co, out + s * size + gr * co * positions);
       }
       return;
     }

@@ -32,7 +32,10 @@ enum class Op {
   AddConst, LayerNorm, Gelu, Softmax, MatMul,
   // Gates: the logistic sigmoid and tanh, element-wise, and the element-wise product of two
   // tensors of one shape (no zoo model uses them yet; the analysis and the engine cover them).
-  Sigmoid, Tanh, Mul
+  Sigmoid, Tanh, Mul,
+  // Clip: min(max(x, lo), hi) with ReLU's NaN rule (NaN -> lo, as CUDA's fmaxf); ReLU6 is Clip(0, 6).
+  // AvgPool2d: the mean of a k x k window (zero padding counted).
+  Clip, AvgPool2d
 };
 const char* opName(Op op);
 
@@ -43,12 +46,15 @@ struct Node {
   std::vector<int64_t> shape;  // one sample's output: [C, H, W], [T, F] (tokens) or [F]
   // Linear: weight [out, in], bias [out], applied to each row of its input ([in] or [T, in]: a
   // token-wise linear layer), output [out] or [T, out].
-  // Conv2d: weight [out, in, k, k], bias [out] or empty. MaxPool2d: kernel, stride and padding
-  // (padding < kernel; see poolInput).
+  // Conv2d: weight [out, in / groups, k, k], bias [out] or empty; output channel o reads the input
+  // channels of its group (see groupChannels); tap (ky, kx) of output (y, x) reads input row
+  // y * stride + ky * dilation - padding (zero outside). MaxPool2d and AvgPool2d: kernel, stride
+  // and padding (max-pool: padding < kernel, see poolInput; average pool: zero padding counted in
+  // the divisor, as ONNX's count_include_pad = 1 and PyTorch's default). Clip: [bias[0], bias[1]].
   // BatchNorm (eval): y = x * weight[c] + bias[c], folded from gamma, beta and running statistics.
   // AddConst: bias holds c (one sample's size). LayerNorm: weight gamma, bias beta (last dim).
   std::vector<float> weight, bias;
-  int64_t kernel = 0, stride = 1, padding = 0;
+  int64_t kernel = 0, stride = 1, padding = 0, groups = 1, dilation = 1;
   std::vector<int64_t> gather;  // Select: the input element of each output element
   int64_t size() const;  // elements per sample
   int64_t features() const { return shape.empty() ? 1 : shape.back(); }  // the last dimension
@@ -80,8 +86,9 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
 // The same with seeded random parameters wherever `parameters` lacks one (randomSeed != 0).
 Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters, uint64_t randomSeed);
 
-// A graph with seeded random weights: any zoo model, or "resnet18" (ResNet-18's layers on
-// 3x224x224 inputs, for timing the selection at that size).
+// A graph with seeded random weights: any zoo model, "resnet18" (ResNet-18's layers on 3x224x224
+// inputs, for timing the selection at that size) or "grouped" (dilated, depthwise and grouped
+// convolutions, clips and a padded average pool on 1x28x28 inputs, for the tests).
 Graph randomGraph(const std::string& model, uint64_t seed);
 
 // Reads the parameters of `run`'s checkpoint `iteration` (-1: the last one) from a session file.
@@ -98,6 +105,17 @@ inline int64_t poolInput(const Node& n, int64_t h, int64_t w, int64_t ch, int64_
   c = c < 0 ? 0 : c > w - 1 ? w - 1 : c;
   return (ch * h + r) * w + c;
 }
+
+// Conv2d geometry: the input channels per group, the taps of one output element (its GEMM's inner
+// dimension) and the first input channel that output channel `o` reads.
+inline int64_t groupChannels(const Node& n, const Node& src) { return src.shape[0] / n.groups; }
+inline int64_t convTaps(const Node& n, const Node& src) { return groupChannels(n, src) * n.kernel * n.kernel; }
+inline int64_t firstChannel(const Node& n, const Node& src, int64_t o) {
+  return o / (n.shape[0] / n.groups) * groupChannels(n, src);
+}
+
+// The engine's clip (ReLU6): NaN goes to the lower end, as its ReLU maps NaN to 0.
+inline float clipOf(float x, float lo, float hi) { return x > lo ? (x < hi ? x : hi) : lo; }
 
 // fp32 inference. Every node's output for `batch` samples, [batch * node.size()] each, in node
 // order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.

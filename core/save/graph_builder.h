@@ -45,9 +45,15 @@ class Builder {
     n.shape = tokens ? std::vector<int64_t>{from.shape[0], out} : std::vector<int64_t>{out};
     return add(std::move(n));
   }
-  int conv(const std::string& name, int x, int64_t out, int64_t k, int64_t stride, int64_t padding, bool bias) {
+  int conv(const std::string& name, int x, int64_t out, int64_t k, int64_t stride, int64_t padding, bool bias,
+           int64_t groups = 1, int64_t dilation = 1) {
     const Node& from = g_.nodes[std::size_t(x)];
     if (from.shape.size() != 3) throw SaveError("conv2d '" + name + "' needs a [C, H, W] input");
+    if (groups < 1 || from.shape[0] % groups || out % groups)
+      throw SaveError("conv2d '" + name + "': " + std::to_string(groups) + " groups do not divide its " +
+                      std::to_string(from.shape[0]) + " input and " + std::to_string(out) + " output channels");
+    if (k < 1 || stride < 1 || padding < 0 || dilation < 1)
+      throw SaveError("conv2d '" + name + "' has a kernel, stride, padding or dilation out of range");
     Node n;
     n.op = Op::Conv2d;
     n.name = name;
@@ -55,9 +61,32 @@ class Builder {
     n.kernel = k;
     n.stride = stride;
     n.padding = padding;
-    n.weight = tensor(name + ".weight", {out, from.shape[0], k, k});
+    n.groups = groups;
+    n.dilation = dilation;
+    n.weight = tensor(name + ".weight", {out, from.shape[0] / groups, k, k});
     if (bias) n.bias = tensor(name + ".bias", {out});
-    n.shape = {out, (from.shape[1] + 2 * padding - k) / stride + 1, (from.shape[2] + 2 * padding - k) / stride + 1};
+    const int64_t span = dilation * (k - 1) + 1;
+    n.shape = {out, (from.shape[1] + 2 * padding - span) / stride + 1, (from.shape[2] + 2 * padding - span) / stride + 1};
+    if (n.shape[1] < 1 || n.shape[2] < 1) throw SaveError("conv2d '" + name + "' has an empty output");
+    return add(std::move(n));
+  }
+  int clip(const std::string& name, int x, float lo, float hi) {
+    const int v = unary(Op::Clip, name, x);
+    g_.nodes[std::size_t(v)].bias = {lo, hi};
+    return v;
+  }
+  int avgPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding) {
+    const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
+    if (s.size() != 3 || k < 1 || stride < 1 || padding < 0 || padding >= k)
+      throw SaveError("average pool '" + name + "' needs a [C, H, W] input and 0 <= padding < kernel");
+    Node n;
+    n.op = Op::AvgPool2d;
+    n.name = name;
+    n.inputs = {x};
+    n.kernel = k;
+    n.stride = stride;
+    n.padding = padding;
+    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
     return add(std::move(n));
   }
   int batchNorm(const std::string& name, int x, double eps = 1e-5) {

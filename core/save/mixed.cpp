@@ -29,13 +29,14 @@ MixedChecker::MixedChecker(const Graph& g, int node, const NodeRange& input)
   channels_ = n_.op == Op::Linear ? n_.features() : n_.shape[0];
   taps_ = int64_t(n_.weight.size()) / channels_;
   w_.assign(n_.weight.data(), int64_t(n_.weight.size()));
-  // The largest |x| each tap can see on the analysed range (a conv tap reads one input channel).
-  std::vector<double> tapMax(std::size_t(taps_), 0.0);
+  // The largest |x| each tap can see on the analysed range (a conv tap reads one input channel;
+  // for a conv, over every input channel: output channel o reads the block of its group).
+  const bool linear = n_.op == Op::Linear;
+  const std::size_t span = linear ? 1 : std::size_t(n_.kernel * n_.kernel);
+  std::vector<double> tapMax(linear ? std::size_t(taps_) : std::size_t(src_.shape[0]) * span, 0.0);
   double maxX = 0, maxW = 0;
   for (std::size_t i = 0; i < input.lo.size(); ++i) {
-    const std::size_t t = n_.op == Op::Linear ? i % std::size_t(taps_)
-                                              : (i / std::size_t(src_.shape[1] * src_.shape[2])) * std::size_t(n_.kernel * n_.kernel);
-    const std::size_t span = n_.op == Op::Linear ? 1 : std::size_t(n_.kernel * n_.kernel);
+    const std::size_t t = linear ? i % std::size_t(taps_) : (i / std::size_t(src_.shape[1] * src_.shape[2])) * span;
     for (std::size_t k = 0; k < span; ++k) tapMax[t + k] = std::max(tapMax[t + k], magnitude(input, i));
     maxX = std::max(maxX, magnitude(input, i));
   }
@@ -45,7 +46,8 @@ MixedChecker::MixedChecker(const Graph& g, int node, const NodeRange& input)
   const double rel = 0x1p-14 + gamma32(taps_ + 1) + double(taps_) * 0x1p-31 + 1e-12;
   for (int64_t o = 0; o < channels_; ++o) {
     double s = n_.bias.empty() ? 0.0 : std::fabs(n_.bias[std::size_t(o)]);
-    for (int64_t t = 0; t < taps_; ++t) s += std::fabs(n_.weight[std::size_t(o * taps_ + t)]) * tapMax[std::size_t(t)];
+    const std::size_t t0 = linear ? 0 : std::size_t(firstChannel(n_, src_, o)) * span;
+    for (int64_t t = 0; t < taps_; ++t) s += std::fabs(n_.weight[std::size_t(o * taps_ + t)]) * tapMax[t0 + std::size_t(t)];
     worst_ = std::max(worst_, rel * s * (1 + 0x1p-13) + subnormal_);
   }
 }
@@ -64,7 +66,8 @@ bool MixedChecker::mismatch(const float* x, const float* y, int64_t batch, const
   const int64_t size = n_.size(), inSize = src_.size();
   const bool linear = n_.op == Op::Linear;
   const int64_t rows = linear ? n_.rows() : 1, positions = linear ? batch * rows : size / channels_;
-  unfolded_.resize(std::size_t(taps_ * positions));
+  const int64_t rowsUnfolded = linear ? taps_ : src_.shape[0] * n_.kernel * n_.kernel;  // every input channel's taps
+  unfolded_.resize(std::size_t(rowsUnfolded * positions));
   acc_.resize(std::size_t(positions));
   abs_.resize(std::size_t(positions));
   emax_.resize(std::size_t(positions));
@@ -78,9 +81,10 @@ bool MixedChecker::mismatch(const float* x, const float* y, int64_t batch, const
     cols_.assign(unfolded_.data(), int64_t(unfolded_.size()));
     if (!cols_.finite) return true;
     for (int64_t o = 0; o < channels_; ++o) {
+      const int64_t c0 = linear ? 0 : firstChannel(n_, src_, o) * n_.kernel * n_.kernel * positions;  // its group's rows
       detail::mixedDot(w_.mant.data() + o * taps_, w_.exp.data() + o * taps_, w_.sign.data() + o * taps_, taps_,
-                       cols_.mant.data(), cols_.exp.data(), cols_.sign.data(), positions, acc_.data(), abs_.data(),
-                       emax_.data());
+                       cols_.mant.data() + c0, cols_.exp.data() + c0, cols_.sign.data() + c0, positions, acc_.data(),
+                       abs_.data(), emax_.data());
       const double bias = n_.bias.empty() ? 0.0 : n_.bias[std::size_t(o)];
       for (int64_t p = 0; p < positions; ++p) {
         const int64_t e = linear ? (p % rows) * channels_ + o : o * positions + p;  // one sample's element
@@ -107,14 +111,16 @@ bool MixedChecker::mismatchAt(const float* x, const float* y, int64_t batch, con
         o = e % channels_;
         std::copy(xs + (e / channels_) * taps_, xs + (e / channels_ + 1) * taps_, taps.begin());
       } else {  // this element's column of the unfolded input
-        const int64_t ci = src_.shape[0], h = src_.shape[1], w = src_.shape[2], k = n_.kernel;
+        const int64_t cg = groupChannels(n_, src_), h = src_.shape[1], w = src_.shape[2], k = n_.kernel;
         const int64_t oh = n_.shape[1], ow = n_.shape[2], yy = (e / ow) % oh, xx = e % ow;
         o = e / (oh * ow);
+        const int64_t c0 = firstChannel(n_, src_, o);
         std::size_t t = 0;
-        for (int64_t c = 0; c < ci; ++c)
+        for (int64_t c = c0; c < c0 + cg; ++c)
           for (int64_t ky = 0; ky < k; ++ky)
             for (int64_t kx = 0; kx < k; ++kx) {
-              const int64_t iy = yy * n_.stride + ky - n_.padding, ix = xx * n_.stride + kx - n_.padding;
+              const int64_t iy = yy * n_.stride + ky * n_.dilation - n_.padding;
+              const int64_t ix = xx * n_.stride + kx * n_.dilation - n_.padding;
               taps[t++] = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : xs[(c * h + iy) * w + ix];
             }
       }

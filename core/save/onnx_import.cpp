@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -208,7 +209,8 @@ class Importer {
   }
   // The node's name in SAVE's results: the module path where the exporter left one, from the
   // weight's initializer ("conv1.weight" -> "conv1") or the node's scope ("/layer1/layer1.0/conv1/Conv"
-  // -> "layer1.0.conv1"); else the node's name or its output's.
+  // -> "layer1.0.conv1", "/features/features.2/conv/conv.0/conv.0.0/Conv" -> "features.2.conv.0.0");
+  // else the node's name or its output's.
   std::string nameOf(const onnx::NodeProto& n) {
     auto it = names_.find(&n);
     if (it != names_.end()) return it->second;
@@ -227,10 +229,17 @@ class Importer {
       if (parts.size() == 1) name = lower(n.op_type());
       if (parts.size() >= 2) {
         parts.pop_back();  // the op type
-        std::size_t first = 0;
-        for (std::size_t i = 0; i < parts.size(); ++i)
-          if (parts[i].find('.') != std::string::npos) first = i;  // a full path so far ("layer1.0")
-        for (std::size_t i = first; i < parts.size(); ++i) name += (name.empty() ? "" : ".") + parts[i];
+        // Each scope is named relative to its parent's module, and a ModuleList's element repeats
+        // the list's name ("features", "features.2", "conv", "conv.0", "conv.0.0"): a part that
+        // extends the previous one replaces it, any other is a child.
+        std::string previous;
+        for (const std::string& part : parts) {
+          if (!previous.empty() && part.rfind(previous + ".", 0) == 0)
+            name += part.substr(previous.size());
+          else
+            name += (name.empty() ? "" : ".") + part;
+          previous = part;
+        }
         if (n.op_type() != "Conv" && n.op_type() != "Gemm" && n.op_type() != "MatMul")
           name += "." + lower(n.op_type());
       }
@@ -314,6 +323,23 @@ class Importer {
       values_[n.output(0)] = values_[n.input(0)];
       return;
     }
+    if (op == "Pad") return pad(n);
+    if (n.input_size() > 0 && zeroPad_.count(n.input(0))) {  // a zero Pad folds into the next window op
+      const auto [x, extra] = zeroPad_.at(n.input(0));
+      int out = -1;
+      try {
+        if (op == "Conv")
+          out = conv(n, x, extra);
+        else if (op == "AveragePool")
+          out = avgPool(n, x, extra);
+        else
+          return refuse(n, "a zero Pad feeding " + op + " is not mapped (only Conv and AveragePool take one)");
+      } catch (const SaveError& e) {
+        return refuse(n, e.what());
+      }
+      if (out >= 0) values_[n.output(0)] = out;
+      return;
+    }
     if (n.input_size() == 0 || !isActivation(n.input(0))) {
       if (op == "Add" || op == "Mul") {
         if (n.input_size() == 2 && isActivation(n.input(1))) return binary(n, n.input(1), n.input(0));
@@ -369,6 +395,23 @@ class Importer {
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
         if (const auto* a = attribute(n, "auto_pad"); a && a->s() != "NOTSET") return refuse(n, "auto_pad is not mapped");
         out = b_.maxPool(name, x, k[0], stride, p.empty() ? 0 : p[0]);
+      } else if (op == "Clip") {
+        // bounds from inputs 1 and 2 (opset >= 11) or from attributes (older opsets); absent: unbounded
+        float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+        if (opset_ < 11) {
+          lo = floatAttr(n, "min", lo);
+          hi = floatAttr(n, "max", hi);
+        }
+        for (int i : {1, 2})
+          if (n.input_size() > i && !n.input(i).empty()) {
+            const Constant* c = constant(n.input(i));
+            if (!c || !c->isFloat || c->values.size() != 1) return refuse(n, "its bounds are not float32 scalar constants");
+            (i == 1 ? lo : hi) = c->values[0];
+          }
+        if (!(lo <= hi)) return refuse(n, "its lower bound is above its upper bound");
+        out = b_.clip(name, x, lo, hi);
+      } else if (op == "AveragePool") {
+        if ((out = avgPool(n, x, 0)) < 0) return;
       } else if (op == "GlobalAveragePool") {
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
         out = b_.globalAvgPool(name, x);
@@ -412,22 +455,58 @@ class Importer {
     values_[n.output(0)] = out;
   }
 
-  int conv(const onnx::NodeProto& n, int x) {
-    const std::string name = nameOf(n);
-    if (intAttr(n, "group", 1) != 1) {
-      refuse(n, "grouped or depthwise convolution (group " + std::to_string(intAttr(n, "group", 1)) +
-                    ") is not in SAVE's graph yet");
-      return -1;
+  // Pad with zeros on the spatial axes only, the same on every side (an exporter's explicit padding
+  // before AveragePool): remembered, and folded into the Conv or AveragePool that reads it.
+  void pad(const onnx::NodeProto& n) {
+    if (n.input_size() == 0 || !isActivation(n.input(0))) return refuse(n, "its input is not computed from the model's input");
+    const auto* mode = attribute(n, "mode");
+    if (mode && mode->s() != "constant") return refuse(n, "only zero padding is mapped (mode " + mode->s() + ")");
+    const Constant* pads = n.input_size() > 1 ? constant(n.input(1)) : nullptr;
+    if (!pads || pads->integers.size() != 8) return refuse(n, "its pads are not a constant for a [N, C, H, W] tensor");
+    const std::vector<int64_t>& p = pads->integers;
+    if (p[0] || p[1] || p[4] || p[5] || p[2] != p[3] || p[2] != p[6] || p[2] != p[7] || p[2] < 0)
+      return refuse(n, "only equal padding of height and width is mapped");
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const Constant* v = constant(n.input(2));
+      if (!v || !v->isFloat || v->values.size() != 1 || v->values[0] != 0.0f) return refuse(n, "padding with a value other than 0");
     }
+    if (consumers_[n.output(0)] != 1) return refuse(n, "its output has more than one reader");
+    zeroPad_[n.output(0)] = {values_.at(n.input(0)), p[2]};
+  }
+
+  int avgPool(const onnx::NodeProto& n, int x, int64_t extra) {
+    const std::string name = nameOf(n);
+    const auto k = intsAttr(n, "kernel_shape"), s = intsAttr(n, "strides"), p = intsAttr(n, "pads");
+    auto no = [&](const std::string& why) {
+      refuse(n, why);
+      return -1;
+    };
+    if (k.size() != 2 || k[0] != k[1]) return no("only square 2-D windows are mapped");
+    for (int64_t v : p)
+      if (v != (p.empty() ? 0 : p[0])) return no("unequal average-pool padding is not mapped");
+    for (int64_t v : s)
+      if (v != (s.empty() ? 1 : s[0])) return no("unequal strides are not mapped");
+    if (intAttr(n, "ceil_mode", 0) != 0) return no("ceil_mode=1 is not mapped");
+    const int64_t own = p.empty() ? 0 : p[0];
+    if (own != 0 && intAttr(n, "count_include_pad", 0) != 1)
+      return no("padding left out of the divisor (count_include_pad=0) is not mapped");
+    if (const auto* a = attribute(n, "auto_pad"); a && a->s() != "NOTSET") return no("auto_pad is not mapped");
+    return b_.avgPool(name, x, k[0], s.empty() ? 1 : s[0], own + extra);
+  }
+
+  int conv(const onnx::NodeProto& n, int x, int64_t extraPad = 0) {
+    const std::string name = nameOf(n);
+    const int64_t groups = intAttr(n, "group", 1);
     const Constant* w = constant(n.input(1));
     if (!w || w->dims.size() != 4 || w->dims[2] != w->dims[3]) {
       refuse(n, "only 2-D convolutions with square kernels from an initializer are mapped");
       return -1;
     }
     const auto s = intsAttr(n, "strides"), p = intsAttr(n, "pads"), d = intsAttr(n, "dilations");
+    const int64_t dilation = d.empty() ? 1 : d[0];
     for (int64_t v : d)
-      if (v != 1) {
-        refuse(n, "dilated convolution is not in SAVE's graph yet");
+      if (v != dilation) {
+        refuse(n, "unequal dilations are not mapped");
         return -1;
       }
     const int64_t stride = s.empty() ? 1 : s[0], pad = p.empty() ? 0 : p[0];
@@ -449,14 +528,14 @@ class Importer {
       refuse(n, "auto_pad=" + a->s() + " is not mapped (export with explicit pads)");
       return -1;
     }
-    if (b_.node(x).shape.size() != 3 || b_.node(x).shape[0] != w->dims[1]) {
-      refuse(n, "its weight does not fit its input");
+    if (groups < 1 || b_.node(x).shape.size() != 3 || b_.node(x).shape[0] != w->dims[1] * groups || w->dims[0] % groups) {
+      refuse(n, "its weight does not fit its input (group " + std::to_string(groups) + ")");
       return -1;
     }
     if (!weight(n, n.input(1), name + ".weight")) return -1;
     const bool bias = n.input_size() > 2 && !n.input(2).empty();
     if (bias && !weight(n, n.input(2), name + ".bias", {w->dims[0]})) return -1;
-    return b_.conv(name, x, w->dims[0], w->dims[2], stride, pad, bias);
+    return b_.conv(name, x, w->dims[0], w->dims[2], stride, pad + extraPad, bias, groups, dilation);
   }
 
   int gemm(const onnx::NodeProto& n, int x) {
@@ -551,6 +630,7 @@ class Importer {
   detail::Builder b_;
   std::map<std::string, Constant> constants_;
   std::map<std::string, int> values_, biasFree_, consumers_;
+  std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
   std::set<std::string> poisoned_, nonFloat_, shape1x1_;
   std::map<std::string, std::string> typeOf_;
   std::vector<std::string> unsupported_;

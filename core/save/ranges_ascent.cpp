@@ -193,6 +193,15 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
     case Op::MaxPool2d:
       gradientMaxPool(n, src, x, gy, gx);
       break;
+    case Op::AvgPool2d: {
+      const float k2 = float(n.kernel * n.kernel);
+      for (std::size_t j = 0; j < size; ++j)
+        if (gy[j] != 0) detail::forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { gx[i] += gy[j] / k2; });
+      break;
+    }
+    case Op::Clip:
+      for (std::size_t i = 0; i < size; ++i) gx[i] += x[i] > n.bias[0] && x[i] < n.bias[1] ? gy[i] : 0.0f;
+      break;
   }
 }
 

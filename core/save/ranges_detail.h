@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // What the range analysis's files share (ranges.cpp, ranges_interval.cpp, ranges_symbolic.cpp,
-// ranges_ascent.cpp): private to them, not part of the public API in ranges.h.
+// ranges_ascent.cpp, and check_bits.cpp's delta bounds): private to core/save, not part of the
+// public API in ranges.h.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -29,27 +30,44 @@ void parallelFor(int64_t count, int64_t work, F&& body) {
 }
 
 // Calls f(w, i) for every tap of output element j of a conv node that reads the input (the zero
-// padding is skipped), in (channel, kernel row, kernel column) order: w indexes the weights, i the input.
+// padding is skipped), in (channel, kernel row, kernel column) order over the channels of j's
+// group: w indexes the weights, i the input.
 template <class F>
 inline void forEachTap(const Node& n, const Node& src, int64_t j, F&& f) {
-  const int64_t ci = src.shape[0], h = src.shape[1], w = src.shape[2], k = n.kernel;
+  const int64_t cg = groupChannels(n, src), h = src.shape[1], w = src.shape[2], k = n.kernel;
   const int64_t oh = n.shape[1], ow = n.shape[2];
-  const int64_t o = j / (oh * ow), y = (j / ow) % oh, xx = j % ow;
-  for (int64_t c = 0; c < ci; ++c)
+  const int64_t o = j / (oh * ow), y = (j / ow) % oh, xx = j % ow, c0 = firstChannel(n, src, o);
+  for (int64_t c = 0; c < cg; ++c)
     for (int64_t ky = 0; ky < k; ++ky) {
-      const int64_t iy = y * n.stride + ky - n.padding;
+      const int64_t iy = y * n.stride + ky * n.dilation - n.padding;
       if (iy < 0 || iy >= h) continue;
       for (int64_t kx = 0; kx < k; ++kx) {
-        const int64_t ix = xx * n.stride + kx - n.padding;
+        const int64_t ix = xx * n.stride + kx * n.dilation - n.padding;
         if (ix < 0 || ix >= w) continue;
-        f(std::size_t(((o * ci + c) * k + ky) * k + kx), std::size_t((c * h + iy) * w + ix));
+        f(std::size_t(((o * cg + c) * k + ky) * k + kx), std::size_t(((c0 + c) * h + iy) * w + ix));
       }
     }
 }
 
+// Calls f(i) for every input element that the window of average-pool output element j reads (the
+// zero padding is skipped).
+template <class F>
+inline void forEachPoolTap(const Node& n, const Node& src, int64_t j, F&& f) {
+  const int64_t h = src.shape[1], w = src.shape[2], oh = n.shape[1], ow = n.shape[2];
+  const int64_t ch = j / (oh * ow), y = (j / ow) % oh, xx = j % ow;
+  for (int64_t ky = 0; ky < n.kernel; ++ky) {
+    const int64_t iy = y * n.stride + ky - n.padding;
+    if (iy < 0 || iy >= h) continue;
+    for (int64_t kx = 0; kx < n.kernel; ++kx) {
+      const int64_t ix = xx * n.stride + kx - n.padding;
+      if (ix >= 0 && ix < w) f(std::size_t((ch * h + iy) * w + ix));
+    }
+  }
+}
+
 inline bool isAffine(Op op) {
   return op == Op::Linear || op == Op::Conv2d || op == Op::BatchNorm || op == Op::Add || op == Op::GlobalAvgPool ||
-         op == Op::AddConst;
+         op == Op::AddConst || op == Op::AvgPool2d;
 }
 
 // Plain interval arithmetic for one node (exact real intervals, then widened by the rounding radius).
@@ -97,6 +115,8 @@ class BackSubstitution {
   void expandBatchNorm(const Node& n, const Bounds& b, const std::vector<double>& radius);
   void expandAdd(const Node& n, const Bounds& b, const std::vector<double>& radius);
   void expandGlobalAvgPool(const Node& n, const Bounds& b, const std::vector<double>& radius);
+  void expandAvgPool(const Node& n, const Bounds& b, const std::vector<double>& radius);
+  void expandClip(const Node& n, const Bounds& b);
 
   const Graph& g_;
   const std::vector<NodeRange>& r_;

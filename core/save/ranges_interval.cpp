@@ -9,6 +9,7 @@
 
 namespace peat::save {
 
+using detail::forEachPoolTap;
 using detail::forEachTap;
 using detail::parallelFor;
 
@@ -78,7 +79,7 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       std::fill(e.begin(), e.end(), std::numeric_limits<double>::infinity());
       break;
     case Op::Conv2d: {
-      const int64_t taps = src.shape[0] * n.kernel * n.kernel, plane = n.shape[1] * n.shape[2];
+      const int64_t taps = convTaps(n, src), plane = n.shape[1] * n.shape[2];
       const double gm = gamma32(taps + 1);
       parallelFor(n.shape[0], int64_t(size) * taps, [&](int64_t first, int64_t last) {
         for (int64_t j = first * plane; j < last * plane; ++j) {
@@ -111,8 +112,18 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       }
       break;
     }
+    case Op::AvgPool2d: {
+      const int64_t k2 = n.kernel * n.kernel;
+      for (std::size_t j = 0; j < size; ++j) {
+        double s = 0;
+        forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { s += magnitude(x, i); });
+        e[j] = gamma32(k2 + 1) * s / double(k2);
+      }
+      break;
+    }
     case Op::Input:
     case Op::Relu:
+    case Op::Clip:
     case Op::MaxPool2d:
     case Op::Flatten:
     case Op::Select:
@@ -281,7 +292,7 @@ void intervalLinear(const Node& n, const NodeRange& x, NodeRange& out) {
 void intervalConv(const Node& n, const Node& src, const NodeRange& x, NodeRange& out) {
   const std::size_t size = out.lo.size();
   const int64_t plane = n.shape[1] * n.shape[2];
-  parallelFor(n.shape[0], int64_t(size) * src.shape[0] * n.kernel * n.kernel, [&](int64_t first, int64_t last) {
+  parallelFor(n.shape[0], int64_t(size) * convTaps(n, src), [&](int64_t first, int64_t last) {
     for (int64_t j = first * plane; j < last * plane; ++j) {
       double lo = n.bias.empty() ? 0.0 : n.bias[std::size_t(j / plane)], hi = lo;
       forEachTap(n, src, j, [&](std::size_t w, std::size_t i) {
@@ -332,6 +343,28 @@ void intervalGlobalAvgPool(const Node& src, const NodeRange& x, NodeRange& out) 
     }
     out.lo[ch] = lo / double(hw);
     out.hi[ch] = hi / double(hw);
+  }
+}
+
+void intervalAvgPool(const Node& n, const Node& src, const NodeRange& x, NodeRange& out) {
+  const double k2 = double(n.kernel * n.kernel);
+  for (std::size_t j = 0; j < out.lo.size(); ++j) {
+    double lo = 0, hi = 0;
+    forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) {
+      lo += x.lo[i];
+      hi += x.hi[i];
+    });
+    out.lo[j] = lo / k2;
+    out.hi[j] = hi / k2;
+  }
+}
+
+// Clip is monotone and exact: its interval is the clamped input interval.
+void intervalClip(const Node& n, const NodeRange& x, NodeRange& out) {
+  const double lo = n.bias[0], hi = n.bias[1];
+  for (std::size_t i = 0; i < out.lo.size(); ++i) {
+    out.lo[i] = std::min(std::max(x.lo[i], lo), hi);
+    out.hi[i] = std::min(std::max(x.hi[i], lo), hi);
   }
 }
 
@@ -469,6 +502,12 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
     case Op::GlobalAvgPool:
       intervalGlobalAvgPool(src, x, out);
       break;
+    case Op::AvgPool2d:
+      intervalAvgPool(n, src, x, out);
+      break;
+    case Op::Clip:
+      intervalClip(n, x, out);
+      return out;
   }
   widenByRounding(g, index, r, out);
   return out;

@@ -183,6 +183,12 @@ void BackSubstitution::expand(int u, const Bounds& b) {
     case Op::GlobalAvgPool:
       expandGlobalAvgPool(n, b, radius);
       break;
+    case Op::AvgPool2d:
+      expandAvgPool(n, b, radius);
+      break;
+    case Op::Clip:
+      expandClip(n, b);
+      break;
   }
 }
 
@@ -389,6 +395,73 @@ void BackSubstitution::expandGlobalAvgPool(const Node& n, const Bounds& b, const
         t.upper[r * inSize + ch * hw + i] += aU / double(hw);
       }
     }
+}
+
+void BackSubstitution::expandAvgPool(const Node& n, const Bounds& b, const std::vector<double>& radius) {
+  const std::size_t size = std::size_t(n.size());
+  const int in0 = n.inputs[0];
+  const Node& src = g_.nodes[std::size_t(in0)];
+  const std::size_t inSize = std::size_t(src.size());
+  Bounds& t = at(in0);
+  const double k2 = double(n.kernel * n.kernel);
+  for (std::size_t r = 0; r < rows_; ++r)
+    for (std::size_t j = 0; j < size; ++j) {
+      const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
+      if (aL == 0 && aU == 0) continue;
+      addConstants(r, aL, aU, 0.0, radius[j]);
+      forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) {
+        t.lower[r * inSize + i] += aL / k2;
+        t.upper[r * inSize + i] += aU / k2;
+      });
+    }
+}
+
+// Clip to [a, c] over an input range [l, h], as lambdaL x + muL <= y <= lambdaU x + muU: exact where
+// the range misses both ends' kinks; with one kink inside, ReLU's relaxation (the chord above or below,
+// the better of the two flat or unit-slope lines on the other side); with both inside, the constants a and c.
+void BackSubstitution::expandClip(const Node& n, const Bounds& b) {
+  const std::size_t size = std::size_t(n.size());
+  const int in0 = n.inputs[0];
+  const NodeRange& x = r_[std::size_t(in0)];
+  Bounds& t = at(in0);
+  const double a = n.bias[0], c = n.bias[1];
+  for (std::size_t j = 0; j < size; ++j) {
+    const double l = x.lo[j], h = x.hi[j];
+    double lamL = 0, muL = 0, lamU = 0, muU = 0;
+    if (h <= a) {
+      muL = muU = a;
+    } else if (l >= c) {
+      muL = muU = c;
+    } else if (l >= a && h <= c) {
+      lamL = lamU = 1;
+    } else if (l < a && h <= c) {  // y = a + relu(x - a)
+      lamU = (h - a) / (h - l);
+      muU = a - lamU * l;
+      if (h - a > a - l) lamL = 1; else muL = a;
+    } else if (l >= a && h > c) {  // y = c - relu(c - x)
+      lamL = (c - l) / (h - l);
+      muL = l - lamL * l;
+      if (c - l > h - c) lamU = 1; else muU = c;
+    } else {
+      muL = a;
+      muU = c;
+    }
+    for (std::size_t r = 0; r < rows_; ++r) {
+      const double aL = b.lower[r * size + j], aU = b.upper[r * size + j];
+      if (aL != 0) {
+        const double lam = aL >= 0 ? lamL : lamU, mu = aL >= 0 ? muL : muU;  // a lower bound takes the upper plane when aL < 0
+        t.lower[r * size + j] += aL * lam;
+        cL_[r] += aL * mu;
+        mag_[r] += std::fabs(aL * mu);
+      }
+      if (aU != 0) {
+        const double lam = aU >= 0 ? lamU : lamL, mu = aU >= 0 ? muU : muL;
+        t.upper[r * size + j] += aU * lam;
+        cU_[r] += aU * mu;
+        mag_[r] += std::fabs(aU * mu);
+      }
+    }
+  }
 }
 
 }  // namespace peat::save::detail

@@ -177,36 +177,33 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
       rangeHi_[v].push_back(hi);
     }
   }
-  // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node.
+  // ABFT's column sums and its largest tolerance on the analysed ranges, per linear/conv node. A
+  // grouped conv has one checksum per group: the sums run over the output channels of one group.
   kind_.assign(g.nodes.size(), VerifierKind::Recompute);
   mixed_.resize(g.nodes.size());
   abftSum_.resize(g.nodes.size());
   abftAbs_.resize(g.nodes.size());
-  columnWeight_.resize(g.nodes.size());
-  columnAbsWeight_.resize(g.nodes.size());
-  biasSum_.assign(g.nodes.size(), 0);
-  biasAbsSum_.assign(g.nodes.size(), 0);
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     if (n.op != Op::Linear && n.op != Op::Conv2d) continue;
     const int64_t taps = tapsOf(n), channels = n.op == Op::Linear ? n.features() : n.shape[0];
-    std::vector<double>& ws = columnWeight_[v];
-    std::vector<double>& wa = columnAbsWeight_[v];
-    ws.assign(std::size_t(taps), 0);
-    wa.assign(std::size_t(taps), 0);
+    const int64_t sums = n.op == Op::Conv2d ? n.groups : 1, perSum = channels / sums;
+    std::vector<double> ws(std::size_t(sums * taps), 0.0), wa(ws.size(), 0.0);  // sum_o W[o][t], sum_o |W[o][t]|
+    std::vector<double> bs(std::size_t(sums), 0.0), ba(bs.size(), 0.0);       // sum_o b[o], sum_o |b[o]|
     for (int64_t o = 0; o < channels; ++o)
       for (int64_t t = 0; t < taps; ++t) {
-        ws[std::size_t(t)] += n.weight[std::size_t(o * taps + t)];
-        wa[std::size_t(t)] += std::fabs(n.weight[std::size_t(o * taps + t)]);
+        ws[std::size_t((o / perSum) * taps + t)] += n.weight[std::size_t(o * taps + t)];
+        wa[std::size_t((o / perSum) * taps + t)] += std::fabs(n.weight[std::size_t(o * taps + t)]);
       }
-    for (float b : n.bias) {
-      biasSum_[v] += b;
-      biasAbsSum_[v] += std::fabs(b);
+    for (std::size_t o = 0; o < n.bias.size(); ++o) {
+      bs[o / std::size_t(perSum)] += n.bias[o];
+      ba[o / std::size_t(perSum)] += std::fabs(n.bias[o]);
     }
     // The largest |x| a tap can hold, from the input's analysed range.
     const NodeRange& in = selection.ranges.nodes[std::size_t(n.inputs[0])];
-    double worst = biasAbsSum_[v];
+    double worst = 0;
     if (n.op == Op::Linear) {
+      worst = ba[0];
       for (int64_t t = 0; t < taps; ++t) {
         double m = 0;
         for (int64_t r = 0; r < n.rows(); ++r)
@@ -215,24 +212,32 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
       }
     } else {
       const Node& src = g.nodes[std::size_t(n.inputs[0])];
-      const int64_t plane = src.shape[1] * src.shape[2], k2 = n.kernel * n.kernel;
-      for (int64_t t = 0; t < taps; ++t) {
-        double m = 0;
-        for (int64_t i = (t / k2) * plane; i < (t / k2 + 1) * plane; ++i)
-          m = std::max(m, std::max(std::fabs(in.lo[std::size_t(i)]), std::fabs(in.hi[std::size_t(i)])));
-        worst += wa[std::size_t(t)] * m;
+      const int64_t plane = src.shape[1] * src.shape[2], k2 = n.kernel * n.kernel, cg = groupChannels(n, src);
+      for (int64_t gr = 0; gr < sums; ++gr) {
+        double group = ba[std::size_t(gr)];
+        for (int64_t t = 0; t < taps; ++t) {
+          double m = 0;
+          const int64_t c = gr * cg + t / k2;
+          for (int64_t i = c * plane; i < (c + 1) * plane; ++i)
+            m = std::max(m, std::max(std::fabs(in.lo[std::size_t(i)]), std::fabs(in.hi[std::size_t(i)])));
+          group += wa[std::size_t(gr * taps + t)] * m;
+        }
+        worst = std::max(worst, group);
       }
     }
     VerifierChoice c;
     c.node = int(v);
     c.name = n.name;
     c.tolerance = gamma32(taps + 1) * worst * (1 + 1e-9);
-    c.costRatio = 2.0 / double(channels);  // a checksum and its tolerance per position, against every output
+    c.costRatio = 2.0 / double(perSum);  // a checksum and its tolerance per position and group, against every output
     auto mixed = std::make_unique<MixedChecker>(g, int(v), selection.ranges.nodes[std::size_t(n.inputs[0])]);
     c.mixedTolerance = mixed->worstTolerance();
     const double tau = selection.options.tau;
     const bool safe = c.tolerance <= tau, mixedSafe = c.mixedTolerance <= tau;
-    if (policy == VerifierPolicy::Abft || (policy == VerifierPolicy::Auto && safe)) c.kind = VerifierKind::Abft;
+    // (auto takes abft only where it is cheaper than recomputing: not for a depthwise conv, whose
+    // checksum per group is its one output channel again)
+    if (policy == VerifierPolicy::Abft || (policy == VerifierPolicy::Auto && safe && c.costRatio < 1))
+      c.kind = VerifierKind::Abft;
     else if (policy == VerifierPolicy::Mixed || (policy == VerifierPolicy::Auto && mixedSafe)) c.kind = VerifierKind::Mixed;
     char text[300];
     if (c.kind == VerifierKind::Abft)
@@ -245,7 +250,9 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
                     c.mixedTolerance, mixedSafe ? "<=" : ">", tau, c.tolerance);
     else
       std::snprintf(text, sizeof text, "recompute: %s (abft tolerance %.3g, mixed bound %.3g %s tau %.3g)",
-                    policy == VerifierPolicy::Recompute ? "forced" : "abft and the mixed check could miss a vulnerable change",
+                    policy == VerifierPolicy::Recompute ? "forced"
+                    : safe ? "abft would cost more than recomputing (one output channel per group), the mixed check could miss a vulnerable change"
+                           : "abft and the mixed check could miss a vulnerable change",
                     c.tolerance, c.mixedTolerance, mixedSafe ? "<=" : ">", tau);
     c.reason = text;
     kind_[v] = c.kind;
@@ -260,20 +267,21 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
       mini.nodes[0].inputs.clear();
       mini.nodes[0].weight.clear();
       mini.nodes[0].bias.clear();
-      Node one = n;
+      Node one = n;  // one output channel per group (a grouped conv keeps its groups)
       one.inputs = {0};
-      one.shape[one.op == Op::Conv2d ? 0 : one.shape.size() - 1] = 1;
-      one.weight.assign(std::size_t(taps), 0.0f);
-      for (int64_t t = 0; t < taps; ++t) {
-        const double w = which == 0 ? ws[std::size_t(t)] : wa[std::size_t(t)];
+      one.shape[one.op == Op::Conv2d ? 0 : one.shape.size() - 1] = sums;
+      const std::vector<double>& wsum = which == 0 ? ws : wa;
+      const std::vector<double>& bsum = which == 0 ? bs : ba;
+      auto toFloat = [&](double w) {
         float f = float(w);
         if (which == 1 && double(f) < w) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-        one.weight[std::size_t(t)] = f;
-      }
-      const double b = which == 0 ? biasSum_[v] : biasAbsSum_[v];
-      float bf = float(b);
-      if (which == 1 && double(bf) < b) bf = std::nextafter(bf, std::numeric_limits<float>::infinity());
-      if (!n.bias.empty() || one.op == Op::Linear) one.bias.assign(1, bf);
+        return f;
+      };
+      one.weight.resize(wsum.size());
+      for (std::size_t t = 0; t < wsum.size(); ++t) one.weight[t] = toFloat(wsum[t]);
+      one.bias.clear();
+      if (!n.bias.empty() || one.op == Op::Linear)
+        for (double b : bsum) one.bias.push_back(toFloat(b));
       mini.nodes.push_back(std::move(one));
       mini.output = 1;
     }
@@ -292,19 +300,21 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size(), taps = tapsOf(n);
   const int64_t channels = n.op == Op::Linear ? n.features() : n.shape[0], positions = size / channels;
+  const int64_t sums = n.op == Op::Conv2d ? n.groups : 1, perSum = channels / sums;  // one checksum per group
   const Graph& sumGraph = abftSum_[std::size_t(v)];
   const Graph& absGraph = abftAbs_[std::size_t(v)];
   const std::vector<float>& x = act[std::size_t(n.inputs[0])];
-  abftExpect_.resize(std::size_t(batch_ * positions));
-  abftBound_.resize(std::size_t(batch_ * positions));
+  abftExpect_.resize(std::size_t(batch_ * sums * positions));
+  abftBound_.resize(std::size_t(batch_ * sums * positions));
   abftAbsInput_.resize(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) abftAbsInput_[i] = std::fabs(x[i]);
   runNode(sumGraph, 1, {x.data()}, batch_, abftExpect_.data());
   runNode(absGraph, 1, {abftAbsInput_.data()}, batch_, abftBound_.data());
   const double gm = gamma32(taps + 1), u = kU32;
   const double factor = (2 * gm + u + gm * u) / (1 - gm) * (1 + 1e-9);
-  const double tiny = double((channels + 1) * (taps + 1)) * 0x1p-149;
-  std::vector<double> got(static_cast<std::size_t>(positions)), gotAbs(static_cast<std::size_t>(positions));
+  const double tiny = double((perSum + 1) * (taps + 1)) * 0x1p-149;
+  const int64_t checks = sums * positions;  // the mini op's output: [group][position] (linear: [position])
+  std::vector<double> got(static_cast<std::size_t>(checks)), gotAbs(static_cast<std::size_t>(checks));
   for (int64_t s = 0; s < batch_; ++s) {
     const float* y = act[std::size_t(v)].data() + s * size;
     std::fill(got.begin(), got.end(), 0.0);
@@ -312,14 +322,15 @@ bool ProtectedRunner::checksum(int v, const std::vector<std::vector<float>>& act
     for (int64_t o = 0; o < channels; ++o)
       for (int64_t p = 0; p < positions; ++p) {
         const double yo = y[n.op == Op::Linear ? p * channels + o : o * positions + p];
-        got[std::size_t(p)] += yo;
-        gotAbs[std::size_t(p)] += std::fabs(yo);
+        const std::size_t at = std::size_t((o / perSum) * positions + p);
+        got[at] += yo;
+        gotAbs[at] += std::fabs(yo);
       }
-    for (int64_t p = 0; p < positions; ++p) {
-      const double bound = abftBound_[std::size_t(s * positions + p)];
+    for (int64_t p = 0; p < checks; ++p) {
+      const double bound = abftBound_[std::size_t(s * checks + p)];
       const double tolerance = factor * bound + tiny + 1e-12 * gotAbs[std::size_t(p)];
       ++stats.checksums;
-      if (!(std::fabs(got[std::size_t(p)] - double(abftExpect_[std::size_t(s * positions + p)])) <= tolerance)) {
+      if (!(std::fabs(got[std::size_t(p)] - double(abftExpect_[std::size_t(s * checks + p)])) <= tolerance)) {
         ++stats.checksumMismatches;  // NaN fails too
         return true;
       }

@@ -128,8 +128,6 @@ class ProtectedRunner {
   std::vector<VerifierChoice> choices_;   // linear and conv nodes
   std::vector<VerifierKind> kind_;        // per node: the verifier chosen
   std::vector<std::unique_ptr<MixedChecker>> mixed_;  // per node: checked by integer recomputation
-  std::vector<std::vector<double>> columnWeight_, columnAbsWeight_;  // per node: sum_o W[o][t], sum_o |W[o][t]|
-  std::vector<double> biasSum_, biasAbsSum_;
   std::vector<Graph> abftSum_, abftAbs_;  // per linear/conv node: its one-channel checksum ops
   std::vector<float> abftExpect_, abftBound_, abftAbsInput_;  // the verifier thread's scratch
   std::vector<std::vector<float>> rangeLo_, rangeHi_;  // per node: fp32 bounds around the sound ranges

@@ -58,7 +58,10 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     l.op = opName(n.op);
     l.elements = n.size();
     l.feedsRelu = !consumers[v].empty();
-    for (int c : consumers[v]) l.feedsRelu = l.feedsRelu && g.nodes[std::size_t(c)].op == Op::Relu;
+    for (int c : consumers[v]) {  // ReLU, or a clip whose lower end is 0 (ReLU6): both map x <= 0 and NaN to 0
+      const Node& cn = g.nodes[std::size_t(c)];
+      l.feedsRelu = l.feedsRelu && (cn.op == Op::Relu || (cn.op == Op::Clip && cn.bias[0] == 0.0f));
+    }
     l.rows = n.shape.size() >= 2 ? n.shape[0] : 1;  // [C, H, W]: channels; [T, F]: tokens
     l.cols = l.elements / l.rows;
     l.tilesDown = (l.rows + o.tileRows - 1) / o.tileRows;
@@ -97,7 +100,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     s.layers.push_back(std::move(l));
   }
   // Liveness: a node's output occupies memory from its op (step = node index) to its last reader.
-  // In place: an element-wise op (ReLU, batch norm, GELU, a constant's addition) that is the only
+  // In place: an element-wise op (ReLU, clip, batch norm, GELU, a constant's addition) that is the only
   // reader of its input writes its output over it, in the same memory (both reliable or both unreliable: the two placement cases
   // that allow it), so the output takes no memory of its own and keeps its input's tiles.
   const std::size_t steps = g.nodes.size();
@@ -110,7 +113,8 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   for (std::size_t v = 1; v < steps; ++v) {
     const Node& n = g.nodes[v];
     const int in = n.inputs.empty() ? -1 : n.inputs[0];
-    const bool elementwise = n.op == Op::Relu || n.op == Op::BatchNorm || n.op == Op::Gelu || n.op == Op::AddConst;
+    const bool elementwise =
+        n.op == Op::Relu || n.op == Op::Clip || n.op == Op::BatchNorm || n.op == Op::Gelu || n.op == Op::AddConst;
     if (elementwise && in > 0 && consumers[std::size_t(in)].size() == 1)
       inPlaceOf[v] = in;
   }

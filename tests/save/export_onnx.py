@@ -10,7 +10,9 @@ lenet.onnx    the zoo's LeNet written in torch.nn, with the shipped weights (dat
 pool.onnx     conv, ReLU and a padded max-pool (ResNet's stem pool), random weights
 mlp.onnx      a torch.nn MLP with batch norm and tanh, random weights (a different op mix)
 resnet18.onnx torchvision ResNet-18 at 3x64x64, random weights (seed 0)
-mobilenet_v2.onnx torchvision MobileNetV2 (refused today: grouped convolutions, Clip)
+mobilenet_v2.onnx torchvision MobileNetV2 (width 0.25) at 3x64x64, random weights (seed 0)
+grouped.onnx  dilated, depthwise and grouped convolutions, ReLU6, hardtanh and a padded average pool,
+              briefly trained; grouped_logits.npy holds PyTorch's logits on the first 1000 test images
 """
 import gzip
 import os
@@ -83,6 +85,24 @@ class Broadcast(torch.nn.Module):
         return (h + self.b) + h
 
 
+class Grouped(torch.nn.Module):
+    """The convolution geometry MobileNets and DeepLabs use, on 1x28x28 images."""
+
+    def __init__(self):
+        super().__init__()
+        self.dilated = torch.nn.Conv2d(1, 8, 3, padding=2, dilation=2)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, stride=2)
+        self.grouped = torch.nn.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.pool = torch.nn.AvgPool2d(3, 2, padding=1)
+        self.fc = torch.nn.Linear(12 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu6(self.dilated(x))
+        x = torch.nn.functional.hardtanh(self.depthwise(x), -1.0, 2.0)
+        x = self.pool(torch.relu(self.grouped(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
 def mlp_model():
     """Seeded by the caller (torch.manual_seed(0)), so a test can build the same network again."""
     mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.BatchNorm1d(64), torch.nn.Tanh(),
@@ -135,8 +155,15 @@ def main():
         np.save(os.path.join(out, "pool_logits.npy"), pool.eval()(fashion_mnist("t10k")[0][:1000]).numpy())
     torch.manual_seed(0)
     export(torchvision.models.resnet18(num_classes=10), torch.zeros(1, 3, 64, 64), os.path.join(out, "resnet18.onnx"))
+    torch.manual_seed(0)
     export(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), torch.zeros(1, 3, 64, 64),
            os.path.join(out, "mobilenet_v2.onnx"))
+    torch.manual_seed(0)
+    grouped = Grouped()
+    train_briefly(grouped)
+    export(grouped, torch.zeros(1, 1, 28, 28), os.path.join(out, "grouped.onnx"))
+    with torch.no_grad():
+        np.save(os.path.join(out, "grouped_logits.npy"), grouped.eval()(fashion_mnist("t10k")[0][:1000]).numpy())
 
 
 if __name__ == "__main__":

@@ -9,8 +9,12 @@
 - an MLP with batch norm, tanh and sigmoid: every PyTorch output on 1000 real Fashion-MNIST test
   images lies inside the output interval SAVE states (soundness against another engine);
 - a campaign and check-bits run on the ONNX LeNet;
-- torchvision ResNet-18: PyTorch's logits lie inside SAVE's interval bounds; MobileNetV2 is refused
-  with one line naming each node SAVE cannot bound and why;
+- torchvision ResNet-18 and MobileNetV2 (depthwise convolutions, ReLU6): PyTorch's logits lie inside
+  SAVE's interval bounds; a short campaign on MobileNetV2 at 3x64x64 (agreement with the fault-free
+  prediction: random weights);
+- dilated, depthwise and grouped convolutions, ReLU6, hardtanh and a padded average pool: bounds
+  hold PyTorch's logits, SAVE's engine predicts what PyTorch predicts; the user's labelled data
+  through --data (HDF5), and bad data refused with one line;
 - bad files: not ONNX, float64, a dynamic spatial dimension: one line each.
 """
 import gzip
@@ -21,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
 import numpy as np
 import torch
 
@@ -121,7 +126,6 @@ try:
     peat("save", "analyze", "-m", lenet, "-s", stored)
     peat("save", "check-bits", "-m", lenet, "--batch", 2, "--weight-flips", 200, "--activation-flips", 200, "-s", stored)
     peat("save", "campaign", "-m", lenet, "--images", 100, "--flips", "16", "-s", stored)
-    import h5py
     with h5py.File(stored, "r") as f:
         names = set(f["save"].keys()) | set(f["runs"].keys())
     check({"lenet.onnx-symbolic", "lenet.onnx-check-bits", "save-campaign"} <= names,
@@ -139,7 +143,66 @@ try:
     check(float(logits.min()) >= r18["output"]["lo"] and float(logits.max()) <= r18["output"]["hi"],
           f"ResNet-18 analyses, and PyTorch's logits on 50 images lie in its interval bounds ({len(r18['layers'])} "
           f"layers; the bounds are very wide on random weights, so this mostly shows the import runs)")
-    one_error(["save", "analyze", "-m", os.path.join(WORK, "mobilenet_v2.onnx")], "Clip")
+    # torchvision MobileNetV2 (depthwise and grouped convolutions, ReLU6 as Clip) on Fashion-MNIST
+    # resized to 3x64x64, ImageNet's normalisation; random weights (seed 0)
+    norm = ["--input-mean", "0.485,0.456,0.406", "--input-std", "0.229,0.224,0.225"]
+    mb_path = os.path.join(WORK, "mobilenet_v2.onnx")
+    mb = json.loads(peat("save", "analyze", "-m", mb_path, "--mode", "interval", *norm, "--json").stdout)
+    torch.manual_seed(0)
+    mobilenet = export_onnx.torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25).eval()
+    raw = torch.nn.functional.interpolate(torch.from_numpy(pixels[:50].astype(np.float32)) / 255.0, size=(64, 64),
+                                          mode="bilinear", align_corners=False).expand(-1, 3, -1, -1)
+    mean, std = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        mlog = mobilenet((raw - mean) / std)
+    ops = {l["op"] for l in mb["layers"]}
+    check({"conv2d", "clip", "add"} <= ops and float(mlog.min()) >= mb["output"]["lo"] and
+          float(mlog.max()) <= mb["output"]["hi"],
+          f"MobileNetV2 analyses ({len(mb['layers'])} layers, ops {sorted(ops)}) and PyTorch's logits on 50 images lie "
+          f"in its interval bounds [{mb['output']['lo']:.4g}, {mb['output']['hi']:.4g}]")
+    mc = json.loads(peat("save", "campaign", "-m", mb_path, "--mode", "interval", *norm, "--images", 50, "--batch", 50,
+                         "--flips", "0,8", "--schemes", "none,save", "--agreement", "--json").stdout)
+    save_points = [p for p in mc["points"] if p["scheme"] == "save"]
+    check(mc["clean_accuracy"] == 1.0 and mc["data"] == "fashion-mnist 3x64x64" and len(save_points) == 2 and
+          mc["scored_against"] == "fault-free prediction",
+          f"a short campaign on MobileNetV2 at 3x64x64 (agreement with the fault-free prediction: "
+          f"{[(p['scheme'], p['flips'], p['accuracy']) for p in mc['points']]})")
+
+    # dilated, depthwise and grouped convolutions, ReLU6, hardtanh, a padded average pool (trained briefly)
+    grouped = os.path.join(WORK, "grouped.onnx")
+    gj = json.loads(peat("save", "analyze", "-m", grouped, "--json").stdout)
+    glog = np.load(os.path.join(WORK, "grouped_logits.npy"))
+    check(float(glog.min()) >= gj["output"]["lo"] and float(glog.max()) <= gj["output"]["hi"] and
+          {"clip", "avgpool_window"} <= {l["op"] for l in gj["layers"]},
+          f"grouped/dilated convs, clips, padded average pool: PyTorch's logits on 1000 test images "
+          f"[{float(glog.min()):.4g}, {float(glog.max()):.4g}] lie in SAVE's symbolic "
+          f"[{gj['output']['lo']:.4g}, {gj['output']['hi']:.4g}]")
+    with gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz") as f:
+        labels1000 = np.frombuffer(f.read()[8:], dtype=np.uint8)[:1000]
+    gacc = float((glog.argmax(1) == labels1000).mean())
+    gc = json.loads(peat("save", "campaign", "-m", grouped, "--images", 1000, "--flips", "1", "--schemes", "none",
+                         "--json").stdout)
+    check(abs(gc["clean_accuracy"] - gacc) < 1e-9,
+          f"grouped convs: SAVE's engine and PyTorch agree on 1000 images (accuracy {gc['clean_accuracy']} vs {gacc})")
+    # the user's own labelled data: an HDF5 file of raw pixels (here the same images, labelled by hand)
+    user = os.path.join(WORK, "user.h5")
+    raw28 = pixels[:200].astype(np.float32) / 255.0
+    with h5py.File(user, "w") as f:
+        f["test/x"] = raw28
+        f["test/y"] = labels1000[:200].astype(np.int64)
+    uc = json.loads(peat("save", "campaign", "-m", grouped, "--data", user, "--images", 200, "--flips", "1",
+                         "--schemes", "none", "--json").stdout)
+    check(abs(uc["clean_accuracy"] - float((glog[:200].argmax(1) == labels1000[:200]).mean())) < 1e-9 and
+          uc["ranger_profiled_on_test"] and uc["data"] == user + " (test)",
+          f"--data FILE.h5: the user's 200 samples give PyTorch's accuracy ({uc['clean_accuracy']})")
+    bad = os.path.join(WORK, "bad.h5")
+    for x_bad, y_bad, needles in [(raw28 * 2, labels1000[:200], ("outside the analysed input range", "sample")),
+                                  (raw28, np.full(200, 12), ("test/y[0] = 12", "0..9")),
+                                  (raw28.reshape(200, 28, 28), labels1000[:200], ("28x28", "1x28x28"))]:
+        with h5py.File(bad, "w") as f:
+            f["test/x"] = x_bad
+            f["test/y"] = y_bad.astype(np.int64)
+        one_error(["save", "campaign", "-m", grouped, "--images", 100, "--flips", "1", "--data", bad], *needles)
     # PEAT fine-tunes the TorchScript LeNet; SAVE analyses the ONNX LeNet with those weights, by name:
     # the same numbers as the zoo's LeNet graph built from that checkpoint
     tuned = os.path.join(WORK, "tuned.h5")

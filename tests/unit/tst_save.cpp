@@ -218,6 +218,29 @@ void TestSave::abftChecksNeverFailWithoutFaults() {
     abft.infer(f.images.data() + (k % 10) * f.batch * 784, save::Scheme::Save, m, uint64_t(k) + 3, faulty);
   QVERIFY(faulty.checksumMismatches > 0);  // in-range corruptions the range check let through
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::verifierPolicyFromName("dmr"));
+
+  // grouped and depthwise convolutions: one checksum per group, never failing on clean outputs
+  const save::Graph grouped = save::randomGraph("grouped", 7);
+  save::SelectionOptions o;
+  o.batch = f.batch;
+  o.budgetShare = 0.05;  // most tiles unreliable, so that the checks run
+  const save::Selection sel = save::selectBits(grouped, o);
+  save::ProtectedRunner forced(grouped, sel, {}, f.batch, save::VerifierPolicy::Abft);
+  save::ProtectedRunner chosen(grouped, sel, {}, f.batch);
+  for (const save::VerifierChoice& c : chosen.verifierChoices())
+    if (c.name == "depthwise") QVERIFY2(c.kind != save::VerifierKind::Abft, c.reason.c_str());  // it would cost 2x
+  const std::vector<float> images = save::normalisedImages(grouped, std::vector<uint8_t>(testSet().pixels.begin(),
+                                                                                          testSet().pixels.begin() + 200 * 784));
+  save::RunStats groupedClean, groupedNone, groupedFaulty;
+  for (int64_t b = 0; b < 10; ++b) {
+    const float* x = images.data() + b * f.batch * 784;
+    QCOMPARE(forced.infer(x, save::Scheme::Save, {}, 0, groupedClean), forced.infer(x, save::Scheme::None, {}, 0, groupedNone));
+  }
+  QVERIFY(groupedClean.checksums > 1000);
+  QCOMPARE(groupedClean.checksumMismatches, uint64_t(0));
+  for (int64_t k = 0; k < 60; ++k)
+    forced.infer(images.data() + (k % 10) * f.batch * 784, save::Scheme::Save, m, uint64_t(k) + 3, groupedFaulty);
+  QVERIFY(groupedFaulty.detections > 0);
 }
 
 // The mixed-precision integer recomputation: never fires on clean outputs (whole layers and single
@@ -227,8 +250,9 @@ void TestSave::mixedPrecisionCheckIsSoundAndCatchesChanges() {
   const int64_t batch = 6;
   std::mt19937_64 rng(17);
   int caught = 0, large = 0, small = 0, smallCaught = 0;
-  for (const char* name : {"lenet", "vit"}) {
-    const save::Graph g = save::zooGraph(name, save::loadCheckpoint(std::string(name) == "vit" ? kVitWeights : kLenetWeights));
+  for (const char* name : {"lenet", "vit", "grouped"}) {
+    const save::Graph g = std::string(name) == "grouped" ? save::randomGraph(name, 7)
+                          : save::zooGraph(name, save::loadCheckpoint(std::string(name) == "vit" ? kVitWeights : kLenetWeights));
     const save::RangeResult ranges = save::analyzeRanges(g, save::inputBox(g, 0, 1));
     std::vector<uint8_t> pixels(testSet().pixels.begin() + 100 * 784, testSet().pixels.begin() + (100 + batch) * 784);
     const std::vector<float> x = save::normalisedImages(g, pixels);
@@ -354,9 +378,9 @@ void TestSave::engineMatchesTorch() {
 // must equal the full (vectorised) run, for every op, on every SIMD target this CPU runs.
 void TestSave::partialRecomputationIsExact() {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets())
-  for (const char* name : {"lenet", "resnet", "vit"}) {
+  for (const char* name : {"lenet", "resnet", "vit", "grouped"}) {
     hwy::SetSupportedTargetsForTest(target);
-    const save::Graph g = save::zooGraph(name, twin(name).parameters);
+    const save::Graph g = std::string(name) == "grouped" ? save::randomGraph(name, 7) : save::zooGraph(name, twin(name).parameters);
     std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 5 * 784);
     const std::vector<float> x = save::normalisedImages(g, pixels);
     const auto act = save::runAll(g, x.data(), 5);
@@ -396,13 +420,16 @@ void TestSave::rangesAreSound_data() {
   QTest::newRow("resnet interval") << QStringLiteral("resnet") << false;
   QTest::newRow("vit interval") << QStringLiteral("vit") << false;
   QTest::newRow("vit symbolic") << QStringLiteral("vit") << true;
+  QTest::newRow("grouped interval") << QStringLiteral("grouped") << false;
+  QTest::newRow("grouped symbolic") << QStringLiteral("grouped") << true;
 }
 
 // Every value of every tensor, on 10,000 inputs inside the box, lies inside its interval.
 void TestSave::rangesAreSound() {
   QFETCH(QString, model);
   QFETCH(bool, symbolic);
-  const save::Graph g = save::zooGraph(model.toStdString(), twin(model.toStdString()).parameters);
+  const save::Graph g = model == QLatin1String("grouped") ? save::randomGraph("grouped", 7)
+                                                           : save::zooGraph(model.toStdString(), twin(model.toStdString()).parameters);
   save::RangeOptions o;
   o.mode = symbolic ? save::RangeMode::Symbolic : save::RangeMode::Interval;
   const save::RangeResult r = save::analyzeRanges(g, save::inputBox(g, 0, 1), o);
@@ -630,13 +657,15 @@ void TestSave::flipOracleMatchesBruteForce_data() {
   QTest::newRow("lenet") << QStringLiteral("lenet");
   QTest::newRow("resnet (batch norm, residual adds, pooling)") << QStringLiteral("resnet");
   QTest::newRow("vit (layer norm, attention, gelu)") << QStringLiteral("vit");
+  QTest::newRow("grouped (dilated, depthwise and grouped convs, clips, average pool)") << QStringLiteral("grouped");
 }
 
 void TestSave::flipOracleMatchesBruteForce() {
   QFETCH(QString, model);
   const save::Graph g = model == QLatin1String("lenet") ? save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights))
-                        : model == QLatin1String("vit") ? save::zooGraph("vit", save::loadCheckpoint(kVitWeights))
-                                                        : save::randomGraph("resnet", 5);
+                        : model == QLatin1String("vit")     ? save::zooGraph("vit", save::loadCheckpoint(kVitWeights))
+                        : model == QLatin1String("grouped") ? save::randomGraph("grouped", 7)
+                                                            : save::randomGraph("resnet", 5);
   const int64_t batch = 8;
   std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
   const std::vector<float> x = save::normalisedImages(g, pixels);
