@@ -200,6 +200,66 @@ save::Graph modelGraph(const SaveAnalyzeOptions& o) {
   return g;
 }
 
+int runSaveInspect(const SaveAnalyzeOptions& o) {
+  auto numberText = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  SaveAnalyzeOptions withSeed = o;
+  if (!save::isOnnxModel(o.model) && o.weights.empty() && o.randomWeights == 0) withSeed.randomWeights = 1;  // shapes only
+  const save::Graph g = modelGraph(withSeed);
+  auto shapeText = [](const std::vector<int64_t>& s) {
+    std::string t;
+    for (int64_t d : s) t += (t.empty() ? "" : "x") + std::to_string(d);
+    return t;
+  };
+  auto details = [&](const save::Node& n) {
+    std::string t;
+    if (n.op == save::Op::Conv2d || n.op == save::Op::MaxPool2d || n.op == save::Op::AvgPool2d) {
+      t = "kernel " + std::to_string(n.kernel) + ", stride " + std::to_string(n.stride) + ", padding " + std::to_string(n.padding);
+      if (n.groups != 1) t += ", groups " + std::to_string(n.groups);
+      if (n.dilation != 1) t += ", dilation " + std::to_string(n.dilation);
+    } else if (n.op == save::Op::Clip) {
+      t = "[" + numberText(n.bias[0]) + ", " + numberText(n.bias[1]) + "]";
+    } else if (n.op == save::Op::LayerNorm) {
+      t = "eps " + numberText(n.eps);
+    }
+    return t;
+  };
+  if (o.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("model", g.model).field("parameters", g.parameterCount()).key("nodes").beginArray();
+    for (std::size_t v = 0; v < g.nodes.size(); ++v) {
+      const save::Node& n = g.nodes[v];
+      j.beginObject().field("index", int64_t(v)).field("name", n.name).field("op", save::opName(n.op));
+      j.field("shape", shapeText(n.shape)).key("inputs").beginArray();
+      for (int i : n.inputs) j.value(int64_t(i));
+      j.endArray().field("weights", int64_t(n.weight.size() + n.bias.size())).field("details", details(n)).endObject();
+    }
+    j.endArray().field("output", int64_t(g.output)).endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::printf("SAVE graph of %s: %zu ops, %lld parameters, input %s, output '%s' (%s)\n", g.model.c_str(), g.nodes.size(),
+              (long long)g.parameterCount(), shapeText(g.nodes[0].shape).c_str(), g.nodes[std::size_t(g.output)].name.c_str(),
+              shapeText(g.nodes[std::size_t(g.output)].shape).c_str());
+  int width = 12;
+  for (const save::Node& n : g.nodes) width = std::max(width, int(n.name.size()));
+  std::printf("%5s  %-*s %-14s %-14s %-10s %s\n", "#", width, "name", "op", "shape", "inputs", "weights / details");
+  for (std::size_t v = 0; v < g.nodes.size(); ++v) {
+    const save::Node& n = g.nodes[v];
+    std::string inputs;
+    for (int i : n.inputs) inputs += (inputs.empty() ? "" : ",") + std::to_string(i);
+    std::string extra = n.weight.empty() && n.bias.empty() ? "" : std::to_string(n.weight.size() + n.bias.size()) + " weights";
+    const std::string d = details(n);
+    if (!d.empty()) extra += (extra.empty() ? "" : "; ") + d;
+    std::printf("%5zu  %-*s %-14s %-14s %-10s %s\n", v, width, n.name.c_str(), save::opName(n.op), shapeText(n.shape).c_str(),
+                inputs.c_str(), extra.c_str());
+  }
+  return 0;
+}
+
 int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::SelectionOptions so = selectionOptions(o);
   const save::Graph g = modelGraph(o);
@@ -631,7 +691,7 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   }
   save::ProtectedRunner runner(g, sel, save::profiledRanges(g, train.normalised.data(), train.count), co.batch, policy);
   const std::vector<float>& images = test.normalised;
-  std::vector<uint8_t> labels = test.labels;
+  std::vector<int32_t> labels = test.labels;
   if (o.agreement) {  // the fault-free engine's own predictions become the labels
     const int64_t classes = g.nodes[std::size_t(g.output)].size();
     for (int64_t first = 0; first < test.count; first += co.batch) {
@@ -639,9 +699,9 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
       const auto act = save::runAll(g, images.data() + first * inSize, n);
       for (int64_t s = 0; s < n; ++s) {
         const int top = save::topClass(act[std::size_t(g.output)].data() + s * classes, classes);
-        if (top < 0 || top > 255) throw std::invalid_argument("--agreement: the fault-free logits of sample " +
-                                                              std::to_string(first + s) + " are not finite");
-        labels[std::size_t(first + s)] = uint8_t(top);
+        if (top < 0) throw std::invalid_argument("--agreement: the fault-free logits of sample " +
+                                                 std::to_string(first + s) + " are not finite");
+        labels[std::size_t(first + s)] = top;
       }
     }
   }

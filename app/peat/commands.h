@@ -76,6 +76,7 @@ struct SaveAnalyzeOptions {
   std::string commandLine;
 };
 int runSaveAnalyze(const SaveAnalyzeOptions& o);
+int runSaveInspect(const SaveAnalyzeOptions& o);  // the graph of a model, op by op
 
 struct SaveCheckBitsOptions {
   SaveAnalyzeOptions analysis;  // model, weights, ranges (for the activations' predicted classes)

@@ -256,6 +256,14 @@ int main(int argc, char** argv) {
   SaveMergeOptions merge;
   CLI::App* mergeCmd = app.add_subcommand(
       "merge", "Merge the shards (--shard i/N) of a check-bits, SAVE campaign, playback or runtime-FI sweep");
+  SaveAnalyzeOptions inspect;
+  CLI::App* inspectCmd =
+      saveCmd->add_subcommand("inspect", "The graph SAVE analyses for a model: each op, its shape and parameters "
+                                         "(for an ONNX file: how its nodes map; unsupported ones are listed)");
+  inspectCmd->add_option("--model,-m", inspect.model, "Zoo model or an ONNX file")->required();
+  inspectCmd->add_option("--weights,-w", inspect.weights, "Session or checkpoint file with the weights");
+  inspectCmd->add_option("--random-weights", inspect.randomWeights, "Instead: seeded random weights (SEED > 0)");
+  inspectCmd->add_flag("--json", inspect.json, "Print as JSON");
   CLI::App* saveMergeCmd = saveCmd->add_subcommand("merge", "The same as 'peat merge'");
   for (CLI::App* cmd : {mergeCmd, saveMergeCmd}) {
     cmd->add_option("shards", merge.shards, "The shards' session files, one per shard")->required();
@@ -293,6 +301,7 @@ int main(int argc, char** argv) {
       return checkBits.mpi.enabled ? runSaveCheckBitsMpi(checkBits) : runSaveCheckBits(checkBits);
     }
     if (*verifiersCmd) return runSaveVerifiers(verifiers);
+    if (*inspectCmd) return runSaveInspect(inspect);
     if (*mergeCmd || *saveMergeCmd) {
       for (int i = 0; i < argc; ++i) merge.commandLine += (i ? " " : "") + std::string(argv[i]);
       return runSaveMerge(merge);

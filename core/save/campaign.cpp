@@ -23,7 +23,7 @@ uint64_t pointSeed(uint64_t seed, Scheme s, int64_t flips, int64_t batch) {
 
 }  // namespace
 
-CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const uint8_t* labels,
+CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const int32_t* labels,
                            const CampaignOptions& o, int64_t inputSize,
                            const std::function<void(const CampaignResult&)>& point) {
   if (o.batch <= 0 || o.images < o.batch || o.images % o.batch)

@@ -48,7 +48,7 @@ struct CampaignResult {
 };
 
 // `images`: normalised test images, `labels` their classes; `point` is called after each point.
-CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const uint8_t* labels,
+CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const int32_t* labels,
                            const CampaignOptions& options, int64_t inputSize,
                            const std::function<void(const CampaignResult&)>& point = nullptr);
 

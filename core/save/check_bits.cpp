@@ -144,7 +144,7 @@ class Prober {
         break;
       }
       case Op::Select:
-        for (std::size_t i = 0; i < size; ++i) any |= (out[i] = dx[std::size_t(n.gather[i])]) > 0;
+        for (std::size_t i = 0; i < size; ++i) any |= (out[i] = n.gather[i] < 0 ? 0.0 : dx[std::size_t(n.gather[i])]) > 0;
         break;
       case Op::Max2:
       case Op::MaxPool2d: {
@@ -424,7 +424,7 @@ void keepFirstFalseRobust(std::vector<std::pair<uint64_t, std::string>>& into,
   if (into.size() > kFalseRobustKept) into.resize(kFalseRobustKept);
 }
 
-CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const uint8_t* labels,
+CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* images, const int32_t* labels,
                           const CheckBitsOptions& o, const std::function<void(uint64_t, uint64_t)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   if (o.batch <= 0) throw SaveError("the evaluation batch must hold at least one image");

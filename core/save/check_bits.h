@@ -89,7 +89,7 @@ class FlipOracle {
 
 // `images`: batch * input size normalised values; `labels`: batch labels (for the clean accuracy only).
 // `progress(done, total)` is called now and then from the calling thread.
-CheckBitsResult checkBits(const Graph& g, const Selection& selection, const float* images, const uint8_t* labels,
+CheckBitsResult checkBits(const Graph& g, const Selection& selection, const float* images, const int32_t* labels,
                           const CheckBitsOptions& options,
                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
 

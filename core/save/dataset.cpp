@@ -110,7 +110,7 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
       for (int64_t c = 0; c < in[0]; ++c)
         std::copy(resized.begin(), resized.end(), raw.begin() + s * size + c * in[1] * in[2]);
     }
-    d.labels.assign(set.labels.begin(), set.labels.begin() + count);
+    d.labels.assign(set.labels.begin(), set.labels.begin() + count);  // bytes to classes
     d.name = builtin + " " + shapeText(in);
   } else {
     const bool dir = isDirectory(spec);
@@ -135,10 +135,10 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     d.labels.resize(std::size_t(count));
     for (int64_t s = 0; s < count; ++s) {
       const float v = y.data()[s];
-      if (!(v >= 0) || v != std::floor(v) || v >= float(classes) || v > 255)
+      if (!(v >= 0) || v != std::floor(v) || v >= float(classes))
         throw std::invalid_argument("data '" + spec + "': " + split + "/y[" + std::to_string(s) + "] = " + numberText(v) +
                                     " is not a class of model " + g.model + " (0.." + std::to_string(classes - 1) + ")");
-      d.labels[std::size_t(s)] = uint8_t(v);
+      d.labels[std::size_t(s)] = int32_t(v);
     }
     d.name = spec + " (" + split + ")";
   }

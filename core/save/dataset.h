@@ -14,7 +14,7 @@ struct DataSet {
   std::string name;                // "fashion-mnist 3x64x64", or the user's file and split
   int64_t count = 0;
   std::vector<float> normalised;   // count * input size, after the graph's normalisation
-  std::vector<uint8_t> labels;     // count classes
+  std::vector<int32_t> labels;     // count classes
 };
 
 // The first `count` samples of `split` ("train" or "test") of `spec`:

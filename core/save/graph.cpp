@@ -250,9 +250,7 @@ namespace {
 
 // The transformer ops' arithmetic, shared by runNode and elementOf so that recomputing one element
 // repeats the full run bit for bit: each row's statistics in one fixed order, then the element.
-constexpr float kLayerNormEps = 1e-5f;  // torch's default
-
-void layerNormStats(const float* x, int64_t w, float& mean, float& rstd) {
+void layerNormStats(const float* x, int64_t w, float eps, float& mean, float& rstd) {
   float s = 0;
   for (int64_t i = 0; i < w; ++i) s += x[i];
   mean = s / float(w);
@@ -261,7 +259,7 @@ void layerNormStats(const float* x, int64_t w, float& mean, float& rstd) {
     const float d = x[i] - mean;
     v += d * d;
   }
-  rstd = 1.0f / std::sqrt(v / float(w) + kLayerNormEps);
+  rstd = 1.0f / std::sqrt(v / float(w) + eps);
 }
 inline float layerNormOf(float x, float mean, float rstd, float gamma, float beta) {
   return (x - mean) * rstd * gamma + beta;
@@ -370,7 +368,7 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
     case Op::Max2:
       return std::max(in[0][e], in[1][e]);
     case Op::Select:
-      return in[0][n.gather[std::size_t(e)]];
+      return n.gather[std::size_t(e)] < 0 ? 0.0f : in[0][n.gather[std::size_t(e)]];
     case Op::BatchNorm: {
       const int64_t ch = e / (n.size() / n.shape[0]);
       return in[0][e] * n.weight[std::size_t(ch)] + n.bias[std::size_t(ch)];
@@ -397,7 +395,7 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
     case Op::LayerNorm: {
       const int64_t w = n.features();
       float mean, rstd;
-      layerNormStats(in[0] + (e / w) * w, w, mean, rstd);
+      layerNormStats(in[0] + (e / w) * w, w, n.eps, mean, rstd);
       return layerNormOf(in[0][e], mean, rstd, n.weight[std::size_t(e % w)], n.bias[std::size_t(e % w)]);
     }
     case Op::Softmax: {
@@ -446,7 +444,10 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     case Op::Select:
       for (int64_t s = 0; s < batch; ++s)
-        for (int64_t i = 0; i < size; ++i) out[s * size + i] = in[0][s * inSize + n.gather[std::size_t(i)]];
+        for (int64_t i = 0; i < size; ++i) {
+          const int64_t at = n.gather[std::size_t(i)];
+          out[s * size + i] = at < 0 ? 0.0f : in[0][s * inSize + at];
+        }
       return;
     case Op::BatchNorm: {
       const int64_t c = n.shape[0], hw = size / c;
@@ -502,7 +503,7 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       for (int64_t r = 0; r < batch * n.rows(); ++r) {
         const float* x = in[0] + r * w;
         float mean, rstd;
-        layerNormStats(x, w, mean, rstd);
+        layerNormStats(x, w, n.eps, mean, rstd);
         for (int64_t i = 0; i < w; ++i) out[r * w + i] = layerNormOf(x[i], mean, rstd, n.weight[std::size_t(i)], n.bias[std::size_t(i)]);
       }
       return;

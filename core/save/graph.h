@@ -25,7 +25,7 @@ enum class Op {
   // reshapes and transposes (a vision transformer's head split).
   Select, Max2,
   // Transformer ops. AddConst: x + c, element-wise (position embeddings). LayerNorm: over the last
-  // dimension, eps 1e-5, then weight (gamma) and bias (beta). Gelu: the exact (erf) form.
+  // dimension (eps: the node's, 1e-5 unless set), then weight (gamma) and bias (beta). Gelu: the exact (erf) form.
   // Softmax: over the last dimension. MatMul of two activations, per head h:
   // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k] (b transposed: attention scores are Q K^T; the
   // values' product takes V^T from a Select).
@@ -55,7 +55,8 @@ struct Node {
   // AddConst: bias holds c (one sample's size). LayerNorm: weight gamma, bias beta (last dim).
   std::vector<float> weight, bias;
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1, dilation = 1;
-  std::vector<int64_t> gather;  // Select: the input element of each output element
+  float eps = 1e-5f;  // LayerNorm's epsilon (torch's default)
+  std::vector<int64_t> gather;  // Select: the input element of each output element (-1: the constant 0)
   int64_t size() const;  // elements per sample
   int64_t features() const { return shape.empty() ? 1 : shape.back(); }  // the last dimension
   int64_t rows() const { return size() / features(); }  // rows of the last dimension

@@ -118,9 +118,10 @@ class Builder {
   int relu(const std::string& name, int x) { return unary(Op::Relu, name, x); }
   int gelu(const std::string& name, int x) { return unary(Op::Gelu, name, x); }
   int softmax(const std::string& name, int x) { return unary(Op::Softmax, name, x); }
-  int layerNorm(const std::string& name, int x) {
+  int layerNorm(const std::string& name, int x, float eps = 1e-5f) {
     const int64_t w = g_.nodes[std::size_t(x)].features();
     const int v = unary(Op::LayerNorm, name, x);
+    g_.nodes[std::size_t(v)].eps = eps;
     g_.nodes[std::size_t(v)].weight = tensor(name + ".weight", {w});
     g_.nodes[std::size_t(v)].bias = tensor(name + ".bias", {w});
     return v;
@@ -141,6 +142,32 @@ class Builder {
     n.shape = std::move(shape);
     n.gather = std::move(gather);
     if (int64_t(n.gather.size()) != n.size()) throw SaveError("internal: select '" + name + "' has a wrong gather");
+    for (int64_t i : n.gather)
+      if (i < -1 || i >= g_.nodes[std::size_t(x)].size()) throw SaveError("internal: select '" + name + "' reads outside its input");
+    return add(std::move(n));
+  }
+  // The same values under another shape (a reshape, squeeze or flatten: no arithmetic).
+  int view(const std::string& name, int x, std::vector<int64_t> shape) {
+    Node n;
+    n.op = Op::Flatten;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = std::move(shape);
+    if (n.size() != g_.nodes[std::size_t(x)].size()) throw SaveError("internal: view '" + name + "' changes the size");
+    return add(std::move(n));
+  }
+  // y = x * scale[c] + shift[c] per channel c of x's first dimension (a constant product: one
+  // channel; the batch-norm op, whose arithmetic is exactly this).
+  int affine(const std::string& name, int x, std::vector<float> scale, std::vector<float> shift) {
+    Node n;
+    n.op = Op::BatchNorm;
+    n.name = name;
+    n.inputs = {x};
+    n.shape = g_.nodes[std::size_t(x)].shape;
+    if (int64_t(scale.size()) != n.shape[0] || scale.size() != shift.size())
+      throw SaveError("internal: affine '" + name + "' has the wrong number of channels");
+    n.weight = std::move(scale);
+    n.bias = std::move(shift);
     return add(std::move(n));
   }
   int matmul(const std::string& name, int a, int b) {  // [H, M, K] x [H, N, K]^T -> [H, M, N]

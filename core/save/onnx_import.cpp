@@ -46,6 +46,54 @@ struct Constant {
   bool isFloat = false;
 };
 
+// --- index arithmetic over row-major dims (the importer evaluates shapes and moves elements with it)
+
+int64_t countOf(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (std::size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
+  return s;
+}
+
+// numpy broadcasting of two shapes; false if they do not broadcast
+bool broadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+  const std::size_t r = std::max(a.size(), b.size());
+  out.assign(r, 1);
+  for (std::size_t i = 0; i < r; ++i) {
+    const int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())], y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x != y && x != 1 && y != 1) return false;
+    out[i] = std::max(x, y);
+  }
+  return true;
+}
+
+// the flat index in a tensor of dims `from` that broadcasts to output coordinate `coord` of dims `to`
+int64_t broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::vector<int64_t>& coord) {
+  int64_t at = 0, stride = 1;
+  for (std::size_t i = from.size(); i-- > 0;) {
+    const std::size_t j = i + (to.size() - from.size());
+    at += (from[i] == 1 ? 0 : coord[j]) * stride;
+    stride *= from[i];
+  }
+  return at;
+}
+
+std::vector<int64_t> coordOf(int64_t flat, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> c(dims.size());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    c[i] = flat % dims[i];
+    flat /= dims[i];
+  }
+  return c;
+}
+
+int64_t axisOf(int64_t axis, std::size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
 class Importer {
  public:
   Importer(const std::string& path, const std::map<std::string, store::Tensor>* replacements)
@@ -57,8 +105,14 @@ class Importer {
     for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
     if (replacements_) replace();
     input();
+    for (const onnx::NodeProto& n : graph.node())  // Constant nodes first: patterns look ahead at them
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        if (const auto* a = attribute(n, "value"); a && a->has_t()) constants_[n.output(0)] = decode(a->t(), "constant");
     for (const onnx::NodeProto& n : graph.node())
-      for (const auto& in : n.input()) ++consumers_[in];
+      for (const auto& in : n.input()) {
+        ++consumers_[in];
+        readers_[in].push_back(&n);
+      }
     for (const auto& out : graph.output()) ++consumers_[out.name()];
     for (const onnx::NodeProto& n : graph.node()) node(n);
     if (!unsupported_.empty()) {
@@ -72,6 +126,7 @@ class Importer {
     auto it = values_.find(graph.output(0).name());
     if (it == values_.end()) throw SaveError("ONNX model '" + path_ + "': its output is not computed from its input");
     g_.output = it->second;
+    pruneDeadNodes();
     if (!replacements_) g_.model = path_;
     return g_;
   }
@@ -135,6 +190,20 @@ class Importer {
     } else if (t.data_type() == onnx::TensorProto::INT64) {
       typeOf_[t.name()] = "int64";
       c.integers = elements<int64_t>(t, t.int64_data(), count, what);
+    } else if (t.data_type() == onnx::TensorProto::INT32 || t.data_type() == onnx::TensorProto::BOOL) {
+      // shape arithmetic and masks; kept as integers, refused where a node wants float weights
+      nonFloat_.insert(t.name());
+      typeOf_[t.name()] = typeName(t.data_type());
+      if (t.data_type() == onnx::TensorProto::INT32) {
+        const std::vector<int32_t> v = elements<int32_t>(t, t.int32_data(), count, what);
+        c.integers.assign(v.begin(), v.end());
+      } else if (t.has_raw_data()) {
+        const std::vector<uint8_t> v = elements<uint8_t>(t, t.int32_data(), count, what);
+        c.integers.assign(v.begin(), v.end());
+      } else {
+        const std::vector<int32_t> v = elements<int32_t>(t, t.int32_data(), count, what);
+        c.integers.assign(v.begin(), v.end());
+      }
     } else {
       nonFloat_.insert(t.name());  // refused where a node uses it as a weight
       typeOf_[t.name()] = typeName(t.data_type());
@@ -295,7 +364,419 @@ class Importer {
   }
   int64_t perSample(int v) const { return b_.node(v).size(); }
 
+  // Ops whose output has their (first activation) input's shape.
+  static bool keepsShape(const std::string& op) {
+    static const std::set<std::string> same{"Relu", "Sigmoid", "Tanh", "Clip", "Softmax", "LayerNormalization",
+                                            "BatchNormalization", "Identity", "Dropout", "Add", "Mul", "Div", "Sub"};
+    return same.count(op) > 0;
+  }
+
   void node(const onnx::NodeProto& n) {
+    nodeInner(n);
+    if (n.output_size() == 0 || !isActivation(n.output(0)) || dims_.count(n.output(0))) return;
+    if (!keepsShape(n.op_type())) return;  // the shape follows from the node (see dimsOf)
+    for (const auto& in : n.input())
+      if (isActivation(in)) {
+        dims_[n.output(0)] = dimsOf(in);
+        return;
+      }
+  }
+
+  // --- the full ONNX shape of an activation, its batch dimension 1 (SAVE runs one sample): set by
+  // the ops that move elements; else [1] + the node's shape ([1, C, 1, 1] for a global pool).
+  std::vector<int64_t> dimsOf(const std::string& v) const {
+    auto it = dims_.find(v);
+    if (it != dims_.end()) return it->second;
+    const Node& n = b_.node(values_.at(v));
+    std::vector<int64_t> d{1};
+    if (shape1x1_.count(v)) return {1, n.shape[0], 1, 1};
+    d.insert(d.end(), n.shape.begin(), n.shape.end());
+    return d;
+  }
+  // SAVE's shape of one sample for full dims: the leading batch 1 dropped ([1, T, E] -> [T, E]);
+  // dims that do not start with it (a sequence-first layout [T, 1, E]) are kept whole.
+  static std::vector<int64_t> sampleShape(const std::vector<int64_t>& d) {
+    if (d.size() >= 2 && d[0] == 1) return std::vector<int64_t>(d.begin() + 1, d.end());
+    return d.empty() ? std::vector<int64_t>{1} : d;
+  }
+  // A view of x (of a view: of its input; no chains of copies).
+  int shaped(const std::string& name, int x, const std::vector<int64_t>& shape) {
+    if (b_.node(x).shape == shape) return x;
+    while (x > 0 && b_.node(x).op == Op::Flatten && b_.node(b_.node(x).inputs[0]).size() == b_.node(x).size()) {
+      x = b_.node(x).inputs[0];
+      if (b_.node(x).shape == shape) return x;
+    }
+    return b_.view(name + ".view", x, shape);
+  }
+  // A Select of x, composed with x's own Select or view (one gather from their source instead of two).
+  int gathered(const std::string& name, int x, const std::vector<int64_t>& shape, std::vector<int64_t> gather) {
+    while (x > 0) {
+      const Node& n = b_.node(x);
+      if (n.op == Op::Flatten) {
+        x = n.inputs[0];
+      } else if (n.op == Op::Select) {
+        for (int64_t& i : gather)
+          if (i >= 0) i = n.gather[std::size_t(i)];
+        x = n.inputs[0];
+      } else {
+        break;
+      }
+    }
+    bool same = int64_t(gather.size()) == b_.node(x).size();
+    for (std::size_t i = 0; same && i < gather.size(); ++i) same = gather[i] == int64_t(i);
+    if (same) return shaped(name, x, shape);
+    return b_.select(name, x, shape, std::move(gather));
+  }
+
+  // Drops the nodes the output does not read (views and gathers composed away), renumbering the rest.
+  void pruneDeadNodes() {
+    std::vector<char> live(g_.nodes.size(), 0);
+    live[0] = 1;
+    live[std::size_t(g_.output)] = 1;
+    for (std::size_t v = g_.nodes.size(); v-- > 1;)
+      if (live[v])
+        for (int i : g_.nodes[v].inputs) live[std::size_t(i)] = 1;
+    std::vector<int> map(g_.nodes.size(), -1);
+    std::vector<Node> kept;
+    for (std::size_t v = 0; v < g_.nodes.size(); ++v)
+      if (live[v]) {
+        map[v] = int(kept.size());
+        kept.push_back(std::move(g_.nodes[v]));
+        for (int& i : kept.back().inputs) i = map[std::size_t(i)];
+      }
+    g_.output = map[std::size_t(g_.output)];
+    g_.nodes = std::move(kept);
+  }
+  void setActivation(const std::string& v, const std::string& name, int node, const std::vector<int64_t>& dims) {
+    values_[v] = shaped(name, node, sampleShape(dims));
+    dims_[v] = dims;
+  }
+
+  // --- constant folding (shape arithmetic, masks, tokens): every input a constant
+  static std::vector<double> numbers(const Constant& c) {
+    return c.isFloat ? std::vector<double>(c.values.begin(), c.values.end())
+                     : std::vector<double>(c.integers.begin(), c.integers.end());
+  }
+  static Constant make(std::vector<int64_t> dims, const std::vector<double>& v, bool isFloat) {
+    Constant c;
+    c.dims = std::move(dims);
+    c.isFloat = isFloat;
+    for (double x : v) {
+      if (isFloat) c.values.push_back(float(x));
+      else c.integers.push_back(int64_t(x));
+    }
+    return c;
+  }
+  std::vector<int64_t> ints(const onnx::NodeProto& n, int input) {
+    const Constant* c = n.input_size() > input && !n.input(input).empty() ? constant(n.input(input)) : nullptr;
+    if (!c) throw SaveError("input " + std::to_string(input) + " is not a constant");
+    std::vector<int64_t> out;
+    for (double x : numbers(*c)) out.push_back(int64_t(x));
+    return out;
+  }
+
+  // Evaluates a node whose inputs are all constants (false: not an op folded here).
+  bool fold(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    std::vector<const Constant*> in;
+    for (const auto& v : n.input()) in.push_back(v.empty() ? nullptr : constant(v));
+    auto set = [&](Constant c) { constants_[n.output(0)] = std::move(c); };
+    if (op == "Shape") {
+      std::vector<int64_t> d = isActivation(n.input(0)) ? dimsOf(n.input(0)) : in[0] ? in[0]->dims : std::vector<int64_t>{};
+      const int64_t r = int64_t(d.size());
+      int64_t start = axisOf(intAttr(n, "start", 0), d.size()), end = attribute(n, "end") ? axisOf(intAttr(n, "end", r), d.size()) : r;
+      start = std::clamp<int64_t>(start, 0, r);
+      end = std::clamp<int64_t>(end, start, r);
+      set(make({end - start}, std::vector<double>(d.begin() + start, d.begin() + end), false));
+      return true;
+    }
+    for (const Constant* c : in)
+      if (!c && !(op == "Clip" || op == "Slice" || op == "Squeeze" || op == "Unsqueeze")) return false;
+    if (in.empty() || !in[0]) return false;
+    const Constant& a = *in[0];
+    const std::vector<double> av = numbers(a);
+    if (op == "Cast") {
+      const int64_t to = intAttr(n, "to", 1);
+      std::vector<double> v = av;
+      if (to != onnx::TensorProto::FLOAT)
+        for (double& x : v) x = std::trunc(x);
+      set(make(a.dims, v, to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE));
+      return true;
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" || op == "Pow" || op == "Less" ||
+        op == "Greater") {
+      if (in.size() != 2) return false;
+      const Constant& b = *in[1];
+      std::vector<int64_t> dims;
+      if (!broadcastDims(a.dims, b.dims, dims)) throw SaveError("constant operands that do not broadcast");
+      const std::vector<double> bv = numbers(b);
+      std::vector<double> out(std::size_t(countOf(dims)));
+      const bool isFloat = a.isFloat || b.isFloat;
+      for (int64_t e = 0; e < countOf(dims); ++e) {
+        const std::vector<int64_t> c = coordOf(e, dims);
+        const double x = av[std::size_t(broadcastIndex(a.dims, dims, c))], y = bv[std::size_t(broadcastIndex(b.dims, dims, c))];
+        double r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : op == "Pow" ? std::pow(x, y)
+                 : op == "Equal" ? double(x == y) : op == "Less" ? double(x < y) : op == "Greater" ? double(x > y)
+                 : isFloat ? x / y : std::trunc(x / y);
+        if (op == "Div" && isFloat) r = double(float(x) / float(y));
+        out[std::size_t(e)] = r;
+      }
+      const bool logical = op == "Equal" || op == "Less" || op == "Greater";
+      set(make(dims, out, isFloat && !logical));
+      return true;
+    }
+    if (op == "Sqrt" || op == "Neg" || op == "Not") {
+      std::vector<double> v = av;
+      for (double& x : v) x = op == "Sqrt" ? double(std::sqrt(float(x))) : op == "Neg" ? -x : double(x == 0);
+      set(make(a.dims, v, a.isFloat && op != "Not"));
+      return true;
+    }
+    if (op == "Where") {
+      if (in.size() != 3) return false;
+      std::vector<int64_t> d1, dims;
+      if (!broadcastDims(a.dims, in[1]->dims, d1) || !broadcastDims(d1, in[2]->dims, dims))
+        throw SaveError("constant operands that do not broadcast");
+      const std::vector<double> x = numbers(*in[1]), y = numbers(*in[2]);
+      std::vector<double> out(std::size_t(countOf(dims)));
+      for (int64_t e = 0; e < countOf(dims); ++e) {
+        const std::vector<int64_t> c = coordOf(e, dims);
+        out[std::size_t(e)] = av[std::size_t(broadcastIndex(a.dims, dims, c))] != 0
+                                  ? x[std::size_t(broadcastIndex(in[1]->dims, dims, c))]
+                                  : y[std::size_t(broadcastIndex(in[2]->dims, dims, c))];
+      }
+      set(make(dims, out, in[1]->isFloat || in[2]->isFloat));
+      return true;
+    }
+    if (op == "ConstantOfShape") {
+      std::vector<int64_t> dims;
+      for (double x : av) dims.push_back(int64_t(x));
+      double value = 0;
+      bool isFloat = true;
+      if (const auto* v = attribute(n, "value"); v && v->has_t()) {
+        const Constant c = decode(v->t(), "constant");
+        value = numbers(c).empty() ? 0.0 : numbers(c)[0];
+        isFloat = c.isFloat;
+      }
+      set(make(dims, std::vector<double>(std::size_t(countOf(dims)), value), isFloat));
+      return true;
+    }
+    if (op == "Range") {
+      const double start = av.at(0), limit = numbers(*in.at(1)).at(0), delta = numbers(*in.at(2)).at(0);
+      if (delta == 0) throw SaveError("a range with step 0");
+      std::vector<double> v;
+      for (double x = start; delta > 0 ? x < limit : x > limit; x += delta) v.push_back(x);
+      set(make({int64_t(v.size())}, v, a.isFloat));
+      return true;
+    }
+    // element moves: the same index arithmetic as for activations (see move())
+    std::vector<int64_t> dims;
+    std::vector<int64_t> gather;
+    if (!moveIndices(n, a.dims, dims, gather)) return false;
+    std::vector<double> v(gather.size());
+    for (std::size_t i = 0; i < gather.size(); ++i) v[i] = gather[i] < 0 ? 0.0 : av[std::size_t(gather[i])];
+    Constant c = make(dims, v, a.isFloat);
+    if (op == "Concat") {  // the other constants' elements
+      int64_t offset = 0;
+      const int64_t axis = axisOf(intAttr(n, "axis", 0), a.dims.size());
+      for (const Constant* part : in) {
+        const std::vector<double> pv = numbers(*part);
+        for (int64_t e = 0; e < countOf(part->dims); ++e) {
+          std::vector<int64_t> coord = coordOf(e, part->dims);
+          coord[std::size_t(axis)] += offset;
+          int64_t at = 0;
+          for (std::size_t k = 0; k < coord.size(); ++k) at = at * dims[k] + coord[k];
+          if (c.isFloat) c.values[std::size_t(at)] = float(pv[std::size_t(e)]);
+          else c.integers[std::size_t(at)] = int64_t(pv[std::size_t(e)]);
+        }
+        offset += part->dims[std::size_t(axis)];
+      }
+    }
+    set(std::move(c));
+    return true;
+  }
+
+  // The output dims of an op that moves the elements of its first input (of dims `d`) and, for
+  // each output element, the input element it takes (-1: none, a zero or another Concat input).
+  // Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Gather (constant indices), Expand,
+  // Concat (the first input's part). False for other ops.
+  bool moveIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                   std::vector<int64_t>& gather) {
+    const std::string& op = n.op_type();
+    const std::size_t rank = d.size();
+    auto identity = [&] {
+      gather.resize(std::size_t(countOf(out)));
+      for (std::size_t i = 0; i < gather.size(); ++i) gather[i] = int64_t(i);
+    };
+    if (op == "Reshape") {
+      const std::vector<int64_t> target = ints(n, 1);
+      const bool allowZero = intAttr(n, "allowzero", 0) != 0;
+      out.clear();
+      int64_t known = 1, infer = -1;
+      for (std::size_t i = 0; i < target.size(); ++i) {
+        int64_t t = target[i];
+        if (t == 0 && !allowZero) {
+          if (i >= rank) throw SaveError("a reshape copies a dimension its input lacks");
+          t = d[i];
+        }
+        if (t == -1) {
+          if (infer >= 0) throw SaveError("a reshape with two inferred dimensions");
+          infer = int64_t(i);
+          out.push_back(1);
+          continue;
+        }
+        if (t < 0) throw SaveError("a reshape to a negative dimension");
+        known *= t;
+        out.push_back(t);
+      }
+      if (infer >= 0) {
+        if (known == 0 || countOf(d) % known) throw SaveError("a reshape whose inferred dimension does not divide");
+        out[std::size_t(infer)] = countOf(d) / known;
+      }
+      if (countOf(out) != countOf(d)) {
+        std::string from, to;
+        for (int64_t v : d) from += (from.empty() ? "" : "x") + std::to_string(v);
+        for (int64_t v : target) to += (to.empty() ? "" : ",") + std::to_string(v);
+        throw SaveError("a reshape of " + from + " (one sample) to [" + to + "] changes the element count");
+      }
+      identity();
+      return true;
+    }
+    if (op == "Flatten") {
+      const int64_t axis = axisOf(intAttr(n, "axis", 1), rank);
+      int64_t left = 1;
+      for (int64_t i = 0; i < axis; ++i) left *= d[std::size_t(i)];
+      out = {left, countOf(d) / std::max<int64_t>(left, 1)};
+      identity();
+      return true;
+    }
+    if (op == "Squeeze" || op == "Unsqueeze") {
+      std::vector<int64_t> axes = n.input_size() > 1 ? ints(n, 1) : intsAttr(n, "axes");
+      out = d;
+      if (op == "Squeeze") {
+        std::set<int64_t> drop;
+        for (int64_t a : axes) drop.insert(axisOf(a, rank));
+        out.clear();
+        for (std::size_t i = 0; i < rank; ++i)
+          if (!(drop.count(int64_t(i)) || (axes.empty() && d[i] == 1))) out.push_back(d[i]);
+          else if (d[i] != 1) throw SaveError("a squeeze of a dimension that is not 1");
+      } else {
+        const std::size_t r = rank + axes.size();
+        std::set<int64_t> add;
+        for (int64_t a : axes) add.insert(axisOf(a, r));
+        out.clear();
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < r; ++i) out.push_back(add.count(int64_t(i)) ? 1 : d.at(k++));
+      }
+      identity();
+      return true;
+    }
+    if (op == "Transpose") {
+      std::vector<int64_t> perm = intsAttr(n, "perm");
+      if (perm.empty())
+        for (std::size_t i = rank; i-- > 0;) perm.push_back(int64_t(i));
+      if (perm.size() != rank) throw SaveError("a permutation of the wrong rank");
+      out.clear();
+      for (int64_t p : perm) out.push_back(d.at(std::size_t(p)));
+      const std::vector<int64_t> st = stridesOf(d);
+      gather.resize(std::size_t(countOf(out)));
+      for (int64_t e = 0; e < countOf(out); ++e) {
+        const std::vector<int64_t> c = coordOf(e, out);
+        int64_t at = 0;
+        for (std::size_t k = 0; k < rank; ++k) at += c[k] * st[std::size_t(perm[k])];
+        gather[std::size_t(e)] = at;
+      }
+      return true;
+    }
+    if (op == "Slice") {
+      const std::vector<int64_t> starts = ints(n, 1), ends = ints(n, 2);
+      std::vector<int64_t> axes = n.input_size() > 3 && !n.input(3).empty() ? ints(n, 3) : std::vector<int64_t>{};
+      std::vector<int64_t> steps = n.input_size() > 4 && !n.input(4).empty() ? ints(n, 4) : std::vector<int64_t>{};
+      if (axes.empty())
+        for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+      if (steps.empty()) steps.assign(starts.size(), 1);
+      std::vector<int64_t> first(rank, 0), step(rank, 1);
+      out = d;
+      for (std::size_t i = 0; i < starts.size(); ++i) {
+        const std::size_t ax = std::size_t(axisOf(axes.at(i), rank));
+        const int64_t dim = d.at(ax), st = steps.at(i);
+        if (st <= 0) throw SaveError("a slice with a step below 1");
+        int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i], e = ends.at(i) < 0 ? ends[i] + dim : ends[i];
+        b = std::clamp<int64_t>(b, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        first[ax] = b;
+        step[ax] = st;
+        out[ax] = e > b ? (e - b + st - 1) / st : 0;
+      }
+      const std::vector<int64_t> sd = stridesOf(d);
+      gather.resize(std::size_t(countOf(out)));
+      for (int64_t e = 0; e < countOf(out); ++e) {
+        const std::vector<int64_t> c = coordOf(e, out);
+        int64_t at = 0;
+        for (std::size_t k = 0; k < rank; ++k) at += (first[k] + c[k] * step[k]) * sd[k];
+        gather[std::size_t(e)] = at;
+      }
+      return true;
+    }
+    if (op == "Gather") {
+      const Constant* idx = constant(n.input(1));
+      if (!idx || idx->isFloat) throw SaveError("only gathers at constant indices are mapped");
+      const std::size_t ax = std::size_t(axisOf(intAttr(n, "axis", 0), rank));
+      out.clear();
+      out.insert(out.end(), d.begin(), d.begin() + long(ax));
+      out.insert(out.end(), idx->dims.begin(), idx->dims.end());
+      out.insert(out.end(), d.begin() + long(ax) + 1, d.end());
+      const std::vector<int64_t> sd = stridesOf(d);
+      gather.resize(std::size_t(countOf(out)));
+      const std::size_t ir = idx->dims.size();
+      for (int64_t e = 0; e < countOf(out); ++e) {
+        const std::vector<int64_t> c = coordOf(e, out);
+        int64_t flatIdx = 0;
+        for (std::size_t k = 0; k < ir; ++k) flatIdx = flatIdx * idx->dims[k] + c[ax + k];
+        int64_t j = idx->integers.at(std::size_t(flatIdx));
+        if (j < 0) j += d[ax];
+        if (j < 0 || j >= d[ax]) throw SaveError("a gather index out of range");
+        int64_t at = j * sd[ax];
+        for (std::size_t k = 0; k < ax; ++k) at += c[k] * sd[k];
+        for (std::size_t k = ax + 1; k < rank; ++k) at += c[k + ir - 1] * sd[k];
+        gather[std::size_t(e)] = at;
+      }
+      return true;
+    }
+    if (op == "Expand") {
+      std::vector<int64_t> shape = ints(n, 1);
+      if (!broadcastDims(d, shape, out)) throw SaveError("an expand that does not broadcast");
+      gather.resize(std::size_t(countOf(out)));
+      for (int64_t e = 0; e < countOf(out); ++e) gather[std::size_t(e)] = broadcastIndex(d, out, coordOf(e, out));
+      return true;
+    }
+    if (op == "Concat") {
+      const std::size_t ax = std::size_t(axisOf(intAttr(n, "axis", 0), rank));
+      out = d;
+      out[ax] = 0;
+      int64_t offset = -1;
+      for (int i = 0; i < n.input_size(); ++i) {
+        const std::vector<int64_t> pd = isActivation(n.input(i)) ? dimsOf(n.input(i)) : constant(n.input(i))->dims;
+        if (pd.size() != rank) throw SaveError("concatenated tensors of different ranks");
+        for (std::size_t k = 0; k < rank; ++k)
+          if (k != ax && pd[k] != d[k]) throw SaveError("concatenated tensors of different shapes");
+        if (i == concatPart_) offset = out[ax];
+        out[ax] += pd[ax];
+      }
+      const std::vector<int64_t> sd = stridesOf(d);
+      gather.assign(std::size_t(countOf(out)), -1);
+      for (int64_t e = 0; e < countOf(out); ++e) {
+        const std::vector<int64_t> c = coordOf(e, out);
+        if (c[ax] < offset || c[ax] >= offset + d[ax]) continue;
+        int64_t at = 0;
+        for (std::size_t k = 0; k < rank; ++k) at += (k == ax ? c[k] - offset : c[k]) * sd[k];
+        gather[std::size_t(e)] = at;
+      }
+      return true;
+    }
+    return false;
+  }
+
+  void nodeInner(const onnx::NodeProto& n) {
     for (const auto& in : n.input())
       if (poisoned_.count(in)) {  // already reported upstream
         for (const auto& out : n.output()) poisoned_.insert(out);
@@ -323,6 +804,34 @@ class Importer {
       values_[n.output(0)] = values_[n.input(0)];
       return;
     }
+    bool anyActivation = false;
+    for (const auto& in : n.input()) anyActivation = anyActivation || isActivation(in);
+    if (op == "Shape" || !anyActivation) {  // shape arithmetic, masks and other constants
+      concatPart_ = 0;
+      try {
+        if (fold(n)) return;
+      } catch (const SaveError& e) {
+        return refuse(n, e.what());
+      } catch (const std::exception& e) {
+        return refuse(n, std::string("a constant it cannot evaluate: ") + e.what());
+      }
+    }
+    if (geluInside_.count(n.output(0))) return;  // part of an erf GELU, mapped at its last node
+    if (auto g = geluEnd_.find(n.output(0)); g != geluEnd_.end()) {
+      const int x = values_.at(g->second);
+      try {
+        values_[n.output(0)] = b_.gelu(name, x);
+      } catch (const SaveError& e) {
+        return refuse(n, e.what());
+      }
+      dims_[n.output(0)] = dimsOf(g->second);
+      return;
+    }
+    if (op == "Div" && matchGelu(n)) return;
+    if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Transpose" ||
+        op == "Slice" || op == "Gather" || op == "Expand" || op == "Concat")
+      return move(n);
+    if (op == "Split") return split(n);
     if (op == "Pad") return pad(n);
     if (n.input_size() > 0 && zeroPad_.count(n.input(0))) {  // a zero Pad folds into the next window op
       const auto [x, extra] = zeroPad_.at(n.input(0));
@@ -344,6 +853,8 @@ class Importer {
       if (op == "Add" || op == "Mul") {
         if (n.input_size() == 2 && isActivation(n.input(1))) return binary(n, n.input(1), n.input(0));
       }
+      if (op == "MatMul" && n.input_size() == 2 && isActivation(n.input(1)))
+        return refuse(n, "a product of a constant and an activation (constant on the left) is not mapped");
       return refuse(n, "its first input is not computed from the model's input (constant folding left it?)");
     }
     const int x = values_.at(n.input(0));
@@ -352,10 +863,11 @@ class Importer {
       if (op == "Conv") {
         out = conv(n, x);
       } else if (op == "Gemm") {
-        out = gemm(n, x);
+        const std::vector<int64_t> d = dimsOf(n.input(0));
+        if ((out = gemm(n, x)) < 0) return;
+        if (d.size() == 2) dims_[n.output(0)] = {d[0], b_.node(out).features()};
       } else if (op == "MatMul") {
-        if (n.input_size() == 2 && isActivation(n.input(1)))
-          return refuse(n, "a product of two activations other than attention's is not mapped yet");
+        if (n.input_size() == 2 && isActivation(n.input(1))) return matmulActivations(n);
         const Constant* w = constant(n.input(1));
         if (!w || w->dims.size() != 2 || !w->isFloat) return refuse(n, "its right operand is not a float32 2-D initializer");
         std::vector<float> t(w->values.size());
@@ -364,10 +876,16 @@ class Importer {
           for (int64_t j = 0; j < o; ++j) t[std::size_t(j * in + i)] = w->values[std::size_t(i * o + j)];
         params_[name + ".weight"] = tensorOf(t, {o, in});
         params_[name + ".bias"] = tensorOf(std::vector<float>(std::size_t(o), 0.0f), {o});
-        if (b_.node(x).features() != in) return refuse(n, "its weight does not fit its input");
-        out = b_.linear(name, x, o);
-        if (consumers_[n.output(0)] == 1) biasFree_[n.output(0)] = out;  // a bias Add may fold into it
-      } else if (op == "Add" || op == "Mul") {
+        std::vector<int64_t> d = dimsOf(n.input(0));
+        if (d.empty() || d.back() != in) return refuse(n, "its weight does not fit its input");
+        const int64_t rows = countOf(d) / in;  // every row of every leading dimension: a token-wise linear layer
+        const int xv = shaped(name, x, rows == 1 ? std::vector<int64_t>{in} : std::vector<int64_t>{rows, in});
+        const int lin = b_.linear(name, xv, o);
+        d.back() = o;
+        setActivation(n.output(0), name, lin, d);
+        if (consumers_[n.output(0)] == 1) biasFree_[n.output(0)] = lin;  // a bias Add may fold into it (a view keeps its last dim)
+        return;
+      } else if (op == "Add" || op == "Mul" || op == "Div") {
         return binary(n, n.input(0), n.input(1));
       } else if (op == "Relu") {
         out = b_.relu(name, x);
@@ -376,7 +894,7 @@ class Importer {
       } else if (op == "Tanh") {
         out = b_.unary(Op::Tanh, name, x);
       } else if (op == "Softmax") {
-        const int64_t rank = int64_t(b_.node(x).shape.size()) + 1;
+        const int64_t rank = int64_t(dimsOf(n.input(0)).size());
         const int64_t axis = intAttr(n, "axis", opset_ >= 13 ? -1 : 1);
         if (opset_ < 13 && axis != rank - 1) return refuse(n, "softmax before opset 13 flattens from its axis");
         if (axis != -1 && axis != rank - 1) return refuse(n, "softmax over another axis than the last");
@@ -416,15 +934,6 @@ class Importer {
         if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
         out = b_.globalAvgPool(name, x);
         shape1x1_.insert(n.output(0));  // [C] here, [C, 1, 1] in ONNX
-      } else if (op == "Flatten") {
-        if (intAttr(n, "axis", 1) != 1) return refuse(n, "flattening from another axis than 1");
-        out = b_.flatten(name, x);
-      } else if (op == "Reshape") {
-        const Constant* shape = n.input_size() > 1 ? constant(n.input(1)) : nullptr;
-        if (!shape || shape->integers.size() != 2) return refuse(n, "only a reshape to [batch, features] is mapped");
-        const int64_t f = shape->integers[1];
-        if (f != -1 && f != perSample(x)) return refuse(n, "only a reshape to [batch, features] is mapped");
-        out = b_.flatten(name, x);
       } else if (op == "BatchNormalization") {
         if (n.input_size() != 5) return refuse(n, "expected scale, bias, mean and variance");
         if (intAttr(n, "training_mode", 0) != 0 || n.output_size() > 1)
@@ -435,9 +944,10 @@ class Importer {
         const float eps = floatAttr(n, "epsilon", 1e-5f);
         out = b_.batchNorm(name, x, eps == 1e-5f ? 1e-5 : double(eps));  // torch's 1e-5, as the zoo's graphs
       } else if (op == "LayerNormalization") {
-        const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(b_.node(x).shape.size()) + 1;
+        const int64_t axis = intAttr(n, "axis", -1), rank = int64_t(dimsOf(n.input(0)).size());
         if (axis != -1 && axis != rank - 1) return refuse(n, "normalisation over more than the last axis");
-        if (std::fabs(floatAttr(n, "epsilon", 1e-5f) - 1e-5f) > 1e-9f) return refuse(n, "an epsilon other than 1e-5");
+        const float eps = floatAttr(n, "epsilon", 1e-5f);
+        if (!(eps > 0)) return refuse(n, "an epsilon that is not positive");
         const int64_t w = b_.node(x).features();
         if (!weight(n, n.input(1), name + ".weight", {w})) return;
         if (n.input_size() > 2 && !n.input(2).empty()) {
@@ -445,7 +955,7 @@ class Importer {
         } else {
           params_[name + ".bias"] = tensorOf(std::vector<float>(std::size_t(w), 0.0f), {w});
         }
-        out = b_.layerNorm(name, x);
+        out = b_.layerNorm(name, x, eps);
       } else {
         return refuse(n, "SAVE has no sound transfer function for " + op + " yet");
       }
@@ -573,10 +1083,152 @@ class Importer {
     return b_.linear(name, x, out);
   }
 
+  // Reshape, Flatten, Squeeze, Unsqueeze (views), Transpose, Slice, Gather, Expand and Concat (a
+  // Select over the one computed input; a Concat's constant parts added after it).
+  void move(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    int part = -1;
+    for (int i = 0; i < n.input_size(); ++i)
+      if (isActivation(n.input(i))) {
+        if (part >= 0 && op == "Concat") return refuse(n, "a concatenation of several computed tensors is not mapped");
+        part = i;
+        if (op != "Concat") break;
+      }
+    if (part < 0 || (part != 0 && op != "Concat")) return refuse(n, "its data input is not computed from the model's input");
+    if (op == "Concat")
+      for (int i = 0; i < n.input_size(); ++i) {
+        const Constant* c = i == part ? nullptr : constant(n.input(i));
+        if (i != part && (!c || !c->isFloat)) return refuse(n, "a concatenated constant that is not float32");
+      }
+    concatPart_ = part;
+    const std::string name = nameOf(n);
+    std::vector<int64_t> out, gather;
+    try {
+      if (!moveIndices(n, dimsOf(n.input(part)), out, gather)) return refuse(n, "internal: no index map");
+      const int x = values_.at(n.input(part));
+      int v = gathered(name, x, sampleShape(out), gather);  // a view where no data moves
+      if (op == "Concat") {  // the constants' elements where the Select left zeros
+        const std::size_t ax = std::size_t(axisOf(intAttr(n, "axis", 0), out.size()));
+        std::vector<float> fill(std::size_t(countOf(out)), 0.0f);
+        int64_t offset = 0;
+        for (int i = 0; i < n.input_size(); ++i) {
+          const std::vector<int64_t> pd = i == part ? dimsOf(n.input(i)) : constant(n.input(i))->dims;
+          if (i != part) {
+            const Constant& c = *constant(n.input(i));
+            for (int64_t e = 0; e < countOf(pd); ++e) {
+              std::vector<int64_t> coord = coordOf(e, pd);
+              coord[ax] += offset;
+              int64_t at = 0;
+              for (std::size_t k = 0; k < coord.size(); ++k) at = at * out[k] + coord[k];
+              fill[std::size_t(at)] = c.values[std::size_t(e)];
+            }
+          }
+          offset += pd[ax];
+        }
+        params_[name + ".constant"] = tensorOf(fill, sampleShape(out));
+        v = b_.addConst(name + ".constant", v, name + ".constant");
+      }
+      setActivation(n.output(0), name, v, out);
+    } catch (const SaveError& e) {
+      refuse(n, e.what());
+    }
+  }
+
+  // Split along an axis into parts given by input 1, the `split` attribute or equal shares.
+  void split(const onnx::NodeProto& n) {
+    if (!isActivation(n.input(0))) return refuse(n, "its input is not computed from the model's input");
+    try {
+      const std::vector<int64_t> d = dimsOf(n.input(0));
+      const std::size_t ax = std::size_t(axisOf(intAttr(n, "axis", 0), d.size()));
+      std::vector<int64_t> parts = n.input_size() > 1 && !n.input(1).empty() ? ints(n, 1) : intsAttr(n, "split");
+      if (parts.empty()) {
+        if (d[ax] % n.output_size()) return refuse(n, "a split into unequal parts without sizes");
+        parts.assign(std::size_t(n.output_size()), d[ax] / n.output_size());
+      }
+      if (int(parts.size()) != n.output_size()) return refuse(n, "split sizes that do not match its outputs");
+      const int x = values_.at(n.input(0));
+      const std::vector<int64_t> sd = stridesOf(d);
+      int64_t offset = 0;
+      for (int k = 0; k < n.output_size(); ++k) {
+        std::vector<int64_t> out = d;
+        out[ax] = parts[std::size_t(k)];
+        std::vector<int64_t> gather(std::size_t(countOf(out)));
+        for (int64_t e = 0; e < countOf(out); ++e) {
+          const std::vector<int64_t> c = coordOf(e, out);
+          int64_t at = 0;
+          for (std::size_t j = 0; j < d.size(); ++j) at += (j == ax ? c[j] + offset : c[j]) * sd[j];
+          gather[std::size_t(e)] = at;
+        }
+        offset += parts[std::size_t(k)];
+        const std::string name = nameOf(n) + "." + std::to_string(k);
+        setActivation(n.output(k), name, gathered(name, x, sampleShape(out), gather), out);
+      }
+    } catch (const SaveError& e) {
+      refuse(n, e.what());
+    }
+  }
+
+  // A product of two computed tensors, [..., M, K] x [..., K, N] with the same leading dims
+  // (attention's scores and values): SAVE's matmul of A and B transposed, per leading index.
+  void matmulActivations(const onnx::NodeProto& n) {
+    const std::string name = nameOf(n);
+    const std::vector<int64_t> da = dimsOf(n.input(0)), db = dimsOf(n.input(1));
+    if (da.size() < 2 || db.size() != da.size() || da.back() != db[db.size() - 2] ||
+        !std::equal(da.begin(), da.end() - 2, db.begin()))
+      return refuse(n, "a product of two activations whose shapes are not [..., M, K] and [..., K, N] (no broadcasting)");
+    const int64_t m = da[da.size() - 2], k = da.back(), nn = db.back();
+    const int64_t h = countOf(std::vector<int64_t>(da.begin(), da.end() - 2));
+    try {
+      const int a = shaped(name + ".a", values_.at(n.input(0)), {h, m, k});
+      std::vector<int64_t> gather(std::size_t(h * nn * k));
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < nn; ++j)
+          for (int64_t q = 0; q < k; ++q) gather[std::size_t((i * nn + j) * k + q)] = (i * k + q) * nn + j;
+      const int bt = gathered(name + ".bT", values_.at(n.input(1)), {h, nn, k}, gather);
+      std::vector<int64_t> out(da.begin(), da.end() - 2);
+      out.push_back(m);
+      out.push_back(nn);
+      setActivation(n.output(0), name, b_.matmul(name, a, bt), out);
+    } catch (const SaveError& e) {
+      refuse(n, e.what());
+    }
+  }
+
+  // GELU as exporters without a Gelu op write it: Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x) ->
+  // Mul(0.5), each the one reader of the one before. True (and the chain remembered) on a match.
+  bool matchGelu(const onnx::NodeProto& div) {
+    auto only = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
+      auto it = readers_.find(v);
+      if (it == readers_.end() || it->second.size() != 1 || it->second[0]->op_type() != op || consumers_[v] != 1) return nullptr;
+      return it->second[0];
+    };
+    auto scalar = [&](const onnx::NodeProto& n, const std::string& other, double want, double tol) {
+      for (const auto& in : n.input())
+        if (in != other) {
+          const Constant* c = constant(in);
+          return c && c->isFloat && c->values.size() == 1 && std::fabs(double(c->values[0]) - want) <= tol;
+        }
+      return false;
+    };
+    if (div.input_size() != 2 || !isActivation(div.input(0)) || !scalar(div, div.input(0), std::sqrt(2.0), 1e-6)) return false;
+    const std::string x = div.input(0);
+    const onnx::NodeProto* erf = only(div.output(0), "Erf");
+    const onnx::NodeProto* add = erf ? only(erf->output(0), "Add") : nullptr;
+    if (!add || !scalar(*add, erf->output(0), 1.0, 0)) return false;
+    const onnx::NodeProto* mul = only(add->output(0), "Mul");
+    if (!mul || !(mul->input(0) == x || mul->input(1) == x)) return false;
+    const onnx::NodeProto* half = only(mul->output(0), "Mul");
+    if (!half || !scalar(*half, mul->output(0), 0.5, 0)) return false;
+    for (const std::string& v : {div.output(0), erf->output(0), add->output(0), mul->output(0)}) geluInside_.insert(v);
+    geluEnd_[half->output(0)] = x;
+    return true;
+  }
+
   void binary(const onnx::NodeProto& n, const std::string& a, const std::string& other) {
     const std::string name = nameOf(n);
     const int x = values_.at(a);
     if (isActivation(other)) {
+      if (n.op_type() == "Div") return refuse(n, "a division by an activation is not mapped");
       const int y = values_.at(other);
       if (b_.node(x).shape != b_.node(y).shape) return refuse(n, "operands of different shapes (broadcasting is not mapped)");
       values_[n.output(0)] = n.op_type() == "Add" ? b_.addNodes(name, x, y) : b_.mul(name, x, y);
@@ -584,7 +1236,18 @@ class Importer {
     }
     const Constant* c = constant(other);
     if (!c || !c->isFloat) return refuse(n, "its constant operand is not a float32 tensor");
-    if (n.op_type() == "Mul") return refuse(n, "a product with a constant is not mapped yet");
+    if (n.op_type() == "Mul" || n.op_type() == "Div") {
+      // a scalar factor, as one-channel affine map x * s + 0 (a division as the product with 1 / c:
+      // the same bits when c is a power of two, as attention's 1 / sqrt(head width) mostly is)
+      if (c->values.size() != 1) return refuse(n, "a product with a constant that is not a scalar is not mapped");
+      if (n.op_type() == "Div" && a != n.input(0)) return refuse(n, "a constant divided by an activation is not mapped");
+      const float f = n.op_type() == "Div" ? 1.0f / c->values[0] : c->values[0];
+      if (!std::isfinite(f)) return refuse(n, "a scale that is not finite");
+      const int64_t size = b_.node(x).size();
+      const int flat = shaped(name, x, {1, size});
+      setActivation(n.output(0), name, b_.affine(name, flat, {f}, {0.0f}), dimsOf(a));
+      return;
+    }
     // x + c: into a bias-free linear layer's bias (MatMul + Add, as exporters write Linear; only when
     // the Add is the MatMul's one consumer), else AddConst with the constant broadcast as numpy does
     const Node& xn = b_.node(x);
@@ -617,6 +1280,22 @@ class Importer {
       }
       expanded[std::size_t(e)] = c->values[std::size_t(ci)];
     }
+    // An attention mask's -inf (a causal mask): before a softmax, -1e30 gives the same exact zeros
+    // (exp of about -1e30 underflows to 0) and keeps every range finite; elsewhere it is refused.
+    bool infinite = false;
+    for (float& v : expanded)
+      if (std::isinf(v)) {
+        infinite = true;
+        if (v > 0) return refuse(n, "a constant +inf is not mapped");
+        v = -1e30f;
+      } else if (std::isnan(v)) {
+        return refuse(n, "a NaN constant");
+      }
+    if (infinite) {
+      auto r = readers_.find(n.output(0));
+      if (r == readers_.end() || r->second.size() != 1 || r->second[0]->op_type() != "Softmax" || consumers_[n.output(0)] != 1)
+        return refuse(n, "a -inf constant that does not mask a softmax's input is not mapped");
+    }
     params_[name + ".constant"] = tensorOf(expanded, xn.shape);
     values_[n.output(0)] = b_.addConst(name, x, name + ".constant");
   }
@@ -631,6 +1310,11 @@ class Importer {
   std::map<std::string, Constant> constants_;
   std::map<std::string, int> values_, biasFree_, consumers_;
   std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
+  std::map<std::string, std::vector<int64_t>> dims_;        // full ONNX dims of activations (batch 1)
+  std::map<std::string, std::vector<const onnx::NodeProto*>> readers_;
+  std::set<std::string> geluInside_;                      // values inside an erf GELU chain
+  std::map<std::string, std::string> geluEnd_;            // the chain's last value -> its input
+  int concatPart_ = 0;                                    // the Concat input moveIndices places
   std::set<std::string> poisoned_, nonFloat_, shape1x1_;
   std::map<std::string, std::string> typeOf_;
   std::vector<std::string> unsupported_;

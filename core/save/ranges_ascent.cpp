@@ -85,7 +85,7 @@ void gradientLayerNorm(const Node& n, const std::vector<float>& x, const std::ve
     for (std::size_t i = 0; i < w; ++i) mean += xr[i];
     mean /= double(w);
     for (std::size_t i = 0; i < w; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    const double rstd = 1 / std::sqrt(var / double(w) + 1e-5);
+    const double rstd = 1 / std::sqrt(var / double(w) + double(n.eps));
     double gMean = 0, gnMean = 0;
     for (std::size_t i = 0; i < w; ++i) {
       const double gi = double(gy[r * w + i]) * n.weight[i];
@@ -140,7 +140,8 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
         for (std::size_t i = 0; i < size; ++i) grad[std::size_t(in)][i] += gy[i];
       break;
     case Op::Select:
-      for (std::size_t i = 0; i < size; ++i) gx[std::size_t(n.gather[i])] += gy[i];
+      for (std::size_t i = 0; i < size; ++i)
+        if (n.gather[i] >= 0) gx[std::size_t(n.gather[i])] += gy[i];
       break;
     case Op::Max2: {
       const std::vector<float>& y = act[std::size_t(n.inputs[1])];

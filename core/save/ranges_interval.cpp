@@ -150,7 +150,7 @@ double geluExact(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))
 void layerNormInterval(const Node& n, const NodeRange& x, NodeRange& out) {
   const std::size_t w = std::size_t(n.features()), rows = std::size_t(n.rows());
   const double nw = double(w), u = kU32, gm = gamma32(int64_t(w) + 1);
-  const double eps = double(1e-5f);
+  const double eps = double(n.eps);
   const double cap = std::sqrt(nw / (1 - gm)) * (1 + 6 * u);
   std::vector<double> dl(w), dh(w);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -233,8 +233,8 @@ void softmaxInterval(const Node& n, const NodeRange& x, NodeRange& out) {
 
 void intervalSelect(const Node& n, const NodeRange& x, NodeRange& out) {
   for (std::size_t i = 0; i < out.lo.size(); ++i) {
-    out.lo[i] = x.lo[std::size_t(n.gather[i])];
-    out.hi[i] = x.hi[std::size_t(n.gather[i])];
+    out.lo[i] = n.gather[i] < 0 ? 0.0 : x.lo[std::size_t(n.gather[i])];
+    out.hi[i] = n.gather[i] < 0 ? 0.0 : x.hi[std::size_t(n.gather[i])];
   }
 }
 

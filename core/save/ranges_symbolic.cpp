@@ -243,6 +243,7 @@ void BackSubstitution::expandSelect(const Node& n, const Bounds& b) {
   Bounds& t = at(in0);
   for (std::size_t r = 0; r < rows_; ++r)
     for (std::size_t j = 0; j < size; ++j) {
+      if (n.gather[j] < 0) continue;  // a constant 0
       t.lower[r * inSize + std::size_t(n.gather[j])] += b.lower[r * size + j];
       t.upper[r * inSize + std::size_t(n.gather[j])] += b.upper[r * size + j];
     }

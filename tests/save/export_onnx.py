@@ -11,6 +11,11 @@ pool.onnx     conv, ReLU and a padded max-pool (ResNet's stem pool), random weig
 mlp.onnx      a torch.nn MLP with batch norm and tanh, random weights (a different op mix)
 resnet18.onnx torchvision ResNet-18 at 3x64x64, random weights (seed 0)
 mobilenet_v2.onnx torchvision MobileNetV2 (width 0.25) at 3x64x64, random weights (seed 0)
+vit.onnx      torchvision VisionTransformer, shallow and narrow (1 layer, width 32) at 3x224x224 with
+              16x16 patches, random weights (a random head: torchvision starts it at zero)
+gpt.onnx      a GPT-style decoder from torch.nn.TransformerEncoderLayer with a causal mask, 2 layers of
+              width 32 over 16 tokens, taking token embeddings ([16, 32] floats: SAVE's input is a box
+              of floats, not token ids); gpt_x.npy / gpt_logits.npy: 100 inputs and PyTorch's logits
 grouped.onnx  dilated, depthwise and grouped convolutions, ReLU6, hardtanh and a padded average pool,
               briefly trained; grouped_logits.npy holds PyTorch's logits on the first 1000 test images
 """
@@ -103,6 +108,32 @@ class Grouped(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+def vit_model():
+    from torchvision.models.vision_transformer import VisionTransformer
+    vit = VisionTransformer(image_size=224, patch_size=16, num_layers=1, num_heads=2, hidden_dim=32, mlp_dim=64,
+                            num_classes=10)
+    with torch.no_grad():
+        vit.heads.head.weight.normal_(0, 0.2)
+    return vit
+
+
+class GPT(torch.nn.Module):
+    """GPT-style: pre-norm TransformerEncoderLayers under a causal mask, from token embeddings on."""
+
+    def __init__(self, tokens=16, width=32, layers=2, vocab=20):
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(1, tokens, width) * 0.1)
+        layer = torch.nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0, activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, layers)
+        self.ln = torch.nn.LayerNorm(width)
+        self.head = torch.nn.Linear(width, vocab)
+        self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(tokens))
+
+    def forward(self, x):
+        return self.head(self.ln(self.blocks(x + self.pos, mask=self.mask)))
+
+
 def mlp_model():
     """Seeded by the caller (torch.manual_seed(0)), so a test can build the same network again."""
     mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.BatchNorm1d(64), torch.nn.Tanh(),
@@ -158,6 +189,15 @@ def main():
     torch.manual_seed(0)
     export(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), torch.zeros(1, 3, 64, 64),
            os.path.join(out, "mobilenet_v2.onnx"))
+    torch.manual_seed(0)
+    export(vit_model(), torch.zeros(1, 3, 224, 224), os.path.join(out, "vit.onnx"))
+    torch.manual_seed(0)
+    gpt = GPT().eval()
+    export(gpt, torch.zeros(1, 16, 32), os.path.join(out, "gpt.onnx"))
+    gx = torch.randn(100, 16, 32).clamp(-3, 3)
+    np.save(os.path.join(out, "gpt_x.npy"), gx.numpy())
+    with torch.no_grad():
+        np.save(os.path.join(out, "gpt_logits.npy"), gpt(gx).numpy())
     torch.manual_seed(0)
     grouped = Grouped()
     train_briefly(grouped)

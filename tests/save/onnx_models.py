@@ -15,6 +15,10 @@
 - dilated, depthwise and grouped convolutions, ReLU6, hardtanh and a padded average pool: bounds
   hold PyTorch's logits, SAVE's engine predicts what PyTorch predicts; the user's labelled data
   through --data (HDF5), and bad data refused with one line;
+- transformers as PyTorch exports them (Shape arithmetic, Reshape, Transpose, Slice, Concat, Gather,
+  attention's MatMuls, erf GELU, LayerNormalization, a causal mask): torchvision's VisionTransformer
+  at 3x224x224 (patch 16) and a GPT-style decoder from torch.nn.TransformerEncoderLayer: PyTorch's
+  logits lie in SAVE's bounds, SAVE's engine predicts what PyTorch predicts, short campaigns run;
 - bad files: not ONNX, float64, a dynamic spatial dimension: one line each.
 """
 import gzip
@@ -167,6 +171,51 @@ try:
           mc["scored_against"] == "fault-free prediction",
           f"a short campaign on MobileNetV2 at 3x64x64 (agreement with the fault-free prediction: "
           f"{[(p['scheme'], p['flips'], p['accuracy']) for p in mc['points']]})")
+
+    # torchvision VisionTransformer at 3x224x224, 16x16 patches (shallow and narrow), random weights
+    vit_path = os.path.join(WORK, "vit.onnx")
+    vj = json.loads(peat("save", "analyze", "-m", vit_path, "--mode", "interval", "--json").stdout)
+    vit_raw = torch.nn.functional.interpolate(torch.from_numpy(pixels[:20].astype(np.float32)) / 255.0, size=(224, 224),
+                                              mode="bilinear", align_corners=False).expand(-1, 3, -1, -1)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        vlog = export_onnx.vit_model().eval()((vit_raw - 0.2860) / 0.3530)
+    vops = {l["op"] for l in vj["layers"]}
+    check({"matmul", "softmax", "gelu", "layernorm", "select"} <= vops and float(vlog.min()) >= vj["output"]["lo"] and
+          float(vlog.max()) <= vj["output"]["hi"],
+          f"ViT (224, patch 16): {len(vj['layers'])} layers, ops {sorted(vops)}; PyTorch's logits on 20 images "
+          f"[{float(vlog.min()):.4g}, {float(vlog.max()):.4g}] lie in [{vj['output']['lo']:.4g}, {vj['output']['hi']:.4g}]")
+    vit_data = os.path.join(WORK, "vit.h5")
+    with h5py.File(vit_data, "w") as f:  # PyTorch's own predictions as the labels: SAVE's engine must match them
+        f["test/x"] = np.clip(vit_raw.numpy(), 0, 1)
+        f["test/y"] = vlog.argmax(1).numpy()
+    vc = json.loads(peat("save", "campaign", "-m", vit_path, "--mode", "interval", "--data", vit_data, "--images", 20,
+                         "--batch", 10, "--flips", "0,8", "--schemes", "none,save", "--json").stdout)
+    check(vc["clean_accuracy"] == 1.0,
+          f"ViT: SAVE's engine predicts PyTorch's class on all 20 images; campaign points "
+          f"{[(p['scheme'], p['flips'], p['accuracy']) for p in vc['points']]}")
+    inspect = peat("save", "inspect", "-m", vit_path).stdout
+    check("encoder.layers.encoder_layer_0.self_attention" in inspect and "layernorm" in inspect,
+          "peat save inspect lists the mapped ops under the module's names")
+
+    # GPT-style decoder (causal mask) from token embeddings in [-3, 3]
+    gpt_path = os.path.join(WORK, "gpt.onnx")
+    box = ["--input-range=-3,3", "--input-mean", "0", "--input-std", "1"]
+    gpj = json.loads(peat("save", "analyze", "-m", gpt_path, "--mode", "interval", *box, "--json").stdout)
+    gpl = np.load(os.path.join(WORK, "gpt_logits.npy"))
+    check(float(gpl.min()) >= gpj["output"]["lo"] and float(gpl.max()) <= gpj["output"]["hi"] and
+          all(l["mean_width"] == l["mean_width"] for l in gpj["layers"]),
+          f"GPT-style decoder: PyTorch's logits on 100 inputs [{float(gpl.min()):.4g}, {float(gpl.max()):.4g}] lie in "
+          f"[{gpj['output']['lo']:.4g}, {gpj['output']['hi']:.4g}], every range finite (the causal mask's -inf)")
+    gpt_dir = os.path.join(WORK, "gptdata")
+    os.makedirs(gpt_dir)
+    np.save(os.path.join(gpt_dir, "test_x.npy"), np.load(os.path.join(WORK, "gpt_x.npy")))
+    np.save(os.path.join(gpt_dir, "test_y.npy"), np.zeros(100, dtype=np.int64))
+    gpc = json.loads(peat("save", "campaign", "-m", gpt_path, *box, "--mode", "interval", "--data", gpt_dir, "--images",
+                          100, "--flips", "0,8", "--schemes", "none,save", "--agreement", "--json").stdout)
+    check(gpc["clean_accuracy"] == 1.0 and len(gpc["points"]) == 4,
+          f"GPT-style decoder: a short campaign from a folder of .npy (agreement over the flattened logits): "
+          f"{[(p['scheme'], p['flips'], p['accuracy']) for p in gpc['points']]}")
 
     # dilated, depthwise and grouped convolutions, ReLU6, hardtanh, a padded average pool (trained briefly)
     grouped = os.path.join(WORK, "grouped.onnx")

@@ -61,6 +61,12 @@ const data::ImageSet& testSet() {
 
 // 10,000 inputs in the pixel box [0, 1]: all black, all white, 3,000 random black-and-white
 // patterns (corners of the box), 4,998 uniform random images and 2,000 test images.
+// The test set's labels as the campaign takes them (classes as int32).
+const std::vector<int32_t>& labels32() {
+  static const std::vector<int32_t> l(testSet().labels.begin(), testSet().labels.end());
+  return l;
+}
+
 std::vector<float> boxInputs(const save::Graph& g, uint64_t seed) {
   std::vector<uint8_t> unused;
   const int64_t n = 784;
@@ -322,13 +328,13 @@ void TestSave::campaignShardsMatchOneProcess() {
   o.images = 100;
   o.batch = f.batch;
   o.latencyRepeats = 1;
-  const save::CampaignResult whole = save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784);
+  const save::CampaignResult whole = save::runCampaign(runner, f.images.data(), labels32().data(), o, 784);
   QCOMPARE(whole.points.size(), std::size_t(6));
   std::vector<save::CampaignPoint> parts;
   for (int i = 0; i < 2; ++i) {
     o.shardIndex = i;
     o.shardCount = 2;
-    const save::CampaignResult r = save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784);
+    const save::CampaignResult r = save::runCampaign(runner, f.images.data(), labels32().data(), o, 784);
     parts.insert(parts.end(), r.points.begin(), r.points.end());
   }
   QCOMPARE(parts.size(), whole.points.size());
@@ -345,7 +351,7 @@ void TestSave::campaignShardsMatchOneProcess() {
   }
   for (const save::SchemeLatency& l : whole.latency) QCOMPARE(l.falsePositives, uint64_t(0));
   o.shardIndex = 2;
-  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::runCampaign(runner, f.images.data(), testSet().labels.data(), o, 784));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::runCampaign(runner, f.images.data(), labels32().data(), o, 784));
 }
 
 void TestSave::engineMatchesTorch_data() {
@@ -744,7 +750,7 @@ void TestSave::checkBitsHasNoFalseRobust() {
   o.batch = batch;
   o.weightFlips = 5000;
   o.activationFlips = 3000;
-  const save::CheckBitsResult r = save::checkBits(g, sel, x.data(), testSet().labels.data(), o);
+  const save::CheckBitsResult r = save::checkBits(g, sel, x.data(), labels32().data(), o);
   QCOMPARE(r.weights.total(), uint64_t(5000));
   QCOMPARE(r.activations.total(), uint64_t(3000));
   QCOMPARE(r.weights.robustVulnerable, uint64_t(0));
