@@ -143,11 +143,8 @@ class Importer {
         throw SaveError("ONNX model '" + path_ + "' uses opset " + std::to_string(op.version()) +
                         ", newer than this ONNX library supports (" + std::to_string(kNewestOpset) +
                         "): export it with torch.onnx.export(..., opset_version=17)");
-    for (const onnx::TensorProto& t : model_.graph().initializer())
-      if (t.data_location() == onnx::TensorProto::EXTERNAL)
-        throw SaveError("ONNX model '" + path_ + "' keeps initializer '" + t.name() +
-                        "' in an external data file, which SAVE does not read yet: save it with "
-                        "onnx.save(model, path, save_as_external_data=False) (models under 2 GB)");
+    for (onnx::TensorProto& t : *model_.mutable_graph()->mutable_initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) readExternal(t);
     try {
       onnx::checker::check_model(model_);
       onnx::shape_inference::InferShapes(model_);
@@ -155,6 +152,40 @@ class Importer {
       std::string what = e.what();
       throw SaveError("ONNX model '" + path_ + "' does not pass ONNX's checker: " + what.substr(0, what.find('\n')));
     }
+  }
+
+  // An initializer kept in an external data file (models over 2 GB; onnx.save(...,
+  // save_as_external_data=True)): its bytes, read from the file named relative to the model's
+  // folder (no absolute paths, no "..": a model from someone else reads nothing outside it).
+  void readExternal(onnx::TensorProto& t) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      try {
+        if (kv.key() == "location") location = kv.value();
+        else if (kv.key() == "offset") offset = std::stoll(kv.value());
+        else if (kv.key() == "length") length = std::stoll(kv.value());
+      } catch (const std::exception&) {
+        throw SaveError("ONNX model '" + path_ + "': initializer '" + t.name() + "' has a bad external-data " + kv.key());
+      }
+    }
+    const std::string what = "ONNX model '" + path_ + "': initializer '" + t.name() + "' ";
+    if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
+      throw SaveError(what + "names an external data file outside the model's folder ('" + location + "')");
+    const std::size_t slash = path_.rfind('/');
+    const std::string file = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + location;
+    std::ifstream in(file, std::ios::binary | std::ios::ate);
+    if (!in) throw SaveError(what + "is kept in external data file '" + file + "', which is missing");
+    const int64_t size = int64_t(in.tellg());
+    if (length < 0) length = size - offset;
+    if (offset < 0 || length < 0 || offset + length > size)
+      throw SaveError(what + "lies outside its external data file '" + file + "' (" + std::to_string(size) + " bytes)");
+    std::string bytes(std::size_t(length), '\0');
+    in.seekg(offset);
+    if (!in.read(bytes.data(), length)) throw SaveError(what + "could not be read from '" + file + "'");
+    t.set_raw_data(std::move(bytes));
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
   }
 
   // A tensor's `count` elements, from its raw bytes (little-endian) or its typed field.

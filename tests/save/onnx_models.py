@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """`peat save ... -m FILE.onnx` on models exported by PyTorch (Debian's python3-torch 1.13):
 
-    onnx_models.py PEAT WEIGHTS.h5
+    onnx_models.py PEAT WEIGHTS.h5 ONNX-EXTERNAL
 
 - LeNet written in torch.nn with the shipped weights, through ONNX, gives the zoo LeNet's analysis
   number for number (an independent path: PyTorch's exporter, libonnx, the importer);
@@ -36,7 +36,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_onnx  # noqa: E402
 
-PEAT, WEIGHTS = sys.argv[1], sys.argv[2]
+PEAT, WEIGHTS, EXTERNAL = sys.argv[1], sys.argv[2], sys.argv[3]
 WORK = tempfile.mkdtemp(prefix="peat-onnx-")
 failures = []
 
@@ -276,6 +276,20 @@ try:
                       dynamic_axes={"x": {0: "batch", 2: "height"}})
     one_error(["save", "analyze", "-m", dyn], "dynamic", "height")
     one_error(["save", "campaign", "-m", os.path.join(WORK, "mlp64.onnx")], "cannot read ONNX model")
+    # initializers in an external data file (as onnx.save writes models over 2 GB): the same analysis;
+    # a missing data file, or one named outside the model's folder, is one line
+    ext_dir = os.path.join(WORK, "external")
+    os.makedirs(ext_dir)
+    ext = os.path.join(ext_dir, "lenet.onnx")
+    subprocess.run([EXTERNAL, lenet, ext, "lenet.weights"], check=True, capture_output=True)
+    e = json.loads(peat("save", "analyze", "-m", ext, "--json").stdout)
+    check(e["output"] == a["output"] and os.path.getsize(ext) < 10000,
+          f"LeNet with its initializers in an external data file analyses as before ({os.path.getsize(ext)} bytes of model)")
+    os.rename(os.path.join(ext_dir, "lenet.weights"), os.path.join(ext_dir, "moved.weights"))
+    one_error(["save", "analyze", "-m", ext], "external data file", "missing")
+    escape = os.path.join(ext_dir, "escape.onnx")
+    subprocess.run([EXTERNAL, lenet, escape, "../x.weights"], check=False, capture_output=True)
+    one_error(["save", "analyze", "-m", escape], "outside the model's folder")
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
