@@ -248,7 +248,8 @@ void RunPanel::updateRows() {
   const Mode m = mode();
   const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
   // rows: mode, model, data, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse
-  const bool rows[] = {true, m != Mode::Playback, trains && modelIsFile(), m == Mode::Playback || m == Mode::RuntimeFi,
+  const bool rows[] = {true, m != Mode::Playback, (trains || m == Mode::SaveCampaign) && modelIsFile(),
+                       m == Mode::Playback || m == Mode::RuntimeFi,
                        m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
                        m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
@@ -331,9 +332,13 @@ QStringList RunPanel::arguments(QString* error) const {
         a << QStringLiteral("-w") << weights;
       }
       a << QStringLiteral("-s") << session;
-      if (mode() == Mode::SaveCampaign)
+      if (mode() == Mode::SaveCampaign) {
         a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
           << QStringLiteral("--seed") << seed;
+        // an ONNX model's labelled samples (empty: Fashion-MNIST resized to its input, docs/save.md)
+        if (model.endsWith(QLatin1String(".onnx")) && !data_->text().trimmed().isEmpty())
+          a << QStringLiteral("--data") << data_->text().trimmed();
+      }
       return a;
     }
   }

@@ -172,6 +172,19 @@ void TestRunPanel::modelFileNeedsItsData() {
   panel.setModel(QStringLiteral("lenet"));  // a zoo model has its own data
   args = panel.arguments(&error);
   QVERIFY(!args.isEmpty() && !args.contains(QStringLiteral("--data")));
+  // a SAVE campaign on an ONNX model takes the data too (optional: Fashion-MNIST resized otherwise)
+  const QString onnx = dir_.filePath(QStringLiteral("net.onnx"));
+  QFile o(onnx);
+  QVERIFY(o.open(QIODevice::WriteOnly));
+  o.close();
+  panel.setMode(RunPanel::Mode::SaveCampaign);
+  panel.setModel(onnx);
+  panel.setData(QStringLiteral("samples.h5"));
+  args = panel.arguments(&error);
+  QVERIFY2(args.contains(QStringLiteral("--data")) && args.contains(QStringLiteral("samples.h5")), qPrintable(args.join(' ')));
+  panel.setData(QString());
+  args = panel.arguments(&error);
+  QVERIFY2(!args.isEmpty() && !args.contains(QStringLiteral("--data")), qPrintable(error));
 }
 
 void TestRunPanel::saveAnalysisAppearsInTheWindow() {
