@@ -126,6 +126,8 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   so.tileRows = int64_t(tileRows);
   so.tileCols = int64_t(tileCols);
   so.tau = o.tau;
+  so.criterion = o.criterion;
+  so.epsilon = o.epsilon;
   so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
   if (!o.budget.empty()) {  // "5%": a share of the working set; "2.5" or "2.5MiB": MiB
     std::string text = o.budget;
@@ -280,7 +282,9 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   if (o.json) {
     JsonWriter j(std::cout);
     j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", s.sound ? "sound" : "unsound (profiled)");
-    j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau);
+    j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau).field("criterion", so.criterion);
+    if (s.sensitivity)
+      j.field("epsilon", so.epsilon).field("logit_rounding", s.sensitivity->rounding).field("sensitivity_seconds", s.sensitivity->seconds);
     j.field("range_seconds", s.rangeSeconds).field("seconds", s.seconds).field("parameters", g.parameterCount());
     j.field("elements", s.elements).field("type2_elements", s.type2Elements);
     j.field("tile_bytes", s.tileBytes).field("total_tiles", s.totalTiles).field("reliable_tiles", s.reliableTiles);
@@ -313,6 +317,10 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
                 "inputs unlike them leave these ranges; for comparison only, tau %g\n",
                 s.model.c_str(), (long long)g.parameterCount(), so.tau);
+  if (s.sensitivity)
+    std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
+                "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",
+                so.epsilon, s.sensitivity->rounding, s.sensitivity->seconds);
   std::printf("range analysis %.3f s, whole selection %.3f s\n\n", s.rangeSeconds, s.seconds);
   int nameWidth = 18;
   for (const save::LayerSelection& l : s.layers) nameWidth = std::max(nameWidth, int(l.name.size()));
@@ -438,6 +446,7 @@ util::CampaignKey& addInputSettings(util::CampaignKey& key, const SaveAnalyzeOpt
   if (!a.data.empty()) key.add("data", a.data);
   if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
   if (!a.inputStd.empty()) key.add("input_std", a.inputStd);
+  if (a.criterion != "value") key.add("criterion", a.criterion).add("epsilon", a.epsilon);
   return key;
 }
 

@@ -63,6 +63,8 @@ struct SaveAnalyzeOptions {
   std::string inputMean, inputStd;  // an ONNX model's normalisation, one value or one per channel
   std::string data;                 // labelled samples (see save::loadDataSet); empty: Fashion-MNIST
   double tau = 1e-5;
+  std::string criterion = "value";  // or "output" with epsilon (core/save/sensitivity.h)
+  double epsilon = 0;
   std::string mode = "symbolic";
   int depth = 0, splits = 0;
   std::string tile = "16x16";

@@ -50,6 +50,10 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--input-mean", o.inputMean, "An ONNX model's input mean: one value or one per channel (default 0.2860)");
   cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
+  cmd->add_option("--criterion", o.criterion,
+                  "Bit robustness: value (a flip moves the value by less than --tau) or output (a flip cannot move "
+                  "any logit by more than --epsilon, for any input in the box)")->capture_default_str();
+  cmd->add_option("--epsilon", o.epsilon, "The output criterion's bound on the logits' move");
   cmd->add_option("--mode", o.mode, "Ranges: symbolic or interval")->capture_default_str();
   cmd->add_option("--data", o.data,
                   "Labelled samples: an HDF5 file (test/x, test/y; train/x, train/y for Ranger's profile), a folder "
@@ -192,6 +196,11 @@ int main(int argc, char** argv) {
                              "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
       ->capture_default_str();
+  saveAnalyzeCmd->add_option("--criterion", saveAnalyze.criterion,
+                             "Bit robustness: value (a flip moves the value by less than --tau) or output (a flip "
+                             "cannot move any logit by more than --epsilon, for any input in the box)")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--epsilon", saveAnalyze.epsilon, "The output criterion's bound on the logits' move");
   saveAnalyzeCmd->add_option("--mode", saveAnalyze.mode,
                              "symbolic (DeepPoly-style) or interval; or profiled (empirical, UNSOUND, for comparison)")
       ->capture_default_str();

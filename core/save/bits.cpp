@@ -43,6 +43,23 @@ uint32_t valueRobust(int exponent, double tau) {
 
 }  // namespace
 
+double largestMove(double lo, double hi, int bit) {
+  const double mag = std::max(std::fabs(lo), std::fabs(hi));
+  if (!std::isfinite(mag)) return std::numeric_limits<double>::infinity();
+  if (bit == 31) return 2 * mag;
+  if (bit < 23) {  // a mantissa bit: one unit of it at the largest exponent
+    const float top = floatUp(mag);
+    const int e = std::max(1, int((bitsOf(top) >> 23) & 0xff));
+    return std::ldexp(1.0, e - 150 + bit);
+  }
+  // exponent bit j: clearing it shrinks |x|; setting it multiplies |x| by 2^(2^j) (a subnormal
+  // becomes at most 2^(2^j - 126)); an exponent that can reach 255 gives an infinity or a NaN
+  const int j = bit - 23;
+  const int top = int((bitsOf(floatUp(mag)) >> 23) & 0xff);
+  if (top + (1 << j) >= 255) return std::numeric_limits<double>::infinity();
+  return std::max(mag * (std::ldexp(1.0, 1 << j) - 1), std::ldexp(1.0, (1 << j) - 126));
+}
+
 BitClass BitProperties::classOf(int bit) const {
   const uint32_t m = uint32_t(1) << bit;
   if (robust & m) return BitClass::Robust;
@@ -71,6 +88,9 @@ BitProperties classifyBits(double lo, double hi, const BitContext& c) {
     exponent = 0xfe;
   }
   uint32_t robust = valueRobust(exponent, c.tau);
+  if (c.anyBit && std::isfinite(flo) && std::isfinite(fhi))
+    for (int b = 23; b < 32; ++b)
+      if (largestMove(flo, fhi, b) < c.tau) robust |= uint32_t(1) << b;
   if (c.nextIsRelu && fhi <= 0) robust |= 0x7fffffffu;  // the ReLU maps it to 0 whatever these bits hold
   p.robust = robust;
   p.ranging = prefix & ~robust;

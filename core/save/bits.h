@@ -24,7 +24,14 @@ struct BitProperties {
 struct BitContext {
   double tau = 1e-5;
   bool nextIsRelu = false;  // the value feeds a ReLU (and nothing else)
+  // tau bounds any bit's move, not only the mantissa's: a sign or exponent bit is robust too when
+  // its largest move over the range stays below tau (the output criterion's per-value allowance)
+  bool anyBit = false;
 };
+
+// The largest |flip(x, bit) - x| over the fp32 values x in [lo, hi] (infinity where the flip can
+// reach an infinity or a NaN).
+double largestMove(double lo, double hi, int bit);
 
 BitProperties classifyBits(double lo, double hi, const BitContext& context);
 

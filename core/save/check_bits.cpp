@@ -508,7 +508,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
           const Node& n = g.nodes[std::size_t(f.node)];
           const float clean = f.bias ? n.bias[f.index] : n.weight[f.index];
           const bool vulnerable = oracle.weightFlip(f.node, f.bias, f.index, f.bit);
-          const bool predictedRobust = (classifyWeightBits(clean, o.tau).robust >> f.bit) & 1;
+          const bool predictedRobust =
+              weightBitRobust(sel, f.node, f.bias ? n.weight.size() + f.index : std::size_t(f.index), clean, f.bit);
           part.weights.add(predictedRobust, !vulnerable);
           layers[f.node].add(predictedRobust, !vulnerable);
           ++part.weightFlipsByBit[f.bit];

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 namespace peat::save {
 
@@ -13,6 +14,10 @@ void checkOptions(const SelectionOptions& o) {
     throw SaveError("the input range is empty: lo " + std::to_string(o.pixelLo) + " > hi " + std::to_string(o.pixelHi));
   if (o.tileRows <= 0 || o.tileCols <= 0) throw SaveError("tile sizes must be positive");
   if (!(o.tau > 0) || !(o.tau < 1e30)) throw SaveError("tau must be a positive number");
+  if (o.criterion != "value" && o.criterion != "output")
+    throw SaveError("unknown criterion '" + o.criterion + "'; valid criteria: value, output");
+  if (o.criterion == "output" && !(o.epsilon > 0 && o.epsilon < 1e30))
+    throw SaveError("the output criterion needs a positive epsilon (--epsilon)");
   if (o.batch <= 0) throw SaveError("the batch must be positive");
   const int64_t tileBytes = o.tileRows * o.tileCols * int64_t(sizeof(float)) * o.batch;
   if (std::isnan(o.budgetShare) || o.budgetShare < 0 || o.budgetShare > 1)
@@ -39,6 +44,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     s.ranges = analyzeRanges(g, inputBox(g, o.pixelLo, o.pixelHi), o.ranges);
   }
   s.rangeSeconds = s.ranges.seconds;
+  if (o.criterion == "output") s.sensitivity = std::make_shared<const Sensitivity>(sensitivityOf(g, s.ranges.nodes));
 
   std::vector<std::vector<int>> consumers(g.nodes.size());
   for (std::size_t v = 0; v < g.nodes.size(); ++v)
@@ -69,9 +75,12 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     std::vector<int64_t> tileType2(std::size_t(l.tilesDown * l.tilesAcross)), tileCount(tileType2.size());
     l.robustMask.resize(std::size_t(l.elements));
     l.rangingMask.resize(std::size_t(l.elements));
-    const BitContext context{o.tau, l.feedsRelu};
+    BitContext context{o.tau, l.feedsRelu, s.sensitivity != nullptr};
+    const std::vector<double>* sens = s.sensitivity ? &s.sensitivity->activation[v] : nullptr;
     double width = 0;
     for (int64_t i = 0; i < l.elements; ++i) {
+      // the output criterion: this element's own tau, the change its flip may make
+      if (sens) context.tau = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom[v + 1], (*sens)[std::size_t(i)], o.epsilon);
       const BitProperties p = classifyBits(r.lo[std::size_t(i)], r.hi[std::size_t(i)], context);
       l.robustMask[std::size_t(i)] = p.robust;
       l.rangingMask[std::size_t(i)] = p.ranging;
@@ -156,6 +165,20 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   s.reliableBytes = *std::max_element(used.begin(), used.end());
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
+}
+
+bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit) {
+  if (!s.sensitivity) return (classifyWeightBits(value, s.options.tau).robust >> bit) & 1;
+  uint32_t b;
+  std::memcpy(&b, &value, 4);
+  b ^= uint32_t(1) << bit;
+  float flipped;
+  std::memcpy(&flipped, &b, 4);
+  const double change = std::fabs(double(flipped) - double(value));
+  if (!std::isfinite(change)) return false;  // NaN or infinity reaches the logits
+  const double allowed = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)),
+                                       s.sensitivity->weight.at(std::size_t(node)).at(index), s.options.epsilon);
+  return change < allowed;
 }
 
 }  // namespace peat::save

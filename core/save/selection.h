@@ -5,12 +5,14 @@
 // budget that bounds the reliable memory in use at each step (liveness, in-place element-wise ops).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/save/bits.h"
 #include "core/save/graph.h"
 #include "core/save/ranges.h"
+#include "core/save/sensitivity.h"
 
 namespace peat::save {
 
@@ -18,6 +20,11 @@ struct SelectionOptions {
   RangeOptions ranges;
   double pixelLo = 0, pixelHi = 1;
   double tau = 1e-5;
+  // The robustness criterion: "value" (the paper's: a mantissa flip moves the value by less than
+  // tau) or "output" (a flip cannot move any logit by more than epsilon, for any input in the box;
+  // core/save/sensitivity.h).
+  std::string criterion = "value";
+  double epsilon = 0;
   int64_t tileRows = 16, tileCols = 16;
   int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
   double budgetShare = 0;  // > 0: the budget is this share of the working set's peak instead (--budget 5%)
@@ -58,7 +65,13 @@ struct Selection {
   int64_t workingSetBytes = 0, budgetBytes = 0;
   int64_t type2Elements = 0, elements = 0;
   double rangeSeconds = 0, seconds = 0;
+  std::shared_ptr<const Sensitivity> sensitivity;  // the output criterion's bounds (null for "value")
 };
+
+// Whether flipping `bit` of weight (or bias) `index` of node `node`, holding `value`, is robust
+// under the selection's criterion (value: the weight's own move below tau; output: the logits'
+// move below epsilon through the layer's sensitivity).
+bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit);
 
 // Throws SaveError for an input range that is empty or has a NaN, a non-positive tile, tau or
 // batch, and a budget smaller than one tile.

@@ -112,6 +112,7 @@ class TestSave : public QObject {
   void flipOracleMatchesBruteForce_data();
   void flipOracleMatchesBruteForce();
   void checkBitsHasNoFalseRobust();
+  void outputCriterionBoundsTheLogits();
   void saveHasNoFalsePositives();
   void saveKeepsPredictionsUnderFaults();
   void eccCorrectsSingleBitFaultsOnly();
@@ -737,6 +738,87 @@ void TestSave::flipOracleMatchesBruteForce() {
     const bool want = !finite || best != clean[std::size_t(sample)];
     QCOMPARE(oracle.activationFlip(sample, node, element, bit), want);
   }
+}
+
+// The output criterion's promise, checked by brute force: a bit it calls robust (activation or
+// weight) moves no logit by more than epsilon, on test images and on corners of the input box.
+void TestSave::outputCriterionBoundsTheLogits() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  int exponentBitsAll = 0;
+  // above LeNet's rounding floor over the [0, 1] box, so that some bits are robust; the larger one
+  // makes low exponent bits robust too
+  for (const double epsilon : {60.0, 3000.0}) {
+  save::SelectionOptions o;
+  o.criterion = "output";
+  o.epsilon = epsilon;
+  const save::Selection sel = save::selectBits(g, o);
+  QVERIFY(sel.sensitivity && sel.sensitivity->rounding > 0);
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::sensitivityOf(save::randomGraph("vit", 3), save::analyzeRanges(save::randomGraph("vit", 3), save::inputBox(save::randomGraph("vit", 3), 0, 1)).nodes));
+  // inputs: 40 test images, black, white and 8 random black-and-white patterns
+  std::vector<float> pixels;
+  for (int i = 0; i < 40 * 784; ++i) pixels.push_back(float(testSet().pixels[std::size_t(i)]) / 255.0f);
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 10; ++k)
+    for (int i = 0; i < 784; ++i) pixels.push_back(k == 0 ? 0.0f : k == 1 ? 1.0f : float(rng() & 1));
+  const int64_t batch = int64_t(pixels.size()) / 784;
+  std::vector<float> x(pixels.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (pixels[i] - g.inputMean) / g.inputDeviation;
+  const auto clean = save::runAll(g, x.data(), batch);
+  const std::vector<float>& logits = clean[std::size_t(g.output)];
+  auto worst = [&](const std::vector<std::vector<float>>& act) {
+    double m = 0;
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      const double d = std::fabs(double(act[std::size_t(g.output)][i]) - double(logits[i]));
+      m = std::max(m, std::isnan(d) ? std::numeric_limits<double>::infinity() : d);
+    }
+    return m;
+  };
+  int activations = 0, exponentBits = 0;
+  double largest = 0;
+  for (int tries = 0; tries < 200000 && activations < 300; ++tries) {
+    const save::LayerSelection& l = sel.layers[rng() % sel.layers.size()];
+    const std::size_t e = std::size_t(rng() % uint64_t(l.elements));
+    const int bit = int(rng() % 32);
+    if (!((l.robustMask[e] >> bit) & 1) || l.feedsRelu) continue;  // the ReLU rule is the value criterion's
+    auto act = clean;
+    for (int64_t s = 0; s < batch; ++s) {
+      float& v = act[std::size_t(l.node)][std::size_t(s * l.elements) + e];
+      v = flipped(v, bit);
+    }
+    for (std::size_t u = std::size_t(l.node) + 1; u < g.nodes.size(); ++u) {
+      std::vector<const float*> in;
+      for (int i : g.nodes[u].inputs) in.push_back(act[std::size_t(i)].data());
+      save::runNode(g, int(u), in, batch, act[u].data());
+    }
+    const double moved = worst(act);
+    largest = std::max(largest, moved);
+    QVERIFY2(moved <= o.epsilon, qPrintable(QStringLiteral("%1[%2] bit %3 moved a logit by %4").arg(QString::fromStdString(l.name)).arg(e).arg(bit).arg(moved)));
+    ++activations;
+    exponentBits += bit >= 23;
+  }
+  QVERIFY(activations == 300);
+  exponentBitsAll += exponentBits;
+  int weights = 0;
+  for (int tries = 0; tries < 200000 && weights < 150; ++tries) {
+    const int node = 1 + int(rng() % (g.nodes.size() - 1));
+    const save::Node& n = g.nodes[std::size_t(node)];
+    if (n.op != save::Op::Linear && n.op != save::Op::Conv2d) continue;
+    const std::size_t index = std::size_t(rng() % n.weight.size());
+    const int bit = int(rng() % 32);
+    if (!save::weightBitRobust(sel, node, index, n.weight[index], bit)) continue;
+    save::Graph faulty = g;
+    faulty.nodes[std::size_t(node)].weight[index] = flipped(n.weight[index], bit);
+    const double moved = worst(save::runAll(faulty, x.data(), batch));
+    largest = std::max(largest, moved);
+    QVERIFY2(moved <= o.epsilon, qPrintable(QStringLiteral("%1 weight %2 bit %3 moved a logit by %4").arg(QString::fromStdString(n.name)).arg(index).arg(bit).arg(moved)));
+    ++weights;
+  }
+  QVERIFY(weights == 150);
+  qInfo("output criterion (epsilon %g, rounding floor %.3g): %d activation flips (%d in exponent or sign bits) and %d weight "
+        "flips called robust moved the logits by at most %.3g", o.epsilon, 2 * sel.sensitivity->rounding, activations,
+        exponentBits, weights, largest);
+  }
+  QVERIFY(exponentBitsAll > 0);
 }
 
 void TestSave::checkBitsHasNoFalseRobust() {
