@@ -560,6 +560,10 @@ std::string campaignSettings(const SaveCampaignOptions& o) {
       .add("input_range", o.analysis.inputRange)
       .add("verifier", o.verifier);
   if (o.agreement) key.add("agreement", "1");
+  // the fault model, where it differs from the first round's (whose shards keep merging)
+  if (o.target != "both") key.add("target", o.target);
+  if (o.basis != "inference") key.add("basis", o.basis);
+  if (!o.noRerunFaults) key.add("rerun_faults", "1").add("max_recoveries", o.maxRecoveries);
   return addInputSettings(key, o.analysis).text();
 }
 
@@ -583,6 +587,13 @@ save::CampaignOptions campaignOptions(const SaveCampaignOptions& o) {
   for (const std::string& s : splitList(o.schemes)) co.schemes.push_back(save::schemeFromName(s));
   if (co.flips.empty() || co.schemes.empty()) throw std::invalid_argument("--flips and --schemes must not be empty");
   co.faults.pattern = save::patternFromName(o.pattern);
+  co.faults.target = save::targetFromName(o.target);
+  if (o.basis != "inference" && o.basis != "memory")
+    throw std::invalid_argument("unknown --basis '" + o.basis + "'; valid: inference, memory");
+  co.sameRatePerByte = o.basis == "memory";
+  co.faults.duringReruns = !o.noRerunFaults;
+  if (o.maxRecoveries < 1 || o.maxRecoveries > 100) throw std::invalid_argument("--max-recoveries must be 1..100");
+  co.faults.maxRecoveries = o.maxRecoveries;
   if (o.bits < 1 || o.bits > 32) throw std::invalid_argument("--bits must be 1..32");
   co.faults.bitsPerFault = o.bits;
   co.images = o.images;
@@ -612,6 +623,12 @@ void printCampaignJson(const save::Graph& g, const save::Selection& sel, const s
   for (const save::CampaignPoint& p : r.points) {
     j.beginObject().field("scheme", save::schemeName(p.scheme)).field("flips", p.flips).field("accuracy", p.accuracy);
     j.field("error_rate", p.errorRate).field("detections", p.stats.detections).field("recoveries", p.stats.recoveries);
+    j.field("silent", p.silent).field("faults", p.stats.faults).field("weight_repairs", p.stats.weightRepairs);
+    j.field("range_violations", p.stats.rangeViolations).field("recompute_mismatches", p.stats.recomputeMismatches);
+    j.field("checksum_mismatches", p.stats.checksumMismatches).field("ecc_corrected", p.stats.eccCorrected);
+    j.field("ecc_detected_uncorrectable", p.stats.eccUncorrectable).field("ecc_failures", p.stats.eccFailures);
+    j.field("ecc_missed", p.stats.eccMissed).field("rerun_steps", p.stats.rerunSteps).field("rerun_faults", p.stats.rerunFaults);
+    j.field("unrecovered", p.stats.unrecovered);
     double ratio = 1;
     for (const save::SchemeLatency& l : r.latency)
       if (l.scheme == p.scheme) ratio = l.ratio;
@@ -673,6 +690,27 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
               (unsigned long long)detections, (unsigned long long)recoveries);
   if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
   std::printf("\n");
+  // which mechanism caught what, per point, and what got through silently
+  std::printf("\nwhat caught the faults (detections per mechanism; silent: predictions changed with nothing detected):\n");
+  std::printf("%-8s %7s %9s %8s %8s %8s %8s %9s %8s %8s %7s\n", "scheme", "flips", "faults", "weights", "range", "recomp",
+              "ecc-fix", "ecc-fail", "reruns", "rerun-f", "silent");
+  for (const save::CampaignPoint& p : r.points) {
+    if (p.scheme == save::Scheme::Tmr || p.scheme == save::Scheme::Ranger || p.scheme == save::Scheme::None) {
+      if (p.scheme == save::Scheme::None) continue;
+    }
+    std::printf("%-8s %7lld %9llu %8llu %8llu %8llu %8llu %9llu %8llu %8llu %7lld\n", save::schemeName(p.scheme),
+                (long long)p.flips, (unsigned long long)p.stats.faults, (unsigned long long)p.stats.weightRepairs,
+                (unsigned long long)p.stats.rangeViolations,
+                (unsigned long long)(p.stats.recomputeMismatches + p.stats.checksumMismatches),
+                (unsigned long long)p.stats.eccCorrected, (unsigned long long)p.stats.eccFailures,
+                (unsigned long long)p.stats.recoveries, (unsigned long long)p.stats.rerunFaults, (long long)p.silent);
+  }
+  std::printf("fault model: %s faults of %d bit(s) on %s, %s; reruns %s; SAVE gives up after %d reruns (%s)\n",
+              o.pattern.c_str(), o.bits, o.target == "both" ? "weights and activations" : o.target.c_str(),
+              o.basis == "memory" ? "the same rate per byte of each scheme's unreliable memory (flips: the unprotected run's)"
+                                  : "the same flips per inference for every scheme",
+              o.noRerunFaults ? "meet no new faults" : "meet new faults at the same rate per layer step", o.maxRecoveries,
+              "docs/save.md");
 }
 
 }  // namespace

@@ -104,6 +104,10 @@ struct SaveCampaignOptions {
   std::string shard = "0/1";
   std::string verifier = "auto";
   bool agreement = false;  // score against the fault-free prediction instead of the labels (untrained models)
+  std::string target = "both";  // faults on weights, activations or both
+  std::string basis = "inference";  // "inference": the same flips per inference; "memory": the same rate per byte
+  bool noRerunFaults = false;    // reruns meet no new faults (the first round's model)
+  int maxRecoveries = 3;
   bool quiet = false;
   MpiOptions mpi;
 };

@@ -245,9 +245,20 @@ int main(int argc, char** argv) {
   campaignCmd->add_option("--images", campaign.images, "Test images per point")->capture_default_str();
   campaignCmd->add_option("--flips", campaign.flips, "Faults per inference, comma-separated")->capture_default_str();
   campaignCmd->add_option("--schemes", campaign.schemes, "Schemes, comma-separated")->capture_default_str();
-  campaignCmd->add_option("--pattern", campaign.pattern, "random, consecutive or region")->capture_default_str();
+  campaignCmd->add_option("--pattern", campaign.pattern, "random, consecutive, region, adjacent (two neighbouring bits of a word) or burst (one 256-word tile)")->capture_default_str();
   campaignCmd->add_option("--bits", campaign.bits, "Bits per fault (1: single-bit)")->capture_default_str();
   campaignCmd->add_option("--seed", campaign.seed, "Seed of the faults")->capture_default_str();
+  campaignCmd->add_option("--target", campaign.target, "Where faults land: both, weights or activations")
+      ->capture_default_str();
+  campaignCmd->add_option("--basis", campaign.basis,
+                          "inference: every scheme gets --flips faults per inference; memory: --flips is the unprotected "
+                          "run's count and each scheme gets the same rate per byte of its own unreliable memory")
+      ->capture_default_str();
+  campaignCmd->add_flag("--no-rerun-faults", campaign.noRerunFaults,
+                        "Reruns meet no new faults (by default faults arrive at the same rate per layer step during "
+                        "a recovery's rerun)");
+  campaignCmd->add_option("--max-recoveries", campaign.maxRecoveries,
+                          "SAVE: reruns of one inference before it counts as unrecovered")->capture_default_str();
   campaignCmd->add_flag("--agreement", campaign.agreement,
                         "Score top-1 agreement with the fault-free prediction instead of accuracy on the labels "
                         "(for a model with random or untrained weights)");

@@ -76,15 +76,21 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const i
       p.flips = flips;
       FaultModel m = o.faults;
       m.flips = flips;
+      if (o.sameRatePerByte && s != Scheme::Tmr)  // TMR's three runs each hold the unprotected memory
+        m.flips = int64_t(std::llround(double(flips) * double(runner.unreliableWords(s)) /
+                                       double(std::max<int64_t>(1, runner.unreliableWords(Scheme::None)))));
       const double start = now();
       int64_t right = 0, changed = 0;
       for (int64_t b = 0; b < batches; ++b) {
+        const uint64_t flagged = p.stats.detections + p.stats.eccFailures;
         const std::vector<int> pred =
             runner.infer(images + b * o.batch * inputSize, s, m, pointSeed(o.seed, s, flips, b), p.stats);
+        const bool quiet = p.stats.detections + p.stats.eccFailures == flagged;
         for (int64_t i = 0; i < o.batch; ++i) {
           const int64_t at = b * o.batch + i;
           right += pred[std::size_t(i)] == labels[at];
           changed += pred[std::size_t(i)] != clean[std::size_t(at)];
+          p.silent += quiet && pred[std::size_t(i)] != clean[std::size_t(at)];
         }
       }
       p.accuracy = double(right) / double(o.images);

@@ -18,6 +18,10 @@ struct CampaignOptions {
   std::vector<int64_t> flips = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<Scheme> schemes = {Scheme::None, Scheme::Save, Scheme::Tmr, Scheme::Ranger, Scheme::Ecc};
   FaultModel faults;  // pattern and bits per fault; `flips` is set per point
+  // false: every scheme receives `flips` faults per inference (the same flips per inference);
+  // true: `flips` is the unprotected scheme's count, and each scheme receives its share of that
+  // rate per word of its own unreliable memory (the same fault rate per byte)
+  bool sameRatePerByte = false;
   int64_t images = 1000, batch = 100;
   uint64_t seed = 1;
   int shardIndex = 0, shardCount = 1;
@@ -29,6 +33,9 @@ struct CampaignPoint {
   int64_t flips = 0;
   double accuracy = 0;   // top-1 on the test images
   double errorRate = 0;  // share of predictions that differ from the fault-free ones
+  // predictions that differ from the fault-free ones in inferences where nothing was detected
+  // (no SAVE check fired, no ECC double error): silent corruptions
+  int64_t silent = 0;
   RunStats stats;
   double seconds = 0;
 };

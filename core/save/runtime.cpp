@@ -39,6 +39,7 @@ RunStats& RunStats::operator+=(const RunStats& o) {
   faults += o.faults;
   detections += o.detections;
   weightRepairs += o.weightRepairs;
+  weightQuietRepairs += o.weightQuietRepairs;
   rangeViolations += o.rangeViolations;
   recomputeMismatches += o.recomputeMismatches;
   recoveries += o.recoveries;
@@ -47,6 +48,11 @@ RunStats& RunStats::operator+=(const RunStats& o) {
   checksums += o.checksums;
   eccCorrected += o.eccCorrected;
   eccUncorrectable += o.eccUncorrectable;
+  eccFailures += o.eccFailures;
+  eccMissed += o.eccMissed;
+  rerunSteps += o.rerunSteps;
+  rerunFaults += o.rerunFaults;
+  unrecovered += o.unrecovered;
   return *this;
 }
 
@@ -62,7 +68,16 @@ FaultPattern patternFromName(const std::string& name) {
   if (name == "random") return FaultPattern::Random;
   if (name == "consecutive") return FaultPattern::Consecutive;
   if (name == "region") return FaultPattern::Region;
-  throw SaveError("unknown fault pattern '" + name + "' (patterns: random, consecutive, region)");
+  if (name == "adjacent") return FaultPattern::Adjacent;
+  if (name == "burst") return FaultPattern::Burst;
+  throw SaveError("unknown fault pattern '" + name + "' (patterns: random, consecutive, region, adjacent, burst)");
+}
+
+FaultTarget targetFromName(const std::string& name) {
+  if (name == "both") return FaultTarget::Both;
+  if (name == "weights") return FaultTarget::Weights;
+  if (name == "activations") return FaultTarget::Activations;
+  throw SaveError("unknown fault target '" + name + "' (targets: both, weights, activations)");
 }
 
 // One long-lived thread that runs the verifications of a run in order, behind the inference.
@@ -356,9 +371,22 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
   // The weights this layer used, against the host's clean copy (a DMA copy back on a GPU).
+  // A change that the bit classes call robust (the selection's criterion: below tau, or unable to
+  // move the logits by more than epsilon) is rewritten from the host's copy without a rerun; any
+  // other one makes the layer rerun.
   if (hasWeights(n) && (work_.nodes[std::size_t(v)].weight != n.weight || work_.nodes[std::size_t(v)].bias != n.bias)) {
-    ++stats.weightRepairs;
-    return true;
+    const Node& used = work_.nodes[std::size_t(v)];
+    bool harmful = false;
+    for (std::size_t i = 0; i < n.weight.size() + n.bias.size() && !harmful; ++i) {
+      const float clean = i < n.weight.size() ? n.weight[i] : n.bias[i - n.weight.size()];
+      const float now = i < n.weight.size() ? used.weight[i] : used.bias[i - n.weight.size()];
+      if (bitsOf(clean) != bitsOf(now)) harmful = !weightChangeRobust(sel_, v, i, clean, now);
+    }
+    if (harmful) {
+      ++stats.weightRepairs;
+      return true;
+    }
+    ++stats.weightQuietRepairs;
   }
   const std::vector<float>& x = act[std::size_t(v)];
   // Every element is checked, in one vectorisable pass per image: elements in reliable memory
@@ -439,34 +467,68 @@ bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector
 std::vector<ProtectedRunner::Fault> ProtectedRunner::drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const {
   std::vector<Fault> out;
   if (m.flips <= 0) return out;
-  const uint64_t total = uint64_t(unreliableWords(scheme));
+  // the targeted part of the unreliable space: [first, first + total)
+  const uint64_t all = uint64_t(unreliableWords(scheme)), weights = uint64_t(weightWords_);
+  const uint64_t first = m.target == FaultTarget::Activations ? weights : 0;
+  const uint64_t total = m.target == FaultTarget::Weights ? weights : m.target == FaultTarget::Activations ? all - weights : all;
+  if (total == 0) return out;
   std::mt19937_64 rng(seed);
   auto mask = [&] {
+    if (m.pattern == FaultPattern::Adjacent) return uint32_t(3) << (rng() % 31);  // two neighbouring bits
     uint32_t bits = 0;
     const int want = std::clamp(m.bitsPerFault, 1, 32);
     while (__builtin_popcount(bits) < want) bits |= uint32_t(1) << (rng() % 32);
     return bits;
   };
   const uint64_t n = uint64_t(m.flips);
-  if (m.pattern == FaultPattern::Random) {
-    for (uint64_t k = 0; k < n; ++k) out.push_back({rng() % total, mask()});
+  if (m.pattern == FaultPattern::Random || m.pattern == FaultPattern::Adjacent) {
+    for (uint64_t k = 0; k < n; ++k) out.push_back({first + rng() % total, mask()});
   } else if (m.pattern == FaultPattern::Consecutive) {  // virtually consecutive words
     const uint64_t start = total > n ? rng() % (total - n + 1) : 0;
-    for (uint64_t k = 0; k < n; ++k) out.push_back({(start + k) % total, mask()});
-  } else {  // a physically contiguous region takes them all
-    const uint64_t window = std::min<uint64_t>(total, uint64_t(std::max<int64_t>(1, m.regionWords)));
+    for (uint64_t k = 0; k < n; ++k) out.push_back({first + (start + k) % total, mask()});
+  } else {  // a physically contiguous region (a burst: one tile) takes them all
+    const int64_t length = m.pattern == FaultPattern::Burst ? 256 : m.regionWords;
+    const uint64_t window = std::min<uint64_t>(total, uint64_t(std::max<int64_t>(1, length)));
     const uint64_t start = rng() % (total - window + 1);
-    for (uint64_t k = 0; k < n; ++k) out.push_back({start + rng() % window, mask()});
+    for (uint64_t k = 0; k < n; ++k) out.push_back({first + start + rng() % window, mask()});
   }
   return out;
 }
 
+ProtectedRunner::Place ProtectedRunner::locate(uint64_t word, Scheme scheme) const {
+  Place p;
+  if (word < uint64_t(weightWords_)) {
+    p.weight = true;
+    p.node = std::size_t(std::upper_bound(weightOffset_.begin(), weightOffset_.end(), int64_t(word)) - weightOffset_.begin() - 1);
+    p.index = int64_t(word) - weightOffset_[p.node];
+    return p;
+  }
+  int64_t rest = int64_t(word) - weightWords_;
+  for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
+    const int64_t here = scheme == Scheme::Save ? batch_ * int64_t(unreliableIndex_[v].size()) : activationWords_[v];
+    if (rest < here) {
+      p.node = v;
+      if (scheme == Scheme::Save) {
+        const int64_t per = int64_t(unreliableIndex_[v].size());
+        p.index = (rest / per) * g_.nodes[v].size() + unreliableIndex_[v][std::size_t(rest % per)];
+      } else {
+        p.index = rest;
+      }
+      return p;
+    }
+    rest -= here;
+  }
+  throw SaveError("internal: a fault outside the unreliable memory");
+}
+
 std::vector<int> ProtectedRunner::infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed,
                                         RunStats& stats) {
-  if (scheme != Scheme::Tmr) return run(images, scheme, drawFaults(scheme, faults, seed), stats);
+  if (scheme != Scheme::Tmr) return run(images, scheme, drawFaults(scheme, faults, seed), faults, seed, stats);
   std::vector<std::vector<int>> votes;
-  for (uint64_t r = 0; r < 3; ++r)
-    votes.push_back(run(images, Scheme::None, drawFaults(Scheme::None, faults, seed * 3 + r + 1), stats));
+  for (uint64_t r = 0; r < 3; ++r) {
+    const uint64_t own = seed * 3 + r + 1;
+    votes.push_back(run(images, Scheme::None, drawFaults(Scheme::None, faults, own), faults, own, stats));
+  }
   std::vector<int> out(static_cast<std::size_t>(batch_));
   for (std::size_t s = 0; s < out.size(); ++s)
     out[s] = votes[1][s] == votes[2][s] ? votes[1][s] : votes[0][s];  // two of three agree, else the first
@@ -474,8 +536,9 @@ std::vector<int> ProtectedRunner::infer(const float* images, Scheme scheme, cons
 }
 
 std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const std::vector<Fault>& faultList,
-                                      RunStats& stats) {
-  // ECC: bits flipped in one word combine; a word left with one flipped bit is corrected.
+                                      const FaultModel& model, uint64_t seed, RunStats& stats) {
+  // ECC: bits flipped in one word combine; a word left with one flipped bit is corrected, one with
+  // two is a detected uncorrectable error that fails the inference, one with more keeps its corruption.
   std::map<uint64_t, uint32_t> words;
   for (const Fault& f : faultList) words[f.word] ^= f.mask;
   Graph& work = work_;  // weights in unreliable memory; g_ holds the host's clean copy
@@ -484,39 +547,43 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
     work.nodes[v].bias = g_.nodes[v].bias;
   }
   faultedWeights_.clear();
+  bool failed = false;  // ECC: a detected double error
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> activationFaults(g_.nodes.size());
+  auto place = [&](uint64_t word, uint32_t mask, std::size_t from) {  // a fault on the buffers of nodes >= from
+    const Place p = locate(word, scheme);
+    if (p.node < from) return false;
+    if (p.weight) {
+      Node& n = work.nodes[p.node];
+      faultedWeights_.push_back(p.node);
+      flip(p.index < int64_t(n.weight.size()) ? n.weight[std::size_t(p.index)]
+                                              : n.bias[std::size_t(p.index - int64_t(n.weight.size()))],
+           mask);
+    } else {
+      activationFaults[p.node].push_back({p.index, mask});
+    }
+    return true;
+  };
   for (const auto& [word, mask] : words) {
     if (mask == 0) continue;
     ++stats.faults;
-    if (scheme == Scheme::Ecc && __builtin_popcount(mask) == 1) {
-      ++stats.eccCorrected;
-      continue;
-    }
-    if (scheme == Scheme::Ecc) ++stats.eccUncorrectable;
-    if (word < uint64_t(weightWords_)) {
-      const std::size_t v = std::size_t(std::upper_bound(weightOffset_.begin(), weightOffset_.end(), int64_t(word)) -
-                                        weightOffset_.begin() - 1);
-      Node& n = work.nodes[v];
-      faultedWeights_.push_back(v);
-      const int64_t at = int64_t(word) - weightOffset_[v];
-      flip(at < int64_t(n.weight.size()) ? n.weight[std::size_t(at)] : n.bias[std::size_t(at - int64_t(n.weight.size()))],
-           mask);
-      continue;
-    }
-    int64_t rest = int64_t(word) - weightWords_;
-    for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
-      const int64_t here = scheme == Scheme::Save ? batch_ * int64_t(unreliableIndex_[v].size()) : activationWords_[v];
-      if (rest < here) {
-        if (scheme == Scheme::Save) {
-          const int64_t per = int64_t(unreliableIndex_[v].size());
-          activationFaults[v].push_back({(rest / per) * g_.nodes[v].size() + unreliableIndex_[v][std::size_t(rest % per)], mask});
-        } else {
-          activationFaults[v].push_back({rest, mask});
-        }
-        break;
+    if (scheme == Scheme::Ecc) {
+      const int bits = __builtin_popcount(mask);
+      if (bits == 1) {
+        ++stats.eccCorrected;
+        continue;
       }
-      rest -= here;
+      if (bits == 2) {
+        ++stats.eccUncorrectable;
+        failed = true;
+        continue;
+      }
+      ++stats.eccMissed;
     }
+    place(word, mask, 0);
+  }
+  if (failed) {
+    ++stats.eccFailures;
+    return std::vector<int>(static_cast<std::size_t>(batch_), -1);
   }
 
   std::vector<std::vector<float>>& act = act_;  // kept between runs: no page faults for fresh buffers
@@ -524,21 +591,19 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   act[0].assign(images, images + batch_ * g_.nodes[0].size());
   if (scheme == Scheme::Save && !verifier_) verifier_ = std::make_unique<Verifier>();
   RunStats verifyStats;  // written by the verifying thread only
-  auto repair = [&](int v) {  // recompute a tensor from its verified inputs and clean weights
-    std::vector<const float*> in;
-    for (int i : g_.nodes[std::size_t(v)].inputs) in.push_back(act[std::size_t(i)].data());
-    runNode(g_, v, in, batch_, act[std::size_t(v)].data());
-  };
-  for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
+  auto step = [&](std::size_t v) {  // one layer step: the op on the weights in memory, then its faults
     const Node& n = g_.nodes[v];
-    const int64_t size = n.size();
     std::vector<const float*> in;
     for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
-    act[v].resize(std::size_t(batch_ * size));
+    act[v].resize(std::size_t(batch_ * n.size()));
     runNode(work, int(v), in, batch_, act[v].data());
     for (const auto& [element, mask] : activationFaults[v]) flip(act[v][std::size_t(element)], mask);
+  };
+  for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
+    step(v);
     if (scheme == Scheme::Ranger) {  // clamp to the profiled bounds
       const NodeRange& r = profiled_[v];
+      const int64_t size = g_.nodes[v].size();
       for (int64_t s = 0; s < batch_; ++s)
         for (int64_t i = 0; i < size; ++i) {
           float& x = act[v][std::size_t(s * size + i)];
@@ -552,15 +617,46 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   }
   if (scheme == Scheme::Save) {
     const std::vector<int> detected = verifier_->drain();
+    stats += verifyStats;
     if (!detected.empty()) {
-      // Restart from the first interrupted layer with clean data and the host's weights: its
-      // inputs passed their checks, and the faults struck the buffers written before.
+      // Restart from the first interrupted layer: its inputs passed their checks. The weights are
+      // rewritten from the host's copy; the rerun meets new faults at the same rate per layer
+      // step, and is checked again.
       stats.detections += detected.size();
-      ++stats.recoveries;
-      for (std::size_t u = std::size_t(detected.front()); u < g_.nodes.size(); ++u) repair(int(u));
+      std::size_t first = std::size_t(detected.front());
+      const std::size_t steps = g_.nodes.size() - 1;
+      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 77);
+      for (int attempt = 0;; ++attempt) {
+        ++stats.recoveries;
+        for (std::size_t v : faultedWeights_) {
+          work.nodes[v].weight = g_.nodes[v].weight;
+          work.nodes[v].bias = g_.nodes[v].bias;
+        }
+        faultedWeights_.clear();
+        for (auto& f : activationFaults) f.clear();
+        const std::size_t rerun = steps - first + 1;
+        stats.rerunSteps += rerun;
+        if (model.duringReruns && model.flips > 0) {
+          std::poisson_distribution<int64_t> arrivals(double(model.flips) * double(rerun) / double(steps));
+          FaultModel more = model;
+          more.flips = arrivals(rng);
+          for (const Fault& f : drawFaults(scheme, more, rng()))  // those on what the rerun reads or writes act
+            stats.rerunFaults += place(f.word, f.mask, first);
+        }
+        std::size_t bad = 0;
+        for (std::size_t v = first; v < g_.nodes.size(); ++v) step(v);
+        for (std::size_t v = first; v < g_.nodes.size() && !bad; ++v)
+          if (verify(int(v), act, stats)) bad = v;
+        if (!bad) break;
+        ++stats.detections;
+        if (attempt + 1 >= model.maxRecoveries) {
+          ++stats.unrecovered;
+          break;
+        }
+        first = bad;
+      }
     }
   }
-  stats += verifyStats;  // the verifier counts what it checked; detections are counted above
   std::vector<int> out(static_cast<std::size_t>(batch_));
   const std::vector<float>& logits = act[std::size_t(g_.output)];
   const int64_t classes = g_.nodes[std::size_t(g_.output)].size();

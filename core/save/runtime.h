@@ -6,9 +6,12 @@
 //
 // Memory model. Unreliable memory is every weight and bias, and every activation tensor element
 // that the scheme does not place in reliable memory (which never flips). One inference of a batch
-// receives `flips` faults at 32-bit word addresses drawn over that unreliable space: weight faults
-// are present from the start; an activation fault lands on its tensor right after the op that
-// writes it and before any op reads it.
+// receives `flips` faults at 32-bit word addresses drawn over that unreliable space (or over its
+// weights or its activations only: FaultModel::target): weight faults are present from the start
+// and stay until the weights are rewritten; an activation fault lands on its tensor right after
+// the op that writes it and before any op reads it. Faults arrive at a steady rate per layer step:
+// a recovery's rerun of k of the N layer steps meets Poisson(flips * k / N) new faults, on the
+// weights and the tensors it rewrites (unless FaultModel::duringReruns is off).
 //
 // Schemes:
 //  - none: the faults act;
@@ -16,12 +19,16 @@
 //    tensor is range-checked against the sound ranges,
 //    and its type-2 elements in unreliable memory are recomputed from the op's verified inputs and
 //    compared outside their robust bits. The check of a tensor runs on a second core while the
-//    next layer computes; on a detection the tensor is recomputed from clean data and the
-//    interrupted layer restarts. Tiles are placed in reliable memory by the selection;
+//    next layer computes; on a detection the weights are rewritten from the host's copy and the
+//    inference restarts from the interrupted layer, its rerun checked again (at most
+//    FaultModel::maxRecoveries times; then the inference counts as unrecovered). Tiles are placed
+//    in reliable memory by the selection;
 //  - tmr: three runs, each with its own faults, and a majority vote on each image's prediction;
 //  - ranger: every activation is clamped to profiled (empirical) bounds before it is read;
-//  - ecc: SEC-DED per 32-bit word: a word with one flipped bit is corrected, with two or more it
-//    keeps its corruption (detected but not correctable).
+//  - ecc: SEC-DED per 32-bit word: a word with one flipped bit is corrected; two flipped bits are
+//    detected but not correctable, and the inference fails (a machine-check: every prediction of
+//    the batch counts as wrong); three or more may be miscorrected or missed: the word keeps its
+//    corruption.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,14 +43,23 @@ enum class Scheme { None, Save, Tmr, Ranger, Ecc };
 const char* schemeName(Scheme s);
 Scheme schemeFromName(const std::string& name);  // throws SaveError listing the names
 
-enum class FaultPattern { Random, Consecutive, Region };
+// Random: words anywhere; Consecutive: neighbouring words; Region: one window of regionWords;
+// Adjacent: two neighbouring bits of one word per fault (a multi-cell upset); Burst: every fault in
+// one 256-word window (one 16x16 fp32 tile).
+enum class FaultPattern { Random, Consecutive, Region, Adjacent, Burst };
 FaultPattern patternFromName(const std::string& name);
+
+enum class FaultTarget { Both, Weights, Activations };
+FaultTarget targetFromName(const std::string& name);
 
 struct FaultModel {
   int64_t flips = 0;          // faults per inference of a batch
   FaultPattern pattern = FaultPattern::Random;
   int bitsPerFault = 1;       // 1: single-bit; more: that many distinct bits of one word
   int64_t regionWords = 4096; // Region: all faults fall in one window this long
+  FaultTarget target = FaultTarget::Both;
+  bool duringReruns = true;   // a rerun meets new faults at the same rate per layer step
+  int maxRecoveries = 3;      // SAVE: reruns of one inference before it counts as unrecovered
 };
 
 // How SAVE checks the type-2 elements of a linear or conv output: by recomputing them in fp32
@@ -70,10 +86,13 @@ struct VerifierChoice {
 struct RunStats {
   uint64_t faults = 0;          // words hit
   uint64_t detections = 0;      // SAVE: weight mismatches, range violations, recomputation mismatches
+  uint64_t weightQuietRepairs = 0;  // SAVE: weight changes the bit classes call robust, rewritten without a rerun
   uint64_t weightRepairs = 0, rangeViolations = 0, recomputeMismatches = 0, recoveries = 0;
   uint64_t recomputed = 0;      // SAVE: type-2 elements recomputed
   uint64_t checksumMismatches = 0, checksums = 0;  // SAVE with ABFT: failed and performed column checks
-  uint64_t eccCorrected = 0, eccUncorrectable = 0;
+  uint64_t eccCorrected = 0, eccUncorrectable = 0;  // ECC: single-bit words corrected, double-bit words detected
+  uint64_t eccFailures = 0, eccMissed = 0;  // ECC: inferences failed by a detected double error; words of 3+ bits kept
+  uint64_t rerunSteps = 0, rerunFaults = 0, unrecovered = 0;  // SAVE: layer steps rerun, faults they met, given up
   RunStats& operator+=(const RunStats& o);
 };
 
@@ -105,7 +124,16 @@ class ProtectedRunner {
     uint32_t mask;
   };
   std::vector<Fault> drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const;
-  std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, RunStats& stats);
+  std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, const FaultModel& model,
+                       uint64_t seed, RunStats& stats);
+  // Where a word of the scheme's unreliable space lies: a weight (node, index into weights then
+  // biases) or an activation (node, element of the batch's tensor).
+  struct Place {
+    bool weight = false;
+    std::size_t node = 0;
+    int64_t index = 0;
+  };
+  Place locate(uint64_t word, Scheme scheme) const;
   // SAVE's check of one tensor; true on a detection. Runs on a second thread, overlapped with the
   // next layer (as SAVE overlaps the CPU's checks with the GPU's next kernel).
   bool verify(int node, const std::vector<std::vector<float>>& act, RunStats& stats);

@@ -167,6 +167,20 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   return s;
 }
 
+bool weightChangeRobust(const Selection& s, int node, std::size_t index, float clean, float now) {
+  const double change = std::fabs(double(now) - double(clean));
+  if (!std::isfinite(change)) return false;  // NaN or infinity reaches the logits
+  if (!s.sensitivity) {  // the value criterion: a move below tau that only mantissa bits made
+    uint32_t a, b;
+    std::memcpy(&a, &clean, 4);
+    std::memcpy(&b, &now, 4);
+    return ((a ^ b) >> 23) == 0 && change < s.options.tau;
+  }
+  const double allowed = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)),
+                                       s.sensitivity->weight.at(std::size_t(node)).at(index), s.options.epsilon);
+  return change < allowed;
+}
+
 bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit) {
   if (!s.sensitivity) return (classifyWeightBits(value, s.options.tau).robust >> bit) & 1;
   uint32_t b;
@@ -174,11 +188,7 @@ bool weightBitRobust(const Selection& s, int node, std::size_t index, float valu
   b ^= uint32_t(1) << bit;
   float flipped;
   std::memcpy(&flipped, &b, 4);
-  const double change = std::fabs(double(flipped) - double(value));
-  if (!std::isfinite(change)) return false;  // NaN or infinity reaches the logits
-  const double allowed = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)),
-                                       s.sensitivity->weight.at(std::size_t(node)).at(index), s.options.epsilon);
-  return change < allowed;
+  return weightChangeRobust(s, node, index, value, flipped);
 }
 
 }  // namespace peat::save

@@ -72,6 +72,8 @@ struct Selection {
 // under the selection's criterion (value: the weight's own move below tau; output: the logits'
 // move below epsilon through the layer's sensitivity).
 bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit);
+// The same for any change of that weight from `clean` to `now` (several bits at once).
+bool weightChangeRobust(const Selection& s, int node, std::size_t index, float clean, float now);
 
 // Throws SaveError for an input range that is empty or has a NaN, a non-positive tile, tau or
 // batch, and a budget smaller than one tile.
