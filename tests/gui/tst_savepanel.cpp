@@ -122,7 +122,8 @@ void TestSavePanel::campaignLinesPerScheme() {
       QCOMPARE(plot->graph(g)->data()->at(i)->value, 100 * it->accuracy[std::size_t(i)]);
     }
   }
-  // the campaign's point: at 4096 flips SAVE keeps its accuracy where no protection loses it
+  // the campaign's point (the first round's fault model, --no-rerun-faults in the fixture): at 4096
+  // flips SAVE keeps its accuracy where no protection loses it
   const auto find = [&](const char* s) { return *std::find_if(c.series.begin(), c.series.end(), [&](const auto& x) { return x.scheme == s; }); };
   QVERIFY(find("save").accuracy.back() > find("none").accuracy.back() + 0.2);
   shoot(QStringLiteral("campaign"));
