@@ -76,18 +76,7 @@ class Builder {
     return v;
   }
   int avgPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding) {
-    const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
-    if (s.size() != 3 || k < 1 || stride < 1 || padding < 0 || padding >= k)
-      throw SaveError("average pool '" + name + "' needs a [C, H, W] input and 0 <= padding < kernel");
-    Node n;
-    n.op = Op::AvgPool2d;
-    n.name = name;
-    n.inputs = {x};
-    n.kernel = k;
-    n.stride = stride;
-    n.padding = padding;
-    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
-    return add(std::move(n));
+    return window(Op::AvgPool2d, "average pool '", name, x, k, stride, padding);
   }
   int batchNorm(const std::string& name, int x, double eps = 1e-5) {
     const int64_t c = g_.nodes[std::size_t(x)].shape[0];
@@ -193,17 +182,7 @@ class Builder {
     }
   }
   int maxPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding = 0) {
-    if (padding < 0 || padding >= k) throw SaveError("max-pool '" + name + "' needs 0 <= padding < kernel");
-    const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
-    Node n;
-    n.op = Op::MaxPool2d;
-    n.name = name;
-    n.inputs = {x};
-    n.kernel = k;
-    n.stride = stride;
-    n.padding = padding;
-    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
-    return add(std::move(n));
+    return window(Op::MaxPool2d, "max-pool '", name, x, k, stride, padding);
   }
   int flatten(const std::string& name, int x) {
     Node n;
@@ -238,6 +217,21 @@ class Builder {
   }
 
  private:
+  // A pooling window op (max or average) of kernel k over a [C, H, W] input.
+  int window(Op op, const char* what, const std::string& name, int x, int64_t k, int64_t stride, int64_t padding) {
+    const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
+    if (s.size() != 3 || k < 1 || stride < 1 || padding < 0 || padding >= k)
+      throw SaveError(what + name + "' needs a [C, H, W] input and 0 <= padding < kernel");
+    Node n;
+    n.op = op;
+    n.name = name;
+    n.inputs = {x};
+    n.kernel = k;
+    n.stride = stride;
+    n.padding = padding;
+    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
+    return add(std::move(n));
+  }
   int add(Node n) {
     g_.nodes.push_back(std::move(n));
     return int(g_.nodes.size()) - 1;
