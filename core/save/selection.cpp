@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 namespace peat::save {
 
@@ -53,6 +54,13 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   struct TileRef {
     std::size_t layer, tile;
     float share;
+    double work;  // multiply-adds per image to recompute the tile's type-2 elements
+  };
+  // Recomputing one element: a linear or conv output costs its taps (plus the bias), anything else one op.
+  auto elementCost = [&](const Node& n) {
+    if (n.op == Op::Linear) return double(n.weight.size() / std::size_t(n.features()) + 1);
+    if (n.op == Op::Conv2d) return double(n.weight.size() / std::size_t(n.shape[0]) + 1);
+    return 1.0;
   };
   std::vector<TileRef> ranked;
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
@@ -101,7 +109,8 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     l.tileReliable.assign(tileType2.size(), 0);
     for (std::size_t t = 0; t < tileType2.size(); ++t) {
       l.tileShare[t] = float(double(tileType2[t]) / double(tileCount[t]));
-      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t]});
+      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t], double(tileType2[t]) * elementCost(n)});
+      s.recomputeAllWork += double(tileType2[t]) * elementCost(n);
     }
     s.totalTiles += int64_t(tileType2.size());
     s.type2Elements += l.type2;
@@ -131,9 +140,11 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   for (std::size_t v = steps; v-- > 1;)
     if (inPlaceOf[v] > 0) end[std::size_t(inPlaceOf[v])] = std::max(end[std::size_t(inPlaceOf[v])], end[v]);
   for (LayerSelection& l : s.layers) l.inPlace = inPlaceOf[std::size_t(l.node)] > 0;
-  // The highest type-2 shares first (ties: earlier layers first), each tile while the reliable
-  // memory in use during its lifetime leaves room for it.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) { return a.share > b.share; });
+  // The highest type-2 shares first (ties: the most recomputation work first, then earlier layers),
+  // each tile while the reliable memory in use during its lifetime leaves room for it.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) {
+    return a.share != b.share ? a.share > b.share : a.work > b.work;
+  });
   // The working set: every tile of every tensor, over its lifetime (in-place outputs reuse theirs).
   std::vector<int64_t> all(steps, 0);
   for (const LayerSelection& l : s.layers) {
@@ -147,22 +158,46 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     throw SaveError("the reliable-memory budget (" + std::to_string(s.budgetBytes) + " bytes" +
                     (o.budgetShare > 0 ? ", " + std::to_string(100 * o.budgetShare) + "% of the working set" : std::string()) +
                     ") is smaller than one tile (" + std::to_string(s.tileBytes) + " bytes)");
-  std::vector<int64_t> used(steps, 0);
-  for (const TileRef& t : ranked) {
-    const std::size_t v = std::size_t(s.layers[t.layer].node);
-    if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
-    const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
-    if (peak + s.tileBytes > s.budgetBytes) continue;
-    s.layers[t.layer].tileReliable[t.tile] = 1;
-    for (std::size_t k = v; k <= end[v]; ++k) used[k] += s.tileBytes;
-    ++s.reliableTiles;
-  }
-  for (std::size_t v = 1; v < steps; ++v)  // in-place outputs share their input's tiles (same shape)
-    if (inPlaceOf[v] > 0) {
-      s.layers[v - 1].tileReliable = s.layers[std::size_t(inPlaceOf[v]) - 1].tileReliable;
-      for (uint8_t r : s.layers[v - 1].tileReliable) s.reliableTiles += r;
+  // Places tiles in `order` while they fit (in-place outputs share their input's tiles, same shape);
+  // returns the placement and sets the peak of reliable memory in use.
+  auto place = [&](const std::vector<TileRef>& order, int64_t& peakUsed) {
+    std::vector<std::vector<uint8_t>> reliable(s.layers.size());
+    for (std::size_t k = 0; k < s.layers.size(); ++k) reliable[k].assign(s.layers[k].tileReliable.size(), 0);
+    std::vector<int64_t> used(steps, 0);
+    for (const TileRef& t : order) {
+      const std::size_t v = std::size_t(s.layers[t.layer].node);
+      if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
+      const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
+      if (peak + s.tileBytes > s.budgetBytes) continue;
+      reliable[t.layer][t.tile] = 1;
+      for (std::size_t k = v; k <= end[v]; ++k) used[k] += s.tileBytes;
     }
-  s.reliableBytes = *std::max_element(used.begin(), used.end());
+    for (std::size_t v = 1; v < steps; ++v)
+      if (inPlaceOf[v] > 0) reliable[v - 1] = reliable[std::size_t(inPlaceOf[v]) - 1];
+    peakUsed = *std::max_element(used.begin(), used.end());
+    return reliable;
+  };
+  auto workLeft = [&](const std::vector<std::vector<uint8_t>>& reliable) {
+    double left = 0;
+    for (const TileRef& t : ranked) left += reliable[t.layer][t.tile] ? 0.0 : t.work;
+    return left;
+  };
+  int64_t peak = 0;
+  const std::vector<std::vector<uint8_t>> placed = place(ranked, peak);
+  for (std::size_t k = 0; k < s.layers.size(); ++k) {
+    s.layers[k].tileReliable = placed[k];
+    for (uint8_t r : placed[k]) s.reliableTiles += r;
+  }
+  s.recomputeWork = workLeft(placed);
+  // the same budget filled in a random order (the mean of 5 seeded shuffles): what the ranking buys
+  std::vector<TileRef> shuffled = ranked;
+  std::mt19937_64 rng(12345);
+  for (int k = 0; k < 5; ++k) {
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    int64_t ignored = 0;
+    s.randomPlacementWork += workLeft(place(shuffled, ignored)) / 5;
+  }
+  s.reliableBytes = peak;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

@@ -64,6 +64,10 @@ struct Selection {
   // against (options.budgetBytes, or budgetShare of the working set).
   int64_t workingSetBytes = 0, budgetBytes = 0;
   int64_t type2Elements = 0, elements = 0;
+  // SAVE's recomputation work per image (multiply-adds for the type-2 elements in unreliable
+  // memory, a linear/conv element costing its taps): with this placement, with the same budget
+  // filled in random order (mean of 5 shuffles), and with no reliable memory at all.
+  double recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;
   double rangeSeconds = 0, seconds = 0;
   std::shared_ptr<const Sensitivity> sensitivity;  // the output criterion's bounds (null for "value")
 };
