@@ -680,6 +680,23 @@ void TestSave::tilesGoToReliableMemoryByShare() {
       for (std::size_t k = v; k <= end[v] && r; ++k) used[k] += s.tileBytes;
   }
   QCOMPARE(*std::max_element(used.begin(), used.end()), s.reliableBytes);
+  // the recomputation work left, counted again from the bit masks and the placement
+  double left = 0, all = 0;
+  for (const save::LayerSelection& l : s.layers) {
+    const save::Node& n = g.nodes[std::size_t(l.node)];
+    const double cost = n.op == save::Op::Linear   ? double(n.weight.size()) / double(n.features()) + 1
+                        : n.op == save::Op::Conv2d ? double(n.weight.size()) / double(n.shape[0]) + 1
+                                                   : 1.0;
+    for (int64_t i = 0; i < l.elements; ++i) {
+      if ((l.robustMask[std::size_t(i)] | l.rangingMask[std::size_t(i)]) == ~0u) continue;  // type 1
+      const std::size_t tile = std::size_t((i / l.cols / 16) * l.tilesAcross + (i % l.cols) / 16);
+      all += cost;
+      if (!l.tileReliable[tile]) left += cost;
+    }
+  }
+  QCOMPARE(s.recomputeAllWork, all);
+  QCOMPARE(s.recomputeWork, left);
+  QVERIFY(s.recomputeWork < s.recomputeAllWork && s.randomPlacementWork <= s.recomputeAllWork);
   for (std::size_t v = 1; v < steps; ++v) {
     const save::LayerSelection& l = s.layers[v - 1];
     if (l.inPlace) continue;
