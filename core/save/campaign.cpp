@@ -77,8 +77,8 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const i
       FaultModel m = o.faults;
       m.flips = flips;
       if (o.sameRatePerByte && s != Scheme::Tmr)  // TMR's three runs each hold the unprotected memory
-        m.flips = int64_t(std::llround(double(flips) * double(runner.unreliableWords(s)) /
-                                       double(std::max<int64_t>(1, runner.unreliableWords(Scheme::None)))));
+        m.flips = int64_t(std::llround(double(flips) * double(runner.unreliableWords(s, m.target)) /
+                                       double(std::max<int64_t>(1, runner.unreliableWords(Scheme::None, m.target)))));
       const double start = now();
       int64_t right = 0, changed = 0;
       for (int64_t b = 0; b < batches; ++b) {

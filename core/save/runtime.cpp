@@ -365,6 +365,11 @@ int64_t ProtectedRunner::unreliableWords(Scheme scheme) const {
   return words;
 }
 
+int64_t ProtectedRunner::unreliableWords(Scheme scheme, FaultTarget target) const {
+  const int64_t all = unreliableWords(scheme);
+  return target == FaultTarget::Weights ? weightWords_ : target == FaultTarget::Activations ? all - weightWords_ : all;
+}
+
 bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, RunStats& stats) {
   // Range check of the unreliable elements, and recomputation of the type-2 ones from the op's
   // (verified) inputs, compared outside their robust bits.
@@ -376,13 +381,10 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   // other one makes the layer rerun.
   if (hasWeights(n) && (work_.nodes[std::size_t(v)].weight != n.weight || work_.nodes[std::size_t(v)].bias != n.bias)) {
     const Node& used = work_.nodes[std::size_t(v)];
-    bool harmful = false;
-    for (std::size_t i = 0; i < n.weight.size() + n.bias.size() && !harmful; ++i) {
-      const float clean = i < n.weight.size() ? n.weight[i] : n.bias[i - n.weight.size()];
-      const float now = i < n.weight.size() ? used.weight[i] : used.bias[i - n.weight.size()];
-      if (bitsOf(clean) != bitsOf(now)) harmful = !weightChangeRobust(sel_, v, i, clean, now);
-    }
-    if (harmful) {
+    std::vector<float> clean = n.weight, now = used.weight;
+    clean.insert(clean.end(), n.bias.begin(), n.bias.end());
+    now.insert(now.end(), used.bias.begin(), used.bias.end());
+    if (!weightChangesRobust(sel_, v, clean, now)) {
       ++stats.weightRepairs;
       return true;
     }
@@ -640,7 +642,7 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
           std::poisson_distribution<int64_t> arrivals(double(model.flips) * double(rerun) / double(steps));
           FaultModel more = model;
           more.flips = arrivals(rng);
-          for (const Fault& f : drawFaults(scheme, more, rng()))  // those on what the rerun reads or writes act
+          for (const Fault& f : drawFaults(scheme, more, rng()))  // those on the weights and tensors it rewrites act
             stats.rerunFaults += place(f.word, f.mask, first);
         }
         std::size_t bad = 0;

@@ -110,6 +110,7 @@ class ProtectedRunner {
   std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
 
   int64_t unreliableWords(Scheme scheme) const;
+  int64_t unreliableWords(Scheme scheme, FaultTarget target) const;  // of the part a fault model targets
   // For comparing verifiers on the same faults: SAVE's check of node `node`'s type-2 elements in
   // unreliable memory (those listed by type2Unreliable) with a given verifier, on activations
   // `act` of a whole batch (true on a detection), and whether a value passes the range check.

@@ -211,9 +211,30 @@ bool weightChangeRobust(const Selection& s, int node, std::size_t index, float c
     std::memcpy(&b, &now, 4);
     return ((a ^ b) >> 23) == 0 && change < s.options.tau;
   }
-  const double allowed = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)),
-                                       s.sensitivity->weight.at(std::size_t(node)).at(index), s.options.epsilon);
+  const std::vector<double>& sens = s.sensitivity->weight.at(std::size_t(node));
+  if (index >= sens.size()) return false;  // batch norm, clip or constant parameters: no bound here
+  const double allowed = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)), sens[index],
+                                       s.options.epsilon);
   return change < allowed;
+}
+
+bool weightChangesRobust(const Selection& s, int node, const std::vector<float>& clean, const std::vector<float>& now) {
+  if (clean.size() != now.size()) return false;
+  if (!s.sensitivity) {  // the value criterion judges each value on its own
+    for (std::size_t i = 0; i < clean.size(); ++i)
+      if (std::memcmp(&clean[i], &now[i], 4) != 0 && !weightChangeRobust(s, node, i, clean[i], now[i])) return false;
+    return true;
+  }
+  // the output criterion: the changes act together, so their moves of the logits add up
+  const std::vector<double>& sens = s.sensitivity->weight.at(std::size_t(node));
+  double total = 0;
+  for (std::size_t i = 0; i < clean.size(); ++i) {
+    if (std::memcmp(&clean[i], &now[i], 4) == 0) continue;
+    const double change = std::fabs(double(now[i]) - double(clean[i]));
+    if (i >= sens.size() || !std::isfinite(change)) return false;
+    total += sens[i] * change;
+  }
+  return total < allowedChange(*s.sensitivity, s.sensitivity->roundingFrom.at(std::size_t(node)), 1.0, s.options.epsilon);
 }
 
 bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit) {

@@ -78,6 +78,10 @@ struct Selection {
 bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit);
 // The same for any change of that weight from `clean` to `now` (several bits at once).
 bool weightChangeRobust(const Selection& s, int node, std::size_t index, float clean, float now);
+// Whether all the changes of node `node`'s parameters (weights then biases) from `clean` to `now`
+// together are robust: each on its own under the value criterion; their summed move of the logits
+// under the output criterion.
+bool weightChangesRobust(const Selection& s, int node, const std::vector<float>& clean, const std::vector<float>& now);
 
 // Throws SaveError for an input range that is empty or has a NaN, a non-positive tile, tau or
 // batch, and a budget smaller than one tile.

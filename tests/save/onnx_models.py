@@ -233,6 +233,10 @@ try:
                          "--json").stdout)
     check(abs(gc["clean_accuracy"] - gacc) < 1e-9,
           f"grouped convs: SAVE's engine and PyTorch agree on 1000 images (accuracy {gc['clean_accuracy']} vs {gacc})")
+    # the output criterion with faults on every parameter (clip bounds too, which have no sensitivity)
+    oc = json.loads(peat("save", "campaign", "-m", grouped, "--criterion", "output", "--epsilon", 1000, "--images", 200,
+                         "--flips", "64", "--schemes", "none,save", "--target", "weights", "--json").stdout)
+    check(len(oc["points"]) == 2, "a campaign under the output criterion with faults on the weights and clip bounds runs")
     # the user's own labelled data: an HDF5 file of raw pixels (here the same images, labelled by hand)
     user = os.path.join(WORK, "user.h5")
     raw28 = pixels[:200].astype(np.float32) / 255.0

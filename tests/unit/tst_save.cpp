@@ -865,6 +865,22 @@ void TestSave::outputCriterionBoundsTheLogits() {
     ++weights;
   }
   QVERIFY(weights == 150);
+  // changes of several weights of one layer act together: each within the allowance, both not
+  {
+    const int node = 4;  // conv2
+    const save::Node& n = g.nodes[std::size_t(node)];
+    QCOMPARE(n.name, std::string("conv2"));
+    const std::vector<double>& sens = sel.sensitivity->weight[std::size_t(node)];
+    const double room = save::allowedChange(*sel.sensitivity, sel.sensitivity->roundingFrom[std::size_t(node)], 1.0, o.epsilon);
+    std::vector<float> params = n.weight;
+    params.insert(params.end(), n.bias.begin(), n.bias.end());
+    std::vector<float> one = params, two = params;
+    one[3] = float(double(params[3]) + 0.6 * room / sens[3]);
+    two[3] = one[3];
+    two[7] = float(double(params[7]) + 0.6 * room / sens[7]);
+    QVERIFY(save::weightChangesRobust(sel, node, params, one));
+    QVERIFY(!save::weightChangesRobust(sel, node, params, two));
+  }
   qInfo("output criterion (epsilon %g, rounding floor %.3g): %d activation flips (%d in exponent or sign bits) and %d weight "
         "flips called robust moved the logits by at most %.3g", o.epsilon, 2 * sel.sensitivity->rounding, activations,
         exponentBits, weights, largest);
