@@ -202,6 +202,15 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
   }
 }
 
+bool isDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string splitSource(const std::string& data, const std::string& split, const std::string& part) {
+  return isDirectory(data) ? data + "/" + split + "_" + part + ".npy" : data + ":/" + split + "/" + part;
+}
+
 FloatTensor readSource(const std::string& spec) {
   // "file.h5:/path": the last ':' followed by '/' separates a dataset path.
   const auto split = spec.rfind(":/");

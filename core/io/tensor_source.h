@@ -79,6 +79,13 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
 // "x.npy" or "x.h5:/group/dataset".
 FloatTensor readSource(const std::string& spec);
 
+// Whether `path` names a directory.
+bool isDirectory(const std::string& path);
+
+// Labelled data as `--data` names it: part "x" or "y" of split "train" or "test" is DATA/SPLIT_PART.npy
+// in a folder, or DATA:/SPLIT/PART in an HDF5 file (a source for readSource).
+std::string splitSource(const std::string& data, const std::string& split, const std::string& part);
+
 // Throws std::invalid_argument unless a golden and a candidate tensor can be compared element by
 // element: the same shape and element type, not empty, and a golden tensor that is not all NaN.
 void checkComparable(const FloatTensor& golden, const FloatTensor& candidate);

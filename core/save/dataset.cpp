@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/save/dataset.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,11 +18,6 @@ std::string shapeText(const std::vector<int64_t>& s) {
   std::string t;
   for (int64_t d : s) t += (t.empty() ? "" : "x") + std::to_string(d);
   return t.empty() ? "a scalar" : t;
-}
-
-bool isDirectory(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::string numberText(double v) {
@@ -113,11 +106,7 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     d.labels.assign(set.labels.begin(), set.labels.begin() + count);  // bytes to classes
     d.name = builtin + " " + shapeText(in);
   } else {
-    const bool dir = isDirectory(spec);
-    auto read = [&](const std::string& part) {
-      const std::string source = dir ? spec + "/" + split + "_" + part + ".npy" : spec + ":/" + split + "/" + part;
-      return io::readSource(source);
-    };
+    auto read = [&](const std::string& part) { return io::readSource(io::splitSource(spec, split, part)); };
     const io::FloatTensor x = read("x"), y = read("y");
     const std::vector<uint64_t>& xs = x.shape();
     std::vector<int64_t> sample(xs.begin() + (xs.empty() ? 0 : 1), xs.end());

@@ -40,7 +40,6 @@ inline std::optional<std::pair<int, int>> parseShard(const std::string& text) {
   return std::make_pair(int(v[0]), int(v[1]));
 }
 
-// A tensor shape as people write it: {8, 16} -> "[8x16]".
 // "0.485,0.456,0.406" -> its finite numbers; std::invalid_argument naming `option` otherwise.
 inline std::vector<double> parseNumberList(const std::string& text, const std::string& option) {
   std::vector<double> out;
@@ -60,6 +59,7 @@ inline std::vector<double> parseNumberList(const std::string& text, const std::s
   return out;
 }
 
+// A tensor shape as people write it: {8, 16} -> "[8x16]".
 inline std::string shapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);

@@ -4,7 +4,6 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -175,10 +174,6 @@ std::string numberText(double v) {
 }
 
 
-bool isDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 struct Split {
   at::Tensor x, y;
@@ -186,9 +181,8 @@ struct Split {
 };
 
 Split readSplit(const std::string& spec, const std::string& split) {
-  const bool dir = isDirectory(spec);
   auto read = [&](const std::string& part, bool& integer) {
-    const std::string source = dir ? spec + "/" + split + "_" + part + ".npy" : spec + ":/" + split + "/" + part;
+    const std::string source = io::splitSource(spec, split, part);
     io::FloatTensor t = io::readSource(source);
     integer = t.dtype.find("int") != std::string::npos;
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
@@ -371,7 +365,7 @@ class UserDataSource final : public DataSource {
 
 // The digest of a model or data file, or of a folder's .npy files in order.
 std::string digestOf(const std::string& path) {
-  if (!isDirectory(path)) return util::sha256File(path);
+  if (!io::isDirectory(path)) return util::sha256File(path);
   std::string all;
   for (const char* part : {"train_x", "train_y", "test_x", "test_y"}) all += util::sha256File(path + "/" + part + ".npy");
   util::Sha256 h;
