@@ -80,6 +80,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   overview_ = new OverviewPanel(this);
   savePanel_ = new SavePanel(this);
+  savePanel_->setLayerMapLoader([this](const std::string& analysis, const std::string& layer) {
+    if (!reader_) throw save::SaveError("no session is open");
+    return save::loadLayerMap(*reader_, analysis, layer);
+  });
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
   curves_ = new CurvePanel(this);
@@ -258,7 +262,8 @@ void MainWindow::createActions() {
   exportTable->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   QAction* copy = edit->addAction(tr("&Copy Plot"), this, [this] {
-    QApplication::clipboard()->setPixmap(currentPlot()->toPixmap());
+    QCustomPlot* plot = currentPlot();
+    QApplication::clipboard()->setPixmap(plot ? plot->toPixmap() : savePanel_->currentPicture()->grab());
     statusBar()->showMessage(tr("Plot copied"), 3000);
   });
   copy->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
@@ -430,7 +435,8 @@ void MainWindow::exportCurrentPlot() {
                                                     tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
   if (path.isEmpty()) return;
   QString error;
-  if (!exportPlot(currentPlot(), path, &error)) reportError(error);
+  QCustomPlot* plot = currentPlot();
+  if (!(plot ? exportPlot(plot, path, &error) : exportWidget(savePanel_->currentPicture(), path, &error))) reportError(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
 }
 
@@ -468,7 +474,7 @@ void MainWindow::showItem(const QModelIndex& current) {
       }
       if (kind == Kind::SaveLayer) {
         savePanel_->selectLayerNamed(current.sibling(current.row(), SessionTreeModel::NameColumn).data().toString());
-        savePanel_->setCurrentTab(SavePanel::TilesTab);
+        savePanel_->setCurrentTab(SavePanel::MapTab);
       } else {
         savePanel_->setCurrentTab(SavePanel::BitsTab);
       }

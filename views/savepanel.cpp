@@ -4,6 +4,8 @@
 #include <QComboBox>
 #include <QFileInfo>
 #include <QLabel>
+#include <QPainter>
+#include <QPdfWriter>
 #include <QSvgGenerator>
 #include <QTabWidget>
 #include <QToolTip>
@@ -12,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "views/layermapview.h"
+#include "views/palette.h"
 #include "views/plotstyle.h"
 #include "views/savepanel.h"
 
@@ -21,17 +25,6 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-// Bit classes: the colours of the per-layer bars and the heatmap's legend.
-const QColor kRobust(0x4c, 0xaf, 0x50), kRanging(0xff, 0xb3, 0x00), kVulnerable(0xd3, 0x2f, 0x2f);
-
-QColor schemeColor(const std::string& scheme) {
-  if (scheme == "none") return QColor(0x75, 0x75, 0x75);
-  if (scheme == "save") return QColor(0xd3, 0x2f, 0x2f);
-  if (scheme == "tmr") return QColor(0x19, 0x76, 0xd2);
-  if (scheme == "ranger") return QColor(0x38, 0x8e, 0x3c);
-  if (scheme == "ecc") return QColor(0x8e, 0x24, 0xaa);
-  return QColor(0x00, 0x83, 0x8f);
-}
 
 void message(QCustomPlot* plot, const QString& text) {
   auto* label = new QCPItemText(plot);
@@ -93,6 +86,9 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
                            "one line per protection scheme; the legend gives each scheme's fault-free latency."));
   tabs_->addTab(campaign_, tr("Campaign"));
 
+  map_ = new LayerMapView(this);
+  tabs_->addTab(map_, tr("Map"));
+
   connect(bits_, &QCustomPlot::mouseMove, this, &SavePanel::hoverBits);
   connect(tiles_, &QCustomPlot::mouseMove, this, &SavePanel::hoverTiles);
   connect(campaign_, &QCustomPlot::mouseMove, this, &SavePanel::hoverCampaign);
@@ -136,9 +132,9 @@ void SavePanel::drawBits() {
     if (below) b->moveAbove(below);
     return b;
   };
-  QCPBars* v = bars(tr("vulnerable"), kVulnerable, vulnerable, nullptr);
-  QCPBars* g = bars(tr("ranging"), kRanging, ranging, v);
-  bars(tr("robust"), kRobust, robust, g);
+  QCPBars* v = bars(tr("vulnerable"), palette::vulnerable(), vulnerable, nullptr);
+  QCPBars* g = bars(tr("ranging"), palette::ranging(), ranging, v);
+  bars(tr("robust"), palette::robust(), robust, g);
   bits_->xAxis->setTicker(ticker);
   bits_->xAxis->setTickLabelRotation(60);
   bits_->xAxis->setSubTicks(false);
@@ -163,6 +159,20 @@ void SavePanel::selectLayer(int layer) {
     layerBox_->setCurrentIndex(layer);
   }
   drawTiles();
+  showLayerMap();
+}
+
+void SavePanel::showLayerMap() {
+  if (!loadMap_) {
+    map_->clear(tr("No session to read the layer's values from"));
+    return;
+  }
+  const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
+  try {
+    map_->showLayer(analysis_, loadMap_(analysis_.id, l.name));
+  } catch (const std::exception& e) {
+    map_->clear(tr("No map for %1: %2").arg(qs(l.name), QString::fromUtf8(e.what())));
+  }
 }
 
 bool SavePanel::selectLayerNamed(const QString& name) {
@@ -178,8 +188,7 @@ void SavePanel::drawTiles() {
   tiles_->clearPlottables();
   tiles_->clearItems();
   const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
-  // green: no type-2 value; amber; dark red: all type 2
-  const QCPColorGradient gradient = threeColors(QColor(0x2e, 0x7d, 0x32), QColor(0xff, 0xb3, 0x00), QColor(0xb7, 0x1c, 0x1c));
+  const QCPColorGradient gradient = palette::viridisGradient();  // dark: no type-2 value; yellow: all
   const int across = int(l.tilesAcross), down = int(l.tilesDown);
   QCPColorMap* map = tileMap(tiles_, across, down, gradient,
                              [&](int r, int c) { return double(l.tileShare[std::size_t(r) * std::size_t(across) + std::size_t(c)]); });
@@ -204,7 +213,7 @@ void SavePanel::drawTiles() {
   scale_->setGradient(gradient);
   scale_->setDataRange(QCPRange(0, 1));
   // Reliable tiles get a frame: one rectangle each (a marker per tile for very large layers).
-  const QPen frame(QColor(0x00, 0xb8, 0xd4), 2);
+  const QPen frame(QColor(0xff, 0xff, 0xff), 2);
   if (rx.size() <= 4000) {
     for (int i = 0; i < rx.size(); ++i) {
       auto* box = new QCPItemRect(tiles_);
@@ -250,7 +259,7 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
   for (const save::CampaignSeries& s : order) {
     QCPGraph* g = campaign_->addGraph();
     g->setName(s.latencyRatio > 0 ? tr("%1 (latency %2x)").arg(qs(s.scheme)).arg(s.latencyRatio, 0, 'f', 2) : qs(s.scheme));
-    QPen pen(schemeColor(s.scheme), s.scheme == "save" ? 3 : 2);
+    QPen pen(palette::scheme(s.scheme), s.scheme == "save" ? 3 : 2);
     if (s.scheme == "ecc") pen.setStyle(Qt::DashLine);
     g->setPen(pen);
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
@@ -291,11 +300,18 @@ QCustomPlot* SavePanel::currentPlot() const {
     case BitsTab: return bits_;
     case TilesTab: return tiles_;
     case CampaignTab: return campaign_;
+    case MapTab: return nullptr;  // a widget, not a plot: currentPicture()
   }
   return bits_;
 }
 
+QWidget* SavePanel::currentPicture() const {
+  if (currentTab() == MapTab) return map_;
+  return currentPlot();
+}
+
 QString SavePanel::currentCsv() const {
+  if (currentTab() == MapTab) return map_->csv();
   QStringList lines;
   if (currentTab() == BitsTab) {
     lines << QStringLiteral("layer,op,elements,robust_bits,ranging_bits,vulnerable_bits,type2");
@@ -362,6 +378,39 @@ void SavePanel::hoverCampaign(QMouseEvent* event) {
       lines << tr("%1: %2% at %3 flips").arg(qs(s.scheme)).arg(100 * s.accuracy[best], 0, 'f', 1).arg(s.flips[best], 0, 'f', 0);
   }
   if (!lines.isEmpty()) QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), campaign_);
+}
+
+bool exportWidget(QWidget* widget, const QString& path, QString* error) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  bool ok = false;
+  if (suffix == QLatin1String("png")) {
+    ok = widget->grab().save(path, "PNG");
+  } else if (suffix == QLatin1String("svg") || suffix == QLatin1String("pdf")) {
+    QSvgGenerator svg;
+    QPdfWriter pdf(path);
+    QPaintDevice* device = &pdf;
+    if (suffix == QLatin1String("svg")) {
+      svg.setFileName(path);
+      svg.setSize(widget->size());
+      svg.setViewBox(QRect(QPoint(0, 0), widget->size()));
+      device = &svg;
+    } else {
+      pdf.setPageSize(QPageSize(QSizeF(widget->size()), QPageSize::Point));
+      pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+      pdf.setResolution(72);
+    }
+    QPainter painter;
+    ok = painter.begin(device);
+    if (ok) {
+      widget->render(&painter);
+      ok = painter.end();
+    }
+  } else {
+    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
+    return false;
+  }
+  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
+  return ok;
 }
 
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {

@@ -3,6 +3,8 @@
 #include <QString>
 #include <QWidget>
 
+#include <functional>
+
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
 
@@ -16,16 +18,23 @@ class QTabWidget;
 
 namespace peat::views {
 
+class LayerMapView;
+
 // SAVE's results: per-layer stacked bars of robust, ranging and vulnerable bits; the per-tile
 // share of type-2 values of one layer as a heatmap with the reliable-memory placement overlaid;
-// and a campaign's accuracy against faults per inference, one line per protection scheme, log x.
-// It only draws what core::save::results read; hovering a plot shows the values under the mouse.
+// a campaign's accuracy against faults per inference, one line per protection scheme, log x; and the
+// selected layer's map, value by value (LayerMapView). It only draws what core::save's records
+// read; hovering a plot shows the values under the mouse.
 class SavePanel : public QWidget {
   Q_OBJECT
  public:
-  enum Tab { BitsTab, TilesTab, CampaignTab };
+  enum Tab { BitsTab, TilesTab, CampaignTab, MapTab };
+  // Reads one layer of the analysis shown, value by value (the main window reads the session);
+  // without one the map tab says it has no data.
+  using LayerMapLoader = std::function<save::LayerMap(const std::string& analysis, const std::string& layer)>;
 
   explicit SavePanel(QWidget* parent = nullptr);
+  void setLayerMapLoader(LayerMapLoader loader) { loadMap_ = std::move(loader); }
   void showAnalysis(const save::StoredAnalysis& analysis);
   void showCampaign(const save::StoredCampaign& campaign);
   void selectLayer(int layer);  // of the analysis shown
@@ -36,15 +45,18 @@ class SavePanel : public QWidget {
   QCustomPlot* bitsPlot() const { return bits_; }
   QCustomPlot* tilePlot() const { return tiles_; }
   QCustomPlot* campaignPlot() const { return campaign_; }
-  QCustomPlot* currentPlot() const;
+  LayerMapView* layerMap() const { return map_; }
+  QCustomPlot* currentPlot() const;  // null on the map tab
+  QWidget* currentPicture() const;    // the current tab's plot or map
   int layerCount() const { return int(analysis_.layers.size()); }
   int currentLayer() const { return layer_; }
-  // The values behind the current tab's plot, as CSV (header line first).
+  // The values behind the current tab's plot (or map), as CSV (header line first).
   QString currentCsv() const;
 
  private:
   void drawBits();
   void drawTiles();
+  void showLayerMap();
   void hoverBits(QMouseEvent* event);
   void hoverTiles(QMouseEvent* event);
   void hoverCampaign(QMouseEvent* event);
@@ -55,11 +67,15 @@ class SavePanel : public QWidget {
   QCPColorScale* scale_ = nullptr;
   QComboBox* layerBox_;
   QLabel* tileInfo_;
+  LayerMapView* map_;
+  LayerMapLoader loadMap_;
   save::StoredAnalysis analysis_;
   save::StoredCampaign campaignData_;
   int layer_ = -1;
 };
 
+// Writes a widget as PNG, SVG or PDF, chosen by the file's suffix; false (with `error` set) on failure.
+bool exportWidget(QWidget* widget, const QString& path, QString* error);
 // Writes a plot as PNG, SVG or PDF, chosen by the file's suffix; false (with `error` set) on failure.
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error);
 

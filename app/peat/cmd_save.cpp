@@ -389,53 +389,92 @@ void confusionJson(JsonWriter& j, const std::string& key, const save::Confusion&
 
 namespace {
 
+// One row of a per-layer or per-bit table: flips, false robust against top-1 and against the
+// promise, over-protection (against top-1), the vulnerable share.
+void printJudgedRow(const std::string& name, int width, const save::Judged& j) {
+  const save::Confusion& c = j.top1;
+  const double n = double(std::max<uint64_t>(1, c.total()));
+  std::printf("  %-*s %9llu %8llu %8llu %8.1f%% %8.1f%%\n", width, name.c_str(), (unsigned long long)c.total(),
+              (unsigned long long)c.robustVulnerable, (unsigned long long)j.promise.robustVulnerable,
+              100 * double(c.protectedRobust) / n, 100 * double(c.robustVulnerable + c.protectedVulnerable) / n);
+}
+
+void judgedJson(JsonWriter& j, const save::Judged& x) {
+  confusionJson(j, "top1", x.top1);
+  confusionJson(j, "promise", x.promise);
+}
+
 void printCheckBits(const save::StoredCheckBits& s, bool json) {
   const save::CheckBitsResult& r = s.result;
   if (json) {
     JsonWriter j(std::cout);
     j.beginObject().field("model", s.campaign.model).field("batch", s.batch).field("tau", s.tau);
+    j.field("criterion", r.criterion).field("epsilon", r.epsilon);
     j.field("campaign_id", s.campaign.id()).field("flips", r.flips);
     j.field("clean_accuracy", r.cleanAccuracy).field("seconds", r.seconds);
     j.field("settled_by_bound", r.settledByBound).field("reruns", r.reruns);
     confusionJson(j, "weights", r.weights);
     confusionJson(j, "activations", r.activations);
-    j.key("weight_layers").beginArray();
-    for (const auto& [name, c] : r.weightLayers) {
-      j.beginObject().field("layer", name);
-      confusionJson(j, "confusion", c);
-      j.endObject();
+    confusionJson(j, "weights_promise", r.weightsPromise);
+    confusionJson(j, "activations_promise", r.activationsPromise);
+    for (const auto& [key, list] : {std::pair{"weight_layers", &r.weightLayers}, std::pair{"activation_layers", &r.activationLayers}}) {
+      j.key(key).beginArray();
+      for (const auto& [name, x] : *list) {
+        j.beginObject().field("layer", name);
+        judgedJson(j, x);
+        j.endObject();
+      }
+      j.endArray();
     }
-    j.endArray().key("weight_flips_by_bit").beginArray();
-    for (uint64_t v : r.weightFlipsByBit) j.value(v);
-    j.endArray().key("weight_vulnerable_by_bit").beginArray();
-    for (uint64_t v : r.weightVulnerableByBit) j.value(v);
-    j.endArray().key("false_robust").beginArray();
+    for (const auto& [key, bits] : {std::pair{"weight_bits", &r.weightBits}, std::pair{"activation_bits", &r.activationBits}}) {
+      j.key(key).beginArray();
+      for (int b = 0; b < 32; ++b) {
+        j.beginObject().field("bit", b);
+        judgedJson(j, (*bits)[std::size_t(b)]);
+        j.endObject();
+      }
+      j.endArray();
+    }
+    j.key("false_robust").beginArray();
     for (const auto& [k, f] : r.falseRobust) j.value(f);
     j.endArray().endObject();
     std::cout << '\n';
     return;
   }
-  std::printf("SAVE bit classes against single-bit fault injection: %s, %lld evaluation images (clean top-1 %.1f%%), "
-              "tau %g\n",
-              s.campaign.model.c_str(), (long long)s.batch, 100 * r.cleanAccuracy, s.tau);
+  std::printf("SAVE bit classes against single-bit fault injection: %s, %lld evaluation images for weights (clean top-1 "
+              "%.1f%%), criterion %s",
+              s.campaign.model.c_str(), (long long)s.batch, 100 * r.cleanAccuracy, r.criterion.c_str());
+  if (r.criterion == "output")
+    std::printf(" (epsilon %g)\n", r.epsilon);
+  else
+    std::printf(" (tau %g)\n", s.tau);
   if (s.campaign.shardCount > 1)
     std::printf("shard %d/%d of campaign %s: %llu of its flips\n", s.campaign.shardIndex, s.campaign.shardCount,
                 s.campaign.id().c_str(), (unsigned long long)r.flips);
-  std::printf("outcome: a flip is vulnerable when any top-1 prediction of the batch changes\n\n");
-  printConfusion("weights (every bit of every linear/conv parameter)", r.weights);
-  std::size_t nameWidth = 8;
-  for (const auto& layer : r.weightLayers) nameWidth = std::max(nameWidth, layer.first.size());
-  for (const auto& [name, c] : r.weightLayers)
-    std::printf("  %-*s %8llu flips: %llu false robust, %.1f%% over-protected, %.1f%% vulnerable\n", int(nameWidth), name.c_str(),
-                (unsigned long long)c.total(), (unsigned long long)c.robustVulnerable,
-                100 * double(c.protectedRobust) / double(std::max<uint64_t>(1, c.total())),
-                100 * double(c.robustVulnerable + c.protectedVulnerable) / double(std::max<uint64_t>(1, c.total())));
-  std::printf("  vulnerable share by bit (31 = sign .. 0):");
-  for (int b = 31; b >= 0; --b)
-    if (r.weightFlipsByBit[std::size_t(b)])
-      std::printf(" %d:%.0f%%", b, 100 * double(r.weightVulnerableByBit[std::size_t(b)]) / double(r.weightFlipsByBit[std::size_t(b)]));
-  std::printf("\n\n");
-  printConfusion("activations (sampled bits; predicted by the range analysis)", r.activations);
+  std::printf("outcomes judged twice: top-1 (a flip is vulnerable when a top-1 prediction it touches changes) and the\n"
+              "criterion's promise (%s)\n\n",
+              r.criterion == "output" ? "no logit moves by more than epsilon"
+                                      : "the value moves by less than tau, or the ReLU reading it gives the same output");
+  printConfusion("weights, against top-1", r.weights);
+  printConfusion("weights, against the promise", r.weightsPromise);
+  printConfusion("activations (sampled bits), against top-1", r.activations);
+  printConfusion("activations, against the promise", r.activationsPromise);
+  std::size_t width = 8;
+  for (const auto* list : {&r.weightLayers, &r.activationLayers})
+    for (const auto& layer : *list) width = std::max(width, layer.first.size());
+  const char* header = "  %-*s %9s %8s %8s %9s %9s\n";
+  for (const auto& [title, list] : {std::pair{"\nweights per layer", &r.weightLayers}, std::pair{"\nactivations per layer", &r.activationLayers}}) {
+    std::printf("%s (false robust against top-1 / against the promise; over-protected against top-1):\n", title);
+    std::printf(header, int(width), "layer", "flips", "f.r.top1", "f.r.prom", "over-prot", "vulnerable");
+    for (const auto& [name, x] : *list)
+      if (x.top1.total()) printJudgedRow(name, int(width), x);
+  }
+  for (const auto& [title, bits] : {std::pair{"\nweights per bit position", &r.weightBits}, std::pair{"\nactivations per bit position", &r.activationBits}}) {
+    std::printf("%s (31: the sign, 30-23: the exponent):\n", title);
+    std::printf(header, int(width), "bit", "flips", "f.r.top1", "f.r.prom", "over-prot", "vulnerable");
+    for (int b = 31; b >= 0; --b)
+      if ((*bits)[std::size_t(b)].top1.total()) printJudgedRow(std::to_string(b), int(width), (*bits)[std::size_t(b)]);
+  }
   std::printf("\n%llu (flip, image) pairs settled by a sound bound, %llu rerun exactly; %.1f s\n",
               (unsigned long long)r.settledByBound, (unsigned long long)r.reruns, r.seconds);
   if (!r.falseRobust.empty()) {
@@ -465,7 +504,9 @@ save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o) {
   util::CampaignKey key = util::CampaignKey()
                    .add("batch", o.batch)
                    .add("weight_flips", o.weightFlips)
+                   .add("weights_per_stratum", o.weightsPerStratum)
                    .add("activation_flips", o.activationFlips)
+                   .add("activation_images", o.activationImages)
                    .add("seed", o.seed)
                    .add("mode", a.mode)
                    .add("depth", a.depth)
@@ -487,17 +528,31 @@ int runSaveCheckBits(const SaveCheckBitsOptions& o) {
   save::SelectionOptions so = selectionOptions(o.analysis);
   so.batch = 1;  // the activations' predicted classes, as the settings text says
   if (o.batch <= 0 || o.batch > 10000) throw std::invalid_argument("--batch must be 1..10000");
-  if (o.weightFlips < 0 || o.activationFlips < 0) throw std::invalid_argument("flip counts must not be negative");
+  if (o.weightFlips < 0 || o.activationFlips < 0 || o.weightsPerStratum < 0 || o.activationImages < 0)
+    throw std::invalid_argument("flip and image counts must not be negative");
+  if (o.weightFlips > 0 && o.weightsPerStratum > 0)
+    throw std::invalid_argument("--weight-flips and --weights-per-stratum are two ways to sample weights: give one");
   const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
   const save::Graph g = modelGraph(o.analysis);
   const save::Selection sel = save::selectBits(g, so);
-  const save::DataSet test = save::loadDataSet(g, o.analysis.data, "test", o.batch, so.pixelLo, so.pixelHi);
+  // the evaluation batch (weights) and the images activation flips are drawn from: the whole test
+  // split by default, at most 10,000 images and 1 GiB of them
+  const int64_t inSize = g.nodes[0].size();
+  const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(10000, (int64_t(1) << 28) / std::max<int64_t>(1, inSize)));
+  const int64_t wanted = o.activationImages > 0 ? o.activationImages : cap;
+  const save::DataSet test = save::loadDataSet(g, o.analysis.data, "test", std::max(o.batch, wanted), so.pixelLo, so.pixelHi,
+                                               o.activationImages == 0);
+  if (test.count < o.batch)
+    throw std::invalid_argument("the test split holds " + std::to_string(test.count) + " samples, fewer than --batch " +
+                                std::to_string(o.batch));
   const std::vector<float>& images = test.normalised;
   save::CheckBitsOptions co;
   co.batch = o.batch;
   co.tau = so.tau;
   co.weightFlips = o.weightFlips;
+  co.weightsPerStratum = o.weightsPerStratum;
   co.activationFlips = o.activationFlips;
+  co.activationImages = o.activationImages > 0 ? o.activationImages : test.count;
   co.seed = o.seed;
   co.threads = o.threads;
   co.shardIndex = campaign.shardIndex;

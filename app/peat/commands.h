@@ -84,7 +84,9 @@ struct SaveCheckBitsOptions {
   SaveAnalyzeOptions analysis;  // model, weights, ranges (for the activations' predicted classes)
   int64_t batch = 64;
   int64_t weightFlips = 0;  // 0: all
+  int64_t weightsPerStratum = 0;  // > 0: a stratified weight sample instead (per layer and bit position)
   int64_t activationFlips = 20000;
+  int64_t activationImages = 0;  // images activation flips are drawn from (0: the whole test split)
   uint64_t seed = 1;
   unsigned threads = 0;
   std::string shard = "0/1";  // INDEX/COUNT: this process's part of the campaign

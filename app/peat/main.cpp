@@ -232,7 +232,12 @@ int main(int argc, char** argv) {
   checkBitsCmd->add_option("--batch", checkBits.batch, "Evaluation images (the first of the test set)")->capture_default_str();
   checkBitsCmd->add_option("--weight-flips", checkBits.weightFlips, "Sampled weight bits (0: every bit of every weight)")
       ->capture_default_str();
+  checkBitsCmd->add_option("--weights-per-stratum", checkBits.weightsPerStratum,
+                           "Stratified weight sample: this many parameters per layer and bit position (instead of --weight-flips)");
   checkBitsCmd->add_option("--activation-flips", checkBits.activationFlips, "Sampled activation bits")->capture_default_str();
+  checkBitsCmd->add_option("--activation-images", checkBits.activationImages,
+                           "Test images the activation flips are drawn from (0: the whole test split, at most 10,000 and 1 GiB)")
+      ->capture_default_str();
   checkBitsCmd->add_option("--seed", checkBits.seed, "Seed of the samples")->capture_default_str();
   checkBitsCmd->add_option("--threads", checkBits.threads, "Threads (0: every core)");
   addShardOptions(checkBitsCmd, checkBits.shard, "This process's part of the campaign, INDEX/COUNT (merge with 'peat merge')",

@@ -57,6 +57,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
         {"hi", {store::DType::F64, {n}, r.hi.data()}},
         {"robust_mask", {store::DType::U32, {n}, l.robustMask.data()}},
         {"ranging_mask", {store::DType::U32, {n}, l.rangingMask.data()}},
+        {"shape", {store::DType::I64, {uint64_t(l.shape.size())}, l.shape.data()}},
         {"bit_class_counts", {store::DType::U64, {32, 3}, perBit.data()}},
         {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
         {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
@@ -66,14 +67,18 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
   }
   store::ResultRecord sum;
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
-                {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"}};
+                {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"},
+                {"criterion", s.options.criterion}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
                  {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.budgetBytes > 0 ? s.budgetBytes : s.options.budgetBytes)},
                  {"tile_bytes", double(s.tileBytes)},       {"reliable_tiles", double(s.reliableTiles)},
                  {"total_tiles", double(s.totalTiles)},     {"reliable_bytes", double(s.reliableBytes)},
                  {"type2_elements", double(s.type2Elements)}, {"elements", double(s.elements)},
-                 {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds}};
+                 {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds},
+                 {"epsilon", s.options.epsilon},           {"working_set_bytes", double(s.workingSetBytes)},
+                 {"recompute_work", s.recomputeWork},      {"recompute_work_random_placement", s.randomPlacementWork},
+                 {"recompute_work_without_reliable_memory", s.recomputeAllWork}};
   if (ref) {
     const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
     sum.scalars["ascent_union_width"] = ref->ascent.unionHi - ref->ascent.unionLo;
@@ -111,6 +116,12 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.reliableBytes = scalar(sum, "reliable_bytes");
   a.budgetBytes = scalar(sum, "budget_bytes");
   a.seconds = scalar(sum, "seconds");
+  a.criterion = label(sum, "criterion").empty() ? "value" : label(sum, "criterion");
+  a.epsilon = scalar(sum, "epsilon");
+  a.workingSetBytes = scalar(sum, "working_set_bytes");
+  a.recomputeWork = scalar(sum, "recompute_work");
+  a.randomPlacementWork = scalar(sum, "recompute_work_random_placement");
+  a.recomputeAllWork = scalar(sum, "recompute_work_without_reliable_memory");
   for (const std::string& name : util::splitText(label(sum, "layers"), ',')) {
     const std::string layerId = id + "." + name;
     const store::StoredRecord r = reader.saveResult(layerId);
@@ -135,6 +146,56 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
     a.layers.push_back(std::move(l));
   }
   return a;
+}
+
+LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer) {
+  const StoredAnalysis a = loadAnalysis(reader, analysis);
+  const auto it = std::find_if(a.layers.begin(), a.layers.end(), [&](const StoredLayer& l) { return l.name == layer; });
+  if (it == a.layers.end()) throw SaveError("SAVE analysis '" + analysis + "' has no layer '" + layer + "'");
+  const std::string id = analysis + "." + layer;
+  const store::StoredRecord r = reader.saveResult(id);
+  LayerMap m;
+  m.analysis = analysis;
+  m.name = it->name;
+  m.op = it->op;
+  const auto shapeIt = r.arrays.find("shape");
+  if (shapeIt == r.arrays.end())
+    throw SaveError("SAVE result '" + id + "' stores no layer shape (written by an older build): run peat save analyze again");
+  const uint64_t dims = shapeIt->second.elementCount();
+  if (dims < 1 || dims > 4) throw SaveError("SAVE result '" + id + "' has a shape of " + std::to_string(dims) + " dimensions");
+  m.shape = array<int64_t>(r, "shape", store::DType::I64, dims, id);
+  int64_t n = 1;
+  for (int64_t d : m.shape) {
+    if (d <= 0 || d > (int64_t(1) << 31)) throw SaveError("SAVE result '" + id + "' has an impossible shape");
+    n *= d;
+    if (n > (int64_t(1) << 31)) throw SaveError("SAVE result '" + id + "' has an impossible shape");
+  }
+  if (n != it->elements) throw SaveError("SAVE result '" + id + "': its shape does not hold its " + std::to_string(it->elements) + " elements");
+  m.rows = m.shape.size() >= 2 ? m.shape[0] : 1;
+  m.cols = n / m.rows;
+  if (m.shape.size() >= 3) {
+    m.channels = m.shape[0];
+    m.width = m.shape.back();
+    m.height = n / m.channels / m.width;
+  } else if (m.shape.size() == 2) {
+    m.height = m.shape[0];
+    m.width = m.shape[1];
+  } else {
+    m.width = n;
+  }
+  m.tileRows = it->tileRows;
+  m.tileCols = it->tileCols;
+  m.tilesDown = it->tilesDown;
+  m.tilesAcross = it->tilesAcross;
+  if (m.tileRows <= 0 || m.tileCols <= 0 || (m.rows + m.tileRows - 1) / m.tileRows != m.tilesDown ||
+      (m.cols + m.tileCols - 1) / m.tileCols != m.tilesAcross)
+    throw SaveError("SAVE result '" + id + "': its tile grid does not cover its shape");
+  m.tileReliable = it->tileReliable;
+  m.lo = array<double>(r, "lo", store::DType::F64, uint64_t(n), id);
+  m.hi = array<double>(r, "hi", store::DType::F64, uint64_t(n), id);
+  m.robustMask = array<uint32_t>(r, "robust_mask", store::DType::U32, uint64_t(n), id);
+  m.rangingMask = array<uint32_t>(r, "ranging_mask", store::DType::U32, uint64_t(n), id);
+  return m;
 }
 
 }  // namespace peat::save

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/save/layer_map.h"
 #include "core/save/ranges.h"
 #include "core/save/selection.h"
 #include "core/store/session.h"
@@ -29,6 +30,11 @@ struct StoredAnalysis {
   double tau = 0, pixelLo = 0, pixelHi = 0;
   int64_t reliableTiles = 0, totalTiles = 0, type2 = 0, elements = 0;
   double reliableBytes = 0, budgetBytes = 0, seconds = 0;
+  std::string criterion;  // "value" or "output" ("value" in sessions written before criteria)
+  double epsilon = 0;
+  // The working set's peak and the recomputation work per image (0 in older sessions): with this
+  // placement, with the budget filled in random order, with no reliable memory.
+  double workingSetBytes = 0, recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;
   std::vector<StoredLayer> layers;
 };
 
@@ -47,5 +53,10 @@ void writeAnalysis(store::SessionWriter& writer, const std::string& id, const Se
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader);
 // Throws SaveError when `id` is no SAVE analysis of this session.
 StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::string& id);
+
+// Reads one layer of an analysis per element (its ranges, bit classes and tiles, laid out by the
+// layer's shape). Throws SaveError naming what is missing or malformed, including a session written
+// before layers stored their shape.
+LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer);
 
 }  // namespace peat::save

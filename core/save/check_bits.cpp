@@ -54,22 +54,31 @@ class Prober {
  public:
   Prober(const Graph& g, const std::vector<Sample>& samples) : g_(g), samples_(samples), delta_(g.nodes.size()) {}
 
-  bool changes(int s, int v, const std::vector<Change>& changed, Stats& stats) {
-    if (changed.empty()) {
+  // Whether the changed values change sample s's prediction and (epsilon >= 0) move a logit by
+  // more than epsilon: settled by the bound where it proves neither, rerun exactly otherwise.
+  FlipOracle::Outcome changes(int s, int v, const std::vector<Change>& changed, Stats& stats, double epsilon) {
+    double moveBound = 0;
+    if (changed.empty() || (provedSafe(s, v, changed, moveBound) && !(epsilon >= 0 && moveBound > epsilon))) {
       ++stats.settled;
-      return false;
-    }
-    if (provedSafe(s, v, changed)) {
-      ++stats.settled;
-      return false;
+      return {};
     }
     ++stats.reruns;
-    return rerun(s, v, changed) != samples_[std::size_t(s)].top;
+    const Sample& sm = samples_[std::size_t(s)];
+    const std::vector<float> logits = rerun(s, v, changed);
+    FlipOracle::Outcome out;
+    out.top1 = topClass(logits.data(), int64_t(logits.size())) != sm.top;
+    if (epsilon >= 0) {
+      const std::vector<float>& clean = sm.act[std::size_t(g_.output)];
+      for (std::size_t m = 0; m < logits.size(); ++m)
+        out.moved = out.moved || !(std::fabs(double(logits[m]) - double(clean[m])) <= epsilon);
+    }
+    return out;
   }
 
  private:
-  // Propagates a sound bound on |new - old| of every element; true when no prediction can change.
-  bool provedSafe(int s, int v, const std::vector<Change>& changed) {
+  // Propagates a sound bound on |new - old| of every element; true when no prediction can change,
+  // with `moveBound` then the largest bound on a logit's move.
+  bool provedSafe(int s, int v, const std::vector<Change>& changed, double& moveBound) {
     const Sample& sm = samples_[std::size_t(s)];
     for (auto& d : delta_) d.clear();
     std::vector<double>& dv = delta_[std::size_t(v)];
@@ -86,11 +95,14 @@ class Prober {
       if (!propagate(sm, int(u))) return false;
     }
     const std::vector<double>& d = delta_[std::size_t(g_.output)];
+    moveBound = 0;
     if (d.empty()) return true;
     const std::vector<float>& l = sm.act[std::size_t(g_.output)];
     const std::size_t t = std::size_t(sm.top);
-    for (std::size_t m = 0; m < l.size(); ++m)
+    for (std::size_t m = 0; m < l.size(); ++m) {
       if (m != t && !(double(l[t]) - d[t] > double(l[m]) + d[m])) return false;
+      moveBound = std::max(moveBound, d[m]);
+    }
     return true;
   }
 
@@ -286,9 +298,9 @@ class Prober {
     return true;
   }
 
-  // The exact prediction with the changed values: every node downstream of v that reads a changed
+  // The exact logits with the changed values: every node downstream of v that reads a changed
   // tensor is recomputed with the engine.
-  int rerun(int s, int v, const std::vector<Change>& changed) {
+  std::vector<float> rerun(int s, int v, const std::vector<Change>& changed) {
     const Sample& sm = samples_[std::size_t(s)];
     std::map<int, std::vector<float>> fresh;
     std::vector<float>& at = fresh[v] = sm.act[std::size_t(v)];
@@ -308,8 +320,7 @@ class Prober {
       runNode(g_, int(u), in, 1, out.data());
     }
     auto it = fresh.find(g_.output);
-    const std::vector<float>& logits = it != fresh.end() ? it->second : sm.act[std::size_t(g_.output)];
-    return topClass(logits.data(), int64_t(logits.size()));
+    return it != fresh.end() ? it->second : sm.act[std::size_t(g_.output)];
   }
 
   const Graph& g_;
@@ -370,7 +381,7 @@ FlipOracle::FlipOracle(const Graph& g, const float* images, int64_t batch) {
 
 FlipOracle::~FlipOracle() = default;
 
-bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
+FlipOracle::Outcome FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit, double epsilon) {
   Node& n = d->local.nodes[std::size_t(node)];
   if (n.op != Op::Linear && n.op != Op::Conv2d) throw SaveError("node '" + n.name + "' has no weights to flip");
   const Node& src = d->local.nodes[std::size_t(n.inputs[0])];
@@ -389,8 +400,9 @@ bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
     const int64_t first = (bias ? int64_t(index) : int64_t(index) / per) * count;
     for (int64_t e = first; e < first + count; ++e) reads.push_back(e);
   }
-  bool vulnerable = false;
-  for (std::size_t s = 0; s < d->samples.size() && !vulnerable; ++s) {
+  Outcome outcome;
+  // every image until both questions are answered (a logit's move only when asked)
+  for (std::size_t s = 0; s < d->samples.size() && !(outcome.top1 && (outcome.moved || epsilon < 0)); ++s) {
     const Sample& sm = d->samples[s];
     d->changed.clear();
     const std::vector<float>& x = sm.act[std::size_t(n.inputs[0])];
@@ -398,16 +410,18 @@ bool FlipOracle::weightFlip(int node, bool bias, uint32_t index, int bit) {
       const float y = affineElement(n, src, x.data(), e);
       if (fp::bitsOf(y) != fp::bitsOf(sm.act[std::size_t(node)][std::size_t(e)])) d->changed.push_back({std::size_t(e), y});
     }
-    vulnerable = d->prober.changes(int(s), node, d->changed, d->stats);
+    const Outcome one = d->prober.changes(int(s), node, d->changed, d->stats, outcome.moved ? -1.0 : epsilon);
+    outcome.top1 = outcome.top1 || one.top1;
+    outcome.moved = outcome.moved || one.moved;
   }
   param = clean;
-  return vulnerable;
+  return outcome;
 }
 
-bool FlipOracle::activationFlip(int sample, int node, uint32_t element, int bit) {
+FlipOracle::Outcome FlipOracle::activationFlip(int sample, int node, uint32_t element, int bit, double epsilon) {
   const float clean = value(sample, node, element);
   d->changed.assign(1, {element, flipBit(clean, bit)});
-  return d->prober.changes(sample, node, d->changed, d->stats);
+  return d->prober.changes(sample, node, d->changed, d->stats, epsilon);
 }
 
 int FlipOracle::prediction(int sample) const { return d->samples.at(std::size_t(sample)).top; }
@@ -429,7 +443,14 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   const auto start = std::chrono::steady_clock::now();
   if (o.batch <= 0) throw SaveError("the evaluation batch must hold at least one image");
   if (!(o.tau > 0)) throw SaveError("tau must be a positive number");
+  if (o.weightsPerStratum < 0 || o.activationImages < 0) throw SaveError("sample sizes must not be negative");
   CheckBitsResult result;
+  const bool outputCriterion = sel.sensitivity != nullptr;
+  result.criterion = outputCriterion ? "output" : "value";
+  result.epsilon = outputCriterion ? sel.options.epsilon : 0;
+  const double epsilon = outputCriterion ? sel.options.epsilon : -1;  // < 0: the logits' move is not asked
+  const int64_t inSize = g.nodes[0].size();
+  const int64_t activationImages = o.activationImages > 0 ? o.activationImages : o.batch;
   {
     FlipOracle clean(g, images, o.batch);  // checks the clean runs once, before the threads start
     uint64_t correct = 0;
@@ -468,8 +489,26 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   };
   std::mt19937_64 rng(o.seed);
   std::vector<WeightFlip> sampled;
-  const bool sampling = o.weightFlips > 0 && uint64_t(o.weightFlips) < weightBits;
-  if (sampling) {
+  bool sampling = false;
+  if (o.weightsPerStratum > 0) {  // stratified: K parameters per (layer, bit position)
+    sampling = true;
+    for (int v : affineNodes) {
+      const Node& n = g.nodes[std::size_t(v)];
+      const uint64_t params = n.weight.size() + n.bias.size();
+      std::vector<uint64_t> order(params);
+      for (int bit = 0; bit < 32; ++bit) {
+        for (uint64_t i = 0; i < params; ++i) order[i] = i;
+        const uint64_t take = std::min<uint64_t>(params, uint64_t(o.weightsPerStratum));
+        for (uint64_t i = 0; i < take; ++i) std::swap(order[i], order[i + rng() % (params - i)]);  // partial shuffle
+        for (uint64_t i = 0; i < take; ++i) {
+          const bool bias = order[i] >= n.weight.size();
+          sampled.push_back({v, bias, uint32_t(bias ? order[i] - n.weight.size() : order[i]), uint8_t(bit)});
+        }
+      }
+    }
+    std::shuffle(sampled.begin(), sampled.end(), rng);  // shards and threads get every stratum
+  } else if (o.weightFlips > 0 && uint64_t(o.weightFlips) < weightBits) {
+    sampling = true;
     sampled.reserve(std::size_t(weightBits));
     for (uint64_t k = 0; k < weightBits; ++k) sampled.push_back(weightBit(k));
     std::shuffle(sampled.begin(), sampled.end(), rng);
@@ -479,8 +518,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   std::vector<ActivationFlip> activations;
   for (int64_t k = 0; k < o.activationFlips; ++k) {
     const int node = 1 + int(rng() % (g.nodes.size() - 1));
-    activations.push_back({int(rng() % uint64_t(o.batch)), node, uint32_t(rng() % uint64_t(g.nodes[std::size_t(node)].size())),
-                           uint8_t(rng() % 32)});
+    activations.push_back({int(rng() % uint64_t(activationImages)), node,
+                           uint32_t(rng() % uint64_t(g.nodes[std::size_t(node)].size())), uint8_t(rng() % 32)});
   }
 
   if (o.shardCount <= 0 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
@@ -489,43 +528,81 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   const uint64_t campaignFlips = weightCount + activations.size();
   const uint64_t shardIndex = uint64_t(o.shardIndex), shardCount = uint64_t(o.shardCount);
   const uint64_t total = shardIndex < campaignFlips ? (campaignFlips - shardIndex + shardCount - 1) / shardCount : 0;
+  // This shard's activation flips (campaign positions), grouped by image: each image's clean run is
+  // made once, for all its flips.
+  std::vector<uint64_t> activationOrder;
+  for (uint64_t m = 0; m < total; ++m)
+    if (shardIndex + m * shardCount >= weightCount) activationOrder.push_back(shardIndex + m * shardCount);
+  std::stable_sort(activationOrder.begin(), activationOrder.end(), [&](uint64_t a, uint64_t b) {
+    return activations[std::size_t(a - weightCount)].sample < activations[std::size_t(b - weightCount)].sample;
+  });
+  const uint64_t weightTotal = total - activationOrder.size();
   result.flips = total;
   std::atomic<uint64_t> next{0}, done{0};
   std::mutex merge;
-  std::map<int, Confusion> perLayer;
+  std::map<int, Judged> weightLayers, activationLayers;
+  // The criterion's promise for one activation bit of value v: value criterion, the flip moves it
+  // by less than tau, or a ReLU that reads it gives the same output (the engine's ReLU: NaN -> 0).
+  auto valuePromiseHolds = [&](float v, int bit, bool feedsRelu) {
+    const float f = flipBit(v, bit);
+    if (std::fabs(double(f) - double(v)) < o.tau) return true;
+    auto relu = [](float x) { return x > 0 ? x : 0.0f; };
+    return feedsRelu && fp::bitsOf(relu(f)) == fp::bitsOf(relu(v));
+  };
   auto work = [&](bool reporter) {
-    FlipOracle oracle(g, images, o.batch);
+    std::unique_ptr<FlipOracle> batchOracle, imageOracle;
+    int oracleImage = -1;
+    uint64_t settled = 0, reruns = 0;  // of the image oracles let go
     CheckBitsResult part;
-    std::map<int, Confusion> layers;
+    std::map<int, Judged> wLayers, aLayers;
     constexpr uint64_t kGrain = 64;
     while (true) {
       const uint64_t first = next.fetch_add(kGrain);
       if (first >= total) break;
       for (uint64_t m = first; m < std::min(total, first + kGrain); ++m) {
-        const uint64_t k = shardIndex + m * shardCount;
-        if (k < weightCount) {
+        if (m < weightTotal) {
+          const uint64_t k = shardIndex + m * shardCount;
+          if (!batchOracle) batchOracle = std::make_unique<FlipOracle>(g, images, o.batch);
           const WeightFlip f = sampling ? sampled[std::size_t(k)] : weightBit(k);
           const Node& n = g.nodes[std::size_t(f.node)];
           const float clean = f.bias ? n.bias[f.index] : n.weight[f.index];
-          const bool vulnerable = oracle.weightFlip(f.node, f.bias, f.index, f.bit);
+          const FlipOracle::Outcome out = batchOracle->weightFlip(f.node, f.bias, f.index, f.bit, epsilon);
           const bool predictedRobust =
               weightBitRobust(sel, f.node, f.bias ? n.weight.size() + f.index : std::size_t(f.index), clean, f.bit);
-          part.weights.add(predictedRobust, !vulnerable);
-          layers[f.node].add(predictedRobust, !vulnerable);
-          ++part.weightFlipsByBit[f.bit];
-          part.weightVulnerableByBit[f.bit] += vulnerable;
-          if (predictedRobust && vulnerable)
-            part.falseRobust.emplace_back(k, n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) +
-                                                 "] bit " + std::to_string(f.bit));
+          const bool promised = outputCriterion ? !out.moved : std::fabs(double(flipBit(clean, f.bit)) - double(clean)) < o.tau;
+          part.weights.add(predictedRobust, !out.top1);
+          part.weightsPromise.add(predictedRobust, promised);
+          Judged& layer = wLayers[f.node];
+          layer.top1.add(predictedRobust, !out.top1);
+          layer.promise.add(predictedRobust, promised);
+          part.weightBits[f.bit].top1.add(predictedRobust, !out.top1);
+          part.weightBits[f.bit].promise.add(predictedRobust, promised);
+          if (predictedRobust && (out.top1 || !promised))
+            part.falseRobust.emplace_back(k, n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) + "] bit " +
+                                                 std::to_string(f.bit) + (out.top1 ? "" : " (broke the promise only)"));
         } else {
+          const uint64_t k = activationOrder[std::size_t(m - weightTotal)];
           const ActivationFlip& f = activations[std::size_t(k - weightCount)];
-          const bool vulnerable = oracle.activationFlip(f.sample, f.node, f.element, f.bit);
+          if (f.sample != oracleImage) {
+            if (imageOracle) settled += imageOracle->settledByBound(), reruns += imageOracle->reruns();
+            imageOracle = std::make_unique<FlipOracle>(g, images + int64_t(f.sample) * inSize, 1);
+            oracleImage = f.sample;
+          }
+          const FlipOracle::Outcome out = imageOracle->activationFlip(0, f.node, f.element, f.bit, epsilon);
           const LayerSelection& l = sel.layers[std::size_t(f.node - 1)];
           const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
-          part.activations.add(predictedRobust, !vulnerable);
-          if (predictedRobust && vulnerable)
-            part.falseRobust.emplace_back(k, l.name + " sample " + std::to_string(f.sample) + " element " +
-                                                 std::to_string(f.element) + " bit " + std::to_string(f.bit));
+          const bool promised =
+              outputCriterion ? !out.moved : valuePromiseHolds(imageOracle->value(0, f.node, f.element), f.bit, l.feedsRelu);
+          part.activations.add(predictedRobust, !out.top1);
+          part.activationsPromise.add(predictedRobust, promised);
+          Judged& layer = aLayers[f.node];
+          layer.top1.add(predictedRobust, !out.top1);
+          layer.promise.add(predictedRobust, promised);
+          part.activationBits[f.bit].top1.add(predictedRobust, !out.top1);
+          part.activationBits[f.bit].promise.add(predictedRobust, promised);
+          if (predictedRobust && (out.top1 || !promised))
+            part.falseRobust.emplace_back(k, l.name + " image " + std::to_string(f.sample) + " element " + std::to_string(f.element) +
+                                                 " bit " + std::to_string(f.bit) + (out.top1 ? "" : " (broke the promise only)"));
         }
       }
       done.fetch_add(std::min(total, first + kGrain) - first);
@@ -534,18 +611,28 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
     std::lock_guard<std::mutex> lock(merge);
     result.weights.merge(part.weights);
     result.activations.merge(part.activations);
-    for (const auto& [node, c] : layers) perLayer[node].merge(c);
-    for (int b = 0; b < 32; ++b) {
-      result.weightFlipsByBit[std::size_t(b)] += part.weightFlipsByBit[std::size_t(b)];
-      result.weightVulnerableByBit[std::size_t(b)] += part.weightVulnerableByBit[std::size_t(b)];
+    result.weightsPromise.merge(part.weightsPromise);
+    result.activationsPromise.merge(part.activationsPromise);
+    for (const auto& [node, c] : wLayers) weightLayers[node].merge(c);
+    for (const auto& [node, c] : aLayers) activationLayers[node].merge(c);
+    for (std::size_t b = 0; b < 32; ++b) {
+      result.weightBits[b].merge(part.weightBits[b]);
+      result.activationBits[b].merge(part.activationBits[b]);
     }
-    result.settledByBound += oracle.settledByBound();
-    result.reruns += oracle.reruns();
+    result.settledByBound += settled;
+    result.reruns += reruns;
+    for (const FlipOracle* oracle : {batchOracle.get(), imageOracle.get()})
+      if (oracle) {
+        result.settledByBound += oracle->settledByBound();
+        result.reruns += oracle->reruns();
+      }
     keepFirstFalseRobust(result.falseRobust, std::move(part.falseRobust));
   };
   util::parallelFor(util::threadsOr(o.threads), [&](unsigned worker) { work(worker == 0); });
-  for (int node : affineNodes)
-    if (perLayer.count(node)) result.weightLayers.emplace_back(g.nodes[std::size_t(node)].name, perLayer[node]);
+  // every layer, flipped or not, so that every shard lists the same layers in graph order
+  for (int node : affineNodes) result.weightLayers.emplace_back(g.nodes[std::size_t(node)].name, weightLayers[node]);
+  for (std::size_t v = 1; v < g.nodes.size(); ++v)
+    result.activationLayers.emplace_back(g.nodes[v].name, activationLayers[int(v)]);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (progress) progress(total, total);
   return result;

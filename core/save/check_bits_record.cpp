@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include "core/save/graph.h"
 #include "core/store/shard_set.h"
@@ -55,6 +56,21 @@ double scalar(const store::StoredRecord& rec, const std::string& key, const std:
   return it->second;
 }
 
+// Two confusions (top-1, then the promise) from eight counts at `at`.
+Judged judgedAt(const std::vector<uint64_t>& v, std::size_t at) {
+  Judged j;
+  for (Confusion* c : {&j.top1, &j.promise}) {
+    c->robustRobust = v[at], c->robustVulnerable = v[at + 1], c->protectedRobust = v[at + 2], c->protectedVulnerable = v[at + 3];
+    at += 4;
+  }
+  return j;
+}
+
+void putJudged(std::vector<uint64_t>& v, const Judged& j) {
+  for (const Confusion* c : {&j.top1, &j.promise})
+    for (uint64_t x : {c->robustRobust, c->robustVulnerable, c->protectedRobust, c->protectedVulnerable}) v.push_back(x);
+}
+
 const std::vector<uint64_t> u64s(const store::StoredRecord& rec, const std::string& key, uint64_t columns,
                                  const std::string& where) {
   const auto it = rec.arrays.find(key);
@@ -82,6 +98,10 @@ store::ResultRecord checkBitsRecord(const CheckBitsCampaign& c, int64_t batch, d
                 {"shard", std::to_string(c.shardIndex) + "/" + std::to_string(c.shardCount)}};
   putConfusion(rec, "weights", r.weights);
   putConfusion(rec, "activations", r.activations);
+  putConfusion(rec, "weights_promise", r.weightsPromise);
+  putConfusion(rec, "activations_promise", r.activationsPromise);
+  rec.labels["criterion"] = r.criterion;
+  rec.scalars["epsilon"] = r.epsilon;
   rec.scalars["batch"] = double(batch);
   rec.scalars["tau"] = tau;
   rec.scalars["seconds"] = r.seconds;
@@ -89,10 +109,12 @@ store::ResultRecord checkBitsRecord(const CheckBitsCampaign& c, int64_t batch, d
   rec.scalars["settled_by_bound"] = double(r.settledByBound);
   rec.scalars["reruns"] = double(r.reruns);
   rec.scalars["flips"] = double(r.flips);
-  std::vector<std::string> layerNames, falseRobust;
+  std::vector<std::string> layerNames, activationNames, falseRobust;
   for (const auto& [name, conf] : r.weightLayers) layerNames.push_back(name);
+  for (const auto& [name, conf] : r.activationLayers) activationNames.push_back(name);
   for (const auto& [k, text] : r.falseRobust) falseRobust.push_back(text);
   rec.labels["layers"] = joinLines(layerNames);
+  rec.labels["activation_layers"] = joinLines(activationNames);
   rec.labels["false_robust"] = joinLines(falseRobust);
   return rec;
 }
@@ -123,22 +145,27 @@ StoredCheckBits checkBitsFromRecord(const store::StoredRecord& rec, const std::s
   CheckBitsResult& r = s.result;
   r.weights = getConfusion(rec, "weights", where);
   r.activations = getConfusion(rec, "activations", where);
+  r.weightsPromise = getConfusion(rec, "weights_promise", where);
+  r.activationsPromise = getConfusion(rec, "activations_promise", where);
+  r.criterion = label(rec, "criterion", where);
+  r.epsilon = scalar(rec, "epsilon", where);
   r.seconds = scalar(rec, "seconds", where);
   r.cleanAccuracy = scalar(rec, "clean_accuracy", where);
   r.settledByBound = uint64_t(scalar(rec, "settled_by_bound", where));
   r.reruns = uint64_t(scalar(rec, "reruns", where));
   r.flips = uint64_t(scalar(rec, "flips", where));
-  const std::vector<uint64_t> byBit = u64s(rec, "weight_flips_and_vulnerable_by_bit", 32, where);
-  if (byBit.size() != 64) throw SaveError(where + ": the per-bit counts are not 2 x 32");
-  for (std::size_t b = 0; b < 32; ++b) r.weightFlipsByBit[b] = byBit[b], r.weightVulnerableByBit[b] = byBit[32 + b];
-  const std::vector<std::string> names = util::splitText(label(rec, "layers", where), '\n');
-  const std::vector<uint64_t> layers = u64s(rec, "layer_confusions", 4, where);
-  if (layers.size() != names.size() * 4) throw SaveError(where + ": the layer names and counts do not match");
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    Confusion c;
-    c.robustRobust = layers[4 * i], c.robustVulnerable = layers[4 * i + 1];
-    c.protectedRobust = layers[4 * i + 2], c.protectedVulnerable = layers[4 * i + 3];
-    r.weightLayers.emplace_back(names[i], c);
+  const std::vector<uint64_t> byBit = u64s(rec, "bit_confusions", 16, where);
+  if (byBit.size() != 32 * 16) throw SaveError(where + ": the per-bit counts are not 32 x 16");
+  for (std::size_t b = 0; b < 32; ++b) {
+    r.weightBits[b] = judgedAt(byBit, 16 * b);
+    r.activationBits[b] = judgedAt(byBit, 16 * b + 8);
+  }
+  for (const auto& [key, names, list] : {std::tuple{"layers", "layer_confusions", &r.weightLayers},
+                                         std::tuple{"activation_layers", "activation_layer_confusions", &r.activationLayers}}) {
+    const std::vector<std::string> layerNames = util::splitText(label(rec, key, where), '\n');
+    const std::vector<uint64_t> counts = u64s(rec, names, 8, where);
+    if (counts.size() != layerNames.size() * 8) throw SaveError(where + ": the layer names and counts do not match");
+    for (std::size_t i = 0; i < layerNames.size(); ++i) list->emplace_back(layerNames[i], judgedAt(counts, 8 * i));
   }
   const std::vector<std::string> texts = util::splitText(label(rec, "false_robust", where), '\n');
   const std::vector<uint64_t> positions = u64s(rec, "false_robust_positions", 1, where);
@@ -190,25 +217,35 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
   merged.tau = first.tau;
   CheckBitsResult& m = merged.result;
   m.cleanAccuracy = first.result.cleanAccuracy;
-  std::map<std::string, Confusion> layers;
+  m.criterion = first.result.criterion;
+  m.epsilon = first.result.epsilon;
+  m.weightLayers = first.result.weightLayers;
+  m.activationLayers = first.result.activationLayers;
+  for (auto* list : {&m.weightLayers, &m.activationLayers})
+    for (auto& [name, j] : *list) j = Judged{};
   for (const auto& [file, s] : shards) {
     const CheckBitsResult& r = s.result;
-    if (r.weightLayers.size() != first.result.weightLayers.size())
+    auto sameNames = [](const auto& a, const auto& b) {
+      return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
+    };
+    if (!sameNames(r.weightLayers, m.weightLayers) || !sameNames(r.activationLayers, m.activationLayers))
       throw SaveError(file + ": its layers differ from " + firstFile + "'s");
     m.weights.merge(r.weights);
     m.activations.merge(r.activations);
+    m.weightsPromise.merge(r.weightsPromise);
+    m.activationsPromise.merge(r.activationsPromise);
     for (std::size_t b = 0; b < 32; ++b) {
-      m.weightFlipsByBit[b] += r.weightFlipsByBit[b];
-      m.weightVulnerableByBit[b] += r.weightVulnerableByBit[b];
+      m.weightBits[b].merge(r.weightBits[b]);
+      m.activationBits[b].merge(r.activationBits[b]);
     }
+    for (std::size_t i = 0; i < r.weightLayers.size(); ++i) m.weightLayers[i].second.merge(r.weightLayers[i].second);
+    for (std::size_t i = 0; i < r.activationLayers.size(); ++i) m.activationLayers[i].second.merge(r.activationLayers[i].second);
     m.settledByBound += r.settledByBound;
     m.reruns += r.reruns;
     m.flips += r.flips;
     m.seconds += r.seconds;
-    for (const auto& [name, c] : r.weightLayers) layers[name].merge(c);
     keepFirstFalseRobust(m.falseRobust, r.falseRobust);
   }
-  for (const auto& [name, c] : first.result.weightLayers) m.weightLayers.emplace_back(name, layers[name]);
 
   if (!output.empty()) {
     const bool exists = std::ifstream(output).good();
@@ -232,14 +269,17 @@ void writeCheckBits(store::SessionWriter& w, const std::string& id, const Stored
   store::ResultRecord rec = checkBitsRecord(s.campaign, s.batch, s.tau, s.result);
   rec.labels["shard"] = shard;
   const CheckBitsResult& r = s.result;
-  std::vector<uint64_t> byBit(r.weightFlipsByBit.begin(), r.weightFlipsByBit.end());
-  byBit.insert(byBit.end(), r.weightVulnerableByBit.begin(), r.weightVulnerableByBit.end());
-  std::vector<uint64_t> layers, positions;
-  for (const auto& [name, c] : r.weightLayers)
-    for (uint64_t v : {c.robustRobust, c.robustVulnerable, c.protectedRobust, c.protectedVulnerable}) layers.push_back(v);
+  std::vector<uint64_t> byBit, layers, activationLayers, positions;
+  for (std::size_t b = 0; b < 32; ++b) {
+    putJudged(byBit, r.weightBits[b]);
+    putJudged(byBit, r.activationBits[b]);
+  }
+  for (const auto& [name, j] : r.weightLayers) putJudged(layers, j);
+  for (const auto& [name, j] : r.activationLayers) putJudged(activationLayers, j);
   for (const auto& [k, text] : r.falseRobust) positions.push_back(k);
-  rec.arrays = {{"weight_flips_and_vulnerable_by_bit", {store::DType::U64, {2, 32}, byBit.data()}},
-                {"layer_confusions", {store::DType::U64, {uint64_t(r.weightLayers.size()), 4}, layers.data()}},
+  rec.arrays = {{"bit_confusions", {store::DType::U64, {32, 16}, byBit.data()}},
+                {"layer_confusions", {store::DType::U64, {uint64_t(r.weightLayers.size()), 8}, layers.data()}},
+                {"activation_layer_confusions", {store::DType::U64, {uint64_t(r.activationLayers.size()), 8}, activationLayers.data()}},
                 {"false_robust_positions", {store::DType::U64, {uint64_t(positions.size()), 1}, positions.data()}}};
   w.writeSaveResult(id, rec);
 }

@@ -76,6 +76,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
       const Node& cn = g.nodes[std::size_t(c)];
       l.feedsRelu = l.feedsRelu && (cn.op == Op::Relu || (cn.op == Op::Clip && cn.bias[0] == 0.0f));
     }
+    l.shape = n.shape.empty() ? std::vector<int64_t>{l.elements} : n.shape;
     l.rows = n.shape.size() >= 2 ? n.shape[0] : 1;  // [C, H, W]: channels; [T, F]: tokens
     l.cols = l.elements / l.rows;
     l.tilesDown = (l.rows + o.tileRows - 1) / o.tileRows;

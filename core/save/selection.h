@@ -46,6 +46,7 @@ struct LayerSelection {
   double meanWidth = 0;
   bool feedsRelu = false;
   bool inPlace = false;  // written over its input (same memory and placement)
+  std::vector<int64_t> shape;  // the node's, one sample
   int64_t rows = 0, cols = 0, tilesDown = 0, tilesAcross = 0;
   std::vector<float> tileShare;         // type-2 share of each tile, row-major over tiles
   std::vector<uint8_t> tileReliable;    // 1: placed in reliable memory

@@ -178,7 +178,7 @@ Sensitivity sensitivityOf(const Graph& g, const std::vector<NodeRange>& r) {
     }
   }
   for (std::size_t v = g.nodes.size() - 1; v-- > 0;) out.roundingFrom[v] += out.roundingFrom[v + 1];
-  for (double& r : out.roundingFrom) r *= 1 + 1e-9;
+  for (double& bound : out.roundingFrom) bound *= 1 + 1e-9;
   out.rounding = out.roundingFrom[0];
   out.growth = std::expm1(gammaSum) + 1e-9;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -24,13 +24,18 @@ for d in (whole, merged):
     d.pop("seconds")
 assert whole == merged, {k: (whole[k], merged.get(k)) for k in whole if whole[k] != merged.get(k)}
 assert whole["flips"] == 6600, whole["flips"]
-assert sum(whole["weight_flips_by_bit"]) == 6000
+total = lambda c: sum(c.values())
+assert sum(total(b["top1"]) for b in whole["weight_bits"]) == 6000
+assert sum(total(b["promise"]) for b in whole["activation_bits"]) == 600
+assert total(whole["weights_promise"]) == 6000 and whole["criterion"] == "value"
 f = h5py.File("merged.h5", "r")
 g = f["save/lenet-check-bits"]
 assert g.attrs["shard"] in (b"merged 3", "merged 3"), g.attrs["shard"]
 layers = g["layer_confusions"][()]
-assert layers.sum() == 6000, layers.sum()
-assert sum(l["confusion"]["predicted_robust_actually_robust"] for l in whole["weight_layers"]) == layers[:, 0].sum()
+assert layers.shape == (5, 8) and layers[:, :4].sum() == 6000 and layers[:, 4:].sum() == 6000, layers
+assert sum(l["top1"]["predicted_robust_actually_robust"] for l in whole["weight_layers"]) == layers[:, 0].sum()
+acts = g["activation_layer_confusions"][()]
+assert acts[:, :4].sum() == 600 and g["bit_confusions"].shape == (32, 16)
 PY
 absent=out.h5
 expect_error "shard 1/3 is missing" merge s0.h5 s2.h5 -s out.h5

@@ -10,6 +10,7 @@
 
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
+#include "views/layermapview.h"
 #include "views/mainwindow.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
@@ -23,6 +24,7 @@ class TestSavePanel : public QObject {
   void initTestCase();
   void bitClassBarsMatchTheSession();
   void tileMapShowsPlacement();
+  void layerMapShowsEveryValue();
   void campaignLinesPerScheme();
   void exportsAndCsv();
   void unknownItemIsRefused();
@@ -81,7 +83,8 @@ void TestSavePanel::bitClassBarsMatchTheSession() {
 void TestSavePanel::tileMapShowsPlacement() {
   QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv2")));
   SavePanel* panel = window_->savePanel();
-  QCOMPARE(panel->currentTab(), SavePanel::TilesTab);
+  QCOMPARE(panel->currentTab(), SavePanel::MapTab);  // a layer opens on its map
+  panel->setCurrentTab(SavePanel::TilesTab);
   int index = -1;
   for (int i = 0; i < 12; ++i)
     if (analysis_.layers[std::size_t(i)].name == "conv2") index = i;
@@ -98,6 +101,100 @@ void TestSavePanel::tileMapShowsPlacement() {
   for (uint8_t r : l.tileReliable) reliable += r;
   QCOMPARE(plot->itemCount(), reliable);  // one frame per tile in reliable memory
   shoot(QStringLiteral("tiles"));
+}
+
+// The layer map: one 28x28 map per channel of conv1, its values read from the session's raw
+// arrays here (not through the map's loader), hovering names an element's range, bits and tile,
+// the colours vary, and the bits-by-channel view counts what the masks say.
+void TestSavePanel::layerMapShowsEveryValue() {
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1")));
+  SavePanel* panel = window_->savePanel();
+  QCOMPARE(panel->currentTab(), SavePanel::MapTab);
+  peat::views::LayerMapView* view = panel->layerMap();
+  const peat::save::LayerMap& m = view->layerMap();
+  QCOMPARE(m.name, std::string("conv1"));
+  QCOMPARE(m.shape, (std::vector<int64_t>{6, 28, 28}));
+  QCOMPARE(m.channels, int64_t(6));
+  QCOMPARE(m.height, int64_t(28));
+  QCOMPARE(m.width, int64_t(28));
+  const peat::store::SessionReader reader(session_.toStdString());
+  const peat::store::StoredRecord raw = reader.saveResult("lenet-symbolic.conv1");
+  auto rawArray = [&](const char* name) { return raw.arrays.at(name); };
+  const peat::store::Tensor lo = rawArray("lo"), hi = rawArray("hi"), robust = rawArray("robust_mask"),
+                            ranging = rawArray("ranging_mask"), reliable = rawArray("tile_reliable");
+  QCOMPARE(int64_t(lo.elementCount()), m.elements());
+  const auto* los = reinterpret_cast<const double*>(lo.bytes.data());
+  const auto* his = reinterpret_cast<const double*>(hi.bytes.data());
+  const auto* robusts = reinterpret_cast<const uint32_t*>(robust.bytes.data());
+  const auto* rangings = reinterpret_cast<const uint32_t*>(ranging.bytes.data());
+  const int64_t tileRows = int64_t(raw.scalars.at("tile_rows")), tileCols = int64_t(raw.scalars.at("tile_cols"));
+  const int64_t across = int64_t(raw.scalars.at("tiles_across"));
+  // hover three elements: the first, one inside, the last
+  QWidget* canvas = view->canvas();
+  int vulnerableMin = 33, vulnerableMax = -1;
+  for (int64_t i = 0; i < m.elements(); ++i) {
+    const int v = __builtin_popcount(~(robusts[i] | rangings[i]));
+    vulnerableMin = std::min(vulnerableMin, v);
+    vulnerableMax = std::max(vulnerableMax, v);
+  }
+  QVERIFY2(vulnerableMax > vulnerableMin, "conv1's values all have as many vulnerable bits: a one-colour map");
+  for (const int64_t i : {int64_t(0), int64_t(3 * 784 + 10 * 28 + 12), m.elements() - 1}) {
+    const QPoint p = view->canvasPointOf(i);
+    QVERIFY(canvas->rect().contains(p));
+    QCOMPARE(view->elementAt(p), i);
+    QMouseEvent move(QEvent::MouseMove, QPointF(p), canvas->mapToGlobal(QPointF(p)), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(canvas, &move);  // the canvas's own handling of a move to p
+    const QString text = view->hoverText();
+    const int64_t c = i / 784, y = (i % 784) / 28, x = i % 28;
+    QVERIFY2(text.contains(QStringLiteral("channel %1, row %2, column %3").arg(c).arg(y).arg(x)), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("range [%1, %2]").arg(los[i], 0, 'g', 6).arg(his[i], 0, 'g', 6)), qPrintable(text));
+    const int64_t tile = (c / tileRows) * across + (y * 28 + x) / tileCols;
+    const bool inReliable = reinterpret_cast<const uint8_t*>(reliable.bytes.data())[tile] != 0;
+    QVERIFY2(text.contains(QStringLiteral("tile %1 (%2)").arg(tile).arg(inReliable ? QStringLiteral("reliable memory")
+                                                                                        : QStringLiteral("unreliable memory"))),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("%1 vulnerable bits").arg(__builtin_popcount(~(robusts[i] | rangings[i])))), qPrintable(text));
+  }
+  // the colours vary over the map (the first round's map was one colour)
+  const QImage shot = canvas->grab().toImage();
+  QSet<QRgb> colours;
+  for (int y = 0; y < shot.height(); y += 2)
+    for (int x = 0; x < shot.width(); x += 2) colours.insert(shot.pixel(x, y));
+  QVERIFY2(colours.size() > 12, qPrintable(QString::number(colours.size())));
+  shoot(QStringLiteral("map"));
+  view->setView(peat::views::LayerMapView::View::Width);
+  shoot(QStringLiteral("map-width"));
+  // per bit position and channel: the share of vulnerable values, counted from the masks here
+  view->setView(peat::views::LayerMapView::View::BitsByChannel);
+  const QStringList lines = window_->currentCsv().trimmed().split(QLatin1Char('\n'));
+  QCOMPARE(lines.size(), 1 + 32 * 6);
+  QCOMPARE(lines.first(), QStringLiteral("bit,channel,vulnerable_share"));
+  for (const QString& line : lines.mid(1)) {
+    const QStringList f = line.split(QLatin1Char(','));
+    const int bit = f[0].toInt(), c = f[1].toInt();
+    int count = 0;
+    for (int64_t i = c * 784; i < (c + 1) * 784; ++i) count += !((robusts[i] | rangings[i]) & (1u << bit));
+    QVERIFY2(std::fabs(f[2].toDouble() - count / 784.0) < 1e-5, qPrintable(line));
+  }
+  shoot(QStringLiteral("map-bits"));
+  // a linear layer is one strip
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/fc1")));
+  QCOMPARE(view->layerMap().channels, int64_t(1));
+  QCOMPARE(view->layerMap().height, int64_t(1));
+  QCOMPARE(view->layerMap().width, int64_t(120));
+  view->setView(peat::views::LayerMapView::View::BitClass);
+  view->setBit(30);
+  QVERIFY(view->summaryText().contains(QStringLiteral("in reliable memory")));
+  shoot(QStringLiteral("map-fc1"));
+  // the map exports as a picture too
+  QTemporaryDir dir;
+  for (const char* suffix : {"png", "svg", "pdf"}) {
+    QString error;
+    const QString path = dir.filePath(QStringLiteral("map.") + QLatin1String(suffix));
+    QVERIFY2(peat::views::exportWidget(panel->currentPicture(), path, &error), qPrintable(error));
+    QVERIFY(QFileInfo(path).size() > 1000);
+  }
+  view->setView(peat::views::LayerMapView::View::VulnerableBits);
 }
 
 void TestSavePanel::campaignLinesPerScheme() {

@@ -12,6 +12,7 @@
 #include <hwy/targets.h>
 
 #include "core/data/datasets.h"
+#include "core/save/analysis_record.h"
 #include "core/save/campaign.h"
 #include "core/save/check_bits.h"
 #include "core/save/mixed.h"
@@ -706,6 +707,48 @@ void TestSave::tilesGoToReliableMemoryByShare() {
       QVERIFY2(peak + s.tileBytes > o.budgetBytes, qPrintable(QString::fromStdString(l.name)));
     }
   }
+  // The map's view of a stored layer (what the workbench draws) agrees with the selection: shape,
+  // per-element masks and ranges, the tile of every element (the formula above), the tile shares.
+  QTemporaryDir dir;
+  const std::string path = dir.filePath(QStringLiteral("map.h5")).toStdString();
+  {
+    store::SessionWriter w(path, store::Provenance{});
+    save::writeAnalysis(w, "lenet-interval", s, kLenetWeights);
+    w.flush();
+  }
+  const store::SessionReader reader(path);
+  for (const char* name : {"conv1", "conv2.relu", "fc1"}) {
+    const auto it = std::find_if(s.layers.begin(), s.layers.end(), [&](const save::LayerSelection& l) { return l.name == name; });
+    QVERIFY(it != s.layers.end());
+    const save::LayerSelection& l = *it;
+    const save::LayerMap m = save::loadLayerMap(reader, "lenet-interval", name);
+    QCOMPARE(m.shape, g.nodes[std::size_t(l.node)].shape);
+    QCOMPARE(m.elements(), l.elements);
+    QCOMPARE(m.channels * m.height * m.width, l.elements);
+    QCOMPARE(m.lo, s.ranges.nodes[std::size_t(l.node)].lo);
+    std::vector<double> share(l.tileShare.size(), 0.0), count(l.tileShare.size(), 0.0);
+    const std::vector<float> type = m.values(save::MapQuantity::Type);
+    for (int64_t i = 0; i < l.elements; ++i) {
+      const int64_t tile = (i / l.cols / 16) * l.tilesAcross + (i % l.cols) / 16;
+      QCOMPARE(m.tileOf(i), tile);
+      share[std::size_t(tile)] += type[std::size_t(i)] == 2.0f;
+      count[std::size_t(tile)] += 1;
+      const save::MapElement e = m.element(i);
+      QCOMPARE(e.reliable, l.tileReliable[std::size_t(tile)] != 0);
+      for (int b = 0; b < 32; ++b) {
+        const uint32_t bit = uint32_t(1) << b;
+        const save::BitClass want = (l.rangingMask[std::size_t(i)] & bit) ? save::BitClass::Ranging
+                                    : (l.robustMask[std::size_t(i)] & bit) ? save::BitClass::Robust
+                                                                            : save::BitClass::Vulnerable;
+        QCOMPARE(e.bits[std::size_t(b)], want);
+      }
+      QCOMPARE(m.indexAt(e.channel, e.y, e.x), i);
+    }
+    for (std::size_t t = 0; t < share.size(); ++t) QCOMPARE(float(share[t] / count[t]), l.tileShare[t]);
+    QCOMPARE(m.counts().type2, l.type2);
+  }
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "no-such-layer"));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "conv1").element(6 * 28 * 28));
 }
 
 // Every outcome of the oracle (bound first, exact rerun otherwise) equals a full rerun of the
@@ -745,7 +788,7 @@ void TestSave::flipOracleMatchesBruteForce() {
   };
   const std::vector<int> clean = predictions(g);
   std::mt19937_64 rng(3);
-  int vulnerable = 0, robust = 0;
+  int vulnerable = 0, robust = 0, movedAbove = 0, movedBelow = 0;
   const bool small = model == QLatin1String("lenet");  // full reruns of the ResNet cost more
   for (int k = 0; k < (small ? 400 : 120); ++k) {
     save::Graph faulty = g;
@@ -762,7 +805,21 @@ void TestSave::flipOracleMatchesBruteForce() {
     const bool want = predictions(faulty) != clean;
     QCOMPARE(oracle.weightFlip(node, bias, index, bit), want);
     (want ? vulnerable : robust)++;
+    if (k % 4 == 0) {  // the logits' move (the largest |change| over the batch), asked at half and twice its size
+      const auto before = save::runAll(g, x.data(), batch), after = save::runAll(faulty, x.data(), batch);
+      const std::vector<float>&l0 = before[std::size_t(g.output)], &l1 = after[std::size_t(g.output)];
+      double move = 0;
+      for (std::size_t i = 0; i < l0.size(); ++i)
+        move = std::isfinite(l1[i]) ? std::max(move, std::fabs(double(l1[i]) - double(l0[i]))) : HUGE_VAL;
+      for (const double epsilon : std::isfinite(move) ? std::vector<double>{move / 2, move * 2} : std::vector<double>{1.0}) {
+        const save::FlipOracle::Outcome out = oracle.weightFlip(node, bias, index, bit, epsilon);
+        QCOMPARE(out.top1, want);
+        QCOMPARE(out.moved, move > epsilon);
+        (out.moved ? movedAbove : movedBelow)++;
+      }
+    }
   }
+  QVERIFY2(movedAbove > 0 && movedBelow > 0, qPrintable(QStringLiteral("%1 above, %2 below").arg(movedAbove).arg(movedBelow)));
   QVERIFY2(vulnerable > (small ? 10 : 2) && robust > 20, qPrintable(QStringLiteral("%1 vulnerable, %2 robust").arg(vulnerable).arg(robust)));
   qInfo("%s: %d vulnerable and %d robust weight flips agree with full reruns", qPrintable(model), vulnerable, robust);
   QVERIFY(oracle.settledByBound() > 0 && oracle.reruns() > 0);
@@ -788,6 +845,16 @@ void TestSave::flipOracleMatchesBruteForce() {
     }
     const bool want = !finite || best != clean[std::size_t(sample)];
     QCOMPARE(oracle.activationFlip(sample, node, element, bit), want);
+    const auto before = save::runAll(g, x.data() + sample * 784, 1);
+    double move = 0;
+    for (int i = 0; i < 10; ++i)
+      move = std::isfinite(l[i]) ? std::max(move, std::fabs(double(l[i]) - double(before[std::size_t(g.output)][std::size_t(i)])))
+                                 : HUGE_VAL;
+    for (const double epsilon : std::isfinite(move) ? std::vector<double>{move / 2, move * 2} : std::vector<double>{1.0}) {
+      const save::FlipOracle::Outcome out = oracle.activationFlip(sample, node, element, bit, epsilon);
+      QCOMPARE(out.top1, want);
+      QCOMPARE(out.moved, move > epsilon);
+    }
   }
 }
 
@@ -895,20 +962,51 @@ void TestSave::checkBitsHasNoFalseRobust() {
   const int64_t batch = 16;
   std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
   const std::vector<float> x = save::normalisedImages(g, pixels);
+  // activation flips drawn from 1,000 test images; a stratified weight sample of 20 parameters
+  // per layer and bit position
+  const int64_t images = 1000;
+  std::vector<uint8_t> many(testSet().pixels.begin(), testSet().pixels.begin() + images * 784);
+  const std::vector<float> all = save::normalisedImages(g, many);
   save::CheckBitsOptions o;
   o.batch = batch;
-  o.weightFlips = 5000;
+  o.weightsPerStratum = 20;
   o.activationFlips = 3000;
-  const save::CheckBitsResult r = save::checkBits(g, sel, x.data(), labels32().data(), o);
-  QCOMPARE(r.weights.total(), uint64_t(5000));
+  o.activationImages = images;
+  const save::CheckBitsResult r = save::checkBits(g, sel, all.data(), labels32().data(), o);
+  QCOMPARE(r.criterion, std::string("value"));
+  QCOMPARE(r.weights.total(), uint64_t(5 * 32 * 20));  // LeNet: 5 linear/conv layers
   QCOMPARE(r.activations.total(), uint64_t(3000));
+  QCOMPARE(r.weightsPromise.total(), r.weights.total());
   QCOMPARE(r.weights.robustVulnerable, uint64_t(0));
   QCOMPARE(r.activations.robustVulnerable, uint64_t(0));
+  QCOMPARE(r.weightsPromise.robustVulnerable, uint64_t(0));
+  QCOMPARE(r.activationsPromise.robustVulnerable, uint64_t(0));
   QVERIFY(r.weights.protectedVulnerable > 0 && r.weights.robustRobust > 0);
   QVERIFY(r.cleanAccuracy > 0.6);
+  // every stratum got its 20 flips; the layers and bit positions add up to the totals
+  QCOMPARE(r.weightLayers.size(), std::size_t(5));
+  save::Confusion layers, bits, activationLayers, activationBits;
+  for (const auto& [name, j] : r.weightLayers) {
+    QCOMPARE(j.top1.total(), uint64_t(32 * 20));
+    layers.merge(j.top1);
+  }
+  for (const auto& [name, j] : r.activationLayers) activationLayers.merge(j.top1);
+  for (int b = 0; b < 32; ++b) {
+    QCOMPARE(r.weightBits[std::size_t(b)].top1.total(), uint64_t(5 * 20));
+    bits.merge(r.weightBits[std::size_t(b)].top1);
+    activationBits.merge(r.activationBits[std::size_t(b)].top1);
+  }
+  for (const save::Confusion* c : {&layers, &bits}) QCOMPARE(c->protectedRobust, r.weights.protectedRobust);
+  for (const save::Confusion* c : {&activationLayers, &activationBits}) QCOMPARE(c->protectedVulnerable, r.activations.protectedVulnerable);
+  QCOMPARE(r.activationLayers.size(), g.nodes.size() - 1);
   // the sign and top exponent bit matter far more often than the low mantissa bits
-  QVERIFY(r.weightVulnerableByBit[30] * 10 > r.weightFlipsByBit[30]);
-  QCOMPARE(r.weightVulnerableByBit[0], uint64_t(0));
+  const save::Confusion& top = r.weightBits[30].top1;
+  QVERIFY(top.robustVulnerable + top.protectedVulnerable > 10);
+  QCOMPARE(r.weightBits[0].top1.protectedVulnerable, uint64_t(0));
+  // the value criterion's promise: only bits that move a value by less than tau (or that a ReLU
+  // hides) are robust under it, so anything it calls robust keeps the promise and low mantissa
+  // flips keep it whatever they were predicted
+  QCOMPARE(r.weightBits[0].promise.protectedVulnerable, uint64_t(0));
 }
 
 void TestSave::refusals() {
