@@ -33,6 +33,10 @@ status=0
 echo "== conformance (every device against the CPU reference)" | say
 (cd "$build" && ctest --output-on-failure -R 'gpu_conformance' 2>&1) | say || status=1
 
+# The device this machine has, by the driver's device nodes: where there is one, it must work.
+expected=""
+[[ -e /dev/nvidia0 ]] && expected=cuda:0
+[[ -z "$expected" && -e /dev/kfd ]] && expected=hip:0
 device=""
 for d in cuda:0 hip:0; do
   if "$build/tests/bin/gpu_tests" --device "$d" >/dev/null 2>&1; then device=$d; break; fi
@@ -40,7 +44,11 @@ done
 if [[ -n "$device" ]]; then
   echo "== benchmark on $device" | say
   "$build/tests/bin/bench_gpu" --device "$device" 2>&1 | say || status=1
+elif [[ -n "$expected" ]]; then
+  echo "== FAIL: this machine has $expected but its tests do not pass:" | say
+  "$build/tests/bin/gpu_tests" --device "$expected" 2>&1 | tail -5 | say || true
+  status=1
 else
-  echo "== no usable GPU: benchmark skipped" | say
+  echo "== no GPU on this machine (no /dev/nvidia0 or /dev/kfd): benchmark skipped" | say
 fi
 exit $status

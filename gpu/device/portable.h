@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The thin portability layer: one kernel and backend source compiles as CUDA (nvcc) and HIP (hipcc).
+// The thin portability layer: one kernel and backend source compiles as CUDA (nvcc) and HIP (hipcc),
+// and the kernels alone for the host (g++, tests only).
 // Kernel syntax (__global__, blockIdx, atomics, __shared__) is shared; only runtime API names differ.
 #if defined(PEAT_DEVICE_HIP)
 #include <hip/hip_runtime.h>
@@ -76,6 +77,10 @@ using gpuEvent_t = cudaEvent_t;
   cudaErrorLaunchFailure, cudaErrorIllegalAddress, cudaErrorNoDevice, cudaErrorECCUncorrectable,        \
       cudaErrorLaunchTimeout, cudaErrorAssert, cudaErrorHardwareStackError, cudaErrorIllegalInstruction, \
       cudaErrorMisalignedAddress, cudaErrorInvalidPc, cudaErrorDevicesUnavailable
+#elif defined(PEAT_DEVICE_HOST)
+// the kernels compiled for the host, for tests (gpu/device/host_emulation.h): no runtime API
+#include "gpu/device/host_emulation.h"
+#define PEAT_BACKEND_NAME "host"
 #else
-#error "define PEAT_DEVICE_CUDA or PEAT_DEVICE_HIP"
+#error "define PEAT_DEVICE_CUDA, PEAT_DEVICE_HIP or (tests only) PEAT_DEVICE_HOST"
 #endif

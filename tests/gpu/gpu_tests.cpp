@@ -6,9 +6,14 @@
 //
 // No Qt and no HDF5: it builds on the GPU machine from gpu/ alone (tools/gpu-check.sh).
 //   gpu_tests                 cpu:0 and every device found
-//   gpu_tests --device cuda:0 that device only; exit 77 (skip) when it is not usable here
+//   gpu_tests --device cuda:0 that device only; exit 77 (skip) when this machine has no such
+//                             device, 1 (failure, with the reason) when it has one (the driver's
+//                             device node is there, or PEAT_EXPECT_DEVICE=1) but it cannot be opened
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -311,6 +316,21 @@ void runOn(Backend& backend, int index) {
   std::printf("  %s\n", failures == before ? "all kernels match the reference" : "FAILED");
 }
 
+// The driver's sign that this machine has the device `spec` names, or "" when it has none: then a
+// module that does not load only means the device is absent; otherwise it is a failure.
+std::string visibleDevice(const std::string& spec) {
+  const char* expect = std::getenv("PEAT_EXPECT_DEVICE");
+  if (expect && std::string(expect) == "1") return "PEAT_EXPECT_DEVICE=1";
+  const std::size_t colon = spec.find(':');
+  const std::string index = colon == std::string::npos ? "0" : spec.substr(colon + 1);
+  if (spec.rfind("cuda", 0) == 0) {
+    const std::string node = "/dev/nvidia" + index;
+    if (::access(node.c_str(), F_OK) == 0) return node;
+  }
+  if (spec.rfind("hip", 0) == 0 && ::access("/dev/kfd", F_OK) == 0) return "/dev/kfd";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -335,6 +355,12 @@ int main(int argc, char** argv) {
     try {
       opened = openDevice(spec);
     } catch (const std::exception& e) {
+      const std::string seen = spec == "cpu" ? "" : visibleDevice(spec);
+      if (!seen.empty()) {  // the machine has the device: not loading it is a failure, not a skip
+        std::printf("FAIL %s: this machine has the device (%s) but it cannot be used: %s\n", spec.c_str(), seen.c_str(), e.what());
+        ++failures;
+        continue;
+      }
       std::printf("SKIP %s: %s\n", spec.c_str(), e.what());
       if (specs.size() == 1) return 77;  // ctest's skip code
       continue;
