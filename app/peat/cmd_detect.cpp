@@ -44,6 +44,9 @@ int runDetect(const DetectOptions& o) {
     JsonWriter j(std::cout);
     j.beginObject();
     writeVerdict(j, d.verdict, true);
+    j.key("findings").beginArray();  // secondary findings beside the primary verdict
+    for (const detector::Verdict& v : d.findings) writeVerdict(j, v, false);
+    j.endArray();
     j.key("alternatives").beginArray();
     for (const detector::Verdict& v : d.alternatives) writeVerdict(j, v, false);
     j.endArray().endObject();
@@ -52,6 +55,9 @@ int runDetect(const DetectOptions& o) {
   }
   std::cout << "verdict     " << d.verdict.model << parameters(d.verdict) << ", confidence " << d.verdict.confidence
             << "\n            " << d.verdict.explanation << '\n';
+  for (const detector::Verdict& v : d.findings)
+    std::cout << "also        " << v.model << parameters(v) << ", confidence " << v.confidence << ": " << v.explanation
+              << '\n';
   for (const detector::Verdict& v : d.alternatives)
     std::cout << "alternative " << v.model << parameters(v) << ", confidence " << v.confidence << ": " << v.explanation
               << '\n';

@@ -20,8 +20,10 @@ struct Verdict {
 };
 
 struct Detection {
-  Verdict verdict;
-  std::vector<Verdict> alternatives;  // other rules that held, by confidence
+  Verdict verdict;                    // the primary finding (a fault, where there is one)
+  std::vector<Verdict> findings;      // secondary findings beside it: the legitimate rounding of the
+                                      // rest of the tensor under a fault in a few elements (R13)
+  std::vector<Verdict> alternatives;  // other readings that held, by confidence
 };
 
 const std::vector<std::string>& verdictNames();

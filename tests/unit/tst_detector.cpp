@@ -39,6 +39,10 @@ class TestDetector : public QObject {
   void indexErrorAtAStride();
   void verdictNamesAreTheVocabulary();
   void boundsDecideWhenOperandsAreKnown();
+  void confinementIsJudgedAgainstChance();
+  void faultOnTopOfPrecisionLoss();
+  void scatteredRandomValues();
+  void fewSameDirectionFlipsAreNotStuck();
 };
 
 void TestDetector::exact() {
@@ -217,6 +221,76 @@ void TestDetector::everyVerdictIsExplained() {
   for (const std::string& v : peat::detector::verdictNames())
     QVERIFY2(peat::detector::verdictExplanation(v).size() > 40, v.c_str());
   QVERIFY(peat::detector::verdictExplanation("no_such_verdict").empty());
+}
+
+// Large errors scattered at random hit fewer distinct rows and columns than the tensor has when
+// they are few; that alone is no confinement. A column band is.
+void TestDetector::confinementIsJudgedAgainstChance() {
+  const std::size_t rows = 64, cols = 4096;  // a wide output, as of a GEMM with few rows
+  const auto g = values(rows * cols, 30);
+  std::mt19937_64 rng(31);
+  auto scattered = g;
+  for (float& x : scattered) x = flip(x, uint32_t(1) << (rng() % 3));  // rounding-sized noise everywhere
+  // 600 larger errors at random places: they hit about 560 of the 4096 columns by chance alone,
+  // fewer than a quarter of them (the first round's rule called that confined)
+  for (int k = 0; k < 600; ++k) {
+    const std::size_t i = rng() % (rows * cols);
+    scattered[i] = g[i] * (1 + 0.004f);
+  }
+  const auto d = run(g, scattered, {rows, cols});
+  QVERIFY2(d.verdict.model != "index_error", d.verdict.explanation.c_str());
+  for (const auto& alt : d.alternatives) QVERIFY2(alt.model != "index_error", alt.explanation.c_str());
+  auto band = g;  // about as many large errors, all in eight columns that read their neighbour's values
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t col : {7, 300, 301, 1000, 2047, 2048, 3000, 4094}) band[r * cols + col] = g[r * cols + col + 1];
+  const auto b = run(g, band, {rows, cols});
+  QCOMPARE(b.verdict.model, std::string("index_error"));
+  QCOMPARE(b.verdict.evidence.at("columns_hit"), 8.0);
+  QVERIFY(b.verdict.evidence.at("columns_hit") * 4 <= b.verdict.evidence.at("columns_hit_by_chance"));
+}
+
+// A bf16 kernel with one flipped exponent bit: the flip is the verdict, the rounding a finding.
+void TestDetector::faultOnTopOfPrecisionLoss() {
+  const auto g = values(4096, 32);
+  auto c = g;
+  for (float& x : c) x = fp::roundTo(fp::kBf16, x);
+  c[777] = flip(c[777], 1u << 29);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("bit_flip"));
+  QCOMPARE(d.verdict.parameters.at("bit"), std::string("29"));
+  QCOMPARE(d.verdict.evidence.at("first_outlier"), 777.0);
+  QCOMPARE(d.findings.size(), std::size_t(1));
+  QCOMPARE(d.findings[0].model, std::string("precision_loss"));
+  QCOMPARE(d.findings[0].parameters.at("format"), std::string("bf16"));
+  // without the flip, no fault and no finding
+  c[777] = fp::roundTo(fp::kBf16, g[777]);
+  const auto clean = run(g, c);
+  QCOMPARE(clean.verdict.model, std::string("precision_loss"));
+  QVERIFY(clean.findings.empty());
+}
+
+// 1% of the elements replaced by unrelated values, nowhere in particular: random_value, not unknown.
+void TestDetector::scatteredRandomValues() {
+  const auto g = values(128 * 128, 33);
+  auto c = g;
+  std::mt19937_64 rng(34);
+  std::normal_distribution<float> other(0, 3);
+  for (int k = 0; k < 164; ++k) c[rng() % c.size()] = other(rng);
+  QCOMPARE(run(g, c, {128, 128}).verdict.model, std::string("random_value"));
+}
+
+// Three flips of one bit that happen to go the same way (one chance in four) are bit flips, not a stuck bit.
+void TestDetector::fewSameDirectionFlipsAreNotStuck() {
+  const auto g = values(4096, 35);
+  auto c = g;
+  int done = 0;
+  for (std::size_t i = 0; i < g.size() && done < 3; i += 97)
+    if (fp::bitsOf(g[i]) & (1u << 22)) {
+      c[i] = flip(g[i], 1u << 22);
+      ++done;
+    }
+  QCOMPARE(done, 3);
+  QCOMPARE(run(g, c).verdict.model, std::string("bit_flip"));
 }
 
 QTEST_GUILESS_MAIN(TestDetector)
