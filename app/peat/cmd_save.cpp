@@ -144,6 +144,9 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
     }
   }
   so.batch = o.batch;
+  if (o.placement != "ranked" && o.placement != "random" && o.placement != "none")
+    throw std::invalid_argument("--placement '" + o.placement + "' is none of ranked, random, none");
+  so.placement = o.placement;
   if (o.mode == "symbolic" || o.mode == "profiled")
     so.ranges.mode = save::RangeMode::Symbolic;
   else if (o.mode == "interval")
@@ -352,9 +355,9 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::printf("  test set          [%.4g, %.4g]  this analysis is %.2fx its width\n", t.unionLo, t.unionHi,
                 ratio(w, t.unionHi - t.unionLo));
   }
-  std::printf("reliable memory: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget "
+  std::printf("reliable memory%s: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget "
               "(the working set peaks at %.1f KiB); %lld of %lld values are type 2\n",
-              (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
+              so.placement == "ranked" ? "" : so.placement == "none" ? " (none placed)" : " (random placement)", (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,
               (long long)so.batch, double(s.reliableBytes) / 1024, double(s.budgetBytes) / 1024,
               double(s.workingSetBytes) / 1024, (long long)s.type2Elements, (long long)s.elements);
   auto share = [&](double w) { return s.recomputeAllWork > 0 ? 100 * (1 - w / s.recomputeAllWork) : 0.0; };
@@ -492,6 +495,7 @@ util::CampaignKey& addInputSettings(util::CampaignKey& key, const SaveAnalyzeOpt
   if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
   if (!a.inputStd.empty()) key.add("input_std", a.inputStd);
   if (a.criterion != "value") key.add("criterion", a.criterion).add("epsilon", a.epsilon);
+  if (a.placement != "ranked") key.add("placement", a.placement);
   return key;
 }
 

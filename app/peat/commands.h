@@ -70,6 +70,7 @@ struct SaveAnalyzeOptions {
   std::string tile = "16x16";
   double budgetMiB = 6;
   std::string budget;  // instead: "5%" (of the working set's peak) or "2.5MiB"
+  std::string placement = "ranked";  // ranked (SAVE's), random, none: how tiles fill the budget
   int64_t batch = 1;
   bool tightness = false;
   int ascentSteps = 60, ascentStarts = 3;  // the gradient-ascent reference of --tightness

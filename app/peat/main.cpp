@@ -66,6 +66,9 @@ void addTileOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o, const std::
   cmd->add_option("--tile", o.tile, "Tile size ROWSxCOLS")->capture_default_str();
   cmd->add_option("--budget-mib", o.budgetMiB, "Reliable memory in MiB")->capture_default_str();
   cmd->add_option("--budget", o.budget, "Instead: reliable memory as a share of the working set (5%) or in MiB (2.5MiB)");
+  cmd->add_option("--placement", o.placement,
+                  "How tiles fill the budget: ranked (SAVE's), random (a seeded random order) or none (no reliable memory)")
+      ->capture_default_str();
   cmd->add_option("--batch", o.batch, batchHelp)->capture_default_str();
 }
 
@@ -214,6 +217,9 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--budget-mib", saveAnalyze.budgetMiB, "Reliable memory in MiB")->capture_default_str();
   saveAnalyzeCmd->add_option("--budget", saveAnalyze.budget,
                              "Instead: reliable memory as a share of the working set's peak (5%) or in MiB (2.5MiB)");
+  saveAnalyzeCmd->add_option("--placement", saveAnalyze.placement,
+                             "How tiles fill the budget: ranked (SAVE's), random (a seeded random order) or none")
+      ->capture_default_str();
   saveAnalyzeCmd->add_option("--batch", saveAnalyze.batch, "Samples per inference (tile bytes scale with it)")
       ->capture_default_str();
   saveAnalyzeCmd->add_flag("--tightness", saveAnalyze.tightness,

@@ -68,7 +68,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
   store::ResultRecord sum;
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
                 {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"},
-                {"criterion", s.options.criterion}};
+                {"criterion", s.options.criterion}, {"placement", s.options.placement}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
                  {"splits", double(s.options.ranges.splits)}, {"budget_bytes", double(s.budgetBytes > 0 ? s.budgetBytes : s.options.budgetBytes)},

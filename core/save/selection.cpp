@@ -184,7 +184,16 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     return left;
   };
   int64_t peak = 0;
-  const std::vector<std::vector<uint8_t>> placed = place(ranked, peak);
+  std::vector<TileRef> order = ranked;
+  if (o.placement == "random") {
+    std::mt19937_64 orderRng(777);
+    std::shuffle(order.begin(), order.end(), orderRng);
+  } else if (o.placement == "none") {
+    order.clear();
+  } else if (o.placement != "ranked") {
+    throw SaveError("placement '" + o.placement + "' is none of ranked, random, none");
+  }
+  const std::vector<std::vector<uint8_t>> placed = place(order, peak);
   for (std::size_t k = 0; k < s.layers.size(); ++k) {
     s.layers[k].tileReliable = placed[k];
     for (uint8_t r : placed[k]) s.reliableTiles += r;

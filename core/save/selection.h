@@ -28,6 +28,10 @@ struct SelectionOptions {
   int64_t tileRows = 16, tileCols = 16;
   int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
   double budgetShare = 0;  // > 0: the budget is this share of the working set's peak instead (--budget 5%)
+  // How tiles are placed within the budget: "ranked" (SAVE's: the highest type-2 share first, ties
+  // by the recomputation work they save), "random" (the same budget filled in a seeded random
+  // order) or "none" (no reliable memory at all): the two baselines a campaign's latency is set against.
+  std::string placement = "ranked";
   int64_t batch = 1;                       // samples per inference: a tile holds this many copies
   // Instead of the analysis: empirical ranges (min and max seen over data). UNSOUND: inputs unlike
   // the profile leave them. For comparison only; the selection is then marked unsound.
