@@ -683,6 +683,7 @@ void printCampaignJson(const save::Graph& g, const save::Selection& sel, const s
   j.key("latency").beginArray();
   for (const save::SchemeLatency& l : r.latency)
     j.beginObject().field("scheme", save::schemeName(l.scheme)).field("seconds_per_batch", l.seconds).field("ratio", l.ratio)
+        .field("cpu_seconds_per_batch", l.cpuSeconds).field("cpu_ratio", l.cpuRatio)
         .field("accuracy", l.accuracy).field("false_positives", l.falsePositives).endObject();
   j.endArray().key("points").beginArray();
   for (const save::CampaignPoint& p : r.points) {
@@ -720,10 +721,12 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
   for (const save::VerifierChoice& c : runner.verifierChoices()) nameWidth = std::max(nameWidth, c.name.size());
   for (const save::VerifierChoice& c : runner.verifierChoices())
     std::printf("  %-*s %s\n", int(nameWidth), c.name.c_str(), c.reason.c_str());
-  std::printf("\n%-8s %14s %8s %10s %16s\n", "scheme", "ms per batch", "latency", "accuracy", "false positives");
+  std::printf("\n%-8s %14s %8s %14s %9s %10s %16s\n", "scheme", "ms per batch", "latency", "CPU ms/batch", "CPU time",
+              "accuracy", "false positives");
   for (const save::SchemeLatency& l : r.latency)
-    std::printf("%-8s %14.2f %7.2fx %9.1f%% %16llu\n", save::schemeName(l.scheme), 1000 * l.seconds, l.ratio,
-                100 * l.accuracy, (unsigned long long)l.falsePositives);
+    std::printf("%-8s %14.2f %7.2fx %14.2f %8.2fx %9.1f%% %16llu\n", save::schemeName(l.scheme), 1000 * l.seconds, l.ratio,
+                1000 * l.cpuSeconds, l.cpuRatio, 100 * l.accuracy, (unsigned long long)l.falsePositives);
+  std::printf("(latency: wall time; CPU time: every thread of the process, the checks on the second core included)\n");
   std::printf("\ntop-1 accuracy (%%) by faults per inference:\n%-8s", "flips");
   for (save::Scheme s : co.schemes) std::printf(" %8s", save::schemeName(s));
   std::printf("\n");

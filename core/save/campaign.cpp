@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <random>
 
@@ -13,6 +14,12 @@ namespace peat::save {
 namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// CPU time of this process, all threads.
+double cpuNow() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 // A point's seed depends only on the campaign seed, the point and the batch: shards reproduce it.
 uint64_t pointSeed(uint64_t seed, Scheme s, int64_t flips, int64_t batch) {
@@ -45,12 +52,16 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const i
     for (int r = 0; r < std::max(1, o.latencyRepeats); ++r) {
       RunStats stats;
       predictions.clear();
-      const double start = now();
+      const double start = now(), cpuStart = cpuNow();
       for (int64_t b = 0; b < batches; ++b) {
         const std::vector<int> p = runner.infer(images + b * o.batch * inputSize, s, {}, 0, stats);
         predictions.insert(predictions.end(), p.begin(), p.end());
       }
-      l.seconds = std::min(l.seconds, (now() - start) / double(batches));
+      const double seconds = (now() - start) / double(batches), cpu = (cpuNow() - cpuStart) / double(batches);
+      if (seconds < l.seconds) {
+        l.seconds = seconds;
+        l.cpuSeconds = cpu;
+      }
       l.falsePositives = std::max(l.falsePositives, stats.detections);
     }
     int64_t correct = 0;
@@ -59,10 +70,13 @@ CampaignResult runCampaign(ProtectedRunner& runner, const float* images, const i
     if (s == Scheme::None || clean.empty()) clean = predictions;
     result.latency.push_back(l);
   }
-  double base = result.latency.front().seconds;
+  double base = result.latency.front().seconds, cpuBase = result.latency.front().cpuSeconds;
   for (const SchemeLatency& l : result.latency)
-    if (l.scheme == Scheme::None) base = l.seconds;
-  for (SchemeLatency& l : result.latency) l.ratio = l.seconds / base;
+    if (l.scheme == Scheme::None) base = l.seconds, cpuBase = l.cpuSeconds;
+  for (SchemeLatency& l : result.latency) {
+    l.ratio = l.seconds / base;
+    l.cpuRatio = cpuBase > 0 ? l.cpuSeconds / cpuBase : 0;
+  }
   int64_t correct = 0;
   for (int64_t i = 0; i < o.images; ++i) correct += clean[std::size_t(i)] == labels[i];
   result.cleanAccuracy = double(correct) / double(o.images);

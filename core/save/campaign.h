@@ -44,6 +44,9 @@ struct SchemeLatency {
   Scheme scheme = Scheme::None;
   double seconds = 0;      // fault-free, per batch (best of the repeats)
   double ratio = 1;        // against no protection
+  // CPU time of the whole process per batch (every thread: the inference and the checks on the
+  // second core), from the same best repeat, and against no protection's
+  double cpuSeconds = 0, cpuRatio = 1;
   double accuracy = 0;     // fault-free
   uint64_t falsePositives = 0;  // detections on fault-free runs
 };

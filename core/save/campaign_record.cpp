@@ -191,9 +191,9 @@ std::string beginCampaignRun(store::SessionWriter& w, const CampaignRunInfo& inf
 
 void writeCampaignTables(store::SessionWriter& w, const CampaignResult& r, bool latency) {
   if (latency) {
-    store::TableBuilder t({"scheme"}, {"seconds_per_batch", "ratio", "accuracy", "false_positives"});
+    store::TableBuilder t({"scheme"}, {"seconds_per_batch", "ratio", "accuracy", "false_positives", "cpu_seconds_per_batch", "cpu_ratio"});
     for (const SchemeLatency& l : r.latency)
-      t.row({schemeName(l.scheme)}, {l.seconds, l.ratio, l.accuracy, double(l.falsePositives)});
+      t.row({schemeName(l.scheme)}, {l.seconds, l.ratio, l.accuracy, double(l.falsePositives), l.cpuSeconds, l.cpuRatio});
     w.writeTable("latency", t.columns());
   }
   store::TableBuilder t({"scheme"}, {"flips", "accuracy", "error_rate", "detections", "recoveries", "weight_repairs",
