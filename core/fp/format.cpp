@@ -9,7 +9,7 @@
 namespace peat::fp {
 
 const std::vector<Format>& allFormats() {
-  static const std::vector<Format> formats{kFp32, kFp16, kBf16, kTf32, kE4M3, kE5M2};
+  static const std::vector<Format> formats{kFp32, kFp16, kBf16, kTf32, kE4M3, kE5M2, kE3M2, kE2M3, kE2M1};
   return formats;
 }
 
@@ -52,7 +52,7 @@ Fields decompose(const Format& f, uint32_t bits) {
     out.unbiasedExponent = int(out.exponent) - f.bias;
     if (out.exponent == allOnes && f.encoding == Encoding::Ieee)
       out.cls = out.mantissa == 0 ? FpClass::Infinite : FpClass::NaN;
-    else if (out.exponent == allOnes && out.mantissa == f.manMask())
+    else if (out.exponent == allOnes && out.mantissa == f.manMask() && f.encoding == Encoding::FiniteNanOnly)
       out.cls = FpClass::NaN;  // E4M3: only S.1111.111
     else
       out.cls = FpClass::Normal;
@@ -65,6 +65,7 @@ FpClass classify(const Format& f, uint32_t bits) { return decompose(f, bits).cls
 bool isNaN(const Format& f, uint32_t bits) {
   const uint32_t magnitude = bits & (f.signMask() - 1);
   if (f.encoding == Encoding::Ieee) return magnitude > f.expMask();
+  if (f.encoding == Encoding::FiniteOnly) return false;
   return magnitude == (f.expMask() | f.manMask());
 }
 
@@ -90,11 +91,13 @@ uint32_t flipBit(const Format& f, uint32_t bits, int bit) {
 
 uint32_t maxFinite(const Format& f) {
   if (f.encoding == Encoding::Ieee) return (f.expMask() - (uint32_t(1) << f.manBits)) | f.manMask();
+  if (f.encoding == Encoding::FiniteOnly) return f.expMask() | f.manMask();
   return f.expMask() | (f.manMask() - 1);
 }
 
 uint32_t canonicalNaN(const Format& f) {
   if (f.encoding == Encoding::Ieee) return f.expMask() | (uint32_t(1) << (f.manBits - 1));
+  if (f.encoding == Encoding::FiniteOnly) return maxFinite(f);  // no NaN code: the largest magnitude
   return f.expMask() | f.manMask();
 }
 
@@ -125,7 +128,7 @@ uint32_t encode(const Format& f, float x, Overflow overflow) {
   if (a > 0x7f800000u) return sign | canonicalNaN(f);
 
   auto overflowed = [&] {
-    if (overflow == Overflow::Saturate) return maxFinite(f);
+    if (overflow == Overflow::Saturate || f.encoding == Encoding::FiniteOnly) return maxFinite(f);
     return f.encoding == Encoding::Ieee ? f.expMask() : canonicalNaN(f);
   };
   if (a == 0x7f800000u) return sign | overflowed();

@@ -13,6 +13,7 @@ namespace peat::fp {
 enum class Encoding {
   Ieee,           // all-ones exponent holds Inf (mantissa 0) and NaN (mantissa != 0)
   FiniteNanOnly,  // OCP FP8 E4M3: no Inf; only S.1111.111 is NaN, the rest of the top binade is finite
+  FiniteOnly,     // OCP MX FP6 (E3M2, E2M3) and FP4 (E2M1): every code is finite, no Inf, no NaN
 };
 
 struct Format {
@@ -36,6 +37,12 @@ inline constexpr Format kBf16{"bf16", 8, 7, 127, Encoding::Ieee};
 inline constexpr Format kTf32{"tf32", 8, 10, 127, Encoding::Ieee};  // 19 bits, as tensor cores read fp32
 inline constexpr Format kE4M3{"e4m3", 4, 3, 7, Encoding::FiniteNanOnly};
 inline constexpr Format kE5M2{"e5m2", 5, 2, 15, Encoding::Ieee};
+// The OCP Microscaling element formats narrower than 8 bits (OCP MX v1.0, section 5.3): FP6 E3M2
+// (max 28), FP6 E2M3 (max 7.5), FP4 E2M1 (max 6; the NVFP4 element too). No Inf, no NaN: a NaN
+// input encodes as the largest magnitude (the block's scale carries NaN, core/fp/block.h).
+inline constexpr Format kE3M2{"e3m2", 3, 2, 3, Encoding::FiniteOnly};
+inline constexpr Format kE2M3{"e2m3", 2, 3, 1, Encoding::FiniteOnly};
+inline constexpr Format kE2M1{"e2m1", 2, 1, 1, Encoding::FiniteOnly};
 
 const std::vector<Format>& allFormats();
 std::optional<Format> formatByName(std::string_view name);
@@ -64,7 +71,7 @@ uint32_t flipBit(const Format& f, uint32_t bits, int bit);
 uint32_t flipBits(const Format& f, uint32_t bits, uint32_t mask);
 
 uint32_t maxFinite(const Format& f);      // bit pattern of the largest positive finite value
-uint32_t canonicalNaN(const Format& f);   // positive quiet NaN
+uint32_t canonicalNaN(const Format& f);   // positive quiet NaN (FiniteOnly formats have none: their largest value)
 std::optional<uint32_t> infinity(const Format& f);  // none for E4M3
 
 enum class Overflow {
@@ -72,7 +79,8 @@ enum class Overflow {
   Saturate,  // clamp to the largest finite value (OCP "satfinite"); Inf saturates too
 };
 
-// fp32 -> format with round-to-nearest-even, subnormals included. NaN stays NaN (canonical quiet NaN, sign kept).
+// fp32 -> format with round-to-nearest-even, subnormals included. NaN stays NaN (canonical quiet NaN, sign kept;
+// FiniteOnly formats, which have no NaN, give their largest magnitude). FiniteOnly formats saturate always.
 uint32_t encode(const Format& f, float x, Overflow overflow = Overflow::Standard);
 // format -> fp32, exact (every supported format embeds in binary32). NaN payload bits are kept.
 float decode(const Format& f, uint32_t bits);

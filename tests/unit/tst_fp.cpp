@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/fp/block.h"
 #include "core/fp/format.h"
 #include "core/fp/ulp.h"
 
@@ -37,6 +38,14 @@ class TestFp : public QObject {
   void formatByName();
   void roundInPlaceMatchesRoundTo_data();
   void roundInPlaceMatchesRoundTo();
+  void narrowFormatsEveryCode_data();
+  void narrowFormatsEveryCode();
+  void narrowFormatsRoundToNearestCode();
+  void e8m0Scales();
+  void mxBlocksFollowTheSpecification_data();
+  void mxBlocksFollowTheSpecification();
+  void nvfp4TwoLevelScales();
+  void blockBugsDiffer();
 };
 
 void TestFp::formatWidths() {
@@ -272,6 +281,11 @@ void TestFp::roundTripAllPatterns() {
 
 void TestFp::nanStaysNaN() {
   for (const Format& f : allFormats()) {
+    if (f.encoding == Encoding::FiniteOnly) {  // no NaN code: the largest magnitude, sign kept
+      QCOMPARE(encode(f, std::numeric_limits<float>::quiet_NaN()), maxFinite(f));
+      QCOMPARE(encode(f, -std::numeric_limits<float>::quiet_NaN()), maxFinite(f) | f.signMask());
+      continue;
+    }
     QVERIFY(isNaN(f, encode(f, std::numeric_limits<float>::quiet_NaN())));
     QVERIFY(isNaN(f, encode(f, -std::numeric_limits<float>::quiet_NaN())));
     QVERIFY(isNaN(f, encode(f, std::numeric_limits<float>::quiet_NaN(), Overflow::Saturate)));
@@ -281,7 +295,8 @@ void TestFp::nanStaysNaN() {
 void TestFp::formatByName() {
   QVERIFY(peat::fp::formatByName("tf32").has_value());
   QVERIFY(!peat::fp::formatByName("fp64").has_value());
-  QCOMPARE(allFormats().size(), std::size_t(6));
+  QCOMPARE(allFormats().size(), std::size_t(9));
+  QVERIFY(peat::fp::formatByName("e2m1").has_value());
 }
 
 void TestFp::roundInPlaceMatchesRoundTo_data() {
@@ -321,6 +336,184 @@ void TestFp::roundInPlaceMatchesRoundTo() {
                            .arg(bitsOf(values[i]), 8, 16, QLatin1Char('0'))
                            .arg(bitsOf(slow), 8, 16, QLatin1Char('0'))
                            .arg(bitsOf(fast[i]), 8, 16, QLatin1Char('0'))));
+  }
+}
+
+namespace {
+// The nearest code to x by brute force over every code of f (ties: the even code, i.e. the one
+// whose mantissa LSB is 0), saturating: an oracle independent of encode()'s bit arithmetic.
+uint32_t nearestCode(const Format& f, float x) {
+  uint32_t best = 0;
+  double bestDistance = HUGE_VAL;
+  for (uint32_t code = 0; code <= f.allMask(); ++code) {
+    if (isNaN(f, code) || classify(f, code) == peat::fp::FpClass::Infinite) continue;
+    if ((code & f.signMask()) != (std::signbit(x) ? f.signMask() : 0)) continue;
+    const double d = std::fabs(double(decode(f, code)) - double(x));
+    if (d < bestDistance || (d == bestDistance && (code & 1) == 0)) {
+      bestDistance = d;
+      best = code;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+void TestFp::narrowFormatsEveryCode_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<float>("largest");
+  QTest::addColumn<float>("smallestSubnormal");
+  QTest::newRow("e2m1") << "e2m1" << 6.0f << 0.5f;
+  QTest::newRow("e3m2") << "e3m2" << 28.0f << 0.0625f;
+  QTest::newRow("e2m3") << "e2m3" << 7.5f << 0.125f;
+  QTest::newRow("e4m3") << "e4m3" << 448.0f << std::ldexp(1.0f, -9);
+  QTest::newRow("e5m2") << "e5m2" << 57344.0f << std::ldexp(1.0f, -16);
+}
+
+// Every code of the narrow formats: the largest and smallest values of the OCP tables, every code
+// decodes to a value that encodes back to it, positive codes are ordered like their values.
+void TestFp::narrowFormatsEveryCode() {
+  QFETCH(QString, format);
+  QFETCH(float, largest);
+  QFETCH(float, smallestSubnormal);
+  const Format f = *peat::fp::formatByName(format.toStdString());
+  QCOMPARE(decode(f, maxFinite(f)), largest);
+  QCOMPARE(decode(f, 1), smallestSubnormal);
+  float previous = -1;
+  for (uint32_t code = 0; code <= f.allMask(); ++code) {
+    if (isNaN(f, code) || classify(f, code) == peat::fp::FpClass::Infinite) continue;
+    const float v = decode(f, code);
+    QCOMPARE(encode(f, v), code);
+    if (code < f.signMask()) {
+      QVERIFY(v > previous);
+      previous = v;
+    }
+  }
+  if (f.encoding == Encoding::FiniteOnly) {  // every code is finite, and beyond the largest saturates
+    QCOMPARE(encode(f, largest * 1.5f), maxFinite(f));
+    QCOMPARE(encode(f, INFINITY), maxFinite(f));
+  }
+}
+
+// E2M1's eight magnitudes, and rounding to nearest (ties to even) against a brute-force search
+// over every code, on 20,000 values across each format's range.
+void TestFp::narrowFormatsRoundToNearestCode() {
+  const float e2m1[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  for (uint32_t code = 0; code < 8; ++code) QCOMPARE(decode(peat::fp::kE2M1, code), e2m1[code]);
+  QCOMPARE(roundTo(peat::fp::kE2M1, 2.5f), 2.0f);  // tie: even mantissa
+  QCOMPARE(roundTo(peat::fp::kE2M1, 5.0f), 4.0f);  // tie between 4 and 6: 4 (mantissa 0)
+  QCOMPARE(roundTo(peat::fp::kE2M1, 0.25f), 0.0f);  // tie between 0 and 0.5
+  QCOMPARE(roundTo(peat::fp::kE2M1, 0.75f), 1.0f);  // tie between 0.5 and 1: 1 (mantissa 0)
+  std::mt19937 rng(5);
+  for (const Format& f : {peat::fp::kE2M1, peat::fp::kE3M2, peat::fp::kE2M3, peat::fp::kE4M3}) {
+    const float top = decode(f, maxFinite(f)) * 1.3f;
+    std::uniform_real_distribution<float> u(-top, top);
+    for (int k = 0; k < 5000; ++k) {
+      const float x = k % 2 ? u(rng) : u(rng) * std::ldexp(1.0f, -int(rng() % 8));
+      QCOMPARE(encode(f, x, Overflow::Saturate), nearestCode(f, x));
+    }
+  }
+}
+
+void TestFp::e8m0Scales() {
+  QCOMPARE(peat::fp::decodeE8M0(127), 1.0f);
+  QCOMPARE(peat::fp::decodeE8M0(0), std::ldexp(1.0f, -127));
+  QCOMPARE(peat::fp::decodeE8M0(254), std::ldexp(1.0f, 127));
+  QVERIFY(std::isnan(peat::fp::decodeE8M0(255)));
+  for (int code = 0; code < 255; ++code) QCOMPARE(int(peat::fp::e8m0OfExponent(code - 127)), code);
+  QCOMPARE(int(peat::fp::e8m0OfExponent(-300)), 0);
+  QCOMPARE(int(peat::fp::e8m0OfExponent(300)), 254);
+  QCOMPARE(peat::fp::largestExponent(peat::fp::kE2M1), 2);
+  QCOMPARE(peat::fp::largestExponent(peat::fp::kE4M3), 8);
+  QCOMPARE(peat::fp::largestExponent(peat::fp::kE5M2), 15);
+  QCOMPARE(peat::fp::largestExponent(peat::fp::kE3M2), 4);
+  QCOMPARE(peat::fp::largestExponent(peat::fp::kE2M3), 2);
+}
+
+void TestFp::mxBlocksFollowTheSpecification_data() {
+  QTest::addColumn<QString>("format");
+  for (const peat::fp::BlockFormat& f : peat::fp::blockFormats())
+    if (f.scale == peat::fp::ScaleKind::E8M0) QTest::newRow(f.name.data()) << QString::fromLatin1(f.name.data(), int(f.name.size()));
+}
+
+// MX blocks against the specification's rule computed here: X = 2^(floor(log2 amax) - emax), each
+// element the nearest code of V / X (brute force), saturating; blocks of wide and tiny magnitudes,
+// a short last block, an all-zero block, and a block with a NaN.
+void TestFp::mxBlocksFollowTheSpecification() {
+  QFETCH(QString, format);
+  const peat::fp::BlockFormat f = *peat::fp::blockFormatByName(format.toStdString());
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> v(32 * 6 + 7);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = normal(rng) * std::ldexp(1.0f, int(i / 32) * 9 - 20);
+  for (int i = 64; i < 96; ++i) v[std::size_t(i)] = 0;  // block 2: zeros
+  v[5 * 32 + 3] = NAN;                                 // block 5: NaN
+  std::vector<float> q = v;
+  const peat::fp::BlockQuantization r = peat::fp::quantizeBlocks(f, q.data(), q.size());
+  QCOMPARE(r.blockScales.size(), std::size_t(7));
+  const int emax = peat::fp::largestExponent(f.element);
+  for (std::size_t b = 0; b < 7; ++b) {
+    float amax = 0;
+    bool nan = false;
+    for (std::size_t i = b * 32; i < std::min(v.size(), b * 32 + 32); ++i) {
+      nan = nan || std::isnan(v[i]);
+      amax = std::max(amax, std::fabs(v[i]));
+    }
+    if (nan) {
+      QVERIFY(std::isnan(r.blockScales[b]));
+      for (std::size_t i = b * 32; i < b * 32 + 32; ++i) QVERIFY(std::isnan(q[i]));
+      continue;
+    }
+    if (amax == 0) {
+      for (std::size_t i = b * 32; i < b * 32 + 32; ++i) QCOMPARE(q[i], 0.0f);
+      continue;
+    }
+    int e = 0;
+    std::frexp(amax, &e);
+    const float scale = std::ldexp(1.0f, std::clamp(e - 1 - emax, -127, 127));
+    QCOMPARE(r.blockScales[b], scale);
+    for (std::size_t i = b * 32; i < std::min(v.size(), b * 32 + 32); ++i)
+      QCOMPARE(q[i], decode(f.element, nearestCode(f.element, v[i] / scale)) * scale);
+  }
+}
+
+// NVFP4: the tensor scale amax / (6 * 448), each block's E4M3 scale, elements of E2M1; the block
+// with the tensor's amax maps it to 6 exactly.
+void TestFp::nvfp4TwoLevelScales() {
+  std::vector<float> v(48);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& x : v) x = u(rng);
+  v[20] = 12.0f;  // block 1's and the tensor's amax
+  std::vector<float> q = v;
+  const peat::fp::BlockQuantization r = peat::fp::quantizeBlocks(peat::fp::kNvfp4, q.data(), q.size());
+  QCOMPARE(r.tensorScale, 12.0f / (6.0f * 448.0f));
+  QCOMPARE(r.blockScales.size(), std::size_t(3));
+  QCOMPARE(r.blockScales[1], 448.0f);  // amax / (6 s) = 448 exactly
+  QCOMPARE(q[20], 12.0f);
+  for (std::size_t b = 0; b < 3; ++b) {
+    float amax = 0;
+    for (std::size_t i = b * 16; i < b * 16 + 16; ++i) amax = std::max(amax, std::fabs(v[i]));
+    QCOMPARE(r.blockScales[b], roundTo(peat::fp::kE4M3, amax / (6.0f * r.tensorScale), Overflow::Saturate));
+    const float step = r.blockScales[b] * r.tensorScale;
+    for (std::size_t i = b * 16; i < b * 16 + 16; ++i)
+      QCOMPARE(q[i], decode(peat::fp::kE2M1, nearestCode(peat::fp::kE2M1, v[i] / step)) * step);
+  }
+}
+
+// The planted bugs change the result, each in its own way.
+void TestFp::blockBugsDiffer() {
+  std::vector<float> v(128);
+  // block maxima near 1.2 x 2^3b: floor(log2(amax / max)) then lies a binade below the rule's scale
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.2f * std::sin(float(i)) * std::ldexp(1.0f, int(i / 32) * 3);
+  for (const peat::fp::BlockFormat& f : peat::fp::blockFormats()) {
+    std::vector<float> good = v, wrong = v, truncated = v;
+    const auto g = peat::fp::quantizeBlocks(f, good.data(), good.size());
+    const auto w = peat::fp::quantizeBlocks(f, wrong.data(), wrong.size(), 0, peat::fp::BlockBug::WrongBlock);
+    const auto t = peat::fp::quantizeBlocks(f, truncated.data(), truncated.size(), 0, peat::fp::BlockBug::TruncatedScale);
+    QVERIFY2(good != wrong && good != truncated, f.name.data());
+    QCOMPARE(w.blockScales[0], g.blockScales[1]);  // block 0 took block 1's scale, the last block 0's
+    QCOMPARE(w.blockScales.back(), g.blockScales.front());
+    QVERIFY(t.saturated > g.saturated);             // a scale too small: more values clamp
   }
 }
 
