@@ -8,6 +8,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/fp/block.h"
 #include "core/fp/format.h"
 
 namespace peat::detector {
@@ -260,6 +261,49 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   return out;
 }
 
+// The block-scaled formats (core/fp/block.h) whose quantisation of the recorded inputs along K
+// (a's rows, b's columns, in the format's blocks) reproduces the candidate, up to fp32 reordering.
+std::vector<std::string> reproducingBlockFormats(const float* c, const GemmBound& b) {
+  std::vector<std::string> out;
+  const int64_t m = b.rows, n = b.cols, k = b.k;
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;
+  const double u32 = std::ldexp(1.0, -24), gamma = 2 * double(k) * u32 / (1 - double(k) * u32);
+  auto amaxOf = [](const std::vector<float>& v) {
+    float a = 0;
+    for (float x : v)
+      if (std::isfinite(x)) a = std::max(a, std::fabs(x));
+    return a;
+  };
+  std::vector<float> row(static_cast<std::size_t>(n));
+  for (const fp::BlockFormat& f : fp::blockFormats()) {
+    std::vector<float> a(b.a), bt(static_cast<std::size_t>(n * k));
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < n; ++j) bt[std::size_t(j * k + q)] = b.b[std::size_t(q * n + j)];
+    const float aAmax = amaxOf(a), bAmax = amaxOf(bt);
+    for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(f, a.data() + i * k, uint64_t(k), 0, fp::BlockBug::None, aAmax);
+    for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(f, bt.data() + j * k, uint64_t(k), 0, fp::BlockBug::None, bAmax);
+    bool holds = true;
+    for (int64_t i = 0; i < m && holds; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double y = b.bias.empty() ? 0.0 : double(b.bias[std::size_t(j)]), mag = 0;
+        float acc = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          const float p = a[std::size_t(i * k + q)] * bt[std::size_t(j * k + q)];
+          acc += p;
+          mag += std::fabs(double(p));
+        }
+        y += double(acc);
+        const double slack = 2 * gamma * mag * 1.01 + 4 * u32 * std::fabs(y) + 1e-30;
+        if (!(std::fabs(double(c[i * n + j]) - y) <= slack)) {
+          holds = false;
+          break;
+        }
+      }
+    if (holds) out.push_back(std::string(f.name));
+  }
+  return out;
+}
+
 int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
   const double u32 = std::ldexp(1.0, -24);
   const double kk = double(b.k);
@@ -450,7 +494,32 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
     if (bound && bound->absProduct.size() == n && r.newlyNonFinite == 0 && !sparse) {
       double ratio = 0;
       const int idx = smallestBound(golden, c, n, *bound, ratio);
-      const std::vector<std::string> reproduced = idx > 0 ? reproducingFormats(c, *bound) : std::vector<std::string>{};
+      std::vector<std::string> reproduced = idx > 0 ? reproducingFormats(c, *bound) : std::vector<std::string>{};
+      // block-scaled formats: where no element format reproduces it, or no bound holds at all
+      // (MXFP4's and NVFP4's errors exceed even fp8's elementwise bound)
+      bool block = false;
+      if (idx != 0 && reproduced.empty()) {
+        reproduced = reproducingBlockFormats(c, *bound);
+        block = !reproduced.empty();
+      }
+      if (block && idx < 0) {
+        const fp::BlockFormat f = *fp::blockFormatByName(reproduced.front());
+        Verdict v = make("precision_loss", 0.98,
+                         "quantising the recorded inputs to " + reproduced.front() + " (blocks of " +
+                             std::to_string(f.blockSize) + " along K = " + std::to_string(bound->k) +
+                             ") reproduces the candidate");
+        v.parameters["format"] = reproduced.front();
+        v.parameters["block"] = std::to_string(f.blockSize);
+        if (reproduced.size() > 1) {
+          std::string also;
+          for (std::size_t t = 1; t < reproduced.size(); ++t) also += (also.empty() ? "" : ",") + reproduced[t];
+          v.parameters["also_reproduced_by"] = also;
+        }
+        v.evidence["k"] = double(bound->k);
+        v.evidence["reproduced"] = 1.0;
+        bounded = true;
+        common(v);
+      }
       if (idx >= 0) {
         bounded = true;
         const BoundModel& b = kBoundModels[idx];
@@ -478,6 +547,7 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
                                               : std::string("an fp32 reordering")) +
                                    " for K = " + std::to_string(bound->k));
         if (!format.empty()) v.parameters["format"] = format;
+        if (block) v.parameters["block"] = std::to_string(fp::blockFormatByName(format)->blockSize);
         if (reproduced.size() > 1) {
           std::string also;
           for (std::size_t t = 1; t < reproduced.size(); ++t) also += (also.empty() ? "" : ",") + reproduced[t];

@@ -57,7 +57,8 @@ float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug b
 
 }  // namespace
 
-BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t count, int blockSize, BlockBug bug) {
+BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t count, int blockSize, BlockBug bug,
+                                 float wholeTensorAmax) {
   if (blockSize < 0) throw std::invalid_argument("block size must be positive");
   const uint64_t block = uint64_t(blockSize > 0 ? blockSize : f.blockSize);
   BlockQuantization q;
@@ -76,6 +77,7 @@ BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t c
     }
     if (std::isfinite(amax[b])) tensorAmax = std::max(tensorAmax, amax[b]);
   }
+  if (wholeTensorAmax >= 0) tensorAmax = wholeTensorAmax;
   if (f.scale == ScaleKind::E4M3) {
     const float e4m3Max = decode(kE4M3, maxFinite(kE4M3));
     q.tensorScale = tensorAmax > 0 ? tensorAmax / (elementMax * e4m3Max) : 1.0f;

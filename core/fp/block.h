@@ -64,8 +64,9 @@ struct BlockQuantization {
 };
 
 // Quantises `count` values in place, in consecutive blocks of `blockSize` (0: the format's; the last
-// block may be shorter), and returns the scales. NVFP4's tensor scale comes from these values' amax.
+// block may be shorter), and returns the scales. NVFP4's tensor scale comes from `tensorAmax`, the
+// largest finite magnitude of the whole tensor these values belong to (negative: these values').
 BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t count, int blockSize = 0,
-                                 BlockBug bug = BlockBug::None);
+                                 BlockBug bug = BlockBug::None, float tensorAmax = -1);
 
 }  // namespace peat::fp

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "core/fp/format.h"
@@ -193,6 +194,33 @@ GemmEngine staleRaceEngine(double probability, int64_t tile) {
       const int64_t tj = int64_t(u(*rng) * double((c.size(1) + tile - 1) / tile)) * tile;
       c.slice(0, ti, ti + tile).slice(1, tj, tj + tile).copy_(stale.slice(0, ti, ti + tile).slice(1, tj, tj + tile));
     }
+    return c;
+  };
+}
+
+namespace {
+// Quantises each row of a contiguous [rows, cols] fp32 matrix in blocks along the row (NVFP4's
+// tensor scale from the whole matrix).
+void quantizeRows(at::Tensor& m, const fp::BlockFormat& f, int block, fp::BlockBug bug) {
+  float* p = m.data_ptr<float>();
+  const int64_t rows = m.size(0), cols = m.size(1);
+  float amax = 0;
+  for (int64_t i = 0; i < rows * cols; ++i)
+    if (std::isfinite(p[i])) amax = std::max(amax, std::fabs(p[i]));
+  for (int64_t r = 0; r < rows; ++r) fp::quantizeBlocks(f, p + r * cols, uint64_t(cols), block, bug, amax);
+}
+}  // namespace
+
+GemmEngine blockScaledEngine(const fp::BlockFormat& format, int block, bool output, fp::BlockBug bug, bool wrongDimension) {
+  return [format, block, output, bug, wrongDimension](const at::Tensor& a, const at::Tensor& b) {
+    // a [M, K]: its rows run along K; b [K, N]: its transpose's rows do (wrongDimension swaps both)
+    at::Tensor aq = wrongDimension ? a.t().contiguous() : a.contiguous().clone();
+    at::Tensor bq = wrongDimension ? b.contiguous().clone() : b.t().contiguous();
+    quantizeRows(aq, format, block, bug);
+    quantizeRows(bq, format, block, bug);
+    const at::Tensor a2 = wrongDimension ? aq.t() : aq, b2 = wrongDimension ? bq : bq.t();
+    at::Tensor c = at::mm(a2.contiguous(), b2.contiguous());
+    if (output) quantizeRows(c, format, block, fp::BlockBug::None);
     return c;
   };
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Factories of the built-in candidates; kernels/registry.cpp maps names and options onto them.
+#include "core/fp/block.h"
 #include "core/fp/format.h"
 #include "core/torch/kernels/kernel.h"
 #include "gpu/backend.h"
@@ -17,6 +18,10 @@ GemmEngine splitKEngine(int64_t parts);                      // K in `parts` sli
 GemmEngine pairwiseEngine(int64_t leaf);                     // K halved recursively down to `leaf`
 GemmEngine tileEdgeBugEngine(int64_t tile);                  // last column of each tile reads its neighbour
 GemmEngine missingLastKTileEngine(int64_t tile);             // the last K tile is never accumulated
+// Block-scaled inputs (core/fp/block.h): a's rows and b's columns quantised along K in blocks of
+// `block`, fp32 products and sums; `output`: the result quantised too (along N); `bug`: a planted
+// scale bug; `wrongDimension`: blocks taken along M (a) and N (b) instead of K, a port's mistake.
+GemmEngine blockScaledEngine(const fp::BlockFormat& format, int block, bool output, fp::BlockBug bug, bool wrongDimension);
 // A partial write: the last `fraction` of the op's output (after any bias) is never written and reads 0.
 std::unique_ptr<Kernel> makeZeroedTailKernel(const std::string& name, double fraction);
 GemmEngine staleRaceEngine(double probability, int64_t tile);  // random tiles hold half-accumulated sums

@@ -22,6 +22,14 @@ const std::vector<KernelDescription>& kernelCatalog() {
       {"fp8-e4m3", "precision", "all", "", "inputs rounded to OCP FP8 E4M3, saturating, fp32 accumulation"},
       {"fp8-e5m2", "precision", "all", "", "inputs rounded to OCP FP8 E5M2, saturating, fp32 accumulation"},
       {"fp16acc", "precision", "gemm", "", "fp16 inputs and an fp16 accumulator rounded after every step"},
+      {"mxfp8-e4m3", "precision", "gemm", "block=32,output=0,bug=none",
+       "OCP MXFP8 E4M3 inputs: blocks of 32 along K with an E8M0 scale, fp32 sums"},
+      {"mxfp8-e5m2", "precision", "gemm", "block=32,output=0,bug=none", "OCP MXFP8 E5M2 inputs, blocks along K, fp32 sums"},
+      {"mxfp6-e3m2", "precision", "gemm", "block=32,output=0,bug=none", "OCP MXFP6 E3M2 inputs, blocks along K, fp32 sums"},
+      {"mxfp6-e2m3", "precision", "gemm", "block=32,output=0,bug=none", "OCP MXFP6 E2M3 inputs, blocks along K, fp32 sums"},
+      {"mxfp4", "precision", "gemm", "block=32,output=0,bug=none", "OCP MXFP4 (E2M1) inputs, blocks along K, fp32 sums"},
+      {"nvfp4", "precision", "gemm", "block=16,output=0,bug=none",
+       "NVFP4 inputs: E2M1 in blocks of 16 along K, E4M3 block scales and an fp32 tensor scale, fp32 sums"},
       {"splitk", "order", "gemm", "parts=4", "K split into parts, partial GEMMs summed in order"},
       {"pairwise", "order", "gemm", "leaf=8", "K halved recursively, partial sums added pairwise"},
       {"reversed", "order", "gemm", "", "fp32 sequential sum over k from last to first"},
@@ -193,6 +201,17 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
   if (n == "fp8-e4m3") return makePrecisionKernel(n, fp::kE4M3, fp::Overflow::Saturate);
   if (n == "fp8-e5m2") return makePrecisionKernel(n, fp::kE5M2, fp::Overflow::Saturate);
   if (n == "fp16acc") return makeGemmCandidate(n, fp16AccumulationEngine());
+  if (const auto block = fp::blockFormatByName(n)) {
+    // bug: none; wrong-block (the next block's scale), truncated-scale, wrong-dim (blocks along M and N)
+    const std::string bug = o.text("bug", "none");
+    if (bug != "none" && bug != "wrong-block" && bug != "truncated-scale" && bug != "wrong-dim")
+      throw KernelError("kernel option bug=" + bug + " is none of none, wrong-block, truncated-scale, wrong-dim");
+    const fp::BlockBug planted = bug == "wrong-block"       ? fp::BlockBug::WrongBlock
+                                 : bug == "truncated-scale" ? fp::BlockBug::TruncatedScale
+                                                            : fp::BlockBug::None;
+    return makeGemmCandidate(spec.text, blockScaledEngine(*block, int(o.integer("block", block->blockSize, 1, 1 << 20)),
+                                                          o.integer("output", 0, 0, 1) == 1, planted, bug == "wrong-dim"));
+  }
   if (n == "splitk") return makeGemmCandidate(spec.text, splitKEngine(o.integer("parts", 4, 2, 4096)));
   if (n == "pairwise") return makeGemmCandidate(spec.text, pairwiseEngine(o.integer("leaf", 8, 1, 4096)));
   if (n == "reversed") return makeGemmCandidate(n, reversedEngine());
