@@ -549,6 +549,16 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
     auto relu = [](float x) { return x > 0 ? x : 0.0f; };
     return feedsRelu && fp::bitsOf(relu(f)) == fp::bitsOf(relu(v));
   };
+  // One outcome into the totals (top-1, promise), its layer's and its bit position's counts.
+  auto tally = [](std::pair<Confusion*, Confusion*> all, Judged& layer, Judged& bit, bool predicted, bool top1Robust,
+                  bool promised) {
+    for (Judged* j : {&layer, &bit}) {
+      j->top1.add(predicted, top1Robust);
+      j->promise.add(predicted, promised);
+    }
+    all.first->add(predicted, top1Robust);
+    all.second->add(predicted, promised);
+  };
   auto work = [&](bool reporter) {
     std::unique_ptr<FlipOracle> batchOracle, imageOracle;
     int oracleImage = -1;
@@ -570,13 +580,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
           const bool predictedRobust =
               weightBitRobust(sel, f.node, f.bias ? n.weight.size() + f.index : std::size_t(f.index), clean, f.bit);
           const bool promised = outputCriterion ? !out.moved : std::fabs(double(flipBit(clean, f.bit)) - double(clean)) < o.tau;
-          part.weights.add(predictedRobust, !out.top1);
-          part.weightsPromise.add(predictedRobust, promised);
-          Judged& layer = wLayers[f.node];
-          layer.top1.add(predictedRobust, !out.top1);
-          layer.promise.add(predictedRobust, promised);
-          part.weightBits[f.bit].top1.add(predictedRobust, !out.top1);
-          part.weightBits[f.bit].promise.add(predictedRobust, promised);
+          tally({&part.weights, &part.weightsPromise}, wLayers[f.node], part.weightBits[f.bit], predictedRobust, !out.top1,
+                promised);
           if (predictedRobust && (out.top1 || !promised))
             part.falseRobust.emplace_back(k, n.name + (f.bias ? ".bias[" : ".weight[") + std::to_string(f.index) + "] bit " +
                                                  std::to_string(f.bit) + (out.top1 ? "" : " (broke the promise only)"));
@@ -593,13 +598,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
           const bool predictedRobust = (l.robustMask[f.element] >> f.bit) & 1;
           const bool promised =
               outputCriterion ? !out.moved : valuePromiseHolds(imageOracle->value(0, f.node, f.element), f.bit, l.feedsRelu);
-          part.activations.add(predictedRobust, !out.top1);
-          part.activationsPromise.add(predictedRobust, promised);
-          Judged& layer = aLayers[f.node];
-          layer.top1.add(predictedRobust, !out.top1);
-          layer.promise.add(predictedRobust, promised);
-          part.activationBits[f.bit].top1.add(predictedRobust, !out.top1);
-          part.activationBits[f.bit].promise.add(predictedRobust, promised);
+          tally({&part.activations, &part.activationsPromise}, aLayers[f.node], part.activationBits[f.bit], predictedRobust,
+                !out.top1, promised);
           if (predictedRobust && (out.top1 || !promised))
             part.falseRobust.emplace_back(k, l.name + " image " + std::to_string(f.sample) + " element " + std::to_string(f.element) +
                                                  " bit " + std::to_string(f.bit) + (out.top1 ? "" : " (broke the promise only)"));
