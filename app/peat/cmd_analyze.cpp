@@ -10,6 +10,7 @@
 
 #include "app/peat/commands.h"
 #include "app/peat/text.h"
+#include "core/analyzer/numerics.h"
 #include "core/analyzer/report.h"
 #include "core/analysis/session_analysis.h"
 #include "core/io/tensor_source.h"
@@ -105,7 +106,40 @@ DeviceCheck histogramsOnDevice(const std::string& spec, const analyzer::Report& 
   return out;
 }
 
-void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::FloatTensor& c, const DeviceCheck* device) {
+// --numerics: the narrow-format statistics of each tensor (core/analyzer/numerics.h).
+void numericsJson(JsonWriter& j, const std::string& key, const analyzer::TensorNumerics& t) {
+  j.key(key).beginObject().field("nonzero", t.nonzero).field("non_finite", t.nonFinite).field("amax", t.amax);
+  j.field("min_nonzero", t.minNonzero).field("range_binades", t.rangeBinades);
+  for (const auto& [name, list] : {std::pair{"plain", &t.plain}, std::pair{"tensor_scaled", &t.tensorScaled},
+                                   std::pair{"block_scaled", &t.blockScaled}}) {
+    j.key(name).beginObject();
+    for (const analyzer::FormatShare& f : *list)
+      j.key(f.format).beginObject().field("underflow", f.underflow).field("saturated", f.saturated).endObject();
+    j.endObject();
+  }
+  j.key("blocks").beginObject();
+  for (const analyzer::BlockStatistics& b : t.blocks) {
+    j.key(b.format).beginObject().field("scale_log2_first", int64_t(b.scaleLog2Min));
+    counts(j, "scale_log2_counts", b.scaleLog2Counts);
+    counts(j, "range_binades_counts", b.rangeCounts);
+    j.endObject();
+  }
+  j.endObject().endObject();
+}
+
+void numericsText(const char* which, const analyzer::TensorNumerics& t) {
+  std::printf("numerics    %s: amax %.4g, smallest nonzero %.4g, %.1f binades; %llu nonzero, %llu non-finite\n", which,
+              t.amax, t.minNonzero, t.rangeBinades, (unsigned long long)t.nonzero, (unsigned long long)t.nonFinite);
+  std::printf("            underflow / saturated (share of nonzero values):\n");
+  for (std::size_t i = 0; i < t.plain.size(); ++i)
+    std::printf("              %-6s plain %6.2f%% / %6.2f%%   one scale per tensor %6.2f%%\n", t.plain[i].format.c_str(),
+                100 * t.plain[i].underflow, 100 * t.plain[i].saturated, 100 * t.tensorScaled[i].underflow);
+  for (const analyzer::FormatShare& f : t.blockScaled)
+    std::printf("              %-11s block-scaled %6.2f%% / %6.2f%%\n", f.format.c_str(), 100 * f.underflow, 100 * f.saturated);
+}
+
+void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::FloatTensor& c, const DeviceCheck* device,
+               const analyzer::TensorNumerics* gn = nullptr, const analyzer::TensorNumerics* cn = nullptr) {
   JsonWriter j(std::cout);
   j.beginObject().field("golden", g.origin).field("candidate", c.origin).field("dtype", g.dtype);
   counts(j, "shape", r.shape);
@@ -142,6 +176,12 @@ void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::Fl
   if (device) {
     j.key("device").beginObject().field("name", device->device).field("identical_histograms", true);
     j.field("upload_ms", device->uploadMs).field("histogram_ms", device->kernelMs).endObject();
+  }
+  if (gn && cn) {
+    j.key("numerics").beginObject();
+    numericsJson(j, "golden", *gn);
+    numericsJson(j, "candidate", *cn);
+    j.endObject();
   }
   j.endObject();
   std::cout << '\n';
@@ -198,10 +238,20 @@ int runAnalyze(const AnalyzeOptions& o) {
   const analyzer::Report r = analyzer::analyze(g.data(), c.data(), g.shape(), ro);
   std::optional<DeviceCheck> device;
   if (!o.device.empty()) device = histogramsOnDevice(o.device, r, g, c);
+  std::optional<analyzer::TensorNumerics> gn, cn;
+  if (o.numerics) {
+    const uint64_t last = g.shape().empty() ? 0 : g.shape().back();
+    gn = analyzer::tensorNumerics(g.data(), g.size(), last);
+    cn = analyzer::tensorNumerics(c.data(), c.size(), last);
+  }
   if (o.json) {
-    printJson(r, g, c, device ? &*device : nullptr);
+    printJson(r, g, c, device ? &*device : nullptr, gn ? &*gn : nullptr, cn ? &*cn : nullptr);
   } else {
     printText(r, g);
+    if (gn) {
+      numericsText("golden", *gn);
+      numericsText("candidate", *cn);
+    }
     if (device)
       std::printf("device      %s: histograms identical to the CPU's; upload %.3f ms, kernel %.3f ms\n",
                   device->device.c_str(), device->uploadMs, device->kernelMs);

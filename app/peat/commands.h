@@ -32,6 +32,7 @@ struct AnalyzeOptions {
   std::string tile = "16x16";
   unsigned threads = 0;
   std::string device;  // also compute the histograms there and check them against the CPU's
+  bool numerics = false;  // also each tensor's narrow-format statistics (core/analyzer/numerics.h)
   bool json = false;
 };
 int runAnalyze(const AnalyzeOptions& o);

@@ -163,6 +163,9 @@ int main(int argc, char** argv) {
   analyzeCmd->add_option("--threads", analyze.threads, "Threads (0: every core)");
   analyzeCmd->add_option("--device", analyze.device,
                          "Also compute the histograms on cpu, cuda:N or hip:N and check them against the CPU's");
+  analyzeCmd->add_flag("--numerics", analyze.numerics,
+                       "Also each tensor's numerics: amax, dynamic range, and the share of values that underflow or "
+                       "saturate in fp16, bf16, fp8, fp6, fp4, plain, with one scale per tensor, and block-scaled (MX, NVFP4)");
   analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
 
   DetectOptions detect;

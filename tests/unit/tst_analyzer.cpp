@@ -10,7 +10,9 @@
 
 #include <hwy/targets.h>
 
+#include "core/analyzer/numerics.h"
 #include "core/analyzer/report.h"
+#include "core/fp/block.h"
 #include "core/analyzer/report_simd.h"
 #include "core/fp/format.h"
 #include "core/fp/ulp.h"
@@ -47,6 +49,7 @@ class TestAnalyzer : public QObject {
   void npyRefusals();
   void hdf5Source();
   void npyIntegersAreReadExactly();
+  void numericsMatchQuantisation();
 };
 
 void TestAnalyzer::identicalPair() {
@@ -474,6 +477,65 @@ void TestAnalyzer::hdf5Source() {
   const io::FloatTensor labels = io::readSource(path + ":/runs/golden/iterations/000000/calls/000000/labels");
   QVERIFY(labels.dtype.find("int") != std::string::npos);
   for (uint64_t i = 0; i < labels.size(); ++i) QCOMPARE(labels.data()[i], std::floor(labels.data()[i]));
+}
+
+// The numerics statistics count what quantising does, without quantising: checked against
+// encode() per element (plain formats) and against core/fp's block quantisation (flushed and
+// saturated values), on 64 rows of 200 values spread over 40 binades, with zeros and a NaN.
+void TestAnalyzer::numericsMatchQuantisation() {
+  const uint64_t rows = 64, cols = 200, n = rows * cols;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 1);
+  std::uniform_real_distribution<float> binade(-30, 10);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng) * std::exp2(binade(rng));
+  for (uint64_t i = 0; i < n; i += 97) v[i] = 0;
+  v[5] = NAN;
+  const peat::analyzer::TensorNumerics t = peat::analyzer::tensorNumerics(v.data(), n, cols);
+  uint64_t nonzero = 0;
+  double amax = 0, amin = HUGE_VAL;
+  for (float x : v)
+    if (std::isfinite(x) && x != 0) {
+      ++nonzero;
+      amax = std::max(amax, double(std::fabs(x)));
+      amin = std::min(amin, double(std::fabs(x)));
+    }
+  QCOMPARE(t.nonzero, nonzero);
+  QCOMPARE(t.nonFinite, uint64_t(1));
+  QCOMPARE(t.amax, amax);
+  QCOMPARE(t.rangeBinades, std::log2(amax / amin));
+  for (const auto& share : t.plain) {
+    const peat::fp::Format f = *peat::fp::formatByName(share.format);
+    uint64_t under = 0, over = 0;
+    for (float x : v) {
+      if (!std::isfinite(x) || x == 0) continue;
+      under += peat::fp::roundTo(f, x, peat::fp::Overflow::Saturate) == 0.0f;
+      over += std::fabs(x) > peat::fp::decode(f, peat::fp::maxFinite(f));
+    }
+    QCOMPARE(share.underflow, double(under) / double(nonzero));
+    QCOMPARE(share.saturated, double(over) / double(nonzero));
+  }
+  QVERIFY(t.plain[0].underflow > 0.1 && t.plain[0].underflow < 0.9);  // fp16 loses part of this tensor
+  for (const auto& share : t.blockScaled) {
+    const peat::fp::BlockFormat f = *peat::fp::blockFormatByName(share.format);
+    std::vector<float> q = v;
+    uint64_t flushed = 0, saturated = 0;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const auto b = peat::fp::quantizeBlocks(f, q.data() + r * cols, cols, 0, peat::fp::BlockBug::None, float(amax));
+      flushed += b.flushedToZero;
+      saturated += b.saturated;
+    }
+    QCOMPARE(share.underflow, double(flushed) / double(nonzero));
+    QCOMPARE(share.saturated, double(saturated) / double(nonzero));
+  }
+  // block scaling keeps far more of a wide tensor than one scale for the tensor does
+  const auto find = [](const std::vector<peat::analyzer::FormatShare>& s, const char* name) {
+    return std::find_if(s.begin(), s.end(), [&](const auto& x) { return x.format == name; })->underflow;
+  };
+  QVERIFY(find(t.blockScaled, "mxfp8-e4m3") < find(t.tensorScaled, "e4m3"));
+  uint64_t blocks = 0;
+  for (uint64_t c : t.blocks[0].rangeCounts) blocks += c;
+  QCOMPARE(blocks, rows * ((cols + 31) / 32) - 1);  // every block but the one with the NaN
 }
 
 QTEST_GUILESS_MAIN(TestAnalyzer)
