@@ -44,6 +44,7 @@
 #include "views/explainpanel.h"
 #include "views/comparepanel.h"
 #include "views/curvepanel.h"
+#include "views/numericspanel.h"
 #include "views/runpanel.h"
 #include "views/savepanel.h"
 #include "views/overviewpanel.h"
@@ -88,6 +89,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   central_->addTab(overview_, tr("Overview"));
   curves_ = new CurvePanel(this);
   central_->addTab(curves_, tr("Training"));
+  numerics_ = new NumericsPanel(this);
+  central_->addTab(numerics_, tr("Numerics"));
   central_->addTab(savePanel_, tr("SAVE"));
   compare_ = new ComparePanel(this);
   central_->addTab(compare_, tr("Compare"));
@@ -426,6 +429,7 @@ bool MainWindow::selectItem(const QString& path) {
 QCustomPlot* MainWindow::currentPlot() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentPlot();
   if (central_->currentWidget() == curves_) return curves_->plot();
+  if (central_->currentWidget() == numerics_) return numerics_->plot();
   if (central_->currentWidget() == compare_) return compare_->left()->plot();
   return errorPlot_->plot();
 }
@@ -454,6 +458,7 @@ void MainWindow::exportCurrentTable() {
 QString MainWindow::currentCsv() const {
   if (central_->currentWidget() == savePanel_) return savePanel_->currentCsv();
   if (central_->currentWidget() == curves_) return curves_->csv();
+  if (central_->currentWidget() == numerics_) return numerics_->csv();
   if (central_->currentWidget() == compare_) return compare_->csv();
   return verdictModel_->csv();
 }
@@ -492,6 +497,13 @@ void MainWindow::showItem(const QModelIndex& current) {
                                                            : store::loadTrainingCurve(*reader_, curve.goldenRun));
         central_->setCurrentWidget(curves_);
       }
+    for (const store::RunInfo& r : model_->summary().runs)
+      if (kind == Kind::Run && r.name == key && std::find(r.tables.begin(), r.tables.end(), "numerics") != r.tables.end())
+        numerics_->showRun(QString::fromStdString(key), analyzer::numericsQuantities(reader_->table(key, "numerics")),
+                           [this, key](const std::string& quantity) {
+                             if (!reader_) throw std::runtime_error("no session is open");
+                             return analyzer::loadNumericsGrid(*reader_, key, quantity);
+                           });
     for (const store::RunInfo& r : model_->summary().runs)
       if (r.name == key && r.spec.kind == "save_campaign" &&
           std::find(r.tables.begin(), r.tables.end(), "points") != r.tables.end()) {

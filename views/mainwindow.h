@@ -36,6 +36,7 @@ class DevicesPanel;
 class ErrorPlotPanel;
 class SavePanel;
 class CurvePanel;
+class NumericsPanel;
 class RunPanel;
 class ComparePanel;
 class ExplainPanel;
@@ -65,6 +66,7 @@ class MainWindow : public QMainWindow {
   QString lastError() const { return lastError_; }
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
+  NumericsPanel* numericsPanel() const { return numerics_; }
   CurvePanel* curvePanel() const { return curves_; }
   RunPanel* runPanel() const { return runPanel_; }
   void showRunPanel();  // brings the Run dock to the front
@@ -140,6 +142,7 @@ class MainWindow : public QMainWindow {
  private:
   SavePanel* savePanel_;
   CurvePanel* curves_;
+  NumericsPanel* numerics_;
   RunPanel* runPanel_;
   ExplainPanel* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate

@@ -55,6 +55,9 @@ void addProfileOptions(CLI::App* app, TorchCommand& c, bool isTrain) {
   app->add_option("--record-ops", c.recordOps, "Ops to record, comma-separated: " + recordableOpList())
       ->capture_default_str();
   app->add_flag("--no-backward", c.noBackward, "Do not record the backward GEMMs");
+  app->add_flag("--numerics", c.numerics,
+                "Also store each recorded call's numerics (amax, dynamic range, underflow and saturation in fp16 to "
+                "fp4, plain, tensor- and block-scaled) as the run's table 'numerics'");
 }
 
 void addPlaybackOptions(CLI::App* app, TorchCommand& c) {

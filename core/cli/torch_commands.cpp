@@ -37,6 +37,7 @@ void forEachField(Command& c, F&& f) {
   f("out", c.out);
   f("checkpoint_every", c.checkpointEvery);
   f("compression", c.compression);
+  f("numerics", c.numerics);
   f("record_every", c.recordEvery);
   f("record_ops", c.recordOps);
   f("no_backward", c.noBackward);

@@ -34,6 +34,7 @@ struct TorchCommand {
   std::string out;
   int64_t checkpointEvery = 0;
   int compression = 0;
+  bool numerics = false;  // profile: each recorded call's narrow-format statistics (table "numerics")
   int64_t recordEvery = 50;
   std::string recordOps = "linear,conv2d,matmul";
   bool noBackward = false;

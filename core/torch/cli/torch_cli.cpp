@@ -424,6 +424,7 @@ int run(const cli::TorchCommand& c) {
     profile.out = c.out;
     profile.checkpointEvery = c.checkpointEvery;
     profile.compression = c.compression;
+    profile.numerics = c.numerics;
     profile.recordEvery = c.recordEvery;
     if (command == "train") {
       profile.recordEvery = 0;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/analyzer/numerics_record.h"
 #include "core/store/async_writer.h"
 #include "core/torch/ops/dispatcher.h"
 #include "core/torch/train/profiler.h"
@@ -34,6 +35,7 @@ class Recorder final : public ops::CallObserver {
   }
   uint64_t fullDumpBytes = 0, recordedBytes = 0, storedBytes = 0;
   int64_t recordedCalls = 0;
+  store::TableBuilder numerics = analyzer::numericsTable();
 
   void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& golden) override {
     uint64_t callBytes = tensorBytes(golden);
@@ -59,6 +61,16 @@ class Recorder final : public ops::CallObserver {
     for (std::size_t i = 0; i < call.inputs.size(); ++i)
       if (call.inputs[i].defined()) add("input_" + std::to_string(i), call.inputs[i]);
     add("output", golden);
+    if (options_.numerics) {  // the output and the first input (activations forward, a gradient backward)
+      auto note = [&](const std::string& tensor, const at::Tensor& t) {
+        if (!t.defined() || t.scalar_type() != at::kFloat) return;
+        const at::Tensor c = t.contiguous();
+        const uint64_t last = c.dim() > 0 ? uint64_t(c.size(c.dim() - 1)) : 0;
+        analyzer::addNumericsRow(numerics, id, tensor, analyzer::tensorNumerics(c.data_ptr<float>(), uint64_t(c.numel()), last));
+      };
+      note("output", golden);
+      if (!call.inputs.empty()) note("input", call.inputs[0]);
+    }
     std::map<std::string, int64_t> params = call.params;
     params["variant"] = int64_t(call.variant);
     recordedBytes += callBytes;
@@ -192,8 +204,10 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   r.fullDumpBytes = recorder.fullDumpBytes;
   const auto columns = curve.table.columns();
   const bool cancelled = r.cancelled;
-  writer.post([columns, cancelled](store::SessionWriter& w) {
+  const auto numerics = o.numerics ? recorder.numerics.columns() : std::vector<h5::Column>{};
+  writer.post([columns, cancelled, numerics](store::SessionWriter& w) {
     w.writeTable("curve", columns);
+    if (!numerics.empty()) w.writeTable("numerics", numerics);
     w.endRun(cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete);
   });
   writer.drain();  // endRun flushed the file

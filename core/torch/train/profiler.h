@@ -43,6 +43,9 @@ struct ProfileOptions {
   // Deflate level of recorded call tensors (0-9). 0 by default: on two cores even level 1 made
   // recording every 10th LeNet iteration 1.85x slower than plain training, level 0 1.13x.
   int compression = 0;
+  // Each recorded call's output and first input: narrow-format statistics (core/analyzer/numerics.h)
+  // in the run's table "numerics" (core/analyzer/numerics_record.h).
+  bool numerics = false;
   std::string out;
   store::WriteMode mode = store::WriteMode::Create;
   std::string runName = "golden";

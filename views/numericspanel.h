@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QWidget>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/analyzer/numerics_record.h"
+
+class QComboBox;
+class QCustomPlot;
+class QCPColorScale;
+class QLabel;
+class QMouseEvent;
+
+namespace peat::views {
+
+// A profile run's numerics over training (issue 21): a heat map of layers (rows) by recorded
+// iterations (columns), coloured by one quantity of the layers' forward outputs: the share of
+// values that underflow or saturate in a chosen format (plain, with one scale per tensor, or
+// block-scaled), the dynamic range in binades, or amax. What it draws comes from
+// core/analyzer/numerics_record.h; colours from views/palette.h.
+class NumericsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  using GridLoader = std::function<analyzer::NumericsGrid(const std::string& quantity)>;
+  explicit NumericsPanel(QWidget* parent = nullptr);
+  void showRun(const QString& run, const std::vector<std::string>& quantities, GridLoader loader);
+  void setQuantity(const QString& quantity);
+  QCustomPlot* plot() const { return plot_; }
+  const analyzer::NumericsGrid& grid() const { return grid_; }
+  QString csv() const;
+
+ private:
+  void draw();
+  void hover(QMouseEvent* event);
+  QComboBox* quantity_;
+  QLabel* info_;
+  QCustomPlot* plot_;
+  QCPColorScale* scale_ = nullptr;
+  GridLoader loader_;
+  QString run_;
+  analyzer::NumericsGrid grid_;
+};
+
+}  // namespace peat::views
