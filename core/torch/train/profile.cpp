@@ -35,7 +35,8 @@ class Recorder final : public ops::CallObserver {
   }
   uint64_t fullDumpBytes = 0, recordedBytes = 0, storedBytes = 0;
   int64_t recordedCalls = 0;
-  store::TableBuilder numerics = analyzer::numericsTable();
+  // rows added on the writer's thread, written by its last task
+  std::shared_ptr<store::TableBuilder> numerics_ = std::make_shared<store::TableBuilder>(analyzer::numericsTable());
 
   void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& golden) override {
     uint64_t callBytes = tensorBytes(golden);
@@ -61,23 +62,23 @@ class Recorder final : public ops::CallObserver {
     for (std::size_t i = 0; i < call.inputs.size(); ++i)
       if (call.inputs[i].defined()) add("input_" + std::to_string(i), call.inputs[i]);
     add("output", golden);
-    if (options_.numerics) {  // the output and the first input (activations forward, a gradient backward)
-      auto note = [&](const std::string& tensor, const at::Tensor& t) {
-        if (!t.defined() || t.scalar_type() != at::kFloat) return;
-        const at::Tensor c = t.contiguous();
-        const uint64_t last = c.dim() > 0 ? uint64_t(c.size(c.dim() - 1)) : 0;
-        analyzer::addNumericsRow(numerics, id, tensor, analyzer::tensorNumerics(c.data_ptr<float>(), uint64_t(c.numel()), last));
-      };
-      note("output", golden);
-      if (!call.inputs.empty()) note("input", call.inputs[0]);
-    }
     std::map<std::string, int64_t> params = call.params;
     params["variant"] = int64_t(call.variant);
     recordedBytes += callBytes;
     storedBytes += newBytes;
     ++recordedCalls;
+    std::shared_ptr<store::TableBuilder> numerics = options_.numerics ? numerics_ : nullptr;
     writer_.post(
-        [id, tensors, links, params](store::SessionWriter& w) {
+        [id, tensors, links, params, numerics](store::SessionWriter& w) {
+          // on the writer's thread, off training's: the output's and the first input's numerics
+          // (activations forward, a gradient backward), from the copies about to be written
+          for (const auto& [name, t] : *tensors)
+            if (numerics && (name == "output" || name == "input_0") && t.dtype == store::DType::F32) {
+              const uint64_t last = t.shape.empty() ? 0 : t.shape.back();
+              analyzer::addNumericsRow(*numerics, id, name == "output" ? "output" : "input",
+                                       analyzer::tensorNumerics(reinterpret_cast<const float*>(t.bytes.data()),
+                                                                t.elementCount(), last));
+            }
           std::vector<store::NamedTensor> named = views(*tensors);
           for (const auto& [name, target] : *links) named.push_back({name, {}, target});
           w.recordCall(id, named, params);
@@ -204,10 +205,10 @@ ProfileResult profileInto(const ProfileOptions& o, const Progress& progress, boo
   r.fullDumpBytes = recorder.fullDumpBytes;
   const auto columns = curve.table.columns();
   const bool cancelled = r.cancelled;
-  const auto numerics = o.numerics ? recorder.numerics.columns() : std::vector<h5::Column>{};
+  const std::shared_ptr<store::TableBuilder> numerics = o.numerics ? recorder.numerics_ : nullptr;
   writer.post([columns, cancelled, numerics](store::SessionWriter& w) {
     w.writeTable("curve", columns);
-    if (!numerics.empty()) w.writeTable("numerics", numerics);
+    if (numerics) w.writeTable("numerics", numerics->columns());
     w.endRun(cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete);
   });
   writer.drain();  // endRun flushed the file
