@@ -170,6 +170,11 @@ class LayerMapCanvas : public QWidget {
     drawLegend(p);
   }
 
+  void mousePressEvent(QMouseEvent* event) override {
+    const int64_t h = hit(event->position());
+    if (h >= 0) emit view_->elementClicked(qint64(h));
+  }
+
   void mouseMoveEvent(QMouseEvent* event) override {
     const int64_t h = hit(event->position());
     if (h >= 0) {

@@ -52,6 +52,7 @@ class LayerMapView : public QWidget {
 
  signals:
   void elementHovered(qint64 element);
+  void elementClicked(qint64 element);  // opens it in the bit explorer (MainWindow)
 
  private:
   friend class LayerMapCanvas;

@@ -15,6 +15,10 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <QMimeData>
 #include <QDockWidget>
+#include <cmath>
+
+#include <QDialog>
+#include <QVBoxLayout>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
@@ -43,7 +47,9 @@
 #include "views/errorplotpanel.h"
 #include "views/explainpanel.h"
 #include "views/comparepanel.h"
+#include "views/bitexplorer.h"
 #include "views/curvepanel.h"
+#include "views/layermapview.h"
 #include "views/numericspanel.h"
 #include "views/runpanel.h"
 #include "views/savepanel.h"
@@ -84,6 +90,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   savePanel_->setLayerMapLoader([this](const std::string& analysis, const std::string& layer) {
     if (!reader_) throw save::SaveError("no session is open");
     return save::loadLayerMap(*reader_, analysis, layer);
+  });
+  // a value clicked on a layer's map opens in the bit explorer: its bound of largest magnitude, its
+  // sound range and its bits' classes
+  connect(savePanel_->layerMap(), &LayerMapView::elementClicked, this, [this](qint64 index) {
+    const save::LayerMap& m = savePanel_->layerMap()->layerMap();
+    if (index < 0 || index >= m.elements()) return;
+    const save::MapElement e = m.element(index);
+    showBitExplorer();
+    const double bound = std::fabs(e.hi) >= std::fabs(e.lo) ? e.hi : e.lo;
+    float value = float(bound);  // the fp32 value of largest magnitude inside the range
+    if (std::fabs(double(value)) > std::fabs(bound)) value = std::nextafter(value, 0.0f);
+    bitExplorer_->setValue(value);
+    bitExplorer_->setSaveContext(QStringLiteral("%1[%2]").arg(QString::fromStdString(m.name)).arg(index), e.lo, e.hi,
+                                 m.robustMask[std::size_t(index)], m.rangingMask[std::size_t(index)]);
   });
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
@@ -291,6 +311,10 @@ void MainWindow::createActions() {
   showRun->setShortcut(QKeySequence(tr("Ctrl+R")));
   run->addAction(tr("Open &Demo Session"), this, &MainWindow::openDemo);
 
+  QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+  QAction* explorer = tools->addAction(tr("&Bit Explorer"), this, [this] { showBitExplorer(); });
+  explorer->setShortcut(QKeySequence(tr("Ctrl+B")));
+
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
@@ -424,6 +448,19 @@ bool MainWindow::selectItem(const QString& path) {
   tree_->scrollTo(at);
   tree_->setCurrentIndex(at);  // showItem follows
   return lastError_.isEmpty();
+}
+
+void MainWindow::showBitExplorer() {
+  if (!bitExplorer_) {
+    explorerWindow_ = new QDialog(this);
+    explorerWindow_->setWindowTitle(tr("Bit Explorer"));
+    auto* layout = new QVBoxLayout(explorerWindow_);
+    bitExplorer_ = new BitExplorer(explorerWindow_);
+    layout->addWidget(bitExplorer_);
+    explorerWindow_->resize(900, 420);
+  }
+  explorerWindow_->show();
+  explorerWindow_->raise();
 }
 
 QCustomPlot* MainWindow::currentPlot() const {

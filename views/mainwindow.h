@@ -19,6 +19,7 @@ struct StoredCallReport;
 }
 
 class QCustomPlot;
+class QDialog;
 class QMenu;
 class QDragEnterEvent;
 class QDropEvent;
@@ -37,6 +38,7 @@ class ErrorPlotPanel;
 class SavePanel;
 class CurvePanel;
 class NumericsPanel;
+class BitExplorer;
 class RunPanel;
 class ComparePanel;
 class ExplainPanel;
@@ -67,6 +69,9 @@ class MainWindow : public QMainWindow {
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
   NumericsPanel* numericsPanel() const { return numerics_; }
+  // Tools > Bit Explorer (made on first use); null until then.
+  void showBitExplorer();
+  BitExplorer* bitExplorer() const { return bitExplorer_; }
   CurvePanel* curvePanel() const { return curves_; }
   RunPanel* runPanel() const { return runPanel_; }
   void showRunPanel();  // brings the Run dock to the front
@@ -143,6 +148,8 @@ class MainWindow : public QMainWindow {
   SavePanel* savePanel_;
   CurvePanel* curves_;
   NumericsPanel* numerics_;
+  BitExplorer* bitExplorer_ = nullptr;
+  QDialog* explorerWindow_ = nullptr;
   RunPanel* runPanel_;
   ExplainPanel* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate

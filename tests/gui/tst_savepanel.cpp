@@ -10,6 +10,8 @@
 
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
+#include "core/fp/ulp.h"
+#include "views/bitexplorer.h"
 #include "views/layermapview.h"
 #include "views/mainwindow.h"
 #include "views/savepanel.h"
@@ -25,6 +27,7 @@ class TestSavePanel : public QObject {
   void bitClassBarsMatchTheSession();
   void tileMapShowsPlacement();
   void layerMapShowsEveryValue();
+  void bitExplorerFromTheMap();
   void campaignLinesPerScheme();
   void exportsAndCsv();
   void unknownItemIsRefused();
@@ -195,6 +198,77 @@ void TestSavePanel::layerMapShowsEveryValue() {
     QVERIFY(QFileInfo(path).size() > 1000);
   }
   view->setView(peat::views::LayerMapView::View::VulnerableBits);
+}
+
+// Clicking a value on the map opens it in the bit explorer with its sound range and bit classes;
+// toggling each of the 32 bits gives the value, the relative and the ULP change computed here
+// independently; a ranging bit's flip leaves the range, which the explorer says.
+void TestSavePanel::bitExplorerFromTheMap() {
+  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu")));  // its sign bits are ranging
+  peat::views::LayerMapView* view = window_->savePanel()->layerMap();
+  const peat::save::LayerMap& m = view->layerMap();
+  int64_t index = -1;  // a value with ranging bits (its range keeps one sign)
+  for (int64_t i = 0; i < m.elements() && index < 0; ++i)
+    if (m.rangingMask[std::size_t(i)] != 0) index = i;
+  QVERIFY(index >= 0);
+  const QPoint p = view->canvasPointOf(index);
+  QMouseEvent press(QEvent::MouseButtonPress, QPointF(p), view->canvas()->mapToGlobal(QPointF(p)), Qt::LeftButton, Qt::LeftButton,
+                    Qt::NoModifier);
+  QApplication::sendEvent(view->canvas(), &press);
+  peat::views::BitExplorer* explorer = window_->bitExplorer();
+  QVERIFY(explorer);
+  const double lo = m.lo[std::size_t(index)], hi = m.hi[std::size_t(index)];
+  float value = float(std::fabs(hi) >= std::fabs(lo) ? hi : lo);  // inside the range: rounded toward zero
+  if (std::fabs(double(value)) > std::max(std::fabs(hi), std::fabs(lo))) value = std::nextafter(value, 0.0f);
+  QVERIFY(double(value) >= lo && double(value) <= hi);
+  QCOMPARE(explorer->referenceValue(), value);
+  QVERIFY2(explorer->valueText().contains(QString::number(double(value), 'g', 9)), qPrintable(explorer->valueText()));
+  uint32_t ref;
+  std::memcpy(&ref, &value, 4);
+  for (int b = 0; b < 32; ++b) {
+    explorer->toggleBit(b);
+    const uint32_t want = ref ^ (uint32_t(1) << b);
+    float wantValue;
+    std::memcpy(&wantValue, &want, 4);
+    QCOMPARE(explorer->bits(), want);
+    QVERIFY(explorer->lastToggle().has_value());
+    const peat::fp::Toggle& t = *explorer->lastToggle();
+    if (!std::isnan(wantValue)) {
+      QCOMPARE(t.after.value, wantValue);
+      if (std::isfinite(wantValue))
+        QCOMPARE(t.relativeChange, std::fabs(double(wantValue) - double(value)) / std::fabs(double(value)));
+      const int64_t a = (ref >> 31) ? -int64_t(ref & 0x7fffffff) : int64_t(ref & 0x7fffffff);
+      const int64_t c = (want >> 31) ? -int64_t(want & 0x7fffffff) : int64_t(want & 0x7fffffff);
+      QCOMPARE(*t.ulpChange, uint64_t(std::llabs(a - c)));
+    } else {
+      QVERIFY(!t.ulpChange.has_value());
+    }
+    const bool ranging = (m.rangingMask[std::size_t(index)] >> b) & 1;
+    if (ranging) QVERIFY2(explorer->valueText().size() > 0 && explorer->findChildren<QLabel*>().size() > 0, "labels");
+    explorer->toggleBit(b);  // back
+    QCOMPARE(explorer->bits(), ref);
+  }
+  bool inside = false;
+  for (QLabel* l : explorer->findChildren<QLabel*>()) inside = inside || l->text().contains(QStringLiteral("inside the range"));
+  QVERIFY(inside);
+  // a ranging bit (every value of the range shares it) takes the value out of the range
+  int rangingBit = -1;
+  for (int b = 31; b >= 0 && rangingBit < 0; --b)
+    if ((m.rangingMask[std::size_t(index)] >> b) & 1) rangingBit = b;
+  QVERIFY(rangingBit >= 0);
+  explorer->toggleBit(rangingBit);
+  bool outside = false;
+  for (QLabel* l : explorer->findChildren<QLabel*>()) outside = outside || l->text().contains(QStringLiteral("a range check catches it"));
+  QVERIFY(outside);
+  explorer->toggleBit(rangingBit);
+  // the narrow formats beside it: the value rounded by core/fp
+  QVERIFY(explorer->formatsText().contains(QString::number(double(peat::fp::roundTo(peat::fp::kBf16, value)), 'g', 9)));
+  QVERIFY(explorer->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-save.png")));
+  explorer->clearSaveContext();
+  explorer->setValue(0.1f);
+  explorer->toggleBit(30);
+  QVERIFY(explorer->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer.png")));
+  explorer->window()->hide();
 }
 
 void TestSavePanel::campaignLinesPerScheme() {

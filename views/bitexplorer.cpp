@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#include "views/bitexplorer.h"
+
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "views/palette.h"
+
+namespace peat::views {
+
+namespace {
+
+QString number(double v) { return QString::number(v, 'g', 9); }
+
+QString bitString(const fp::Format& f, uint32_t bits) {
+  QString s;
+  for (int b = f.width() - 1; b >= 0; --b) {
+    s += QLatin1Char((bits >> b) & 1 ? '1' : '0');
+    if (b == f.width() - 1 || b == f.manBits) s += QLatin1Char(' ');
+  }
+  return s;
+}
+
+QString classText(fp::FpClass c) { return QString::fromLatin1(fp::className(c)); }
+
+}  // namespace
+
+BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Value:"), this));
+  input_ = new QLineEdit(this);
+  input_->setToolTip(tr("A number (1.5, -3e-8, inf, nan); Enter shows its bits"));
+  top->addWidget(input_, 1);
+  layout->addLayout(top);
+  context_ = new QLabel(this);
+  context_->setWordWrap(true);
+  context_->setMinimumHeight(2 * context_->fontMetrics().height() + 6);
+  layout->addWidget(context_);
+  auto* row = new QHBoxLayout;
+  row->setSpacing(1);
+  for (int b = 31; b >= 0; --b) {
+    auto* button = new QToolButton(this);
+    button->setCheckable(true);
+    button->setAutoRaise(false);
+    button->setFixedSize(22, 26);
+    const char* field = b == 31 ? "sign" : b >= 23 ? "exponent" : "mantissa";
+    button->setToolTip(tr("bit %1 (%2): click to toggle").arg(b).arg(QLatin1String(field)));
+    connect(button, &QToolButton::clicked, this, [this, b] { toggleBit(b); });
+    buttons_[std::size_t(b)] = button;
+    row->addWidget(button);
+    if (b == 31 || b == 23) row->addSpacing(8);
+  }
+  row->addStretch(1);
+  layout->addLayout(row);
+  value_ = new QLabel(this);
+  change_ = new QLabel(this);
+  formats_ = new QLabel(this);
+  for (QLabel* l : {value_, change_, formats_}) {
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setWordWrap(true);
+    l->setMinimumHeight(2 * l->fontMetrics().height() + 4);  // a wrapped second line stays visible
+    layout->addWidget(l);
+  }
+  QFont mono = formats_->font();
+  mono.setFamily(QStringLiteral("monospace"));
+  mono.setStyleHint(QFont::Monospace);
+  formats_->setFont(mono);
+  layout->addStretch(1);
+  connect(input_, &QLineEdit::returnPressed, this, [this] {
+    bool ok = false;
+    const QString text = input_->text().trimmed().toLower();
+    float v = text == QLatin1String("inf") ? INFINITY : text == QLatin1String("-inf") ? -INFINITY
+              : text == QLatin1String("nan")                                        ? NAN
+                                                                                     : input_->text().toFloat(&ok);
+    if (ok || text == QLatin1String("inf") || text == QLatin1String("-inf") || text == QLatin1String("nan")) setValue(v);
+    else change_->setText(tr("'%1' is not a number").arg(input_->text()));
+  });
+  setValue(1.0f);
+}
+
+void BitExplorer::setValue(float value) {
+  reference_ = value;
+  bits_ = fp::bitsOf(value);
+  toggle_.reset();
+  input_->setText(number(value));
+  refresh();
+}
+
+void BitExplorer::setSaveContext(const QString& where, double lo, double hi, uint32_t robustMask, uint32_t rangingMask) {
+  save_ = true;
+  where_ = where;
+  lo_ = lo;
+  hi_ = hi;
+  robust_ = robustMask;
+  ranging_ = rangingMask;
+  refresh();
+}
+
+void BitExplorer::clearSaveContext() {
+  save_ = false;
+  refresh();
+}
+
+void BitExplorer::toggleBit(int bit) {
+  if (bit < 0 || bit > 31) return;
+  bits_ ^= uint32_t(1) << bit;
+  toggle_ = fp::change(fp::kFp32, fp::bitsOf(reference_), bits_);  // against the value opened
+  refresh();
+}
+
+QString BitExplorer::valueText() const { return value_->text(); }
+QString BitExplorer::toggleText() const { return change_->text(); }
+QString BitExplorer::formatsText() const { return formats_->text(); }
+
+void BitExplorer::refresh() {
+  const fp::Explained e = fp::explain(fp::kFp32, bits_);
+  for (int b = 0; b < 32; ++b) {
+    QToolButton* button = buttons_[std::size_t(b)];
+    const bool set = (bits_ >> b) & 1;
+    button->setText(set ? QStringLiteral("1") : QStringLiteral("0"));
+    const QSignalBlocker block(button);
+    button->setChecked(set);
+    QColor background = b == 31 ? QColor(0xe8, 0xe8, 0xe8) : b >= 23 ? QColor(0xd6, 0xe4, 0xf0) : QColor(0xf4, 0xf4, 0xf4);
+    if (save_) background = palette::bitClass((ranging_ >> b) & 1 ? 1 : (robust_ >> b) & 1 ? 0 : 2);
+    const QColor text = background.lightnessF() < 0.55 ? QColor(Qt::white) : QColor(Qt::black);
+    button->setStyleSheet(QStringLiteral("QToolButton{background:%1;color:%2;border:1px solid #888;font-weight:%3}")
+                              .arg(background.name(), text.name(), set ? QStringLiteral("bold") : QStringLiteral("normal")));
+  }
+  QString v = tr("%1 = %2 (%3): sign %4, exponent %5 (2^%6), mantissa 0x%7")
+                  .arg(QStringLiteral("0x%1").arg(bits_, 8, 16, QLatin1Char('0')), number(e.value), classText(e.fields.cls))
+                  .arg(e.fields.sign ? QStringLiteral("-") : QStringLiteral("+"))
+                  .arg(e.fields.exponent)
+                  .arg(e.fields.unbiasedExponent)
+                  .arg(e.fields.mantissa, 6, 16, QLatin1Char('0'));
+  if (e.ulp > 0) v += tr("; one ULP here is %1").arg(number(e.ulp));
+  if (e.below || e.above)
+    v += tr("; neighbours %1 and %2").arg(e.below ? number(*e.below) : tr("none"), e.above ? number(*e.above) : tr("none"));
+  value_->setText(v);
+  if (save_) {
+    const bool inside = e.value >= lo_ && e.value <= hi_;  // false for NaN
+    context_->setText(tr("%1: sound range [%2, %3]; bits coloured robust (blue), ranging (yellow), vulnerable (vermillion). "
+                         "This value is %4.")
+                          .arg(where_, number(lo_), number(hi_),
+                               inside ? tr("inside the range") : tr("outside the range: a range check catches it")));
+  } else {
+    context_->clear();
+  }
+  if (toggle_) {
+    const fp::Toggle& t = *toggle_;
+    change_->setText(tr("After toggling: %1; against the value opened (%5): %2 absolute, %3 relative, %4 ULP")
+                         .arg(number(t.after.value), number(t.absoluteChange), number(t.relativeChange),
+                              t.ulpChange ? QString::number(*t.ulpChange) : tr("no"), number(reference_)));
+  } else {
+    change_->setText(tr("Click a bit to toggle it."));
+  }
+  QStringList rows;
+  for (const fp::Format& f : {fp::kFp16, fp::kBf16, fp::kTf32, fp::kE4M3, fp::kE5M2}) {
+    const uint32_t code = fp::encode(f, e.value);
+    const float rounded = fp::decode(f, code);
+    rows << QStringLiteral("%1  %2  = %3  (rounding error %4)")
+                .arg(QString::fromLatin1(f.name.data(), int(f.name.size())).leftJustified(5), bitString(f, code).leftJustified(21),
+                     number(rounded), std::isfinite(rounded) && std::isfinite(e.value) ? number(double(rounded) - double(e.value)) : tr("-"));
+  }
+  formats_->setText(rows.join(QLatin1Char('\n')));
+}
+
+}  // namespace peat::views

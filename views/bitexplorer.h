@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QWidget>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "core/fp/explain.h"
+
+class QLabel;
+class QLineEdit;
+class QToolButton;
+
+namespace peat::views {
+
+// One value as its 32 fp32 bits (issue 18's bit explorer, first part): sign, exponent and
+// mantissa, the decoded value, one ULP there and the neighbours one ULP away, and the same value
+// rounded to fp16, bf16, tf32, fp8 E4M3 and E5M2 beside it. Clicking a bit toggles it and shows the
+// new value with its absolute, relative and ULP change. Opened from a SAVE layer it colours each
+// bit by its class (robust, ranging, vulnerable) and says whether the toggled value leaves the
+// sound range (a range check catches it). Every number comes from core/fp/explain.h.
+class BitExplorer : public QWidget {
+  Q_OBJECT
+ public:
+  explicit BitExplorer(QWidget* parent = nullptr);
+  void setValue(float value);  // forgets toggles: this value is the reference
+  // A SAVE value: its sound range and its bits' classes (bit b set in a mask: robust / ranging).
+  void setSaveContext(const QString& where, double lo, double hi, uint32_t robustMask, uint32_t rangingMask);
+  void clearSaveContext();
+  void toggleBit(int bit);  // as a click on the bit does
+  uint32_t bits() const { return bits_; }
+  float referenceValue() const { return reference_; }
+  const std::optional<fp::Toggle>& lastToggle() const { return toggle_; }
+  QString valueText() const;   // the panel's description of the value
+  QString toggleText() const;  // what the last toggle did
+  QString formatsText() const; // the value in the narrow formats
+
+ private:
+  void refresh();
+  QLineEdit* input_;
+  std::array<QToolButton*, 32> buttons_{};
+  QLabel *context_, *value_, *change_, *formats_;
+  uint32_t bits_ = 0x3f800000u;
+  float reference_ = 1.0f;
+  std::optional<fp::Toggle> toggle_;
+  bool save_ = false;
+  double lo_ = 0, hi_ = 0;
+  uint32_t robust_ = 0, ranging_ = 0;
+  QString where_;
+};
+
+}  // namespace peat::views
