@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/fp/block.h"
+#include "core/fp/explain.h"
 #include "core/fp/format.h"
 #include "core/fp/ulp.h"
 
@@ -46,6 +47,7 @@ class TestFp : public QObject {
   void mxBlocksFollowTheSpecification();
   void nvfp4TwoLevelScales();
   void blockBugsDiffer();
+  void explainedNeighboursAndToggles();
 };
 
 void TestFp::formatWidths() {
@@ -514,6 +516,41 @@ void TestFp::blockBugsDiffer() {
     QCOMPARE(w.blockScales[0], g.blockScales[1]);  // block 0 took block 1's scale, the last block 0's
     QCOMPARE(w.blockScales.back(), g.blockScales.front());
     QVERIFY(t.saturated > g.saturated);             // a scale too small: more values clamp
+  }
+}
+
+// The bit explorer's numbers: for every code of the narrow formats (and fp16, bf16), the
+// neighbours one ULP away are the next smaller and larger values among all of the format's
+// values (sorted here), one ULP is the gap to the next larger magnitude, and toggling any bit
+// gives the code XOR that bit with its ULP change on the sorted line.
+void TestFp::explainedNeighboursAndToggles() {
+  for (const Format& f : {peat::fp::kE2M1, peat::fp::kE3M2, peat::fp::kE2M3, peat::fp::kE4M3, peat::fp::kE5M2,
+                          peat::fp::kFp16, peat::fp::kBf16}) {
+    std::vector<float> values;
+    for (uint32_t code = 0; code <= f.allMask(); ++code)
+      if (!isNaN(f, code)) values.push_back(decode(f, code));
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());  // +0 and -0 are one value
+    for (uint32_t code = 0; code <= f.allMask(); ++code) {
+      if (isNaN(f, code)) continue;
+      const peat::fp::Explained e = peat::fp::explain(f, code);
+      const auto at = std::lower_bound(values.begin(), values.end(), e.value);
+      QVERIFY(at != values.end() && *at == e.value);
+      if (at == values.begin()) QVERIFY(!e.below.has_value());
+      else QCOMPARE(*e.below, *(at - 1));
+      if (at + 1 == values.end()) QVERIFY(!e.above.has_value());
+      else QCOMPARE(*e.above, *(at + 1));
+      if (std::isfinite(e.value) && e.value >= 0 && at + 1 != values.end() && std::isfinite(*(at + 1)))
+        QCOMPARE(e.ulp, double(*(at + 1)) - double(e.value));
+      for (int bit = 0; bit < f.width() && f.width() <= 8; ++bit) {
+        const peat::fp::Toggle t = peat::fp::toggle(f, code, bit);
+        QCOMPARE(t.after.bits, code ^ (uint32_t(1) << bit));
+        if (isNaN(f, t.after.bits)) continue;
+        // on the sorted line, +0 and -0 sit together: the ULP change is the distance in ranks
+        const auto there = std::lower_bound(values.begin(), values.end(), t.after.value);
+        QCOMPARE(*t.ulpChange, uint64_t(std::llabs(int64_t(there - values.begin()) - int64_t(at - values.begin()))));
+      }
+    }
   }
 }
 
