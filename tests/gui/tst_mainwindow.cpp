@@ -61,7 +61,7 @@ void TestMainWindow::hasMenusAndDocks() {
   MainWindow w;
   QStringList menus;
   for (QAction* a : w.menuBar()->actions()) menus << a->text();
-  QCOMPARE(menus, (QStringList{QStringLiteral("&File"), QStringLiteral("&Edit"), QStringLiteral("&Compare"), QStringLiteral("&Run"), QStringLiteral("&View"), QStringLiteral("&Help")}));
+  QCOMPARE(menus, (QStringList{QStringLiteral("&File"), QStringLiteral("&Edit"), QStringLiteral("&Compare"), QStringLiteral("&Run"), QStringLiteral("&Tools"), QStringLiteral("&View"), QStringLiteral("&Help")}));
   QStringList docks;
   for (QDockWidget* d : w.findChildren<QDockWidget*>()) docks << d->objectName();
   docks.sort();
