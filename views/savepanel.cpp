@@ -380,6 +380,18 @@ void SavePanel::hoverCampaign(QMouseEvent* event) {
   if (!lines.isEmpty()) QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), campaign_);
 }
 
+namespace {
+// The end of an export: the error for an unknown suffix or a failed write.
+bool exportOutcome(bool ok, bool knownSuffix, const QString& suffix, const QString& path, QString* error) {
+  if (!knownSuffix) {
+    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
+    return false;
+  }
+  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
+  return ok;
+}
+}  // namespace
+
 bool exportWidget(QWidget* widget, const QString& path, QString* error) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   bool ok = false;
@@ -406,11 +418,9 @@ bool exportWidget(QWidget* widget, const QString& path, QString* error) {
       ok = painter.end();
     }
   } else {
-    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
-    return false;
+    return exportOutcome(false, false, suffix, path, error);
   }
-  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
-  return ok;
+  return exportOutcome(ok, true, suffix, path, error);
 }
 
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
@@ -432,11 +442,9 @@ bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
       ok = painter.end();
     }
   } else {
-    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
-    return false;
+    return exportOutcome(false, false, suffix, path, error);
   }
-  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
-  return ok;
+  return exportOutcome(ok, true, suffix, path, error);
 }
 
 }  // namespace peat::views
