@@ -33,6 +33,39 @@ std::vector<T> array(const store::StoredRecord& r, const std::string& name, stor
   return out;
 }
 
+// One layer's record (`layerId`: "<analysis>.<name>"), its counts and tile map.
+StoredLayer storedLayer(const store::StoredRecord& r, const std::string& name, const std::string& layerId) {
+  StoredLayer l;
+  l.name = name;
+  l.op = label(r, "op");
+  l.elements = int64_t(scalar(r, "elements"));
+  l.type2 = int64_t(scalar(r, "type2"));
+  l.robustBits = scalar(r, "robust_bits");
+  l.rangingBits = scalar(r, "ranging_bits");
+  l.vulnerableBits = scalar(r, "vulnerable_bits");
+  l.meanWidth = scalar(r, "mean_width");
+  l.tilesDown = int64_t(scalar(r, "tiles_down"));
+  l.tilesAcross = int64_t(scalar(r, "tiles_across"));
+  l.tileRows = int64_t(scalar(r, "tile_rows"));
+  l.tileCols = int64_t(scalar(r, "tile_cols"));
+  if (l.tilesDown <= 0 || l.tilesAcross <= 0 || l.tilesDown * l.tilesAcross > (int64_t(1) << 28))
+    throw SaveError("SAVE result '" + layerId + "' has an impossible tile grid");
+  const uint64_t tiles = uint64_t(l.tilesDown * l.tilesAcross);
+  l.tileShare = array<float>(r, "tile_type2_share", store::DType::F32, tiles, layerId);
+  l.tileReliable = array<uint8_t>(r, "tile_reliable", store::DType::U8, tiles, layerId);
+  return l;
+}
+
+// The summary record of analysis `id`; throws SaveError when the session has none of that name.
+store::StoredRecord analysisSummary(const store::SessionReader& reader, const std::string& id) {
+  const store::SessionSummary summary = reader.summaryWithoutTensors();
+  if (std::find(summary.saveResults.begin(), summary.saveResults.end(), id) == summary.saveResults.end())
+    throw SaveError("the session has no SAVE result '" + id + "'");
+  store::StoredRecord sum = reader.saveResult(id);
+  if (label(sum, "kind") != "save_analysis") throw SaveError("SAVE result '" + id + "' is no analysis (it is one layer of one)");
+  return sum;
+}
+
 }  // namespace
 
 void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const std::string& weights,
@@ -96,11 +129,7 @@ std::vector<std::string> storedAnalyses(const store::SessionReader& reader) {
 }
 
 StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::string& id) {
-  const store::SessionSummary summary = reader.summaryWithoutTensors();
-  if (std::find(summary.saveResults.begin(), summary.saveResults.end(), id) == summary.saveResults.end())
-    throw SaveError("the session has no SAVE result '" + id + "'");
-  const store::StoredRecord sum = reader.saveResult(id);
-  if (label(sum, "kind") != "save_analysis") throw SaveError("SAVE result '" + id + "' is no analysis (it is one layer of one)");
+  const store::StoredRecord sum = analysisSummary(reader, id);
   StoredAnalysis a;
   a.id = id;
   a.model = label(sum, "model");
@@ -122,42 +151,23 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.recomputeWork = scalar(sum, "recompute_work");
   a.randomPlacementWork = scalar(sum, "recompute_work_random_placement");
   a.recomputeAllWork = scalar(sum, "recompute_work_without_reliable_memory");
-  for (const std::string& name : util::splitText(label(sum, "layers"), ',')) {
-    const std::string layerId = id + "." + name;
-    const store::StoredRecord r = reader.saveResult(layerId);
-    StoredLayer l;
-    l.name = name;
-    l.op = label(r, "op");
-    l.elements = int64_t(scalar(r, "elements"));
-    l.type2 = int64_t(scalar(r, "type2"));
-    l.robustBits = scalar(r, "robust_bits");
-    l.rangingBits = scalar(r, "ranging_bits");
-    l.vulnerableBits = scalar(r, "vulnerable_bits");
-    l.meanWidth = scalar(r, "mean_width");
-    l.tilesDown = int64_t(scalar(r, "tiles_down"));
-    l.tilesAcross = int64_t(scalar(r, "tiles_across"));
-    l.tileRows = int64_t(scalar(r, "tile_rows"));
-    l.tileCols = int64_t(scalar(r, "tile_cols"));
-    if (l.tilesDown <= 0 || l.tilesAcross <= 0 || l.tilesDown * l.tilesAcross > (int64_t(1) << 28))
-      throw SaveError("SAVE result '" + layerId + "' has an impossible tile grid");
-    const uint64_t tiles = uint64_t(l.tilesDown * l.tilesAcross);
-    l.tileShare = array<float>(r, "tile_type2_share", store::DType::F32, tiles, layerId);
-    l.tileReliable = array<uint8_t>(r, "tile_reliable", store::DType::U8, tiles, layerId);
-    a.layers.push_back(std::move(l));
-  }
+  for (const std::string& name : util::splitText(label(sum, "layers"), ','))
+    a.layers.push_back(storedLayer(reader.saveResult(id + "." + name), name, id + "." + name));
   return a;
 }
 
 LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer) {
-  const StoredAnalysis a = loadAnalysis(reader, analysis);
-  const auto it = std::find_if(a.layers.begin(), a.layers.end(), [&](const StoredLayer& l) { return l.name == layer; });
-  if (it == a.layers.end()) throw SaveError("SAVE analysis '" + analysis + "' has no layer '" + layer + "'");
+  // the summary's list of layers, then that one layer's record only (not every layer's values)
+  const std::vector<std::string> names = util::splitText(label(analysisSummary(reader, analysis), "layers"), ',');
+  if (std::find(names.begin(), names.end(), layer) == names.end())
+    throw SaveError("SAVE analysis '" + analysis + "' has no layer '" + layer + "'");
   const std::string id = analysis + "." + layer;
   const store::StoredRecord r = reader.saveResult(id);
+  const StoredLayer stored = storedLayer(r, layer, id);
   LayerMap m;
   m.analysis = analysis;
-  m.name = it->name;
-  m.op = it->op;
+  m.name = stored.name;
+  m.op = stored.op;
   const auto shapeIt = r.arrays.find("shape");
   if (shapeIt == r.arrays.end())
     throw SaveError("SAVE result '" + id + "' stores no layer shape (written by an older build): run peat save analyze again");
@@ -170,7 +180,7 @@ LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& ana
     n *= d;
     if (n > (int64_t(1) << 31)) throw SaveError("SAVE result '" + id + "' has an impossible shape");
   }
-  if (n != it->elements) throw SaveError("SAVE result '" + id + "': its shape does not hold its " + std::to_string(it->elements) + " elements");
+  if (n != stored.elements) throw SaveError("SAVE result '" + id + "': its shape does not hold its " + std::to_string(stored.elements) + " elements");
   m.rows = m.shape.size() >= 2 ? m.shape[0] : 1;
   m.cols = n / m.rows;
   if (m.shape.size() >= 3) {
@@ -183,14 +193,14 @@ LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& ana
   } else {
     m.width = n;
   }
-  m.tileRows = it->tileRows;
-  m.tileCols = it->tileCols;
-  m.tilesDown = it->tilesDown;
-  m.tilesAcross = it->tilesAcross;
+  m.tileRows = stored.tileRows;
+  m.tileCols = stored.tileCols;
+  m.tilesDown = stored.tilesDown;
+  m.tilesAcross = stored.tilesAcross;
   if (m.tileRows <= 0 || m.tileCols <= 0 || (m.rows + m.tileRows - 1) / m.tileRows != m.tilesDown ||
       (m.cols + m.tileCols - 1) / m.tileCols != m.tilesAcross)
     throw SaveError("SAVE result '" + id + "': its tile grid does not cover its shape");
-  m.tileReliable = it->tileReliable;
+  m.tileReliable = stored.tileReliable;
   m.lo = array<double>(r, "lo", store::DType::F64, uint64_t(n), id);
   m.hi = array<double>(r, "hi", store::DType::F64, uint64_t(n), id);
   m.robustMask = array<uint32_t>(r, "robust_mask", store::DType::U32, uint64_t(n), id);

@@ -9,15 +9,6 @@
 
 namespace peat::save {
 
-const char* bitClassName(BitClass c) {
-  switch (c) {
-    case BitClass::Robust: return "robust";
-    case BitClass::Ranging: return "ranging";
-    case BitClass::Vulnerable: return "vulnerable";
-  }
-  return "?";
-}
-
 int64_t LayerMap::tileOf(int64_t element) const {
   return (element / cols / tileRows) * tilesAcross + (element % cols) / tileCols;
 }

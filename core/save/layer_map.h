@@ -66,7 +66,4 @@ struct LayerMap {
   std::vector<float> vulnerableShareByBitAndChannel() const;
 };
 
-// "robust", "ranging", "vulnerable"
-const char* bitClassName(BitClass c);
-
 }  // namespace peat::save
