@@ -17,7 +17,7 @@ for _ in $(seq 1 300); do
   [[ "$n" -ge 3 ]] && break
 done
 kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
+{ wait $pid; } 2>/dev/null  # no "Killed" job notice before the verdict line
 "$peat" info "$out" >/dev/null || { echo "the killed campaign's session is unreadable"; exit 1; }
 n=$("$python" -c "import h5py,sys; t=h5py.File(sys.argv[1],'r')['runs/save-campaign/tables/points'][()]; assert all(0<=r['accuracy']<=1 for r in t); print(len(t))" "$out") \
   || { echo "no readable points table"; exit 1; }

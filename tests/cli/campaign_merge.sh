@@ -41,6 +41,6 @@ for _ in $(seq 1 600); do
   HDF5_USE_FILE_LOCKING=FALSE "$python" -c "import h5py,sys; h5py.File(sys.argv[1],'r')['runs/save-campaign/tables/verifiers']" killed.h5 2>/dev/null && break
 done
 kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
+{ wait $pid; } 2>/dev/null
 expect_error "did not finish (status running)" save merge s0.h5 killed.h5 -s out.h5
 echo "ok: two shards merge into the single-process campaign; bad shards refused"

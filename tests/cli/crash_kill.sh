@@ -20,7 +20,7 @@ for round in $(seq 1 "$kills"); do
   pid=$!
   sleep "$delay"
   kill -KILL $pid 2>/dev/null
-  wait $pid 2>/dev/null
+  { wait $pid; } 2>/dev/null
   saved=$(grep -o '"saved":[0-9]*' "$work/out$round" | tail -1 | cut -d: -f2)
   saved=${saved:-0}
   if [[ ! -e "$session" ]]; then
