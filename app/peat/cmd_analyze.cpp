@@ -202,6 +202,11 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
       j.beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
       j.field("call_index", c.callIndex).field("verdict", c.detection.verdict.model);
       j.field("confidence", c.detection.verdict.confidence);
+      j.key("parameters").beginObject();
+      for (const auto& [k, val] : c.detection.verdict.parameters) j.field(k, val);
+      j.endObject().key("findings").beginArray();  // secondary findings beside the primary verdict
+      for (const detector::Verdict& v : c.detection.findings) writeVerdict(j, v, false);
+      j.endArray();
       if (!verdictsOnly) {
         j.field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);
         j.field("mean_abs_over_scale", c.report.meanAbsOverScale);
@@ -215,9 +220,10 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   std::printf("%-32s %-10s %-8s %12s %12s %12s  %s\n", "call", "layer", "op", "mismatched", "max |err|", "p99 |err|",
               "verdict");
   for (const analyzer::CallAnalysis& c : a.calls)
-    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s %.2f\n", c.call.c_str(), c.layer.c_str(), c.op.c_str(),
+    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s%s %.2f\n", c.call.c_str(), c.layer.c_str(), c.op.c_str(),
                 (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
-                c.detection.verdict.model.c_str(), c.detection.verdict.confidence);
+                c.detection.verdict.model.c_str(), parameters(c.detection.verdict).c_str(),
+                c.detection.verdict.confidence);
   // The trend: the worst error of each iteration, first to last.
   std::map<int64_t, double> worst;
   for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);

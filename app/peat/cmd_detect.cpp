@@ -9,7 +9,6 @@
 #include "core/util/json_writer.h"
 
 namespace peat::cli {
-namespace {
 
 void writeVerdict(JsonWriter& j, const detector::Verdict& v, bool top) {
   if (!top) j.beginObject();
@@ -27,8 +26,6 @@ std::string parameters(const detector::Verdict& v) {
   for (const auto& [k, val] : v.parameters) s += (s.empty() ? " (" : ", ") + k + "=" + val;
   return s.empty() ? s : s + ")";
 }
-
-}  // namespace
 
 int runDetect(const DetectOptions& o) {
   const io::FloatTensor g = io::readSource(o.golden);

@@ -10,6 +10,13 @@ namespace CLI {
 class App;
 }
 
+namespace peat {
+class JsonWriter;
+namespace detector {
+struct Verdict;
+}
+}  // namespace peat
+
 namespace peat::cli {
 
 struct InfoOptions {
@@ -44,6 +51,10 @@ struct DetectOptions {
   bool json = false;
 };
 int runDetect(const DetectOptions& o);
+// A verdict as JSON: its model ("verdict" at the top level), confidence, explanation, parameters and
+// evidence; and its parameters as text, " (format=mxfp4, block=32)", empty when it has none.
+void writeVerdict(JsonWriter& j, const detector::Verdict& v, bool top);
+std::string parameters(const detector::Verdict& v);
 
 // analyze and detect over a session's playback run; `verdictsOnly` prints just the detector's side.
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,

@@ -66,9 +66,10 @@ std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, co
                                                const store::CallInfo& c) {
   std::vector<uint64_t> s0, s1;
   const std::vector<float> in0 = readInput(r, run, c, "input_0", s0), in1 = readInput(r, run, c, "input_1", s1);
-  if (in0.empty() || in1.empty() || s0.size() < 2 || s1.size() != 2) return std::nullopt;
-  const uint64_t last0 = s0.back(), rows0 = in0.size() / last0;
   const int64_t variant = c.params.count("variant") ? c.params.at("variant") : 0;
+  // forward and grad_input take the weight [N, K]; grad_weight takes x, of any rank (a transformer's [B, T, K])
+  if (in0.empty() || in1.empty() || s0.size() < 2 || (variant != 2 && s1.size() != 2) || s1.size() < 2) return std::nullopt;
+  const uint64_t last0 = s0.back(), rows0 = in0.size() / last0;
   if (variant == 0) {  // y = x w^T + bias: a = x [rows0, K], b = w^T [K, N]
     std::vector<uint64_t> s2;
     const std::vector<float> bias = readInput(r, run, c, "input_2", s2);

@@ -45,6 +45,8 @@ class TestDetector : public QObject {
   void scatteredRandomValues();
   void fewSameDirectionFlipsAreNotStuck();
   void blockScaledInputsAreReproduced();
+  void blockSchemesAreNamed();
+  void missingTermsAreLowRankUnlikeBlockRounding();
 };
 
 void TestDetector::exact() {
@@ -336,6 +338,129 @@ void TestDetector::blockScaledInputsAreReproduced() {
         QVERIFY2(d.verdict.model != "precision_loss" && d.verdict.model != "accumulation_order", d.verdict.model.c_str());
       }
     }
+}
+
+namespace {
+// c = a b (fp32 sums in order) with a [m, k] and b^T [n, k]
+std::vector<float> productOf(const std::vector<float>& a, const std::vector<float>& bt, int64_t m, int64_t k, int64_t n,
+                             int64_t terms = -1) {
+  std::vector<float> c(std::size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t q = 0; q < (terms < 0 ? k : terms); ++q) acc += a[std::size_t(i * k + q)] * bt[std::size_t(j * k + q)];
+      c[std::size_t(i * n + j)] = acc;
+    }
+  return c;
+}
+float amaxOf(const std::vector<float>& v) {
+  float x = 0;
+  for (float y : v) x = std::max(x, std::fabs(y));
+  return x;
+}
+std::vector<float> transposedOf(const std::vector<float>& b, int64_t k, int64_t n) {
+  std::vector<float> bt(std::size_t(k * n));
+  for (int64_t q = 0; q < k; ++q)
+    for (int64_t j = 0; j < n; ++j) bt[std::size_t(j * k + q)] = b[std::size_t(q * n + j)];
+  return bt;
+}
+}  // namespace
+
+// Each way of quantising a GEMM's inputs in blocks that the kernel slot's candidates offer, built
+// here with the quantiser, is named by the detector's own replay: the legitimate ones as precision
+// loss with their format, block size and whether the output was quantised too; the planted
+// mistakes as the mistake, with the block. A kernel that quantised its output is also named from
+// its outputs alone (every block on the format's grid).
+void TestDetector::blockSchemesAreNamed() {
+  const int64_t m = 16, k = 128, n = 64;
+  auto a = values(std::size_t(m * k), 50), b = values(std::size_t(k * n), 51);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] *= float(1 + (i / 16) % 5);  // blocks of different magnitudes
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] *= float(1 + (i / 200) % 3);
+  const auto bt = transposedOf(b, k, n);
+  const auto golden = productOf(a, bt, m, k, n);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  struct Case {
+    fp::BlockFormat format;
+    int block;
+    fp::BlockBug bug;
+    bool wrongDim, output;
+    const char *model, *bugName;
+  };
+  const Case cases[] = {
+      {fp::kMxfp4, 32, fp::BlockBug::None, false, false, "precision_loss", nullptr},
+      {fp::kMxfp4, 16, fp::BlockBug::None, false, false, "precision_loss", nullptr},
+      {fp::kNvfp4, 16, fp::BlockBug::None, false, false, "precision_loss", nullptr},
+      {fp::kMxfp6E3m2, 32, fp::BlockBug::None, false, false, "precision_loss", nullptr},
+      {fp::kMxfp4, 32, fp::BlockBug::None, false, true, "precision_loss", nullptr},
+      {fp::kNvfp4, 16, fp::BlockBug::None, false, true, "precision_loss", nullptr},
+      {fp::kMxfp4, 32, fp::BlockBug::WrongBlock, false, false, "index_error", "wrong-block"},
+      {fp::kNvfp4, 16, fp::BlockBug::TruncatedScale, false, false, "scaling", "truncated-scale"},
+      {fp::kMxfp4, 32, fp::BlockBug::TruncatedScale, false, false, "scaling", "truncated-scale"},
+      {fp::kMxfp4, 32, fp::BlockBug::None, true, false, "index_error", "wrong-dim"},
+  };
+  for (const Case& t : cases) {
+    auto aq = a, bq = bt;
+    if (!t.wrongDim) {
+      for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(t.format, aq.data() + i * k, uint64_t(k), t.block, t.bug, amaxOf(a));
+      for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(t.format, bq.data() + j * k, uint64_t(k), t.block, t.bug, amaxOf(bt));
+    } else {  // along M and N: quantise the transposes' rows
+      std::vector<float> at(std::size_t(k * m));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t q = 0; q < k; ++q) at[std::size_t(q * m + i)] = a[std::size_t(i * k + q)];
+      auto bRows = b;
+      for (int64_t q = 0; q < k; ++q) {
+        fp::quantizeBlocks(t.format, at.data() + q * m, uint64_t(m), t.block, t.bug, amaxOf(a));
+        fp::quantizeBlocks(t.format, bRows.data() + q * n, uint64_t(n), t.block, t.bug, amaxOf(b));
+      }
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t q = 0; q < k; ++q) aq[std::size_t(i * k + q)] = at[std::size_t(q * m + i)];
+      bq = transposedOf(bRows, k, n);
+    }
+    auto c = productOf(aq, bq, m, k, n);
+    if (t.output) {
+      const float outAmax = amaxOf(c);
+      for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(t.format, c.data() + i * n, uint64_t(n), t.block, fp::BlockBug::None, outAmax);
+    }
+    const std::string label = std::string(t.format.name) + " block " + std::to_string(t.block) + (t.output ? " output" : "") +
+                              (t.bugName ? std::string(" ") + t.bugName : "");
+    const auto d = detector::detect(golden.data(), {c.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+    QVERIFY2(d.verdict.model == t.model, (label + ": " + d.verdict.model + ", " + d.verdict.explanation).c_str());
+    QCOMPARE(d.verdict.parameters.at("format"), std::string(t.format.name));
+    QCOMPARE(d.verdict.parameters.at("block"), std::to_string(t.block));
+    QCOMPARE(d.verdict.parameters.count("output"), std::size_t(t.output ? 1 : 0));
+    if (t.bugName) QCOMPARE(d.verdict.parameters.at("bug"), std::string(t.bugName));
+    if (t.output) {  // the grid, from outputs alone
+      const auto alone = detector::detect(golden.data(), {c.data()}, {uint64_t(m), uint64_t(n)});
+      QVERIFY2(alone.verdict.model == "precision_loss", (label + " alone: " + alone.verdict.model).c_str());
+      QCOMPARE(alone.verdict.parameters.at("format"), std::string(t.format.name));
+      QCOMPARE(alone.verdict.parameters.at("block"), std::to_string(t.block));
+    }
+  }
+}
+
+// From outputs alone: a GEMM that skips its last 16 of 256 terms errs by a rank-16 matrix and is
+// called an index error with that rank as evidence; the same GEMM on MXFP4 inputs, whose errors are
+// as large but full rank, is not called a fault (and with its operands it is named).
+void TestDetector::missingTermsAreLowRankUnlikeBlockRounding() {
+  const int64_t m = 64, k = 256, n = 96;
+  const auto a = values(std::size_t(m * k), 60), b = values(std::size_t(k * n), 61);
+  const auto bt = transposedOf(b, k, n);
+  const auto golden = productOf(a, bt, m, k, n);
+  const auto missing = productOf(a, bt, m, k, n, k - 16);
+  const auto d = run(golden, missing, {uint64_t(m), uint64_t(n)});
+  QVERIFY2(d.verdict.model == "index_error", d.verdict.model.c_str());
+  QVERIFY(d.verdict.evidence.at("error_rank") <= 16);
+  QCOMPARE(d.verdict.evidence.at("golden_rank"), 64.0);
+  auto aq = a, bq = bt;
+  for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(fp::kMxfp4, aq.data() + i * k, uint64_t(k), 0, fp::BlockBug::None, amaxOf(a));
+  for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(fp::kMxfp4, bq.data() + j * k, uint64_t(k), 0, fp::BlockBug::None, amaxOf(bt));
+  const auto quantised = productOf(aq, bq, m, k, n);
+  const auto alone = run(golden, quantised, {uint64_t(m), uint64_t(n)});
+  QVERIFY2(alone.verdict.model == "unknown", (alone.verdict.model + ": " + alone.verdict.explanation).c_str());
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  const auto named = detector::detect(golden.data(), {quantised.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(named.verdict.model, std::string("precision_loss"));
+  QCOMPARE(named.verdict.parameters.at("format"), std::string("mxfp4"));
 }
 
 QTEST_GUILESS_MAIN(TestDetector)
