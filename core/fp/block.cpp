@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/fp/block.h"
+#include "core/fp/block_simd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +23,8 @@ std::optional<BlockFormat> blockFormatByName(std::string_view name) {
 
 float decodeE8M0(uint8_t code) {
   if (code == kE8M0NaN) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(1.0f, int(code) - 127);  // 2^-127 is subnormal in fp32, still exact
+  if (code == 0) return std::ldexp(1.0f, -127);  // subnormal in fp32, still exact
+  return floatOf(uint32_t(code) << 23);          // 2^(code - 127): the code is fp32's biased exponent
 }
 
 uint8_t e8m0OfExponent(int exponent) { return uint8_t(std::clamp(exponent, -127, 127) + 127); }
@@ -33,18 +35,19 @@ namespace {
 
 // floor(log2 x) for a finite x > 0 (subnormal fp32 included), exactly.
 int floorLog2(float x) {
+  const uint32_t field = (bitsOf(x) >> 23) & 0xffu;
+  if (field != 0) return int(field) - 127;  // normal: the exponent field
   int e = 0;
-  std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+  std::frexp(x, &e);  // subnormal: x = m 2^e, m in [0.5, 1)
   return e - 1;
 }
 
 // The scale of one block with maximum magnitude `amax` (finite, >= 0); NaN for a NaN scale.
-float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug bug) {
-  const float elementMax = decode(f.element, maxFinite(f.element));
+// elementMax, emax: the element format's largest magnitude and its exponent.
+float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug bug, float elementMax, int emax) {
   if (f.scale == ScaleKind::E8M0) {
     if (amax == 0) return decodeE8M0(0);  // any scale: every element is zero
-    const int exponent =
-        bug == BlockBug::TruncatedScale ? floorLog2(amax / elementMax) : floorLog2(amax) - largestExponent(f.element);
+    const int exponent = bug == BlockBug::TruncatedScale ? floorLog2(amax / elementMax) : floorLog2(amax) - emax;
     return decodeE8M0(e8m0OfExponent(exponent));
   }
   // NVFP4: E4M3 of amax / (6 s), nearest even or (the bug) toward zero
@@ -57,6 +60,17 @@ float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug b
 
 }  // namespace
 
+ElementRounder::ElementRounder(const Format& f)
+    : shift_(23 - f.manBits),
+      minNormal_(std::ldexp(1.0f, f.minNormalExponent())),
+      magic_(std::ldexp(1.0f, f.minNormalExponent() - f.manBits + 23)),
+      max_(decode(f, maxFinite(f))),
+      maxBits_(bitsOf(max_)) {}
+
+detail::RoundingParameters ElementRounder::parameters() const {
+  return {uint32_t(shift_), minNormal_, magic_, maxBits_, max_};
+}
+
 BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t count, int blockSize, BlockBug bug,
                                  float wholeTensorAmax) {
   if (blockSize < 0) throw std::invalid_argument("block size must be positive");
@@ -67,29 +81,39 @@ BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t c
   // amax per block (NaN when a block holds NaN or Inf)
   std::vector<float> amax(blocks, 0.0f);
   float tensorAmax = 0;
-  for (uint64_t b = 0; b < blocks; ++b) {
-    for (uint64_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
-      if (!std::isfinite(values[i])) {
-        amax[b] = std::numeric_limits<float>::quiet_NaN();
-        break;
-      }
-      amax[b] = std::max(amax[b], std::fabs(values[i]));
+  {
+    // |x|'s bit patterns order like |x|, and NaN and Inf have the largest: an integer max finds the
+    // amax and whether the block holds a non-finite value
+    std::vector<uint32_t> largest(blocks);
+    detail::blockMaxMagnitudeBits(values, count, block, largest.data());
+    for (uint64_t b = 0; b < blocks; ++b) {
+      amax[b] = largest[b] >= 0x7f800000u ? std::numeric_limits<float>::quiet_NaN() : floatOf(largest[b]);
+      if (std::isfinite(amax[b])) tensorAmax = std::max(tensorAmax, amax[b]);
     }
-    if (std::isfinite(amax[b])) tensorAmax = std::max(tensorAmax, amax[b]);
   }
   if (wholeTensorAmax >= 0) tensorAmax = wholeTensorAmax;
   if (f.scale == ScaleKind::E4M3) {
     const float e4m3Max = decode(kE4M3, maxFinite(kE4M3));
     q.tensorScale = tensorAmax > 0 ? tensorAmax / (elementMax * e4m3Max) : 1.0f;
   }
+  const ElementRounder round(f.element);
+  const int emax = largestExponent(f.element);
   std::vector<float> scales(blocks);
   for (uint64_t b = 0; b < blocks; ++b)
-    scales[b] = std::isfinite(amax[b]) ? blockScale(f, amax[b], q.tensorScale, bug) : std::numeric_limits<float>::quiet_NaN();
+    scales[b] = std::isfinite(amax[b]) ? blockScale(f, amax[b], q.tensorScale, bug, elementMax, emax)
+                                       : std::numeric_limits<float>::quiet_NaN();
   q.blockScales.resize(blocks);
+  // blocks of finite values with a usable step go through the vectorised loop in one call (steps[b]
+  // > 0); the others (NaN or Inf inside, a NaN scale, a scale that underflowed) element by element
+  std::vector<float> steps(blocks, -1.0f);
   for (uint64_t b = 0; b < blocks; ++b) {
     const float scale = bug == BlockBug::WrongBlock ? scales[(b + 1) % blocks] : scales[b];
     q.blockScales[b] = scale;
     const float step = scale * q.tensorScale;
+    if (std::isfinite(amax[b]) && std::isfinite(scale) && step != 0) {
+      steps[b] = step;
+      continue;
+    }
     for (uint64_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
       if (std::isnan(scale) || !std::isfinite(values[i])) {
         values[i] = std::numeric_limits<float>::quiet_NaN();
@@ -101,13 +125,18 @@ BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t c
         continue;
       }
       const float v = values[i] / step;
-      const uint32_t code = encode(f.element, v, Overflow::Saturate);
       q.saturated += std::fabs(v) > elementMax;
-      const float out = decode(f.element, code) * step;
+      const float out = round(v) * step;
       q.flushedToZero += out == 0 && values[i] != 0;
       values[i] = out;
     }
   }
+  // MX steps are powers of two, so multiplying by the reciprocal is the division exactly; NVFP4's
+  // are not, and divide
+  const detail::RoundingCounts counts =
+      detail::scaleRoundBlocks(values, count, block, steps.data(), f.scale == ScaleKind::E8M0, round.parameters());
+  q.saturated += counts.saturated;
+  q.flushedToZero += counts.flushed;
   return q;
 }
 

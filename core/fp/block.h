@@ -12,11 +12,13 @@
 //    even (saturating), each element E2M1(V / (block scale * s)), nearest even, saturating.
 // Quantising returns the values the format represents (element x scale), in fp32: what a kernel
 // that takes block-scaled inputs multiplies.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "core/fp/block_simd.h"
 #include "core/fp/format.h"
 
 namespace peat::fp {
@@ -47,6 +49,36 @@ float decodeE8M0(uint8_t code);
 uint8_t e8m0OfExponent(int exponent);
 // emax_elem: the unbiased exponent of the element format's largest finite value.
 int largestExponent(const Format& element);
+
+// Rounding of a finite fp32 value to an element format, nearest even, saturating at its largest
+// magnitude: decode(encode(x, Overflow::Saturate)) in a few integer operations (tst_fp checks the two
+// agree on every fp32 value of a sweep). NaN and Inf are the caller's.
+class ElementRounder {
+ public:
+  explicit ElementRounder(const Format& element);
+  float operator()(float x) const;
+  detail::RoundingParameters parameters() const;  // for the vectorised loop (core/fp/block_simd.h)
+
+ private:
+  int shift_;                      // fp32 mantissa bits the element drops
+  float minNormal_, magic_, max_;  // magic_: 2^23 times the element's subnormal spacing
+  uint32_t maxBits_;
+};
+
+inline float ElementRounder::operator()(float x) const {
+  // both roundings, then a select: no branch to mispredict on data whose magnitudes vary
+  const uint32_t sign = bitsOf(x) & 0x80000000u;
+  const float a = floatOf(bitsOf(x) ^ sign);
+  // the element's subnormals are the multiples of 2^(emin - m): adding 2^23 of them rounds there,
+  // nearest even (fp32 arithmetic, no contraction: -ffp-contract=off)
+  const float subnormal = (a + magic_) - magic_;
+  uint32_t u = bitsOf(a);
+  u = (u + (uint32_t(1) << (shift_ - 1)) - 1 + ((u >> shift_) & 1u)) & ~((uint32_t(1) << shift_) - 1);
+  const uint32_t small = uint32_t(0) - uint32_t(a < minNormal_);  // all ones where a is below the normals
+  // past Inf's pattern only for a near FLT_MAX: the integer min saturates it like any other
+  const uint32_t r = std::min((bitsOf(subnormal) & small) | (u & ~small), maxBits_);
+  return floatOf(r | sign);
+}
 
 // Mistakes real ports make, for planted-bug candidates:
 enum class BlockBug {
