@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <cstring>
+#include <limits>
 #include <map>
+#include <vector>
 
+#include "core/analyzer/numerics_simd.h"
 #include "core/fp/block.h"
 #include "core/fp/format.h"
 
@@ -23,7 +27,11 @@ Limits limitsOf(const fp::Format& f) {
   return {0.5 * double(fp::decode(f, 1)), double(fp::decode(f, fp::maxFinite(f)))};
 }
 
-int floorLog2(double x) {
+int floorLog2(double x) {  // x > 0 and finite
+  uint64_t u;
+  std::memcpy(&u, &x, 8);
+  const int field = int((u >> 52) & 0x7ff);
+  if (field != 0) return field - 1023;  // normal: the exponent field
   int e = 0;
   std::frexp(x, &e);
   return e - 1;
@@ -36,16 +44,20 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
   t.count = n;
   const uint64_t row = lastDim == 0 || lastDim > n ? std::max<uint64_t>(n, 1) : lastDim;
   double minNonzero = HUGE_VAL;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) {
-      ++t.nonFinite;
-      continue;
+  {
+    uint64_t nonFinite = 0, nonzero = 0;
+    uint32_t largest = 0, smallest = 0xffffffffu;  // bit patterns of finite nonzero magnitudes
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint32_t m = fp::bitsOf(v[i]) & 0x7fffffffu;
+      const bool finite = m < 0x7f800000u, counted = finite && m != 0;
+      nonFinite += finite ? 0 : 1;
+      nonzero += counted ? 1 : 0;
+      largest = std::max(largest, counted ? m : 0u);
+      smallest = std::min(smallest, counted ? m : 0xffffffffu);
     }
-    const double a = std::fabs(double(v[i]));
-    if (a == 0) continue;
-    ++t.nonzero;
-    t.amax = std::max(t.amax, a);
-    minNonzero = std::min(minNonzero, a);
+    t.nonFinite = nonFinite;
+    t.nonzero = nonzero;
+    if (nonzero > 0) t.amax = double(fp::floatOf(largest)), minNonzero = double(fp::floatOf(smallest));
   }
   if (t.nonzero == 0) return t;
   t.minNonzero = minNonzero;
@@ -61,13 +73,27 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
     largest[k] = l.largest;
     scaledHalfSub[k] = l.halfSubnormal * (t.amax / l.largest);  // one scale per tensor maps amax to the largest value
   }
-  for (uint64_t i = 0; i < n; ++i) {  // one pass for every format
-    const double a = std::fabs(double(v[i]));
-    if (!(a > 0) || !std::isfinite(a)) continue;
+  {
+    // a float a <= T (or > T) exactly when a <= the largest float at most T, and for non-negative
+    // floats that is a compare of bit patterns: the counts run vectorised (numerics_simd.h)
+    auto floatAtMost = [](double x) -> uint32_t {
+      if (!(x > 0)) return 0;
+      float f = x >= double(std::numeric_limits<float>::max()) ? std::numeric_limits<float>::max() : float(x);
+      if (double(f) > x) f = std::nextafter(f, 0.0f);
+      return fp::bitsOf(f);
+    };
+    uint32_t limits[3 * kPlain];
+    uint64_t counts[3 * kPlain];
     for (std::size_t k = 0; k < kPlain; ++k) {
-      under[k] += a <= halfSub[k];
-      over[k] += a > largest[k];
-      scaledUnder[k] += a <= scaledHalfSub[k];
+      limits[3 * k] = floatAtMost(halfSub[k]);
+      limits[3 * k + 1] = floatAtMost(largest[k]);
+      limits[3 * k + 2] = floatAtMost(scaledHalfSub[k]);
+    }
+    detail::countMagnitudesAtMost(v, n, limits, 3 * kPlain, counts);
+    for (std::size_t k = 0; k < kPlain; ++k) {
+      under[k] = counts[3 * k];
+      over[k] = t.nonzero - counts[3 * k + 1];
+      scaledUnder[k] = counts[3 * k + 2];
     }
   }
   for (std::size_t k = 0; k < kPlain; ++k) {
@@ -88,13 +114,18 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
     if (!fresh) return it->second;
     for (uint64_t start = 0; start < n; start += row)
       for (uint64_t b = start; b < std::min(n, start + row); b += block) {
-        Block k{b, std::min({n, start + row, b + block}), 0.0, HUGE_VAL, true};
-        for (uint64_t i = k.begin; i < k.end; ++i) {
-          if (!std::isfinite(v[i])) k.finite = false;
-          const double a = std::fabs(double(v[i]));
-          if (a > 0 && std::isfinite(a)) k.amax = std::max(k.amax, a), k.amin = std::min(k.amin, a);
+        // in registers, on bit patterns: |x|'s order like |x|; NaN and Inf above every finite one
+        const uint64_t end = std::min({n, start + row, b + block});
+        uint32_t high = 0, low = 0xffffffffu;
+        for (uint64_t i = b; i < end; ++i) {
+          const uint32_t m = fp::bitsOf(v[i]) & 0x7fffffffu;
+          high = std::max(high, m);
+          low = std::min(low, m - 1u);  // zero wraps above everything
         }
-        it->second.push_back(k);
+        const bool finite = high < 0x7f800000u;
+        const bool any = low < 0x7f7fffffu;  // a finite nonzero value
+        it->second.push_back({b, end, finite && high > 0 ? double(fp::floatOf(high)) : 0.0,
+                              any ? double(fp::floatOf(low + 1u)) : HUGE_VAL, finite});
       }
     return it->second;
   };
@@ -108,30 +139,38 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
     BlockStatistics stats;
     stats.format = std::string(f.name);
     stats.rangeCounts.assign(42, 0);
-    for (const Block& k : blocksOf(uint64_t(f.blockSize))) {
+    const int emax = fp::largestExponent(f.element);
+    const std::vector<Block>& all = blocksOf(uint64_t(f.blockSize));
+    std::vector<uint64_t> begins, ends;
+    std::vector<float> steps;
+    begins.reserve(all.size()), ends.reserve(all.size()), steps.reserve(all.size());
+    int lastScale = 0;
+    uint64_t sameScale = 0;  // consecutive blocks with one scale, counted before they reach the map
+    for (const Block& k : all) {
       if (!k.finite || k.amax == 0) continue;  // a NaN scale, or nothing to scale
       float step;
       if (f.scale == fp::ScaleKind::E8M0) {
-        step = std::ldexp(1.0f, std::clamp(floorLog2(k.amax) - fp::largestExponent(f.element), -127, 127));
+        step = std::ldexp(1.0f, std::clamp(floorLog2(k.amax) - emax, -127, 127));
       } else {
         step = fp::roundTo(fp::kE4M3, float(k.amax) / (largestElement * tensorScale), fp::Overflow::Saturate) * tensorScale;
       }
-      if (step > 0) ++scales[floorLog2(double(step))];
+      if (step > 0) {
+        const int e = floorLog2(double(step));
+        if (sameScale > 0 && e != lastScale) scales[lastScale] += sameScale, sameScale = 0;
+        lastScale = e;
+        ++sameScale;
+      }
       ++stats.rangeCounts[std::size_t(std::min(41, floorLog2(k.amax / k.amin)))];
       if (step == 0) {
         for (uint64_t i = k.begin; i < k.end; ++i) blockUnder += v[i] != 0;
         continue;
       }
-      // an MX scale is a power of two: multiplying by its exact reciprocal rounds as dividing does
-      const bool power = f.scale == fp::ScaleKind::E8M0;
-      const float inverse = 1.0f / step;
-      for (uint64_t i = k.begin; i < k.end; ++i) {
-        if (!(v[i] != 0)) continue;
-        const float r = power ? std::fabs(v[i]) * inverse : std::fabs(v[i]) / step;
-        blockUnder += r <= halfSubnormal;
-        blockOver += r > largestElement;
-      }
+      begins.push_back(k.begin), ends.push_back(k.end), steps.push_back(step);
     }
+    if (sameScale > 0) scales[lastScale] += sameScale;
+    // an MX scale is a power of two: multiplying by its exact reciprocal rounds as dividing does
+    detail::blockUnderOver(v, begins.data(), ends.data(), steps.data(), steps.size(), f.scale == fp::ScaleKind::E8M0,
+                           halfSubnormal, largestElement, &blockUnder, &blockOver);
     if (!scales.empty()) {
       stats.scaleLog2Min = scales.begin()->first;
       stats.scaleLog2Counts.assign(std::size_t(scales.rbegin()->first - stats.scaleLog2Min + 1), 0);
