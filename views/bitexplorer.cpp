@@ -62,7 +62,10 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   value_ = new QLabel(this);
   change_ = new QLabel(this);
   formats_ = new QLabel(this);
-  for (QLabel* l : {value_, change_, formats_}) {
+  blocks_ = new QLabel(this);
+  blocks_->setToolTip(tr("The block this value belongs to in each block-scaled format: the block's largest magnitude,\n"
+                         "its shared scale, and what the value becomes. Shown for a value of a tensor (a compared pair)."));
+  for (QLabel* l : {value_, change_, formats_, blocks_}) {
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     l->setWordWrap(true);
     l->setMinimumHeight(2 * l->fontMetrics().height() + 4);  // a wrapped second line stays visible
@@ -72,6 +75,7 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   mono.setFamily(QStringLiteral("monospace"));
   mono.setStyleHint(QFont::Monospace);
   formats_->setFont(mono);
+  blocks_->setFont(mono);
   layout->addStretch(1);
   connect(input_, &QLineEdit::returnPressed, this, [this] {
     bool ok = false;
@@ -79,7 +83,10 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
     float v = text == QLatin1String("inf") ? INFINITY : text == QLatin1String("-inf") ? -INFINITY
               : text == QLatin1String("nan")                                        ? NAN
                                                                                      : input_->text().toFloat(&ok);
-    if (ok || text == QLatin1String("inf") || text == QLatin1String("-inf") || text == QLatin1String("nan")) setValue(v);
+    if (ok || text == QLatin1String("inf") || text == QLatin1String("-inf") || text == QLatin1String("nan")) {
+      clearContexts();
+      setValue(v);
+    }
     else change_->setText(tr("'%1' is not a number").arg(input_->text()));
   });
   setValue(1.0f);
@@ -94,6 +101,8 @@ void BitExplorer::setValue(float value) {
 }
 
 void BitExplorer::setSaveContext(const QString& where, double lo, double hi, uint32_t robustMask, uint32_t rangingMask) {
+  pair_ = false;
+  places_.clear();
   save_ = true;
   where_ = where;
   lo_ = lo;
@@ -107,6 +116,31 @@ void BitExplorer::clearSaveContext() {
   save_ = false;
   refresh();
 }
+
+void BitExplorer::setPairContext(const QString& where, float golden, float candidate) {
+  save_ = false;
+  pair_ = true;
+  where_ = where;
+  golden_ = golden;
+  candidate_ = candidate;
+  places_.clear();
+  setValue(golden);
+}
+
+void BitExplorer::setBlockContext(const std::vector<fp::BlockPlace>& places) {
+  places_ = places;
+  refresh();
+}
+
+void BitExplorer::clearContexts() {
+  save_ = false;
+  pair_ = false;
+  places_.clear();
+  refresh();
+}
+
+QString BitExplorer::contextText() const { return context_->text(); }
+QString BitExplorer::blocksText() const { return blocks_->text(); }
 
 void BitExplorer::toggleBit(int bit) {
   if (bit < 0 || bit > 31) return;
@@ -130,8 +164,11 @@ void BitExplorer::refresh() {
     QColor background = b == 31 ? QColor(0xe8, 0xe8, 0xe8) : b >= 23 ? QColor(0xd6, 0xe4, 0xf0) : QColor(0xf4, 0xf4, 0xf4);
     if (save_) background = palette::bitClass((ranging_ >> b) & 1 ? 1 : (robust_ >> b) & 1 ? 0 : 2);
     const QColor text = background.lightnessF() < 0.55 ? QColor(Qt::white) : QColor(Qt::black);
-    button->setStyleSheet(QStringLiteral("QToolButton{background:%1;color:%2;border:1px solid #888;font-weight:%3}")
-                              .arg(background.name(), text.name(), set ? QStringLiteral("bold") : QStringLiteral("normal")));
+    const bool differs = (differingBits() >> b) & 1;  // the candidate's bit is the other one: framed
+    button->setStyleSheet(QStringLiteral("QToolButton{background:%1;color:%2;border:%3;font-weight:%4}")
+                              .arg(background.name(), text.name(),
+                                   differs ? QStringLiteral("3px solid %1").arg(palette::bitClass(2).name()) : QStringLiteral("1px solid #888"),
+                                   set ? QStringLiteral("bold") : QStringLiteral("normal")));
   }
   QString v = tr("%1 = %2 (%3): sign %4, exponent %5 (2^%6), mantissa 0x%7")
                   .arg(QStringLiteral("0x%1").arg(bits_, 8, 16, QLatin1Char('0')), number(e.value), classText(e.fields.cls))
@@ -149,6 +186,16 @@ void BitExplorer::refresh() {
                          "This value is %4.")
                           .arg(where_, number(lo_), number(hi_),
                                inside ? tr("inside the range") : tr("outside the range: a range check catches it")));
+  } else if (pair_) {
+    const fp::Toggle d = fp::change(fp::kFp32, fp::bitsOf(golden_), fp::bitsOf(candidate_));
+    QStringList differing;
+    for (int b = 31; b >= 0; --b)
+      if ((differingBits() >> b) & 1) differing << QString::number(b);
+    context_->setText(tr("%1: golden %2, candidate %3; error %4 absolute, %5 relative, %6 ULP; bits that differ "
+                         "(framed): %7")
+                          .arg(where_, number(golden_), number(candidate_), number(d.absoluteChange), number(d.relativeChange),
+                               d.ulpChange ? QString::number(*d.ulpChange) : tr("no"),
+                               differing.isEmpty() ? tr("none") : differing.join(QLatin1Char(' '))));
   } else {
     context_->clear();
   }
@@ -169,6 +216,21 @@ void BitExplorer::refresh() {
                      number(rounded), std::isfinite(rounded) && std::isfinite(e.value) ? number(double(rounded) - double(e.value)) : tr("-"));
   }
   formats_->setText(rows.join(QLatin1Char('\n')));
+  QStringList blocks;
+  for (const fp::BlockPlace& p : places_) {
+    const QString scale = p.tensorScale != 1 ? tr("%1 (E4M3) x %2 (tensor)").arg(number(p.scale), number(p.tensorScale))
+                          : p.scale > 0      ? QStringLiteral("2^%1").arg(int(std::lround(std::log2(p.scale))))
+                                             : number(p.scale);
+    blocks << tr("%1 block %2 (columns %3-%4): amax %5, scale %6 -> %7%8")
+                  .arg(QString::fromStdString(p.format).leftJustified(11))
+                  .arg(p.block)
+                  .arg(p.first)
+                  .arg(p.last - 1)
+                  .arg(number(p.amax), scale, number(p.quantized),
+                       p.flushed ? tr(" (flushed to zero)") : p.saturated ? tr(" (saturated)") : QString());
+  }
+  blocks_->setText(blocks.join(QLatin1Char('\n')));
+  blocks_->setVisible(!places_.empty());
 }
 
 }  // namespace peat::views

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/fp/explain.h"
 
@@ -28,6 +29,12 @@ class BitExplorer : public QWidget {
   // A SAVE value: its sound range and its bits' classes (bit b set in a mask: robust / ranging).
   void setSaveContext(const QString& where, double lo, double hi, uint32_t robustMask, uint32_t rangingMask);
   void clearSaveContext();
+  // An element of a golden/candidate pair: the golden value opens, the bits where the candidate
+  // differs are framed, and the context line gives both values and the error between them.
+  void setPairContext(const QString& where, float golden, float candidate);
+  // The blocks of each block-scaled format the value belongs to (core/fp/explain.h: blockPlaces).
+  void setBlockContext(const std::vector<fp::BlockPlace>& places);
+  void clearContexts();  // SAVE, pair and blocks: a typed value has none
   void toggleBit(int bit);  // as a click on the bit does
   uint32_t bits() const { return bits_; }
   float referenceValue() const { return reference_; }
@@ -35,12 +42,15 @@ class BitExplorer : public QWidget {
   QString valueText() const;   // the panel's description of the value
   QString toggleText() const;  // what the last toggle did
   QString formatsText() const; // the value in the narrow formats
+  QString contextText() const;  // the SAVE or pair context line
+  QString blocksText() const;   // the block-scaled formats' blocks
+  uint32_t differingBits() const { return pair_ ? fp::bitsOf(golden_) ^ fp::bitsOf(candidate_) : 0; }
 
  private:
   void refresh();
   QLineEdit* input_;
   std::array<QToolButton*, 32> buttons_{};
-  QLabel *context_, *value_, *change_, *formats_;
+  QLabel *context_, *value_, *change_, *formats_, *blocks_;
   uint32_t bits_ = 0x3f800000u;
   float reference_ = 1.0f;
   std::optional<fp::Toggle> toggle_;
@@ -48,6 +58,9 @@ class BitExplorer : public QWidget {
   double lo_ = 0, hi_ = 0;
   uint32_t robust_ = 0, ranging_ = 0;
   QString where_;
+  bool pair_ = false;
+  float golden_ = 0, candidate_ = 0;
+  std::vector<fp::BlockPlace> places_;
 };
 
 }  // namespace peat::views

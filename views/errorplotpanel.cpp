@@ -59,6 +59,10 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
                       "the star marks the element with the largest error. Errors confined to an edge, a band or a\n"
                       "stride point to indexing; errors everywhere to rounding."));
   connect(map_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverMap);
+  connect(map_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+    const auto tile = tileAt(event->position());
+    if (tile) emit tileClicked(tile->first, tile->second);
+  });
   plot_->setMinimumHeight(160);
   bits_->setMinimumHeight(120);
   plot_->setToolTip(tr("How many elements of the call's output differ from the golden kernel's by each power of two.\n"
@@ -234,12 +238,19 @@ void ErrorPlotPanel::drawMap() {
   map_->replot();
 }
 
-void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
-  if (reports_.empty() || reports_.front().tileMismatch.empty()) return;
+std::optional<std::pair<qint64, qint64>> ErrorPlotPanel::tileAt(const QPointF& pixel) const {
+  if (reports_.empty() || reports_.front().tileMismatch.empty()) return std::nullopt;
   const analyzer::StoredCallReport& r = reports_.front();
-  const int c = int(std::floor(map_->xAxis->pixelToCoord(event->position().x())));
-  const int row = int(std::floor(map_->yAxis->pixelToCoord(event->position().y())));
-  if (c < 0 || row < 0 || c >= int(r.tilesAcross) || row >= int(r.tilesDown)) return;
+  const double x = std::floor(map_->xAxis->pixelToCoord(pixel.x())), y = std::floor(map_->yAxis->pixelToCoord(pixel.y()));
+  if (x < 0 || y < 0 || x >= double(r.tilesAcross) || y >= double(r.tilesDown)) return std::nullopt;
+  return std::make_pair(qint64(y), qint64(x));
+}
+
+void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
+  const auto tile = tileAt(event->position());
+  if (!tile) return;
+  const analyzer::StoredCallReport& r = reports_.front();
+  const int row = int(tile->first), c = int(tile->second);
   QToolTip::showText(event->globalPosition().toPoint(),
                      tr("tile row %1, column %2: %3 mismatched elements").arg(row).arg(c)
                          .arg(r.tileMismatch[std::size_t(row) * std::size_t(r.tilesAcross) + std::size_t(c)]),

@@ -2,6 +2,8 @@
 #pragma once
 #include <QWidget>
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/session_analysis.h"
@@ -9,6 +11,7 @@
 class QCustomPlot;
 class QComboBox;
 class QMouseEvent;
+class QPointF;
 
 namespace peat::views {
 
@@ -37,10 +40,13 @@ class ErrorPlotPanel : public QWidget {
   QCustomPlot* bitPlot() const { return bits_; }
   QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
   int reportCount() const { return int(reports_.size()); }
+  const analyzer::StoredCallReport* firstReport() const { return reports_.empty() ? nullptr : &reports_.front(); }
   QString csv() const;  // the histograms shown, one row per bin and call
 
  signals:
   void scaleChanged(Scale scale);
+  // A tile of the Where map was clicked: its row and column of tiles (the first call's).
+  void tileClicked(qint64 tileRow, qint64 tileCol);
 
  private:
   void draw();
@@ -51,6 +57,7 @@ class ErrorPlotPanel : public QWidget {
   QCustomPlot* map_;
   void drawMap();
   void hoverMap(QMouseEvent* event);
+  std::optional<std::pair<qint64, qint64>> tileAt(const QPointF& pixel) const;
   QComboBox* scaleBox_;
   class QTabWidget* lower_;
   int marks_ = 0;

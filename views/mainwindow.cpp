@@ -35,6 +35,7 @@
 
 #include <optional>
 
+#include "core/fp/explain.h"
 #include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/io/tensor_source.h"
@@ -157,6 +158,8 @@ void MainWindow::createDocks() {
   dock(tr("Devices"), QStringLiteral("DevicesDock"), devices_, Qt::LeftDockWidgetArea);
 
   errorPlot_ = new ErrorPlotPanel(this);
+  // a tile clicked on a compared pair's Where map opens its worst element in the bit explorer
+  connect(errorPlot_, &ErrorPlotPanel::tileClicked, this, &MainWindow::openComparedElement);
   QDockWidget* plotDock =
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
@@ -789,12 +792,38 @@ bool MainWindow::openFiles(const QStringList& paths) {
   return true;
 }
 
+struct MainWindow::ComparedPair {
+  io::FloatTensor g, c;
+  std::string name;
+  uint64_t tileRows = 0, tileCols = 0;
+};
+
+void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
+  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
+  if (!compared_ || !shown || shown->call != compared_->name) {
+    statusBar()->showMessage(tr("Elements open in the bit explorer from a compared pair of tensors (drop two .npy files)"));
+    return;
+  }
+  const io::FloatTensor& g = compared_->g;
+  const uint64_t cols = g.shape().empty() ? 1 : g.shape().back(), rows = g.size() / std::max<uint64_t>(cols, 1);
+  const int64_t i = analyzer::worstInTile(g.data(), compared_->c.data(), rows, cols, compared_->tileRows,
+                                          compared_->tileCols, uint64_t(tileRow), uint64_t(tileCol));
+  if (i < 0) {
+    statusBar()->showMessage(tr("Every element of tile (%1, %2) is bit-identical").arg(tileRow).arg(tileCol));
+    return;
+  }
+  showBitExplorer();
+  bitExplorer_->setPairContext(QStringLiteral("%1 [%2, %3]").arg(QString::fromStdString(compared_->name)).arg(uint64_t(i) / cols)
+                                   .arg(uint64_t(i) % cols),
+                               g.data()[i], compared_->c.data()[i]);
+  bitExplorer_->setBlockContext(fp::blockPlacesInTensor(g.data(), g.size(), cols, uint64_t(i)));
+}
+
 void MainWindow::compareTensors(const QString& golden, const QString& candidate) {
   // Off the GUI thread: the histograms as soon as the analyzer's pass is done, the detector's
-  // verdict after its own pass. The tensors stay mapped between the two.
-  struct Pair {
-    io::FloatTensor g, c;
-  };
+  // verdict after its own pass. The tensors stay mapped between the two, and afterwards for the
+  // bit explorer.
+  using Pair = ComparedPair;
   auto pair = std::make_shared<Pair>();
   const std::string g = golden.toStdString(), c = candidate.toStdString();
   const std::string name = QFileInfo(candidate).fileName().toStdString() + " vs " + QFileInfo(golden).fileName().toStdString();
@@ -807,6 +836,10 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
       reportError(QString::fromStdString(error));
       return;
     }
+    pair->name = report.call;
+    pair->tileRows = report.tileRows;
+    pair->tileCols = report.tileCols;
+    compared_ = pair;
     errorPlot_->showReports({report});
     if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
     emit comparisonShown();

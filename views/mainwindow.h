@@ -153,6 +153,11 @@ class MainWindow : public QMainWindow {
   RunPanel* runPanel_;
   ExplainPanel* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate
+  // The last compared pair (dropped .npy files), kept so that a click on its Where map opens the
+  // tile's worst element in the bit explorer.
+  struct ComparedPair;
+  std::shared_ptr<ComparedPair> compared_;
+  void openComparedElement(qint64 tileRow, qint64 tileCol);
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
   bool liveShown_ = false;

@@ -424,4 +424,23 @@ Report analyze(const float* golden, const float* candidate, const std::vector<ui
   return rep;
 }
 
+int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
+                    uint64_t tileCols, uint64_t tileRow, uint64_t tileCol) {
+  if (tileRows == 0 || tileCols == 0) return -1;
+  int64_t worst = -1;
+  double largest = -1;
+  for (uint64_t r = tileRow * tileRows; r < std::min(rows, (tileRow + 1) * tileRows); ++r)
+    for (uint64_t c = tileCol * tileCols; c < std::min(cols, (tileCol + 1) * tileCols); ++c) {
+      const uint64_t i = r * cols + c;
+      uint32_t a, b;
+      std::memcpy(&a, golden + i, 4);
+      std::memcpy(&b, candidate + i, 4);
+      if (a == b) continue;
+      const double err = std::fabs(double(candidate[i]) - double(golden[i]));
+      const double size = std::isfinite(err) ? err : HUGE_VAL;  // NaN or Inf: the worst there is
+      if (size > largest) largest = size, worst = int64_t(i);
+    }
+  return worst;
+}
+
 }  // namespace peat::analyzer

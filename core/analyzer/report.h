@@ -68,4 +68,10 @@ const char* simdTarget();
 Report analyze(const float* golden, const float* candidate, const std::vector<uint64_t>& shape,
                const ReportOptions& options = {});
 
+// The element of tile (tileRow, tileCol) of a pair seen as [rows, cols] in tiles of tileRows x
+// tileCols (as Report's tiles) whose |candidate - golden| is largest, a pair that differs in NaN or
+// Inf first; -1 when every element of the tile is bit-identical.
+int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
+                    uint64_t tileCols, uint64_t tileRow, uint64_t tileCol);
+
 }  // namespace peat::analyzer

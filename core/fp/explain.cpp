@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core/fp/explain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/fp/block.h"
 #include "core/fp/ulp.h"
 
 namespace peat::fp {
@@ -50,6 +52,47 @@ Toggle change(const Format& f, uint32_t from, uint32_t to) {
   t.relativeChange = a != 0 ? t.absoluteChange / std::fabs(a) : std::numeric_limits<double>::infinity();
   t.ulpChange = ulpDistance(f, before.bits, t.after.bits);
   return t;
+}
+
+std::vector<BlockPlace> blockPlaces(const float* row, uint64_t length, uint64_t column, float tensorAmax) {
+  std::vector<BlockPlace> places;
+  if (column >= length) return places;
+  if (tensorAmax < 0) {
+    tensorAmax = 0;
+    for (uint64_t i = 0; i < length; ++i)
+      if (std::isfinite(row[i])) tensorAmax = std::max(tensorAmax, std::fabs(row[i]));
+  }
+  for (const BlockFormat& f : blockFormats()) {
+    BlockPlace p;
+    p.format = std::string(f.name);
+    p.blockSize = f.blockSize;
+    p.block = column / uint64_t(f.blockSize);
+    p.first = p.block * uint64_t(f.blockSize);
+    p.last = std::min(length, p.first + uint64_t(f.blockSize));
+    std::vector<float> block(row + p.first, row + p.last);
+    for (float x : block)
+      if (std::isfinite(x)) p.amax = std::max(p.amax, double(std::fabs(x)));
+    const BlockQuantization q = quantizeBlocks(f, block.data(), uint64_t(block.size()), 0, BlockBug::None, tensorAmax);
+    p.scale = q.blockScales.empty() ? 0.0 : double(q.blockScales.front());
+    p.tensorScale = double(q.tensorScale);
+    p.quantized = block[std::size_t(column - p.first)];
+    const float original = row[column];
+    p.flushed = original != 0 && p.quantized == 0;
+    const double step = p.scale * p.tensorScale;
+    p.saturated = std::isfinite(original) && step > 0 &&
+                  std::fabs(double(original)) / step > double(decode(f.element, maxFinite(f.element)));
+    places.push_back(p);
+  }
+  return places;
+}
+
+std::vector<BlockPlace> blockPlacesInTensor(const float* tensor, uint64_t n, uint64_t cols, uint64_t index) {
+  if (cols == 0 || index >= n) return {};
+  float amax = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    if (std::isfinite(tensor[i])) amax = std::max(amax, std::fabs(tensor[i]));
+  const uint64_t row = index / cols;
+  return blockPlaces(tensor + row * cols, std::min(cols, n - row * cols), index % cols, amax);
 }
 
 }  // namespace peat::fp

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/fp/format.h"
 
@@ -32,5 +33,26 @@ struct Toggle {
 Toggle toggle(const Format& f, uint32_t bits, int bit);
 // The same numbers between any two encodings (a reference and what toggles made of it).
 Toggle change(const Format& f, uint32_t from, uint32_t to);
+
+// Where a value sits in a block-scaled format (core/fp/block.h): the block of its row it belongs to,
+// the block's amax and shared scale, and what the value becomes, for each block format.
+struct BlockPlace {
+  std::string format;           // "mxfp4", ...
+  int blockSize = 0;
+  uint64_t block = 0;           // which block of the row
+  uint64_t first = 0, last = 0; // its columns, [first, last)
+  double amax = 0;
+  double scale = 0;             // the block's shared scale (NaN: a NaN scale)
+  double tensorScale = 1;       // NVFP4's per-tensor fp32 scale; 1 for MX
+  float quantized = 0;          // the value, quantised in its block and decoded
+  bool flushed = false;         // a nonzero value that became zero
+  bool saturated = false;       // clamped to the element format's largest magnitude
+};
+// `row` holds `length` values, the value is row[column]; `tensorAmax` is the whole tensor's largest
+// finite magnitude (NVFP4's tensor scale; negative: the row's).
+std::vector<BlockPlace> blockPlaces(const float* row, uint64_t length, uint64_t column, float tensorAmax);
+// The same for element `index` of a tensor of n values whose rows are `cols` long (blocks run
+// along the rows; the tensor's amax sets NVFP4's tensor scale).
+std::vector<BlockPlace> blockPlacesInTensor(const float* tensor, uint64_t n, uint64_t cols, uint64_t index);
 
 }  // namespace peat::fp

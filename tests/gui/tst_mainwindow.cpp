@@ -16,6 +16,7 @@
 
 #include "core/fp/format.h"
 #include "core/store/session.h"
+#include "views/bitexplorer.h"
 #include "views/errorplotpanel.h"
 #include "views/verdicttablemodel.h"
 
@@ -43,6 +44,7 @@ class TestMainWindow : public QObject {
   void recentSessionsAreRemembered();
   void dropsSessionsAndTensors();
   void callTensorsLoadOnDemand();
+  void comparedElementOpensInBitExplorer();
 
  private:
   QTemporaryDir dir_;
@@ -196,6 +198,55 @@ void TestMainWindow::callTensorsLoadOnDemand() {
   const QModelIndex call = w.sessionModel()->index(3, 0, w.sessionModel()->index(1, 0, w.sessionModel()->index(0, 0)));
   QCOMPARE(call.data().toString(), QStringLiteral("#3 fc3"));
   QVERIFY(call.data(Qt::ToolTipRole).toString().contains(QStringLiteral("input_0 float32[64x128]")));
+}
+
+// A click on a tile of a compared pair's Where map opens the tile's worst element in the bit
+// explorer: its golden value, the candidate's differing bit framed, and the block of each
+// block-scaled format it belongs to, with the block's amax and MX scale computed here by hand.
+void TestMainWindow::comparedElementOpensInBitExplorer() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  std::vector<float> golden(4096), candidate;
+  for (std::size_t i = 0; i < golden.size(); ++i) golden[i] = std::sin(float(i) * 0.37f) * (1.0f + float(i % 97) / 10.0f);
+  candidate = golden;
+  candidate[1000] = peat::fp::floatOf(peat::fp::bitsOf(golden[1000]) ^ (1u << 27));  // the tile's worst element
+  candidate[1003] = std::nextafter(golden[1003], 100.0f);                            // a one-ULP change beside it
+  const QString g = dir_.filePath(QStringLiteral("g-explore.npy")), c = dir_.filePath(QStringLiteral("c-explore.npy"));
+  writeNpy(g, golden);
+  writeNpy(c, candidate);
+  QSignalSpy detected(&w, &MainWindow::comparisonDetected);
+  QVERIFY(w.openFiles({g, c}));
+  QVERIFY(detected.wait(30000));
+  const peat::analyzer::StoredCallReport* r = w.errorPlot()->firstReport();
+  QVERIFY(r);
+  QCOMPARE(r->tileCols, uint64_t(16));  // a [4096] tensor: one row of tiles 16 wide
+  emit w.errorPlot()->tileClicked(0, 1000 / 16);
+  peat::views::BitExplorer* x = w.bitExplorer();
+  QVERIFY(x);
+  QCOMPARE(x->referenceValue(), golden[1000]);
+  QCOMPARE(x->differingBits(), uint32_t(1) << 27);
+  QVERIFY2(x->contextText().contains(QStringLiteral("[0, 1000]")), qPrintable(x->contextText()));
+  QVERIFY(x->contextText().contains(QStringLiteral("bits that differ (framed): 27")));
+  // MXFP4: block 31 holds columns 992-1023; its scale is 2^(floor(log2 amax) - 2)
+  float amax = 0;
+  for (int i = 992; i < 1024; ++i) amax = std::max(amax, std::fabs(golden[std::size_t(i)]));
+  const int exponent = int(std::floor(std::log2(double(amax)))) - 2;
+  const QString line = x->blocksText().split(QLatin1Char('\n')).filter(QStringLiteral("mxfp4 ")).value(0);
+  QVERIFY2(line.contains(QStringLiteral("block 31 (columns 992-1023)")), qPrintable(x->blocksText()));
+  QVERIFY2(line.contains(QStringLiteral("amax %1,").arg(QString::number(double(amax), 'g', 9))), qPrintable(line));
+  QVERIFY2(line.contains(QStringLiteral("scale 2^%1 ").arg(exponent)), qPrintable(line));
+  x->window()->resize(900, 560);
+  QVERIFY(x->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-pair.png")));
+  // a tile whose elements are all identical opens nothing and says so
+  emit w.errorPlot()->tileClicked(0, 0);
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("bit-identical")));
+  QCOMPARE(x->referenceValue(), golden[1000]);
+  // typing a value drops the pair and the blocks
+  x->clearContexts();
+  QCOMPARE(x->differingBits(), uint32_t(0));
+  QVERIFY(x->blocksText().isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)
