@@ -2,6 +2,7 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QComboBox>
+#include <QHBoxLayout>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QToolTip>
@@ -45,7 +46,18 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   scaleBox_ = new QComboBox(this);
   scaleBox_->addItems({tr("log2 |candidate - golden|"), tr("log2 ULP distance")});
   scaleBox_->setToolTip(tr("The error measure of the histogram"));
-  layout->addWidget(scaleBox_);
+  groupBox_ = new QComboBox(this);
+  groupBox_->addItems({tr("Where: tiles of 16 x 16"), tr("Where: blocks of 32 along rows (MX)"),
+                       tr("Where: blocks of 16 along rows (NVFP4)")});
+  groupBox_->setToolTip(tr("How the Where map groups the output's elements. Blocks along the rows are those of the\n"
+                           "block-scaled formats: a scale computed from the wrong block shows as whole blocks in error.\n"
+                           "A compared pair is regrouped at once; a session's calls keep the tiles their analysis\n"
+                           "stored (peat analyze -s SESSION --run RUN --tile 1x32 stores blocks)."));
+  auto* top = new QHBoxLayout;
+  top->addWidget(scaleBox_, 1);
+  top->addWidget(groupBox_, 1);
+  layout->addLayout(top);
+  connect(groupBox_, &QComboBox::activated, this, &ErrorPlotPanel::requestGrouping);
   auto* split = new QSplitter(Qt::Vertical, this);
   plot_ = new QCustomPlot(split);
   lower_ = new QTabWidget(split);
@@ -203,6 +215,14 @@ void ErrorPlotPanel::draw() {
   drawMap();
 }
 
+void ErrorPlotPanel::requestGrouping(int index) {
+  const QSignalBlocker block(groupBox_);
+  groupBox_->setCurrentIndex(index);
+  if (index == 1) emit groupingRequested(1, 32);
+  else if (index == 2) emit groupingRequested(1, 16);
+  else emit groupingRequested(16, 16);
+}
+
 void ErrorPlotPanel::drawMap() {
   map_->clearPlottables();
   map_->clearItems();
@@ -225,13 +245,18 @@ void ErrorPlotPanel::drawMap() {
     QCPGraph* worst = map_->addGraph();
     worst->setLineStyle(QCPGraph::lsNone);
     worst->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssStar, QPen(QColor(0xd3, 0x2f, 0x2f), 2), Qt::NoBrush, 14));
-    worst->addData(double(r.worstCol) / double(r.tileCols), double(r.worstRow) / double(r.tileRows));
+    worst->addData((double(r.worstCol) + 0.5) / double(r.tileCols), (double(r.worstRow) + 0.5) / double(r.tileRows));
     worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
     map_->legend->setVisible(true);
     map_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
   }
-  map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
-  map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));
+  if (r.tileRows == 1) {  // blocks along the rows
+    map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
+    map_->yAxis->setLabel(tr("row (%1 in all)").arg(r.rows));
+  } else {
+    map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
+    map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));
+  }
   map_->xAxis->setRange(0, across);
   map_->yAxis->setRange(0, down);
   map_->yAxis->setRangeReversed(true);

@@ -36,6 +36,7 @@ class ErrorPlotPanel : public QWidget {
   int highlightPattern(int stride);
   int patternMarks() const { return marks_; }
   void showBitsTab();
+  void requestGrouping(int index);  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
   QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
@@ -47,6 +48,9 @@ class ErrorPlotPanel : public QWidget {
   void scaleChanged(Scale scale);
   // A tile of the Where map was clicked: its row and column of tiles (the first call's).
   void tileClicked(qint64 tileRow, qint64 tileCol);
+  // The user chose how the Where map groups elements: tiles of rows x cols (1 x 32: the blocks of
+  // a block-scaled format along the rows). Whoever holds the tensors recomputes the report.
+  void groupingRequested(qint64 rows, qint64 cols);
 
  private:
   void draw();
@@ -59,6 +63,7 @@ class ErrorPlotPanel : public QWidget {
   void hoverMap(QMouseEvent* event);
   std::optional<std::pair<qint64, qint64>> tileAt(const QPointF& pixel) const;
   QComboBox* scaleBox_;
+  QComboBox* groupBox_;
   class QTabWidget* lower_;
   int marks_ = 0;
   std::vector<analyzer::StoredCallReport> reports_;

@@ -160,6 +160,7 @@ void MainWindow::createDocks() {
   errorPlot_ = new ErrorPlotPanel(this);
   // a tile clicked on a compared pair's Where map opens its worst element in the bit explorer
   connect(errorPlot_, &ErrorPlotPanel::tileClicked, this, &MainWindow::openComparedElement);
+  connect(errorPlot_, &ErrorPlotPanel::groupingRequested, this, &MainWindow::regroupCompared);
   QDockWidget* plotDock =
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
@@ -817,6 +818,34 @@ void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
                                    .arg(uint64_t(i) % cols),
                                g.data()[i], compared_->c.data()[i]);
   bitExplorer_->setBlockContext(fp::blockPlacesInTensor(g.data(), g.size(), cols, uint64_t(i)));
+}
+
+void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
+  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
+  if (!compared_ || !shown || shown->call != compared_->name) {
+    statusBar()->showMessage(tr("A session's calls keep the tiles their analysis stored: peat analyze -s SESSION --run RUN "
+                                "--tile %1x%2 stores these").arg(tileRows).arg(tileCols));
+    return;
+  }
+  auto pair = compared_;
+  const std::string verdict = shown->verdict;
+  auto* watcher = new QFutureWatcher<analyzer::StoredCallReport>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, pair] {
+    watcher->deleteLater();
+    if (compared_ != pair) return;  // another pair came meanwhile
+    const analyzer::StoredCallReport report = watcher->result();
+    pair->tileRows = report.tileRows;
+    pair->tileCols = report.tileCols;
+    errorPlot_->showReports({report});
+    emit comparisonRegrouped();
+  });
+  watcher->setFuture(QtConcurrent::run([pair, verdict, tileRows, tileCols] {
+    analyzer::ReportOptions options;
+    options.tileRows = uint64_t(tileRows);
+    options.tileCols = uint64_t(tileCols);
+    const analyzer::Report r = analyzer::analyze(pair->g.data(), pair->c.data(), pair->g.shape(), options);
+    return analyzer::plottedReport(r, pair->name, verdict);
+  }));
 }
 
 void MainWindow::compareTensors(const QString& golden, const QString& candidate) {

@@ -90,6 +90,7 @@ class MainWindow : public QMainWindow {
 
  signals:
   void comparisonShown();     // a dropped pair's histograms are on screen
+  void comparisonRegrouped();  // the compared pair's report, with the Where map grouped anew
   void comparisonDetected();  // ... and the detector's verdict
   void sessionOpenEnded(const QString& path, bool opened);
 
@@ -158,6 +159,7 @@ class MainWindow : public QMainWindow {
   struct ComparedPair;
   std::shared_ptr<ComparedPair> compared_;
   void openComparedElement(qint64 tileRow, qint64 tileCol);
+  void regroupCompared(qint64 tileRows, qint64 tileCols);
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
   bool liveShown_ = false;

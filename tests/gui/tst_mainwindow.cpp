@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The main window, headless: opens a session, shows it, refuses bad files without losing the
 // open one, and renders to a PNG under the build tree for people to look at.
+#include "views/qcustomplot_include.h"  // first: see the header
+
 #include <QtTest>
 
 #include <QDockWidget>
@@ -13,6 +15,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <numeric>
 
 #include "core/fp/format.h"
 #include "core/store/session.h"
@@ -239,6 +242,22 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QVERIFY2(line.contains(QStringLiteral("scale 2^%1 ").arg(exponent)), qPrintable(line));
   x->window()->resize(900, 560);
   QVERIFY(x->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-pair.png")));
+  // grouped by MXFP4's blocks: both mismatches (columns 1000 and 1003) fall in block 31, and a click
+  // on it opens the worse of the two
+  QSignalSpy regrouped(&w, &MainWindow::comparisonRegrouped);
+  w.errorPlot()->requestGrouping(1);
+  QVERIFY(regrouped.wait(30000));
+  const peat::analyzer::StoredCallReport* blocks = w.errorPlot()->firstReport();
+  QCOMPARE(blocks->tileRows, uint64_t(1));
+  QCOMPARE(blocks->tileCols, uint64_t(32));
+  QCOMPARE(blocks->tilesAcross, uint64_t(4096 / 32));
+  QCOMPARE(blocks->tileMismatch.at(31), uint64_t(2));
+  QCOMPARE(std::accumulate(blocks->tileMismatch.begin(), blocks->tileMismatch.end(), uint64_t(0)), uint64_t(2));
+  QVERIFY(w.errorPlot()->mapPlot()->xAxis->label().contains(QStringLiteral("block along the row")));
+  QVERIFY(w.errorPlot()->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/where-blocks.png"), 700, 260));
+  x->setValue(0.0f);
+  emit w.errorPlot()->tileClicked(0, 31);
+  QCOMPARE(x->referenceValue(), golden[1000]);
   // a tile whose elements are all identical opens nothing and says so
   emit w.errorPlot()->tileClicked(0, 0);
   QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("bit-identical")));
