@@ -111,8 +111,9 @@ void TestErrorViews::oneCallShowsItsReport() {
   for (uint64_t n : report.tileMismatch) inTiles += n;
   QCOMPARE(double(inTiles), report.mismatched);
   QVERIFY(report.worstRow >= 0 && report.worstCol >= 0);
-  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->key, double(report.worstCol) / double(report.tileCols));
-  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->value, double(report.worstRow) / double(report.tileRows));
+  // the star at the worst element's own cell: its centre, in tile units
+  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->key, (double(report.worstCol) + 0.5) / double(report.tileCols));
+  QCOMPARE(panel->mapPlot()->graph(0)->data()->at(0)->value, (double(report.worstRow) + 0.5) / double(report.tileRows));
   QVERIFY(panel->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-where.png"), 600, 400));
   panel->setScale(peat::views::ErrorPlotPanel::Scale::Log2Ulp);
   QVERIFY(panel->plot()->xAxis->label().contains(QStringLiteral("ULP")));
