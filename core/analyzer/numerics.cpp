@@ -140,6 +140,7 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
     stats.format = std::string(f.name);
     stats.rangeCounts.assign(42, 0);
     const int emax = fp::largestExponent(f.element);
+    const fp::ElementRounder e4m3(fp::kE4M3);  // NVFP4's scale rounding: the codec's, saturating
     const std::vector<Block>& all = blocksOf(uint64_t(f.blockSize));
     std::vector<uint64_t> begins, ends;
     std::vector<float> steps;
@@ -152,7 +153,7 @@ TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
       if (f.scale == fp::ScaleKind::E8M0) {
         step = std::ldexp(1.0f, std::clamp(floorLog2(k.amax) - emax, -127, 127));
       } else {
-        step = fp::roundTo(fp::kE4M3, float(k.amax) / (largestElement * tensorScale), fp::Overflow::Saturate) * tensorScale;
+        step = e4m3(float(k.amax) / (largestElement * tensorScale)) * tensorScale;
       }
       if (step > 0) {
         const int e = floorLog2(double(step));

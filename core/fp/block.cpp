@@ -52,7 +52,10 @@ float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug b
   }
   // NVFP4: E4M3 of amax / (6 s), nearest even or (the bug) toward zero
   const float wanted = amax / (elementMax * tensorScale);
-  if (bug != BlockBug::TruncatedScale) return roundTo(kE4M3, wanted, Overflow::Saturate);
+  if (bug != BlockBug::TruncatedScale) {
+    static const ElementRounder e4m3(kE4M3);  // the codec's rounding, nearest even and saturating
+    return std::isfinite(wanted) ? e4m3(wanted) : roundTo(kE4M3, wanted, Overflow::Saturate);
+  }
   uint32_t code = encode(kE4M3, wanted, Overflow::Saturate);  // positive codes are ordered like their values
   if (decode(kE4M3, code) > wanted && code > 0) --code;        // rounded up: one step down
   return decode(kE4M3, code);
