@@ -559,7 +559,7 @@ void TestFp::explainedNeighboursAndToggles() {
 // element format: a sweep of every 509th positive fp32 bit pattern below Inf, both signs, and each
 // code's value, its midpoints with the next code and one fp32 ULP either side of them.
 void TestFp::fastElementRoundingMatchesTheCodec() {
-  for (const Format& f : {kE2M1, kE2M3, kE3M2, kE4M3, kE5M2, kFp16, kBf16}) {
+  for (const Format& f : {kE2M1, kE2M3, kE3M2, kE4M3, kE5M2, kFp16, kBf16, kTf32}) {
     const ElementRounder fast(f);
     std::vector<float> probes;
     for (uint32_t u = 0; u < 0x7f800000u; u += 509) probes.push_back(floatOf(u));
