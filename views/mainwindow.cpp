@@ -319,6 +319,14 @@ void MainWindow::createActions() {
   QAction* explorer = tools->addAction(tr("&Bit Explorer"), this, [this] { showBitExplorer(); });
   explorer->setShortcut(QKeySequence(tr("Ctrl+B")));
 
+  // Go: back and forward through the calls selected, as in a browser (Alt+Left, Alt+Right)
+  QMenu* go = menuBar()->addMenu(tr("&Go"));
+  backAction_ = go->addAction(tr("&Back"), this, [this] { goBack(); });
+  backAction_->setShortcuts({QKeySequence(Qt::ALT | Qt::Key_Left), QKeySequence(QKeySequence::Back)});
+  forwardAction_ = go->addAction(tr("&Forward"), this, [this] { goForward(); });
+  forwardAction_->setShortcuts({QKeySequence(Qt::ALT | Qt::Key_Right), QKeySequence(QKeySequence::Forward)});
+  updateHistoryActions();
+
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
@@ -368,6 +376,9 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   errorPlot_->showMessage(tr("Select an analysed call"));
   sessionPath_ = path;
   model_->setSummary(summary);
+  history_.clear();  // the old session's pages
+  historyAt_ = -1;
+  updateHistoryActions();
   tree_->expandToDepth(0);
   tree_->resizeColumnToContents(0);
   overview_->showSummary(summary);
@@ -583,7 +594,40 @@ std::vector<std::pair<analyzer::StoredCallReport, QString>> MainWindow::selected
   return reports;
 }
 
+void MainWindow::recordSelection() {
+  if (navigating_) return;
+  const QModelIndex current = tree_->selectionModel()->currentIndex();
+  if (!current.isValid() || !tree_->selectionModel()->isSelected(current)) return;
+  if (historyAt_ >= 0 && historyAt_ < int(history_.size()) && history_[std::size_t(historyAt_)] == current) return;
+  history_.resize(std::size_t(historyAt_ + 1));  // a new page drops the forward history
+  history_.emplace_back(current);
+  if (history_.size() > 200) history_.erase(history_.begin());
+  historyAt_ = int(history_.size()) - 1;
+  updateHistoryActions();
+}
+
+bool MainWindow::goTo(int position) {
+  if (position < 0 || position >= int(history_.size()) || !history_[std::size_t(position)].isValid()) return false;
+  historyAt_ = position;
+  navigating_ = true;
+  const QModelIndex node = history_[std::size_t(position)];
+  tree_->scrollTo(node);
+  tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  navigating_ = false;
+  updateHistoryActions();
+  return true;
+}
+
+bool MainWindow::goBack() { return goTo(historyAt_ - 1); }
+bool MainWindow::goForward() { return goTo(historyAt_ + 1); }
+
+void MainWindow::updateHistoryActions() {
+  if (backAction_) backAction_->setEnabled(historyAt_ > 0);
+  if (forwardAction_) forwardAction_->setEnabled(historyAt_ + 1 < int(history_.size()));
+}
+
 void MainWindow::showSelectedCalls() {
+  recordSelection();
   QString missing;
   std::vector<analyzer::StoredCallReport> reports;
   for (auto& [report, where] : selectedReports(6, &missing)) reports.push_back(std::move(report));  // a readable overlay

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 #include <QMainWindow>
+#include <QPersistentModelIndex>
 
 #include <memory>
 #include <string>
@@ -72,6 +73,9 @@ class MainWindow : public QMainWindow {
   // Tools > Bit Explorer (made on first use); null until then.
   void showBitExplorer();
   BitExplorer* bitExplorer() const { return bitExplorer_; }
+  // Go > Back and Forward (Alt+Left, Alt+Right): the call selected before or after; false at an end.
+  bool goBack();
+  bool goForward();
   CurvePanel* curvePanel() const { return curves_; }
   RunPanel* runPanel() const { return runPanel_; }
   void showRunPanel();  // brings the Run dock to the front
@@ -159,6 +163,14 @@ class MainWindow : public QMainWindow {
   struct ComparedPair;
   std::shared_ptr<ComparedPair> compared_;
   void openComparedElement(qint64 tileRow, qint64 tileCol);
+  // The calls selected in the tree, for Go > Back and Forward.
+  std::vector<QPersistentModelIndex> history_;
+  int historyAt_ = -1;
+  bool navigating_ = false;
+  QAction *backAction_ = nullptr, *forwardAction_ = nullptr;
+  void recordSelection();
+  bool goTo(int position);
+  void updateHistoryActions();
   void regroupCompared(qint64 tileRows, qint64 tileCols);
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far

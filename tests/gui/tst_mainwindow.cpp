@@ -48,6 +48,7 @@ class TestMainWindow : public QObject {
   void dropsSessionsAndTensors();
   void callTensorsLoadOnDemand();
   void comparedElementOpensInBitExplorer();
+  void historyGoesBackAndForward();
 
  private:
   QTemporaryDir dir_;
@@ -66,7 +67,7 @@ void TestMainWindow::hasMenusAndDocks() {
   MainWindow w;
   QStringList menus;
   for (QAction* a : w.menuBar()->actions()) menus << a->text();
-  QCOMPARE(menus, (QStringList{QStringLiteral("&File"), QStringLiteral("&Edit"), QStringLiteral("&Compare"), QStringLiteral("&Run"), QStringLiteral("&Tools"), QStringLiteral("&View"), QStringLiteral("&Help")}));
+  QCOMPARE(menus, (QStringList{QStringLiteral("&File"), QStringLiteral("&Edit"), QStringLiteral("&Compare"), QStringLiteral("&Run"), QStringLiteral("&Tools"), QStringLiteral("&Go"), QStringLiteral("&View"), QStringLiteral("&Help")}));
   QStringList docks;
   for (QDockWidget* d : w.findChildren<QDockWidget*>()) docks << d->objectName();
   docks.sort();
@@ -266,6 +267,44 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   x->clearContexts();
   QCOMPARE(x->differingBits(), uint32_t(0));
   QVERIFY(x->blocksText().isEmpty());
+}
+
+// Go > Back and Forward walk the calls selected in the tree, as a browser walks pages; selecting a
+// new call drops the forward history; opening a session starts a new one.
+void TestMainWindow::historyGoesBackAndForward() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  QVERIFY(w.openSession(sample_));
+  QTreeView* tree = w.findChild<QTreeView*>();
+  QVERIFY(tree);
+  const QModelIndex iteration = w.sessionModel()->index(1, 0, w.sessionModel()->index(0, 0));
+  const QModelIndex a = w.sessionModel()->index(3, 0, iteration), b = w.sessionModel()->index(2, 0, iteration),
+                    c = w.sessionModel()->index(1, 0, iteration);
+  auto select = [&](const QModelIndex& i) {
+    tree->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  };
+  QAction* back = nullptr;
+  for (QAction* action : w.findChildren<QAction*>())
+    if (action->text() == QStringLiteral("&Back")) back = action;
+  QVERIFY(back);
+  QCOMPARE(back->shortcut(), QKeySequence(Qt::ALT | Qt::Key_Left));
+  QVERIFY(!back->isEnabled());
+  select(a);
+  select(b);
+  QVERIFY(back->isEnabled());
+  back->trigger();
+  QCOMPARE(tree->selectionModel()->currentIndex(), a);
+  QVERIFY(!w.goBack());  // the first page
+  QVERIFY(w.goForward());
+  QCOMPARE(tree->selectionModel()->currentIndex(), b);
+  QVERIFY(!w.goForward());
+  QVERIFY(w.goBack());
+  select(c);  // from a: c replaces b ahead
+  QVERIFY(!w.goForward());
+  QVERIFY(w.goBack());
+  QCOMPARE(tree->selectionModel()->currentIndex(), a);
+  QVERIFY(w.openSession(sample_));
+  QVERIFY(!w.goBack() && !w.goForward());
 }
 
 QTEST_MAIN(TestMainWindow)
