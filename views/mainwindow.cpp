@@ -3,6 +3,8 @@
 
 #include "views/mainwindow.h"
 
+#include "views/callpage.h"
+
 #include <QAction>
 #include <QClipboard>
 #include <QTabWidget>
@@ -108,6 +110,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
+  callPage_ = new CallPage(this);
+  central_->addTab(callPage_, tr("Call"));
   curves_ = new CurvePanel(this);
   central_->addTab(curves_, tr("Training"));
   numerics_ = new NumericsPanel(this);
@@ -635,6 +639,21 @@ void MainWindow::showSelectedCalls() {
     errorPlot_->showReports(reports);
     explain_->showVerdict(QString::fromStdString(reports.front().verdict));
     highlightVerdicts(reports);
+    // one call: its page at the centre, with the verdict's evidence drawn on its plots
+    const QModelIndexList rows = tree_->selectionModel()->selectedRows();
+    if (reports.size() == 1 && rows.size() == 1) {
+      const QModelIndex node = rows.front();
+      const int r = verdictModel_->rowOf(QString::fromStdString(reports.front().call));
+      const store::Verdict* verdict = r >= 0 ? verdictModel_->verdict(r) : nullptr;
+      const QString run = node.parent().parent().data().toString();
+      const QString detail = node.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
+      callPage_->showCall(reports.front(),
+                          tr("%1 %2 (run %3, %4)").arg(node.data().toString(), detail, run,
+                                                      node.data(SessionTreeModel::PathRole).toString()),
+                          node.data(Qt::ToolTipRole).toString(), verdict);
+      central_->setCurrentWidget(callPage_);
+      if (verdict && !verdict->findings.empty()) showFindingOn(callPage_->plots(), verdict->findings.front());
+    }
   } else if (!missing.isEmpty()) {
     errorPlot_->showMessage(missing);
   }
@@ -749,16 +768,21 @@ void MainWindow::selectVerdictCall(int row) {
 // A finding's evidence where the plots can show it (docs/session-format.md, findings): a bit
 // position, or where an indexing bug strikes (a stride, or the rows and columns it is confined to).
 void MainWindow::showFinding(const store::Finding& f) {
+  showFindingOn(errorPlot_, f);
+  showFindingOn(callPage_->plots(), f);
+}
+
+void MainWindow::showFindingOn(ErrorPlotPanel* panel, const store::Finding& f) {
   const auto field = [&](const char* name) -> std::optional<double> {
     const auto at = f.numbers.find(name);
     return at == f.numbers.end() ? std::nullopt : std::optional<double>(at->second);
   };
   if (const auto bit = field("bit") ? field("bit") : field("highest_bit")) {
-    errorPlot_->highlightBit(int(*bit));
-    errorPlot_->showBitsTab();
+    panel->highlightBit(int(*bit));
+    panel->showBitsTab();
   } else if (f.model == "index_error") {
-    if (const auto stride = field("stride")) errorPlot_->highlightPattern(int(*stride));
-    else if (field("confined")) errorPlot_->highlightPattern(0);
+    if (const auto stride = field("stride")) panel->highlightPattern(int(*stride));
+    else if (field("confined")) panel->highlightPattern(0);
   }
 }
 

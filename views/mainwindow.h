@@ -36,6 +36,7 @@ class SessionTreeModel;
 class OverviewPanel;
 class DevicesPanel;
 class ErrorPlotPanel;
+class CallPage;
 class SavePanel;
 class CurvePanel;
 class NumericsPanel;
@@ -73,6 +74,7 @@ class MainWindow : public QMainWindow {
   // Tools > Bit Explorer (made on first use); null until then.
   void showBitExplorer();
   BitExplorer* bitExplorer() const { return bitExplorer_; }
+  CallPage* callPage() const { return callPage_; }
   // Go > Back and Forward (Alt+Left, Alt+Right): the call selected before or after; false at an end.
   bool goBack();
   bool goForward();
@@ -154,6 +156,8 @@ class MainWindow : public QMainWindow {
   CurvePanel* curves_;
   NumericsPanel* numerics_;
   BitExplorer* bitExplorer_ = nullptr;
+  CallPage* callPage_ = nullptr;
+  void showFindingOn(ErrorPlotPanel* panel, const store::Finding& f);
   QDialog* explorerWindow_ = nullptr;
   RunPanel* runPanel_;
   ExplainPanel* explain_;

@@ -15,6 +15,7 @@
 #include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "views/comparepanel.h"
+#include "views/callpage.h"
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
@@ -161,6 +162,18 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
   QCOMPARE(window_->errorPlot()->bitPlot()->itemCount(), 2);  // the frame and its label
   QVERIFY(window_->errorPlot()->bitPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-bitflip.png"), 600, 300));
+  // the call's page at the centre: its name, statistics and verdict, and the plots with the
+  // verdict's bit framed there too
+  peat::views::CallPage* page = window_->callPage();
+  QVERIFY(page->isVisible());
+  const QString call = m->index(row, 0).data().toString();
+  QVERIFY2(page->titleText().contains(call), qPrintable(page->titleText()));
+  QVERIFY2(page->detailsText().contains(QStringLiteral("Verdict: bit_flip")), qPrintable(page->detailsText()));
+  QVERIFY(page->detailsText().contains(QStringLiteral("mismatched")));
+  QVERIFY(page->detailsText().contains(QStringLiteral("bit=30")));
+  QCOMPARE(page->plots()->reportCount(), 1);
+  QCOMPARE(page->plots()->highlightedBit(), 30);
+  QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/callpage.png")));
 }
 
 // An index_error verdict of the tile-edge bug (every 16th column reads its neighbour): choosing it

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+#include "views/callpage.h"
+
+#include <QLabel>
+#include <QSplitter>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include "core/detector/detector.h"
+#include "views/errorplotpanel.h"
+
+namespace peat::views {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString number(double v) { return QString::number(v, 'g', 6); }
+
+QString findingHtml(const store::Finding& f) {
+  QString s = QStringLiteral("<b>%1</b> %2").arg(qs(f.model).toHtmlEscaped(), number(f.confidence));
+  QStringList parts;
+  for (const auto& [k, v] : f.labels) parts << QStringLiteral("%1=%2").arg(qs(k).toHtmlEscaped(), qs(v).toHtmlEscaped());
+  for (const auto& [k, v] : f.numbers) parts << QStringLiteral("%1=%2").arg(qs(k).toHtmlEscaped(), number(v));
+  if (!parts.isEmpty()) s += QStringLiteral("<br><small>%1</small>").arg(parts.join(QStringLiteral(", ")));
+  return s;
+}
+
+}  // namespace
+
+CallPage::CallPage(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  title_ = new QLabel(this);
+  title_->setWordWrap(true);
+  title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont big = title_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.2);
+  big.setBold(true);
+  title_->setFont(big);
+  layout->addWidget(title_);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  details_ = new QTextBrowser(split);
+  details_->setOpenLinks(false);
+  details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 44);
+  plots_ = new ErrorPlotPanel(split);
+  split->addWidget(details_);
+  split->addWidget(plots_);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 5);
+  layout->addWidget(split, 1);
+  showMessage(tr("Select an analysed call in the session tree: its page opens here"));
+}
+
+void CallPage::showMessage(const QString& text) {
+  title_->setText(text);
+  details_->clear();
+  plots_->showMessage(text);
+}
+
+void CallPage::showCall(const analyzer::StoredCallReport& r, const QString& title, const QString& description,
+                        const store::Verdict* verdict) {
+  title_->setText(title.isEmpty() ? qs(r.call) : title);
+  QString html;
+  if (!description.isEmpty())
+    html += tr("<h3>Call</h3><p>%1</p>").arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+  html += tr("<h3>Error</h3><table cellspacing=2>"
+             "<tr><td nowrap>elements</td><td>%1</td></tr><tr><td nowrap>mismatched</td><td>%2 (%3%)</td></tr>"
+             "<tr><td nowrap>max |error|</td><td>%4</td></tr><tr><td nowrap>mean |error|</td><td>%5</td></tr>"
+             "<tr><td nowrap>p99 |error|</td><td>%6</td></tr><tr><td nowrap>output seen as</td><td>%7 x %8</td></tr>")
+              .arg(number(r.elements), number(r.mismatched), number(r.elements > 0 ? 100 * r.mismatched / r.elements : 0),
+                   number(r.maxAbs), number(r.meanAbs), number(r.p99))
+              .arg(r.rows)
+              .arg(r.cols);
+  if (r.worstRow >= 0) html += tr("<tr><td nowrap>largest error at</td><td>row %1, column %2</td></tr>").arg(r.worstRow).arg(r.worstCol);
+  html += QStringLiteral("</table>");
+  if (verdict) {
+    html += tr("<h3>Verdict: %1 (%2)</h3>").arg(qs(verdict->model).toHtmlEscaped(), number(verdict->confidence));
+    html += QStringLiteral("<p>%1</p>").arg(qs(verdict->evidence).toHtmlEscaped());
+    const std::string why = detector::verdictExplanation(verdict->model);
+    if (!why.empty()) html += QStringLiteral("<p><i>%1</i></p>").arg(qs(why).toHtmlEscaped());
+    if (!verdict->findings.empty()) {
+      html += tr("<p>Evidence and parameters: %1</p>").arg(findingHtml(verdict->findings.front()));
+      if (verdict->findings.size() > 1) {
+        html += tr("<h4>Other readings</h4><ul>");
+        for (std::size_t i = 1; i < verdict->findings.size(); ++i)
+          html += QStringLiteral("<li>%1</li>").arg(findingHtml(verdict->findings[i]));
+        html += QStringLiteral("</ul>");
+      }
+    }
+  } else if (!r.verdict.empty()) {
+    html += tr("<h3>Verdict: %1</h3>").arg(qs(r.verdict).toHtmlEscaped());
+  }
+  details_->setHtml(html);
+  plots_->showReports({r});
+}
+
+QString CallPage::titleText() const { return title_->text(); }
+QString CallPage::detailsText() const { return details_->toPlainText(); }
+
+}  // namespace peat::views

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QWidget>
+
+#include <string>
+
+#include "core/analysis/session_analysis.h"
+#include "core/store/session.h"
+
+class QLabel;
+class QTextBrowser;
+
+namespace peat::views {
+
+class ErrorPlotPanel;
+
+// One analysed call at the centre of the window (issue 18's call page): its identity, the error
+// statistics, the verdict with its confidence, explanation, parameters and evidence, the findings
+// beside it and the alternatives, and the error plots (histogram, bit positions, Where map) at full
+// size. The verdict's evidence is drawn on the plots it refers to (a bit, a stride, confined rows
+// and columns). Every number comes from the stored report and verdict (core).
+class CallPage : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CallPage(QWidget* parent = nullptr);
+  // `title`: the call as the tree names it (layer, op, phase, run); `description`: what else the
+  // session knows of it (its tensors and their shapes), one item a line.
+  void showCall(const analyzer::StoredCallReport& report, const QString& title, const QString& description,
+                const store::Verdict* verdict);
+  void showMessage(const QString& text);
+  ErrorPlotPanel* plots() const { return plots_; }
+  QString titleText() const;
+  QString detailsText() const;  // statistics and verdict, as plain text
+
+ private:
+  QLabel* title_;
+  QTextBrowser* details_;
+  ErrorPlotPanel* plots_;
+};
+
+}  // namespace peat::views
