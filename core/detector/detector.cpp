@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "core/detector/block_replay.h"
 #include "core/fp/block.h"
@@ -41,13 +42,21 @@ struct Mismatches {
   uint64_t largeRowsHit = 0, largeColsHit = 0;
 };
 
-Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r) {
+// One range [lo, hi) of the pass; the ranges' parts merge in order (inspect).
+struct MismatchPart {
   Mismatches m;
-  const double threshold = r.goldenRms * std::ldexp(1.0, -10);
-  std::vector<uint64_t> gaps(4097, 0);
-  std::vector<char> rowHit(std::min<uint64_t>(r.rows, 1 << 20), 0), colHit(std::min<uint64_t>(r.cols, 1 << 20), 0);
+  std::vector<uint64_t> gaps = std::vector<uint64_t>(4097, 0);
+  std::vector<char> rowHit, colHit;
+  int64_t firstLarge = -1, lastLarge = -1;
+};
+
+void inspectRange(const float* g, const float* c, uint64_t lo, uint64_t hi, const analyzer::Report& r, double threshold,
+                  MismatchPart& p) {
+  Mismatches& m = p.m;
+  p.rowHit.assign(std::min<uint64_t>(r.rows, 1 << 20), 0);
+  p.colHit.assign(std::min<uint64_t>(r.cols, 1 << 20), 0);
   int64_t lastLarge = -1;
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = lo; i < hi; ++i) {
     const uint32_t gb = bitsOf(g[i]), cb = bitsOf(c[i]);
     if (gb == cb) continue;
     ++m.count;
@@ -71,17 +80,54 @@ Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::R
       m.ratios.push_back(double(c[i]) / double(g[i]));
     if (finite(g[i]) && finite(c[i]) && std::fabs(double(c[i]) - double(g[i])) > threshold) {
       ++m.large;
-      if (lastLarge >= 0 && i - uint64_t(lastLarge) <= 4096) ++gaps[i - uint64_t(lastLarge)];
+      if (lastLarge >= 0 && i - uint64_t(lastLarge) <= 4096) ++p.gaps[i - uint64_t(lastLarge)];
+      if (p.firstLarge < 0) p.firstLarge = int64_t(i);
       lastLarge = int64_t(i);
-      rowHit[std::min<uint64_t>(i / r.cols, rowHit.size() - 1)] = 1;
-      colHit[std::min<uint64_t>(i % r.cols, colHit.size() - 1)] = 1;
+      p.rowHit[std::min<uint64_t>(i / r.cols, p.rowHit.size() - 1)] = 1;
+      p.colHit[std::min<uint64_t>(i % r.cols, p.colHit.size() - 1)] = 1;
     }
+  }
+  p.lastLarge = lastLarge;
+}
+
+// Two halves on two threads for large tensors, merged as one pass in order would have found them.
+Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r) {
+  const double threshold = r.goldenRms * std::ldexp(1.0, -10);
+  const uint64_t half = n >= (uint64_t(1) << 20) ? n / 2 : n;
+  MismatchPart first, second;
+  std::thread other;
+  if (half < n) other = std::thread([&] { inspectRange(g, c, half, n, r, threshold, second); });
+  inspectRange(g, c, 0, half, r, threshold, first);
+  if (other.joinable()) other.join();
+  Mismatches m = first.m;
+  std::vector<uint64_t>& gaps = first.gaps;
+  if (half < n) {
+    const Mismatches& b = second.m;
+    m.count += b.count;
+    m.highestBit = std::max(m.highestBit, b.highestBit);
+    m.allContiguousBits = m.allContiguousBits && b.allContiguousBits;
+    m.allSingleBit = m.allSingleBit && b.allSingleBit;
+    m.allZeroCandidate = m.allZeroCandidate && b.allZeroCandidate;
+    m.sameBit = m.sameBit && b.sameBit && (m.bit < 0 || b.bit < 0 || m.bit == b.bit);
+    m.sameNewValue = m.sameNewValue && b.sameNewValue && (m.newValue < 0 || b.newValue < 0 || m.newValue == b.newValue);
+    if (m.bit < 0) m.bit = b.bit;
+    if (m.newValue < 0) m.newValue = b.newValue;
+    for (double q : b.ratios) {
+      if (m.ratios.size() >= 100000) break;
+      m.ratios.push_back(q);
+    }
+    m.large += b.large;
+    for (std::size_t k = 0; k < gaps.size(); ++k) gaps[k] += second.gaps[k];
+    if (first.lastLarge >= 0 && second.firstLarge >= 0 && uint64_t(second.firstLarge - first.lastLarge) <= 4096)
+      ++gaps[std::size_t(second.firstLarge - first.lastLarge)];
+    for (std::size_t k = 0; k < first.rowHit.size(); ++k) first.rowHit[k] |= second.rowHit[k];
+    for (std::size_t k = 0; k < first.colHit.size(); ++k) first.colHit[k] |= second.colHit[k];
   }
   for (std::size_t b = 1; b < gaps.size(); ++b)
     if (gaps[b] > gaps[m.largeDominantGap]) m.largeDominantGap = b;
   if (m.large > 1) m.largeGapShare = double(gaps[m.largeDominantGap]) / double(m.large - 1);
-  for (char h : rowHit) m.largeRowsHit += h ? 1 : 0;
-  for (char h : colHit) m.largeColsHit += h ? 1 : 0;
+  for (char h : first.rowHit) m.largeRowsHit += h ? 1 : 0;
+  for (char h : first.colHit) m.largeColsHit += h ? 1 : 0;
   return m;
 }
 
@@ -330,10 +376,13 @@ int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b
 // verdict when its sufficient condition holds; the function is long (about 230 lines) because the
 // rule list is, and reading them in one place is how they are reviewed against the document.
 namespace {
+// `report`: where to leave the analyzer's report of the first candidate (R13 reads it), or null.
 Detection detectOne(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
-                    const analyzer::ReportOptions& options, const GemmBound* bound) {
+                    const analyzer::ReportOptions& options, const GemmBound* bound, analyzer::Report* report = nullptr) {
   const float* c = candidates.front();
-  const analyzer::Report r = analyzer::analyze(golden, c, shape, options);
+  analyzer::Report local;
+  analyzer::Report& r = report ? *report : local;
+  r = analyzer::analyze(golden, c, shape, options);
   const uint64_t n = r.elements, mis = r.mismatched;
   const double fraction = double(mis) / double(n);
   std::vector<Verdict> found;
@@ -687,32 +736,27 @@ bool legitimate(const std::string& model) {
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
                  const analyzer::ReportOptions& options, const GemmBound* bound) {
   if (candidates.empty()) throw std::invalid_argument("detect needs at least one candidate");
-  Detection d = detectOne(golden, candidates, shape, options, bound);
+  analyzer::Report report;
+  Detection d = detectOne(golden, candidates, shape, options, bound, &report);
   if (candidates.size() != 1 || d.verdict.model == "exact") return d;
   const float* c = candidates.front();
   uint64_t n = 1;
   for (uint64_t e : shape) n *= e;
-  // one pass: the tensor's scale and a histogram of floor(log2 |c - g|) over the finite mismatches
-  std::vector<uint64_t> histogram(2200, 0);
-  double scale = 0;
+  // the analyzer's report (which the rules used) holds what this needs: the tensor's scale (its rms,
+  // here over all n elements), and the histogram of floor(log2 |c - g|) over the finite mismatches
+  const uint64_t goldenFinite = n - report.goldenNaN - report.goldenInf;
+  const double scale = report.goldenRms * std::sqrt(double(goldenFinite) / double(std::max<uint64_t>(n, 1)));
   uint64_t mismatched = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!finite(golden[i])) continue;
-    scale += double(golden[i]) * double(golden[i]);
-    if (bitsOf(golden[i]) == bitsOf(c[i]) || !finite(c[i])) continue;
-    const double err = std::fabs(double(c[i]) - double(golden[i]));
-    uint64_t e;  // floor(log2 err) from the exponent field: differences of floats are normal doubles
-    std::memcpy(&e, &err, 8);
-    if (err > 0) ++histogram[std::size_t(int((e >> 52) & 0x7ff) - 1023 + 1100)], ++mismatched;
-  }
-  scale = std::sqrt(scale / double(std::max<uint64_t>(n, 1)));
+  for (uint64_t count : report.log2Abs) mismatched += count;
   if (mismatched < std::max<uint64_t>(100, n / 5)) return d;  // not a dense bulk
   // the bulk: the top of the histogram bin holding the 99th percentile (within a factor of 2)
   std::size_t bin = 0;
-  for (uint64_t seen = 0; bin < histogram.size(); ++bin)
-    if ((seen += histogram[bin]) >= mismatched * 99 / 100) break;
-  const double bulk = std::ldexp(1.0, int(bin) - 1100 + 1);
+  for (uint64_t seen = 0; bin < report.log2Abs.size(); ++bin)
+    if ((seen += report.log2Abs[bin]) >= mismatched * 99 / 100) break;
+  const double bulk = std::ldexp(1.0, int(bin) + analyzer::Report::kLog2AbsMin + 1);
   const double threshold = std::max(bulk * 64.0, scale * std::ldexp(1.0, -6));
+  // no element beyond it (the largest finite error is not, and no finite golden became NaN or Inf)
+  if (report.maxAbs <= threshold && report.newlyNonFinite == 0) return d;
   std::vector<uint64_t> outliers;
   for (uint64_t i = 0; i < n && outliers.size() <= std::max<uint64_t>(8, n / 1000); ++i)
     if (finite(golden[i]) && (!finite(c[i]) || std::fabs(double(c[i]) - double(golden[i])) > threshold)) outliers.push_back(i);
