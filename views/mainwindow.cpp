@@ -897,22 +897,30 @@ void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
   }
   auto pair = compared_;
   const std::string verdict = shown->verdict;
-  auto* watcher = new QFutureWatcher<analyzer::StoredCallReport>(this);
+  auto* watcher = new QFutureWatcher<std::pair<std::string, analyzer::StoredCallReport>>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, pair] {
     watcher->deleteLater();
     if (compared_ != pair) return;  // another pair came meanwhile
-    const analyzer::StoredCallReport report = watcher->result();
+    const auto [error, report] = watcher->result();
+    if (!error.empty()) {
+      reportError(QString::fromStdString(error));
+      return;
+    }
     pair->tileRows = report.tileRows;
     pair->tileCols = report.tileCols;
     errorPlot_->showReports({report});
     emit comparisonRegrouped();
   });
-  watcher->setFuture(QtConcurrent::run([pair, verdict, tileRows, tileCols] {
-    analyzer::ReportOptions options;
-    options.tileRows = uint64_t(tileRows);
-    options.tileCols = uint64_t(tileCols);
-    const analyzer::Report r = analyzer::analyze(pair->g.data(), pair->c.data(), pair->g.shape(), options);
-    return analyzer::plottedReport(r, pair->name, verdict);
+  watcher->setFuture(QtConcurrent::run([pair, verdict, tileRows, tileCols]() -> std::pair<std::string, analyzer::StoredCallReport> {
+    try {
+      analyzer::ReportOptions options;
+      options.tileRows = uint64_t(tileRows);
+      options.tileCols = uint64_t(tileCols);
+      const analyzer::Report r = analyzer::analyze(pair->g.data(), pair->c.data(), pair->g.shape(), options);
+      return {std::string(), analyzer::plottedReport(r, pair->name, verdict)};
+    } catch (const std::exception& e) {  // never out of the worker: the window stays up
+      return {e.what(), analyzer::StoredCallReport{}};
+    }
   }));
 }
 
