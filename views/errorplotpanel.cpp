@@ -87,6 +87,12 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setScale(i == 0 ? Scale::Log2Abs : Scale::Log2Ulp); });
   connect(plot_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverHistogram);
   connect(bits_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverBits);
+  connect(bits_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+    if (reports_.empty()) return;
+    const int b = int(std::lround(bits_->xAxis->pixelToCoord(event->position().x())));
+    if (b >= 0 && b < int(reports_.front().bitMismatch.size()) && reports_.front().bitMismatch[std::size_t(b)] > 0)
+      emit bitClicked(b);
+  });
   showMessage(tr("Select an analysed call"));
 }
 
@@ -112,6 +118,8 @@ void ErrorPlotPanel::showMessage(const QString& text) {
 }
 
 void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& reports) {
+  mapCounts_.clear();
+  mapBit_ = -1;
   if (reports.empty()) {
     showMessage(tr("No analysed call selected"));
     return;
@@ -215,6 +223,16 @@ void ErrorPlotPanel::draw() {
   drawMap();
 }
 
+void ErrorPlotPanel::showMapCounts(const std::vector<uint64_t>& counts, int bit) {
+  if (reports_.empty()) return;
+  const bool again = bit == mapBit_;  // the same bar twice: back to all mismatches
+  mapCounts_ = again ? std::vector<uint64_t>{} : counts;
+  mapBit_ = again ? -1 : bit;
+  highlightBit(mapBit_);
+  drawMap();
+  lower_->setCurrentWidget(map_);
+}
+
 void ErrorPlotPanel::requestGrouping(int index) {
   const QSignalBlocker block(groupBox_);
   groupBox_->setCurrentIndex(index);
@@ -235,12 +253,23 @@ void ErrorPlotPanel::drawMap() {
   }
   const int across = int(r.tilesAcross), down = int(r.tilesDown);
   // light: no mismatch; dark blue: every element of the tile differs
+  // one bit's mismatches (a linked view from the Bits plot) or all of them
+  const bool oneBit = mapBit_ >= 0 && mapCounts_.size() == r.tileMismatch.size();
+  const std::vector<uint64_t>& counts = oneBit ? mapCounts_ : r.tileMismatch;
   tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
           [&](int row, int c) {
             const double h = double(std::min<uint64_t>(r.tileRows, r.rows - uint64_t(row) * r.tileRows));
             const double w = double(std::min<uint64_t>(r.tileCols, r.cols - uint64_t(c) * r.tileCols));
-            return double(r.tileMismatch[std::size_t(row) * std::size_t(across) + std::size_t(c)]) / std::max(1.0, h * w);
+            return double(counts[std::size_t(row) * std::size_t(across) + std::size_t(c)]) / std::max(1.0, h * w);
           });
+  if (oneBit) {
+    auto* title = new QCPItemText(map_);
+    title->position->setType(QCPItemPosition::ptAxisRectRatio);
+    title->position->setCoords(0.5, 0.02);
+    title->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+    title->setText(tr("elements whose bit %1 differs (click the Bits plot's bar again for all mismatches)").arg(mapBit_));
+    title->setBrush(QBrush(QColor(255, 255, 255, 220)));
+  }
   if (r.worstRow >= 0) {
     QCPGraph* worst = map_->addGraph();
     worst->setLineStyle(QCPGraph::lsNone);

@@ -36,7 +36,12 @@ class ErrorPlotPanel : public QWidget {
   int highlightPattern(int stride);
   int patternMarks() const { return marks_; }
   void showBitsTab();
-  void requestGrouping(int index);  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
+  void requestGrouping(int index);
+  // The Where map shows `counts` per tile instead of all mismatches (what: its title, e.g. "bit 27
+  // differs"), until the next report; the bit's bar is framed.
+  void showMapCounts(const std::vector<uint64_t>& counts, int bit);
+  int mapBit() const { return mapBit_; }  // the bit the Where map shows, -1: all mismatches
+  const std::vector<uint64_t>& mapCounts() const { return mapCounts_; }  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
   QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
@@ -51,6 +56,8 @@ class ErrorPlotPanel : public QWidget {
   // The user chose how the Where map groups elements: tiles of rows x cols (1 x 32: the blocks of
   // a block-scaled format along the rows). Whoever holds the tensors recomputes the report.
   void groupingRequested(qint64 rows, qint64 cols);
+  // A bar of the bit-position plot was clicked: whoever holds the tensors can show where it differs.
+  void bitClicked(int bit);
 
  private:
   void draw();
@@ -69,6 +76,8 @@ class ErrorPlotPanel : public QWidget {
   std::vector<analyzer::StoredCallReport> reports_;
   Scale scale_ = Scale::Log2Abs;
   int highlighted_ = -1;
+  std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
+  int mapBit_ = -1;
 };
 
 }  // namespace peat::views

@@ -165,6 +165,8 @@ void MainWindow::createDocks() {
   // a tile clicked on a compared pair's Where map opens its worst element in the bit explorer
   connect(errorPlot_, &ErrorPlotPanel::tileClicked, this, &MainWindow::openComparedElement);
   connect(errorPlot_, &ErrorPlotPanel::groupingRequested, this, &MainWindow::regroupCompared);
+  // a bit position clicked on a compared pair's Bits plot: the Where map shows where that bit differs
+  connect(errorPlot_, &ErrorPlotPanel::bitClicked, this, &MainWindow::showComparedBit);
   QDockWidget* plotDock =
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
@@ -886,6 +888,18 @@ void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
                                    .arg(uint64_t(i) % cols),
                                g.data()[i], compared_->c.data()[i]);
   bitExplorer_->setBlockContext(fp::blockPlacesInTensor(g.data(), g.size(), cols, uint64_t(i)));
+}
+
+void MainWindow::showComparedBit(int bit) {
+  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
+  if (!compared_ || !shown || shown->call != compared_->name) {
+    statusBar()->showMessage(tr("Where one bit differs is shown for a compared pair of tensors (drop two .npy files)"));
+    return;
+  }
+  const io::FloatTensor& g = compared_->g;
+  errorPlot_->showMapCounts(
+      analyzer::bitTileCounts(g.data(), compared_->c.data(), shown->rows, shown->cols, shown->tileRows, shown->tileCols, bit),
+      bit);
 }
 
 void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {

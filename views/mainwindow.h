@@ -176,6 +176,7 @@ class MainWindow : public QMainWindow {
   bool goTo(int position);
   void updateHistoryActions();
   void regroupCompared(qint64 tileRows, qint64 tileCols);
+  void showComparedBit(int bit);  // the Where map shows where this bit differs (a linked view)
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
   bool liveShown_ = false;

@@ -443,4 +443,20 @@ int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, 
   return worst;
 }
 
+std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
+                                    uint64_t tileRows, uint64_t tileCols, int bit) {
+  if (tileRows == 0 || tileCols == 0 || bit < 0 || bit > 31) return {};
+  const uint64_t across = (cols + tileCols - 1) / tileCols, down = (rows + tileRows - 1) / tileRows;
+  std::vector<uint64_t> counts(std::size_t(across * down), 0);
+  const uint32_t mask = uint32_t(1) << bit;
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c) {
+      uint32_t a, b;
+      std::memcpy(&a, golden + r * cols + c, 4);
+      std::memcpy(&b, candidate + r * cols + c, 4);
+      if ((a ^ b) & mask) ++counts[std::size_t((r / tileRows) * across + c / tileCols)];
+    }
+  return counts;
+}
+
 }  // namespace peat::analyzer

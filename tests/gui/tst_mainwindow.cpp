@@ -256,6 +256,19 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QCOMPARE(std::accumulate(blocks->tileMismatch.begin(), blocks->tileMismatch.end(), uint64_t(0)), uint64_t(2));
   QVERIFY(w.errorPlot()->mapPlot()->xAxis->label().contains(QStringLiteral("block along the row")));
   QVERIFY(w.errorPlot()->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/where-blocks.png"), 700, 260));
+  // linked: bit 27's bar shows on the Where map only the elements where bit 27 differs (element
+  // 1000; element 1003's one-ULP change is in low bits), and a second click shows all mismatches again
+  emit w.errorPlot()->bitClicked(27);
+  QCOMPARE(w.errorPlot()->mapBit(), 27);
+  QCOMPARE(w.errorPlot()->highlightedBit(), 27);
+  QCOMPARE(w.errorPlot()->mapCounts().size(), blocks->tileMismatch.size());
+  QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t(1));
+  QCOMPARE(std::accumulate(w.errorPlot()->mapCounts().begin(), w.errorPlot()->mapCounts().end(), uint64_t(0)), uint64_t(1));
+  emit w.errorPlot()->bitClicked(0);  // the one-ULP change's lowest bit: element 1003
+  QCOMPARE(w.errorPlot()->mapBit(), 0);
+  QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t((peat::fp::bitsOf(golden[1003]) ^ peat::fp::bitsOf(candidate[1003])) & 1u));
+  emit w.errorPlot()->bitClicked(0);
+  QCOMPARE(w.errorPlot()->mapBit(), -1);
   x->setValue(0.0f);
   emit w.errorPlot()->tileClicked(0, 31);
   QCOMPARE(x->referenceValue(), golden[1000]);
