@@ -883,6 +883,16 @@ void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
     statusBar()->showMessage(tr("Every element of tile (%1, %2) is bit-identical").arg(tileRow).arg(tileCol));
     return;
   }
+  // the histogram restricted to the tile, over the whole tensor's (a linked view)
+  try {
+    const analyzer::StoredCallReport whole = *shown;
+    const analyzer::Report tile = analyzer::analyzeTile(g.data(), compared_->c.data(), rows, cols, compared_->tileRows,
+                                                        compared_->tileCols, uint64_t(tileRow), uint64_t(tileCol));
+    errorPlot_->showReports(
+        {whole, analyzer::plottedReport(tile, tr("tile r%1 c%2").arg(tileRow).arg(tileCol).toStdString(), std::string())});
+  } catch (const std::exception& e) {
+    reportError(QString::fromStdString(e.what()));
+  }
   showBitExplorer();
   bitExplorer_->setPairContext(QStringLiteral("%1 [%2, %3]").arg(QString::fromStdString(compared_->name)).arg(uint64_t(i) / cols)
                                    .arg(uint64_t(i) % cols),

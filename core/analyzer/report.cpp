@@ -459,4 +459,18 @@ std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate,
   return counts;
 }
 
+Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
+                   uint64_t tileCols, uint64_t tileRow, uint64_t tileCol) {
+  const uint64_t r0 = tileRow * tileRows, c0 = tileCol * tileCols;
+  if (tileRows == 0 || tileCols == 0 || r0 >= rows || c0 >= cols) throw std::invalid_argument("no such tile");
+  const uint64_t h = std::min(tileRows, rows - r0), w = std::min(tileCols, cols - c0);
+  std::vector<float> g(std::size_t(h * w)), c(std::size_t(h * w));
+  for (uint64_t r = 0; r < h; ++r)
+    for (uint64_t k = 0; k < w; ++k) {
+      g[std::size_t(r * w + k)] = golden[(r0 + r) * cols + c0 + k];
+      c[std::size_t(r * w + k)] = candidate[(r0 + r) * cols + c0 + k];
+    }
+  return analyze(g.data(), c.data(), {h, w});
+}
+
 }  // namespace peat::analyzer

@@ -74,6 +74,11 @@ Report analyze(const float* golden, const float* candidate, const std::vector<ui
 int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
                     uint64_t tileCols, uint64_t tileRow, uint64_t tileCol);
 
+// The report of one tile's elements (tile (tileRow, tileCol) of [rows, cols] in tiles of tileRows x
+// tileCols), as a [h, w] tensor of its own: the histograms restricted to that tile.
+Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
+                   uint64_t tileCols, uint64_t tileRow, uint64_t tileCol);
+
 // Per tile (row-major, as Report's tiles), the elements whose bit `bit` (0-31) differs between
 // golden and candidate: where the mismatches of one bit position sit.
 std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,

@@ -227,6 +227,14 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QVERIFY(r);
   QCOMPARE(r->tileCols, uint64_t(16));  // a [4096] tensor: one row of tiles 16 wide
   emit w.errorPlot()->tileClicked(0, 1000 / 16);
+  // linked: the histogram overlays the tile's own (its two mismatches: columns 1000 and 1003)
+  QCOMPARE(w.errorPlot()->reportCount(), 2);
+  {
+    uint64_t inTile = 0;
+    for (const QString& l : w.errorPlot()->csv().split(QLatin1Char('\n')))
+      if (l.startsWith(QStringLiteral("tile r0 c62,log2_abs,"))) inTile += l.section(QLatin1Char(','), 3, 3).toULongLong();
+    QCOMPARE(inTile, uint64_t(2));
+  }
   peat::views::BitExplorer* x = w.bitExplorer();
   QVERIFY(x);
   QCOMPARE(x->referenceValue(), golden[1000]);
