@@ -87,6 +87,13 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setScale(i == 0 ? Scale::Log2Abs : Scale::Log2Ulp); });
   connect(plot_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverHistogram);
   connect(bits_, &QCustomPlot::mouseMove, this, &ErrorPlotPanel::hoverBits);
+  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+    if (reports_.empty() || scale_ != Scale::Log2Abs) return;
+    const int bin = int(std::lround(plot_->xAxis->pixelToCoord(event->position().x())));
+    const analyzer::StoredCallReport& r = reports_.front();
+    const int i = bin - r.log2AbsFirstBin;
+    if (i >= 0 && i < int(r.log2Abs.size()) && r.log2Abs[std::size_t(i)] > 0) emit binClicked(bin);
+  });
   connect(bits_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
     if (reports_.empty()) return;
     const int b = int(std::lround(bits_->xAxis->pixelToCoord(event->position().x())));
@@ -120,6 +127,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
 void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& reports) {
   mapCounts_.clear();
   mapBit_ = -1;
+  mapBin_ = INT_MIN;
   if (reports.empty()) {
     showMessage(tr("No analysed call selected"));
     return;
@@ -228,7 +236,19 @@ void ErrorPlotPanel::showMapCounts(const std::vector<uint64_t>& counts, int bit)
   const bool again = bit == mapBit_;  // the same bar twice: back to all mismatches
   mapCounts_ = again ? std::vector<uint64_t>{} : counts;
   mapBit_ = again ? -1 : bit;
+  mapBin_ = INT_MIN;
   highlightBit(mapBit_);
+  drawMap();
+  lower_->setCurrentWidget(map_);
+}
+
+void ErrorPlotPanel::showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin) {
+  if (reports_.empty()) return;
+  const bool again = bin == mapBin_;
+  mapCounts_ = again ? std::vector<uint64_t>{} : counts;
+  mapBin_ = again ? INT_MIN : bin;
+  mapBit_ = -1;
+  highlightBit(-1);
   drawMap();
   lower_->setCurrentWidget(map_);
 }
@@ -254,7 +274,7 @@ void ErrorPlotPanel::drawMap() {
   const int across = int(r.tilesAcross), down = int(r.tilesDown);
   // light: no mismatch; dark blue: every element of the tile differs
   // one bit's mismatches (a linked view from the Bits plot) or all of them
-  const bool oneBit = mapBit_ >= 0 && mapCounts_.size() == r.tileMismatch.size();
+  const bool oneBit = (mapBit_ >= 0 || mapBin_ != INT_MIN) && mapCounts_.size() == r.tileMismatch.size();
   const std::vector<uint64_t>& counts = oneBit ? mapCounts_ : r.tileMismatch;
   tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
           [&](int row, int c) {
@@ -267,7 +287,11 @@ void ErrorPlotPanel::drawMap() {
     title->position->setType(QCPItemPosition::ptAxisRectRatio);
     title->position->setCoords(0.5, 0.02);
     title->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    title->setText(tr("elements whose bit %1 differs (click the Bits plot's bar again for all mismatches)").arg(mapBit_));
+    title->setText(mapBit_ >= 0
+                       ? tr("elements whose bit %1 differs (click the Bits plot's bar again for all mismatches)").arg(mapBit_)
+                       : tr("elements with |error| in [2^%1, 2^%2) (click the histogram's bar again for all mismatches)")
+                             .arg(mapBin_)
+                             .arg(mapBin_ + 1));
     title->setBrush(QBrush(QColor(255, 255, 255, 220)));
   }
   if (r.worstRow >= 0) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <QWidget>
 
+#include <climits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ class ErrorPlotPanel : public QWidget {
   // The Where map shows `counts` per tile instead of all mismatches (what: its title, e.g. "bit 27
   // differs"), until the next report; the bit's bar is framed.
   void showMapCounts(const std::vector<uint64_t>& counts, int bit);
+  // The same for the elements of one bar of the error histogram, [2^bin, 2^(bin + 1)).
+  void showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin);
+  int mapBin() const { return mapBin_; }  // the histogram bar the Where map shows, or INT_MIN
   int mapBit() const { return mapBit_; }  // the bit the Where map shows, -1: all mismatches
   const std::vector<uint64_t>& mapCounts() const { return mapCounts_; }  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
@@ -58,6 +62,8 @@ class ErrorPlotPanel : public QWidget {
   void groupingRequested(qint64 rows, qint64 cols);
   // A bar of the bit-position plot was clicked: whoever holds the tensors can show where it differs.
   void bitClicked(int bit);
+  // A bar of the error histogram (log2 |error| scale) was clicked: where those elements sit.
+  void binClicked(int bin);
 
  private:
   void draw();
@@ -78,6 +84,7 @@ class ErrorPlotPanel : public QWidget {
   int highlighted_ = -1;
   std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
   int mapBit_ = -1;
+  int mapBin_ = INT_MIN;
 };
 
 }  // namespace peat::views

@@ -167,6 +167,7 @@ void MainWindow::createDocks() {
   connect(errorPlot_, &ErrorPlotPanel::groupingRequested, this, &MainWindow::regroupCompared);
   // a bit position clicked on a compared pair's Bits plot: the Where map shows where that bit differs
   connect(errorPlot_, &ErrorPlotPanel::bitClicked, this, &MainWindow::showComparedBit);
+  connect(errorPlot_, &ErrorPlotPanel::binClicked, this, &MainWindow::showComparedBin);
   QDockWidget* plotDock =
       dock(tr("Error distribution"), QStringLiteral("ErrorPlotDock"), errorPlot_, Qt::RightDockWidgetArea);
 
@@ -910,6 +911,17 @@ void MainWindow::showComparedBit(int bit) {
   errorPlot_->showMapCounts(
       analyzer::bitTileCounts(g.data(), compared_->c.data(), shown->rows, shown->cols, shown->tileRows, shown->tileCols, bit),
       bit);
+}
+
+void MainWindow::showComparedBin(int bin) {
+  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
+  if (!compared_ || !shown || shown->call != compared_->name) {
+    statusBar()->showMessage(tr("Where one bar's elements sit is shown for a compared pair of tensors (drop two .npy files)"));
+    return;
+  }
+  errorPlot_->showMapCountsOfBin(analyzer::errorBinTileCounts(compared_->g.data(), compared_->c.data(), shown->rows,
+                                                              shown->cols, shown->tileRows, shown->tileCols, bin),
+                                 bin);
 }
 
 void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {

@@ -177,6 +177,7 @@ class MainWindow : public QMainWindow {
   void updateHistoryActions();
   void regroupCompared(qint64 tileRows, qint64 tileCols);
   void showComparedBit(int bit);  // the Where map shows where this bit differs (a linked view)
+  void showComparedBin(int bin);  // ... where one histogram bar's elements sit
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
   bool liveShown_ = false;

@@ -473,4 +473,20 @@ Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, u
   return analyze(g.data(), c.data(), {h, w});
 }
 
+std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
+                                         uint64_t tileRows, uint64_t tileCols, int bin) {
+  if (tileRows == 0 || tileCols == 0) return {};
+  const uint64_t across = (cols + tileCols - 1) / tileCols, down = (rows + tileRows - 1) / tileRows;
+  std::vector<uint64_t> counts(std::size_t(across * down), 0);
+  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, bin + 1);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c) {
+      const uint64_t i = r * cols + c;
+      if (!std::isfinite(golden[i]) || !std::isfinite(candidate[i])) continue;
+      const double err = std::fabs(double(candidate[i]) - double(golden[i]));
+      if (err >= lo && err < hi) ++counts[std::size_t((r / tileRows) * across + c / tileCols)];
+    }
+  return counts;
+}
+
 }  // namespace peat::analyzer

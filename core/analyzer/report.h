@@ -79,6 +79,11 @@ int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, 
 Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
                    uint64_t tileCols, uint64_t tileRow, uint64_t tileCol);
 
+// Per tile, the elements whose error |candidate - golden| (both finite, as double) lies in
+// [2^bin, 2^(bin + 1)): where one bar of the error histogram sits.
+std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
+                                         uint64_t tileRows, uint64_t tileCols, int bin);
+
 // Per tile (row-major, as Report's tiles), the elements whose bit `bit` (0-31) differs between
 // golden and candidate: where the mismatches of one bit position sit.
 std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,

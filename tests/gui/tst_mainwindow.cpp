@@ -14,6 +14,7 @@
 #include <QStatusBar>
 
 #include <atomic>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -277,6 +278,15 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t((peat::fp::bitsOf(golden[1003]) ^ peat::fp::bitsOf(candidate[1003])) & 1u));
   emit w.errorPlot()->bitClicked(0);
   QCOMPARE(w.errorPlot()->mapBit(), -1);
+  // a histogram bar: the bit flip's error (|g| times 2^16 or 2^-16 off) sits in one bin, alone
+  const double flipError = std::fabs(double(candidate[1000]) - double(golden[1000]));
+  const int bin = int(std::floor(std::log2(flipError)));
+  emit w.errorPlot()->binClicked(bin);
+  QCOMPARE(w.errorPlot()->mapBin(), bin);
+  QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t(1));
+  QCOMPARE(std::accumulate(w.errorPlot()->mapCounts().begin(), w.errorPlot()->mapCounts().end(), uint64_t(0)), uint64_t(1));
+  emit w.errorPlot()->binClicked(bin);
+  QCOMPARE(w.errorPlot()->mapBin(), INT_MIN);
   x->setValue(0.0f);
   emit w.errorPlot()->tileClicked(0, 31);
   QCOMPARE(x->referenceValue(), golden[1000]);
