@@ -112,6 +112,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   central_->addTab(overview_, tr("Overview"));
   callPage_ = new CallPage(this);
   central_->addTab(callPage_, tr("Call"));
+  // the page's plots link back to the elements as the dock's do
+  connect(callPage_->plots(), &ErrorPlotPanel::tileClicked, this, &MainWindow::openComparedElement);
+  connect(callPage_->plots(), &ErrorPlotPanel::groupingRequested, this, &MainWindow::regroupCompared);
+  connect(callPage_->plots(), &ErrorPlotPanel::bitClicked, this, &MainWindow::showComparedBit);
+  connect(callPage_->plots(), &ErrorPlotPanel::binClicked, this, &MainWindow::showComparedBin);
   curves_ = new CurvePanel(this);
   central_->addTab(curves_, tr("Training"));
   numerics_ = new NumericsPanel(this);
@@ -383,6 +388,7 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   errorPlot_->showMessage(tr("Select an analysed call"));
   sessionPath_ = path;
   model_->setSummary(summary);
+  compared_.reset();  // a pair read from the old session (a dropped pair goes too)
   history_.clear();  // the old session's pages
   historyAt_ = -1;
   updateHistoryActions();
@@ -871,9 +877,10 @@ struct MainWindow::ComparedPair {
 };
 
 void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
-  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
-  if (!compared_ || !shown || shown->call != compared_->name) {
-    statusBar()->showMessage(tr("Elements open in the bit explorer from a compared pair of tensors (drop two .npy files)"));
+  ErrorPlotPanel* panel = plotsOf(sender());
+  const analyzer::StoredCallReport* shown = panel->firstReport();
+  if (!pairForShownCall(panel)) {
+    statusBar()->showMessage(tr("Elements open in the bit explorer from a compared pair of tensors (drop two .npy files, or select a call of a run made with peat playback --store-outputs)"));
     return;
   }
   const io::FloatTensor& g = compared_->g;
@@ -889,7 +896,7 @@ void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
     const analyzer::StoredCallReport whole = *shown;
     const analyzer::Report tile = analyzer::analyzeTile(g.data(), compared_->c.data(), rows, cols, compared_->tileRows,
                                                         compared_->tileCols, uint64_t(tileRow), uint64_t(tileCol));
-    errorPlot_->showReports(
+    panel->showReports(
         {whole, analyzer::plottedReport(tile, tr("tile r%1 c%2").arg(tileRow).arg(tileCol).toStdString(), std::string())});
   } catch (const std::exception& e) {
     reportError(QString::fromStdString(e.what()));
@@ -901,32 +908,64 @@ void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
   bitExplorer_->setBlockContext(fp::blockPlacesInTensor(g.data(), g.size(), cols, uint64_t(i)));
 }
 
+ErrorPlotPanel* MainWindow::plotsOf(QObject* sender) const {
+  auto* panel = qobject_cast<ErrorPlotPanel*>(sender);
+  return panel ? panel : errorPlot_;
+}
+
+bool MainWindow::pairForShownCall(ErrorPlotPanel* panel) {
+  const analyzer::StoredCallReport* shown = panel->firstReport();
+  if (!shown) return false;
+  if (compared_ && shown->call == compared_->name) return true;
+  if (shown->analysisRun.empty() || !reader_) return false;
+  // a session's call: its golden and candidate outputs, read when a view first needs them (on this
+  // thread, as the reports are; an output is what one call wrote)
+  try {
+    analyzer::CallPair loaded = analyzer::loadCallPair(*reader_, shown->analysisRun, shown->call);
+    auto pair = std::make_shared<ComparedPair>();
+    pair->g = io::FloatTensor::owned(std::move(loaded.golden), loaded.shape);
+    pair->c = io::FloatTensor::owned(std::move(loaded.candidate), loaded.shape);
+    pair->name = shown->call;
+    pair->tileRows = shown->tileRows;
+    pair->tileCols = shown->tileCols;
+    if (pair->g.size() != uint64_t(shown->elements)) return false;
+    compared_ = pair;
+    return true;
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
 void MainWindow::showComparedBit(int bit) {
-  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
-  if (!compared_ || !shown || shown->call != compared_->name) {
-    statusBar()->showMessage(tr("Where one bit differs is shown for a compared pair of tensors (drop two .npy files)"));
+  ErrorPlotPanel* panel = plotsOf(sender());
+  const analyzer::StoredCallReport* shown = panel->firstReport();
+  if (!pairForShownCall(panel)) {
+    statusBar()->showMessage(tr("Where one bit differs is shown for a compared pair of tensors (drop two .npy files, or select a call of a run made with peat playback --store-outputs)"));
     return;
   }
   const io::FloatTensor& g = compared_->g;
-  errorPlot_->showMapCounts(
+  panel->showMapCounts(
       analyzer::bitTileCounts(g.data(), compared_->c.data(), shown->rows, shown->cols, shown->tileRows, shown->tileCols, bit),
       bit);
 }
 
 void MainWindow::showComparedBin(int bin) {
-  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
-  if (!compared_ || !shown || shown->call != compared_->name) {
-    statusBar()->showMessage(tr("Where one bar's elements sit is shown for a compared pair of tensors (drop two .npy files)"));
+  ErrorPlotPanel* panel = plotsOf(sender());
+  const analyzer::StoredCallReport* shown = panel->firstReport();
+  if (!pairForShownCall(panel)) {
+    statusBar()->showMessage(tr("Where one bar's elements sit is shown for a compared pair of tensors (drop two .npy files, or select a call of a run made with peat playback --store-outputs)"));
     return;
   }
-  errorPlot_->showMapCountsOfBin(analyzer::errorBinTileCounts(compared_->g.data(), compared_->c.data(), shown->rows,
+  panel->showMapCountsOfBin(analyzer::errorBinTileCounts(compared_->g.data(), compared_->c.data(), shown->rows,
                                                               shown->cols, shown->tileRows, shown->tileCols, bin),
                                  bin);
 }
 
 void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
-  const analyzer::StoredCallReport* shown = errorPlot_->firstReport();
-  if (!compared_ || !shown || shown->call != compared_->name) {
+  ErrorPlotPanel* panel = plotsOf(sender());
+  const analyzer::StoredCallReport* shown = panel->firstReport();
+  if (!pairForShownCall(panel)) {
     statusBar()->showMessage(tr("A session's calls keep the tiles their analysis stored: peat analyze -s SESSION --run RUN "
                                 "--tile %1x%2 stores these").arg(tileRows).arg(tileCols));
     return;
@@ -934,7 +973,7 @@ void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
   auto pair = compared_;
   const std::string verdict = shown->verdict;
   auto* watcher = new QFutureWatcher<std::pair<std::string, analyzer::StoredCallReport>>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, pair] {
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, pair, panel] {
     watcher->deleteLater();
     if (compared_ != pair) return;  // another pair came meanwhile
     const auto [error, report] = watcher->result();
@@ -944,7 +983,7 @@ void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
     }
     pair->tileRows = report.tileRows;
     pair->tileCols = report.tileCols;
-    errorPlot_->showReports({report});
+    panel->showReports({report});
     emit comparisonRegrouped();
   });
   watcher->setFuture(QtConcurrent::run([pair, verdict, tileRows, tileCols]() -> std::pair<std::string, analyzer::StoredCallReport> {

@@ -178,6 +178,10 @@ class MainWindow : public QMainWindow {
   void regroupCompared(qint64 tileRows, qint64 tileCols);
   void showComparedBit(int bit);  // the Where map shows where this bit differs (a linked view)
   void showComparedBin(int bin);  // ... where one histogram bar's elements sit
+  // Whether the tensors of the first report shown are at hand: a compared pair, or a session call's
+  // stored outputs, loaded now (then compared_ holds them).
+  bool pairForShownCall(ErrorPlotPanel* panel);
+  ErrorPlotPanel* plotsOf(QObject* sender) const;  // the panel a signal came from (the dock's by default)
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far
   bool liveShown_ = false;

@@ -303,6 +303,37 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
   return out;
 }
 
+CallPair loadCallPair(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call) {
+  const store::SessionSummary s = reader.summaryWithoutTensors();
+  auto attribute = [&](const std::string& run, const char* key) {
+    for (const store::RunInfo& r : s.runs)
+      if (r.name == run) {
+        const auto it = r.attributes.find(key);
+        if (it != r.attributes.end()) return it->second;
+      }
+    throw std::invalid_argument("run '" + run + "' names no " + key);
+  };
+  const std::string candidateRun = attribute(analysisRun, "candidate_run"), sourceRun = attribute(candidateRun, "source_run");
+  auto output = [&](const std::string& run, std::vector<uint64_t>& shape) {
+    for (const store::TensorInfo& t : reader.callTensors(run, call))
+      if (t.name == "output") {
+        shape = t.shape;
+        uint64_t n = 1;
+        for (uint64_t d : t.shape) n *= d;
+        std::vector<float> v(static_cast<std::size_t>(n));
+        reader.readTensorInto(run, call, "output", store::DType::F32, v.data(), n);
+        return v;
+      }
+    throw std::invalid_argument("call " + call + " of run '" + run + "' has no stored output");
+  };
+  CallPair p;
+  std::vector<uint64_t> candidateShape;
+  p.golden = output(sourceRun, p.shape);
+  p.candidate = output(candidateRun, candidateShape);
+  if (candidateShape != p.shape) throw std::invalid_argument("call " + call + ": golden and candidate outputs differ in shape");
+  return p;
+}
+
 StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict) {
   StoredCallReport out;
   out.call = call;

@@ -54,5 +54,14 @@ std::string analysisRunOf(const store::SessionSummary& summary, const std::strin
 // throws std::runtime_error when there is none.
 StoredCallReport loadCallReport(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call);
 
+// The golden and the candidate output of call `call` behind an analysis run (the playback run it
+// analysed, made with --store-outputs, and that run's source run), for views that go back to the
+// elements. Throws std::invalid_argument when the session does not hold both.
+struct CallPair {
+  std::vector<float> golden, candidate;
+  std::vector<uint64_t> shape;
+};
+CallPair loadCallPair(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call);
+
 
 }  // namespace peat::analyzer

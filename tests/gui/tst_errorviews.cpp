@@ -15,6 +15,7 @@
 #include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "views/comparepanel.h"
+#include "views/bitexplorer.h"
 #include "views/callpage.h"
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
@@ -174,6 +175,25 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   QCOMPARE(page->plots()->reportCount(), 1);
   QCOMPARE(page->plots()->highlightedBit(), 30);
   QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/callpage.png")));
+  // the page's Where map goes back to the elements: the session's stored outputs are read on the
+  // first click, and the tile of the largest error opens that element, its bit 30 framed
+  QVERIFY(page->plots()->firstReport());
+  const peat::analyzer::StoredCallReport copy = *page->plots()->firstReport();  // the panel's changes below
+  const peat::analyzer::StoredCallReport* shown = &copy;
+  QVERIFY(shown->worstRow >= 0);
+  emit page->plots()->tileClicked(shown->worstRow / qint64(shown->tileRows), shown->worstCol / qint64(shown->tileCols));
+  peat::views::BitExplorer* explorer = window_->bitExplorer();
+  QVERIFY(explorer);
+  QCOMPARE(explorer->differingBits(), uint32_t(1) << 30);
+  QVERIFY2(explorer->contextText().contains(QStringLiteral("[%1, %2]").arg(shown->worstRow).arg(shown->worstCol)),
+           qPrintable(explorer->contextText()));
+  QCOMPARE(page->plots()->reportCount(), 2);  // the tile's histogram beside the call's
+  // and a bit's bar shows where that bit differs: bit 30 in one element of that tile
+  emit page->plots()->bitClicked(30);
+  QCOMPARE(page->plots()->mapBit(), 30);
+  uint64_t flipped = 0;
+  for (uint64_t n : page->plots()->mapCounts()) flipped += n;
+  QCOMPARE(double(flipped), shown->mismatched);
 }
 
 // An index_error verdict of the tile-edge bug (every 16th column reads its neighbour): choosing it
