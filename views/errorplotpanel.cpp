@@ -51,8 +51,8 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
                        tr("Where: blocks of 16 along rows (NVFP4)")});
   groupBox_->setToolTip(tr("How the Where map groups the output's elements. Blocks along the rows are those of the\n"
                            "block-scaled formats: a scale computed from the wrong block shows as whole blocks in error.\n"
-                           "A compared pair is regrouped at once; a session's calls keep the tiles their analysis\n"
-                           "stored (peat analyze -s SESSION --run RUN --tile 1x32 stores blocks)."));
+                           "A compared pair, or a call of a run that stored its outputs, is regrouped at once; other\n"
+                           "calls keep the tiles their analysis stored (peat analyze -s SESSION --run RUN --tile 1x32)."));
   auto* top = new QHBoxLayout;
   top->addWidget(scaleBox_, 1);
   top->addWidget(groupBox_, 1);

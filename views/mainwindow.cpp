@@ -966,8 +966,8 @@ void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {
   ErrorPlotPanel* panel = plotsOf(sender());
   const analyzer::StoredCallReport* shown = panel->firstReport();
   if (!pairForShownCall(panel)) {
-    statusBar()->showMessage(tr("A session's calls keep the tiles their analysis stored: peat analyze -s SESSION --run RUN "
-                                "--tile %1x%2 stores these").arg(tileRows).arg(tileCols));
+    statusBar()->showMessage(tr("This call's run did not store its outputs, so it keeps the tiles its analysis stored: "
+                                "peat analyze -s SESSION --run RUN --tile %1x%2 stores these").arg(tileRows).arg(tileCols));
     return;
   }
   auto pair = compared_;
