@@ -443,22 +443,6 @@ int64_t worstInTile(const float* golden, const float* candidate, uint64_t rows, 
   return worst;
 }
 
-std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
-                                    uint64_t tileRows, uint64_t tileCols, int bit) {
-  if (tileRows == 0 || tileCols == 0 || bit < 0 || bit > 31) return {};
-  const uint64_t across = (cols + tileCols - 1) / tileCols, down = (rows + tileRows - 1) / tileRows;
-  std::vector<uint64_t> counts(std::size_t(across * down), 0);
-  const uint32_t mask = uint32_t(1) << bit;
-  for (uint64_t r = 0; r < rows; ++r)
-    for (uint64_t c = 0; c < cols; ++c) {
-      uint32_t a, b;
-      std::memcpy(&a, golden + r * cols + c, 4);
-      std::memcpy(&b, candidate + r * cols + c, 4);
-      if ((a ^ b) & mask) ++counts[std::size_t((r / tileRows) * across + c / tileCols)];
-    }
-  return counts;
-}
-
 Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, uint64_t cols, uint64_t tileRows,
                    uint64_t tileCols, uint64_t tileRow, uint64_t tileCol) {
   const uint64_t r0 = tileRow * tileRows, c0 = tileCol * tileCols;
@@ -473,20 +457,41 @@ Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, u
   return analyze(g.data(), c.data(), {h, w});
 }
 
-std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
-                                         uint64_t tileRows, uint64_t tileCols, int bin) {
+namespace {
+// Per tile of [rows, cols] in tiles of tileRows x tileCols (as Report's), the elements i for which
+// `counts(i)` holds.
+template <typename Predicate>
+std::vector<uint64_t> countPerTile(uint64_t rows, uint64_t cols, uint64_t tileRows, uint64_t tileCols, Predicate counts) {
   if (tileRows == 0 || tileCols == 0) return {};
   const uint64_t across = (cols + tileCols - 1) / tileCols, down = (rows + tileRows - 1) / tileRows;
-  std::vector<uint64_t> counts(std::size_t(across * down), 0);
-  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, bin + 1);
+  std::vector<uint64_t> out(std::size_t(across * down), 0);
   for (uint64_t r = 0; r < rows; ++r)
-    for (uint64_t c = 0; c < cols; ++c) {
-      const uint64_t i = r * cols + c;
-      if (!std::isfinite(golden[i]) || !std::isfinite(candidate[i])) continue;
-      const double err = std::fabs(double(candidate[i]) - double(golden[i]));
-      if (err >= lo && err < hi) ++counts[std::size_t((r / tileRows) * across + c / tileCols)];
-    }
-  return counts;
+    for (uint64_t c = 0; c < cols; ++c)
+      if (counts(r * cols + c)) ++out[std::size_t((r / tileRows) * across + c / tileCols)];
+  return out;
+}
+}  // namespace
+
+std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
+                                    uint64_t tileRows, uint64_t tileCols, int bit) {
+  if (bit < 0 || bit > 31) return {};
+  const uint32_t mask = uint32_t(1) << bit;
+  return countPerTile(rows, cols, tileRows, tileCols, [&](uint64_t i) {
+    uint32_t a, b;
+    std::memcpy(&a, golden + i, 4);
+    std::memcpy(&b, candidate + i, 4);
+    return ((a ^ b) & mask) != 0;
+  });
+}
+
+std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
+                                         uint64_t tileRows, uint64_t tileCols, int bin) {
+  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, bin + 1);
+  return countPerTile(rows, cols, tileRows, tileCols, [&](uint64_t i) {
+    if (!std::isfinite(golden[i]) || !std::isfinite(candidate[i])) return false;
+    const double err = std::fabs(double(candidate[i]) - double(golden[i]));
+    return err >= lo && err < hi;
+  });
 }
 
 }  // namespace peat::analyzer

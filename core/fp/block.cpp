@@ -63,15 +63,10 @@ float blockScale(const BlockFormat& f, float amax, float tensorScale, BlockBug b
 
 }  // namespace
 
-ElementRounder::ElementRounder(const Format& f)
-    : shift_(23 - f.manBits),
-      minNormal_(std::ldexp(1.0f, f.minNormalExponent())),
-      magic_(std::ldexp(1.0f, f.minNormalExponent() - f.manBits + 23)),
-      max_(decode(f, maxFinite(f))),
-      maxBits_(bitsOf(max_)) {}
-
-detail::RoundingParameters ElementRounder::parameters() const {
-  return {uint32_t(shift_), minNormal_, magic_, maxBits_, max_};
+ElementRounder::ElementRounder(const Format& f) {
+  const float largest = decode(f, maxFinite(f));
+  p_ = {uint32_t(23 - f.manBits), std::ldexp(1.0f, f.minNormalExponent()),
+        std::ldexp(1.0f, f.minNormalExponent() - f.manBits + 23), bitsOf(largest), largest};
 }
 
 BlockQuantization quantizeBlocks(const BlockFormat& f, float* values, uint64_t count, int blockSize, BlockBug bug,

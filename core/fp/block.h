@@ -56,29 +56,12 @@ int largestExponent(const Format& element);
 class ElementRounder {
  public:
   explicit ElementRounder(const Format& element);
-  float operator()(float x) const;
-  detail::RoundingParameters parameters() const;  // for the vectorised loop (core/fp/block_simd.h)
+  float operator()(float x) const { return detail::roundElement(x, p_); }
+  const detail::RoundingParameters& parameters() const { return p_; }  // for the vectorised loop
 
  private:
-  int shift_;                      // fp32 mantissa bits the element drops
-  float minNormal_, magic_, max_;  // magic_: 2^23 times the element's subnormal spacing
-  uint32_t maxBits_;
+  detail::RoundingParameters p_;
 };
-
-inline float ElementRounder::operator()(float x) const {
-  // both roundings, then a select: no branch to mispredict on data whose magnitudes vary
-  const uint32_t sign = bitsOf(x) & 0x80000000u;
-  const float a = floatOf(bitsOf(x) ^ sign);
-  // the element's subnormals are the multiples of 2^(emin - m): adding 2^23 of them rounds there,
-  // nearest even (fp32 arithmetic, no contraction: -ffp-contract=off)
-  const float subnormal = (a + magic_) - magic_;
-  uint32_t u = bitsOf(a);
-  u = (u + (uint32_t(1) << (shift_ - 1)) - 1 + ((u >> shift_) & 1u)) & ~((uint32_t(1) << shift_) - 1);
-  const uint32_t small = uint32_t(0) - uint32_t(a < minNormal_);  // all ones where a is below the normals
-  // past Inf's pattern only for a near FLT_MAX: the integer min saturates it like any other
-  const uint32_t r = std::min((bitsOf(subnormal) & small) | (u & ~small), maxBits_);
-  return floatOf(r | sign);
-}
 
 // Mistakes real ports make, for planted-bug candidates:
 enum class BlockBug {

@@ -5,7 +5,6 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/fp/block_simd.h"
 
@@ -13,27 +12,6 @@ HWY_BEFORE_NAMESPACE();
 namespace peat::fp::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float value(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-// One element, as the vector lanes do it (the tail).
-float roundOne(float v, const RoundingParameters& p, uint32_t half, uint32_t keep) {
-  const uint32_t sign = bits(v) & 0x80000000u, abits = bits(v) & 0x7fffffffu;
-  const float a = value(abits);
-  const float subnormal = (a + p.magic) - p.magic;
-  const uint32_t u = (abits + half + ((abits >> p.shift) & 1u)) & keep;
-  const uint32_t r = std::min(a < p.minNormal ? bits(subnormal) : u, p.maxBits);
-  return value(r | sign);
-}
 
 void ScaleRoundImpl(float* HWY_RESTRICT all, uint64_t count, uint64_t block, const float* HWY_RESTRICT steps,
                     bool powerOfTwo, const RoundingParameters& p, RoundingCounts* counts) {
@@ -73,7 +51,7 @@ void ScaleRoundImpl(float* HWY_RESTRICT all, uint64_t count, uint64_t block, con
       const float x = values[i];
       const float v = powerOfTwo ? x * inverse : x / step;
       saturated += (v > p.elementMax || v < -p.elementMax) ? 1 : 0;
-      const float out = roundOne(v, p, half, keep) * step;
+      const float out = roundElement(v, p) * step;
       flushed += (out == 0 && x != 0) ? 1 : 0;
       values[i] = out;
     }
@@ -94,7 +72,7 @@ void MaxMagnitudeImpl(const float* HWY_RESTRICT values, uint64_t count, uint64_t
     for (; i + lanes <= n; i += lanes)
       largest = hn::Max(largest, hn::And(hn::BitCast(du, hn::LoadU(d, values + first + i)), absMask));
     uint32_t m = hn::GetLane(hn::MaxOfLanes(du, largest));
-    for (; i < n; ++i) m = std::max(m, bits(values[first + i]) & 0x7fffffffu);
+    for (; i < n; ++i) m = std::max(m, bitsOf(values[first + i]) & 0x7fffffffu);
     out[b] = m;
   }
 }

@@ -3,7 +3,10 @@
 // The block quantiser's element loop (core/fp/block.cpp), vectorised with Highway (the target chosen
 // per CPU at run time): each finite value x of a block becomes round(x / step) * step, the rounding
 // ElementRounder's (nearest even, saturating), so every target gives the scalar loop's bits.
+#include <algorithm>
 #include <cstdint>
+
+#include "core/fp/format.h"
 
 namespace peat::fp::detail {
 
@@ -14,6 +17,22 @@ struct RoundingParameters {
   uint32_t maxBits;    // fp32 pattern of its largest magnitude
   float elementMax;    // that magnitude
 };
+
+// One finite value, as each vector lane rounds it (ElementRounder's operator(), the loop's tail):
+// both roundings, then a select, so that data whose magnitudes vary mispredicts no branch.
+inline float roundElement(float x, const RoundingParameters& p) {
+  const uint32_t sign = bitsOf(x) & 0x80000000u;
+  const float a = floatOf(bitsOf(x) ^ sign);
+  // the element's subnormals are the multiples of 2^(emin - m): adding 2^23 of them rounds there,
+  // nearest even (fp32 arithmetic, no contraction: -ffp-contract=off)
+  const float subnormal = (a + p.magic) - p.magic;
+  uint32_t u = bitsOf(a);
+  u = (u + (uint32_t(1) << (p.shift - 1)) - 1 + ((u >> p.shift) & 1u)) & ~((uint32_t(1) << p.shift) - 1);
+  const uint32_t small = uint32_t(0) - uint32_t(a < p.minNormal);  // all ones where a is below the normals
+  // past Inf's pattern only for a near FLT_MAX: the integer min saturates it like any other
+  const uint32_t r = std::min((bitsOf(subnormal) & small) | (u & ~small), p.maxBits);
+  return floatOf(r | sign);
+}
 
 struct RoundingCounts {
   uint64_t saturated = 0, flushed = 0;  // |x / step| beyond the largest element; nonzero x that became 0

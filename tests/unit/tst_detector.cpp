@@ -299,47 +299,6 @@ void TestDetector::fewSameDirectionFlipsAreNotStuck() {
 
 // With the operands: inputs quantised to MXFP4 or NVFP4 along K are named as such (their errors
 // exceed every elementwise format's bound); the scale taken from the wrong block is not.
-void TestDetector::blockScaledInputsAreReproduced() {
-  const int64_t m = 16, k = 128, n = 24;
-  auto a = values(std::size_t(m * k), 40), b = values(std::size_t(k * n), 41);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] *= float(1 + i % 7);  // blocks of different magnitudes
-  auto product = [&](const std::vector<float>& x, const std::vector<float>& yt) {  // yt: b transposed
-    std::vector<float> c(std::size_t(m * n));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float acc = 0;
-        for (int64_t q = 0; q < k; ++q) acc += x[std::size_t(i * k + q)] * yt[std::size_t(j * k + q)];
-        c[std::size_t(i * n + j)] = acc;
-      }
-    return c;
-  };
-  std::vector<float> bt(std::size_t(k * n));
-  for (int64_t q = 0; q < k; ++q)
-    for (int64_t j = 0; j < n; ++j) bt[std::size_t(j * k + q)] = b[std::size_t(q * n + j)];
-  const auto golden = product(a, bt);
-  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
-  auto amax = [](const std::vector<float>& v) {
-    float x = 0;
-    for (float y : v) x = std::max(x, std::fabs(y));
-    return x;
-  };
-  for (const fp::BlockFormat& f : {fp::kMxfp4, fp::kNvfp4, fp::kMxfp6E2m3})
-    for (const fp::BlockBug bug : {fp::BlockBug::None, fp::BlockBug::WrongBlock}) {
-      auto aq = a, bq = bt;
-      for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(f, aq.data() + i * k, uint64_t(k), 0, bug, amax(a));
-      for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(f, bq.data() + j * k, uint64_t(k), 0, bug, amax(bt));
-      const auto c = product(aq, bq);
-      const auto d = detector::detect(golden.data(), {c.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
-      if (bug == fp::BlockBug::None) {
-        QCOMPARE(d.verdict.model, std::string("precision_loss"));
-        QCOMPARE(d.verdict.parameters.at("format"), std::string(f.name));
-        QCOMPARE(d.verdict.parameters.at("block"), std::to_string(f.blockSize));
-      } else {
-        QVERIFY2(d.verdict.model != "precision_loss" && d.verdict.model != "accumulation_order", d.verdict.model.c_str());
-      }
-    }
-}
-
 namespace {
 // c = a b (fp32 sums in order) with a [m, k] and b^T [n, k]
 std::vector<float> productOf(const std::vector<float>& a, const std::vector<float>& bt, int64_t m, int64_t k, int64_t n,
@@ -365,6 +324,31 @@ std::vector<float> transposedOf(const std::vector<float>& b, int64_t k, int64_t 
   return bt;
 }
 }  // namespace
+
+void TestDetector::blockScaledInputsAreReproduced() {
+  const int64_t m = 16, k = 128, n = 24;
+  auto a = values(std::size_t(m * k), 40), b = values(std::size_t(k * n), 41);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] *= float(1 + i % 7);  // blocks of different magnitudes
+  const auto bt = transposedOf(b, k, n);
+  const auto golden = productOf(a, bt, m, k, n);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  for (const fp::BlockFormat& f : {fp::kMxfp4, fp::kNvfp4, fp::kMxfp6E2m3})
+    for (const fp::BlockBug bug : {fp::BlockBug::None, fp::BlockBug::WrongBlock}) {
+      auto aq = a, bq = bt;
+      for (int64_t i = 0; i < m; ++i) fp::quantizeBlocks(f, aq.data() + i * k, uint64_t(k), 0, bug, amaxOf(a));
+      for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(f, bq.data() + j * k, uint64_t(k), 0, bug, amaxOf(bt));
+      const auto c = productOf(aq, bq, m, k, n);
+      const auto d = detector::detect(golden.data(), {c.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+      if (bug == fp::BlockBug::None) {
+        QCOMPARE(d.verdict.model, std::string("precision_loss"));
+        QCOMPARE(d.verdict.parameters.at("format"), std::string(f.name));
+        QCOMPARE(d.verdict.parameters.at("block"), std::to_string(f.blockSize));
+      } else {
+        QVERIFY2(d.verdict.model != "precision_loss" && d.verdict.model != "accumulation_order", d.verdict.model.c_str());
+      }
+    }
+}
+
 
 // Each way of quantising a GEMM's inputs in blocks that the kernel slot's candidates offer, built
 // here with the quantiser, is named by the detector's own replay: the legitimate ones as precision
