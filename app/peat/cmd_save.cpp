@@ -16,6 +16,7 @@
 #include "app/peat/commands.h"
 #include "app/peat/text.h"
 #include "core/data/datasets.h"
+#include "core/save/model_source.h"
 #include "core/save/onnx_model.h"
 #include "core/save/campaign.h"
 #include "core/merge/shards.h"
@@ -109,10 +110,12 @@ std::string freeResultId(const std::string& session, const std::string& base) {
   return id;
 }
 
+save::ModelSource modelSource(const SaveAnalyzeOptions& o);
+
 void store(const save::Selection& s, const SaveAnalyzeOptions& o, const Reference& ref) {
   std::unique_ptr<store::SessionWriter> writer = openSession(o.session, saveProvenance(s.model, 0, o.commandLine));
   const std::string id = freeResultId(o.session, save::resultBase(s.model) + "-" + s.mode);
-  save::writeAnalysis(*writer, id, s, o.weights, ref.present ? &ref : nullptr);
+  save::writeAnalysis(*writer, id, s, save::absoluteSource(modelSource(o)), ref.present ? &ref : nullptr);
   std::fprintf(stderr, "stored as SAVE result '%s' in %s\n", id.c_str(), o.session.c_str());
   events::stored(o.session, "save_result", id);
 }
@@ -160,50 +163,29 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   return so;
 }
 
+namespace {
+// Where the model comes from, as the options name it.
+save::ModelSource modelSource(const SaveAnalyzeOptions& o) {
+  save::ModelSource source;
+  source.model = o.model;
+  source.weights = o.weights;
+  source.run = o.run;
+  source.iteration = o.iteration;
+  source.randomSeed = o.randomWeights;
+  auto parse = [](const std::string& text, const char* option) {
+    if (text.empty()) return std::vector<float>{};
+    const std::vector<double> v = util::parseNumberList(text, option);
+    return std::vector<float>(v.begin(), v.end());
+  };
+  source.inputMean = parse(o.inputMean, "--input-mean");
+  source.inputStd = parse(o.inputStd, "--input-std");
+  return source;
+}
+}  // namespace
+
 // The model's graph: a zoo model with the checkpoint's (or seeded random) weights, or an ONNX file
 // with its own.
-save::Graph modelGraph(const SaveAnalyzeOptions& o) {
-  save::Graph g;
-  if (save::isOnnxModel(o.model)) {
-    if (o.randomWeights != 0)
-      throw std::invalid_argument("an ONNX model carries its weights: leave out --random-weights");
-    if (o.weights.empty()) {
-      g = save::onnxGraph(o.model);
-    } else {  // a fine-tuned model's parameters replace the initializers of the same names
-      const auto params = save::loadCheckpoint(o.weights, o.run, o.iteration);
-      g = save::onnxGraph(o.model, &params);
-    }
-  } else {
-    if (o.weights.empty() == (o.randomWeights == 0))
-      throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
-    g = o.randomWeights ? save::randomGraph(o.model, o.randomWeights)
-                        : save::zooGraph(o.model, save::loadCheckpoint(o.weights, o.run, o.iteration));
-  }
-  if (!o.inputMean.empty() || !o.inputStd.empty()) {
-    if (!save::isOnnxModel(o.model))
-      throw std::invalid_argument("--input-mean and --input-std are for ONNX models; zoo model " + o.model +
-                                  " is normalised as it was trained");
-    auto parse = [](const std::string& text, const char* option, float fallback) {
-      if (text.empty()) return std::vector<float>{fallback};
-      const std::vector<double> v = util::parseNumberList(text, option);
-      return std::vector<float>(v.begin(), v.end());
-    };
-    std::vector<float> mean = parse(o.inputMean, "--input-mean", g.inputMean);
-    std::vector<float> deviation = parse(o.inputStd, "--input-std", g.inputDeviation);
-    for (float d : deviation)
-      if (!(d > 0)) throw std::invalid_argument("--input-std values must be positive");
-    const int64_t channels = g.nodes[0].shape.size() == 3 ? g.nodes[0].shape[0] : 1;
-    for (auto* v : {&mean, &deviation}) {
-      if (v->size() == 1) v->assign(std::size_t(channels), v->front());
-      if (int64_t(v->size()) != channels)
-        throw std::invalid_argument("--input-mean and --input-std take 1 or " + std::to_string(channels) +
-                                    " values (the input's channels)");
-    }
-    g.channelMeans = mean;
-    g.channelDeviations = deviation;
-  }
-  return g;
-}
+save::Graph modelGraph(const SaveAnalyzeOptions& o) { return save::buildGraph(modelSource(o)); }
 
 int runSaveInspect(const SaveAnalyzeOptions& o) {
   auto numberText = [](double v) {

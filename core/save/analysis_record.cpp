@@ -68,7 +68,7 @@ store::StoredRecord analysisSummary(const store::SessionReader& reader, const st
 
 }  // namespace
 
-void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const std::string& weights,
+void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const ModelSource& source,
                    const TightnessReference* ref) {
   std::string layers;
   for (const LayerSelection& l : s.layers) {
@@ -100,7 +100,9 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
   }
   store::ResultRecord sum;
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
-                {"weights", weights}, {"ranges", s.sound ? "sound" : "unsound (profiled)"},
+                {"weights", source.weights}, {"weights_run", source.run},
+                {"model_source", source.model}, {"input_mean", numberListText(source.inputMean)},
+                {"input_std", numberListText(source.inputStd)}, {"ranges", s.sound ? "sound" : "unsound (profiled)"},
                 {"criterion", s.options.criterion}, {"placement", s.options.placement}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
@@ -111,7 +113,8 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                  {"range_seconds", s.rangeSeconds},         {"seconds", s.seconds},
                  {"epsilon", s.options.epsilon},           {"working_set_bytes", double(s.workingSetBytes)},
                  {"recompute_work", s.recomputeWork},      {"recompute_work_random_placement", s.randomPlacementWork},
-                 {"recompute_work_without_reliable_memory", s.recomputeAllWork}};
+                 {"recompute_work_without_reliable_memory", s.recomputeAllWork},
+                 {"weights_iteration", double(source.iteration)}, {"random_weights", double(source.randomSeed)}};
   if (ref) {
     const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
     sum.scalars["ascent_union_width"] = ref->ascent.unionHi - ref->ascent.unionLo;
@@ -151,6 +154,14 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.recomputeWork = scalar(sum, "recompute_work");
   a.randomPlacementWork = scalar(sum, "recompute_work_random_placement");
   a.recomputeAllWork = scalar(sum, "recompute_work_without_reliable_memory");
+  a.source.model = label(sum, "model_source").empty() ? a.model : label(sum, "model_source");
+  a.source.weights = label(sum, "weights");
+  if (!label(sum, "weights_run").empty()) a.source.run = label(sum, "weights_run");
+  if (sum.scalars.count("weights_iteration")) a.source.iteration = int64_t(scalar(sum, "weights_iteration"));
+  a.source.randomSeed = uint64_t(std::max(0.0, scalar(sum, "random_weights")));
+  for (auto [text, into] : {std::pair{label(sum, "input_mean"), &a.source.inputMean}, std::pair{label(sum, "input_std"), &a.source.inputStd}})
+    if (!text.empty())
+      for (double v : util::parseNumberList(text, "the stored input normalisation")) into->push_back(float(v));
   for (const std::string& name : util::splitText(label(sum, "layers"), ','))
     a.layers.push_back(storedLayer(reader.saveResult(id + "." + name), name, id + "." + name));
   return a;

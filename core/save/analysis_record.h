@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/save/layer_map.h"
+#include "core/save/model_source.h"
 #include "core/save/ranges.h"
 #include "core/save/selection.h"
 #include "core/store/session.h"
@@ -36,6 +37,9 @@ struct StoredAnalysis {
   // placement, with the budget filled in random order, with no reliable memory.
   double workingSetBytes = 0, recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;
   std::vector<StoredLayer> layers;
+  // Where the network came from, as stored (sessions written before this kept only the weights'
+  // path as it was given: then run "train" and its last checkpoint).
+  ModelSource source;
 };
 
 // With --tightness: the ranges against estimates from elsewhere (the test images seen, per node;
@@ -46,8 +50,9 @@ struct TightnessReference {
 };
 
 // Writes the analysis as "<id>" (the summary) and "<id>.<node>" (one record per layer).
+// `source`: where the network came from (stored, so that it can be rebuilt: loadAnalysis).
 void writeAnalysis(store::SessionWriter& writer, const std::string& id, const Selection& selection,
-                   const std::string& weights, const TightnessReference* reference = nullptr);
+                   const ModelSource& source, const TightnessReference* reference = nullptr);
 
 // The analyses in a session (ids of records of kind save_analysis).
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader);

@@ -15,6 +15,8 @@
 #include "core/save/analysis_record.h"
 #include "core/save/campaign.h"
 #include "core/save/check_bits.h"
+#include "core/save/dataset.h"
+#include "core/save/flip_in_model.h"
 #include "core/save/mixed.h"
 #include "core/save/selection.h"
 #include "core/torch/models/zoo.h"
@@ -110,6 +112,7 @@ class TestSave : public QObject {
   void bitClassRules();
   void rangingAndRobustBitsHoldForEveryValue();
   void tilesGoToReliableMemoryByShare();
+  void flipInModelAgreesWithTheOracleAndTheRuntime();
   void flipOracleMatchesBruteForce_data();
   void flipOracleMatchesBruteForce();
   void checkBitsHasNoFalseRobust();
@@ -713,7 +716,10 @@ void TestSave::tilesGoToReliableMemoryByShare() {
   const std::string path = dir.filePath(QStringLiteral("map.h5")).toStdString();
   {
     store::SessionWriter w(path, store::Provenance{});
-    save::writeAnalysis(w, "lenet-interval", s, kLenetWeights);
+    save::ModelSource source;
+    source.model = "lenet";
+    source.weights = kLenetWeights;
+    save::writeAnalysis(w, "lenet-interval", s, source);
     w.flush();
   }
   const store::SessionReader reader(path);
@@ -749,6 +755,64 @@ void TestSave::tilesGoToReliableMemoryByShare() {
   }
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "no-such-layer"));
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "conv1").element(6 * 28 * 28));
+}
+
+// "Flip in the model" (the workbench's button) from a stored analysis: the network rebuilt from the
+// stored source, the prediction change equal to the flip oracle's (its own rerun and bounds), the
+// range check equal to the protected runtime's, the recomputation's verdict from the selection's
+// masks and placement.
+void TestSave::flipInModelAgreesWithTheOracleAndTheRuntime() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions o;
+  o.ranges.mode = save::RangeMode::Interval;
+  o.criterion = "output";
+  o.epsilon = 60;  // robust bits that vary across values
+  o.budgetBytes = 10 * 16 * 16 * 4;
+  const save::Selection s = save::selectBits(g, o);
+  QTemporaryDir dir;
+  const std::string path = dir.filePath(QStringLiteral("flip.h5")).toStdString();
+  {
+    store::SessionWriter w(path, store::Provenance{});
+    save::ModelSource source;
+    source.model = "lenet";
+    source.weights = kLenetWeights;
+    save::writeAnalysis(w, "lenet-interval", s, source);
+    w.flush();
+  }
+  const store::SessionReader reader(path);
+  const save::DataSet d = save::loadDataSet(g, "", "test", 3, 0, 1);
+  const save::ProtectedRunner runner(g, s, {}, 1);
+  int changed = 0, caughtByRange = 0, caughtByRecompute = 0, passed = 0;
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int node = 1 + int(rng() % (g.nodes.size() - 1));
+    const save::LayerSelection& l = s.layers[std::size_t(node - 1)];
+    const int64_t element = int64_t(rng() % uint64_t(l.elements));
+    const int bit = trial % 3 == 0 ? 30 : int(rng() % 32);
+    const int image = trial % 3;
+    const save::ModelFlip f =
+        save::flipInModel(reader, "lenet-interval", l.name, element, uint32_t(1) << bit, image);
+    save::FlipOracle oracle(g, d.normalised.data() + image * g.nodes[0].size(), 1);
+    QCOMPARE(f.classBefore, oracle.prediction(0));
+    QCOMPARE(f.before, oracle.value(0, node, uint32_t(element)));
+    QCOMPARE(f.classAfter != f.classBefore, oracle.activationFlip(0, node, uint32_t(element), bit));
+    QCOMPARE(f.label, d.labels[std::size_t(image)]);
+    QCOMPARE(f.outOfRange, !runner.withinRange(node, element, f.after));
+    const uint32_t robust = l.robustMask[std::size_t(element)];
+    const bool type2 = (robust | l.rangingMask[std::size_t(element)]) != ~0u;
+    const bool reliable = l.tileReliable[std::size_t((element / l.cols / 16) * l.tilesAcross + (element % l.cols) / 16)] != 0;
+    QCOMPARE(f.recomputeCatches, type2 && !reliable && !(robust >> bit & 1u));
+    QCOMPARE(f.reliable, reliable);
+    changed += f.classAfter != f.classBefore;
+    caughtByRange += f.outOfRange;
+    caughtByRecompute += f.recomputeCatches;
+    passed += !f.caught();
+  }
+  // the draws cover each outcome
+  QVERIFY(changed > 0 && caughtByRange > 0 && caughtByRecompute > 0 && passed > 0);
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::flipInModel(reader, "lenet-interval", "conv1", 0, 0, 0));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::flipInModel(reader, "lenet-interval", "conv1", 6 * 28 * 28, 1, 0));
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::flipInModel(reader, "lenet-interval", "no-such-layer", 0, 1, 0));
 }
 
 // Every outcome of the oracle (bound first, exact rerun otherwise) equals a full rerun of the
