@@ -5,6 +5,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -76,6 +78,24 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   mono.setStyleHint(QFont::Monospace);
   formats_->setFont(mono);
   blocks_->setFont(mono);
+  flipRow_ = new QWidget(this);
+  auto* flip = new QHBoxLayout(flipRow_);
+  flip->setContentsMargins(0, 0, 0, 0);
+  flipButton_ = new QPushButton(tr("Flip in the model"), flipRow_);
+  flipButton_->setToolTip(tr("Run the network on a test image with the toggled bits flipped in this value: the logits before\n"
+                             "and after, whether SAVE's range check or recomputation catches it, whether the prediction changes"));
+  flip->addWidget(flipButton_);
+  flip->addWidget(new QLabel(tr("on test image"), flipRow_));
+  flipImage_ = new QSpinBox(flipRow_);
+  flipImage_->setRange(0, 9999);
+  flip->addWidget(flipImage_);
+  flip->addStretch(1);
+  layout->addWidget(flipRow_);
+  flipResult_ = new QLabel(this);
+  flipResult_->setWordWrap(true);
+  flipResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(flipResult_);
+  connect(flipButton_, &QPushButton::clicked, this, &BitExplorer::requestFlip);
   layout->addStretch(1);
   connect(input_, &QLineEdit::returnPressed, this, [this] {
     bool ok = false;
@@ -90,6 +110,75 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
     else change_->setText(tr("'%1' is not a number").arg(input_->text()));
   });
   setValue(1.0f);
+}
+
+void BitExplorer::setFlipAvailable(bool available) {
+  flipAvailable_ = available;
+  flipResult_->clear();
+  refresh();
+}
+
+void BitExplorer::setFlipImage(int image) { flipImage_->setValue(image); }
+
+void BitExplorer::requestFlip() {
+  const uint32_t mask = bits_ ^ fp::bitsOf(reference_);
+  if (mask == 0) {
+    flipResult_->setText(tr("Toggle the bits to flip first."));
+    return;
+  }
+  flipButton_->setEnabled(false);
+  flipResult_->setText(tr("Running the network on test image %1 ...").arg(flipImage_->value()));
+  emit flipRequested(mask, flipImage_->value());
+}
+
+void BitExplorer::showFlipError(const QString& text) {
+  flipButton_->setEnabled(true);
+  flipResult_->setText(tr("Flip in the model failed: %1").arg(text));
+}
+
+QString BitExplorer::flipText() const { return flipResult_->text(); }
+
+void BitExplorer::showFlip(const save::ModelFlip& f) {
+  flipButton_->setEnabled(true);
+  QStringList bits, classes;
+  for (int b = 31; b >= 0; --b)
+    if ((f.mask >> b) & 1) {
+      bits << QString::number(b);
+      classes << ((f.rangingMask >> b) & 1 ? tr("ranging") : (f.robustMask >> b) & 1 ? tr("robust") : tr("vulnerable"));
+    }
+  QString caught;
+  if (f.outOfRange) caught = tr("<b>caught by the range check</b>: %1 lies outside [%2, %3]").arg(number(f.after), number(f.lo), number(f.hi));
+  else if (f.recomputeCatches) caught = tr("<b>caught by recomputation</b> (a type-2 value in unreliable memory; a bit it compares changed)");
+  else if (f.violations > 0) caught = tr("<b>caught by the range check of %1</b> (%2 values computed from it leave their ranges)").arg(QString::fromStdString(f.firstViolation)).arg(f.violations);
+  else caught = tr("<b>not caught</b>: inside its range%1").arg(f.recomputed ? tr(", and only robust bits changed") : tr(", and SAVE does not recompute this value"));
+  // the logits side by side, one column per class (those that moved in bold)
+  QString head = tr("<td>class</td>"), before = tr("<td>before</td>"), after = tr("<td>after</td>");
+  for (std::size_t i = 0; i < f.logitsBefore.size() && i < f.logitsAfter.size(); ++i) {
+    const bool moved = fp::bitsOf(f.logitsBefore[i]) != fp::bitsOf(f.logitsAfter[i]);
+    head += QStringLiteral("<td align=right>%1</td>").arg(i);
+    before += QStringLiteral("<td align=right>%1</td>").arg(number(f.logitsBefore[i]));
+    after += QStringLiteral("<td align=right>%1%2%3</td>")
+                 .arg(moved ? QStringLiteral("<b>") : QString(), number(f.logitsAfter[i]), moved ? QStringLiteral("</b>") : QString());
+  }
+  const QString logits = QStringLiteral("<tr>%1</tr><tr>%2</tr><tr>%3</tr>").arg(head, before, after);
+  const auto cls = [this](int c) { return c < 0 ? tr("none (a logit is NaN or infinite)") : QString::number(c); };
+  const QString prediction =
+      f.classAfter == f.classBefore
+          ? tr("The prediction is unchanged (class %1)").arg(cls(f.classBefore))
+          : tr("<b>The prediction changed</b> from class %1 to %2").arg(cls(f.classBefore), cls(f.classAfter));
+  flipResult_->setText(
+      tr("<p>Test image %1 (label %2), %3[%4]: %5 -> %6, bit(s) %7 (%8). %9%10. %11.</p>"
+         "<table cellspacing=0 cellpadding=2>%12</table>")
+          .arg(f.image)
+          .arg(f.label)
+          .arg(QString::fromStdString(f.layer))
+          .arg(f.element)
+          .arg(number(f.before), number(f.after), bits.join(QLatin1Char(' ')), classes.join(QStringLiteral(", ")), caught,
+               f.reliable ? tr(" (this value sits in reliable memory: a memory fault cannot reach it)") : QString(), prediction,
+               logits));
+  layout()->activate();  // the outcome's lines laid out now, not at the next event
+  if (QWidget* w = window(); w != this && w->height() < w->sizeHint().height())  // the outcome stays in view
+    w->resize(w->width(), w->sizeHint().height());
 }
 
 void BitExplorer::setValue(float value) {
@@ -231,6 +320,8 @@ void BitExplorer::refresh() {
   }
   blocks_->setText(blocks.join(QLatin1Char('\n')));
   blocks_->setVisible(!places_.empty());
+  flipRow_->setVisible(save_ && flipAvailable_);
+  flipResult_->setVisible(save_ && flipAvailable_);
 }
 
 }  // namespace peat::views

@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "core/fp/explain.h"
+#include "core/save/flip_in_model.h"
 
 class QLabel;
 class QLineEdit;
+class QPushButton;
+class QSpinBox;
 class QToolButton;
 
 namespace peat::views {
@@ -46,6 +49,19 @@ class BitExplorer : public QWidget {
   QString blocksText() const;   // the block-scaled formats' blocks
   uint32_t differingBits() const { return pair_ ? fp::bitsOf(golden_) ^ fp::bitsOf(candidate_) : 0; }
 
+  // "Flip in the model" (a SAVE value whose analysis can rebuild its network): the bits toggled are
+  // flipped in this value of a chosen test image and the network is run on (by the window, off the
+  // GUI thread); the outcome comes back through showFlip.
+  void setFlipAvailable(bool available);
+  void requestFlip();  // as the button does
+  void setFlipImage(int image);
+  void showFlip(const save::ModelFlip& flip);
+  void showFlipError(const QString& text);
+  QString flipText() const;
+
+ signals:
+  void flipRequested(quint32 mask, int image);
+
  private:
   void refresh();
   QLineEdit* input_;
@@ -61,6 +77,11 @@ class BitExplorer : public QWidget {
   bool pair_ = false;
   float golden_ = 0, candidate_ = 0;
   std::vector<fp::BlockPlace> places_;
+  bool flipAvailable_ = false;
+  QWidget* flipRow_;
+  QSpinBox* flipImage_;
+  QPushButton* flipButton_;
+  QLabel* flipResult_;
 };
 
 }  // namespace peat::views

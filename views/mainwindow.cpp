@@ -107,6 +107,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     bitExplorer_->setValue(value);
     bitExplorer_->setSaveContext(QStringLiteral("%1[%2]").arg(QString::fromStdString(m.name)).arg(index), e.lo, e.hi,
                                  m.robustMask[std::size_t(index)], m.rangingMask[std::size_t(index)]);
+    flipAnalysis_ = m.analysis;
+    flipLayer_ = m.name;
+    flipElement_ = index;
+    bitExplorer_->setFlipAvailable(true);
   });
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
@@ -485,10 +489,38 @@ void MainWindow::showBitExplorer() {
     auto* layout = new QVBoxLayout(explorerWindow_);
     bitExplorer_ = new BitExplorer(explorerWindow_);
     layout->addWidget(bitExplorer_);
-    explorerWindow_->resize(900, 420);
+    connect(bitExplorer_, &BitExplorer::flipRequested, this, &MainWindow::flipInModel);
+    explorerWindow_->resize(960, 460);
   }
   explorerWindow_->show();
   explorerWindow_->raise();
+}
+
+void MainWindow::flipInModel(quint32 mask, int image) {
+  if (!reader_ || flipElement_ < 0) {
+    bitExplorer_->showFlipError(tr("open a session and click a value on a SAVE layer's map"));
+    emit flipShown();
+    return;
+  }
+  // off the GUI thread: the network is rebuilt from the analysis's source and run on one image
+  auto reader = reader_;
+  const std::string analysis = flipAnalysis_, layer = flipLayer_;
+  const qint64 element = flipElement_;
+  auto* watcher = new QFutureWatcher<std::pair<std::string, save::ModelFlip>>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+    watcher->deleteLater();
+    const auto [error, flip] = watcher->result();
+    if (error.empty()) bitExplorer_->showFlip(flip);
+    else bitExplorer_->showFlipError(QString::fromStdString(error));
+    emit flipShown();
+  });
+  watcher->setFuture(QtConcurrent::run([reader, analysis, layer, element, mask, image]() -> std::pair<std::string, save::ModelFlip> {
+    try {
+      return {std::string(), save::flipInModel(*reader, analysis, layer, element, mask, image)};
+    } catch (const std::exception& e) {  // never out of the worker: the window stays up
+      return {e.what(), save::ModelFlip{}};
+    }
+  }));
 }
 
 QCustomPlot* MainWindow::currentPlot() const {

@@ -98,6 +98,7 @@ class MainWindow : public QMainWindow {
   void comparisonShown();     // a dropped pair's histograms are on screen
   void comparisonRegrouped();  // the compared pair's report, with the Where map grouped anew
   void comparisonDetected();  // ... and the detector's verdict
+  void flipShown();           // "Flip in the model" came back (its outcome or its error)
   void sessionOpenEnded(const QString& path, bool opened);
 
  public:
@@ -159,6 +160,10 @@ class MainWindow : public QMainWindow {
   CallPage* callPage_ = nullptr;
   void showFindingOn(ErrorPlotPanel* panel, const store::Finding& f);
   QDialog* explorerWindow_ = nullptr;
+  // The SAVE value the bit explorer shows (for "Flip in the model")
+  std::string flipAnalysis_, flipLayer_;
+  qint64 flipElement_ = -1;
+  void flipInModel(quint32 mask, int image);
   RunPanel* runPanel_;
   ExplainPanel* explain_;
   QString pendingGolden_;  // a dropped .npy waiting for its candidate

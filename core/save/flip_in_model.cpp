@@ -111,7 +111,9 @@ ModelFlip flipInModel(const store::SessionReader& reader, const std::string& ana
   if (d.count <= image)
     throw SaveError("the test set has " + std::to_string(d.count) + " images; there is no image " + std::to_string(image));
   const int64_t size = g.nodes[0].size();
-  return flipInModel(g, layers, d.normalised.data() + image * size, d.labels[std::size_t(image)], layer, element, mask);
+  ModelFlip f = flipInModel(g, layers, d.normalised.data() + image * size, d.labels[std::size_t(image)], layer, element, mask);
+  f.image = image;
+  return f;
 }
 
 }  // namespace peat::save

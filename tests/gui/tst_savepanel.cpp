@@ -16,6 +16,10 @@
 #include "views/mainwindow.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
+#include "core/save/check_bits.h"
+#include "core/save/dataset.h"
+#include "core/save/flip_in_model.h"
+#include "core/save/model_source.h"
 
 using peat::views::MainWindow;
 using peat::views::SavePanel;
@@ -207,9 +211,18 @@ void TestSavePanel::bitExplorerFromTheMap() {
   QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu")));  // its sign bits are ranging
   peat::views::LayerMapView* view = window_->savePanel()->layerMap();
   const peat::save::LayerMap& m = view->layerMap();
-  int64_t index = -1;  // a value with ranging bits (its range keeps one sign)
+  // a value with ranging bits (its range keeps one sign) that is not zero in test image `image`
+  // (for "Flip in the model" below: -0 passes a range check of [0, hi])
+  const peat::save::Graph g = peat::save::buildGraph(analysis_.source);
+  const peat::save::DataSet d = peat::save::loadDataSet(g, "", "test", 4, 0, 1);
+  int node = -1;
+  for (std::size_t v = 0; v < g.nodes.size(); ++v)
+    if (g.nodes[v].name == "conv1.relu") node = int(v);
+  const int image = 3;
+  peat::save::FlipOracle oracle(g, d.normalised.data() + image * g.nodes[0].size(), 1);
+  int64_t index = -1;
   for (int64_t i = 0; i < m.elements() && index < 0; ++i)
-    if (m.rangingMask[std::size_t(i)] != 0) index = i;
+    if (m.rangingMask[std::size_t(i)] != 0 && oracle.value(0, node, uint32_t(i)) != 0) index = i;
   QVERIFY(index >= 0);
   const QPoint p = view->canvasPointOf(index);
   QMouseEvent press(QEvent::MouseButtonPress, QPointF(p), view->canvas()->mapToGlobal(QPointF(p)), Qt::LeftButton, Qt::LeftButton,
@@ -258,7 +271,39 @@ void TestSavePanel::bitExplorerFromTheMap() {
   bool outside = false;
   for (QLabel* l : explorer->findChildren<QLabel*>()) outside = outside || l->text().contains(QStringLiteral("a range check catches it"));
   QVERIFY(outside);
+  // "Flip in the model": that bit flipped in this value of test image 3, the network run on off the
+  // GUI thread; what it shows equals core's run and the flip oracle's independent rerun
+  QSignalSpy shown(window_.get(), &MainWindow::flipShown);
+  explorer->setFlipImage(image);
+  explorer->requestFlip();
+  QVERIFY(shown.wait(60000));
+  const peat::store::SessionReader reader(session_.toStdString());
+  const peat::save::ModelFlip f =
+      peat::save::flipInModel(reader, "lenet-symbolic", "conv1.relu", index, uint32_t(1) << rangingBit, image);
+  QVERIFY2(explorer->flipText().contains(QStringLiteral("caught by the range check")), qPrintable(explorer->flipText()));
+  QVERIFY(f.outOfRange);
+  for (std::size_t i = 0; i < f.logitsAfter.size(); ++i)
+    QVERIFY2(explorer->flipText().contains(QString::number(double(f.logitsAfter[i]), 'g', 9)), qPrintable(explorer->flipText()));
+  QCOMPARE(f.before, oracle.value(0, node, uint32_t(index)));
+  const bool changed = oracle.activationFlip(0, node, uint32_t(index), rangingBit);
+  QCOMPARE(f.classAfter != f.classBefore, changed);
+  QVERIFY(explorer->flipText().contains(changed ? QStringLiteral("prediction changed</b>") : QStringLiteral("prediction is unchanged")));
+  QVERIFY(explorer->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-flip.png")));
+  // a robust bit (its change moves the value by less than the criterion allows) passes every check
+  const uint32_t robust = m.robustMask[std::size_t(index)] & ~m.rangingMask[std::size_t(index)];
   explorer->toggleBit(rangingBit);
+  if (robust != 0) {
+    const int robustBit = __builtin_ctz(robust);
+    explorer->toggleBit(robustBit);
+    explorer->requestFlip();
+    QVERIFY(shown.wait(60000));
+    QVERIFY2(explorer->flipText().contains(QStringLiteral("not caught")) ||
+                 explorer->flipText().contains(QStringLiteral("caught by the range check of")),
+             qPrintable(explorer->flipText()));
+    explorer->toggleBit(robustBit);
+  }
+  explorer->requestFlip();  // nothing toggled: nothing to flip
+  QVERIFY(explorer->flipText().contains(QStringLiteral("Toggle the bits")));
   // the narrow formats beside it: the value rounded by core/fp
   QVERIFY(explorer->formatsText().contains(QString::number(double(peat::fp::roundTo(peat::fp::kBf16, value)), 'g', 9)));
   QVERIFY(explorer->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-save.png")));

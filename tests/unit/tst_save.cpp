@@ -797,6 +797,7 @@ void TestSave::flipInModelAgreesWithTheOracleAndTheRuntime() {
     QCOMPARE(f.before, oracle.value(0, node, uint32_t(element)));
     QCOMPARE(f.classAfter != f.classBefore, oracle.activationFlip(0, node, uint32_t(element), bit));
     QCOMPARE(f.label, d.labels[std::size_t(image)]);
+    QCOMPARE(f.image, int64_t(image));
     QCOMPARE(f.outOfRange, !runner.withinRange(node, element, f.after));
     const uint32_t robust = l.robustMask[std::size_t(element)];
     const bool type2 = (robust | l.rangingMask[std::size_t(element)]) != ~0u;
