@@ -40,7 +40,7 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Horizontal, this);
   details_ = new QTextBrowser(split);
   details_->setOpenLinks(false);
-  details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 44);
+  details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 30);
   plots_ = new ErrorPlotPanel(split);
   split->addWidget(details_);
   split->addWidget(plots_);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "views/curvepanel.h"
+#include "views/palette.h"
 #include "views/plotstyle.h"
 
 namespace peat::views {
@@ -58,7 +59,7 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
   plot_->yAxis->setLabel(tr("training loss"));
   plot_->xAxis->setLabel(tr("iteration"));
   const bool twin = !golden.iteration.empty();
-  const QColor runColor = twin ? QColor(0xd3, 0x2f, 0x2f) : QColor(0x19, 0x76, 0xd2), goldColor(0xb0, 0xb0, 0xb0);
+  const QColor runColor = palette::series(twin ? 1 : 0), goldColor(0xb0, 0xb0, 0xb0);
   auto add = [&](const store::TrainingCurve& c, const QColor& color, const QString& who) {
     QCPGraph* loss = plot_->addGraph(plot_->xAxis, plot_->yAxis);
     loss->setName(tr("%1 loss").arg(who));

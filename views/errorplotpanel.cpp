@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "views/errorplotpanel.h"
+#include "views/palette.h"
 #include "views/plotstyle.h"
 
 namespace peat::views {
@@ -20,9 +21,6 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-const QColor kSign(0x6a, 0x1b, 0x9a), kExponent(0xd3, 0x2f, 0x2f), kMantissa(0x19, 0x76, 0xd2);
-const QColor kCallColors[] = {QColor(0x19, 0x76, 0xd2), QColor(0xd3, 0x2f, 0x2f), QColor(0x38, 0x8e, 0x3c),
-                              QColor(0xf5, 0x7c, 0x00), QColor(0x6a, 0x1b, 0x9a), QColor(0x00, 0x83, 0x8f)};
 
 void label(QCustomPlot* plot, const QString& text) {
   auto* item = new QCPItemText(plot);
@@ -53,6 +51,10 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
                            "block-scaled formats: a scale computed from the wrong block shows as whole blocks in error.\n"
                            "A compared pair, or a call of a run that stored its outputs, is regrouped at once; other\n"
                            "calls keep the tiles their analysis stored (peat analyze -s SESSION --run RUN --tile 1x32)."));
+  for (QComboBox* box : {scaleBox_, groupBox_}) {  // narrow panels elide the choices instead of widening the window
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(10);
+  }
   auto* top = new QHBoxLayout;
   top->addWidget(scaleBox_, 1);
   top->addWidget(groupBox_, 1);
@@ -165,7 +167,7 @@ void ErrorPlotPanel::draw() {
         hi = std::max(hi, double(first + int(i)));
         top = std::max(top, double(h[i]));
       }
-    const QColor color = kCallColors[k % 6];
+    const QColor color = palette::series(int(k));
     const QString name = shortCall(r.call) + (r.verdict.empty() ? QString() : QStringLiteral(" (") + qs(r.verdict) + QLatin1Char(')'));
     if (!several) {
       auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
@@ -209,7 +211,7 @@ void ErrorPlotPanel::draw() {
     values[field] << double(r.bitMismatch[std::size_t(b)]);
   }
   const QString names[3] = {tr("sign"), tr("exponent"), tr("mantissa")};
-  const QColor colors[3] = {kSign, kExponent, kMantissa};
+  const QColor colors[3] = {palette::bitField(0), palette::bitField(1), palette::bitField(2)};
   double most = 1;
   for (int f = 0; f < 3; ++f) {
     auto* bars = new QCPBars(bits_->xAxis, bits_->yAxis);
@@ -337,6 +339,7 @@ void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
 
 void ErrorPlotPanel::highlightBit(int bit) {
   bits_->clearItems();
+  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   highlighted_ = -1;
   if (reports_.empty() || bit < 0 || bit >= int(reports_.front().bitMismatch.size())) {
     bits_->replot();
@@ -348,14 +351,45 @@ void ErrorPlotPanel::highlightBit(int bit) {
   auto* box = new QCPItemRect(bits_);
   box->topLeft->setCoords(bit + 0.6, height + bits_->yAxis->range().size() * 0.04);
   box->bottomRight->setCoords(bit - 0.6, 0);
-  box->setPen(QPen(QColor(0xff, 0x8f, 0x00), 2.5));
+  box->setPen(QPen(palette::evidence(), 2.5));
   auto* text = new QCPItemText(bits_);
   text->position->setCoords(bit, height + bits_->yAxis->range().size() * 0.08);
   // the axis runs 31 .. 0 from left to right: keep the label inside the plot near either edge
   text->setPositionAlignment(Qt::AlignBottom | (bit >= 24 ? Qt::AlignLeft : bit <= 7 ? Qt::AlignRight : Qt::AlignHCenter));
   text->setText(tr("evidence: bit %1").arg(bit));
-  text->setColor(QColor(0xff, 0x8f, 0x00));
+  text->setColor(palette::evidence());
   bits_->replot();
+}
+
+void ErrorPlotPanel::highlightBitSpan(int lowest, int highest, const QString& label) {
+  highlightBit(-1);
+  spanLabel_.clear();
+  if (reports_.empty() || lowest < 0 || highest < lowest || highest > 31) return;
+  spanLabel_ = label;
+  // the legend goes to the far side of the span
+  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | (highest < 16 ? Qt::AlignLeft : Qt::AlignRight));
+  const QColor orange = palette::evidence();
+  auto* box = new QCPItemRect(bits_);
+  box->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
+  box->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  box->bottomRight->setTypeX(QCPItemPosition::ptPlotCoords);
+  box->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  box->topLeft->setCoords(highest + 0.5, 0.0);
+  box->bottomRight->setCoords(lowest - 0.5, 1.0);
+  box->setPen(QPen(orange, 1.5, Qt::DashLine));
+  QColor fill = orange;
+  fill.setAlpha(40);
+  box->setBrush(fill);
+  box->setLayer(QStringLiteral("background"));
+  auto* text = new QCPItemText(bits_);
+  text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+  text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  text->position->setCoords((lowest + highest) / 2.0, 0.03);
+  text->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+  text->setText(label);
+  text->setColor(orange.darker(130));
+  bits_->replot();
+  lower_->setCurrentWidget(bits_);
 }
 
 void ErrorPlotPanel::showBitsTab() { lower_->setCurrentWidget(bits_); }
@@ -366,7 +400,7 @@ int ErrorPlotPanel::highlightPattern(int stride) {
   if (reports_.front().tileMismatch.empty() || stride < 0) return 0;
   const analyzer::StoredCallReport& r = reports_.front();
   lower_->setCurrentWidget(map_);
-  const QColor orange(0xff, 0x8f, 0x00);
+  const QColor orange = palette::evidence();
   QString text;
   if (stride > 0 && r.worstRow >= 0) {
     // every element a whole number of strides from the worst one, at most kMarks of them

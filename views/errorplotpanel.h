@@ -30,6 +30,10 @@ class ErrorPlotPanel : public QWidget {
   // Frames bit `bit`'s bar: the evidence of a bit-flip or stuck-at verdict. -1 clears.
   void highlightBit(int bit);
   int highlightedBit() const { return highlighted_; }
+  // Shades bits lowest..highest of the Bits plot with a label: the evidence of a precision-loss
+  // verdict (the fp32 mantissa bits its format does not keep). The Bits tab comes to the front.
+  void highlightBitSpan(int lowest, int highest, const QString& label);
+  QString bitSpanLabel() const { return spanLabel_; }
   // Marks an index_error's evidence on the Where map, for the first call: with `stride` > 0, the
   // elements at that distance from the worst one (where a periodic indexing bug strikes); with 0,
   // a frame round every tile that holds mismatches (errors confined to some rows or columns). The
@@ -82,6 +86,7 @@ class ErrorPlotPanel : public QWidget {
   std::vector<analyzer::StoredCallReport> reports_;
   Scale scale_ = Scale::Log2Abs;
   int highlighted_ = -1;
+  QString spanLabel_;
   std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
   int mapBit_ = -1;
   int mapBin_ = INT_MIN;

@@ -38,6 +38,7 @@
 #include <optional>
 
 #include "core/fp/explain.h"
+#include "core/fp/format.h"
 #include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/io/tensor_source.h"
@@ -59,6 +60,7 @@
 #include "views/overviewpanel.h"
 #include "views/sessioncontroller.h"
 #include "views/sessiontreemodel.h"
+#include "views/tourpanel.h"
 #include "views/verdicttablemodel.h"
 
 namespace peat::views {
@@ -96,22 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   // a value clicked on a layer's map opens in the bit explorer: its bound of largest magnitude, its
   // sound range and its bits' classes
-  connect(savePanel_->layerMap(), &LayerMapView::elementClicked, this, [this](qint64 index) {
-    const save::LayerMap& m = savePanel_->layerMap()->layerMap();
-    if (index < 0 || index >= m.elements()) return;
-    const save::MapElement e = m.element(index);
-    showBitExplorer();
-    const double bound = std::fabs(e.hi) >= std::fabs(e.lo) ? e.hi : e.lo;
-    float value = float(bound);  // the fp32 value of largest magnitude inside the range
-    if (std::fabs(double(value)) > std::fabs(bound)) value = std::nextafter(value, 0.0f);
-    bitExplorer_->setValue(value);
-    bitExplorer_->setSaveContext(QStringLiteral("%1[%2]").arg(QString::fromStdString(m.name)).arg(index), e.lo, e.hi,
-                                 m.robustMask[std::size_t(index)], m.rangingMask[std::size_t(index)]);
-    flipAnalysis_ = m.analysis;
-    flipLayer_ = m.name;
-    flipElement_ = index;
-    bitExplorer_->setFlipAvailable(true);
-  });
+  connect(savePanel_->layerMap(), &LayerMapView::elementClicked, this, &MainWindow::openSaveValue);
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
   callPage_ = new CallPage(this);
@@ -139,7 +126,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   QSettings settings;
   restoreGeometry(settings.value(kGeometryKey).toByteArray());
-  restoreState(settings.value(kStateKey).toByteArray());
+  if (restoreState(settings.value(kStateKey).toByteArray())) firstLayout_ = nullptr;
 }
 
 MainWindow::~MainWindow() = default;
@@ -271,9 +258,22 @@ void MainWindow::createDocks() {
   tabifyDockWidget(plotDock, explainDock);
   plotDock->raise();
 
-  // First-run proportions; a saved layout (QSettings) replaces them.
-  resizeDocks({sessionDock, plotDock}, {380, 480}, Qt::Horizontal);
-  resizeDocks({verdictDock}, {200}, Qt::Vertical);
+  // First-run proportions (applied once the window is shown: before, the layout has no size to
+  // share); a saved layout (QSettings) replaces them.
+  firstLayout_ = [this, sessionDock, plotDock, verdictDock] {
+    const int width = this->width();
+    resizeDocks({sessionDock, plotDock}, {std::max(240, width * 22 / 100), std::max(300, width * 28 / 100)}, Qt::Horizontal);
+    resizeDocks({verdictDock}, {std::max(140, height() * 22 / 100)}, Qt::Vertical);
+  };
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (firstLayout_) {
+    auto apply = std::move(firstLayout_);
+    firstLayout_ = nullptr;
+    apply();
+  }
 }
 
 void MainWindow::createActions() {
@@ -347,6 +347,9 @@ void MainWindow::createActions() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* tour = help->addAction(tr("&Tour"), this, &MainWindow::startTour);
+  tour->setShortcut(QKeySequence(Qt::Key_F1));
+  tour->setToolTip(tr("The story in a few steps, on the demo session (made first when it is missing, about 10 s)"));
   help->addAction(tr("&About PEAT Workbench"), this, [this] {
     QMessageBox::about(this, tr("About PEAT Workbench"),
                        tr("<b>PEAT Workbench %1</b> (commit %2)<br>"
@@ -448,7 +451,18 @@ QString MainWindow::demoPath() {
 
 bool MainWindow::openDemo() {
   const QString path = demoPath();
-  if (QFileInfo::exists(path)) return openSession(path);
+  if (QFileInfo::exists(path)) {
+    if (!openSession(path)) return false;
+    showTellingCall();  // the most telling page: an analysed call with its verdict and evidence
+    return true;
+  }
+  // made first: its telling page once it is open
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(this, &MainWindow::sessionOpenEnded, this, [this, once, path](const QString& opened, bool ok) {
+    if (QFileInfo(opened) != QFileInfo(path)) return;
+    disconnect(*once);
+    if (ok) showTellingCall();
+  });
   QDir().mkpath(QFileInfo(path).absolutePath());
   showRunPanel();
   statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));
@@ -494,6 +508,164 @@ void MainWindow::showBitExplorer() {
   }
   explorerWindow_->show();
   explorerWindow_->raise();
+}
+
+void MainWindow::openSaveValue(qint64 index) {
+  // a value of the layer map opens in the bit explorer: its bound of largest magnitude, its sound
+  // range and its bits' classes
+  const save::LayerMap& m = savePanel_->layerMap()->layerMap();
+  if (index < 0 || index >= m.elements()) return;
+  const save::MapElement e = m.element(index);
+  showBitExplorer();
+  const double bound = std::fabs(e.hi) >= std::fabs(e.lo) ? e.hi : e.lo;
+  float value = float(bound);  // the fp32 value of largest magnitude inside the range
+  if (std::fabs(double(value)) > std::fabs(bound)) value = std::nextafter(value, 0.0f);
+  bitExplorer_->setValue(value);
+  bitExplorer_->setSaveContext(QStringLiteral("%1[%2]").arg(QString::fromStdString(m.name)).arg(index), e.lo, e.hi,
+                               m.robustMask[std::size_t(index)], m.rangingMask[std::size_t(index)]);
+  flipAnalysis_ = m.analysis;
+  flipLayer_ = m.name;
+  flipElement_ = index;
+  bitExplorer_->setFlipAvailable(true);
+}
+
+bool MainWindow::showTellingCall() {
+  int best = -1;
+  for (int r = 0; r < verdictModel_->rowCount(); ++r) {
+    const store::Verdict* v = verdictModel_->verdict(r);
+    if (v && v->model != "exact" && (best < 0 || v->confidence > verdictModel_->verdict(best)->confidence)) best = r;
+  }
+  if (best < 0) {  // the verdicts of the first analysed run
+    for (const store::RunInfo& r : model_->summary().runs)
+      if (r.spec.kind == "analysis" && best < 0) {
+        showRunVerdicts(QString::fromStdString(r.name));
+        for (int row = 0; row < verdictModel_->rowCount(); ++row) {
+          const store::Verdict* v = verdictModel_->verdict(row);
+          if (v && v->model != "exact" && (best < 0 || v->confidence > verdictModel_->verdict(best)->confidence)) best = row;
+        }
+      }
+  }
+  if (best < 0) return false;
+  verdicts_->selectionModel()->setCurrentIndex(verdictModel_->index(best, 0),
+                                               QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  central_->setCurrentWidget(callPage_);
+  if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();  // what the verdict means
+  return true;
+}
+
+void MainWindow::showTour() {
+  if (!tour_) {
+    tour_ = new TourPanel(this);
+    tourDock_ = new QDockWidget(tr("Tour"), this);
+    tourDock_->setObjectName(QStringLiteral("TourDock"));
+    tourDock_->setWidget(tour_);
+    addDockWidget(Qt::RightDockWidgetArea, tourDock_);
+    connect(tour_, &TourPanel::left, tourDock_, &QWidget::hide);
+    const auto item = [this](const QString& path) {
+      return [this, path](QString* why) {
+        if (selectItem(path)) return true;
+        *why = lastError_;
+        return false;
+      };
+    };
+    std::vector<TourPanel::Step> steps;
+    steps.push_back({tr("1. Record training"),
+                     tr("<p><b>peat profile</b> trained LeNet on Fashion-MNIST with every GEMM of the network (the "
+                        "convolutions and linear layers, forward and both backward GEMMs) going through a <i>kernel "
+                        "slot</i>. Every 10th iteration's calls were recorded to the session (HDF5): operands, outputs "
+                        "and a checkpoint.</p><p>The <b>Training</b> tab shows the loss curve of this golden run.</p>"),
+                     [this, item](QString* why) {
+                       if (!item(QStringLiteral("golden"))(why)) return false;
+                       central_->setCurrentWidget(curves_);
+                       return true;
+                     }});
+    steps.push_back({tr("2. Replay a candidate kernel"),
+                     tr("<p><b>peat playback -k bf16</b> replayed each recorded call through a candidate kernel: "
+                        "here a GEMM that rounds its inputs to bfloat16. The candidate's output is compared with the "
+                        "recorded golden output, call by call.</p><p>The analysis named an error model for every call: "
+                        "the <b>Detector verdicts</b> table below.</p>"),
+                     item(QStringLiteral("bf16"))});
+    steps.push_back({tr("3. Read the error histogram"),
+                     tr("<p>One call's page. The <b>histogram</b> counts the elements by the size of their error "
+                        "(log2 |candidate - golden|): a narrow hump a few binades below the values is what rounding "
+                        "looks like. A bar far to the right would be a fault. Click a bar: the <i>Where</i> map shows "
+                        "where its elements are.</p>"),
+                     [this](QString* why) {
+                       if (showTellingCall()) return true;
+                       *why = tr("no analysed calls");
+                       return false;
+                     }});
+    steps.push_back({tr("4. The verdict, and why"),
+                     tr("<p>The <b>verdict</b> (left) names the error model with its confidence and its evidence. "
+                        "For precision loss the detector replayed the call's recorded operands in the format and found "
+                        "the same errors; the <b>Bits</b> plot shades the fp32 mantissa bits that bfloat16 does not "
+                        "keep, where the differences are. The <b>Explain</b> dock says what each verdict means.</p>"),
+                     [this](QString* why) {
+                       if (!showTellingCall()) {
+                         *why = tr("no analysed calls");
+                         return false;
+                       }
+                       if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();
+                       return true;
+                     }});
+    steps.push_back({tr("5. SAVE's bit classes on one layer"),
+                     tr("<p>SAVE's sound range analysis bounds every activation over all inputs in the pixel box. "
+                        "Each bit of each value is then <span style='color:#0072B2'><b>robust</b></span> (a flip "
+                        "cannot matter), <span style='color:#C9A800'><b>ranging</b></span> (a flip leaves the range: "
+                        "the range check catches it) or <span style='color:#D55E00'><b>vulnerable</b></span>. The map "
+                        "shows conv1, channel by channel; hatched tiles sit in reliable memory.</p>"),
+                     item(QStringLiteral("SAVE/lenet-symbolic/conv1"))});
+    steps.push_back({tr("6. Flip a bit and see it caught"),
+                     tr("<p>The <b>bit explorer</b> opened one value of conv1 with its bits coloured by class, and "
+                        "toggled a ranging bit. <b>Flip in the model</b> ran LeNet on a test image with that bit "
+                        "flipped: the logits before and after, and which of SAVE's checks caught it. Toggle other "
+                        "bits and flip again.</p>"),
+                     [this](QString* why) {
+                       if (!selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1"))) {
+                         *why = lastError_;
+                         return false;
+                       }
+                       const save::LayerMap& m = savePanel_->layerMap()->layerMap();
+                       const qint64 index = std::min<qint64>(m.elements() - 1, m.height / 2 * m.width + m.width / 2);
+                       openSaveValue(index);
+                       const uint32_t ranging = m.rangingMask[std::size_t(index)];
+                       bitExplorer_->toggleBit(ranging ? 31 - __builtin_clz(ranging) : 30);
+                       bitExplorer_->setFlipImage(0);
+                       bitExplorer_->requestFlip();
+                       return true;
+                     }});
+    steps.push_back({tr("7. What protection buys"),
+                     tr("<p><b>peat save campaign</b> injected memory bit flips into 500 inferences per point: "
+                        "accuracy against the number of flips for no protection, ECC, triple modular redundancy, "
+                        "Ranger and SAVE. What each line means depends on the fault model and the recovery model: "
+                        "see the Explain dock and docs/save.md.</p><p>That is the tour. Leave it, or go back to any "
+                        "step.</p>"),
+                     item(QStringLiteral("save-campaign"))});
+    tour_->setSteps(std::move(steps));
+  }
+  tourDock_->show();
+  tourDock_->raise();
+  tour_->goTo(0);
+}
+
+void MainWindow::startTour() {
+  const QString demo = demoPath();
+  if (QFileInfo(sessionPath_) == QFileInfo(demo) && reader_) {
+    showTour();
+    return;
+  }
+  if (QFileInfo::exists(demo)) {
+    if (openSession(demo)) showTour();
+    return;
+  }
+  // made first (about 10 s): the tour begins once the demo session is open
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(this, &MainWindow::sessionOpenEnded, this, [this, once, demo](const QString& path, bool opened) {
+    if (QFileInfo(path) != QFileInfo(demo)) return;
+    disconnect(*once);
+    if (opened) showTour();
+  });
+  openDemo();
 }
 
 void MainWindow::flipInModel(quint32 mask, int image) {
@@ -824,6 +996,13 @@ void MainWindow::showFindingOn(ErrorPlotPanel* panel, const store::Finding& f) {
   } else if (f.model == "index_error") {
     if (const auto stride = field("stride")) panel->highlightPattern(int(*stride));
     else if (field("confined")) panel->highlightPattern(0);
+  } else if (f.model == "precision_loss") {
+    // the fp32 mantissa bits the named format does not keep: where its rounding shows
+    const auto at = f.labels.find("format");
+    const std::optional<fp::Format> format = at == f.labels.end() ? std::nullopt : fp::formatByName(at->second);
+    if (format && format->manBits < 23)
+      panel->highlightBitSpan(0, 22 - format->manBits,
+                              tr("bits %1 does not keep (0-%2)").arg(QString::fromStdString(at->second)).arg(22 - format->manBits));
   }
 }
 

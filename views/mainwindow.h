@@ -3,6 +3,7 @@
 #include <QMainWindow>
 #include <QPersistentModelIndex>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct StoredCallReport;
 
 class QCustomPlot;
 class QDialog;
+class QDockWidget;
 class QMenu;
 class QDragEnterEvent;
 class QDropEvent;
@@ -46,6 +48,7 @@ class ComparePanel;
 class ExplainPanel;
 class SessionController;
 class VerdictTableModel;
+class TourPanel;
 struct OpenedSession;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
@@ -84,6 +87,15 @@ class MainWindow : public QMainWindow {
   // Opens the demo session (in the application data directory), making it first with the run
   // panel when it is missing; false only when an existing one does not open.
   bool openDemo();
+  // The most telling page of the session: the analysed call whose verdict is the most confident (a
+  // fault before a legitimate rounding), on the call page with its evidence drawn. False when no
+  // run's calls have verdicts.
+  bool showTellingCall();
+  // Help > Tour: the story on the demo session (opened, or made first), step by step.
+  void startTour();
+  TourPanel* tourPanel() const { return tour_; }
+  // A value of the SAVE layer map shown opens in the bit explorer (as a click on it does).
+  void openSaveValue(qint64 index);
   // Dropped or given files: a .h5 session opens; two .npy (or FILE.h5:/dataset) tensors are
   // compared, golden first; one .npy waits for its candidate. False with lastError() on failure.
   bool openFiles(const QStringList& paths);
@@ -112,6 +124,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -160,6 +173,10 @@ class MainWindow : public QMainWindow {
   CallPage* callPage_ = nullptr;
   void showFindingOn(ErrorPlotPanel* panel, const store::Finding& f);
   QDialog* explorerWindow_ = nullptr;
+  TourPanel* tour_ = nullptr;
+  std::function<void()> firstLayout_;  // the docks' first-run proportions, applied when first shown
+  QDockWidget* tourDock_ = nullptr;
+  void showTour();
   // The SAVE value the bit explorer shows (for "Flip in the model")
   std::string flipAnalysis_, flipLayer_;
   qint64 flipElement_ = -1;

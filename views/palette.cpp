@@ -17,6 +17,18 @@ constexpr std::array<QRgb, 9> kViridis = {0x440154, 0x472d7b, 0x3b528b, 0x2c728e
 
 }  // namespace
 
+QColor series(int k) {
+  static const std::array<QColor, 6> kSeries = {QColor(0x00, 0x72, 0xb2), QColor(0xd5, 0x5e, 0x00), QColor(0x00, 0x9e, 0x73),
+                                                 QColor(0xe6, 0x9f, 0x00), QColor(0xcc, 0x79, 0xa7), QColor(0x56, 0xb4, 0xe9)};
+  return kSeries[std::size_t(((k % 6) + 6) % 6)];
+}
+
+QColor bitField(int field) {
+  return field == 0 ? QColor(0xcc, 0x79, 0xa7) : field == 1 ? QColor(0xd5, 0x5e, 0x00) : QColor(0x00, 0x72, 0xb2);
+}
+
+QColor evidence() { return QColor(0xff, 0x8f, 0x00); }
+
 QColor robust() { return QColor(0x00, 0x72, 0xb2); }      // blue
 QColor ranging() { return QColor(0xf0, 0xe4, 0x42); }     // yellow
 QColor vulnerable() { return QColor(0xd5, 0x5e, 0x00); }  // vermillion

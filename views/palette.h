@@ -22,6 +22,16 @@ QColor bitClass(int cls);  // 0 robust, 1 ranging, 2 vulnerable
 // colour of its own too).
 QColor scheme(const std::string& name);
 
+// Series k of a plot (calls overlaid, runs): Okabe and Ito's qualitative colours, in an order whose
+// neighbours differ for every common colour-vision deficiency (blue, vermillion, bluish green,
+// orange, reddish purple, sky blue), repeating after six.
+QColor series(int k);
+// The fields of an fp32 value on the bit plots: sign, exponent, mantissa.
+QColor bitField(int field);  // 0 sign, 1 exponent, 2 mantissa
+// Evidence drawn over a plot (a framed bit, marked elements): a dark orange that stands apart from
+// every series colour.
+QColor evidence();
+
 // Viridis at t in [0, 1] (clamped).
 QColor viridis(double t);
 QRgb viridisRgb(double t);

@@ -11,6 +11,11 @@
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
+#include <QAbstractButton>
+#include <QAbstractItemView>
+#include <QLabel>
+#include <QStyleFactory>
+#include <cmath>
 
 #include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
@@ -289,9 +294,12 @@ void TestErrorViews::comparesTwoSessions() {
   QVERIFY(namesOther);
 }
 
-// A dark desktop palette reaches the plots as it changes, and back.
+// A dark desktop palette with the Fusion style reaches the plots as it changes, and back; every
+// label, button and list of the window stays readable in it (WCAG contrast of at least 4.5).
 void TestErrorViews::followsADarkPalette() {
   const QPalette light = QApplication::palette();
+  const QString style = QApplication::style()->name();
+  QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
   QPalette dark;
   dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
   dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
@@ -309,7 +317,27 @@ void TestErrorViews::followsADarkPalette() {
   QCOMPARE(plot->xAxis->tickLabelColor(), QColor(0xe0, 0xe0, 0xe0));
   QCOMPARE(plot->legend->textColor(), QColor(0xe0, 0xe0, 0xe0));
   QCOMPARE(corner(window_->comparePanel()->left()->bitPlot()), QColor(0x1e, 0x1e, 0x1e));
+  const auto luminance = [](const QColor& c) {
+    auto channel = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF());
+  };
+  const auto contrast = [&](const QColor& a, const QColor& b) {
+    const double x = luminance(a), y = luminance(b);
+    return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
+  };
+  QStringList unreadable;
+  for (QWidget* w : window_->findChildren<QWidget*>()) {
+    if (!w->isVisible()) continue;
+    const bool view = qobject_cast<QAbstractItemView*>(w) != nullptr;
+    if (!view && !qobject_cast<QLabel*>(w) && !qobject_cast<QAbstractButton*>(w)) continue;
+    const QPalette& p = w->palette();
+    const QColor fg = view ? p.color(QPalette::Text) : p.color(w->foregroundRole());
+    const QColor bg = view ? p.color(QPalette::Base) : p.color(w->backgroundRole());
+    if (contrast(fg, bg) < 4.5) unreadable << QString::fromLatin1(w->metaObject()->className()) + QLatin1Char(' ') + w->objectName();
+  }
+  QVERIFY2(unreadable.isEmpty(), qPrintable(unreadable.join(QStringLiteral(", "))));
   QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-dark.png")));
+  QApplication::setStyle(QStyleFactory::create(style));
   QApplication::setPalette(light);
   QCoreApplication::processEvents();
   QCOMPARE(corner(plot), light.color(QPalette::Base));

@@ -6,6 +6,10 @@
 #include <QtTest>
 
 #include <QDockWidget>
+#include <QAbstractScrollArea>
+#include <QAbstractSpinBox>
+#include <QComboBox>
+#include <QTabWidget>
 #include <QMenuBar>
 #include <QTableView>
 #include <QThread>
@@ -26,6 +30,7 @@
 
 #include "tests/support/sample_session.h"
 #include "views/mainwindow.h"
+#include "views/callpage.h"
 #include "views/sessiontreemodel.h"
 
 using peat::views::MainWindow;
@@ -50,6 +55,7 @@ class TestMainWindow : public QObject {
   void callTensorsLoadOnDemand();
   void comparedElementOpensInBitExplorer();
   void historyGoesBackAndForward();
+  void fitsSmallScreens();
 
  private:
   QTemporaryDir dir_;
@@ -336,6 +342,54 @@ void TestMainWindow::historyGoesBackAndForward() {
   QCOMPARE(tree->selectionModel()->currentIndex(), a);
   QVERIFY(w.openSession(sample_));
   QVERIFY(!w.goBack() && !w.goForward());
+}
+
+// At 1366 x 768 (and at a device pixel ratio of 2 when run with QT_SCALE_FACTOR=2: ctest's
+// tst_mainwindow_hidpi) the window keeps that size, and no widget is squeezed below what it needs
+// to show itself (its minimum size hint), with a call's page and each central tab in view.
+void TestMainWindow::fitsSmallScreens() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.show();
+  w.resize(1366, 768);
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  const QByteArray scale = qgetenv("QT_SCALE_FACTOR");
+  if (!scale.isEmpty()) QCOMPARE(w.devicePixelRatioF(), scale.toDouble());
+  QVERIFY(w.openSession(sample_));
+  auto* tabs = qobject_cast<QTabWidget*>(w.centralWidget());
+  QVERIFY(tabs);
+  for (int t = -1; t < tabs->count(); ++t) {
+    if (t >= 0) tabs->setCurrentIndex(t);
+    QTest::qWait(30);
+    QVERIFY2(w.width() <= 1366 && w.height() <= 768, qPrintable(QStringLiteral("%1 x %2").arg(w.width()).arg(w.height())));
+    QStringList squeezed;
+    for (QWidget* c : w.findChildren<QWidget*>()) {
+      if (!c->isVisible() || c->isWindow()) continue;
+      // Qt draws the docks' title buttons smaller than their hint by design
+      if (QByteArray(c->metaObject()->className()).startsWith("QDockWidgetTitle")) continue;
+      // the editors inside spin and combo boxes are laid out by their box
+      if (qobject_cast<QAbstractSpinBox*>(c->parentWidget()) || qobject_cast<QComboBox*>(c->parentWidget())) continue;
+      QSize need = c->minimumSizeHint();  // at its size hint a widget shows all (a tab bar's minimum adds scroll buttons)
+      if (!need.isValid()) continue;
+      if (c->sizeHint().isValid()) need = need.boundedTo(c->sizeHint());
+      // a scroll area's contents scroll: only widgets outside one must fit
+      bool scrolled = false;
+      for (QWidget* p = c->parentWidget(); p && !scrolled; p = p->parentWidget())
+        scrolled = qobject_cast<QAbstractScrollArea*>(p) != nullptr;
+      if (scrolled) continue;
+      if (c->width() < need.width() || c->height() < need.height())
+        squeezed << QStringLiteral("%1 (%2) %3x%4 < %5x%6")
+                        .arg(QString::fromLatin1(c->metaObject()->className()),
+                             c->objectName() + QLatin1Char('/') + QString::fromLatin1(c->parentWidget()->metaObject()->className()) +
+                                 QLatin1Char('/') + c->parentWidget()->parentWidget()->objectName())
+                        .arg(c->width()).arg(c->height()).arg(need.width()).arg(need.height());
+    }
+    QVERIFY2(squeezed.isEmpty(), qPrintable(squeezed.join(QLatin1Char('\n'))));
+    // the docks keep a usable width: the session tree shows its names
+    for (QDockWidget* d : w.findChildren<QDockWidget*>())
+      if (d->isVisible() && d->objectName() == QLatin1String("SessionDock"))
+        QVERIFY2(d->width() >= 200, qPrintable(QString::number(d->width())));
+  }
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include "views/tourpanel.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace peat::views {
+
+TourPanel::TourPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  counter_ = new QLabel(this);
+  title_ = new QLabel(this);
+  QFont big = title_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.25);
+  big.setBold(true);
+  title_->setFont(big);
+  title_->setWordWrap(true);
+  body_ = new QLabel(this);
+  body_->setWordWrap(true);
+  body_->setTextFormat(Qt::RichText);
+  body_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  body_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(counter_);
+  layout->addWidget(title_);
+  layout->addWidget(body_, 1);
+  auto* buttons = new QHBoxLayout;
+  back_ = new QPushButton(tr("< &Back"), this);
+  next_ = new QPushButton(tr("&Next >"), this);
+  leave_ = new QPushButton(tr("&Leave tour"), this);
+  buttons->addWidget(back_);
+  buttons->addWidget(next_);
+  buttons->addStretch(1);
+  buttons->addWidget(leave_);
+  layout->addLayout(buttons);
+  connect(back_, &QPushButton::clicked, this, [this] { back(); });
+  connect(next_, &QPushButton::clicked, this, [this] {
+    if (at_ + 1 >= int(steps_.size())) leave();
+    else next();
+  });
+  connect(leave_, &QPushButton::clicked, this, &TourPanel::leave);
+}
+
+void TourPanel::setSteps(std::vector<Step> steps) {
+  steps_ = std::move(steps);
+  at_ = -1;
+}
+
+bool TourPanel::goTo(int step) {
+  if (step < 0 || step >= int(steps_.size())) return false;
+  at_ = step;
+  const Step& s = steps_[std::size_t(step)];
+  counter_->setText(tr("Tour: step %1 of %2").arg(step + 1).arg(steps_.size()));
+  title_->setText(s.title);
+  QString why;
+  const bool shown = !s.show || s.show(&why);
+  body_->setText(shown ? s.text : s.text + tr("<p><i>This session cannot show it: %1</i></p>").arg(why.toHtmlEscaped()));
+  back_->setEnabled(step > 0);
+  next_->setText(step + 1 == int(steps_.size()) ? tr("&Done") : tr("&Next >"));
+  return true;
+}
+
+void TourPanel::leave() {
+  at_ = -1;
+  emit left();
+}
+
+QString TourPanel::text() const { return title_->text() + QLatin1Char('\n') + body_->text(); }
+
+}  // namespace peat::views
