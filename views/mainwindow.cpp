@@ -35,6 +35,7 @@
 #include <QTableView>
 #include <QTreeView>
 
+#include <algorithm>
 #include <optional>
 
 #include "core/fp/explain.h"
@@ -559,7 +560,10 @@ void MainWindow::showTour() {
     tourDock_ = new QDockWidget(tr("Tour"), this);
     tourDock_->setObjectName(QStringLiteral("TourDock"));
     tourDock_->setWidget(tour_);
-    addDockWidget(Qt::RightDockWidgetArea, tourDock_);
+    // above the right-hand docks, beside the Explain dock that some steps bring up
+    // on the left, in front of the Devices dock: the Explain dock that some steps bring up stays in view
+    addDockWidget(Qt::LeftDockWidgetArea, tourDock_);
+    if (auto* devicesDock = qobject_cast<QDockWidget*>(devices_->parentWidget())) tabifyDockWidget(devicesDock, tourDock_);
     connect(tour_, &TourPanel::left, tourDock_, &QWidget::hide);
     const auto item = [this](const QString& path) {
       return [this, path](QString* why) {
@@ -616,20 +620,24 @@ void MainWindow::showTour() {
                         "shows conv1, channel by channel; hatched tiles sit in reliable memory.</p>"),
                      item(QStringLiteral("SAVE/lenet-symbolic/conv1"))});
     steps.push_back({tr("6. Flip a bit and see it caught"),
-                     tr("<p>The <b>bit explorer</b> opened one value of conv1 with its bits coloured by class, and "
-                        "toggled a ranging bit. <b>Flip in the model</b> ran LeNet on a test image with that bit "
-                        "flipped: the logits before and after, and which of SAVE's checks caught it. Toggle other "
-                        "bits and flip again.</p>"),
+                     tr("<p>The <b>bit explorer</b> opened the value of conv1.relu with the widest range, its bits "
+                        "coloured by class, and toggled bit 30, the top exponent bit: a small value becomes about "
+                        "10<sup>38</sup>. <b>Flip in the model</b> ran LeNet on a test image with that bit flipped: "
+                        "the logits before and after, and which of SAVE's checks caught it. Toggle other bits and "
+                        "flip again.</p>"),
                      [this](QString* why) {
-                       if (!selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1"))) {
+                       if (!selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu"))) {
                          *why = lastError_;
                          return false;
                        }
                        const save::LayerMap& m = savePanel_->layerMap()->layerMap();
-                       const qint64 index = std::min<qint64>(m.elements() - 1, m.height / 2 * m.width + m.width / 2);
-                       openSaveValue(index);
-                       const uint32_t ranging = m.rangingMask[std::size_t(index)];
-                       bitExplorer_->toggleBit(ranging ? 31 - __builtin_clz(ranging) : 30);
+                       if (m.elements() == 0) {
+                         *why = tr("the layer has no values");
+                         return false;
+                       }
+                       const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
+                       openSaveValue(widest);
+                       bitExplorer_->toggleBit(30);
                        bitExplorer_->setFlipImage(0);
                        bitExplorer_->requestFlip();
                        return true;

@@ -353,8 +353,10 @@ QList<QStringList> RunPanel::demoSteps(const QString& session) {
           {QStringLiteral("playback"), QStringLiteral("-s"), session, QStringLiteral("-k"), QStringLiteral("bf16"),
            QStringLiteral("--store-outputs"), QStringLiteral("--name"), QStringLiteral("bf16")},
           {QStringLiteral("analyze"), QStringLiteral("--session"), session, QStringLiteral("--run"), QStringLiteral("bf16")},
+          // the output criterion at a budget of 5% of the working set: bit classes and placement that vary over a layer
           {QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
-           weights, QStringLiteral("-s"), session},
+           weights, QStringLiteral("--criterion"), QStringLiteral("output"), QStringLiteral("--epsilon"), QStringLiteral("60"),
+           QStringLiteral("--budget"), QStringLiteral("5%"), QStringLiteral("-s"), session},
           {QStringLiteral("save"), QStringLiteral("campaign"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
            weights, QStringLiteral("--images"), QStringLiteral("500"), QStringLiteral("--flips"),
            QStringLiteral("1,16,256,1024,4096"), QStringLiteral("-s"), session}};

@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 namespace peat::views {
@@ -24,7 +25,11 @@ TourPanel::TourPanel(QWidget* parent) : QWidget(parent) {
   body_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(counter_);
   layout->addWidget(title_);
-  layout->addWidget(body_, 1);
+  auto* scroll = new QScrollArea(this);  // a long step scrolls in a short dock
+  scroll->setWidget(body_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  layout->addWidget(scroll, 1);
   auto* buttons = new QHBoxLayout;
   back_ = new QPushButton(tr("< &Back"), this);
   next_ = new QPushButton(tr("&Next >"), this);

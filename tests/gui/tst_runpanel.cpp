@@ -8,6 +8,7 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableView>
 #include <QThread>
 #include <QFile>
@@ -25,7 +26,12 @@
 #include "views/savepanel.h"
 #include "views/runpanel.h"
 #include "views/sessiontreemodel.h"
+#include "views/callpage.h"
+#include "views/bitexplorer.h"
+#include "views/errorplotpanel.h"
+#include "views/tourpanel.h"
 
+using peat::views::TourPanel;
 using peat::views::RunPanel;
 
 namespace {
@@ -324,9 +330,54 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   }
   peat::views::MainWindow again;
   again.setQuietErrors(true);
+  again.show();
   QVERIFY(again.openDemo());
   QCOMPARE(again.sessionPath(), path);
   QVERIFY(!again.runPanel()->running());
+  // it opens on its most telling page: an analysed bf16 call, its verdict and its evidence drawn
+  auto* central = qobject_cast<QTabWidget*>(again.centralWidget());
+  QVERIFY(central);
+  QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.callPage()));
+  QVERIFY2(again.callPage()->detailsText().contains(QStringLiteral("Verdict: precision_loss")), qPrintable(again.callPage()->detailsText()));
+  QCOMPARE(again.callPage()->plots()->bitSpanLabel(), QStringLiteral("bits bf16 does not keep (0-15)"));
+
+  // Help > Tour: each step selects its page; it can be left at any step and begun again
+  again.startTour();
+  TourPanel* tour = again.tourPanel();
+  QVERIFY(tour);
+  QCOMPARE(tour->steps(), 7);
+  QCOMPARE(tour->step(), 0);
+  QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.curvePanel()));
+  QVERIFY(again.curvePanel()->plot()->graphCount() > 0);
+  QVERIFY(tour->next());
+  QVERIFY(again.verdictTable()->model()->rowCount() > 0);  // the bf16 replay's verdicts
+  tour->leave();
+  QVERIFY(!tour->parentWidget()->isVisible());
+  again.startTour();
+  QCOMPARE(tour->step(), 0);
+  QVERIFY(tour->parentWidget()->isVisible());
+  QVERIFY(tour->goTo(2));
+  QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.callPage()));
+  QVERIFY(again.callPage()->detailsText().contains(QStringLiteral("Verdict: precision_loss")));
+  QVERIFY(tour->next());
+  QVERIFY(again.callPage()->plots()->bitSpanLabel().contains(QStringLiteral("bf16")));
+  QVERIFY(tour->next());
+  QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.savePanel()));
+  QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::MapTab);
+  QSignalSpy flipped(&again, &peat::views::MainWindow::flipShown);
+  QVERIFY(tour->next());  // a ranging bit of a conv1 value, flipped in the model
+  QVERIFY(flipped.wait(60000));
+  QVERIFY2(again.bitExplorer()->flipText().contains(QStringLiteral("Test image 0")), qPrintable(again.bitExplorer()->flipText()));
+  QVERIFY2(again.bitExplorer()->flipText().contains(QStringLiteral("caught by")), qPrintable(again.bitExplorer()->flipText()));
+  QVERIFY(tour->text().contains(QStringLiteral("6. Flip a bit")));
+  QVERIFY(!tour->text().contains(QStringLiteral("cannot show")));
+  QVERIFY(again.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour.png")));
+  QVERIFY(again.bitExplorer()->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour-flip.png")));
+  QVERIFY(tour->next());
+  QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::CampaignTab);
+  QVERIFY(!tour->next());  // the last step
+  tour->leave();
+  QCOMPARE(tour->step(), -1);
 }
 
 QTEST_MAIN(TestRunPanel)
