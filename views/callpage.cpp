@@ -89,8 +89,33 @@ void CallPage::showCall(const analyzer::StoredCallReport& r, const QString& titl
   } else if (!r.verdict.empty()) {
     html += tr("<h3>Verdict: %1</h3>").arg(qs(r.verdict).toHtmlEscaped());
   }
+  html_ = html;
   details_->setHtml(html);
   plots_->showReports({r});
+}
+
+void CallPage::showPairStats(const analyzer::ValueStats& g, const analyzer::ValueStats& c) {
+  const auto row = [](const QString& name, const QString& a, const QString& b) {
+    const bool differ = a != b;
+    return QStringLiteral("<tr><td nowrap>%1</td><td align=right>%2</td><td align=right>%3%4%5</td></tr>")
+        .arg(name, a, differ ? QStringLiteral("<b>") : QString(), b, differ ? QStringLiteral("</b>") : QString());
+  };
+  const auto count = [](uint64_t v) { return QString::number(v); };
+  QString html = tr("<h3>Golden and candidate</h3><table cellspacing=2><tr><th></th><th>golden</th><th>candidate</th></tr>");
+  html += row(tr("min"), number(g.min), number(c.min));
+  html += row(tr("max"), number(g.max), number(c.max));
+  html += row(tr("mean"), number(g.mean), number(c.mean));
+  html += row(tr("std"), number(g.stddev), number(c.stddev));
+  html += row(tr("max |x|"), number(g.amax), number(c.amax));
+  html += row(tr("zeros"), count(g.zeros), count(c.zeros));
+  html += row(tr("NaN"), count(g.nan), count(c.nan));
+  html += row(tr("Inf"), count(g.inf), count(c.inf));
+  html += tr("</table><p><small>Over the finite values; a candidate column in bold differs from the golden.</small></p>");
+  details_->setHtml(html_ + html);
+}
+
+void CallPage::showNoPairStats(const QString& why) {
+  details_->setHtml(html_ + tr("<h3>Golden and candidate</h3><p><small>%1</small></p>").arg(why.toHtmlEscaped()));
 }
 
 QString CallPage::titleText() const { return title_->text(); }

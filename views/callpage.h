@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/analysis/session_analysis.h"
+#include "core/analyzer/numerics.h"
 #include "core/store/session.h"
 
 class QLabel;
@@ -28,6 +29,10 @@ class CallPage : public QWidget {
   void showCall(const analyzer::StoredCallReport& report, const QString& title, const QString& description,
                 const store::Verdict* verdict);
   void showMessage(const QString& text);
+  // The golden and the candidate output's statistics side by side (a call whose outputs the session
+  // holds, or a compared pair); `why` instead when they are not at hand.
+  void showPairStats(const analyzer::ValueStats& golden, const analyzer::ValueStats& candidate);
+  void showNoPairStats(const QString& why);
   ErrorPlotPanel* plots() const { return plots_; }
   QString titleText() const;
   QString detailsText() const;  // statistics and verdict, as plain text
@@ -35,6 +40,7 @@ class CallPage : public QWidget {
  private:
   QLabel* title_;
   QTextBrowser* details_;
+  QString html_;  // the page's text before the pair's statistics
   ErrorPlotPanel* plots_;
 };
 

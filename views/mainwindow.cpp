@@ -41,6 +41,7 @@
 #include "core/fp/explain.h"
 #include "core/fp/format.h"
 #include "core/analysis/session_analysis.h"
+#include "core/analyzer/numerics.h"
 #include "core/detector/detector.h"
 #include "core/io/tensor_source.h"
 #include "core/save/analysis_record.h"
@@ -72,6 +73,12 @@ const QString kRecentKey = QStringLiteral("session/recent");
 const QString kGeometryKey = QStringLiteral("window/geometry");
 const QString kStateKey = QStringLiteral("window/state");
 }  // namespace
+
+struct MainWindow::ComparedPair {
+  io::FloatTensor g, c;
+  std::string name;
+  uint64_t tileRows = 0, tileCols = 0;
+};
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("PEAT Workbench"));
@@ -257,7 +264,8 @@ void MainWindow::createDocks() {
   explain_ = new ExplainPanel(this);
   QDockWidget* explainDock = dock(tr("Explain"), QStringLiteral("ExplainDock"), explain_, Qt::RightDockWidgetArea);
   tabifyDockWidget(plotDock, explainDock);
-  plotDock->raise();
+  // the call page at the centre holds one call's plots; the dock overlays several calls
+  explainDock->raise();
 
   // First-run proportions (applied once the window is shown: before, the layout has no size to
   // share); a saved layout (QSettings) replaces them.
@@ -858,6 +866,8 @@ void MainWindow::showSelectedCalls() {
   for (auto& [report, where] : selectedReports(6, &missing)) reports.push_back(std::move(report));  // a readable overlay
   if (!reports.empty()) {
     errorPlot_->showReports(reports);
+    if (reports.size() > 1)  // an overlay of several calls: the dock shows it
+      if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
     explain_->showVerdict(QString::fromStdString(reports.front().verdict));
     highlightVerdicts(reports);
     // one call: its page at the centre, with the verdict's evidence drawn on its plots
@@ -874,6 +884,13 @@ void MainWindow::showSelectedCalls() {
                           node.data(Qt::ToolTipRole).toString(), verdict);
       central_->setCurrentWidget(callPage_);
       if (verdict && !verdict->findings.empty()) showFindingOn(callPage_->plots(), verdict->findings.front());
+      // the two outputs side by side, when the session holds them
+      if (pairForShownCall(callPage_->plots(), true))
+        callPage_->showPairStats(analyzer::valueStats(compared_->g.data(), compared_->g.size()),
+                                 analyzer::valueStats(compared_->c.data(), compared_->c.size()));
+      else
+        callPage_->showNoPairStats(tr("The run did not store its outputs: replay it with peat playback --store-outputs "
+                                      "to see the golden and candidate statistics and to link the plots to the elements."));
     }
   } else if (!missing.isEmpty()) {
     errorPlot_->showMessage(missing);
@@ -1089,12 +1106,6 @@ bool MainWindow::openFiles(const QStringList& paths) {
   return true;
 }
 
-struct MainWindow::ComparedPair {
-  io::FloatTensor g, c;
-  std::string name;
-  uint64_t tileRows = 0, tileCols = 0;
-};
-
 void MainWindow::openComparedElement(qint64 tileRow, qint64 tileCol) {
   ErrorPlotPanel* panel = plotsOf(sender());
   const analyzer::StoredCallReport* shown = panel->firstReport();
@@ -1132,7 +1143,7 @@ ErrorPlotPanel* MainWindow::plotsOf(QObject* sender) const {
   return panel ? panel : errorPlot_;
 }
 
-bool MainWindow::pairForShownCall(ErrorPlotPanel* panel) {
+bool MainWindow::pairForShownCall(ErrorPlotPanel* panel, bool quiet) {
   const analyzer::StoredCallReport* shown = panel->firstReport();
   if (!shown) return false;
   if (compared_ && shown->call == compared_->name) return true;
@@ -1151,7 +1162,7 @@ bool MainWindow::pairForShownCall(ErrorPlotPanel* panel) {
     compared_ = pair;
     return true;
   } catch (const std::exception& e) {
-    statusBar()->showMessage(QString::fromStdString(e.what()));
+    if (!quiet) statusBar()->showMessage(QString::fromStdString(e.what()));
     return false;
   }
 }
@@ -1228,7 +1239,7 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
   const std::string name = QFileInfo(candidate).fileName().toStdString() + " vs " + QFileInfo(golden).fileName().toStdString();
   statusBar()->showMessage(tr("Comparing %1 with %2...").arg(QFileInfo(candidate).fileName(), QFileInfo(golden).fileName()));
   auto* first = new QFutureWatcher<std::pair<std::string, analyzer::StoredCallReport>>(this);
-  connect(first, &QFutureWatcherBase::finished, this, [this, first, pair, name] {
+  connect(first, &QFutureWatcherBase::finished, this, [this, first, pair, name, goldenPath = golden, candidatePath = candidate] {
     first->deleteLater();
     const auto [error, report] = first->result();
     if (!error.empty()) {
@@ -1240,22 +1251,34 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
     pair->tileCols = report.tileCols;
     compared_ = pair;
     errorPlot_->showReports({report});
-    if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
+    // the pair's page at the centre: its identity, error statistics and plots, the two tensors'
+    // statistics side by side; the verdict follows
+    QString shape;
+    for (uint64_t d : pair->g.shape()) shape += (shape.isEmpty() ? QString() : QStringLiteral("x")) + QString::number(d);
+    const QString description = tr("golden %1\ncandidate %2\nfloat32[%3]").arg(goldenPath, candidatePath, shape);
+    callPage_->showCall(report, QString::fromStdString(report.call), description, nullptr);
+    callPage_->showPairStats(analyzer::valueStats(pair->g.data(), pair->g.size()), analyzer::valueStats(pair->c.data(), pair->c.size()));
+    central_->setCurrentWidget(callPage_);
     emit comparisonShown();
-    auto* second = new QFutureWatcher<std::string>(this);
-    connect(second, &QFutureWatcherBase::finished, this, [this, second, report] {
+    auto* second = new QFutureWatcher<detector::Detection>(this);
+    connect(second, &QFutureWatcherBase::finished, this, [this, second, report, pair, description] {
       second->deleteLater();
+      if (compared_ != pair) return;  // another pair came meanwhile
+      const detector::Detection detection = second->result();
       analyzer::StoredCallReport withVerdict = report;
-      withVerdict.verdict = second->result();
+      withVerdict.verdict = detection.verdict.model;
       errorPlot_->showReports({withVerdict});
+      const store::Verdict verdict = analyzer::storedVerdict(report.call, detection);
+      callPage_->showCall(withVerdict, QString::fromStdString(report.call), description, &verdict);
+      callPage_->showPairStats(analyzer::valueStats(pair->g.data(), pair->g.size()),
+                               analyzer::valueStats(pair->c.data(), pair->c.size()));
+      if (!verdict.findings.empty()) showFindingOn(callPage_->plots(), verdict.findings.front());
       explain_->showVerdict(QString::fromStdString(withVerdict.verdict));
       statusBar()->showMessage(tr("%1: %2").arg(QString::fromStdString(withVerdict.call), QString::fromStdString(withVerdict.verdict)));
       lastError_.clear();
       emit comparisonDetected();
     });
-    second->setFuture(QtConcurrent::run([pair] {
-      return detector::detect(pair->g.data(), {pair->c.data()}, pair->g.shape()).verdict.model;
-    }));
+    second->setFuture(QtConcurrent::run([pair] { return detector::detect(pair->g.data(), {pair->c.data()}, pair->g.shape()); }));
   });
   first->setFuture(QtConcurrent::run([pair, g, c, name]() -> std::pair<std::string, analyzer::StoredCallReport> {
     try {

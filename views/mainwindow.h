@@ -202,7 +202,7 @@ class MainWindow : public QMainWindow {
   void showComparedBin(int bin);  // ... where one histogram bar's elements sit
   // Whether the tensors of the first report shown are at hand: a compared pair, or a session call's
   // stored outputs, loaded now (then compared_ holds them).
-  bool pairForShownCall(ErrorPlotPanel* panel);
+  bool pairForShownCall(ErrorPlotPanel* panel, bool quiet = false);  // quiet: no status message when not at hand
   ErrorPlotPanel* plotsOf(QObject* sender) const;  // the panel a signal came from (the dock's by default)
   save::StoredCampaign live_;                     // the running campaign's points so far
   store::TrainingCurve liveCurve_, liveGolden_;   // the running training's loss so far

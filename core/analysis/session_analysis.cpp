@@ -25,6 +25,14 @@ store::Finding finding(const detector::Verdict& v) {
 
 }  // namespace
 
+store::Verdict storedVerdict(const std::string& call, const detector::Detection& d) {
+  std::string evidence = d.verdict.explanation;
+  for (const auto& [key, value] : d.verdict.parameters) evidence += "; " + key + "=" + value;
+  store::Verdict stored{call, d.verdict.model, d.verdict.confidence, evidence, {}};
+  stored.findings.push_back(finding(d.verdict));
+  for (const detector::Verdict& alternative : d.alternatives) stored.findings.push_back(finding(alternative));
+  return stored;
+}
 
 namespace {
 
@@ -218,12 +226,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     table.row({a.call, a.layer, a.op, a.detection.verdict.model},
               {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched), r.maxAbs, r.meanAbs,
                r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence});
-    std::string evidence = a.detection.verdict.explanation;
-    for (const auto& [key, value] : a.detection.verdict.parameters) evidence += "; " + key + "=" + value;
-    store::Verdict stored{a.call, a.detection.verdict.model, a.detection.verdict.confidence, evidence, {}};
-    stored.findings.push_back(finding(a.detection.verdict));
-    for (const detector::Verdict& alternative : a.detection.alternatives) stored.findings.push_back(finding(alternative));
-    verdicts.push_back(std::move(stored));
+    verdicts.push_back(storedVerdict(a.call, a.detection));
     // One report per call: the scalars and the histograms, for plots.
     store::ResultRecord rec;
     rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},

@@ -33,6 +33,9 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
 
 // A call's report as analyzeSession stored it, read back for plots.
 struct StoredCallReport;
+// A detection as a session stores it: the verdict with its parameters in its evidence line, then
+// the verdict itself and its alternatives as findings.
+store::Verdict storedVerdict(const std::string& call, const detector::Detection& detection);
 // A report as the plots use it.
 StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict);
 

@@ -39,6 +39,36 @@ int floorLog2(double x) {  // x > 0 and finite
 
 }  // namespace
 
+ValueStats valueStats(const float* v, uint64_t n) {
+  ValueStats s;
+  s.count = n;
+  double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = v[i];
+    if (std::isnan(x)) {
+      ++s.nan;
+    } else if (std::isinf(x)) {
+      ++s.inf;
+    } else {
+      ++s.finite;
+      s.zeros += x == 0;
+      sum += x;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  }
+  if (s.finite == 0) return s;
+  s.min = lo;
+  s.max = hi;
+  s.amax = std::max(std::fabs(lo), std::fabs(hi));
+  s.mean = sum / double(s.finite);
+  double squares = 0;  // about the mean: no cancellation
+  for (uint64_t i = 0; i < n; ++i)
+    if (std::isfinite(v[i])) squares += (double(v[i]) - s.mean) * (double(v[i]) - s.mean);
+  s.stddev = std::sqrt(squares / double(s.finite));
+  return s;
+}
+
 TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
   TensorNumerics t;
   t.count = n;

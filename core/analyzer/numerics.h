@@ -36,6 +36,14 @@ struct TensorNumerics {
   std::vector<BlockStatistics> blocks;
 };
 
+// Plain statistics of one tensor (the call page shows the golden's and the candidate's side by
+// side): over the finite values, in double; the non-finite ones counted apart.
+struct ValueStats {
+  uint64_t count = 0, finite = 0, nan = 0, inf = 0, zeros = 0;
+  double min = 0, max = 0, mean = 0, stddev = 0, amax = 0;  // 0 when no value is finite
+};
+ValueStats valueStats(const float* values, uint64_t n);
+
 // `lastDim`: the length of the last dimension (blocks do not cross rows); 0 or n: one row.
 TensorNumerics tensorNumerics(const float* values, uint64_t n, uint64_t lastDim = 0);
 

@@ -179,6 +179,22 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   QVERIFY(page->detailsText().contains(QStringLiteral("bit=30")));
   QCOMPARE(page->plots()->reportCount(), 1);
   QCOMPARE(page->plots()->highlightedBit(), 30);
+  // the golden and candidate outputs side by side (the run stored them): min and max computed here
+  {
+    const peat::store::SessionReader reader(session_.toStdString());
+    const peat::analyzer::StoredCallReport* report = page->plots()->firstReport();
+    QVERIFY(report);
+    const peat::analyzer::CallPair pair = peat::analyzer::loadCallPair(reader, report->analysisRun, report->call);
+    const QString details = page->detailsText();
+    QVERIFY2(details.contains(QStringLiteral("Golden and candidate")), qPrintable(details));
+    for (const std::vector<float>* v : {&pair.golden, &pair.candidate}) {
+      float lo = INFINITY, hi = -INFINITY;
+      for (float x : *v)
+        if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+      QVERIFY2(details.contains(QString::number(double(lo), 'g', 6)) && details.contains(QString::number(double(hi), 'g', 6)),
+               qPrintable(details));
+    }
+  }
   QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/callpage.png")));
   // the page's Where map goes back to the elements: the session's stored outputs are read on the
   // first click, and the tile of the largest error opens that element, its bit 30 framed

@@ -233,6 +233,20 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   const peat::analyzer::StoredCallReport* r = w.errorPlot()->firstReport();
   QVERIFY(r);
   QCOMPARE(r->tileCols, uint64_t(16));  // a [4096] tensor: one row of tiles 16 wide
+  // the pair's page at the centre: its verdict (one flipped bit beside a one-ULP change) with the
+  // bit framed, and the two tensors side by side (the largest |x| computed here)
+  QCOMPARE(qobject_cast<QTabWidget*>(w.centralWidget())->currentWidget(), static_cast<QWidget*>(w.callPage()));
+  QVERIFY2(w.callPage()->detailsText().contains(QStringLiteral("Verdict: bit_flip")), qPrintable(w.callPage()->detailsText()));
+  QCOMPARE(w.callPage()->plots()->highlightedBit(), 27);
+  {
+    float ga = 0, ca = 0;
+    for (float v : golden) ga = std::max(ga, std::fabs(v));
+    for (float v : candidate) ca = std::max(ca, std::fabs(v));
+    const QString details = w.callPage()->detailsText();
+    QVERIFY2(details.contains(QStringLiteral("Golden and candidate")) && details.contains(QString::number(double(ga), 'g', 6)) &&
+                 details.contains(QString::number(double(ca), 'g', 6)),
+             qPrintable(details));
+  }
   emit w.errorPlot()->tileClicked(0, 1000 / 16);
   // linked: the histogram overlays the tile's own (its two mismatches: columns 1000 and 1003)
   QCOMPARE(w.errorPlot()->reportCount(), 2);
