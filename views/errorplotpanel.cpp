@@ -94,7 +94,11 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
     const int bin = int(std::lround(plot_->xAxis->pixelToCoord(event->position().x())));
     const analyzer::StoredCallReport& r = reports_.front();
     const int i = bin - r.log2AbsFirstBin;
-    if (i >= 0 && i < int(r.log2Abs.size()) && r.log2Abs[std::size_t(i)] > 0) emit binClicked(bin);
+    if (i < 0 || i >= int(r.log2Abs.size()) || r.log2Abs[std::size_t(i)] == 0) return;
+    if ((event->modifiers() & Qt::ShiftModifier) && mapBin_ != INT_MIN)  // extend the selection to this bar
+      emit binClicked(std::min(mapBin_, bin), std::max(mapBinLast_, bin));
+    else
+      emit binClicked(bin);
   });
   connect(bits_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
     if (reports_.empty()) return;
@@ -129,7 +133,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
 void ErrorPlotPanel::showReports(const std::vector<analyzer::StoredCallReport>& reports) {
   mapCounts_.clear();
   mapBit_ = -1;
-  mapBin_ = INT_MIN;
+  mapBin_ = mapBinLast_ = INT_MIN;
   if (reports.empty()) {
     showMessage(tr("No analysed call selected"));
     return;
@@ -152,6 +156,7 @@ void ErrorPlotPanel::setScale(Scale scale) {
 void ErrorPlotPanel::draw() {
   plot_->clearPlottables();
   plot_->clearItems();
+  binSpan_ = nullptr;
   double lo = 1e9, hi = -1e9, top = 1;
   const bool several = reports_.size() > 1;
   for (std::size_t k = 0; k < reports_.size(); ++k) {
@@ -239,20 +244,43 @@ void ErrorPlotPanel::showMapCounts(const std::vector<uint64_t>& counts, int bit)
   mapCounts_ = again ? std::vector<uint64_t>{} : counts;
   mapBit_ = again ? -1 : bit;
   mapBin_ = INT_MIN;
+  shadeBins();
   highlightBit(mapBit_);
   drawMap();
   lower_->setCurrentWidget(map_);
 }
 
-void ErrorPlotPanel::showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin) {
+void ErrorPlotPanel::showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin, int lastBin) {
   if (reports_.empty()) return;
-  const bool again = bin == mapBin_;
+  lastBin = std::max(bin, lastBin);
+  const bool again = bin == mapBin_ && lastBin == mapBinLast_;  // the same selection twice: all mismatches
   mapCounts_ = again ? std::vector<uint64_t>{} : counts;
   mapBin_ = again ? INT_MIN : bin;
+  mapBinLast_ = again ? INT_MIN : lastBin;
   mapBit_ = -1;
   highlightBit(-1);
+  shadeBins();
   drawMap();
   lower_->setCurrentWidget(map_);
+}
+
+void ErrorPlotPanel::shadeBins() {
+  if (binSpan_) plot_->removeItem(binSpan_);
+  binSpan_ = nullptr;
+  if (mapBin_ != INT_MIN && scale_ == Scale::Log2Abs) {
+    binSpan_ = new QCPItemRect(plot_);
+    for (QCPItemPosition* corner : {binSpan_->topLeft, binSpan_->bottomRight}) {
+      corner->setTypeX(QCPItemPosition::ptPlotCoords);
+      corner->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    }
+    binSpan_->topLeft->setCoords(mapBin_ - 0.5, 0.0);
+    binSpan_->bottomRight->setCoords(mapBinLast_ + 0.5, 1.0);
+    binSpan_->setPen(QPen(palette::evidence(), 1.5, Qt::DashLine));
+    QColor fill = palette::evidence();
+    fill.setAlpha(45);
+    binSpan_->setBrush(fill);
+  }
+  plot_->replot();
 }
 
 void ErrorPlotPanel::requestGrouping(int index) {
@@ -291,9 +319,10 @@ void ErrorPlotPanel::drawMap() {
     title->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
     title->setText(mapBit_ >= 0
                        ? tr("elements whose bit %1 differs (click the Bits plot's bar again for all mismatches)").arg(mapBit_)
-                       : tr("elements with |error| in [2^%1, 2^%2) (click the histogram's bar again for all mismatches)")
+                       : tr("elements with |error| in [2^%1, 2^%2) (click the histogram's bar again for all mismatches, "
+                            "shift-click another to extend)")
                              .arg(mapBin_)
-                             .arg(mapBin_ + 1));
+                             .arg(mapBinLast_ + 1));
     title->setBrush(QBrush(QColor(255, 255, 255, 220)));
   }
   if (r.worstRow >= 0) {

@@ -11,6 +11,7 @@
 
 class QCustomPlot;
 class QComboBox;
+class QCPItemRect;
 class QMouseEvent;
 class QPointF;
 
@@ -46,8 +47,10 @@ class ErrorPlotPanel : public QWidget {
   // differs"), until the next report; the bit's bar is framed.
   void showMapCounts(const std::vector<uint64_t>& counts, int bit);
   // The same for the elements of one bar of the error histogram, [2^bin, 2^(bin + 1)).
-  void showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin);
-  int mapBin() const { return mapBin_; }  // the histogram bar the Where map shows, or INT_MIN
+  // With lastBin > bin: the bars bin..lastBin (a range shift-clicked), shaded on the histogram.
+  void showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin, int lastBin = INT_MIN);
+  int mapBin() const { return mapBin_; }  // the (first) histogram bar the Where map shows, or INT_MIN
+  int mapBinLast() const { return mapBinLast_; }  // the last bar of that range
   int mapBit() const { return mapBit_; }  // the bit the Where map shows, -1: all mismatches
   const std::vector<uint64_t>& mapCounts() const { return mapCounts_; }  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
@@ -67,7 +70,9 @@ class ErrorPlotPanel : public QWidget {
   // A bar of the bit-position plot was clicked: whoever holds the tensors can show where it differs.
   void bitClicked(int bit);
   // A bar of the error histogram (log2 |error| scale) was clicked: where those elements sit.
-  void binClicked(int bin);
+  // A bar of the error histogram was clicked: [2^bin, 2^(bin + 1)); shift-clicking another bar
+  // extends the selection to the range bin..lastBin.
+  void binClicked(int bin, int lastBin = INT_MIN);
 
  private:
   void draw();
@@ -77,6 +82,7 @@ class ErrorPlotPanel : public QWidget {
   QCustomPlot* bits_;
   QCustomPlot* map_;
   void drawMap();
+  void shadeBins();
   void hoverMap(QMouseEvent* event);
   std::optional<std::pair<qint64, qint64>> tileAt(const QPointF& pixel) const;
   QComboBox* scaleBox_;
@@ -87,6 +93,8 @@ class ErrorPlotPanel : public QWidget {
   Scale scale_ = Scale::Log2Abs;
   int highlighted_ = -1;
   QString spanLabel_;
+  int mapBinLast_ = INT_MIN;
+  QCPItemRect* binSpan_ = nullptr;  // the selected bars, shaded on the histogram
   std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
   int mapBit_ = -1;
   int mapBin_ = INT_MIN;

@@ -1180,7 +1180,7 @@ void MainWindow::showComparedBit(int bit) {
       bit);
 }
 
-void MainWindow::showComparedBin(int bin) {
+void MainWindow::showComparedBin(int bin, int lastBin) {
   ErrorPlotPanel* panel = plotsOf(sender());
   const analyzer::StoredCallReport* shown = panel->firstReport();
   if (!pairForShownCall(panel)) {
@@ -1188,8 +1188,8 @@ void MainWindow::showComparedBin(int bin) {
     return;
   }
   panel->showMapCountsOfBin(analyzer::errorBinTileCounts(compared_->g.data(), compared_->c.data(), shown->rows,
-                                                              shown->cols, shown->tileRows, shown->tileCols, bin),
-                                 bin);
+                                                              shown->cols, shown->tileRows, shown->tileCols, bin, lastBin),
+                                 bin, lastBin);
 }
 
 void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {

@@ -199,7 +199,7 @@ class MainWindow : public QMainWindow {
   void updateHistoryActions();
   void regroupCompared(qint64 tileRows, qint64 tileCols);
   void showComparedBit(int bit);  // the Where map shows where this bit differs (a linked view)
-  void showComparedBin(int bin);  // ... where one histogram bar's elements sit
+  void showComparedBin(int bin, int lastBin);  // ... where one histogram bar's (or a range's) elements sit
   // Whether the tensors of the first report shown are at hand: a compared pair, or a session call's
   // stored outputs, loaded now (then compared_ holds them).
   bool pairForShownCall(ErrorPlotPanel* panel, bool quiet = false);  // quiet: no status message when not at hand

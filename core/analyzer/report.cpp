@@ -485,8 +485,8 @@ std::vector<uint64_t> bitTileCounts(const float* golden, const float* candidate,
 }
 
 std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
-                                         uint64_t tileRows, uint64_t tileCols, int bin) {
-  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, bin + 1);
+                                         uint64_t tileRows, uint64_t tileCols, int bin, int lastBin) {
+  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, std::max(bin, lastBin) + 1);
   return countPerTile(rows, cols, tileRows, tileCols, [&](uint64_t i) {
     if (!std::isfinite(golden[i]) || !std::isfinite(candidate[i])) return false;
     const double err = std::fabs(double(candidate[i]) - double(golden[i]));

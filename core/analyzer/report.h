@@ -5,6 +5,7 @@
 // structure (worst position, rows, columns, tiles, runs, periodicity). One pass with SIMD on
 // every core, plus a vector pass over the data for the exact percentiles.
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -80,9 +81,10 @@ Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, u
                    uint64_t tileCols, uint64_t tileRow, uint64_t tileCol);
 
 // Per tile, the elements whose error |candidate - golden| (both finite, as double) lies in
-// [2^bin, 2^(bin + 1)): where one bar of the error histogram sits.
+// [2^bin, 2^(lastBin + 1)): where one bar of the error histogram sits (lastBin < bin: that bar
+// alone), or a range of bars.
 std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
-                                         uint64_t tileRows, uint64_t tileCols, int bin);
+                                         uint64_t tileRows, uint64_t tileCols, int bin, int lastBin = INT_MIN);
 
 // Per tile (row-major, as Report's tiles), the elements whose bit `bit` (0-31) differs between
 // golden and candidate: where the mismatches of one bit position sit.

@@ -307,6 +307,23 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QCOMPARE(std::accumulate(w.errorPlot()->mapCounts().begin(), w.errorPlot()->mapCounts().end(), uint64_t(0)), uint64_t(1));
   emit w.errorPlot()->binClicked(bin);
   QCOMPARE(w.errorPlot()->mapBin(), INT_MIN);
+  // a range of bars, by clicking one and shift-clicking another on the histogram itself: the
+  // one-ULP change's bar up to the flip's holds both elements
+  const int ulpBin = int(std::floor(std::log2(std::fabs(double(candidate[1003]) - double(golden[1003])))));
+  QCustomPlot* histogram = w.errorPlot()->plot();
+  const auto clickBar = [&](int b, Qt::KeyboardModifiers modifiers) {
+    const QPoint at(int(histogram->xAxis->coordToPixel(b)), histogram->axisRect()->center().y());
+    QTest::mouseClick(histogram, Qt::LeftButton, modifiers, at);
+  };
+  clickBar(bin, Qt::NoModifier);
+  QCOMPARE(w.errorPlot()->mapBin(), bin);
+  clickBar(ulpBin, Qt::ShiftModifier);
+  QCOMPARE(w.errorPlot()->mapBin(), ulpBin);
+  QCOMPARE(w.errorPlot()->mapBinLast(), bin);
+  QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t(2));
+  QCOMPARE(std::accumulate(w.errorPlot()->mapCounts().begin(), w.errorPlot()->mapCounts().end(), uint64_t(0)), uint64_t(2));
+  emit w.errorPlot()->binClicked(ulpBin, bin);  // the same range again: all mismatches
+  QCOMPARE(w.errorPlot()->mapBin(), INT_MIN);
   x->setValue(0.0f);
   emit w.errorPlot()->tileClicked(0, 31);
   QCOMPARE(x->referenceValue(), golden[1000]);
