@@ -24,10 +24,13 @@
 #include "views/callpage.h"
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
+#include "views/palette.h"
+#include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
 #include "views/verdicttablemodel.h"
 
 using peat::views::MainWindow;
+using peat::views::SessionTreeModel;
 
 class TestErrorViews : public QObject {
   Q_OBJECT
@@ -41,6 +44,8 @@ class TestErrorViews : public QObject {
   void comparesTwoKernelsSideBySide();
   void comparesTwoSessions();
   void followsADarkPalette();
+  void keyboardWalksCallsAndVerdicts();
+  void exportKeepsTheEvidence();
 
  private:
   QTemporaryDir dir_;
@@ -357,6 +362,64 @@ void TestErrorViews::followsADarkPalette() {
   QApplication::setPalette(light);
   QCoreApplication::processEvents();
   QCOMPARE(corner(plot), light.color(QPalette::Base));
+}
+
+// The keyboard alone: Down in the session tree opens the next call's page; Down in the verdict
+// table selects the next verdict's call in the tree and its page.
+void TestErrorViews::keyboardWalksCallsAndVerdicts() {
+  QVERIFY(window_->selectItem(QStringLiteral("flips")));
+  QTreeView* tree = window_->sessionTree();
+  const QModelIndex first = callIndex(0, 0, QStringLiteral("flips"));
+  tree->setCurrentIndex(first);
+  tree->setFocus();
+  const QString firstTitle = window_->callPage()->titleText();
+  QTest::keyClick(tree, Qt::Key_Down);
+  QCOMPARE(tree->currentIndex(), callIndex(0, 1, QStringLiteral("flips")));
+  QVERIFY(window_->callPage()->titleText() != firstTitle);
+  QVERIFY2(window_->callPage()->titleText().contains(tree->currentIndex().data(SessionTreeModel::PathRole).toString()),
+           qPrintable(window_->callPage()->titleText()));
+  QTableView* verdicts = window_->verdictTable();
+  QVERIFY(verdicts->model()->rowCount() > 2);
+  verdicts->setCurrentIndex(verdicts->model()->index(0, 0));
+  verdicts->setFocus();
+  QTest::keyClick(verdicts, Qt::Key_Down);
+  QCOMPARE(verdicts->currentIndex().row(), 1);
+  const QString call = verdicts->model()->index(1, 0).data().toString();
+  QCOMPARE(tree->currentIndex().data(SessionTreeModel::PathRole).toString(), call);
+  QVERIFY2(window_->callPage()->titleText().contains(call), qPrintable(window_->callPage()->titleText()));
+}
+
+// An exported plot keeps what the view drew over it: the bit-flip verdict's framed bit is in the
+// PNG (the evidence colour at the framed bar), and the SVG carries its label.
+void TestErrorViews::exportKeepsTheEvidence() {
+  QVERIFY(window_->selectItem(QStringLiteral("flips")));
+  QTableView* verdicts = window_->verdictTable();
+  QAbstractItemModel* m = verdicts->model();
+  int row = -1;
+  for (int r = 0; r < m->rowCount() && row < 0; ++r)
+    if (m->index(r, 1).data().toString() == QLatin1String("bit_flip")) row = r;
+  QVERIFY(row >= 0);
+  verdicts->setCurrentIndex(m->index(row, 0));
+  QCustomPlot* bits = window_->callPage()->plots()->bitPlot();
+  QCOMPARE(window_->callPage()->plots()->highlightedBit(), 30);
+  QString error;
+  const QString png = dir_.filePath(QStringLiteral("bits.png")), svg = dir_.filePath(QStringLiteral("bits.svg"));
+  QVERIFY2(peat::views::exportPlot(bits, png, &error), qPrintable(error));
+  QVERIFY2(peat::views::exportPlot(bits, svg, &error), qPrintable(error));
+  const QImage image(png);
+  QVERIFY(!image.isNull());
+  const QColor evidence = peat::views::palette::evidence();
+  int framed = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      framed += std::abs(c.red() - evidence.red()) < 8 && std::abs(c.green() - evidence.green()) < 8 &&
+                std::abs(c.blue() - evidence.blue()) < 8;
+    }
+  QVERIFY2(framed > 50, qPrintable(QString::number(framed)));
+  QFile file(svg);
+  QVERIFY(file.open(QIODevice::ReadOnly));
+  QVERIFY(file.readAll().contains("evidence: bit 30"));
 }
 
 QTEST_MAIN(TestErrorViews)
