@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "views/qcustomplot_include.h"  // first: see the header
 
+#include <QLabel>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -39,7 +40,13 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   plot_->setToolTip(tr("Training loss (left axis, solid) and accuracy (right axis, dashed) per iteration.\n"
                        "Runtime fault injection: the golden run (grey) and the run with the candidate kernel (red);\n"
                        "triangles mark iterations where the candidate replaced the golden kernel."));
-  layout->addWidget(plot_);
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setContentsMargins(6, 4, 6, 4);
+  summary_->hide();
+  layout->addWidget(summary_);
+  layout->addWidget(plot_, 1);
   connect(plot_, &QCustomPlot::mouseMove, this, &CurvePanel::hover);
   auto* text = new QCPItemText(plot_);
   text->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -48,9 +55,32 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   text->setColor(QColor(0x80, 0x80, 0x80));
 }
 
-void CurvePanel::showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden) {
+QString CurvePanel::summaryText() const { return summary_->isVisible() ? summary_->text() : QString(); }
+
+void CurvePanel::showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden, const QString& about) {
   run_ = run;
   golden_ = golden;
+  QString summary = about.toHtmlEscaped();
+  if (!golden.iteration.empty()) {
+    const store::CurveDivergence d = store::compareCurves(run, golden);
+    const auto number = [](double v) { return std::isfinite(v) ? QString::number(v, 'g', 6) : tr("-"); };
+    summary += tr("<br>Beside its golden twin <b>%1</b> (the same seed and data): the candidate was substituted at %2 "
+                  "iteration(s); ")
+                   .arg(qs(golden.run).toHtmlEscaped())
+                   .arg(d.substituted);
+    summary += d.firstDifference < 0
+                   ? tr("the losses are <b>bit-identical</b> over the %1 iterations both measured.").arg(d.iterations)
+                   : tr("the losses first differ at iteration <b>%1</b>; the largest |difference| is %2 at iteration %3.")
+                         .arg(d.firstDifference)
+                         .arg(number(d.largestDifference))
+                         .arg(d.largestAt);
+    summary += tr(" Last loss %1 (golden %2); last test accuracy %3 (golden %4).")
+                   .arg(number(d.finalLoss), number(d.goldenFinalLoss),
+                        std::isfinite(d.finalTestAccuracy) ? number(100 * d.finalTestAccuracy) + QLatin1Char('%') : tr("-"),
+                        std::isfinite(d.goldenFinalTestAccuracy) ? number(100 * d.goldenFinalTestAccuracy) + QLatin1Char('%') : tr("-"));
+  }
+  summary_->setText(summary);
+  summary_->setVisible(!summary.isEmpty());
   plot_->clearPlottables();
   plot_->clearItems();
   plot_->yAxis2->setVisible(true);

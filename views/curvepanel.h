@@ -6,6 +6,7 @@
 
 class QCustomPlot;
 class QMouseEvent;
+class QLabel;
 
 namespace peat::views {
 
@@ -16,14 +17,17 @@ class CurvePanel : public QWidget {
   Q_OBJECT
  public:
   explicit CurvePanel(QWidget* parent = nullptr);
-  // `golden` may be empty (no twin).
-  void showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden);
+  // `golden` may be empty (no twin). `about`: what the run is (its kernel and how it was swapped in),
+  // shown above the plot with, for a runtime fault-injection run, how it diverged from its twin.
+  void showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden, const QString& about = QString());
+  QString summaryText() const;
   QCustomPlot* plot() const { return plot_; }
   QString csv() const;
 
  private:
   void hover(QMouseEvent* event);
   QCustomPlot* plot_;
+  QLabel* summary_;
   store::TrainingCurve run_, golden_;
 };
 

@@ -778,8 +778,23 @@ void MainWindow::showItem(const QModelIndex& current) {
     for (const store::RunInfo& r : model_->summary().runs)
       if (kind == Kind::Run && r.name == key && std::find(r.tables.begin(), r.tables.end(), "curve") != r.tables.end()) {
         const store::TrainingCurve curve = store::loadTrainingCurve(*reader_, key);
-        curves_->showCurves(curve, curve.goldenRun.empty() ? store::TrainingCurve{}
-                                                           : store::loadTrainingCurve(*reader_, curve.goldenRun));
+        // what the run is: its kind and kernel, and for runtime FI how the candidate was swapped in
+        const auto attribute = [&r](const char* name) {
+          const auto at = r.attributes.find(name);
+          return at == r.attributes.end() ? QString() : QString::fromStdString(at->second);
+        };
+        QString about = tr("Run %1: %2, kernel %3").arg(QString::fromStdString(r.name), QString::fromStdString(r.spec.kind),
+                                                       QString::fromStdString(r.spec.kernel));
+        if (r.spec.kind == "runtime_fi") {
+          if (!attribute("every").isEmpty() && attribute("every") != QLatin1String("0"))
+            about += tr(", swapped in at every %1th call").arg(attribute("every"));
+          if (!attribute("target_layer").isEmpty()) about += tr(" of layer %1").arg(attribute("target_layer"));
+          if (!attribute("target_op").isEmpty()) about += tr(" (%1 calls)").arg(attribute("target_op"));
+        }
+        if (!r.spec.description.empty()) about += QStringLiteral(". ") + QString::fromStdString(r.spec.description);
+        curves_->showCurves(curve,
+                            curve.goldenRun.empty() ? store::TrainingCurve{} : store::loadTrainingCurve(*reader_, curve.goldenRun),
+                            about);
         central_->setCurrentWidget(curves_);
       }
     for (const store::RunInfo& r : model_->summary().runs)

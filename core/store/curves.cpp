@@ -55,4 +55,35 @@ TrainingCurve loadTrainingCurve(const SessionReader& reader, const std::string& 
   return c;
 }
 
+CurveDivergence compareCurves(const TrainingCurve& run, const TrainingCurve& golden) {
+  CurveDivergence d;
+  d.substituted = int64_t(run.substituted.size());
+  const auto last = [](const std::vector<double>& v) {
+    for (auto it = v.rbegin(); it != v.rend(); ++it)
+      if (std::isfinite(*it)) return *it;
+    return double(NAN);
+  };
+  d.finalLoss = last(run.loss);
+  d.goldenFinalLoss = last(golden.loss);
+  d.finalTestAccuracy = last(run.testAccuracy);
+  d.goldenFinalTestAccuracy = last(golden.testAccuracy);
+  // the iterations of both, in order (each curve's iterations ascend)
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < run.iteration.size() && i < run.loss.size(); ++i) {
+    while (j < golden.iteration.size() && golden.iteration[j] < run.iteration[i]) ++j;
+    if (j >= golden.iteration.size() || j >= golden.loss.size() || golden.iteration[j] != run.iteration[i]) continue;
+    const double a = run.loss[i], b = golden.loss[j];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    ++d.iterations;
+    const bool same = a == b || (std::isnan(a) && std::isnan(b));
+    if (!same && d.firstDifference < 0) d.firstDifference = run.iteration[i];
+    const double gap = std::isfinite(a) && std::isfinite(b) ? std::fabs(a - b) : double(INFINITY);
+    if (!same && gap > d.largestDifference) {
+      d.largestDifference = gap;
+      d.largestAt = run.iteration[i];
+    }
+  }
+  return d;
+}
+
 }  // namespace peat::store
