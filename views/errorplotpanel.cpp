@@ -206,6 +206,8 @@ void ErrorPlotPanel::draw() {
 
   // bit positions of the first call, coloured by field
   bits_->clearPlottables();
+  selectionBars_ = nullptr;
+  selectionBits_.clear();
   bits_->clearItems();
   highlighted_ = -1;
   const analyzer::StoredCallReport& r = reports_.front();
@@ -245,6 +247,7 @@ void ErrorPlotPanel::showMapCounts(const std::vector<uint64_t>& counts, int bit)
   mapBit_ = again ? -1 : bit;
   mapBin_ = INT_MIN;
   shadeBins();
+  showSelectionBits({});
   highlightBit(mapBit_);
   drawMap();
   lower_->setCurrentWidget(map_);
@@ -262,6 +265,26 @@ void ErrorPlotPanel::showMapCountsOfBin(const std::vector<uint64_t>& counts, int
   shadeBins();
   drawMap();
   lower_->setCurrentWidget(map_);
+}
+
+void ErrorPlotPanel::showSelectionBits(const std::vector<uint64_t>& counts) {
+  if (selectionBars_) bits_->removePlottable(selectionBars_);
+  selectionBars_ = nullptr;
+  selectionBits_ = mapBin_ == INT_MIN ? std::vector<uint64_t>{} : counts;  // a cleared selection shows none
+  if (!selectionBits_.empty()) {
+    selectionBars_ = new QCPBars(bits_->xAxis, bits_->yAxis);
+    selectionBars_->setName(tr("selected bars' elements"));
+    selectionBars_->setPen(QPen(palette::evidence().darker(140), 1));
+    selectionBars_->setBrush(palette::evidence());
+    selectionBars_->setWidth(0.5);
+    QVector<double> keys, values;
+    for (int b = 0; b < int(selectionBits_.size()); ++b) {
+      keys << b;
+      values << double(selectionBits_[std::size_t(b)]);
+    }
+    selectionBars_->setData(keys, values, true);
+  }
+  bits_->replot();
 }
 
 void ErrorPlotPanel::shadeBins() {

@@ -12,6 +12,7 @@
 class QCustomPlot;
 class QComboBox;
 class QCPItemRect;
+class QCPBars;
 class QMouseEvent;
 class QPointF;
 
@@ -51,6 +52,9 @@ class ErrorPlotPanel : public QWidget {
   void showMapCountsOfBin(const std::vector<uint64_t>& counts, int bin, int lastBin = INT_MIN);
   int mapBin() const { return mapBin_; }  // the (first) histogram bar the Where map shows, or INT_MIN
   int mapBinLast() const { return mapBinLast_; }  // the last bar of that range
+  // The bit positions of the selected bars' elements, drawn over the Bits plot (empty: none).
+  void showSelectionBits(const std::vector<uint64_t>& counts);
+  const std::vector<uint64_t>& selectionBits() const { return selectionBits_; }
   int mapBit() const { return mapBit_; }  // the bit the Where map shows, -1: all mismatches
   const std::vector<uint64_t>& mapCounts() const { return mapCounts_; }  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
@@ -94,7 +98,9 @@ class ErrorPlotPanel : public QWidget {
   int highlighted_ = -1;
   QString spanLabel_;
   int mapBinLast_ = INT_MIN;
-  QCPItemRect* binSpan_ = nullptr;  // the selected bars, shaded on the histogram
+  QCPItemRect* binSpan_ = nullptr;
+  std::vector<uint64_t> selectionBits_;
+  QCPBars* selectionBars_ = nullptr;  // the selected bars, shaded on the histogram
   std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
   int mapBit_ = -1;
   int mapBin_ = INT_MIN;

@@ -1205,6 +1205,8 @@ void MainWindow::showComparedBin(int bin, int lastBin) {
   panel->showMapCountsOfBin(analyzer::errorBinTileCounts(compared_->g.data(), compared_->c.data(), shown->rows,
                                                               shown->cols, shown->tileRows, shown->tileCols, bin, lastBin),
                                  bin, lastBin);
+  // and their bit positions, over the Bits plot
+  panel->showSelectionBits(analyzer::errorBinBitCounts(compared_->g.data(), compared_->c.data(), compared_->g.size(), bin, lastBin));
 }
 
 void MainWindow::regroupCompared(qint64 tileRows, qint64 tileCols) {

@@ -494,4 +494,19 @@ std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candi
   });
 }
 
+std::vector<uint64_t> errorBinBitCounts(const float* golden, const float* candidate, uint64_t n, int bin, int lastBin) {
+  const double lo = std::ldexp(1.0, bin), hi = std::ldexp(1.0, std::max(bin, lastBin) + 1);
+  std::vector<uint64_t> counts(32, 0);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(golden[i]) || !std::isfinite(candidate[i])) continue;
+    const double err = std::fabs(double(candidate[i]) - double(golden[i]));
+    if (err < lo || err >= hi) continue;
+    uint32_t a, b;
+    std::memcpy(&a, &golden[i], 4);
+    std::memcpy(&b, &candidate[i], 4);
+    for (uint32_t d = a ^ b; d; d &= d - 1) ++counts[std::size_t(__builtin_ctz(d))];
+  }
+  return counts;
+}
+
 }  // namespace peat::analyzer

@@ -85,6 +85,10 @@ Report analyzeTile(const float* golden, const float* candidate, uint64_t rows, u
 // alone), or a range of bars.
 std::vector<uint64_t> errorBinTileCounts(const float* golden, const float* candidate, uint64_t rows, uint64_t cols,
                                          uint64_t tileRows, uint64_t tileCols, int bin, int lastBin = INT_MIN);
+// The same elements' differing bits: [b] counts those whose bit b differs (the Bits plot of a
+// histogram selection).
+std::vector<uint64_t> errorBinBitCounts(const float* golden, const float* candidate, uint64_t n, int bin,
+                                        int lastBin = INT_MIN);
 
 // Per tile (row-major, as Report's tiles), the elements whose bit `bit` (0-31) differs between
 // golden and candidate: where the mismatches of one bit position sit.

@@ -322,8 +322,18 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QCOMPARE(w.errorPlot()->mapBinLast(), bin);
   QCOMPARE(w.errorPlot()->mapCounts().at(31), uint64_t(2));
   QCOMPARE(std::accumulate(w.errorPlot()->mapCounts().begin(), w.errorPlot()->mapCounts().end(), uint64_t(0)), uint64_t(2));
+  // ... and their bit positions over the Bits plot: bit 27 of one, the one-ULP change's bits of the other
+  {
+    std::vector<uint64_t> want(32, 0);
+    for (int e : {1000, 1003}) {
+      const uint32_t d = peat::fp::bitsOf(golden[std::size_t(e)]) ^ peat::fp::bitsOf(candidate[std::size_t(e)]);
+      for (int b = 0; b < 32; ++b) want[std::size_t(b)] += (d >> b) & 1u;
+    }
+    QCOMPARE(w.errorPlot()->selectionBits(), want);
+  }
   emit w.errorPlot()->binClicked(ulpBin, bin);  // the same range again: all mismatches
   QCOMPARE(w.errorPlot()->mapBin(), INT_MIN);
+  QVERIFY(w.errorPlot()->selectionBits().empty());
   x->setValue(0.0f);
   emit w.errorPlot()->tileClicked(0, 31);
   QCOMPARE(x->referenceValue(), golden[1000]);
