@@ -149,6 +149,55 @@ std::optional<ConvGemm> convBound(const store::SessionReader& r, const std::stri
   return g;
 }
 
+// A recorded matmul call (forward C = A B, grad_input dA = dC B^T, grad_weight dB = A^T dC) as the
+// batched GEMM it is: `batch` GEMMs over the leading dimensions, an operand without them (or with
+// one) shared by every GEMM as matmul broadcasts it. Returns no bound for what it cannot map (1-D
+// operands, a gradient summed over a broadcast batch, mismatched shapes) or what would cost more
+// than the call itself.
+std::optional<detector::GemmBound> matmulBound(const store::SessionReader& r, const std::string& run,
+                                               const store::CallInfo& c, const std::vector<uint64_t>& outShape) {
+  std::vector<uint64_t> s0, s1;
+  const std::vector<float> in0 = readInput(r, run, c, "input_0", s0), in1 = readInput(r, run, c, "input_1", s1);
+  if (in0.empty() || in1.empty() || s0.size() < 2 || s1.size() < 2 || outShape.size() < 2) return std::nullopt;
+  const auto batchOf = [](const std::vector<uint64_t>& shape) {
+    uint64_t b = 1;
+    for (std::size_t i = 0; i + 2 < shape.size(); ++i) b *= shape[i];
+    return b;
+  };
+  const uint64_t b0 = batchOf(s0), b1 = batchOf(s1), batch = batchOf(outShape);
+  if ((b0 != batch && b0 != 1) || (b1 != batch && b1 != 1)) return std::nullopt;  // a gradient summed over a broadcast
+  const uint64_t r0 = s0[s0.size() - 2], c0 = s0.back(), r1 = s1[s1.size() - 2], c1 = s1.back();
+  const int64_t variant = c.params.count("variant") ? c.params.at("variant") : 0;
+  // per batch: the GEMM's a [m, k] and b [k, n], transposed from the recorded operands where needed
+  uint64_t m = 0, k = 0, n = 0;
+  bool transposeA = false, transposeB = false;
+  if (variant == 0) {  // C = A B: A [m, k], B [k, n]
+    m = r0, k = c0, n = c1;
+    if (r1 != k) return std::nullopt;
+  } else if (variant == 1) {  // dA = dC B^T: dC [m, n'], B [k', n'] -> a = dC, b = B^T
+    m = r0, k = c0, n = r1, transposeB = true;
+    if (c1 != k) return std::nullopt;
+  } else {  // dB = A^T dC: A [m', k'], dC [m', n'] -> a = A^T, b = dC
+    m = c0, k = r0, n = c1, transposeA = true;
+    if (r1 != k) return std::nullopt;
+  }
+  if (outShape[outShape.size() - 2] != m || outShape.back() != n) return std::nullopt;
+  if (double(batch) * double(m) * double(k) * double(n) > 2e9) return std::nullopt;
+  const auto perBatch = [](const std::vector<float>& v, uint64_t count, uint64_t rows, uint64_t cols, bool transpose) {
+    if (!transpose) return v;
+    std::vector<float> out(v.size());
+    for (uint64_t t = 0; t < count; ++t) {
+      const std::vector<float> one(v.begin() + std::ptrdiff_t(t * rows * cols), v.begin() + std::ptrdiff_t((t + 1) * rows * cols));
+      const std::vector<float> flipped = transposed(one, rows, cols);
+      std::copy(flipped.begin(), flipped.end(), out.begin() + std::ptrdiff_t(t * rows * cols));
+    }
+    return out;
+  };
+  const std::vector<float> a = perBatch(in0, b0, r0, c0, transposeA), b = perBatch(in1, b1, r1, c1, transposeB);
+  return detector::batchedGemmBound(a.data(), b.data(), int64_t(batch), int64_t(m), int64_t(k), int64_t(n), b0 == 1 && batch > 1,
+                                    b1 == 1 && batch > 1);
+}
+
 const store::RunInfo& findRun(const store::SessionSummary& s, const std::string& name) {
   for (const store::RunInfo& r : s.runs)
     if (r.name == name) return r;
@@ -192,17 +241,23 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         a.iteration = c.id.iteration;
         a.callIndex = c.id.callIndex;
         a.report = analyze(golden.data(), candidate.data(), shape, options);
-        // Linear and (forward, one group) conv2d calls: the operands were recorded, so the detector
-        // can compute rounding bounds and replay formats; a conv's outputs are seen in its GEMM's layout.
+        // Linear, matmul (batched) and (forward, one group) conv2d calls: the operands were recorded,
+        // so the detector can compute rounding bounds and replay formats; a conv's outputs are seen
+        // in its GEMM's layout.
         std::optional<detector::GemmBound> bound;
         if (c.id.op == "linear") bound = linearBound(reader, out.sourceRun, *g->second);
+        if (c.id.op == "matmul") bound = matmulBound(reader, out.sourceRun, *g->second, shape);
         std::optional<ConvGemm> conv;
         if (c.id.op == "conv2d") conv = convBound(reader, out.sourceRun, *g->second, shape);
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
           a.detection = detector::detect(gg.data(), {cc.data()}, {conv->n * conv->positions, conv->cout}, options, &conv->bound);
         } else {
-          a.detection = detector::detect(golden.data(), {candidate.data()}, shape, options, bound ? &*bound : nullptr);
+          // a batched GEMM's output is seen as its rows stacked: [batch * m, n]
+          const std::vector<uint64_t> seen = bound && bound->batch > 1
+                                                 ? std::vector<uint64_t>{uint64_t(bound->rows), uint64_t(bound->cols)}
+                                                 : shape;
+          a.detection = detector::detect(golden.data(), {candidate.data()}, seen, options, bound ? &*bound : nullptr);
         }
         out.calls.push_back(std::move(a));
       }

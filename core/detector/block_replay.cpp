@@ -107,12 +107,12 @@ bool compareRows(const float* c, const GemmBound& g, const BlockScheme& s, const
 }  // namespace
 
 bool replaysBlockScheme(const float* c, const GemmBound& g, const BlockScheme& s) {
-  if (g.a.empty() || g.rows <= 0 || g.cols <= 0 || g.k <= 0) return false;
+  if (g.a.empty() || g.rows <= 0 || g.cols <= 0 || g.k <= 0 || g.batch != 1) return false;  // batched: not replayed
   return compareRows(c, g, s, quantiseOperands(g, s));
 }
 
 std::optional<BlockMatch> reproducingBlockScheme(const float* c, const GemmBound& g) {
-  if (g.a.empty() || double(g.rows) * double(g.cols) * double(g.k) > 5e8) return std::nullopt;
+  if (g.a.empty() || g.batch != 1 || double(g.rows) * double(g.cols) * double(g.k) > 5e8) return std::nullopt;
   std::vector<BlockScheme> schemes;
   auto addFor = [&](bool output, fp::BlockBug bug, bool wrongDimension) {
     for (const int size : {0, 16, 32, 64, 128})

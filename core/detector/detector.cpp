@@ -279,6 +279,31 @@ GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_
   return g;
 }
 
+GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
+                           bool bShared) {
+  GemmBound g;
+  g.batch = batch;
+  g.k = k;
+  g.rows = batch * m;
+  g.cols = n;
+  g.a.resize(std::size_t(batch * m * k));
+  g.b.resize(std::size_t(batch * k * n));
+  for (int64_t t = 0; t < batch; ++t) {
+    std::copy_n(a + (aShared ? 0 : t * m * k), m * k, g.a.begin() + t * m * k);
+    std::copy_n(b + (bShared ? 0 : t * k * n), k * n, g.b.begin() + t * k * n);
+  }
+  g.absProduct.resize(std::size_t(batch * m * n));
+  g.rowAbsSum.resize(std::size_t(batch * m));
+  g.colAbsSum.resize(std::size_t(batch * n));
+  for (int64_t t = 0; t < batch; ++t) {
+    const GemmBound one = gemmBound(g.a.data() + t * m * k, g.b.data() + t * k * n, m, k, n);
+    std::copy(one.absProduct.begin(), one.absProduct.end(), g.absProduct.begin() + t * m * n);
+    std::copy(one.rowAbsSum.begin(), one.rowAbsSum.end(), g.rowAbsSum.begin() + t * m);
+    std::copy(one.colAbsSum.begin(), one.colAbsSum.end(), g.colAbsSum.begin() + t * n);
+  }
+  return g;
+}
+
 namespace {
 // The smallest error model whose worst-case bound holds at every element: fp32 reordering
 // (gamma_K of 2^-24 on both sides), else inputs rounded to a format with unit roundoff u
@@ -321,11 +346,13 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
     fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
     fp::roundInPlace(*h.format, bb.data(), bb.size(), h.overflow);
     bool holds = true;
+    const int64_t perBatch = m / std::max<int64_t>(1, b.batch);
     for (int64_t i = 0; i < m && holds; ++i) {
       std::fill(row.begin(), row.end(), 0.0f);
+      const float* bBatch = bb.data() + (i / perBatch) * k * n;  // row i's GEMM of the batch
       for (int64_t q = 0; q < k; ++q) {
         const float av = a[std::size_t(i * k + q)];
-        const float* br = bb.data() + q * n;
+        const float* br = bBatch + q * n;
         for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
       }
       for (int64_t j = 0; j < n; ++j) {
@@ -357,7 +384,9 @@ int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b
       // (a + da)(b + db) - ab with |da| <= u|a| + eta: (2u + u^2)|a||b| + eta(1 + u)(|a| + |b|) + eta^2, summed over k.
       const double eta = kBoundModels[idx].eta;
       const uint64_t row = i / uint64_t(b.cols), col = i % uint64_t(b.cols);
-      const double under = eta * (1 + u) * (double(b.rowAbsSum[row]) + double(b.colAbsSum[col])) + kk * eta * eta;
+      const uint64_t batchOf = row / uint64_t(b.rows / std::max<int64_t>(1, b.batch));  // colAbsSum is per batch
+      const double under =
+          eta * (1 + u) * (double(b.rowAbsSum[row]) + double(b.colAbsSum[batchOf * uint64_t(b.cols) + col])) + kk * eta * eta;
       const double bound =
           (2 * u + u * u + gamma) * double(b.absProduct[i]) + under + 2 * u32 * std::fabs(double(g[i]));
       worstRatio = std::max(worstRatio, err / std::max(bound, 1e-300));
@@ -532,7 +561,7 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
       std::optional<BlockMatch> blockMatch;
       if (idx != 0 && reproduced.empty()) {
         blockMatch = reproducingBlockScheme(c, *bound);
-        blocksReplayed = double(bound->rows) * double(bound->cols) * double(bound->k) <= 5e8 && !bound->a.empty();
+        blocksReplayed = double(bound->rows) * double(bound->cols) * double(bound->k) <= 5e8 && !bound->a.empty() && bound->batch == 1;
       }
       if (blockMatch) {
         const BlockScheme& s = blockMatch->scheme;

@@ -37,8 +37,11 @@ std::string verdictExplanation(const std::string& verdict);
 // of inferred: absProduct[i] = sum_k |a_ik| |b_kj| for output element i, over a reduction of length k.
 struct GemmBound {
   std::vector<float> absProduct;
-  std::vector<float> rowAbsSum, colAbsSum;  // sum_k |a_ik| per row i, sum_k |b_kj| per column j
+  std::vector<float> rowAbsSum, colAbsSum;  // sum_k |a_ik| per row i, sum_k |b_kj| per column j (and batch)
   int64_t rows = 0, cols = 0, k = 0;
+  // A batched GEMM (matmul, bmm): `batch` GEMMs of rows / batch rows each, stacked along the rows:
+  // a is [rows, k] as one matrix, b is [batch, k, cols], colAbsSum [batch, cols].
+  int64_t batch = 1;
   // The operands themselves (and a per-column bias added after the GEMM), so that the detector can
   // replay each precision hypothesis: round the inputs to the format and compare.
   std::vector<float> a, b, bias;
@@ -46,6 +49,11 @@ struct GemmBound {
 
 // |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).
 GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias = nullptr);
+// `batch` GEMMs c_i = a_i b_i, a [batch, m, k] and b [batch, k, n] row-major (`aShared` / `bShared`:
+// one a or one b for every batch, as matmul broadcasts it). The block-scaled replay is not run on
+// batched bounds (batch > 1); the error bounds and the formats' replay are.
+GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
+                           bool bShared);
 
 // `candidates` are one or more candidate outputs for the same input (more than one reveals races).
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
