@@ -167,7 +167,7 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
           ? tr("The prediction is unchanged (class %1)").arg(cls(f.classBefore))
           : tr("<b>The prediction changed</b> from class %1 to %2").arg(cls(f.classBefore), cls(f.classAfter));
   flipResult_->setText(
-      tr("<p>Test image %1 (label %2), %3[%4]: %5 -> %6, bit(s) %7 (%8). %9%10. %11.</p>"
+      tr("<p>Test image %1 (label %2), %3[%4]: %5 -> %6 (shown above), bit(s) %7 (%8). %9%10. %11.</p>"
          "<table cellspacing=0 cellpadding=2>%12</table>")
           .arg(f.image)
           .arg(f.label)
@@ -176,6 +176,12 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
           .arg(number(f.before), number(f.after), bits.join(QLatin1Char(' ')), classes.join(QStringLiteral(", ")), caught,
                f.reliable ? tr(" (this value sits in reliable memory: a memory fault cannot reach it)") : QString(), prediction,
                logits));
+  // the explorer now holds this image's value (not the range's bound it opened on) and its flip
+  reference_ = f.before;
+  bits_ = fp::bitsOf(f.after);
+  toggle_ = fp::change(fp::kFp32, fp::bitsOf(reference_), bits_);
+  input_->setText(number(f.before));
+  refresh();
   layout()->activate();  // the outcome's lines laid out now, not at the next event
   if (QWidget* w = window(); w != this && w->height() < w->sizeHint().height())  // the outcome stays in view
     w->resize(w->width(), w->sizeHint().height());

@@ -111,6 +111,10 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
 
 void ErrorPlotPanel::showMessage(const QString& text) {
   reports_.clear();
+  binSpan_ = nullptr;  // the plots' items and plottables go below
+  selectionBars_ = nullptr;
+  selectionBits_.clear();
+  spanLabel_.clear();
   for (QCustomPlot* p : {plot_, bits_, map_}) {
     p->clearPlottables();
     p->clearItems();
@@ -210,6 +214,7 @@ void ErrorPlotPanel::draw() {
   selectionBits_.clear();
   bits_->clearItems();
   highlighted_ = -1;
+  spanLabel_.clear();
   const analyzer::StoredCallReport& r = reports_.front();
   QVector<double> keys[3], values[3];
   for (int b = 0; b < int(r.bitMismatch.size()); ++b) {
@@ -391,6 +396,7 @@ void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
 
 void ErrorPlotPanel::highlightBit(int bit) {
   bits_->clearItems();
+  spanLabel_.clear();
   bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   highlighted_ = -1;
   if (reports_.empty() || bit < 0 || bit >= int(reports_.front().bitMismatch.size())) {

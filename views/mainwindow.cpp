@@ -78,6 +78,7 @@ struct MainWindow::ComparedPair {
   io::FloatTensor g, c;
   std::string name;
   uint64_t tileRows = 0, tileCols = 0;
+  analyzer::ValueStats goldenStats, candidateStats;  // computed where the pair was read, off the GUI thread
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -535,6 +536,7 @@ void MainWindow::openSaveValue(qint64 index) {
   flipAnalysis_ = m.analysis;
   flipLayer_ = m.name;
   flipElement_ = index;
+  ++flipGeneration_;  // a flip still running was for another value
   bitExplorer_->setFlipAvailable(true);
 }
 
@@ -555,8 +557,10 @@ bool MainWindow::showTellingCall() {
       }
   }
   if (best < 0) return false;
+  const bool already = verdicts_->currentIndex().row() == best;
   verdicts_->selectionModel()->setCurrentIndex(verdictModel_->index(best, 0),
                                                QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  if (already) selectVerdictCall(best);  // the row was current already: its call may not be the one shown
   central_->setCurrentWidget(callPage_);
   if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();  // what the verdict means
   return true;
@@ -629,10 +633,11 @@ void MainWindow::showTour() {
                      item(QStringLiteral("SAVE/lenet-symbolic/conv1"))});
     steps.push_back({tr("6. Flip a bit and see it caught"),
                      tr("<p>The <b>bit explorer</b> opened the value of conv1.relu with the widest range, its bits "
-                        "coloured by class, and toggled bit 30, the top exponent bit: a small value becomes about "
-                        "10<sup>38</sup>. <b>Flip in the model</b> ran LeNet on a test image with that bit flipped: "
-                        "the logits before and after, and which of SAVE's checks caught it. Toggle other bits and "
-                        "flip again.</p>"),
+                        "coloured by class, and toggled bit 30, the top exponent bit (a value between 0 and 2 becomes "
+                        "2<sup>128</sup> times larger; a zero becomes 2). <b>Flip in the model</b> ran LeNet on test "
+                        "image 0 with that bit flipped in this value: the explorer now shows the image's value and "
+                        "its flip, with the logits before and after and which of SAVE's checks caught it. Toggle "
+                        "other bits and flip again.</p>"),
                      [this](QString* why) {
                        if (!selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu"))) {
                          *why = lastError_;
@@ -695,8 +700,10 @@ void MainWindow::flipInModel(quint32 mask, int image) {
   const std::string analysis = flipAnalysis_, layer = flipLayer_;
   const qint64 element = flipElement_;
   auto* watcher = new QFutureWatcher<std::pair<std::string, save::ModelFlip>>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+  const quint64 generation = ++flipGeneration_;
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
     watcher->deleteLater();
+    if (generation != flipGeneration_) return;  // a newer flip, or another value, came meanwhile
     const auto [error, flip] = watcher->result();
     if (error.empty()) bitExplorer_->showFlip(flip);
     else bitExplorer_->showFlipError(QString::fromStdString(error));
@@ -787,7 +794,7 @@ void MainWindow::showItem(const QModelIndex& current) {
                                                        QString::fromStdString(r.spec.kernel));
         if (r.spec.kind == "runtime_fi") {
           if (!attribute("every").isEmpty() && attribute("every") != QLatin1String("0"))
-            about += tr(", swapped in at every %1th call").arg(attribute("every"));
+            about += tr(", swapped in every %1 calls").arg(attribute("every"));
           if (!attribute("target_layer").isEmpty()) about += tr(" of layer %1").arg(attribute("target_layer"));
           if (!attribute("target_op").isEmpty()) about += tr(" (%1 calls)").arg(attribute("target_op"));
         }
@@ -899,13 +906,7 @@ void MainWindow::showSelectedCalls() {
                           node.data(Qt::ToolTipRole).toString(), verdict);
       central_->setCurrentWidget(callPage_);
       if (verdict && !verdict->findings.empty()) showFindingOn(callPage_->plots(), verdict->findings.front());
-      // the two outputs side by side, when the session holds them
-      if (pairForShownCall(callPage_->plots(), true))
-        callPage_->showPairStats(analyzer::valueStats(compared_->g.data(), compared_->g.size()),
-                                 analyzer::valueStats(compared_->c.data(), compared_->c.size()));
-      else
-        callPage_->showNoPairStats(tr("The run did not store its outputs: replay it with peat playback --store-outputs "
-                                      "to see the golden and candidate statistics and to link the plots to the elements."));
+      requestPairStats(reports.front());  // the two outputs side by side, when the session holds them
     }
   } else if (!missing.isEmpty()) {
     errorPlot_->showMessage(missing);
@@ -1040,9 +1041,8 @@ void MainWindow::showFindingOn(ErrorPlotPanel* panel, const store::Finding& f) {
     // the fp32 mantissa bits the named format does not keep: where its rounding shows
     const auto at = f.labels.find("format");
     const std::optional<fp::Format> format = at == f.labels.end() ? std::nullopt : fp::formatByName(at->second);
-    if (format && format->manBits < 23)
-      panel->highlightBitSpan(0, 22 - format->manBits,
-                              tr("bits %1 does not keep (0-%2)").arg(QString::fromStdString(at->second)).arg(22 - format->manBits));
+    if (const int highest = format ? fp::highestDroppedMantissaBit(*format) : -1; highest >= 0)
+      panel->highlightBitSpan(0, highest, tr("bits %1 does not keep (0-%2)").arg(QString::fromStdString(at->second)).arg(highest));
   }
 }
 
@@ -1158,6 +1158,59 @@ ErrorPlotPanel* MainWindow::plotsOf(QObject* sender) const {
   return panel ? panel : errorPlot_;
 }
 
+void MainWindow::requestPairStats(const analyzer::StoredCallReport& shown) {
+  const quint64 generation = ++pairGeneration_;
+  if (compared_ && compared_->name == shown.call) {  // read already (a dropped pair, or a call clicked before)
+    callPage_->showPairStats(compared_->goldenStats, compared_->candidateStats);
+    emit pairStatsShown();
+    return;
+  }
+  if (!reader_ || shown.analysisRun.empty()) {
+    callPage_->showNoPairStats(tr("No outputs to compare: this call has no analysis run."));
+    emit pairStatsShown();
+    return;
+  }
+  // the outputs are read and their statistics computed off the GUI thread
+  auto reader = reader_;
+  const analyzer::StoredCallReport report = shown;
+  using Result = std::pair<std::string, std::shared_ptr<ComparedPair>>;
+  auto* watcher = new QFutureWatcher<Result>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    if (generation != pairGeneration_) return;  // another call is shown now
+    const auto [error, pair] = watcher->result();
+    if (pair) {
+      if (!compared_ || compared_->name != pair->name) compared_ = pair;
+      callPage_->showPairStats(pair->goldenStats, pair->candidateStats);
+    } else {
+      callPage_->showNoPairStats(QString::fromStdString(error));
+    }
+    emit pairStatsShown();
+  });
+  watcher->setFuture(QtConcurrent::run([reader, report]() -> Result {
+    try {
+      analyzer::CallPair loaded = analyzer::loadCallPair(*reader, report.analysisRun, report.call);
+      auto pair = std::make_shared<ComparedPair>();
+      pair->g = io::FloatTensor::owned(std::move(loaded.golden), loaded.shape);
+      pair->c = io::FloatTensor::owned(std::move(loaded.candidate), loaded.shape);
+      if (pair->g.size() != uint64_t(report.elements)) return {"the stored outputs do not match the call's report", nullptr};
+      pair->name = report.call;
+      pair->tileRows = report.tileRows;
+      pair->tileCols = report.tileCols;
+      pair->goldenStats = analyzer::valueStats(pair->g.data(), pair->g.size());
+      pair->candidateStats = analyzer::valueStats(pair->c.data(), pair->c.size());
+      return {std::string(), pair};
+    } catch (const std::invalid_argument& e) {  // the session does not hold both outputs
+      return {std::string("The outputs are not in the session (") + e.what() +
+                  "): replay with peat playback --store-outputs to see the golden and candidate statistics and to "
+                  "link the plots to the elements.",
+              nullptr};
+    } catch (const std::exception& e) {
+      return {std::string("The outputs could not be read: ") + e.what(), nullptr};
+    }
+  }));
+}
+
 bool MainWindow::pairForShownCall(ErrorPlotPanel* panel, bool quiet) {
   const analyzer::StoredCallReport* shown = panel->firstReport();
   if (!shown) return false;
@@ -1174,6 +1227,8 @@ bool MainWindow::pairForShownCall(ErrorPlotPanel* panel, bool quiet) {
     pair->tileRows = shown->tileRows;
     pair->tileCols = shown->tileCols;
     if (pair->g.size() != uint64_t(shown->elements)) return false;
+    pair->goldenStats = analyzer::valueStats(pair->g.data(), pair->g.size());
+    pair->candidateStats = analyzer::valueStats(pair->c.data(), pair->c.size());
     compared_ = pair;
     return true;
   } catch (const std::exception& e) {
@@ -1274,7 +1329,7 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
     for (uint64_t d : pair->g.shape()) shape += (shape.isEmpty() ? QString() : QStringLiteral("x")) + QString::number(d);
     const QString description = tr("golden %1\ncandidate %2\nfloat32[%3]").arg(goldenPath, candidatePath, shape);
     callPage_->showCall(report, QString::fromStdString(report.call), description, nullptr);
-    callPage_->showPairStats(analyzer::valueStats(pair->g.data(), pair->g.size()), analyzer::valueStats(pair->c.data(), pair->c.size()));
+    callPage_->showPairStats(pair->goldenStats, pair->candidateStats);
     central_->setCurrentWidget(callPage_);
     emit comparisonShown();
     auto* second = new QFutureWatcher<detector::Detection>(this);
@@ -1287,21 +1342,31 @@ void MainWindow::compareTensors(const QString& golden, const QString& candidate)
       errorPlot_->showReports({withVerdict});
       const store::Verdict verdict = analyzer::storedVerdict(report.call, detection);
       callPage_->showCall(withVerdict, QString::fromStdString(report.call), description, &verdict);
-      callPage_->showPairStats(analyzer::valueStats(pair->g.data(), pair->g.size()),
-                               analyzer::valueStats(pair->c.data(), pair->c.size()));
+      callPage_->showPairStats(pair->goldenStats, pair->candidateStats);
       if (!verdict.findings.empty()) showFindingOn(callPage_->plots(), verdict.findings.front());
       explain_->showVerdict(QString::fromStdString(withVerdict.verdict));
       statusBar()->showMessage(tr("%1: %2").arg(QString::fromStdString(withVerdict.call), QString::fromStdString(withVerdict.verdict)));
       lastError_.clear();
       emit comparisonDetected();
     });
-    second->setFuture(QtConcurrent::run([pair] { return detector::detect(pair->g.data(), {pair->c.data()}, pair->g.shape()); }));
+    second->setFuture(QtConcurrent::run([pair] {
+      try {
+        return detector::detect(pair->g.data(), {pair->c.data()}, pair->g.shape());
+      } catch (const std::exception& e) {  // never out of the worker: the verdict says what failed
+        detector::Detection failed;
+        failed.verdict.model = "unknown";
+        failed.verdict.explanation = std::string("the detector failed: ") + e.what();
+        return failed;
+      }
+    }));
   });
   first->setFuture(QtConcurrent::run([pair, g, c, name]() -> std::pair<std::string, analyzer::StoredCallReport> {
     try {
       pair->g = io::readSource(g);
       pair->c = io::readSource(c);
       io::checkComparable(pair->g, pair->c);
+      pair->goldenStats = analyzer::valueStats(pair->g.data(), pair->g.size());
+      pair->candidateStats = analyzer::valueStats(pair->c.data(), pair->c.size());
       const analyzer::Report r = analyzer::analyze(pair->g.data(), pair->c.data(), pair->g.shape());
       return {std::string(), analyzer::plottedReport(r, name, std::string())};
     } catch (const std::exception& e) {

@@ -111,6 +111,7 @@ class MainWindow : public QMainWindow {
   void comparisonRegrouped();  // the compared pair's report, with the Where map grouped anew
   void comparisonDetected();  // ... and the detector's verdict
   void flipShown();           // "Flip in the model" came back (its outcome or its error)
+  void pairStatsShown();      // the call page's golden and candidate statistics (or why there are none)
   void sessionOpenEnded(const QString& path, bool opened);
 
  public:
@@ -180,6 +181,9 @@ class MainWindow : public QMainWindow {
   // The SAVE value the bit explorer shows (for "Flip in the model")
   std::string flipAnalysis_, flipLayer_;
   qint64 flipElement_ = -1;
+  quint64 flipGeneration_ = 0;  // the newest flip asked for: older results are dropped
+  quint64 pairGeneration_ = 0;  // the newest call page asking for its outputs' statistics
+  void requestPairStats(const analyzer::StoredCallReport& shown);
   void flipInModel(quint32 mask, int image);
   RunPanel* runPanel_;
   ExplainPanel* explain_;

@@ -46,6 +46,9 @@ inline constexpr Format kE2M1{"e2m1", 2, 1, 1, Encoding::FiniteOnly};
 
 const std::vector<Format>& allFormats();
 std::optional<Format> formatByName(std::string_view name);
+// The fp32 mantissa bits a narrower format drops when a value is rounded to it: 0 .. highest
+// (bf16: 0-15); -1 when it keeps all 23 (fp32 itself).
+inline constexpr int highestDroppedMantissaBit(const Format& f) { return f.manBits < 23 ? 22 - f.manBits : -1; }
 
 enum class FpClass { Zero, Subnormal, Normal, Infinite, NaN };
 const char* className(FpClass c);

@@ -102,7 +102,8 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
                 {"weights", source.weights}, {"weights_run", source.run},
                 {"model_source", source.model}, {"input_mean", numberListText(source.inputMean)},
-                {"input_std", numberListText(source.inputStd)}, {"ranges", s.sound ? "sound" : "unsound (profiled)"},
+                {"input_std", numberListText(source.inputStd)}, {"random_weights", std::to_string(source.randomSeed)},
+                {"ranges", s.sound ? "sound" : "unsound (profiled)"},
                 {"criterion", s.options.criterion}, {"placement", s.options.placement}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
                  {"tau", s.options.tau},                   {"depth", double(s.options.ranges.depth)},
@@ -114,7 +115,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                  {"epsilon", s.options.epsilon},           {"working_set_bytes", double(s.workingSetBytes)},
                  {"recompute_work", s.recomputeWork},      {"recompute_work_random_placement", s.randomPlacementWork},
                  {"recompute_work_without_reliable_memory", s.recomputeAllWork},
-                 {"weights_iteration", double(source.iteration)}, {"random_weights", double(source.randomSeed)}};
+                 {"weights_iteration", double(source.iteration)}};
   if (ref) {
     const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
     sum.scalars["ascent_union_width"] = ref->ascent.unionHi - ref->ascent.unionLo;
@@ -158,7 +159,15 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.source.weights = label(sum, "weights");
   if (!label(sum, "weights_run").empty()) a.source.run = label(sum, "weights_run");
   if (sum.scalars.count("weights_iteration")) a.source.iteration = int64_t(scalar(sum, "weights_iteration"));
-  a.source.randomSeed = uint64_t(std::max(0.0, scalar(sum, "random_weights")));
+  if (const std::string seed = label(sum, "random_weights"); !seed.empty()) {
+    std::size_t used = 0;
+    try {
+      a.source.randomSeed = std::stoull(seed, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != seed.size()) throw SaveError("SAVE result '" + id + "' has a random seed '" + seed + "' that is no number");
+  }
   for (auto [text, into] : {std::pair{label(sum, "input_mean"), &a.source.inputMean}, std::pair{label(sum, "input_std"), &a.source.inputStd}})
     if (!text.empty())
       for (double v : util::parseNumberList(text, "the stored input normalisation")) into->push_back(float(v));

@@ -60,7 +60,7 @@ void TestCurvePanel::runtimeFiBesideGolden() {
   for (std::size_t i = 0; i < 6 && first < 0; ++i)
     if (fi.loss[i] != golden.loss[i]) first = fi.iteration[i];
   const QString summary = window.curvePanel()->summaryText();
-  QVERIFY2(summary.contains(QStringLiteral("every 7th call")), qPrintable(summary));
+  QVERIFY2(summary.contains(QStringLiteral("every 7 calls")), qPrintable(summary));
   QVERIFY2(summary.contains(QStringLiteral("first differ at iteration <b>%1</b>").arg(first)), qPrintable(summary));
   QVERIFY2(summary.contains(QStringLiteral("substituted at %1 iteration").arg(fi.substituted.size())), qPrintable(summary));
   QVERIFY(window.currentCsv().startsWith(QStringLiteral("run,iteration,loss,accuracy,test_loss,test_accuracy\n")));

@@ -168,6 +168,7 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
       row = r;
   QVERIFY2(row >= 0, "no bit_flip verdict on bit 30");
   verdicts->setCurrentIndex(m->index(row == 0 && m->rowCount() > 1 ? 1 : 0, 0));  // start elsewhere
+  QSignalSpy stats(window_.get(), &MainWindow::pairStatsShown);
   verdicts->setCurrentIndex(m->index(row, 0));
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
   QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
@@ -190,6 +191,7 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
     const peat::analyzer::StoredCallReport* report = page->plots()->firstReport();
     QVERIFY(report);
     const peat::analyzer::CallPair pair = peat::analyzer::loadCallPair(reader, report->analysisRun, report->call);
+    QTRY_VERIFY_WITH_TIMEOUT(stats.count() > 0, 20000);  // read and computed off the GUI thread
     const QString details = page->detailsText();
     QVERIFY2(details.contains(QStringLiteral("Golden and candidate")), qPrintable(details));
     for (const std::vector<float>* v : {&pair.golden, &pair.candidate}) {

@@ -361,6 +361,11 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QVERIFY(again.callPage()->detailsText().contains(QStringLiteral("Verdict: precision_loss")));
   QVERIFY(tour->next());
   QVERIFY(again.callPage()->plots()->bitSpanLabel().contains(QStringLiteral("bf16")));
+  QVERIFY(tour->back());  // Back: step 3 again, its page selected anew
+  QCOMPARE(tour->step(), 2);
+  QVERIFY(tour->text().contains(QStringLiteral("3. Read the error histogram")));
+  QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.callPage()));
+  QVERIFY(tour->next());
   QVERIFY(tour->next());
   QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.savePanel()));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::MapTab);

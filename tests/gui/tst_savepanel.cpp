@@ -285,6 +285,9 @@ void TestSavePanel::bitExplorerFromTheMap() {
   for (std::size_t i = 0; i < f.logitsAfter.size(); ++i)
     QVERIFY2(explorer->flipText().contains(QString::number(double(f.logitsAfter[i]), 'g', 9)), qPrintable(explorer->flipText()));
   QCOMPARE(f.before, oracle.value(0, node, uint32_t(index)));
+  // the explorer now holds the image's value and its flip (not the range's bound it opened on)
+  QCOMPARE(explorer->referenceValue(), f.before);
+  QCOMPARE(explorer->bits(), peat::fp::bitsOf(f.after));
   const bool changed = oracle.activationFlip(0, node, uint32_t(index), rangingBit);
   QCOMPARE(f.classAfter != f.classBefore, changed);
   QVERIFY(explorer->flipText().contains(changed ? QStringLiteral("prediction changed</b>") : QStringLiteral("prediction is unchanged")));
@@ -305,6 +308,7 @@ void TestSavePanel::bitExplorerFromTheMap() {
   explorer->requestFlip();  // nothing toggled: nothing to flip
   QVERIFY(explorer->flipText().contains(QStringLiteral("Toggle the bits")));
   // the narrow formats beside it: the value rounded by core/fp
+  explorer->setValue(value);
   QVERIFY(explorer->formatsText().contains(QString::number(double(peat::fp::roundTo(peat::fp::kBf16, value)), 'g', 9)));
   QVERIFY(explorer->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/bitexplorer-save.png")));
   explorer->clearSaveContext();

@@ -804,6 +804,26 @@ void TestSave::flipInModelAgreesWithTheOracleAndTheRuntime() {
     const bool reliable = l.tileReliable[std::size_t((element / l.cols / 16) * l.tilesAcross + (element % l.cols) / 16)] != 0;
     QCOMPARE(f.recomputeCatches, type2 && !reliable && !(robust >> bit & 1u));
     QCOMPARE(f.reliable, reliable);
+    // the logits after the flip, recomputed element by element with the verifier's own path
+    // (elementOf), bit for bit
+    if (trial % 6 == 0) {
+      const float* x = d.normalised.data() + image * g.nodes[0].size();
+      std::vector<std::vector<float>> act = save::runAll(g, x, 1);
+      uint32_t word;
+      std::memcpy(&word, &act[std::size_t(node)][std::size_t(element)], 4);
+      word ^= uint32_t(1) << bit;
+      std::memcpy(&act[std::size_t(node)][std::size_t(element)], &word, 4);
+      for (std::size_t v = std::size_t(node) + 1; v < g.nodes.size(); ++v) {
+        std::vector<const float*> in;
+        for (int j : g.nodes[v].inputs) in.push_back(act[std::size_t(j)].data());
+        for (int64_t e = 0; e < g.nodes[v].size(); ++e) act[v][std::size_t(e)] = save::elementOf(g, int(v), in, e);
+      }
+      const std::vector<float>& logits = act[std::size_t(g.output)];
+      QCOMPARE(f.logitsAfter.size(), logits.size());
+      for (std::size_t i = 0; i < logits.size(); ++i)
+        QVERIFY(std::memcmp(&f.logitsAfter[i], &logits[i], 4) == 0 || (std::isnan(f.logitsAfter[i]) && std::isnan(logits[i])));
+      QVERIFY(f.violations > 0 || !f.outOfRange);  // the flipped tensor's own check counts
+    }
     changed += f.classAfter != f.classBefore;
     caughtByRange += f.outOfRange;
     caughtByRecompute += f.recomputeCatches;
