@@ -39,8 +39,9 @@ struct GemmBound {
   std::vector<float> absProduct;
   std::vector<float> rowAbsSum, colAbsSum;  // sum_k |a_ik| per row i, sum_k |b_kj| per column j (and batch)
   int64_t rows = 0, cols = 0, k = 0;
-  // A batched GEMM (matmul, bmm): `batch` GEMMs of rows / batch rows each, stacked along the rows:
-  // a is [rows, k] as one matrix, b is [batch, k, cols], colAbsSum [batch, cols].
+  // A batched GEMM (matmul, bmm, a grouped conv): `batch` GEMMs of rows / batch rows each, stacked
+  // along the rows: a is [rows, k] as one matrix, b is [batch, k, cols], colAbsSum [batch, cols], and
+  // bias either [cols] for every GEMM or [batch, cols], one per GEMM.
   int64_t batch = 1;
   // The operands themselves (and a per-column bias added after the GEMM), so that the detector can
   // replay each precision hypothesis: round the inputs to the format and compare.

@@ -24,6 +24,7 @@ class TestDetector : public QObject {
   Q_OBJECT
  private slots:
   void everyVerdictIsExplained();
+  void tf32UnderTheReorderingBoundIsNamed();
   void exact();
   void bitFlip();
   void lowBitFlipIsAmbiguous();
@@ -218,6 +219,43 @@ void TestDetector::boundsDecideWhenOperandsAreKnown() {
   const auto missing = gemm(false, false, 16);
   const auto bug = detector::detect(golden.data(), {missing.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
   QVERIFY2(bug.verdict.model != "precision_loss" && bug.verdict.model != "accumulation_order", bug.verdict.model.c_str());
+}
+
+// K = 1024 with tf32 inputs: the rounding's typical error falls under the fp32 reordering's worst-case
+// bound, so the bound alone would say "accumulation_order". The candidate sits far closer to the
+// tf32 replay than to the fp32 one (a reordered fp32 sum the reverse), which names the format; a
+// reversed fp32 sum of the same GEMM stays accumulation_order.
+void TestDetector::tf32UnderTheReorderingBoundIsNamed() {
+  const int64_t m = 16, k = 1024, n = 16;
+  const auto a = values(std::size_t(m * k), 60), b = values(std::size_t(k * n), 61);
+  auto gemm = [&](bool reversed, bool tf32) {
+    std::vector<float> c(std::size_t(m * n), 0.0f);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (int64_t step = 0; step < k; ++step) {
+          const int64_t q = reversed ? k - 1 - step : step;
+          float x = a[std::size_t(i * k + q)], y = b[std::size_t(q * n + j)];
+          if (tf32) {
+            x = fp::roundTo(fp::kTf32, x);
+            y = fp::roundTo(fp::kTf32, y);
+          }
+          acc += x * y;
+        }
+        c[std::size_t(i * n + j)] = acc;
+      }
+    return c;
+  };
+  const auto golden = gemm(false, false), tf32 = gemm(true, true), reordered = gemm(true, false);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  const auto named = detector::detect(golden.data(), {tf32.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(named.verdict.model, std::string("precision_loss"));
+  QCOMPARE(named.verdict.parameters.at("format"), std::string("tf32"));
+  // the case this rule is for: the reordering bound held
+  QVERIFY2(named.verdict.evidence.count("closer_than_fp32") && named.verdict.evidence.at("closer_than_fp32") > 16,
+           named.verdict.explanation.c_str());
+  const auto order = detector::detect(golden.data(), {reordered.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(order.verdict.model, std::string("accumulation_order"));
 }
 
 // The workbench explains every verdict the detector can give (and nothing else).
