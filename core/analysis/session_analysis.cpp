@@ -93,79 +93,13 @@ std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, co
                              int64_t(lastX));
 }
 
-// A recorded conv2d forward call as the GEMMs it is, one per group: A_g = im2col(x's channels of
-// group g) [N Ho Wo, Cin/G kh kw], B_g = w_g^T [Cin/G kh kw, Cout/G] (+ bias), whose C_g is group g's
-// output channels with the axes moved to [N Ho Wo, Cout/G]; the groups are stacked along the rows
-// (a batched bound when G > 1, as for a depthwise conv). `toGemm` moves a recorded output's values
-// into that order.
-struct ConvGemm {
-  detector::GemmBound bound;
-  uint64_t n = 0, cout = 0, positions = 0, groups = 1;  // positions: Ho Wo
-  std::vector<float> toGemm(const std::vector<float>& y) const {
-    std::vector<float> out(y.size());
-    const uint64_t perGroup = cout / groups;
-    for (uint64_t b = 0; b < n; ++b)
-      for (uint64_t c = 0; c < cout; ++c) {
-        const uint64_t g = c / perGroup, cg = c % perGroup;
-        for (uint64_t p = 0; p < positions; ++p)
-          out[((g * n + b) * positions + p) * perGroup + cg] = y[(b * cout + c) * positions + p];
-      }
-    return out;
-  }
-};
-
 std::optional<ConvGemm> convBound(const store::SessionReader& r, const std::string& run, const store::CallInfo& c,
                                   const std::vector<uint64_t>& outShape) {
-  auto param = [&](const char* key, int64_t fallback) {
-    const auto it = c.params.find(key);
-    return it == c.params.end() ? fallback : it->second;
-  };
-  const int64_t groups = param("groups", 1);
-  if (param("variant", 0) != 0 || groups < 1 || outShape.size() != 4) return std::nullopt;
-  std::vector<uint64_t> sx, sw;
+  std::vector<uint64_t> sx, sw, sb;
   const std::vector<float> x = readInput(r, run, c, "input_0", sx), w = readInput(r, run, c, "input_1", sw);
-  if (x.empty() || w.empty() || sx.size() != 4 || sw.size() != 4 || outShape[1] != sw[0]) return std::nullopt;
-  const uint64_t G = uint64_t(groups);
-  if (sx[1] % G != 0 || sw[0] % G != 0 || sw[1] * G != sx[1]) return std::nullopt;
-  const int64_t sh = param("stride", 1), sw_ = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
-  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
-  const uint64_t batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3], kh = sw[2], kw = sw[3], ho = outShape[2], wo = outShape[3];
-  const uint64_t cinG = cin / G, nOut = sw[0], nOutG = nOut / G;
-  const uint64_t m = batch * ho * wo, k = cinG * kh * kw;
-  if (double(G) * double(m) * double(k) * double(nOutG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
-  // a [G, m, k] and b [G, k, nOutG]
-  std::vector<float> a(G * m * k, 0.0f), bt(G * k * nOutG);
-  for (uint64_t g = 0; g < G; ++g)
-    for (uint64_t b = 0; b < batch; ++b)
-      for (uint64_t oy = 0; oy < ho; ++oy)
-        for (uint64_t ox = 0; ox < wo; ++ox) {
-          float* row = a.data() + (g * m + (b * ho + oy) * wo + ox) * k;
-          for (uint64_t ci = 0; ci < cinG; ++ci)
-            for (uint64_t ky = 0; ky < kh; ++ky)
-              for (uint64_t kx = 0; kx < kw; ++kx) {
-                const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw_ - pw + int64_t(kx) * dw;
-                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
-                  row[(ci * kh + ky) * kw + kx] = x[((b * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
-              }
-        }
-  for (uint64_t g = 0; g < G; ++g)
-    for (uint64_t o = 0; o < nOutG; ++o)
-      for (uint64_t q = 0; q < k; ++q) bt[(g * k + q) * nOutG + o] = w[(g * nOutG + o) * k + q];
-  std::vector<uint64_t> sb;
   const std::vector<float> bias = readInput(r, run, c, "input_2", sb);
-  ConvGemm out;
-  if (G == 1) {
-    out.bound = detector::gemmBound(a.data(), bt.data(), int64_t(m), int64_t(k), int64_t(nOut),
-                                    bias.size() == nOut ? bias.data() : nullptr);
-  } else {
-    out.bound = detector::batchedGemmBound(a.data(), bt.data(), int64_t(G), int64_t(m), int64_t(k), int64_t(nOutG), false, false);
-    if (bias.size() == nOut) out.bound.bias = bias;  // [G, Cout/G]: each group's own channels
-  }
-  out.n = batch;
-  out.cout = nOut;
-  out.positions = ho * wo;
-  out.groups = G;
-  return out;
+  if (x.empty() || w.empty()) return std::nullopt;
+  return convGemm(x.data(), sx, w.data(), sw, bias.empty() ? nullptr : bias.data(), bias.size(), c.params, outShape);
 }
 
 // A recorded matmul call (forward C = A B, grad_input dA = dC B^T, grad_weight dB = A^T dC) as the
@@ -227,6 +161,69 @@ const store::RunInfo& findRun(const store::SessionSummary& s, const std::string&
 
 }  // namespace
 
+std::vector<float> ConvGemm::toGemm(const std::vector<float>& y) const {
+  std::vector<float> out(y.size());
+  const uint64_t perGroup = cout / groups;
+  for (uint64_t b = 0; b < n; ++b)
+    for (uint64_t c = 0; c < cout; ++c) {
+      const uint64_t g = c / perGroup, cg = c % perGroup;
+      for (uint64_t p = 0; p < positions; ++p)
+        out[((g * n + b) * positions + p) * perGroup + cg] = y[(b * cout + c) * positions + p];
+    }
+  return out;
+}
+
+std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx, const float* w,
+                                 const std::vector<uint64_t>& sw, const float* biasData, std::size_t biasSize,
+                                 const std::map<std::string, int64_t>& params, const std::vector<uint64_t>& outShape) {
+  auto param = [&](const char* key, int64_t fallback) {
+    const auto it = params.find(key);
+    return it == params.end() ? fallback : it->second;
+  };
+  const int64_t groups = param("groups", 1);
+  if (param("variant", 0) != 0 || groups < 1 || outShape.size() != 4) return std::nullopt;
+  if (sx.size() != 4 || sw.size() != 4 || outShape[1] != sw[0]) return std::nullopt;
+  const uint64_t G = uint64_t(groups);
+  if (sx[1] % G != 0 || sw[0] % G != 0 || sw[1] * G != sx[1]) return std::nullopt;
+  const int64_t sh = param("stride", 1), sw_ = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
+  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
+  const uint64_t batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3], kh = sw[2], kw = sw[3], ho = outShape[2], wo = outShape[3];
+  const uint64_t cinG = cin / G, nOut = sw[0], nOutG = nOut / G;
+  const uint64_t m = batch * ho * wo, k = cinG * kh * kw;
+  if (double(G) * double(m) * double(k) * double(nOutG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
+  // a [G, m, k] and b [G, k, nOutG]
+  std::vector<float> a(G * m * k, 0.0f), bt(G * k * nOutG);
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t b = 0; b < batch; ++b)
+      for (uint64_t oy = 0; oy < ho; ++oy)
+        for (uint64_t ox = 0; ox < wo; ++ox) {
+          float* row = a.data() + (g * m + (b * ho + oy) * wo + ox) * k;
+          for (uint64_t ci = 0; ci < cinG; ++ci)
+            for (uint64_t ky = 0; ky < kh; ++ky)
+              for (uint64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw_ - pw + int64_t(kx) * dw;
+                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
+                  row[(ci * kh + ky) * kw + kx] = x[((b * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
+              }
+        }
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t o = 0; o < nOutG; ++o)
+      for (uint64_t q = 0; q < k; ++q) bt[(g * k + q) * nOutG + o] = w[(g * nOutG + o) * k + q];
+  const bool hasBias = biasData && biasSize == nOut;
+  ConvGemm out;
+  if (G == 1) {
+    out.bound = detector::gemmBound(a.data(), bt.data(), int64_t(m), int64_t(k), int64_t(nOut), hasBias ? biasData : nullptr);
+  } else {
+    out.bound = detector::batchedGemmBound(a.data(), bt.data(), int64_t(G), int64_t(m), int64_t(k), int64_t(nOutG), false, false);
+    if (hasBias) out.bound.bias.assign(biasData, biasData + nOut);  // [G, Cout/G]: each group's own channels
+  }
+  out.n = batch;
+  out.cout = nOut;
+  out.positions = ho * wo;
+  out.groups = G;
+  return out;
+}
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options) {
   SessionAnalysis out;
@@ -270,9 +267,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         if (c.id.op == "conv2d") conv = convBound(reader, out.sourceRun, *g->second, shape);
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
-          a.detection = detector::detect(gg.data(), {cc.data()},
-                                         {conv->groups * conv->n * conv->positions, conv->cout / conv->groups}, options,
-                                         &conv->bound);
+          a.detection = detector::detect(gg.data(), {cc.data()}, conv->seenShape(), options, &conv->bound);
         } else {
           // a batched GEMM's output is seen as its rows stacked: [batch * m, n]
           const std::vector<uint64_t> seen = bound && bound->batch > 1

@@ -4,6 +4,8 @@
 // call a playback run stored, against the call the profiler recorded), with per-call numbers, their
 // trend over iterations, and the stored reports and verdicts, written and read back here. It sits
 // above both core/analyzer and core/detector, which know nothing of sessions.
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,24 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                                const ReportOptions& options);
 
 // A call's report as analyzeSession stored it, read back for plots.
+// A conv2d forward call as the GEMMs it is, one per group: A_g = im2col(x's channels of group g)
+// [N Ho Wo, Cin/G kh kw], B_g = w_g^T [Cin/G kh kw, Cout/G] (+ bias), whose C_g is group g's output
+// channels with the axes moved to [N Ho Wo, Cout/G]; the groups are stacked along the rows (a
+// batched bound when G > 1, as for a depthwise conv). `toGemm` moves an output's values into that
+// order; the detector then sees [G N Ho Wo, Cout/G].
+struct ConvGemm {
+  detector::GemmBound bound;
+  uint64_t n = 0, cout = 0, positions = 0, groups = 1;  // positions: Ho Wo
+  std::vector<float> toGemm(const std::vector<float>& y) const;
+  std::vector<uint64_t> seenShape() const { return {groups * n * positions, cout / groups}; }
+};
+// x [N, Cin, H, W], w [Cout, Cin/G, kh, kw] and the call's params (stride, padding, dilation, their
+// _w variants, groups; "variant" must be the forward); none when it does not map or would cost more
+// than the call.
+std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& xShape, const float* w,
+                                 const std::vector<uint64_t>& wShape, const float* bias, std::size_t biasSize,
+                                 const std::map<std::string, int64_t>& params, const std::vector<uint64_t>& outShape);
+
 struct StoredCallReport;
 // A detection as a session stores it: the verdict with its parameters in its evidence line, then
 // the verdict itself and its alternatives as findings.

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -372,8 +373,10 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
 }
 
 // The sum of squared differences between the candidate and the GEMM replayed on the recorded inputs
-// rounded to `format` (null: as they are, in fp32), in this replay's own summation order.
-double replaySse(const float* c, const GemmBound& b, const fp::Format* format) {
+// rounded to `format` (null: as they are, in fp32), in this replay's own summation order; it stops
+// (returning what it has summed) as soon as the sum passes `limit`.
+double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
+                 double limit = std::numeric_limits<double>::infinity()) {
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = m / std::max<int64_t>(1, b.batch);
   std::vector<float> a(b.a), bb(b.b), row(static_cast<std::size_t>(n));
   if (format) {
@@ -395,6 +398,7 @@ double replaySse(const float* c, const GemmBound& b, const fp::Format* format) {
       const double d = double(c[i * n + j]) - y;
       sse += d * d;
     }
+    if (sse > limit) break;  // already too far: the caller only asks whether it stays below
   }
   return sse;
 }
@@ -595,20 +599,20 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
       double closer = 0;
       if (idx == 0 && !bound->a.empty() && double(bound->rows) * double(bound->cols) * double(bound->k) <= 5e8) {
         const double fp32 = replaySse(c, *bound, nullptr);
-        const std::vector<std::string> formats = reproducingFormats(c, *bound);
-        for (const std::string& f : formats) {
-          const std::optional<fp::Format> format = fp::formatByName(f);
-          if (!format || !(fp32 > 0)) continue;
-          const double sse = replaySse(c, *bound, &*format);
-          if (sse * 16 < fp32) {
-            for (int t = 1; t < int(std::size(kBoundModels)); ++t)
-              if (f == kBoundModels[t].format) idx = t;
-            reproduced = {f};  // first, then the others that also reproduce it
-            for (const std::string& other : formats)
-              if (other != f) reproduced.push_back(other);
-            closer = fp32 / std::max(sse, 1e-300);
-            break;
-          }
+        for (const fp::Format* format : {&fp::kTf32, &fp::kFp16, &fp::kBf16}) {
+          if (!(fp32 > 0)) break;
+          const double sse = replaySse(c, *bound, format, fp32 / 16);  // a reordered sum stops within a few rows
+          if (!(sse * 16 < fp32)) continue;
+          const std::string f(format->name);
+          const std::vector<std::string> formats = reproducingFormats(c, *bound);  // and within the replay's bound
+          if (std::find(formats.begin(), formats.end(), f) == formats.end()) continue;
+          for (int t = 1; t < int(std::size(kBoundModels)); ++t)
+            if (f == kBoundModels[t].format) idx = t;
+          reproduced = {f};  // first, then the others that also reproduce it
+          for (const std::string& other : formats)
+            if (other != f) reproduced.push_back(other);
+          closer = fp32 / std::max(sse, 1e-300);
+          break;
         }
       }
       // block-scaled formats (core/detector/block_replay.h): where no element format reproduces it,

@@ -303,45 +303,63 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
   return r.cancelled ? 130 : 0;
 }
 
-int runDetectEvalCommand(const cli::TorchCommand& c) {
-  const bool json = c.json;
-  const train::DetectEvalResult r = train::runDetectEval(c.evalSeeds);
+namespace {
+
+void writeDetectEval(JsonWriter& j, const train::DetectEvalResult& r) {
   const int total = int(r.cases.size());
-  if (json) {
+  j.field("cases", total).field("correct", r.correct);
+  j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
+  j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
+  j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
+  j.key("confusion").beginObject();
+  for (const auto& [expected, row] : r.confusion) {
+    j.key(expected).beginObject();
+    for (const auto& [got, count] : row) j.field(got, count);
+    j.endObject();
+  }
+  j.endObject().key("misses").beginArray();
+  for (const auto& miss : r.cases)
+    if (miss.got != miss.expected)
+      j.beginObject().field("op", miss.op).field("kernel", miss.kernel).field("expected", miss.expected).field("got", miss.got)
+          .endObject();
+  j.endArray();
+}
+
+void printDetectEval(const train::DetectEvalResult& r) {
+  const int total = int(r.cases.size());
+  std::printf("%-20s %s\n", "expected", "detected (count)");
+  for (const auto& [expected, row] : r.confusion) {
+    std::printf("%-20s", expected.c_str());
+    for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
+    std::printf("\n");
+  }
+  std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
+              "differences %d/%d\n",
+              r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
+              r.legitimateFaultVerdicts, r.legitimate);
+  for (const auto& miss : r.cases)
+    if (miss.got != miss.expected)
+      std::printf("  miss: %s %s expected %s, got %s\n", miss.op.c_str(), miss.kernel.c_str(), miss.expected.c_str(),
+                  miss.got.c_str());
+}
+
+}  // namespace
+
+int runDetectEvalCommand(const cli::TorchCommand& c) {
+  const train::DetectEvalRun run = train::runDetectEval(c.evalSeeds);
+  if (c.json) {
     JsonWriter j(std::cout);
-    j.beginObject().field("cases", total).field("correct", r.correct);
-    j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
-    j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
-    j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
-    j.key("confusion").beginObject();
-    for (const auto& [expected, row] : r.confusion) {
-      j.key(expected).beginObject();
-      for (const auto& [got, count] : row) j.field(got, count);
-      j.endObject();
-    }
-    j.endObject().key("misses").beginArray();
-    for (const auto& miss : r.cases)
-      if (miss.got != miss.expected)
-        j.beginObject().field("op", miss.op).field("kernel", miss.kernel).field("expected", miss.expected)
-            .field("got", miss.got)
-            .endObject();
-    j.endArray().endObject();
+    j.beginObject();
+    writeDetectEval(j, run.outputsOnly);  // the whole corpus from outputs alone (the keys it always had)
+    j.key("with_operands").beginObject();  // the linear and conv2d pairs again, with their operands
+    writeDetectEval(j, run.withOperands);
+    j.endObject().endObject();
     std::cout << '\n';
   } else {
-    std::printf("%-20s %s\n", "expected", "detected (count)");
-    for (const auto& [expected, row] : r.confusion) {
-      std::printf("%-20s", expected.c_str());
-      for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
-      std::printf("\n");
-    }
-    std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
-                "differences %d/%d\n",
-                r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
-                r.legitimateFaultVerdicts, r.legitimate);
-    for (const auto& miss : r.cases)
-      if (miss.got != miss.expected)
-        std::printf("  miss: %s %s expected %s, got %s\n", miss.op.c_str(), miss.kernel.c_str(),
-                    miss.expected.c_str(), miss.got.c_str());
+    std::printf("From the outputs alone (every op):\n");
+    printDetectEval(run.outputsOnly);
+    std::printf("\nWith the operands (linear and conv2d, as a session's recorded calls give them to the detector):\n");
+    printDetectEval(run.withOperands);
   }
   return 0;
 }

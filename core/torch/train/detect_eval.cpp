@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/torch/kernels/kernel.h"
 
@@ -59,10 +60,49 @@ ops::OpCall makeCall(const std::string& op, int seed) {
   return {ops::OpKind::LayerNorm, ops::Variant::Forward, {at::randn({64, 128}) * 2 + 1, at::randn({128}), at::randn({128})}, {}};
 }
 
+// The call's GEMM as the detector's bound: linear y = x w^T + b, conv2d as its im2col GEMM.
+std::optional<detector::GemmBound> boundOf(const ops::OpCall& call, const at::Tensor& golden, std::vector<uint64_t>& seen,
+                                           std::optional<analyzer::ConvGemm>& conv) {
+  const at::Tensor x = call.inputs[0].contiguous(), w = call.inputs[1].contiguous();
+  const at::Tensor b = call.inputs.size() > 2 ? call.inputs[2].contiguous() : at::Tensor();
+  if (call.kind == ops::OpKind::Linear) {
+    const at::Tensor wt = w.t().contiguous();
+    seen = {uint64_t(x.size(0)), uint64_t(w.size(0))};
+    return detector::gemmBound(x.data_ptr<float>(), wt.data_ptr<float>(), x.size(0), x.size(1), w.size(0),
+                               b.defined() ? b.data_ptr<float>() : nullptr);
+  }
+  if (call.kind != ops::OpKind::Conv2d) return std::nullopt;
+  const auto shapeOf = [](const at::Tensor& t) { return std::vector<uint64_t>(t.sizes().begin(), t.sizes().end()); };
+  conv = analyzer::convGemm(x.data_ptr<float>(), shapeOf(x), w.data_ptr<float>(), shapeOf(w),
+                            b.defined() ? b.data_ptr<float>() : nullptr, b.defined() ? std::size_t(b.numel()) : 0, call.params,
+                            shapeOf(golden));
+  if (!conv) return std::nullopt;
+  seen = conv->seenShape();
+  return conv->bound;
+}
+
+void judge(DetectEvalResult& r, const char* op, const Labelled& l, bool masked, const detector::Detection& d) {
+  DetectEvalCase c{op, l.kernel, masked ? "exact" : l.expected, d.verdict.model, "", masked ? "" : l.format,
+                   d.verdict.confidence};
+  if (d.verdict.parameters.count("format")) c.gotFormat = d.verdict.parameters.at("format");
+  ++r.confusion[c.expected][c.got];
+  if (c.got == c.expected) ++r.correct;
+  if (!c.expectedFormat.empty() && c.got == c.expected) {
+    ++r.formatChecked;
+    if (c.gotFormat == c.expectedFormat) ++r.formatCorrect;
+  }
+  if (kLegitimate.count(c.expected)) {
+    ++r.legitimate;
+    if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
+  }
+  r.cases.push_back(c);
+}
+
 }  // namespace
 
-DetectEvalResult runDetectEval(int seeds) {
-  DetectEvalResult r;
+DetectEvalRun runDetectEval(int seeds) {
+  DetectEvalRun run;
+  DetectEvalResult& r = run.outputsOnly;
   for (const char* op : {"linear", "conv2d", "softmax", "layernorm"}) {
     const bool gemm = std::string(op) == "linear" || std::string(op) == "conv2d";
     for (const Labelled& l : kCorpus) {
@@ -77,27 +117,28 @@ DetectEvalResult runDetectEval(int seeds) {
         std::vector<const float*> pointers;
         for (const at::Tensor& t : outs) pointers.push_back(t.data_ptr<float>());
         std::vector<uint64_t> shape(golden.sizes().begin(), golden.sizes().end());
-        const detector::Detection d = detector::detect(golden.data_ptr<float>(), pointers, shape);
         // A fault that changed nothing (a bit already at its stuck value) is masked: the right answer is exact.
         const bool masked = outs.front().equal(golden) && std::string(l.expected) != "exact";
-        DetectEvalCase c{op, l.kernel, masked ? "exact" : l.expected, d.verdict.model, "", masked ? "" : l.format,
-                         d.verdict.confidence};
-        if (d.verdict.parameters.count("format")) c.gotFormat = d.verdict.parameters.at("format");
-        ++r.confusion[c.expected][c.got];
-        if (c.got == c.expected) ++r.correct;
-        if (!c.expectedFormat.empty() && c.got == c.expected) {
-          ++r.formatChecked;
-          if (c.gotFormat == c.expectedFormat) ++r.formatCorrect;
+        judge(r, op, l, masked, detector::detect(golden.data_ptr<float>(), pointers, shape));
+        // the same pair with the operands, as a session's recorded GEMM calls give them
+        std::vector<uint64_t> seen;
+        std::optional<analyzer::ConvGemm> conv;
+        const std::optional<detector::GemmBound> bound = gemm ? boundOf(call, golden, seen, conv) : std::nullopt;
+        if (!bound) continue;
+        std::vector<float> g(golden.data_ptr<float>(), golden.data_ptr<float>() + golden.numel());
+        std::vector<std::vector<float>> cs;
+        for (const at::Tensor& t : outs) cs.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+        if (conv) {  // the conv's outputs in its GEMM's layout
+          g = conv->toGemm(g);
+          for (auto& cv : cs) cv = conv->toGemm(cv);
         }
-        if (kLegitimate.count(c.expected)) {
-          ++r.legitimate;
-          if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
-        }
-        r.cases.push_back(c);
+        std::vector<const float*> seenPointers;
+        for (const auto& cv : cs) seenPointers.push_back(cv.data());
+        judge(run.withOperands, op, l, masked, detector::detect(g.data(), seenPointers, seen, {}, &*bound));
       }
     }
   }
-  return r;
+  return run;
 }
 
 }  // namespace peat::train

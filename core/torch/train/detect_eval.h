@@ -20,6 +20,11 @@ struct DetectEvalResult {
   int legitimate = 0, legitimateFaultVerdicts = 0;  // pairs that differ legitimately, and fault verdicts on them
 };
 
-DetectEvalResult runDetectEval(int seeds);
+// `operands`: the GEMM ops' cases (linear, conv2d) judged again with the calls' operands given to the
+// detector, as a session's recorded calls are (bounds and format replay), in a result of their own.
+struct DetectEvalRun {
+  DetectEvalResult outputsOnly, withOperands;
+};
+DetectEvalRun runDetectEval(int seeds);
 
 }  // namespace peat::train
