@@ -373,18 +373,20 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
 }
 
 // The sum of squared differences between the candidate and the GEMM replayed on the recorded inputs
-// rounded to `format` (null: as they are, in fp32), in this replay's own summation order; it stops
-// (returning what it has summed) as soon as the sum passes `limit`.
+// rounded to `format` (null: as they are, in fp32), in this replay's own summation order, over at
+// most 64 rows spread evenly over the output (the same rows for every format: a comparison between
+// replays, not a bound); it stops (returning what it has summed) as soon as the sum passes `limit`.
 double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
                  double limit = std::numeric_limits<double>::infinity()) {
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = m / std::max<int64_t>(1, b.batch);
+  const int64_t step = std::max<int64_t>(1, m / 64);
   std::vector<float> a(b.a), bb(b.b), row(static_cast<std::size_t>(n));
   if (format) {
     fp::roundInPlace(*format, a.data(), a.size(), fp::Overflow::Standard);
     fp::roundInPlace(*format, bb.data(), bb.size(), fp::Overflow::Standard);
   }
   double sse = 0;
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = 0; i < m; i += step) {
     std::fill(row.begin(), row.end(), 0.0f);
     const float* bBatch = bb.data() + (i / perBatch) * k * n;
     for (int64_t q = 0; q < k; ++q) {
