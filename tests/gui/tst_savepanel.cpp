@@ -7,6 +7,9 @@
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
+#include <QThread>
+
+#include <atomic>
 
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
@@ -20,6 +23,14 @@
 #include "core/save/dataset.h"
 #include "core/save/flip_in_model.h"
 #include "core/save/model_source.h"
+
+namespace {
+// Entries into the session layer (HDF5, probes) on the GUI thread.
+std::atomic<int> guiThreadFileAccesses{0};
+void countGuiThreadAccess() {
+  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadFileAccesses;
+}
+}  // namespace
 
 using peat::views::MainWindow;
 using peat::views::SavePanel;
@@ -275,8 +286,12 @@ void TestSavePanel::bitExplorerFromTheMap() {
   // GUI thread; what it shows equals core's run and the flip oracle's independent rerun
   QSignalSpy shown(window_.get(), &MainWindow::flipShown);
   explorer->setFlipImage(image);
+  guiThreadFileAccesses = 0;  // the analysis, its layers and the weights are read off the GUI thread
+  peat::store::setSessionAccessObserver(countGuiThreadAccess);
   explorer->requestFlip();
   QVERIFY(shown.wait(60000));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadFileAccesses.load(), 0);
   const peat::store::SessionReader reader(session_.toStdString());
   const peat::save::ModelFlip f =
       peat::save::flipInModel(reader, "lenet-symbolic", "conv1.relu", index, uint32_t(1) << rangingBit, image);
