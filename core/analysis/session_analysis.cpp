@@ -224,6 +224,48 @@ std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx
   return out;
 }
 
+std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std::vector<uint64_t>& sdy, const float* x,
+                                                      const std::vector<uint64_t>& sx,
+                                                      const std::map<std::string, int64_t>& params,
+                                                      const std::vector<uint64_t>& outShape) {
+  auto param = [&](const char* key, int64_t fallback) {
+    const auto it = params.find(key);
+    return it == params.end() ? fallback : it->second;
+  };
+  const int64_t groups = param("groups", 1);
+  if (groups < 1 || sdy.size() != 4 || sx.size() != 4 || outShape.size() != 4 || sdy[0] != sx[0]) return std::nullopt;
+  const uint64_t G = uint64_t(groups), batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3];
+  const uint64_t cout = sdy[1], ho = sdy[2], wo = sdy[3], kh = outShape[2], kw = outShape[3];
+  if (cin % G != 0 || cout % G != 0 || outShape[0] != cout || outShape[1] * G != cin) return std::nullopt;
+  if (uint64_t(param("k_h", int64_t(kh))) != kh || uint64_t(param("k_w", int64_t(kw))) != kw) return std::nullopt;
+  const int64_t sh = param("stride", 1), sw = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
+  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
+  const uint64_t cinG = cin / G, coutG = cout / G, positions = ho * wo, k = batch * positions, taps = cinG * kh * kw;
+  if (double(G) * double(coutG) * double(k) * double(taps) > 2e9) return std::nullopt;
+  // a [G, coutG, k] = dY_g, b [G, k, taps] = im2col(x_g)^T
+  std::vector<float> a(G * coutG * k), b(G * k * taps, 0.0f);
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t o = 0; o < coutG; ++o)
+      for (uint64_t n = 0; n < batch; ++n)
+        for (uint64_t p = 0; p < positions; ++p)
+          a[(g * coutG + o) * k + n * positions + p] = dy[(n * cout + g * coutG + o) * positions + p];
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t n = 0; n < batch; ++n)
+      for (uint64_t oy = 0; oy < ho; ++oy)
+        for (uint64_t ox = 0; ox < wo; ++ox) {
+          float* row = b.data() + (g * k + n * positions + oy * wo + ox) * taps;
+          for (uint64_t ci = 0; ci < cinG; ++ci)
+            for (uint64_t ky = 0; ky < kh; ++ky)
+              for (uint64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw - pw + int64_t(kx) * dw;
+                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
+                  row[(ci * kh + ky) * kw + kx] = x[((n * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
+              }
+        }
+  if (G == 1) return detector::gemmBound(a.data(), b.data(), int64_t(coutG), int64_t(k), int64_t(taps));
+  return detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(coutG), int64_t(k), int64_t(taps), false, false);
+}
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options) {
   SessionAnalysis out;
@@ -265,14 +307,21 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         if (c.id.op == "matmul") bound = matmulBound(reader, out.sourceRun, *g->second, shape);
         std::optional<ConvGemm> conv;
         if (c.id.op == "conv2d") conv = convBound(reader, out.sourceRun, *g->second, shape);
+        if (c.id.op == "conv2d" && !conv && g->second->params.count("variant") && g->second->params.at("variant") == 2) {
+          std::vector<uint64_t> sdy, sx;  // grad_weight: inputs (dy, x)
+          const std::vector<float> dy = readInput(reader, out.sourceRun, *g->second, "input_0", sdy);
+          const std::vector<float> x = readInput(reader, out.sourceRun, *g->second, "input_1", sx);
+          if (!dy.empty() && !x.empty()) bound = convGradWeightGemm(dy.data(), sdy, x.data(), sx, g->second->params, shape);
+        }
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
           a.detection = detector::detect(gg.data(), {cc.data()}, conv->seenShape(), options, &conv->bound);
         } else {
-          // a batched GEMM's output is seen as its rows stacked: [batch * m, n]
-          const std::vector<uint64_t> seen = bound && bound->batch > 1
-                                                 ? std::vector<uint64_t>{uint64_t(bound->rows), uint64_t(bound->cols)}
-                                                 : shape;
+          // a batched GEMM's output is seen as its rows stacked ([batch * m, n]), a conv's grad_weight
+          // [Cout, Cin/G kh kw] as the GEMM's [m, n]
+          const bool asGemm = bound && (bound->batch > 1 || shape.empty() || shape.back() != uint64_t(bound->cols));
+          const std::vector<uint64_t> seen =
+              asGemm ? std::vector<uint64_t>{uint64_t(bound->rows), uint64_t(bound->cols)} : shape;
           a.detection = detector::detect(golden.data(), {candidate.data()}, seen, options, bound ? &*bound : nullptr);
         }
         out.calls.push_back(std::move(a));

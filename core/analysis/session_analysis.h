@@ -52,6 +52,16 @@ std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& xS
                                  const std::vector<uint64_t>& wShape, const float* bias, std::size_t biasSize,
                                  const std::map<std::string, int64_t>& params, const std::vector<uint64_t>& outShape);
 
+// A conv2d grad_weight call as the GEMMs it is, one per group: dW_g [Cout/G, Cin/G kh kw] =
+// dY_g [Cout/G, N Ho Wo] x im2col(x's channels of group g)^T [N Ho Wo, Cin/G kh kw]. The recorded
+// output [Cout, Cin/G, kh, kw] is already those GEMMs' rows stacked by group: the detector sees it
+// as [Cout, Cin/G kh kw]. dy [N, Cout, Ho, Wo], x [N, Cin, H, W], the call's params (k_h, k_w and
+// the geometry); none when it does not map or would cost more than the call.
+std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std::vector<uint64_t>& dyShape, const float* x,
+                                                      const std::vector<uint64_t>& xShape,
+                                                      const std::map<std::string, int64_t>& params,
+                                                      const std::vector<uint64_t>& outShape);
+
 struct StoredCallReport;
 // A detection as a session stores it: the verdict with its parameters in its evidence line, then
 // the verdict itself and its alternatives as findings.

@@ -4,8 +4,9 @@
 # MobileNetV2 (exported at test time by Debian's PyTorch; width 0.25) profiled for one iteration, its
 # conv2d calls replayed through bf16 and a reversed summation. Each forward call, the depthwise ones
 # included, is rebuilt as one GEMM per group (a batched bound) and named by replay
-# (precision_loss 0.98, format=bf16) or by the fp32 reordering bound (accumulation_order 0.9);
-# before, grouped convs had output-only rules. Backward conv calls keep output-only rules.
+# (precision_loss 0.98, format=bf16) or by the fp32 reordering bound (accumulation_order 0.9), and so
+# is each grad_weight call (dW_g = dY_g im2col(x_g)^T per group); before, grouped convs and conv
+# backward calls had output-only rules. grad_input calls (a col2im) keep them.
 #                                          usage: grouped_conv_bounds.sh PEAT PYTHON SOURCE_DIR WORKDIR
 set -u
 peat=$1 python=$2 src=$3 dir=$4/grouped-conv-bounds
@@ -32,5 +33,10 @@ for k, (model, conf) in want.items():
         assert c["verdict"] == model and abs(c["confidence"] - conf) < 1e-9, (k, c)
         if k == "bf16":
             assert c["parameters"].get("format") == "bf16", c
+    # every call is right; the forward and grad_weight calls (52 each) by replay or bound, the grad_input
+    # calls (col2im, 51: the first conv has none) by the output rules
+    assert all(c["verdict"] == model for c in calls), (k, [c for c in calls if c["verdict"] != model])
+    bounded = sum(abs(c["confidence"] - conf) < 1e-9 for c in calls)
+    assert bounded == 104, (k, bounded)
 PY
-echo "ok: 52 MobileNetV2 forward conv2d calls (depthwise and grouped included) get bounds and replay"
+echo "ok: MobileNetV2's 52 forward and 52 grad_weight conv2d calls (depthwise and grouped included) get bounds and replay"
