@@ -324,6 +324,34 @@ const BoundModel kBoundModels[] = {
     {"precision_loss", "fp8_e4m3", std::ldexp(1.0, -4), std::ldexp(1.0, -10)},
     {"precision_loss", "fp8_e5m2", std::ldexp(1.0, -3), std::ldexp(1.0, -17)}};
 
+// The GEMM of a bound replayed from copies of its operands (rounded to a format by the caller), one
+// output row at a time, with the bias added, in fp32 and this replay's own summation order: what
+// every format hypothesis is judged by.
+struct RowReplay {
+  const GemmBound& b;
+  const std::vector<float>& a;
+  const std::vector<float>& bb;
+  std::vector<float> row = std::vector<float>(static_cast<std::size_t>(b.cols));
+  int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  // row i's values; out[j] for column j
+  void run(int64_t i, std::vector<double>& out) {
+    const int64_t n = b.cols, k = b.k;
+    std::fill(row.begin(), row.end(), 0.0f);
+    const float* bBatch = bb.data() + (i / perBatch) * k * n;  // row i's GEMM of the batch
+    for (int64_t q = 0; q < k; ++q) {
+      const float av = a[std::size_t(i * k + q)];
+      const float* br = bBatch + q * n;
+      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
+    }
+    out.resize(std::size_t(n));
+    for (int64_t j = 0; j < n; ++j) {
+      // a batched bound may carry one bias per GEMM ([batch, n]: a grouped conv's per-group channels)
+      const std::size_t biasAt = b.bias.size() == std::size_t(n) ? std::size_t(j) : std::size_t((i / perBatch) * n + j);
+      out[std::size_t(j)] = double(row[std::size_t(j)]) + (b.bias.empty() ? 0.0 : double(b.bias[biasAt]));
+    }
+  }
+};
+
 // The formats whose rounding of the recorded inputs reproduces the candidate, up to fp32 reordering.
 std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
   struct Hypothesis {
@@ -340,28 +368,21 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   const int64_t m = b.rows, n = b.cols, k = b.k;
   if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;  // too costly to replay here
   const double u32 = std::ldexp(1.0, -24), gamma = 2 * double(k) * u32 / (1 - double(k) * u32);
-  std::vector<float> a(b.a), bb(b.b), row(static_cast<std::size_t>(n));
+  std::vector<float> a(b.a), bb(b.b);
+  std::vector<double> y;
   for (const Hypothesis& h : hypotheses) {
     a = b.a;
     bb = b.b;
     fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
     fp::roundInPlace(*h.format, bb.data(), bb.size(), h.overflow);
+    RowReplay replay{b, a, bb};
     bool holds = true;
-    const int64_t perBatch = m / std::max<int64_t>(1, b.batch);
     for (int64_t i = 0; i < m && holds; ++i) {
-      std::fill(row.begin(), row.end(), 0.0f);
-      const float* bBatch = bb.data() + (i / perBatch) * k * n;  // row i's GEMM of the batch
-      for (int64_t q = 0; q < k; ++q) {
-        const float av = a[std::size_t(i * k + q)];
-        const float* br = bBatch + q * n;
-        for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
-      }
+      replay.run(i, y);
       for (int64_t j = 0; j < n; ++j) {
-        // a batched bound may carry one bias per GEMM ([batch, n]: a grouped conv's per-group channels)
-        const std::size_t biasAt = b.bias.size() == std::size_t(n) ? std::size_t(j) : std::size_t((i / perBatch) * n + j);
-        const double y = double(row[std::size_t(j)]) + (b.bias.empty() ? 0.0 : double(b.bias[biasAt]));
-        const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(y) + 1e-30;
-        if (!(std::fabs(double(c[i * n + j]) - y) <= slack)) {
+        const double yj = y[std::size_t(j)];
+        const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(yj) + 1e-30;
+        if (!(std::fabs(double(c[i * n + j]) - yj) <= slack)) {
           holds = false;
           break;
         }
@@ -378,26 +399,19 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
 // replays, not a bound); it stops (returning what it has summed) as soon as the sum passes `limit`.
 double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
                  double limit = std::numeric_limits<double>::infinity()) {
-  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = m / std::max<int64_t>(1, b.batch);
-  const int64_t step = std::max<int64_t>(1, m / 64);
-  std::vector<float> a(b.a), bb(b.b), row(static_cast<std::size_t>(n));
+  const int64_t m = b.rows, n = b.cols, step = std::max<int64_t>(1, m / 64);
+  std::vector<float> a(b.a), bb(b.b);
   if (format) {
     fp::roundInPlace(*format, a.data(), a.size(), fp::Overflow::Standard);
     fp::roundInPlace(*format, bb.data(), bb.size(), fp::Overflow::Standard);
   }
+  RowReplay replay{b, a, bb};
+  std::vector<double> y;
   double sse = 0;
   for (int64_t i = 0; i < m; i += step) {
-    std::fill(row.begin(), row.end(), 0.0f);
-    const float* bBatch = bb.data() + (i / perBatch) * k * n;
-    for (int64_t q = 0; q < k; ++q) {
-      const float av = a[std::size_t(i * k + q)];
-      const float* br = bBatch + q * n;
-      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
-    }
+    replay.run(i, y);
     for (int64_t j = 0; j < n; ++j) {
-      const std::size_t biasAt = b.bias.size() == std::size_t(n) ? std::size_t(j) : std::size_t((i / perBatch) * n + j);
-      const double y = double(row[std::size_t(j)]) + (b.bias.empty() ? 0.0 : double(b.bias[biasAt]));
-      const double d = double(c[i * n + j]) - y;
+      const double d = double(c[i * n + j]) - y[std::size_t(j)];
       sse += d * d;
     }
     if (sse > limit) break;  // already too far: the caller only asks whether it stays below
