@@ -584,6 +584,11 @@ void MainWindow::showTour() {
         return false;
       };
     };
+    const auto telling = [this](QString* why) {  // the demo's most telling call on its page
+      if (showTellingCall()) return true;
+      *why = tr("no analysed calls");
+      return false;
+    };
     std::vector<TourPanel::Step> steps;
     steps.push_back({tr("1. Record training"),
                      tr("<p><b>peat profile</b> trained LeNet on Fashion-MNIST with every GEMM of the network (the "
@@ -606,21 +611,14 @@ void MainWindow::showTour() {
                         "(log2 |candidate - golden|): a narrow hump a few binades below the values is what rounding "
                         "looks like. A bar far to the right would be a fault. Click a bar: the <i>Where</i> map shows "
                         "where its elements are.</p>"),
-                     [this](QString* why) {
-                       if (showTellingCall()) return true;
-                       *why = tr("no analysed calls");
-                       return false;
-                     }});
+                     telling});
     steps.push_back({tr("4. The verdict, and why"),
                      tr("<p>The <b>verdict</b> (left) names the error model with its confidence and its evidence. "
                         "For precision loss the detector replayed the call's recorded operands in the format and found "
                         "the same errors; the <b>Bits</b> plot shades the fp32 mantissa bits that bfloat16 does not "
                         "keep, where the differences are. The <b>Explain</b> dock says what each verdict means.</p>"),
-                     [this](QString* why) {
-                       if (!showTellingCall()) {
-                         *why = tr("no analysed calls");
-                         return false;
-                       }
+                     [this, telling](QString* why) {
+                       if (!telling(why)) return false;
                        if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();
                        return true;
                      }});

@@ -14,6 +14,28 @@ using namespace peat;
 
 namespace {
 std::vector<float> values(std::size_t n, uint64_t seed) { return testsupport::normalValues(n, seed); }
+
+// c = a b with a [m, k], b [k, n] row-major, fp32 sums over q in order (or reversed), the inputs
+// rounded to `format` first when one is given, the last `dropLast` terms left out (a missing K tile).
+std::vector<float> orderedGemm(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
+                               bool reversed, const fp::Format* format, int64_t dropLast = 0) {
+  std::vector<float> c(std::size_t(m * n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t step = 0; step < k - dropLast; ++step) {
+        const int64_t q = reversed ? k - 1 - step : step;
+        float x = a[std::size_t(i * k + q)], y = b[std::size_t(q * n + j)];
+        if (format) {
+          x = fp::roundTo(*format, x);
+          y = fp::roundTo(*format, y);
+        }
+        acc += x * y;
+      }
+      c[std::size_t(i * n + j)] = acc;
+    }
+  return c;
+}
 detector::Detection run(const std::vector<float>& g, const std::vector<float>& c, std::vector<uint64_t> shape = {64, 64}) {
   return detector::detect(g.data(), {c.data()}, shape);
 }
@@ -186,22 +208,7 @@ void TestDetector::boundsDecideWhenOperandsAreKnown() {
   const int64_t m = 32, k = 256, n = 24;
   const auto a = values(std::size_t(m * k), 20), b = values(std::size_t(k * n), 21);
   auto gemm = [&](bool reversed, bool bf16, int64_t dropLast = 0) {
-    std::vector<float> c(std::size_t(m * n), 0.0f);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float acc = 0;
-        for (int64_t step = 0; step < k - dropLast; ++step) {
-          const int64_t q = reversed ? k - 1 - step : step;
-          float x = a[std::size_t(i * k + q)], y = b[std::size_t(q * n + j)];
-          if (bf16) {
-            x = fp::roundTo(fp::kBf16, x);
-            y = fp::roundTo(fp::kBf16, y);
-          }
-          acc += x * y;
-        }
-        c[std::size_t(i * n + j)] = acc;
-      }
-    return c;
+    return orderedGemm(a, b, m, k, n, reversed, bf16 ? &fp::kBf16 : nullptr, dropLast);
   };
   const auto golden = gemm(false, false), reordered = gemm(true, false), narrow = gemm(false, true);
   const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
@@ -228,24 +235,7 @@ void TestDetector::boundsDecideWhenOperandsAreKnown() {
 void TestDetector::tf32UnderTheReorderingBoundIsNamed() {
   const int64_t m = 16, k = 1024, n = 16;
   const auto a = values(std::size_t(m * k), 60), b = values(std::size_t(k * n), 61);
-  auto gemm = [&](bool reversed, bool tf32) {
-    std::vector<float> c(std::size_t(m * n), 0.0f);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float acc = 0;
-        for (int64_t step = 0; step < k; ++step) {
-          const int64_t q = reversed ? k - 1 - step : step;
-          float x = a[std::size_t(i * k + q)], y = b[std::size_t(q * n + j)];
-          if (tf32) {
-            x = fp::roundTo(fp::kTf32, x);
-            y = fp::roundTo(fp::kTf32, y);
-          }
-          acc += x * y;
-        }
-        c[std::size_t(i * n + j)] = acc;
-      }
-    return c;
-  };
+  auto gemm = [&](bool reversed, bool tf32) { return orderedGemm(a, b, m, k, n, reversed, tf32 ? &fp::kTf32 : nullptr); };
   const auto golden = gemm(false, false), tf32 = gemm(true, true), reordered = gemm(true, false);
   const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
   const auto named = detector::detect(golden.data(), {tf32.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);

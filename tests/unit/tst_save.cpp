@@ -30,6 +30,16 @@ namespace {
 const char* kLenetWeights = PEAT_SOURCE_DIR "/data/lenet-fashion-mnist.h5";
 const char* kVitWeights = PEAT_SOURCE_DIR "/data/vit-fashion-mnist.h5";
 
+// A session holding one SAVE analysis of the shipped LeNet, as "lenet-interval".
+void writeLenetAnalysis(const std::string& path, const save::Selection& s) {
+  store::SessionWriter w(path, store::Provenance{});
+  save::ModelSource source;
+  source.model = "lenet";
+  source.weights = kLenetWeights;
+  save::writeAnalysis(w, "lenet-interval", s, source);
+  w.flush();
+}
+
 // A zoo model in LibTorch and its parameters (and buffers) by name: the shipped LeNet or ViT, or a seeded
 // initialisation with batch-norm statistics moved away from identity so the folding is exercised.
 struct Twin {
@@ -714,14 +724,7 @@ void TestSave::tilesGoToReliableMemoryByShare() {
   // per-element masks and ranges, the tile of every element (the formula above), the tile shares.
   QTemporaryDir dir;
   const std::string path = dir.filePath(QStringLiteral("map.h5")).toStdString();
-  {
-    store::SessionWriter w(path, store::Provenance{});
-    save::ModelSource source;
-    source.model = "lenet";
-    source.weights = kLenetWeights;
-    save::writeAnalysis(w, "lenet-interval", s, source);
-    w.flush();
-  }
+  writeLenetAnalysis(path, s);
   const store::SessionReader reader(path);
   for (const char* name : {"conv1", "conv2.relu", "fc1"}) {
     const auto it = std::find_if(s.layers.begin(), s.layers.end(), [&](const save::LayerSelection& l) { return l.name == name; });
@@ -771,14 +774,7 @@ void TestSave::flipInModelAgreesWithTheOracleAndTheRuntime() {
   const save::Selection s = save::selectBits(g, o);
   QTemporaryDir dir;
   const std::string path = dir.filePath(QStringLiteral("flip.h5")).toStdString();
-  {
-    store::SessionWriter w(path, store::Provenance{});
-    save::ModelSource source;
-    source.model = "lenet";
-    source.weights = kLenetWeights;
-    save::writeAnalysis(w, "lenet-interval", s, source);
-    w.flush();
-  }
+  writeLenetAnalysis(path, s);
   const store::SessionReader reader(path);
   const save::DataSet d = save::loadDataSet(g, "", "test", 3, 0, 1);
   const save::ProtectedRunner runner(g, s, {}, 1);
