@@ -266,6 +266,58 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
   return detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(coutG), int64_t(k), int64_t(taps), false, false);
 }
 
+std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uint64_t>& sdy, const float* w,
+                                          const std::vector<uint64_t>& sw, const std::map<std::string, int64_t>& params,
+                                          const std::vector<uint64_t>& outShape) {
+  auto param = [&](const char* key, int64_t fallback) {
+    const auto it = params.find(key);
+    return it == params.end() ? fallback : it->second;
+  };
+  const int64_t groups = param("groups", 1);
+  if (groups < 1 || sdy.size() != 4 || sw.size() != 4 || outShape.size() != 4 || sdy[0] != outShape[0]) return std::nullopt;
+  const uint64_t G = uint64_t(groups), batch = sdy[0], cout = sdy[1], ho = sdy[2], wo = sdy[3];
+  const uint64_t cin = outShape[1], h = outShape[2], wd = outShape[3], kh = sw[2], kw = sw[3];
+  if (cout % G != 0 || cin % G != 0 || sw[0] != cout || sw[1] * G != cin) return std::nullopt;
+  const int64_t sh = param("stride", 1), sw_ = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
+  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
+  if (sh < 1 || sw_ < 1) return std::nullopt;
+  const uint64_t cinG = cin / G, coutG = cout / G, positions = h * wd, m = batch * positions, k = coutG * kh * kw;
+  if (double(G) * double(m) * double(k) * double(cinG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
+  // a [G, m, k]: row (n, iy, ix), column (o, ky, kx) holds dY[n, o, oy, ox] for the output position
+  // whose window puts tap (ky, kx) on (iy, ix), else 0; b [G, k, cinG] = w_g as [Cout/G kh kw, Cin/G]
+  std::vector<float> a(G * m * k, 0.0f), b(G * k * cinG);
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t n = 0; n < batch; ++n)
+      for (uint64_t iy = 0; iy < h; ++iy)
+        for (uint64_t ix = 0; ix < wd; ++ix) {
+          float* row = a.data() + (g * m + (n * h + iy) * wd + ix) * k;
+          for (uint64_t ky = 0; ky < kh; ++ky) {
+            const int64_t ty = int64_t(iy) + ph - int64_t(ky) * dh;
+            if (ty < 0 || ty % sh != 0 || ty / sh >= int64_t(ho)) continue;
+            for (uint64_t kx = 0; kx < kw; ++kx) {
+              const int64_t tx = int64_t(ix) + pw - int64_t(kx) * dw;
+              if (tx < 0 || tx % sw_ != 0 || tx / sw_ >= int64_t(wo)) continue;
+              const uint64_t oy = uint64_t(ty / sh), ox = uint64_t(tx / sw_);
+              for (uint64_t o = 0; o < coutG; ++o)
+                row[(o * kh + ky) * kw + kx] = dy[((n * cout + g * coutG + o) * ho + oy) * wo + ox];
+            }
+          }
+        }
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t o = 0; o < coutG; ++o)
+      for (uint64_t ci = 0; ci < cinG; ++ci)
+        for (uint64_t t = 0; t < kh * kw; ++t)
+          b[(g * k + o * kh * kw + t) * cinG + ci] = w[((g * coutG + o) * cinG + ci) * kh * kw + t];
+  ConvGemm out;
+  out.bound = G == 1 ? detector::gemmBound(a.data(), b.data(), int64_t(m), int64_t(k), int64_t(cinG))
+                     : detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(m), int64_t(k), int64_t(cinG), false, false);
+  out.n = batch;
+  out.cout = cin;
+  out.positions = positions;
+  out.groups = G;
+  return out;
+}
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options) {
   SessionAnalysis out;
@@ -312,6 +364,12 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const std::vector<float> dy = readInput(reader, out.sourceRun, *g->second, "input_0", sdy);
           const std::vector<float> x = readInput(reader, out.sourceRun, *g->second, "input_1", sx);
           if (!dy.empty() && !x.empty()) bound = convGradWeightGemm(dy.data(), sdy, x.data(), sx, g->second->params, shape);
+        }
+        if (c.id.op == "conv2d" && !conv && g->second->params.count("variant") && g->second->params.at("variant") == 1) {
+          std::vector<uint64_t> sdy, sw;  // grad_input: inputs (dy, w); a col2im after the GEMM
+          const std::vector<float> dy = readInput(reader, out.sourceRun, *g->second, "input_0", sdy);
+          const std::vector<float> w = readInput(reader, out.sourceRun, *g->second, "input_1", sw);
+          if (!dy.empty() && !w.empty()) conv = convGradInputGemm(dy.data(), sdy, w.data(), sw, g->second->params, shape);
         }
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);

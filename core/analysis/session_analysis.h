@@ -62,6 +62,17 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
                                                       const std::map<std::string, int64_t>& params,
                                                       const std::vector<uint64_t>& outShape);
 
+// A conv2d grad_input call as the GEMMs of a direct convolution over dY: dX_g [N H W, Cin/G] =
+// A_g [N H W, Cout/G kh kw] x W_g [Cout/G kh kw, Cin/G], where row (n, iy, ix) of A_g holds, for
+// each output channel and tap, the dY value of the output position whose window puts that tap on
+// (iy, ix) (0 where none does: stride and padding). The kernel computes the same sums as a GEMM over
+// Cout/G and then a col2im over the taps; the bound's K = Cout/G kh kw covers both. dy [N, Cout, Ho,
+// Wo], w [Cout, Cin/G, kh, kw]; the output [N, Cin, H, W] is seen in the GEMM's layout through
+// `toGemm`, as for the forward call.
+std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uint64_t>& dyShape, const float* w,
+                                          const std::vector<uint64_t>& wShape, const std::map<std::string, int64_t>& params,
+                                          const std::vector<uint64_t>& outShape);
+
 struct StoredCallReport;
 // A detection as a session stores it: the verdict with its parameters in its evidence line, then
 // the verdict itself and its alternatives as findings.

@@ -419,6 +419,31 @@ double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
   return sse;
 }
 
+// Several formats can reproduce a candidate within the replay's slack (the fp32 reordering bound,
+// which is worst-case and linear in K): at K = 4096 a bf16 GEMM's typical error sits inside it, so
+// tf32's and fp16's replays "reproduce" a bf16 candidate too. Of those, the format whose replay lies
+// closest to the candidate (least squared difference over the same rows) is the one it was made
+// with; formats whose replays are as close as the best (within 1%: identical rounding, as tf32 and
+// fp16 on inputs inside fp16's range) keep their order, the others follow by distance.
+std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, const std::vector<std::string>& formats) {
+  if (formats.size() < 2) return formats;
+  std::vector<std::pair<double, std::string>> byDistance;
+  for (const std::string& id : formats) {
+    const fp::Format* f = id == "tf32" ? &fp::kTf32 : id == "fp16" ? &fp::kFp16 : id == "bf16" ? &fp::kBf16
+                        : id == "fp8_e4m3" ? &fp::kE4M3 : id == "fp8_e5m2" ? &fp::kE5M2 : nullptr;
+    byDistance.emplace_back(f ? replaySse(c, b, f) : std::numeric_limits<double>::infinity(), id);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& d : byDistance) best = std::min(best, d.first);
+  std::vector<std::string> out;
+  for (const auto& d : byDistance)
+    if (d.first <= best * 1.01) out.push_back(d.second);
+  std::stable_sort(byDistance.begin(), byDistance.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& d : byDistance)
+    if (!(d.first <= best * 1.01)) out.push_back(d.second);
+  return out;
+}
+
 int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
   const double u32 = std::ldexp(1.0, -24);
   const double kk = double(b.k);
@@ -605,7 +630,7 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
     if (bound && bound->absProduct.size() == n && r.newlyNonFinite == 0 && !sparse) {
       double ratio = 0;
       int idx = smallestBound(golden, c, n, *bound, ratio);
-      std::vector<std::string> reproduced = idx > 0 ? reproducingFormats(c, *bound) : std::vector<std::string>{};
+      std::vector<std::string> reproduced = idx > 0 ? rankedByReplay(c, *bound, reproducingFormats(c, *bound)) : std::vector<std::string>{};
       // Within the fp32 reordering bound (a worst case, linear in K), a 10-bit format's rounding can
       // hide too: at K = 1024 a tf32 GEMM's typical error is below that bound. The candidate then
       // says which it is by which replay it sits closer to: a reordered fp32 sum is near the fp32

@@ -5,8 +5,11 @@
 # conv2d calls replayed through bf16 and a reversed summation. Each forward call, the depthwise ones
 # included, is rebuilt as one GEMM per group (a batched bound) and named by replay
 # (precision_loss 0.98, format=bf16) or by the fp32 reordering bound (accumulation_order 0.9), and so
-# is each grad_weight call (dW_g = dY_g im2col(x_g)^T per group); before, grouped convs and conv
-# backward calls had output-only rules. grad_input calls (a col2im) keep them.
+# is each grad_weight call (dW_g = dY_g im2col(x_g)^T per group) and each grad_input call (a direct
+# convolution over dY, one GEMM per group, whose K = Cout/G kh kw covers the kernel's GEMM and its
+# col2im); before, grouped convs and conv backward calls had output-only rules. Every bf16 call names
+# bf16 first: at K = N Ho Wo = 4096 tf32's and fp16's replays fall within the reordering slack of a
+# bf16 candidate too, and the closest replay decides.
 #                                          usage: grouped_conv_bounds.sh PEAT PYTHON SOURCE_DIR WORKDIR
 set -u
 peat=$1 python=$2 src=$3 dir=$4/grouped-conv-bounds
@@ -33,10 +36,12 @@ for k, (model, conf) in want.items():
         assert c["verdict"] == model and abs(c["confidence"] - conf) < 1e-9, (k, c)
         if k == "bf16":
             assert c["parameters"].get("format") == "bf16", c
-    # every call is right; the forward and grad_weight calls (52 each) by replay or bound, the grad_input
-    # calls (col2im, 51: the first conv has none) by the output rules
+    # every call is right, by replay or bound: 52 forward, 52 grad_weight, 51 grad_input (the first
+    # conv has none)
     assert all(c["verdict"] == model for c in calls), (k, [c for c in calls if c["verdict"] != model])
     bounded = sum(abs(c["confidence"] - conf) < 1e-9 for c in calls)
-    assert bounded == 104, (k, bounded)
+    assert bounded == 155, (k, bounded)
+    if k == "bf16":
+        assert all(c["parameters"].get("format") == "bf16" for c in calls), [c for c in calls if c["parameters"].get("format") != "bf16"]
 PY
-echo "ok: MobileNetV2's 52 forward and 52 grad_weight conv2d calls (depthwise and grouped included) get bounds and replay"
+echo "ok: MobileNetV2's 52 forward, 52 grad_weight and 51 grad_input conv2d calls (depthwise and grouped included) get bounds and replay"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/analysis/session_analysis.h"
 #include "core/detector/detector.h"
 #include "core/fp/block.h"
 #include "core/fp/format.h"
@@ -47,6 +48,8 @@ class TestDetector : public QObject {
  private slots:
   void everyVerdictIsExplained();
   void tf32UnderTheReorderingBoundIsNamed();
+  void bf16AtLongKIsNotTakenForTf32();
+  void convGradInputIsTheDirectConvolutionsGemm();
   void exact();
   void bitFlip();
   void lowBitFlipIsAmbiguous();
@@ -246,6 +249,80 @@ void TestDetector::tf32UnderTheReorderingBoundIsNamed() {
            named.verdict.explanation.c_str());
   const auto order = detector::detect(golden.data(), {reordered.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
   QCOMPARE(order.verdict.model, std::string("accumulation_order"));
+}
+
+// The replay's slack is the fp32 reordering bound, worst-case and linear in K. With K = 4096 terms of
+// widely spread sizes (log-normal, as gradients are), a bf16 GEMM's error exceeds the plain bound
+// yet fits the slack of the tf32 and fp16 replays too; the closest replay names the format.
+void TestDetector::bf16AtLongKIsNotTakenForTf32() {
+  const int64_t m = 8, k = 4096, n = 8;
+  auto a = values(std::size_t(m * k), 62);
+  const auto b = values(std::size_t(k * n), 63), spread = values(std::size_t(m * k), 64);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] *= float(std::exp(2.0 * spread[i]));
+  const auto golden = orderedGemm(a, b, m, k, n, false, nullptr), bf16 = orderedGemm(a, b, m, k, n, true, &fp::kBf16);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  const auto named = detector::detect(golden.data(), {bf16.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QCOMPARE(named.verdict.model, std::string("precision_loss"));
+  QCOMPARE(named.verdict.parameters.at("format"), std::string("bf16"));
+  // the case: the other formats' replays fit within the slack as well
+  QVERIFY2(named.verdict.parameters.count("also_reproduced_by") &&
+               named.verdict.parameters.at("also_reproduced_by").find("tf32") != std::string::npos,
+           named.verdict.explanation.c_str());
+}
+
+// A conv2d grad_input call (the kernel's GEMM over Cout/G, then col2im) as one GEMM per group over
+// dY: its product equals dX computed by scattering each output gradient back through the window,
+// with stride, padding, dilation and groups; a bf16 candidate made that scattering way is named.
+void TestDetector::convGradInputIsTheDirectConvolutionsGemm() {
+  const uint64_t N = 2, G = 2, cin = 4, cout = 6, H = 9, W = 7, kh = 3, kw = 2;
+  const int64_t sh = 2, sw = 1, ph = 1, pw = 0, dh = 1, dw = 2;
+  const uint64_t ho = uint64_t((int64_t(H) + 2 * ph - dh * (int64_t(kh) - 1) - 1) / sh + 1);
+  const uint64_t wo = uint64_t((int64_t(W) + 2 * pw - dw * (int64_t(kw) - 1) - 1) / sw + 1);
+  const uint64_t cinG = cin / G, coutG = cout / G;
+  const auto dy = values(N * cout * ho * wo, 64), w = values(cout * cinG * kh * kw, 65);
+  auto scatter = [&](const fp::Format* format) {
+    std::vector<double> dx(N * cin * H * W, 0.0);
+    for (uint64_t n = 0; n < N; ++n)
+      for (uint64_t o = 0; o < cout; ++o)
+        for (uint64_t oy = 0; oy < ho; ++oy)
+          for (uint64_t ox = 0; ox < wo; ++ox)
+            for (uint64_t ci = 0; ci < cinG; ++ci)
+              for (uint64_t ky = 0; ky < kh; ++ky)
+                for (uint64_t kx = 0; kx < kw; ++kx) {
+                  const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw - pw + int64_t(kx) * dw;
+                  if (iy < 0 || iy >= int64_t(H) || ix < 0 || ix >= int64_t(W)) continue;
+                  float d = dy[((n * cout + o) * ho + oy) * wo + ox], v = w[((o * cinG + ci) * kh + ky) * kw + kx];
+                  if (format) d = fp::roundTo(*format, d), v = fp::roundTo(*format, v);
+                  dx[((n * cin + (o / coutG) * cinG + ci) * H + uint64_t(iy)) * W + uint64_t(ix)] += double(d) * double(v);
+                }
+    return dx;
+  };
+  const std::map<std::string, int64_t> params{{"variant", 1},        {"groups", int64_t(G)}, {"stride", sh},
+                                              {"stride_w", sw},      {"padding", ph},        {"padding_w", pw},
+                                              {"dilation_h", dh},    {"dilation_w", dw}};
+  const auto gemm = analyzer::convGradInputGemm(dy.data(), {N, cout, ho, wo}, w.data(), {cout, cinG, kh, kw}, params, {N, cin, H, W});
+  QVERIFY(gemm);
+  const detector::GemmBound& b = gemm->bound;
+  QCOMPARE(b.batch, int64_t(G));
+  QCOMPARE(b.k, int64_t(coutG * kh * kw));
+  const std::vector<double> ref = scatter(nullptr);
+  std::vector<float> refF(ref.begin(), ref.end());
+  const std::vector<float> seen = gemm->toGemm(refF);
+  const int64_t perBatch = b.rows / b.batch;
+  for (int64_t i = 0; i < b.rows; ++i)
+    for (int64_t j = 0; j < b.cols; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < b.k; ++q)
+        acc += double(b.a[std::size_t(i * b.k + q)]) * double(b.b[std::size_t(((i / perBatch) * b.k + q) * b.cols + j)]);
+      QVERIFY2(std::fabs(acc - double(seen[std::size_t(i * b.cols + j)])) <= 1e-5 * (1 + std::fabs(acc)),
+               (std::to_string(i) + "," + std::to_string(j)).c_str());
+    }
+  const std::vector<double> bf = scatter(&fp::kBf16);
+  const std::vector<float> bfF(bf.begin(), bf.end());
+  const auto g = gemm->toGemm(refF), c = gemm->toGemm(bfF);
+  const auto named = detector::detect(g.data(), {c.data()}, gemm->seenShape(), {}, &b);
+  QCOMPARE(named.verdict.model, std::string("precision_loss"));
+  QCOMPARE(named.verdict.parameters.at("format"), std::string("bf16"));
 }
 
 // The workbench explains every verdict the detector can give (and nothing else).
