@@ -444,6 +444,67 @@ std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, cons
   return out;
 }
 
+// A kernel that accumulates in fp16 (an HGEMM with an fp16 accumulator, or fp16 inputs summed in
+// fp16 blocks) errs by the rounding of its running sums, not only of its inputs, so no replay that
+// sums in fp32 reproduces it, and its error, about that of bf16 inputs, once made it look like bf16.
+// Two signs of it, both needed: (1) its values before the bias lie on fp16's grid (the accumulator
+// is fp16; a value that is not fp16 lands on the grid by chance with probability about 2^-12), and
+// (2) it sits no farther from the replay of fp16-rounded inputs summed in fp32 than one fp16
+// accumulation (this replay's own, in reverse order) does: at most 4x in RMS. A missing K tile or
+// a misindexed operand in such a kernel is on the grid too, but tens of times farther away.
+struct Fp16Accumulation {
+  bool onGrid = false;
+  double candidateRms = 0, accumulationRms = 0;  // from the fp16-input replay summed in fp32
+  bool holds() const { return onGrid && candidateRms <= 4 * accumulationRms && accumulationRms > 0; }
+};
+Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
+  Fp16Accumulation out;
+  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;
+  auto biasOf = [&](int64_t i, int64_t j) {
+    if (b.bias.empty()) return 0.0f;
+    return b.bias.size() == std::size_t(n) ? b.bias[std::size_t(j)] : b.bias[std::size_t((i / perBatch) * n + j)];
+  };
+  uint64_t off = 0, finiteCount = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = c[i * n + j];
+      if (!finite(v)) continue;
+      ++finiteCount;
+      const double s = double(v) - double(biasOf(i, j));  // the accumulator's value, up to fp32's rounding of v
+      const double nearest = double(fp::roundTo(fp::kFp16, float(s)));
+      if (std::fabs(s - nearest) > std::ldexp(std::fabs(double(v)), -23) + 1e-30) ++off;
+    }
+  out.onGrid = finiteCount > 0 && double(off) <= 1e-3 * double(finiteCount);
+  if (!out.onGrid) return out;
+  std::vector<float> a(b.a), bb(b.b);
+  fp::roundInPlace(fp::kFp16, a.data(), a.size(), fp::Overflow::Standard);
+  fp::roundInPlace(fp::kFp16, bb.data(), bb.size(), fp::Overflow::Standard);
+  RowReplay replay{b, a, bb};
+  std::vector<double> y;
+  std::vector<float> acc(static_cast<std::size_t>(n));
+  double dc = 0, da = 0;
+  const int64_t step = std::max<int64_t>(1, m / 64);
+  for (int64_t i = 0; i < m; i += step) {
+    replay.run(i, y);  // fp16 inputs, fp32 sums, bias added
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    const float* bBatch = bb.data() + (i / perBatch) * k * n;
+    for (int64_t q = k - 1; q >= 0; --q) {  // fp16 inputs, an fp16 accumulator, in reverse order
+      const float av = a[std::size_t(i * k + q)];
+      for (int64_t j = 0; j < n; ++j) acc[std::size_t(j)] = fp::roundTo(fp::kFp16, acc[std::size_t(j)] + av * bBatch[q * n + j]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double ref = y[std::size_t(j)], withAcc = double(acc[std::size_t(j)]) + double(biasOf(i, j));
+      const double d = double(c[i * n + j]) - ref;
+      if (finite(c[i * n + j])) dc += d * d;
+      da += (withAcc - ref) * (withAcc - ref);
+    }
+  }
+  out.candidateRms = std::sqrt(dc);
+  out.accumulationRms = std::sqrt(da);
+  return out;
+}
+
 int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
   const double u32 = std::ldexp(1.0, -24);
   const double kk = double(b.k);
@@ -663,6 +724,24 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
         blockMatch = reproducingBlockScheme(c, *bound);
         blocksReplayed = double(bound->rows) * double(bound->cols) * double(bound->k) <= 5e8 && !bound->a.empty() && bound->batch == 1;
       }
+      // fp16 inputs accumulated in fp16: no fp32-summing replay reproduces it (above)
+      std::optional<Fp16Accumulation> halfAcc;
+      if (idx != 0 && reproduced.empty() && !blockMatch) {
+        halfAcc = fp16Accumulation(c, *bound);
+        if (!halfAcc->holds()) halfAcc.reset();
+      }
+      if (halfAcc) {
+        Verdict v = make("precision_loss", 0.95,
+                         "the candidate lies on fp16's grid (before the bias) and as close to the replay of fp16 inputs "
+                         "as one fp16 accumulation: fp16 inputs summed in fp16 (K = " + std::to_string(bound->k) + ")");
+        v.parameters["format"] = "fp16";
+        v.parameters["accumulation"] = "fp16";
+        v.evidence["k"] = double(bound->k);
+        v.evidence["rms_from_fp16_replay"] = halfAcc->candidateRms;
+        v.evidence["rms_of_one_fp16_accumulation"] = halfAcc->accumulationRms;
+        bounded = true;
+        common(v);
+      }
       if (blockMatch) {
         const BlockScheme& s = blockMatch->scheme;
         const std::string name(s.format.name), size = std::to_string(s.block);
@@ -696,7 +775,7 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
         bounded = true;
         common(v);
       }
-      if (idx >= 0 && !blockMatch) {
+      if (idx >= 0 && !blockMatch && !halfAcc) {
         bounded = true;
         const BoundModel& b = kBoundModels[idx];
         // Worst-case bounds are loose (rounding errors mostly cancel), so the smallest bound that holds

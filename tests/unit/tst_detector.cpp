@@ -49,6 +49,7 @@ class TestDetector : public QObject {
   void everyVerdictIsExplained();
   void tf32UnderTheReorderingBoundIsNamed();
   void bf16AtLongKIsNotTakenForTf32();
+  void fp16AccumulationIsNamedAndItsBugsAreNot();
   void convGradInputIsTheDirectConvolutionsGemm();
   void exact();
   void bitFlip();
@@ -268,6 +269,51 @@ void TestDetector::bf16AtLongKIsNotTakenForTf32() {
   QVERIFY2(named.verdict.parameters.count("also_reproduced_by") &&
                named.verdict.parameters.at("also_reproduced_by").find("tf32") != std::string::npos,
            named.verdict.explanation.c_str());
+}
+
+// An HGEMM-style kernel: fp16 inputs, sums in fp16 over K-blocks of 16, the block sums added in
+// fp16, then the bias in fp32. No fp32-summing replay reproduces it; it used to be named bf16 (its
+// error is about that size). The same kernel missing its last K block is no precision loss.
+void TestDetector::fp16AccumulationIsNamedAndItsBugsAreNot() {
+  const int64_t m = 32, k = 256, n = 24;
+  const auto a = values(std::size_t(m * k), 66), b = values(std::size_t(k * n), 67), bias = values(std::size_t(n), 68);
+  auto half = [](float v) { return fp::roundTo(fp::kFp16, v); };
+  auto hgemm = [&](int64_t dropLast) {
+    std::vector<float> c(std::size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float total = 0;
+        for (int64_t lo = 0; lo < k - dropLast; lo += 16) {
+          float block = 0;
+          for (int64_t q = lo; q < std::min(lo + 16, k - dropLast); ++q)
+            block = half(block + half(a[std::size_t(i * k + q)]) * half(b[std::size_t(q * n + j)]));
+          total = half(total + block);
+        }
+        c[std::size_t(i * n + j)] = total + bias[std::size_t(j)];
+      }
+    return c;
+  };
+  auto golden = orderedGemm(a, b, m, k, n, false, nullptr);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) golden[std::size_t(i * n + j)] += bias[std::size_t(j)];
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n, bias.data());
+  const auto shape = std::vector<uint64_t>{uint64_t(m), uint64_t(n)};
+  const auto named = detector::detect(golden.data(), {hgemm(0).data()}, shape, {}, &bound);
+  QCOMPARE(named.verdict.model, std::string("precision_loss"));
+  QCOMPARE(named.verdict.parameters.at("format"), std::string("fp16"));
+  QCOMPARE(named.verdict.parameters.at("accumulation"), std::string("fp16"));
+  const auto missing = detector::detect(golden.data(), {hgemm(16).data()}, shape, {}, &bound);
+  QVERIFY2(missing.verdict.model != "precision_loss", missing.verdict.explanation.c_str());
+  // fp16 inputs summed in fp32 are reproduced by the replay and named by it, not by this rule
+  const auto fp32Sums = detector::detect(golden.data(), {[&] {
+                                           auto c = orderedGemm(a, b, m, k, n, true, &fp::kFp16);
+                                           for (int64_t i = 0; i < m; ++i)
+                                             for (int64_t j = 0; j < n; ++j) c[std::size_t(i * n + j)] += bias[std::size_t(j)];
+                                           return c;
+                                         }().data()},
+                                         shape, {}, &bound);
+  QCOMPARE(fp32Sums.verdict.model, std::string("precision_loss"));
+  QVERIFY(!fp32Sums.verdict.parameters.count("accumulation"));
 }
 
 // A conv2d grad_input call (the kernel's GEMM over Cout/G, then col2im) as one GEMM per group over

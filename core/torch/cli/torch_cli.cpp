@@ -310,6 +310,14 @@ void writeDetectEval(JsonWriter& j, const train::DetectEvalResult& r) {
   j.field("cases", total).field("correct", r.correct);
   j.field("top1_accuracy", total ? double(r.correct) / total : 0.0);
   j.field("format_checked", r.formatChecked).field("format_correct", r.formatCorrect);
+  j.field("format_tied", r.formatTied);
+  j.key("format_confusion").beginObject();
+  for (const auto& [expected, row] : r.formatConfusion) {
+    j.key(expected).beginObject();
+    for (const auto& [got, count] : row) j.field(got, count);
+    j.endObject();
+  }
+  j.endObject();
   j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
   j.key("confusion").beginObject();
   for (const auto& [expected, row] : r.confusion) {
@@ -337,6 +345,17 @@ void printDetectEval(const train::DetectEvalResult& r) {
               "differences %d/%d\n",
               r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
               r.legitimateFaultVerdicts, r.legitimate);
+  std::printf("precision format (expected: named):");
+  for (const auto& [expected, row] : r.formatConfusion) {
+    std::printf(" %s ->", expected.c_str());
+    for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
+    std::printf(";");
+  }
+  std::printf("\n");
+  if (r.formatTied)
+    std::printf("  %d of the %d wrong formats are tied: the expected format reproduces the candidate as well "
+                "(also_reproduced_by), identical rounding on these inputs\n",
+                r.formatTied, r.formatChecked - r.formatCorrect);
   for (const auto& miss : r.cases)
     if (miss.got != miss.expected)
       std::printf("  miss: %s %s expected %s, got %s\n", miss.op.c_str(), miss.kernel.c_str(), miss.expected.c_str(),

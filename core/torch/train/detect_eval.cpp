@@ -83,13 +83,16 @@ std::optional<detector::GemmBound> boundOf(const ops::OpCall& call, const at::Te
 
 void judge(DetectEvalResult& r, const char* op, const Labelled& l, bool masked, const detector::Detection& d) {
   DetectEvalCase c{op, l.kernel, masked ? "exact" : l.expected, d.verdict.model, "", masked ? "" : l.format,
-                   d.verdict.confidence};
+                   d.verdict.confidence, ""};
   if (d.verdict.parameters.count("format")) c.gotFormat = d.verdict.parameters.at("format");
+  if (d.verdict.parameters.count("also_reproduced_by")) c.alsoReproducedBy = d.verdict.parameters.at("also_reproduced_by");
   ++r.confusion[c.expected][c.got];
   if (c.got == c.expected) ++r.correct;
   if (!c.expectedFormat.empty() && c.got == c.expected) {
     ++r.formatChecked;
     if (c.gotFormat == c.expectedFormat) ++r.formatCorrect;
+    else if (("," + c.alsoReproducedBy + ",").find("," + c.expectedFormat + ",") != std::string::npos) ++r.formatTied;
+    ++r.formatConfusion[c.expectedFormat][c.gotFormat.empty() ? "none" : c.gotFormat];
   }
   if (kLegitimate.count(c.expected)) {
     ++r.legitimate;

@@ -11,12 +11,17 @@ namespace peat::train {
 struct DetectEvalCase {
   std::string op, kernel, expected, got, gotFormat, expectedFormat;
   double confidence = 0;
+  std::string alsoReproducedBy;  // formats whose replay reproduced the candidate as well (with operands), comma-separated
 };
 
 struct DetectEvalResult {
   std::vector<DetectEvalCase> cases;
   std::map<std::string, std::map<std::string, int>> confusion;  // expected -> got -> count
   int correct = 0, formatChecked = 0, formatCorrect = 0;
+  // formatTied: the expected format not named first but among the formats that reproduce the pair as
+  // well (`also_reproduced_by`): identical arithmetic on these inputs, as tf32 and fp16 inside fp16's range
+  int formatTied = 0;
+  std::map<std::string, std::map<std::string, int>> formatConfusion;  // expected format -> named format -> count
   int legitimate = 0, legitimateFaultVerdicts = 0;  // pairs that differ legitimately, and fault verdicts on them
 };
 
