@@ -581,10 +581,13 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
     const bool sparse = mis <= std::max<uint64_t>(8, n / 1000);
     const int ulpMedian = medianLog2Ulp(r);
 
-    // R2 nan_inf
+    // R2 nan_inf. When the few mismatches each differ from golden in one bit, a flip made the NaN or
+    // Inf (an exponent bit of a large value): R4's bit_flip names the cause and outranks this symptom.
     if (r.newlyNonFinite > 0) {
-      Verdict v = make("nan_inf", 0.6 + 0.35 * double(r.newlyNonFinite) / double(mis),
-                       std::to_string(r.newlyNonFinite) + " finite golden values became NaN or Inf");
+      const bool flipped = sparse && m.allSingleBit;
+      Verdict v = make("nan_inf", flipped ? 0.7 : 0.6 + 0.35 * double(r.newlyNonFinite) / double(mis),
+                       std::to_string(r.newlyNonFinite) + " finite golden values became NaN or Inf" +
+                           (flipped ? " by one flipped bit each" : ""));
       v.evidence["newly_non_finite"] = double(r.newlyNonFinite);
       common(v);
     }

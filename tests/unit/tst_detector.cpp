@@ -140,6 +140,16 @@ void TestDetector::nanInf() {
   c[5] = NAN;
   c[6] = INFINITY;
   QCOMPARE(run(g, c).verdict.model, std::string("nan_inf"));
+  // a flip of bit 30 in a value in [1, 2) sets every exponent bit: Inf or NaN, caused by one flip
+  auto flipped = g;
+  flipped[9] = 1.0f;
+  auto cf = flipped;
+  cf[9] = flip(cf[9], 1u << 30);
+  QVERIFY(std::isinf(cf[9]));
+  const auto d = run(flipped, cf);
+  QCOMPARE(d.verdict.model, std::string("bit_flip"));
+  QCOMPARE(d.verdict.parameters.at("bit"), std::string("30"));
+  QVERIFY(!d.alternatives.empty() && d.alternatives.front().model == "nan_inf");
 }
 
 void TestDetector::randomValue() {
