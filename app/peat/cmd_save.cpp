@@ -611,6 +611,7 @@ std::string campaignSettings(const SaveCampaignOptions& o) {
   if (o.target != "both") key.add("target", o.target);
   if (o.basis != "inference") key.add("basis", o.basis);
   if (!o.noRerunFaults) key.add("rerun_faults", "1").add("max_recoveries", o.maxRecoveries);
+  key.add("recovery", "layer");  // a failed layer is rerun and checked before the inference goes on (2026-12-02)
   return addInputSettings(key, o.analysis).text();
 }
 
@@ -736,7 +737,7 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
       checksums += p.stats.checksums;
       checksumMismatches += p.stats.checksumMismatches;
     }
-  std::printf("\nSAVE: %llu detections, %llu recoveries (restarts of the interrupted layer)",
+  std::printf("\nSAVE: %llu detections, %llu recoveries (reruns of the interrupted layer)",
               (unsigned long long)detections, (unsigned long long)recoveries);
   if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
   std::printf("\n");
@@ -755,7 +756,7 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
                 (unsigned long long)p.stats.eccCorrected, (unsigned long long)p.stats.eccFailures,
                 (unsigned long long)p.stats.recoveries, (unsigned long long)p.stats.rerunFaults, (long long)p.silent);
   }
-  std::printf("fault model: %s faults of %d bit(s) on %s, %s; reruns %s; SAVE gives up after %d reruns (%s)\n",
+  std::printf("fault model: %s faults of %d bit(s) on %s, %s; reruns %s; SAVE reruns a failed layer at most %d times (%s)\n",
               o.pattern.c_str(), o.bits, o.target == "both" ? "weights and activations" : o.target.c_str(),
               o.basis == "memory" ? "the same rate per byte of each scheme's unreliable memory (flips: the unprotected run's)"
                                   : "the same flips per inference for every scheme",

@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
                         "Reruns meet no new faults (by default faults arrive at the same rate per layer step during "
                         "a recovery's rerun)");
   campaignCmd->add_option("--max-recoveries", campaign.maxRecoveries,
-                          "SAVE: reruns of one inference before it counts as unrecovered")->capture_default_str();
+                          "SAVE: reruns of one failed layer before the inference counts as unrecovered")->capture_default_str();
   campaignCmd->add_flag("--agreement", campaign.agreement,
                         "Score top-1 agreement with the fault-free prediction instead of accuracy on the labels "
                         "(for a model with random or untrained weights)");

@@ -537,6 +537,74 @@ std::vector<int> ProtectedRunner::infer(const float* images, Scheme scheme, cons
   return out;
 }
 
+// SAVE's inference: layer v's check runs on the second core while layer v + 1 computes, and its
+// verdict is in before layer v + 2 starts. On a detection at v, v's weights are rewritten from the
+// host's copy and v is rerun (its inputs passed their checks) and checked again before the
+// inference goes on, redoing v + 1, which read v's output. Each redone step meets new faults at the
+// same rate per layer step (Poisson(flips / N) per step, on the weights and tensors of layers >= v).
+// After FaultModel::maxRecoveries reruns of one layer the inference keeps what the last one
+// computed, counts as unrecovered, and goes on.
+void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
+                              std::vector<std::vector<std::pair<int64_t, uint32_t>>>& activationFaults,
+                              const std::function<bool(uint64_t, uint32_t, std::size_t)>& place, const FaultModel& model,
+                              uint64_t seed, RunStats& stats) {
+  if (!verifier_) verifier_ = std::make_unique<Verifier>();
+  std::vector<std::vector<float>>& act = act_;
+  RunStats verifyStats;  // written by the verifying thread only
+  const std::size_t steps = g_.nodes.size() - 1;
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 77);
+  // new faults for one redone step, landing on the weights and tensors of layers >= from
+  auto rerunFaults = [&](std::size_t from) {
+    ++stats.rerunSteps;
+    if (!model.duringReruns || model.flips <= 0) return;
+    std::poisson_distribution<int64_t> arrivals(double(model.flips) / double(steps));
+    FaultModel more = model;
+    more.flips = arrivals(rng);
+    for (const Fault& f : drawFaults(Scheme::Save, more, rng())) stats.rerunFaults += place(f.word, f.mask, from);
+  };
+  bool gaveUp = false;  // a layer failed its check maxRecoveries times: the inference is unrecovered
+  // rerun layer u until its check passes or the budget is spent
+  auto recover = [&](std::size_t u) {
+    for (int attempt = 0;; ++attempt) {
+      ++stats.recoveries;
+      work_.nodes[u].weight = g_.nodes[u].weight;
+      work_.nodes[u].bias = g_.nodes[u].bias;
+      activationFaults[u].clear();  // the tensor is rewritten: the faults of its last write are gone
+      rerunFaults(u);
+      step(u);
+      if (!verify(int(u), act, stats)) return;
+      ++stats.detections;
+      if (attempt + 1 >= model.maxRecoveries) {
+        gaveUp = true;
+        return;
+      }
+    }
+  };
+  bool pending = false;  // the check of layer v - 1 is running
+  for (std::size_t v = 1; v <= steps;) {
+    step(v);
+    if (pending) {
+      pending = false;
+      if (!verifier_->drain().empty()) {  // layer v - 1 failed its check: v read a bad tensor
+        ++stats.detections;
+        recover(v - 1);
+        activationFaults[v].clear();  // redo v, which read the bad tensor, with the faults of its new run
+        rerunFaults(v);
+        continue;
+      }
+    }
+    verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
+    pending = true;
+    ++v;
+  }
+  if (pending && !verifier_->drain().empty()) {
+    ++stats.detections;
+    recover(steps);
+  }
+  stats.unrecovered += gaveUp;
+  stats += verifyStats;
+}
+
 std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const std::vector<Fault>& faultList,
                                       const FaultModel& model, uint64_t seed, RunStats& stats) {
   // ECC: bits flipped in one word combine; a word left with one flipped bit is corrected, one with
@@ -591,8 +659,6 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   std::vector<std::vector<float>>& act = act_;  // kept between runs: no page faults for fresh buffers
   act.resize(g_.nodes.size());
   act[0].assign(images, images + batch_ * g_.nodes[0].size());
-  if (scheme == Scheme::Save && !verifier_) verifier_ = std::make_unique<Verifier>();
-  RunStats verifyStats;  // written by the verifying thread only
   auto step = [&](std::size_t v) {  // one layer step: the op on the weights in memory, then its faults
     const Node& n = g_.nodes[v];
     std::vector<const float*> in;
@@ -601,61 +667,20 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
     runNode(work, int(v), in, batch_, act[v].data());
     for (const auto& [element, mask] : activationFaults[v]) flip(act[v][std::size_t(element)], mask);
   };
-  for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
-    step(v);
-    if (scheme == Scheme::Ranger) {  // clamp to the profiled bounds
-      const NodeRange& r = profiled_[v];
-      const int64_t size = g_.nodes[v].size();
-      for (int64_t s = 0; s < batch_; ++s)
-        for (int64_t i = 0; i < size; ++i) {
-          float& x = act[v][std::size_t(s * size + i)];
-          const float lo = float(r.lo[std::size_t(i)]), hi = float(r.hi[std::size_t(i)]);
-          x = std::isnan(x) ? lo : std::clamp(x, lo, hi);
-        }
-    }
-    // SAVE: the tensor's check runs on the second core, behind the inference (it reads only
-    // this tensor and its inputs, which the inference no longer writes).
-    if (scheme == Scheme::Save) verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
-  }
   if (scheme == Scheme::Save) {
-    const std::vector<int> detected = verifier_->drain();
-    stats += verifyStats;
-    if (!detected.empty()) {
-      // Restart from the first interrupted layer: its inputs passed their checks. The weights are
-      // rewritten from the host's copy; the rerun meets new faults at the same rate per layer
-      // step, and is checked again.
-      stats.detections += detected.size();
-      std::size_t first = std::size_t(detected.front());
-      const std::size_t steps = g_.nodes.size() - 1;
-      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 77);
-      for (int attempt = 0;; ++attempt) {
-        ++stats.recoveries;
-        for (std::size_t v : faultedWeights_) {
-          work.nodes[v].weight = g_.nodes[v].weight;
-          work.nodes[v].bias = g_.nodes[v].bias;
-        }
-        faultedWeights_.clear();
-        for (auto& f : activationFaults) f.clear();
-        const std::size_t rerun = steps - first + 1;
-        stats.rerunSteps += rerun;
-        if (model.duringReruns && model.flips > 0) {
-          std::poisson_distribution<int64_t> arrivals(double(model.flips) * double(rerun) / double(steps));
-          FaultModel more = model;
-          more.flips = arrivals(rng);
-          for (const Fault& f : drawFaults(scheme, more, rng()))  // those on the weights and tensors it rewrites act
-            stats.rerunFaults += place(f.word, f.mask, first);
-        }
-        std::size_t bad = 0;
-        for (std::size_t v = first; v < g_.nodes.size(); ++v) step(v);
-        for (std::size_t v = first; v < g_.nodes.size() && !bad; ++v)
-          if (verify(int(v), act, stats)) bad = v;
-        if (!bad) break;
-        ++stats.detections;
-        if (attempt + 1 >= model.maxRecoveries) {
-          ++stats.unrecovered;
-          break;
-        }
-        first = bad;
+    runSave(step, activationFaults, place, model, seed, stats);
+  } else {
+    for (std::size_t v = 1; v < g_.nodes.size(); ++v) {
+      step(v);
+      if (scheme == Scheme::Ranger) {  // clamp to the profiled bounds
+        const NodeRange& r = profiled_[v];
+        const int64_t size = g_.nodes[v].size();
+        for (int64_t s = 0; s < batch_; ++s)
+          for (int64_t i = 0; i < size; ++i) {
+            float& x = act[v][std::size_t(s * size + i)];
+            const float lo = float(r.lo[std::size_t(i)]), hi = float(r.hi[std::size_t(i)]);
+            x = std::isnan(x) ? lo : std::clamp(x, lo, hi);
+          }
       }
     }
   }

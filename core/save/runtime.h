@@ -10,8 +10,9 @@
 // weights or its activations only: FaultModel::target): weight faults are present from the start
 // and stay until the weights are rewritten; an activation fault lands on its tensor right after
 // the op that writes it and before any op reads it. Faults arrive at a steady rate per layer step:
-// a recovery's rerun of k of the N layer steps meets Poisson(flips * k / N) new faults, on the
-// weights and the tensors it rewrites (unless FaultModel::duringReruns is off).
+// a recovery that redoes k of the N layer steps (the failed layer and the next one, which read its
+// output) meets Poisson(flips * k / N) new faults, on the weights and tensors of the failed layer
+// and those after it (unless FaultModel::duringReruns is off).
 //
 // Schemes:
 //  - none: the faults act;
@@ -19,10 +20,11 @@
 //    tensor is range-checked against the sound ranges,
 //    and its type-2 elements in unreliable memory are recomputed from the op's verified inputs and
 //    compared outside their robust bits. The check of a tensor runs on a second core while the
-//    next layer computes; on a detection the weights are rewritten from the host's copy and the
-//    inference restarts from the interrupted layer, its rerun checked again (at most
-//    FaultModel::maxRecoveries times; then the inference counts as unrecovered). Tiles are placed
-//    in reliable memory by the selection;
+//    next layer computes, and its verdict is in before the layer after that starts; on a detection
+//    the layer's weights are rewritten from the host's copy and the inference restarts from the
+//    interrupted layer: it is rerun and checked again before the inference goes on (at most
+//    FaultModel::maxRecoveries reruns of one layer; then the inference counts as unrecovered and
+//    goes on with what the last rerun computed). Tiles are placed in reliable memory by the selection;
 //  - tmr: three runs, each with its own faults, and a majority vote on each image's prediction;
 //  - ranger: every activation is clamped to profiled (empirical) bounds before it is read;
 //  - ecc: SEC-DED per 32-bit word: a word with one flipped bit is corrected; two flipped bits are
@@ -30,6 +32,7 @@
 //    the batch counts as wrong); three or more may be miscorrected or missed: the word keeps its
 //    corruption.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,7 +62,7 @@ struct FaultModel {
   int64_t regionWords = 4096; // Region: all faults fall in one window this long
   FaultTarget target = FaultTarget::Both;
   bool duringReruns = true;   // a rerun meets new faults at the same rate per layer step
-  int maxRecoveries = 3;      // SAVE: reruns of one inference before it counts as unrecovered
+  int maxRecoveries = 3;      // SAVE: reruns of one layer before the inference counts as unrecovered
 };
 
 // How SAVE checks the type-2 elements of a linear or conv output: by recomputing them in fp32
@@ -127,6 +130,13 @@ class ProtectedRunner {
   std::vector<Fault> drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const;
   std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, const FaultModel& model,
                        uint64_t seed, RunStats& stats);
+  // SAVE's layer loop with its checks one layer behind and the recovery of a failed layer;
+  // `step(v)` runs layer v and lands its activation faults, `place` lands a rerun's fault on the
+  // weights or tensors of layers >= its third argument.
+  void runSave(const std::function<void(std::size_t)>& step,
+               std::vector<std::vector<std::pair<int64_t, uint32_t>>>& activationFaults,
+               const std::function<bool(uint64_t, uint32_t, std::size_t)>& place, const FaultModel& model, uint64_t seed,
+               RunStats& stats);
   // Where a word of the scheme's unreliable space lies: a weight (node, index into weights then
   // biases) or an activation (node, element of the batch's tensor).
   struct Place {

@@ -200,6 +200,9 @@ void TestSave::saveKeepsPredictionsUnderFaults() {
   QVERIFY(stats.detections > 0 && stats.recoveries > 0 && stats.weightRepairs > 0);
   QVERIFY(stats.rangeViolations + stats.recomputeMismatches > 0);
   QCOMPARE(stats.rerunFaults, uint64_t(0));
+  // a recovery reruns the interrupted layer and redoes the one after it, not the rest of the network
+  QVERIFY2(stats.rerunSteps <= 2 * stats.recoveries,
+           qPrintable(QStringLiteral("%1 steps for %2 recoveries").arg(stats.rerunSteps).arg(stats.recoveries)));
   // every rerun is checked again: what it meets is caught too, or the inference gives up (counted)
   QVERIFY(rerun.rerunFaults > 0 && rerun.recoveries > stats.recoveries);
   QVERIFY2(sameRerun + int64_t(rerun.unrecovered) * f.batch >= total,
