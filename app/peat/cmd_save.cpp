@@ -611,7 +611,7 @@ std::string campaignSettings(const SaveCampaignOptions& o) {
   if (o.target != "both") key.add("target", o.target);
   if (o.basis != "inference") key.add("basis", o.basis);
   if (!o.noRerunFaults) key.add("rerun_faults", "1").add("max_recoveries", o.maxRecoveries);
-  key.add("recovery", "layer");  // a failed layer is rerun and checked before the inference goes on (2026-12-02)
+  key.add("recovery", "layer").add("check_lag", o.checkLag);  // a failed layer is rerun and checked (2026-12-02)
   return addInputSettings(key, o.analysis).text();
 }
 
@@ -642,6 +642,8 @@ save::CampaignOptions campaignOptions(const SaveCampaignOptions& o) {
   co.faults.duringReruns = !o.noRerunFaults;
   if (o.maxRecoveries < 1 || o.maxRecoveries > 100) throw std::invalid_argument("--max-recoveries must be 1..100");
   co.faults.maxRecoveries = o.maxRecoveries;
+  if (o.checkLag < 1 || o.checkLag > 64) throw std::invalid_argument("--check-lag must be 1..64");
+  co.faults.checkLag = o.checkLag;
   if (o.bits < 1 || o.bits > 32) throw std::invalid_argument("--bits must be 1..32");
   co.faults.bitsPerFault = o.bits;
   co.images = o.images;
@@ -756,11 +758,11 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
                 (unsigned long long)p.stats.eccCorrected, (unsigned long long)p.stats.eccFailures,
                 (unsigned long long)p.stats.recoveries, (unsigned long long)p.stats.rerunFaults, (long long)p.silent);
   }
-  std::printf("fault model: %s faults of %d bit(s) on %s, %s; reruns %s; SAVE reruns a failed layer at most %d times (%s)\n",
+  std::printf("fault model: %s faults of %d bit(s) on %s, %s; reruns %s; SAVE's checks trail by at most %d layer(s) and it reruns a failed layer at most %d times (%s)\n",
               o.pattern.c_str(), o.bits, o.target == "both" ? "weights and activations" : o.target.c_str(),
               o.basis == "memory" ? "the same rate per byte of each scheme's unreliable memory (flips: the unprotected run's)"
                                   : "the same flips per inference for every scheme",
-              o.noRerunFaults ? "meet no new faults" : "meet new faults at the same rate per layer step", o.maxRecoveries,
+              o.noRerunFaults ? "meet no new faults" : "meet new faults at the same rate per layer step", o.checkLag, o.maxRecoveries,
               "docs/save.md");
 }
 

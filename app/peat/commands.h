@@ -122,7 +122,8 @@ struct SaveCampaignOptions {
   std::string target = "both";  // faults on weights, activations or both
   std::string basis = "inference";  // "inference": the same flips per inference; "memory": the same rate per byte
   bool noRerunFaults = false;    // reruns meet no new faults (the first round's model)
-  int maxRecoveries = 3;
+  int maxRecoveries = 10;
+  int checkLag = 1;
   bool quiet = false;
   MpiOptions mpi;
 };

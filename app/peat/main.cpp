@@ -271,6 +271,10 @@ int main(int argc, char** argv) {
   campaignCmd->add_flag("--no-rerun-faults", campaign.noRerunFaults,
                         "Reruns meet no new faults (by default faults arrive at the same rate per layer step during "
                         "a recovery's rerun)");
+  campaignCmd->add_option("--check-lag", campaign.checkLag,
+                          "SAVE: layers its checks may trail the inference (1: a layer's verdict is in before the layer "
+                          "after next starts; more overlaps costly checks better, and a detection redoes more layers)")
+      ->capture_default_str();
   campaignCmd->add_option("--max-recoveries", campaign.maxRecoveries,
                           "SAVE: reruns of one failed layer before the inference counts as unrecovered")->capture_default_str();
   campaignCmd->add_flag("--agreement", campaign.agreement,

@@ -98,9 +98,12 @@ class ProtectedRunner::Verifier {
     posted_.notify_all();
   }
   // Waits for every posted job; the nodes whose check found a fault, in order.
-  std::vector<int> drain() {
+  std::vector<int> drain() { return waitUntilAtMost(0); }
+  // Waits until at most `jobs` posted jobs are unfinished; the nodes whose check found a fault since
+  // the last call, in order.
+  std::vector<int> waitUntilAtMost(std::size_t jobs) {
     std::unique_lock<std::mutex> lock(m_);
-    finished_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    finished_.wait(lock, [&] { return queue_.size() + (busy_ ? 1 : 0) <= jobs; });
     std::vector<int> out;
     out.swap(detected_);
     return out;
@@ -537,13 +540,15 @@ std::vector<int> ProtectedRunner::infer(const float* images, Scheme scheme, cons
   return out;
 }
 
-// SAVE's inference: layer v's check runs on the second core while layer v + 1 computes, and its
-// verdict is in before layer v + 2 starts. On a detection at v, v's weights are rewritten from the
-// host's copy and v is rerun (its inputs passed their checks) and checked again before the
-// inference goes on, redoing v + 1, which read v's output. Each redone step meets new faults at the
-// same rate per layer step (Poisson(flips / N) per step, on the weights and tensors of layers >= v).
-// After FaultModel::maxRecoveries reruns of one layer the inference keeps what the last one
-// computed, counts as unrecovered, and goes on.
+// SAVE's inference: each layer's check runs on the second core behind the inference, at most
+// FaultModel::checkLag layers behind it (the inference waits when the checks fall further behind). On a
+// detection at layer u the checks in flight finish, u's weights are rewritten from the host's
+// copy, u is rerun from its inputs (which passed their checks) and checked again, and the inference
+// goes on from u + 1, redoing the layers that ran after u (they read its bad output). Each rerun or
+// redone step meets new faults at the same rate per layer step (Poisson(flips / N) per step, on
+// the weights and tensors of that layer and those after it). After FaultModel::maxRecoveries
+// reruns of one layer the inference keeps what the last one computed, counts as unrecovered, and
+// goes on.
 void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
                               std::vector<std::vector<std::pair<int64_t, uint32_t>>>& activationFaults,
                               const std::function<bool(uint64_t, uint32_t, std::size_t)>& place, const FaultModel& model,
@@ -552,6 +557,7 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
   std::vector<std::vector<float>>& act = act_;
   RunStats verifyStats;  // written by the verifying thread only
   const std::size_t steps = g_.nodes.size() - 1;
+  const std::size_t lag = std::size_t(std::max(1, model.checkLag));
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 77);
   // new faults for one redone step, landing on the weights and tensors of layers >= from
   auto rerunFaults = [&](std::size_t from) {
@@ -580,26 +586,25 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
       }
     }
   };
-  bool pending = false;  // the check of layer v - 1 is running
+  std::size_t ran = 0;  // the furthest layer run so far: a layer at or below it is redone
   for (std::size_t v = 1; v <= steps;) {
-    step(v);
-    if (pending) {
-      pending = false;
-      if (!verifier_->drain().empty()) {  // layer v - 1 failed its check: v read a bad tensor
-        ++stats.detections;
-        recover(v - 1);
-        activationFaults[v].clear();  // redo v, which read the bad tensor, with the faults of its new run
-        rerunFaults(v);
-        continue;
-      }
+    if (v <= ran) {
+      activationFaults[v].clear();  // rewritten: the faults of its last run are gone, new ones arrive
+      rerunFaults(v);
     }
+    step(v);
+    ran = std::max(ran, v);
     verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
-    pending = true;
-    ++v;
-  }
-  if (pending && !verifier_->drain().empty()) {
+    std::vector<int> detected = verifier_->waitUntilAtMost(v == steps ? 0 : lag);
+    if (detected.empty()) {
+      ++v;
+      continue;
+    }
+    verifier_->drain();  // the checks after the failed layer: their layers are redone anyway
     ++stats.detections;
-    recover(steps);
+    const std::size_t u = std::size_t(detected.front());
+    recover(u);
+    v = u + 1;
   }
   stats.unrecovered += gaveUp;
   stats += verifyStats;

@@ -62,7 +62,12 @@ struct FaultModel {
   int64_t regionWords = 4096; // Region: all faults fall in one window this long
   FaultTarget target = FaultTarget::Both;
   bool duringReruns = true;   // a rerun meets new faults at the same rate per layer step
-  int maxRecoveries = 3;      // SAVE: reruns of one layer before the inference counts as unrecovered
+  int maxRecoveries = 10;     // SAVE: reruns of one layer before the inference counts as unrecovered
+  // SAVE: how many layers its checks may trail the inference (the inference waits when they fall
+  // further behind). 1: layer v's verdict is in before layer v + 2 starts, and a detection redoes
+  // two layers; more overlaps a costly layer's check with later costly layers, and a detection
+  // redoes every layer run since the one that failed.
+  int checkLag = 1;
 };
 
 // How SAVE checks the type-2 elements of a linear or conv output: by recomputing them in fp32

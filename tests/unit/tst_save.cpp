@@ -200,7 +200,8 @@ void TestSave::saveKeepsPredictionsUnderFaults() {
   QVERIFY(stats.detections > 0 && stats.recoveries > 0 && stats.weightRepairs > 0);
   QVERIFY(stats.rangeViolations + stats.recomputeMismatches > 0);
   QCOMPARE(stats.rerunFaults, uint64_t(0));
-  // a recovery reruns the interrupted layer and redoes the one after it, not the rest of the network
+  // a recovery reruns the interrupted layer and redoes the one after it (the checks trail the
+  // inference by one layer), not the rest of the network
   QVERIFY2(stats.rerunSteps <= 2 * stats.recoveries,
            qPrintable(QStringLiteral("%1 steps for %2 recoveries").arg(stats.rerunSteps).arg(stats.recoveries)));
   // every rerun is checked again: what it meets is caught too, or the inference gives up (counted)
