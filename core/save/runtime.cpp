@@ -9,9 +9,11 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <limits>
 #include <map>
+#include <set>
 #include <random>
 
 #include "core/fp/format.h"
@@ -587,6 +589,7 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
     }
   };
   std::size_t ran = 0;  // the furthest layer run so far: a layer at or below it is redone
+  std::set<std::size_t> failed;  // layers whose check failed, not yet acted on
   for (std::size_t v = 1; v <= steps;) {
     if (v <= ran) {
       activationFaults[v].clear();  // rewritten: the faults of its last run are gone, new ones arrive
@@ -595,14 +598,19 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
     step(v);
     ran = std::max(ran, v);
     verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
-    std::vector<int> detected = verifier_->waitUntilAtMost(v == steps ? 0 : lag);
-    if (detected.empty()) {
+    // The checks of layers up to `due` are finished; a later check that happens to be finished too is
+    // acted on only when it is due, so that what happens does not depend on the threads' timing.
+    const std::size_t pendingAtMost = v == steps ? 0 : lag;
+    for (int node : verifier_->waitUntilAtMost(pendingAtMost)) failed.insert(std::size_t(node));
+    const std::size_t due = v - std::min(v, pendingAtMost);
+    if (failed.empty() || *failed.begin() > due) {
       ++v;
       continue;
     }
     verifier_->drain();  // the checks after the failed layer: their layers are redone anyway
     ++stats.detections;
-    const std::size_t u = std::size_t(detected.front());
+    const std::size_t u = *failed.begin();
+    failed.clear();
     recover(u);
     v = u + 1;
   }

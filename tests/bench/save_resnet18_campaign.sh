@@ -41,9 +41,16 @@ model="$work/resnet18_64.onnx"
 data="--data fashion-mnist:3x64x64"
 /usr/bin/time -f "analyze: %e s wall, %M KiB peak" "$peat" save analyze -m "$model" --mode interval --budget 5% > "$work/analyze.txt"
 grep -E "^reliable memory|working set|recomputation|avoid" "$work/analyze.txt" || true
-for placement in ranked random none; do
-  /usr/bin/time -f "campaign ($placement): %e s wall" "$peat" save campaign -m "$model" $data --mode interval --budget 5% \
-    --placement $placement --images 200 --batch 20 --flips 0,64,1024,4096 --schemes none,save,ecc --basis memory \
-    > "$work/campaign-$placement.txt"
-  sed -n '/^unreliable memory/p;/^scheme  *ms per batch/,/^(latency/p;/^flips/,/^$/p' "$work/campaign-$placement.txt"
+common="$data --mode interval --budget 5% --images 100 --batch 20 --basis memory"
+# SAVE's placement under faults, its checks one layer behind (the default) and four layers behind
+for lag in 1 4; do
+  /usr/bin/time -f "campaign (ranked, check lag $lag): %e s wall" "$peat" save campaign -m "$model" $common \
+    --placement ranked --flips 0,64,1024 --schemes none,save,ecc --check-lag $lag > "$work/campaign-ranked-lag$lag.txt"
+  sed -n '/^unreliable memory/p;/^scheme  *ms per batch/,/^(latency/p;/^flips/,/^$/p' "$work/campaign-ranked-lag$lag.txt"
+done
+# what the placement buys in latency, fault-free: a random placement in the same budget, and none
+for placement in random none; do
+  /usr/bin/time -f "campaign ($placement, check lag 4): %e s wall" "$peat" save campaign -m "$model" $common \
+    --placement $placement --flips 0 --schemes none,save --check-lag 4 > "$work/campaign-$placement.txt"
+  sed -n '/^unreliable memory/p;/^scheme  *ms per batch/,/^(latency/p' "$work/campaign-$placement.txt"
 done
