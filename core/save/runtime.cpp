@@ -13,7 +13,6 @@
 #include <thread>
 #include <limits>
 #include <map>
-#include <set>
 #include <random>
 
 #include "core/fp/format.h"
