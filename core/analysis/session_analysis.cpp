@@ -161,6 +161,23 @@ const store::RunInfo& findRun(const store::SessionSummary& s, const std::string&
 
 }  // namespace
 
+namespace {
+// A recorded parameter of a conv call, or its default when the profiler left it out.
+int64_t paramOr(const std::map<std::string, int64_t>& params, const char* key, int64_t fallback) {
+  const auto it = params.find(key);
+  return it == params.end() ? fallback : it->second;
+}
+// A conv call's groups, stride, padding and dilation (height, then width).
+struct ConvGeometry {
+  int64_t groups, sh, sw, ph, pw, dh, dw;
+};
+ConvGeometry geometryOf(const std::map<std::string, int64_t>& params) {
+  const int64_t sh = paramOr(params, "stride", 1), ph = paramOr(params, "padding", 0), dh = paramOr(params, "dilation_h", 1);
+  return {paramOr(params, "groups", 1),          sh, paramOr(params, "stride_w", sh), ph, paramOr(params, "padding_w", ph),
+          dh, paramOr(params, "dilation_w", dh)};
+}
+}  // namespace
+
 std::vector<float> ConvGemm::toGemm(const std::vector<float>& y) const {
   std::vector<float> out(y.size());
   const uint64_t perGroup = cout / groups;
@@ -176,17 +193,11 @@ std::vector<float> ConvGemm::toGemm(const std::vector<float>& y) const {
 std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx, const float* w,
                                  const std::vector<uint64_t>& sw, const float* biasData, std::size_t biasSize,
                                  const std::map<std::string, int64_t>& params, const std::vector<uint64_t>& outShape) {
-  auto param = [&](const char* key, int64_t fallback) {
-    const auto it = params.find(key);
-    return it == params.end() ? fallback : it->second;
-  };
-  const int64_t groups = param("groups", 1);
-  if (param("variant", 0) != 0 || groups < 1 || outShape.size() != 4) return std::nullopt;
+  const auto [groups, sh, sw_, ph, pw, dh, dw] = geometryOf(params);
+  if (paramOr(params, "variant", 0) != 0 || groups < 1 || outShape.size() != 4) return std::nullopt;
   if (sx.size() != 4 || sw.size() != 4 || outShape[1] != sw[0]) return std::nullopt;
   const uint64_t G = uint64_t(groups);
   if (sx[1] % G != 0 || sw[0] % G != 0 || sw[1] * G != sx[1]) return std::nullopt;
-  const int64_t sh = param("stride", 1), sw_ = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
-  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
   const uint64_t batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3], kh = sw[2], kw = sw[3], ho = outShape[2], wo = outShape[3];
   const uint64_t cinG = cin / G, nOut = sw[0], nOutG = nOut / G;
   const uint64_t m = batch * ho * wo, k = cinG * kh * kw;
@@ -228,18 +239,12 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
                                                       const std::vector<uint64_t>& sx,
                                                       const std::map<std::string, int64_t>& params,
                                                       const std::vector<uint64_t>& outShape) {
-  auto param = [&](const char* key, int64_t fallback) {
-    const auto it = params.find(key);
-    return it == params.end() ? fallback : it->second;
-  };
-  const int64_t groups = param("groups", 1);
+  const auto [groups, sh, sw, ph, pw, dh, dw] = geometryOf(params);
   if (groups < 1 || sdy.size() != 4 || sx.size() != 4 || outShape.size() != 4 || sdy[0] != sx[0]) return std::nullopt;
   const uint64_t G = uint64_t(groups), batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3];
   const uint64_t cout = sdy[1], ho = sdy[2], wo = sdy[3], kh = outShape[2], kw = outShape[3];
   if (cin % G != 0 || cout % G != 0 || outShape[0] != cout || outShape[1] * G != cin) return std::nullopt;
-  if (uint64_t(param("k_h", int64_t(kh))) != kh || uint64_t(param("k_w", int64_t(kw))) != kw) return std::nullopt;
-  const int64_t sh = param("stride", 1), sw = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
-  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
+  if (uint64_t(paramOr(params, "k_h", int64_t(kh))) != kh || uint64_t(paramOr(params, "k_w", int64_t(kw))) != kw) return std::nullopt;
   const uint64_t cinG = cin / G, coutG = cout / G, positions = ho * wo, k = batch * positions, taps = cinG * kh * kw;
   if (double(G) * double(coutG) * double(k) * double(taps) > 2e9) return std::nullopt;
   // a [G, coutG, k] = dY_g, b [G, k, taps] = im2col(x_g)^T
@@ -269,17 +274,11 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
 std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uint64_t>& sdy, const float* w,
                                           const std::vector<uint64_t>& sw, const std::map<std::string, int64_t>& params,
                                           const std::vector<uint64_t>& outShape) {
-  auto param = [&](const char* key, int64_t fallback) {
-    const auto it = params.find(key);
-    return it == params.end() ? fallback : it->second;
-  };
-  const int64_t groups = param("groups", 1);
+  const auto [groups, sh, sw_, ph, pw, dh, dw] = geometryOf(params);
   if (groups < 1 || sdy.size() != 4 || sw.size() != 4 || outShape.size() != 4 || sdy[0] != outShape[0]) return std::nullopt;
   const uint64_t G = uint64_t(groups), batch = sdy[0], cout = sdy[1], ho = sdy[2], wo = sdy[3];
   const uint64_t cin = outShape[1], h = outShape[2], wd = outShape[3], kh = sw[2], kw = sw[3];
   if (cout % G != 0 || cin % G != 0 || sw[0] != cout || sw[1] * G != cin) return std::nullopt;
-  const int64_t sh = param("stride", 1), sw_ = param("stride_w", sh), ph = param("padding", 0), pw = param("padding_w", ph);
-  const int64_t dh = param("dilation_h", 1), dw = param("dilation_w", dh);
   if (sh < 1 || sw_ < 1) return std::nullopt;
   const uint64_t cinG = cin / G, coutG = cout / G, positions = h * wd, m = batch * positions, k = coutG * kh * kw;
   if (double(G) * double(m) * double(k) * double(cinG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
