@@ -3,9 +3,8 @@
 # A correct half-precision user kernel (core/plugin/examples/hgemm_fp16acc.c: fp16 inputs, fp16 sums
 # over K-blocks of 16) replayed over LeNet's recorded linear calls (3 iterations, forward and both
 # backward GEMMs): every call is precision_loss with format fp16, none a fault (issue 19 found 20 of
-# 270 such calls named index_error, and the forward calls named bf16 once the bounds were used). The
-# forward calls, whose bias keeps their values off fp16's grid, are named by the fp16-accumulation
-# rule (accumulation=fp16).
+# 270 calls of such a plugin named index_error). The forward calls, whose bias keeps their values
+# off fp16's grid, are named by the fp16-accumulation rule (accumulation=fp16).
 #   plugin_hgemm.sh PEAT PLUGIN WORKDIR
 set -euo pipefail
 peat=$1 plugin=$2 dir=$3/plugin-hgemm
