@@ -176,6 +176,29 @@ ConvGeometry geometryOf(const std::map<std::string, int64_t>& params) {
   return {paramOr(params, "groups", 1),          sh, paramOr(params, "stride_w", sh), ph, paramOr(params, "padding_w", ph),
           dh, paramOr(params, "dilation_w", dh)};
 }
+// im2col of x [N, Cin, H, W] for each of G groups: [G, N Ho Wo, Cin/G kh kw], 0 where a tap falls in
+// the padding. Row (g, n, oy, ox) is the window of output position (oy, ox) over group g's channels.
+std::vector<float> im2colGroups(const float* x, const std::vector<uint64_t>& sx, uint64_t G, uint64_t kh, uint64_t kw,
+                                uint64_t ho, uint64_t wo, const ConvGeometry& c) {
+  const uint64_t batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3], cinG = cin / G, taps = cinG * kh * kw;
+  const uint64_t m = batch * ho * wo;
+  std::vector<float> out(G * m * taps, 0.0f);
+  for (uint64_t g = 0; g < G; ++g)
+    for (uint64_t n = 0; n < batch; ++n)
+      for (uint64_t oy = 0; oy < ho; ++oy)
+        for (uint64_t ox = 0; ox < wo; ++ox) {
+          float* row = out.data() + (g * m + (n * ho + oy) * wo + ox) * taps;
+          for (uint64_t ci = 0; ci < cinG; ++ci)
+            for (uint64_t ky = 0; ky < kh; ++ky)
+              for (uint64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = int64_t(oy) * c.sh - c.ph + int64_t(ky) * c.dh;
+                const int64_t ix = int64_t(ox) * c.sw - c.pw + int64_t(kx) * c.dw;
+                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
+                  row[(ci * kh + ky) * kw + kx] = x[((n * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
+              }
+        }
+  return out;
+}
 }  // namespace
 
 std::vector<float> ConvGemm::toGemm(const std::vector<float>& y) const {
@@ -193,30 +216,19 @@ std::vector<float> ConvGemm::toGemm(const std::vector<float>& y) const {
 std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx, const float* w,
                                  const std::vector<uint64_t>& sw, const float* biasData, std::size_t biasSize,
                                  const std::map<std::string, int64_t>& params, const std::vector<uint64_t>& outShape) {
-  const auto [groups, sh, sw_, ph, pw, dh, dw] = geometryOf(params);
+  const ConvGeometry geometry = geometryOf(params);
+  const int64_t groups = geometry.groups;
   if (paramOr(params, "variant", 0) != 0 || groups < 1 || outShape.size() != 4) return std::nullopt;
   if (sx.size() != 4 || sw.size() != 4 || outShape[1] != sw[0]) return std::nullopt;
   const uint64_t G = uint64_t(groups);
   if (sx[1] % G != 0 || sw[0] % G != 0 || sw[1] * G != sx[1]) return std::nullopt;
-  const uint64_t batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3], kh = sw[2], kw = sw[3], ho = outShape[2], wo = outShape[3];
+  const uint64_t batch = sx[0], cin = sx[1], kh = sw[2], kw = sw[3], ho = outShape[2], wo = outShape[3];
   const uint64_t cinG = cin / G, nOut = sw[0], nOutG = nOut / G;
   const uint64_t m = batch * ho * wo, k = cinG * kh * kw;
   if (double(G) * double(m) * double(k) * double(nOutG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
   // a [G, m, k] and b [G, k, nOutG]
-  std::vector<float> a(G * m * k, 0.0f), bt(G * k * nOutG);
-  for (uint64_t g = 0; g < G; ++g)
-    for (uint64_t b = 0; b < batch; ++b)
-      for (uint64_t oy = 0; oy < ho; ++oy)
-        for (uint64_t ox = 0; ox < wo; ++ox) {
-          float* row = a.data() + (g * m + (b * ho + oy) * wo + ox) * k;
-          for (uint64_t ci = 0; ci < cinG; ++ci)
-            for (uint64_t ky = 0; ky < kh; ++ky)
-              for (uint64_t kx = 0; kx < kw; ++kx) {
-                const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw_ - pw + int64_t(kx) * dw;
-                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
-                  row[(ci * kh + ky) * kw + kx] = x[((b * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
-              }
-        }
+  const std::vector<float> a = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
+  std::vector<float> bt(G * k * nOutG);
   for (uint64_t g = 0; g < G; ++g)
     for (uint64_t o = 0; o < nOutG; ++o)
       for (uint64_t q = 0; q < k; ++q) bt[(g * k + q) * nOutG + o] = w[(g * nOutG + o) * k + q];
@@ -239,34 +251,23 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
                                                       const std::vector<uint64_t>& sx,
                                                       const std::map<std::string, int64_t>& params,
                                                       const std::vector<uint64_t>& outShape) {
-  const auto [groups, sh, sw, ph, pw, dh, dw] = geometryOf(params);
+  const ConvGeometry geometry = geometryOf(params);
+  const int64_t groups = geometry.groups;
   if (groups < 1 || sdy.size() != 4 || sx.size() != 4 || outShape.size() != 4 || sdy[0] != sx[0]) return std::nullopt;
-  const uint64_t G = uint64_t(groups), batch = sx[0], cin = sx[1], h = sx[2], wd = sx[3];
+  const uint64_t G = uint64_t(groups), batch = sx[0], cin = sx[1];
   const uint64_t cout = sdy[1], ho = sdy[2], wo = sdy[3], kh = outShape[2], kw = outShape[3];
   if (cin % G != 0 || cout % G != 0 || outShape[0] != cout || outShape[1] * G != cin) return std::nullopt;
   if (uint64_t(paramOr(params, "k_h", int64_t(kh))) != kh || uint64_t(paramOr(params, "k_w", int64_t(kw))) != kw) return std::nullopt;
   const uint64_t cinG = cin / G, coutG = cout / G, positions = ho * wo, k = batch * positions, taps = cinG * kh * kw;
   if (double(G) * double(coutG) * double(k) * double(taps) > 2e9) return std::nullopt;
   // a [G, coutG, k] = dY_g, b [G, k, taps] = im2col(x_g)^T
-  std::vector<float> a(G * coutG * k), b(G * k * taps, 0.0f);
+  std::vector<float> a(G * coutG * k);
   for (uint64_t g = 0; g < G; ++g)
     for (uint64_t o = 0; o < coutG; ++o)
       for (uint64_t n = 0; n < batch; ++n)
         for (uint64_t p = 0; p < positions; ++p)
           a[(g * coutG + o) * k + n * positions + p] = dy[(n * cout + g * coutG + o) * positions + p];
-  for (uint64_t g = 0; g < G; ++g)
-    for (uint64_t n = 0; n < batch; ++n)
-      for (uint64_t oy = 0; oy < ho; ++oy)
-        for (uint64_t ox = 0; ox < wo; ++ox) {
-          float* row = b.data() + (g * k + n * positions + oy * wo + ox) * taps;
-          for (uint64_t ci = 0; ci < cinG; ++ci)
-            for (uint64_t ky = 0; ky < kh; ++ky)
-              for (uint64_t kx = 0; kx < kw; ++kx) {
-                const int64_t iy = int64_t(oy) * sh - ph + int64_t(ky) * dh, ix = int64_t(ox) * sw - pw + int64_t(kx) * dw;
-                if (iy >= 0 && iy < int64_t(h) && ix >= 0 && ix < int64_t(wd))
-                  row[(ci * kh + ky) * kw + kx] = x[((n * cin + g * cinG + ci) * h + uint64_t(iy)) * wd + uint64_t(ix)];
-              }
-        }
+  const std::vector<float> b = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
   if (G == 1) return detector::gemmBound(a.data(), b.data(), int64_t(coutG), int64_t(k), int64_t(taps));
   return detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(coutG), int64_t(k), int64_t(taps), false, false);
 }

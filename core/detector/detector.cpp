@@ -324,6 +324,14 @@ const BoundModel kBoundModels[] = {
     {"precision_loss", "fp8_e4m3", std::ldexp(1.0, -4), std::ldexp(1.0, -10)},
     {"precision_loss", "fp8_e5m2", std::ldexp(1.0, -3), std::ldexp(1.0, -17)}};
 
+// The bias added to output (i, j) of a bound's GEMM: none, one per column, or (a batched bound's
+// [batch, n], as a grouped conv's per-group channels) one per column of each GEMM.
+double biasAt(const GemmBound& b, int64_t i, int64_t j) {
+  if (b.bias.empty()) return 0.0;
+  const int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  return b.bias.size() == std::size_t(b.cols) ? double(b.bias[std::size_t(j)]) : double(b.bias[std::size_t((i / perBatch) * b.cols + j)]);
+}
+
 // The GEMM of a bound replayed from copies of its operands (rounded to a format by the caller), one
 // output row at a time, with the bias added, in fp32 and this replay's own summation order: what
 // every format hypothesis is judged by.
@@ -344,33 +352,31 @@ struct RowReplay {
       for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
     }
     out.resize(std::size_t(n));
-    for (int64_t j = 0; j < n; ++j) {
-      // a batched bound may carry one bias per GEMM ([batch, n]: a grouped conv's per-group channels)
-      const std::size_t biasAt = b.bias.size() == std::size_t(n) ? std::size_t(j) : std::size_t((i / perBatch) * n + j);
-      out[std::size_t(j)] = double(row[std::size_t(j)]) + (b.bias.empty() ? 0.0 : double(b.bias[biasAt]));
-    }
+    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[std::size_t(j)]) + biasAt(b, i, j);
   }
 };
 
 // The formats whose rounding of the recorded inputs reproduces the candidate, up to fp32 reordering.
+// The elementwise formats the replay tries, in the order they are named when they round alike.
+struct Hypothesis {
+  const fp::Format* format;
+  fp::Overflow overflow;
+  const char* id;
+};
+const Hypothesis kHypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32"},
+                                  {&fp::kFp16, fp::Overflow::Standard, "fp16"},
+                                  {&fp::kBf16, fp::Overflow::Standard, "bf16"},
+                                  {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3"},
+                                  {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2"}};
+
 std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
-  struct Hypothesis {
-    const fp::Format* format;
-    fp::Overflow overflow;
-    const char* id;
-  };
-  static const Hypothesis hypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32"},
-                                          {&fp::kFp16, fp::Overflow::Standard, "fp16"},
-                                          {&fp::kBf16, fp::Overflow::Standard, "bf16"},
-                                          {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3"},
-                                          {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2"}};
   std::vector<std::string> out;
   const int64_t m = b.rows, n = b.cols, k = b.k;
   if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;  // too costly to replay here
   const double u32 = std::ldexp(1.0, -24), gamma = 2 * double(k) * u32 / (1 - double(k) * u32);
   std::vector<float> a(b.a), bb(b.b);
   std::vector<double> y;
-  for (const Hypothesis& h : hypotheses) {
+  for (const Hypothesis& h : kHypotheses) {
     a = b.a;
     bb = b.b;
     fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
@@ -429,8 +435,9 @@ std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, cons
   if (formats.size() < 2) return formats;
   std::vector<std::pair<double, std::string>> byDistance;
   for (const std::string& id : formats) {
-    const fp::Format* f = id == "tf32" ? &fp::kTf32 : id == "fp16" ? &fp::kFp16 : id == "bf16" ? &fp::kBf16
-                        : id == "fp8_e4m3" ? &fp::kE4M3 : id == "fp8_e5m2" ? &fp::kE5M2 : nullptr;
+    const fp::Format* f = nullptr;
+    for (const Hypothesis& h : kHypotheses)
+      if (id == h.id) f = h.format;
     byDistance.emplace_back(f ? replaySse(c, b, f) : std::numeric_limits<double>::infinity(), id);
   }
   double best = std::numeric_limits<double>::infinity();
@@ -461,17 +468,13 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
   Fp16Accumulation out;
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
   if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;
-  auto biasOf = [&](int64_t i, int64_t j) {
-    if (b.bias.empty()) return 0.0f;
-    return b.bias.size() == std::size_t(n) ? b.bias[std::size_t(j)] : b.bias[std::size_t((i / perBatch) * n + j)];
-  };
   uint64_t off = 0, finiteCount = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const float v = c[i * n + j];
       if (!finite(v)) continue;
       ++finiteCount;
-      const double s = double(v) - double(biasOf(i, j));  // the accumulator's value, up to fp32's rounding of v
+      const double s = double(v) - biasAt(b, i, j);  // the accumulator's value, up to fp32's rounding of v
       const double nearest = double(fp::roundTo(fp::kFp16, float(s)));
       if (std::fabs(s - nearest) > std::ldexp(std::fabs(double(v)), -23) + 1e-30) ++off;
     }
@@ -494,7 +497,7 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
       for (int64_t j = 0; j < n; ++j) acc[std::size_t(j)] = fp::roundTo(fp::kFp16, acc[std::size_t(j)] + av * bBatch[q * n + j]);
     }
     for (int64_t j = 0; j < n; ++j) {
-      const double ref = y[std::size_t(j)], withAcc = double(acc[std::size_t(j)]) + double(biasOf(i, j));
+      const double ref = y[std::size_t(j)], withAcc = double(acc[std::size_t(j)]) + biasAt(b, i, j);
       const double d = double(c[i * n + j]) - ref;
       if (finite(c[i * n + j])) dc += d * d;
       da += (withAcc - ref) * (withAcc - ref);
