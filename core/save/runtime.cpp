@@ -52,6 +52,8 @@ RunStats& RunStats::operator+=(const RunStats& o) {
   eccFailures += o.eccFailures;
   eccMissed += o.eccMissed;
   rerunSteps += o.rerunSteps;
+  channelReruns += o.channelReruns;
+  channelRerunShare += o.channelRerunShare;
   rerunFaults += o.rerunFaults;
   unrecovered += o.unrecovered;
   return *this;
@@ -152,6 +154,40 @@ int64_t tapsOf(const Node& n) {
   return int64_t(n.weight.size()) / (n.op == Op::Linear ? n.features() : n.shape[0]);
 }
 
+// A graph of two nodes: node n's input, then n with only output channels (features) `channels`
+// (a linear or an ungrouped conv op). Each output sums its bias, then its taps in order, as the
+// whole op does: the slice's values are the whole op's bit for bit.
+Graph channelSlice(const Graph& g, const Node& n, const std::vector<int64_t>& channels) {
+  Graph slice;
+  slice.model = n.name + ".slice";
+  slice.nodes.push_back(g.nodes[std::size_t(n.inputs[0])]);
+  Node& in = slice.nodes[0];
+  in.op = Op::Input;
+  in.inputs.clear();
+  in.weight.clear();
+  in.bias.clear();
+  Node part = n;
+  part.inputs = {0};
+  part.shape[n.op == Op::Conv2d ? 0 : n.shape.size() - 1] = int64_t(channels.size());
+  const std::size_t taps = std::size_t(tapsOf(n));
+  part.weight.clear();
+  part.bias.clear();
+  for (int64_t c : channels) {
+    part.weight.insert(part.weight.end(), n.weight.begin() + std::ptrdiff_t(std::size_t(c) * taps),
+                       n.weight.begin() + std::ptrdiff_t(std::size_t(c + 1) * taps));
+    if (!n.bias.empty()) part.bias.push_back(n.bias[std::size_t(c)]);
+  }
+  slice.nodes.push_back(std::move(part));
+  slice.output = 1;
+  return slice;
+}
+
+// Output channels of a linear or conv node, and the channel of one sample's element.
+int64_t channelCount(const Node& n) { return n.op == Op::Linear ? n.features() : n.shape[0]; }
+int64_t channelOf(const Node& n, int64_t element) {
+  return n.op == Op::Linear ? element % n.features() : element / (n.size() / n.shape[0]);
+}
+
 }  // namespace
 
 ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled,
@@ -182,6 +218,25 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     compareMask_[v].assign(std::size_t(g.nodes[v].size()), 0);
     for (int64_t i : type2Unreliable_[v]) compareMask_[v][std::size_t(i)] = ~selection.layers[v - 1].robustMask[std::size_t(i)];
+  }
+  // The placement's saving, as the check's work: a linear or conv layer whose type-2 elements in
+  // unreliable memory lie in only some of its output channels recomputes just those channels. Every
+  // output still sums its bias, then its taps in order, so the slice is the whole op bit for bit.
+  slice_.resize(g.nodes.size());
+  weightFaultChannels_.resize(g.nodes.size());
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    if (type2Unreliable_[v].empty() || !(n.op == Op::Linear || (n.op == Op::Conv2d && n.groups == 1))) continue;
+    const int64_t channels = channelCount(n);
+    std::vector<uint8_t> needed(std::size_t(channels), 0);
+    for (int64_t i : type2Unreliable_[v]) needed[std::size_t(channelOf(n, i))] = 1;
+    Slice& slice = slice_[v];
+    for (int64_t c = 0; c < channels; ++c)
+      if (needed[std::size_t(c)]) slice.channels.push_back(c);
+    if (int64_t(slice.channels.size()) == channels)
+      slice.channels.clear();
+    else
+      slice.graph = channelSlice(g, n, slice.channels);
   }
   // The ranges as fp32 bounds that contain them (for the range check).
   rangeLo_.resize(g.nodes.size());
@@ -379,6 +434,7 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   // (verified) inputs, compared outside their robust bits.
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
+  weightFaultChannels_[std::size_t(v)].clear();
   // The weights this layer used, against the host's clean copy (a DMA copy back on a GPU).
   // A change that the bit classes call robust (the selection's criterion: below tau, or unable to
   // move the logits by more than epsilon) is rewritten from the host's copy without a rerun; any
@@ -390,6 +446,17 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
     now.insert(now.end(), used.bias.begin(), used.bias.end());
     if (!weightChangesRobust(sel_, v, clean, now)) {
       ++stats.weightRepairs;
+      // the output channels whose weights (rows) or bias changed: the recovery may rerun only those
+      std::vector<int64_t>& channels = weightFaultChannels_[std::size_t(v)];
+      channels.clear();
+      if (n.op == Op::Linear || (n.op == Op::Conv2d && n.groups == 1)) {
+        const std::size_t taps = std::size_t(tapsOf(n)), count = n.weight.size() / taps;
+        for (std::size_t c = 0; c < count; ++c) {
+          bool changed = !n.bias.empty() && std::memcmp(&n.bias[c], &used.bias[c], 4) != 0;
+          changed = changed || std::memcmp(&n.weight[c * taps], &used.weight[c * taps], taps * 4) != 0;
+          if (changed) channels.push_back(int64_t(c));
+        }
+      }
       return true;
     }
     ++stats.weightQuietRepairs;
@@ -410,6 +477,39 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
       }
     }
   return checkType2With(kind_[std::size_t(v)], v, act, stats);
+}
+
+bool ProtectedRunner::sliceMismatch(int v, const float* input, const std::vector<float>& x, RunStats& stats) {
+  const Node& n = g_.nodes[std::size_t(v)];
+  const Slice& slice = slice_[std::size_t(v)];
+  const int64_t size = n.size(), channels = channelCount(n);
+  const int64_t k = int64_t(slice.channels.size());
+  // conv: [channels, positions]; linear: [rows, features]. An element is (outer, channel, inner).
+  const int64_t outer = n.op == Op::Linear ? n.rows() : 1, inner = n.op == Op::Linear ? 1 : size / channels;
+  std::vector<float>& again = again_;
+  again.resize(std::size_t(batch_ * k * outer * inner));
+  runNode(slice.graph, 1, {input}, batch_, again.data());
+  const uint32_t* mask = compareMask_[std::size_t(v)].data();
+  for (int64_t s = 0; s < batch_; ++s) {
+    uint32_t differ = 0;
+    const float* mine = again.data() + s * k * outer * inner;
+    const float* theirs = x.data() + s * size;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t full = (o * channels + slice.channels[std::size_t(j)]) * inner, part = (o * k + j) * inner;
+        for (int64_t q = 0; q < inner; ++q) {
+          uint32_t a, b;
+          std::memcpy(&a, &mine[part + q], 4);
+          std::memcpy(&b, &theirs[full + q], 4);
+          differ |= (a ^ b) & mask[full + q];
+        }
+      }
+    if (differ) {
+      ++stats.recomputeMismatches;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector<std::vector<float>>& act, RunStats& stats) {
@@ -434,6 +534,11 @@ bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector
   }
   std::vector<const float*> in;
   for (int i : n.inputs) in.push_back(act[std::size_t(i)].data());
+  // Only some channels hold type-2 values in unreliable memory, and enough of them for the
+  // vectorised op: recompute those channels.
+  if (!slice_[std::size_t(v)].channels.empty() &&
+      int64_t(check.size()) * 16 > int64_t(slice_[std::size_t(v)].channels.size()) * (size / channelCount(n)))
+    return sliceMismatch(v, in[0], x, stats);
   std::vector<float>& again = again_;  // only the verifying thread uses it
   if (whole) {
     again.resize(x.size());
@@ -560,25 +665,60 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
   const std::size_t steps = g_.nodes.size() - 1;
   const std::size_t lag = std::size_t(std::max(1, model.checkLag));
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 77);
-  // new faults for one redone step, landing on the weights and tensors of layers >= from
-  auto rerunFaults = [&](std::size_t from) {
+  // new faults for one redone step (or `share` of one), landing on the weights and tensors of layers >= from
+  auto rerunFaults = [&](std::size_t from, double share) {
     ++stats.rerunSteps;
     if (!model.duringReruns || model.flips <= 0) return;
-    std::poisson_distribution<int64_t> arrivals(double(model.flips) / double(steps));
+    std::poisson_distribution<int64_t> arrivals(double(model.flips) * share / double(steps));
     FaultModel more = model;
     more.flips = arrivals(rng);
     for (const Fault& f : drawFaults(Scheme::Save, more, rng())) stats.rerunFaults += place(f.word, f.mask, from);
   };
+  // Rerun only output channels `channels` of layer u, after its weights are rewritten: the rest of
+  // its output stays in memory as it is (with its faults), and new faults arrive for the share of
+  // the layer's work this is (a rate per layer step's work).
+  auto rerunChannels = [&](std::size_t u, const std::vector<int64_t>& channels) {
+    const Node& n = g_.nodes[u];
+    const int64_t size = n.size();
+    const double share = double(channels.size()) / double(channelCount(n));
+    ++stats.channelReruns;
+    stats.channelRerunShare += share;
+    std::vector<uint8_t> rewritten(std::size_t(channelCount(n)), 0);
+    for (int64_t c : channels) rewritten[std::size_t(c)] = 1;
+    std::vector<std::pair<int64_t, uint32_t>>& faults = activationFaults[u];
+    faults.erase(std::remove_if(faults.begin(), faults.end(),
+                                [&](const auto& f) { return rewritten[std::size_t(channelOf(n, f.first % size))] != 0; }),
+                 faults.end());
+    const std::size_t old = faults.size();
+    rerunFaults(u, share);
+    const Graph slice = channelSlice(work_, work_.nodes[u], channels);  // the weights as memory holds them now
+    const int64_t k = int64_t(channels.size()), count = channelCount(n);
+    const int64_t outer = n.op == Op::Linear ? n.rows() : 1, inner = n.op == Op::Linear ? 1 : size / count;
+    std::vector<float> part(std::size_t(batch_ * k * outer * inner));
+    runNode(slice, 1, {act[std::size_t(n.inputs[0])].data()}, batch_, part.data());
+    for (int64_t s = 0; s < batch_; ++s)
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < k; ++j)
+          std::copy_n(part.data() + ((s * outer + o) * k + j) * inner, inner,
+                      act[u].data() + s * size + (o * count + channels[std::size_t(j)]) * inner);
+    for (std::size_t f = old; f < faults.size(); ++f) flip(act[u][std::size_t(faults[f].first)], faults[f].second);
+  };
   bool gaveUp = false;  // a layer failed its check maxRecoveries times: the inference is unrecovered
-  // rerun layer u until its check passes or the budget is spent
+  // rerun layer u until its check passes or the budget is spent: only the output channels whose
+  // weights changed when the weights alone failed (a linear or ungrouped conv), else the whole layer
   auto recover = [&](std::size_t u) {
     for (int attempt = 0;; ++attempt) {
       ++stats.recoveries;
+      const std::vector<int64_t> channels = weightFaultChannels_[u];
       work_.nodes[u].weight = g_.nodes[u].weight;
       work_.nodes[u].bias = g_.nodes[u].bias;
-      activationFaults[u].clear();  // the tensor is rewritten: the faults of its last write are gone
-      rerunFaults(u);
-      step(u);
+      if (!channels.empty() && int64_t(channels.size()) < channelCount(g_.nodes[u])) {
+        rerunChannels(u, channels);
+      } else {
+        activationFaults[u].clear();  // the tensor is rewritten: the faults of its last write are gone
+        rerunFaults(u, 1.0);
+        step(u);
+      }
       if (!verify(int(u), act, stats)) return;
       ++stats.detections;
       if (attempt + 1 >= model.maxRecoveries) {
@@ -592,7 +732,7 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
   for (std::size_t v = 1; v <= steps;) {
     if (v <= ran) {
       activationFaults[v].clear();  // rewritten: the faults of its last run are gone, new ones arrive
-      rerunFaults(v);
+      rerunFaults(v, 1.0);
     }
     step(v);
     ran = std::max(ran, v);

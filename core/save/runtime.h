@@ -101,6 +101,10 @@ struct RunStats {
   uint64_t eccCorrected = 0, eccUncorrectable = 0;  // ECC: single-bit words corrected, double-bit words detected
   uint64_t eccFailures = 0, eccMissed = 0;  // ECC: inferences failed by a detected double error; words of 3+ bits kept
   uint64_t rerunSteps = 0, rerunFaults = 0, unrecovered = 0;  // SAVE: layer steps rerun, faults they met, given up
+  // SAVE: reruns of only the output channels whose weights a fault changed (counted in rerunSteps
+  // too), and the share of their layers' channels they recomputed, summed
+  uint64_t channelReruns = 0;
+  double channelRerunShare = 0;
   RunStats& operator+=(const RunStats& o);
 };
 
@@ -124,6 +128,9 @@ class ProtectedRunner {
   // `act` of a whole batch (true on a detection), and whether a value passes the range check.
   bool checkType2With(VerifierKind kind, int node, const std::vector<std::vector<float>>& act, RunStats& stats);
   const std::vector<int64_t>& type2Unreliable(int node) const { return type2Unreliable_[std::size_t(node)]; }
+  // The output channels (features) of a linear or conv node that its recomputation computes when
+  // only those hold type-2 values in unreliable memory; empty: the whole layer.
+  const std::vector<int64_t>& recomputedChannels(int node) const { return slice_[std::size_t(node)].channels; }
   bool withinRange(int node, int64_t element, float value) const;
   const std::vector<VerifierChoice>& verifierChoices() const { return choices_; }
 
@@ -176,6 +183,17 @@ class ProtectedRunner {
   std::vector<float> abftExpect_, abftBound_, abftAbsInput_;  // the verifier thread's scratch
   std::vector<std::vector<float>> rangeLo_, rangeHi_;  // per node: fp32 bounds around the sound ranges
   std::vector<std::vector<uint32_t>> compareMask_;     // per node: bits the recomputation compares
+  // Per linear or (ungrouped) conv node whose type-2 elements in unreliable memory lie in only some of
+  // its output channels (features): those channels' op, recomputed instead of the whole layer.
+  struct Slice {
+    std::vector<int64_t> channels;  // empty: recompute the whole layer
+    Graph graph;                    // input, then the op with only those channels' weights
+  };
+  std::vector<Slice> slice_;
+  // Per node: the output channels whose weights the last failed weight compare found changed (written
+  // by the checking thread before it reports the failure); empty: the failure was not the weights'.
+  std::vector<std::vector<int64_t>> weightFaultChannels_;
+  bool sliceMismatch(int node, const float* input, const std::vector<float>& x, RunStats& stats);
   std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
 };
 

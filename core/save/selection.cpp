@@ -54,7 +54,8 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   struct TileRef {
     std::size_t layer, tile;
     float share;
-    double work;  // multiply-adds per image to recompute the tile's type-2 elements
+    double work;    // multiply-adds per image to recompute the tile's type-2 elements
+    int64_t bytes;  // the tile's own elements (a tile at a tensor's edge holds fewer), times the batch
   };
   // Recomputing one element: a linear or conv output costs its taps (plus the bias), anything else one op.
   auto elementCost = [&](const Node& n) {
@@ -63,6 +64,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     return 1.0;
   };
   std::vector<TileRef> ranked;
+  std::vector<std::vector<int64_t>> tileBytes;  // per layer, per tile
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     const NodeRange& r = s.ranges.nodes[v];
@@ -106,11 +108,14 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
       }
     }
     l.meanWidth = width / double(l.elements);
+    tileBytes.emplace_back();
     l.tileShare.resize(tileType2.size());
     l.tileReliable.assign(tileType2.size(), 0);
     for (std::size_t t = 0; t < tileType2.size(); ++t) {
       l.tileShare[t] = float(double(tileType2[t]) / double(tileCount[t]));
-      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t], double(tileType2[t]) * elementCost(n)});
+      const int64_t bytes = tileCount[t] * int64_t(sizeof(float)) * o.batch;
+      tileBytes.back().push_back(bytes);
+      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t], double(tileType2[t]) * elementCost(n), bytes});
       s.recomputeAllWork += double(tileType2[t]) * elementCost(n);
     }
     s.totalTiles += int64_t(tileType2.size());
@@ -141,17 +146,21 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   for (std::size_t v = steps; v-- > 1;)
     if (inPlaceOf[v] > 0) end[std::size_t(inPlaceOf[v])] = std::max(end[std::size_t(inPlaceOf[v])], end[v]);
   for (LayerSelection& l : s.layers) l.inPlace = inPlaceOf[std::size_t(l.node)] > 0;
-  // The highest type-2 shares first (ties: the most recomputation work first, then earlier layers),
-  // each tile while the reliable memory in use during its lifetime leaves room for it.
+  // The most recomputation saved per reliable byte first (a tile's type-2 share times what one
+  // element costs to recompute; ties: the higher type-2 share, then earlier layers), each tile while
+  // the reliable memory in use during its lifetime leaves room for it: a greedy knapsack by density.
   std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) {
-    return a.share != b.share ? a.share > b.share : a.work > b.work;
+    const double da = a.work / double(a.bytes), db = b.work / double(b.bytes);
+    return da != db ? da > db : a.share > b.share;
   });
   // The working set: every tile of every tensor, over its lifetime (in-place outputs reuse theirs).
   std::vector<int64_t> all(steps, 0);
   for (const LayerSelection& l : s.layers) {
     const std::size_t v = std::size_t(l.node);
     if (inPlaceOf[v] > 0) continue;
-    for (std::size_t k = v; k <= end[v]; ++k) all[k] += int64_t(l.tileReliable.size()) * s.tileBytes;
+    int64_t bytes = 0;
+    for (int64_t b : tileBytes[std::size_t(&l - s.layers.data())]) bytes += b;
+    for (std::size_t k = v; k <= end[v]; ++k) all[k] += bytes;
   }
   s.workingSetBytes = *std::max_element(all.begin(), all.end());
   s.budgetBytes = o.budgetShare > 0 ? int64_t(o.budgetShare * double(s.workingSetBytes)) : o.budgetBytes;
@@ -169,9 +178,9 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
       const std::size_t v = std::size_t(s.layers[t.layer].node);
       if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
       const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
-      if (peak + s.tileBytes > s.budgetBytes) continue;
+      if (peak + t.bytes > s.budgetBytes) continue;
       reliable[t.layer][t.tile] = 1;
-      for (std::size_t k = v; k <= end[v]; ++k) used[k] += s.tileBytes;
+      for (std::size_t k = v; k <= end[v]; ++k) used[k] += t.bytes;
     }
     for (std::size_t v = 1; v < steps; ++v)
       if (inPlaceOf[v] > 0) reliable[v - 1] = reliable[std::size_t(inPlaceOf[v]) - 1];

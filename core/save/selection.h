@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // SAVE's offline selection: range analysis -> bit properties of every activation element ->
-// tiles ranked by their share of type-2 values -> the tiles that go to reliable memory, within a
+// tiles ranked by the recomputation of type-2 values they save per byte -> the tiles that go to reliable memory, within a
 // budget that bounds the reliable memory in use at each step (liveness, in-place element-wise ops).
 #include <array>
 #include <cstdint>
@@ -28,8 +28,8 @@ struct SelectionOptions {
   int64_t tileRows = 16, tileCols = 16;
   int64_t budgetBytes = int64_t(6) << 20;  // reliable memory (an Orin safety island: 6 MiB)
   double budgetShare = 0;  // > 0: the budget is this share of the working set's peak instead (--budget 5%)
-  // How tiles are placed within the budget: "ranked" (SAVE's: the highest type-2 share first, ties
-  // by the recomputation work they save), "random" (the same budget filled in a seeded random
+  // How tiles are placed within the budget: "ranked" (SAVE's: the most recomputation of type-2
+  // values saved per reliable byte first), "random" (the same budget filled in a seeded random
   // order) or "none" (no reliable memory at all): the two baselines a campaign's latency is set against.
   std::string placement = "ranked";
   int64_t batch = 1;                       // samples per inference: a tile holds this many copies
@@ -62,6 +62,7 @@ struct Selection {
   SelectionOptions options;
   RangeResult ranges;
   std::vector<LayerSelection> layers;  // every node but the input
+  // tileBytes: a whole tile's (a tile at a tensor's edge holds and takes only its own elements).
   // reliableBytes: the peak of reliable memory in use at any step (tensors live from their op to
   // their last reader; in-place outputs share their input's memory)
   int64_t tileBytes = 0, reliableTiles = 0, reliableBytes = 0, totalTiles = 0;

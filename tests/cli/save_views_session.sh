@@ -5,7 +5,7 @@
 set -eu
 peat=$1 weights=$2 out=$3
 rm -f "$out"
-"$peat" save analyze -m lenet -w "$weights" --budget-mib 0.05 -s "$out" >/dev/null  # room for some tiles only
+"$peat" save analyze -m lenet -w "$weights" --budget-mib 0.005 -s "$out" >/dev/null  # room for some tiles only (the working set: 23 KiB)
 "$peat" save campaign -m lenet -w "$weights" --images 200 --flips 1,64,1024,4096 --schemes none,save,ecc --no-rerun-faults \
   --budget-mib 1 -s "$out" >/dev/null 2>&1
 echo "ok: $out"

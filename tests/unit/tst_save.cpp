@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 #include <QtTest>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -121,13 +122,15 @@ class TestSave : public QObject {
   void symbolicIsTighterThanIntervals();
   void bitClassRules();
   void rangingAndRobustBitsHoldForEveryValue();
-  void tilesGoToReliableMemoryByShare();
+  void tilesGoToReliableMemoryByWorkPerByte();
   void flipInModelAgreesWithTheOracleAndTheRuntime();
   void flipOracleMatchesBruteForce_data();
   void flipOracleMatchesBruteForce();
   void checkBitsHasNoFalseRobust();
   void outputCriterionBoundsTheLogits();
   void saveHasNoFalsePositives();
+  void recomputationSkipsReliableChannels();
+  void weightFaultsRerunOnlyTheirChannels();
   void saveKeepsPredictionsUnderFaults();
   void eccCorrectsSingleBitFaultsOnly();
   void abftChecksNeverFailWithoutFaults();
@@ -170,6 +173,79 @@ void TestSave::saveHasNoFalsePositives() {
     QCOMPARE(protectedStats.detections, uint64_t(0));
     QVERIFY(protectedStats.recomputed > 0);
   }
+}
+
+// A layer whose type-2 values in unreliable memory lie in some output channels only recomputes
+// those: the slice agrees with the clean layer bit for bit (no false alarm on any image), and a
+// flipped bit that the classes call non-robust, in any element it must check, is caught.
+void TestSave::recomputationSkipsReliableChannels() {
+  RuntimeFixture f;
+  int slicedConv = 0, slicedLinear = 0;
+  std::mt19937_64 rng(5);
+  // Tiles of 2 channels x 100 positions with a budget of three of conv2's, then 4x4 tiles with a
+  // budget of one: conv2 keeps 6 of its 16 channels in reliable memory, then fc1 4 of its 30 tiles.
+  for (const auto& [rows, cols, tiles] : {std::array<int64_t, 3>{2, 100, 3}, std::array<int64_t, 3>{4, 4, 1}}) {
+    save::SelectionOptions o;
+    o.batch = f.batch;
+    o.tileRows = rows;
+    o.tileCols = cols;
+    o.budgetBytes = tiles * rows * cols * 4 * f.batch;
+    f.sel = save::selectBits(f.g, o);
+    const save::ProtectedRunner runner(f.g, f.sel, {}, f.batch);
+    save::ProtectedRunner checker(f.g, f.sel, {}, f.batch);
+    for (int64_t b = 0; b < 5; ++b) {
+      const std::vector<std::vector<float>> clean = save::runAll(f.g, f.images.data() + b * f.batch * 784, f.batch);
+      for (std::size_t v = 1; v < f.g.nodes.size(); ++v) {
+        const std::vector<int64_t>& channels = runner.recomputedChannels(int(v));
+        if (channels.empty()) continue;
+        const save::Node& n = f.g.nodes[v];
+        QVERIFY(int64_t(channels.size()) < (n.op == save::Op::Linear ? n.features() : n.shape[0]));
+        if (b == 0) ++(n.op == save::Op::Linear ? slicedLinear : slicedConv);
+        save::RunStats stats;
+        QVERIFY2(!checker.checkType2With(save::VerifierKind::Recompute, int(v), clean, stats), n.name.c_str());
+        const std::vector<int64_t>& check = runner.type2Unreliable(int(v));
+        const save::LayerSelection& l = f.sel.layers[v - 1];
+        for (int k = 0; k < 20; ++k) {
+          const int64_t i = check[std::uniform_int_distribution<std::size_t>(0, check.size() - 1)(rng)];
+          const int64_t image = std::uniform_int_distribution<int64_t>(0, f.batch - 1)(rng);
+          const uint32_t vulnerable = ~l.robustMask[std::size_t(i)];
+          QVERIFY(vulnerable != 0);
+          std::vector<std::vector<float>> act = clean;
+          float& value = act[v][std::size_t(image * n.size() + i)];
+          uint32_t bits;
+          std::memcpy(&bits, &value, 4);
+          bits ^= uint32_t(1) << (31 - __builtin_clz(vulnerable));
+          std::memcpy(&value, &bits, 4);
+          QVERIFY2(checker.checkType2With(save::VerifierKind::Recompute, int(v), act, stats), n.name.c_str());
+        }
+      }
+    }
+  }
+  QVERIFY2(slicedConv > 0 && slicedLinear > 0,
+           qPrintable(QStringLiteral("%1 conv and %2 linear layers recompute some channels").arg(slicedConv).arg(slicedLinear)));
+}
+
+// A weight fault that the compare finds makes SAVE rerun only the output channels whose weights
+// changed: each such rerun recomputes a small share of its layer, its values are the clean layer's
+// (no recomputation or range check fails afterwards, and no prediction changes).
+void TestSave::weightFaultsRerunOnlyTheirChannels() {
+  RuntimeFixture f;
+  save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
+  save::FaultModel m;
+  m.flips = 8;
+  m.target = save::FaultTarget::Weights;
+  m.duringReruns = false;
+  save::RunStats stats, none;
+  for (int64_t b = 0; b < 10; ++b) {
+    const float* x = f.images.data() + b * f.batch * 784;
+    const std::vector<int> clean = runner.infer(x, save::Scheme::None, {}, 0, none);
+    QCOMPARE(runner.infer(x, save::Scheme::Save, m, uint64_t(b) + 1, stats), clean);
+  }
+  QVERIFY(stats.weightRepairs > 0);
+  QCOMPARE(stats.recomputeMismatches + stats.rangeViolations, uint64_t(0));
+  QCOMPARE(stats.recoveries, stats.detections);  // every rerun passed its check at once
+  QVERIFY2(stats.channelReruns > 0 && stats.channelRerunShare < 0.2 * double(stats.channelReruns),
+           qPrintable(QStringLiteral("%1 channel reruns, %2 layers' worth").arg(stats.channelReruns).arg(stats.channelRerunShare)));
 }
 
 void TestSave::saveKeepsPredictionsUnderFaults() {
@@ -666,10 +742,11 @@ void TestSave::rangingAndRobustBitsHoldForEveryValue() {
   QVERIFY(ranging > 10000 && robust > 10000);
 }
 
-// The budget bounds the reliable memory in use at every step: tensors live from their op to their
-// last reader, and a ReLU that is its input's only reader writes over it. Every tile left out would
-// have overflowed the budget somewhere in its lifetime, given the tiles placed before it.
-void TestSave::tilesGoToReliableMemoryByShare() {
+// Tiles go by the recomputation they save per byte. The budget bounds the reliable memory in use at
+// every step: tensors live from their op to their last reader, and a ReLU that is its input's only
+// reader writes over it. Every tile left out would have overflowed the budget somewhere in its
+// lifetime, given the tiles placed before it.
+void TestSave::tilesGoToReliableMemoryByWorkPerByte() {
   const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
   save::SelectionOptions o;
   o.ranges.mode = save::RangeMode::Interval;
@@ -691,11 +768,17 @@ void TestSave::tilesGoToReliableMemoryByShare() {
   end = last;
   for (std::size_t v = steps; v-- > 1;)
     if (s.layers[v - 1].inPlace) end[std::size_t(g.nodes[v].inputs[0])] = std::max(end[std::size_t(g.nodes[v].inputs[0])], end[v]);
+  // a tile takes the bytes of its own elements: fewer at a tensor's right and bottom edges
+  auto bytesOf = [&](const save::LayerSelection& l, std::size_t t) {
+    const int64_t down = int64_t(t) / l.tilesAcross, across = int64_t(t) % l.tilesAcross;
+    return std::min<int64_t>(16, l.rows - 16 * down) * std::min<int64_t>(16, l.cols - 16 * across) * 4;
+  };
   std::vector<int64_t> used(steps, 0);
   for (std::size_t v = 1; v < steps; ++v) {
-    if (s.layers[v - 1].inPlace) continue;
-    for (uint8_t r : s.layers[v - 1].tileReliable)
-      for (std::size_t k = v; k <= end[v] && r; ++k) used[k] += s.tileBytes;
+    const save::LayerSelection& l = s.layers[v - 1];
+    if (l.inPlace) continue;
+    for (std::size_t t = 0; t < l.tileReliable.size(); ++t)
+      for (std::size_t k = v; k <= end[v] && l.tileReliable[t]; ++k) used[k] += bytesOf(l, t);
   }
   QCOMPARE(*std::max_element(used.begin(), used.end()), s.reliableBytes);
   // the recomputation work left, counted again from the bit masks and the placement
@@ -721,7 +804,7 @@ void TestSave::tilesGoToReliableMemoryByShare() {
     for (std::size_t t = 0; t < l.tileShare.size(); ++t) {
       if (l.tileReliable[t] || l.tileShare[t] == 0) continue;
       const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
-      QVERIFY2(peak + s.tileBytes > o.budgetBytes, qPrintable(QString::fromStdString(l.name)));
+      QVERIFY2(peak + bytesOf(l, t) > o.budgetBytes, qPrintable(QString::fromStdString(l.name)));
     }
   }
   // The map's view of a stored layer (what the workbench draws) agrees with the selection: shape,
