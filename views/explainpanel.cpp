@@ -42,9 +42,10 @@ void ExplainPanel::showSave() {
       "exponent bits): a flip leaves the range and the cheap range check catches it.</dd>"
       "<dt><b style=\"color:#d32f2f\">vulnerable</b></dt><dd>neither: a flip can silently change the result. A value "
       "with a vulnerable bit is <i>type 2</i> and is verified by recomputation (or ABFT, or the mixed-precision check).</dd></dl>"
-      "<p>Tiles with the highest share of type-2 values go to the small reliable memory (framed in the tile map); "
-      "the rest stays in unreliable memory, checked after each layer. On a detection, inference restarts from the "
-      "interrupted layer.</p>"));
+      "<p>The tiles whose type-2 values would cost the most to recompute per byte go to the small reliable memory "
+      "(framed in the tile map); the rest stays in unreliable memory, checked after each layer, and only the output "
+      "channels that hold type-2 values there are recomputed. On a detection, inference restarts from the "
+      "interrupted layer (only the channels whose weights changed, when the weights alone failed).</p>"));
 }
 
 }  // namespace peat::views

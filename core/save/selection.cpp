@@ -164,10 +164,15 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   }
   s.workingSetBytes = *std::max_element(all.begin(), all.end());
   s.budgetBytes = o.budgetShare > 0 ? int64_t(o.budgetShare * double(s.workingSetBytes)) : o.budgetBytes;
-  if (s.budgetBytes < s.tileBytes)
+  // A budget in bytes must hold a whole tile (checkOptions); a share of the working set the smallest
+  // tile at least (a tensor's edge tiles are smaller: a transformer's [tokens, 32] tensors are).
+  int64_t smallest = s.tileBytes;
+  for (const std::vector<int64_t>& layer : tileBytes)
+    for (int64_t b : layer) smallest = std::min(smallest, b);
+  if (s.budgetBytes < (o.budgetShare > 0 ? smallest : s.tileBytes))
     throw SaveError("the reliable-memory budget (" + std::to_string(s.budgetBytes) + " bytes" +
                     (o.budgetShare > 0 ? ", " + std::to_string(100 * o.budgetShare) + "% of the working set" : std::string()) +
-                    ") is smaller than one tile (" + std::to_string(s.tileBytes) + " bytes)");
+                    ") is smaller than " + (o.budgetShare > 0 ? "the smallest tile (" + std::to_string(smallest) : "one tile (" + std::to_string(s.tileBytes)) + " bytes)");
   // Places tiles in `order` while they fit (in-place outputs share their input's tiles, same shape);
   // returns the placement and sets the peak of reliable memory in use.
   auto place = [&](const std::vector<TileRef>& order, int64_t& peakUsed) {
