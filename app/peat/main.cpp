@@ -284,7 +284,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   addShardOptions(campaignCmd, campaign.shard, "This process's part, INDEX/COUNT", campaign.mpi, campaign.analysis.session,
                   "Store the points in this session as they finish", campaign.analysis.json);
-  SaveVerifiersOptions verifiers;  // 1/64 MiB: one 16x16 tile at batch 16, nearly every value unreliable
+  SaveVerifiersOptions verifiers;  // no reliable memory by default: every value is checked
+  verifiers.analysis.placement = "none";
   CLI::App* verifiersCmd = addSaveModelCommand(
       saveCmd, "verifiers", "SAVE's verifiers (fp32 recomputation, ABFT, mixed-precision) on the same single-bit faults, per op",
       verifiers.analysis, "Test images checked together", 1.0 / 64, 16);

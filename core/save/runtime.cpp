@@ -160,12 +160,10 @@ int64_t tapsOf(const Node& n) {
 Graph channelSlice(const Graph& g, const Node& n, const std::vector<int64_t>& channels) {
   Graph slice;
   slice.model = n.name + ".slice";
-  slice.nodes.push_back(g.nodes[std::size_t(n.inputs[0])]);
-  Node& in = slice.nodes[0];
-  in.op = Op::Input;
-  in.inputs.clear();
-  in.weight.clear();
-  in.bias.clear();
+  Node in;  // only the input's shape: the op reads nothing else of it
+  in.name = g.nodes[std::size_t(n.inputs[0])].name;
+  in.shape = g.nodes[std::size_t(n.inputs[0])].shape;
+  slice.nodes.push_back(std::move(in));
   Node part = n;
   part.inputs = {0};
   part.shape[n.op == Op::Conv2d ? 0 : n.shape.size() - 1] = int64_t(channels.size());
