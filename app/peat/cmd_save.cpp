@@ -681,6 +681,7 @@ void printCampaignJson(const save::Graph& g, const save::Selection& sel, const s
     j.field("ecc_missed", p.stats.eccMissed).field("rerun_steps", p.stats.rerunSteps).field("rerun_faults", p.stats.rerunFaults);
     j.field("unrecovered", p.stats.unrecovered).field("channel_reruns", p.stats.channelReruns);
     j.field("channel_rerun_share", p.stats.channelRerunShare);
+    j.field("element_repairs", p.stats.elementRepairs).field("element_repair_share", p.stats.elementRepairShare);
     double ratio = 1;
     for (const save::SchemeLatency& l : r.latency)
       if (l.scheme == p.scheme) ratio = l.ratio;
@@ -732,8 +733,8 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
     }
     std::printf("\n");
   }
-  uint64_t detections = 0, recoveries = 0, checksums = 0, checksumMismatches = 0, channelReruns = 0;
-  double channelShare = 0;
+  uint64_t detections = 0, recoveries = 0, checksums = 0, checksumMismatches = 0, channelReruns = 0, elementRepairs = 0;
+  double channelShare = 0, elementShare = 0;
   for (const save::CampaignPoint& p : r.points)
     if (p.scheme == save::Scheme::Save) {
       detections += p.stats.detections;
@@ -742,12 +743,17 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
       checksumMismatches += p.stats.checksumMismatches;
       channelReruns += p.stats.channelReruns;
       channelShare += p.stats.channelRerunShare;
+      elementRepairs += p.stats.elementRepairs;
+      elementShare += p.stats.elementRepairShare;
     }
   std::printf("\nSAVE: %llu detections, %llu recoveries (reruns of the interrupted layer)",
               (unsigned long long)detections, (unsigned long long)recoveries);
   if (channelReruns)
     std::printf("; %llu of them reran only the output channels whose weights changed (%.1f%% of the layer on average)",
                 (unsigned long long)channelReruns, 100 * channelShare / double(channelReruns));
+  if (elementRepairs)
+    std::printf("; %llu recomputed only the values that failed their checks (%.2f%% of the layer's values on average)",
+                (unsigned long long)elementRepairs, 100 * elementShare / double(elementRepairs));
   if (checksums) std::printf("; %llu of %llu ABFT checksums failed", (unsigned long long)checksumMismatches, (unsigned long long)checksums);
   std::printf("\n");
   // which mechanism caught what, per point, and what got through silently

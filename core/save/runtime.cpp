@@ -54,6 +54,8 @@ RunStats& RunStats::operator+=(const RunStats& o) {
   rerunSteps += o.rerunSteps;
   channelReruns += o.channelReruns;
   channelRerunShare += o.channelRerunShare;
+  elementRepairs += o.elementRepairs;
+  elementRepairShare += o.elementRepairShare;
   rerunFaults += o.rerunFaults;
   unrecovered += o.unrecovered;
   return *this;
@@ -222,6 +224,7 @@ ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std
   // output still sums its bias, then its taps in order, so the slice is the whole op bit for bit.
   slice_.resize(g.nodes.size());
   weightFaultChannels_.resize(g.nodes.size());
+  failedElements_.resize(g.nodes.size());
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     if (type2Unreliable_[v].empty() || !(n.op == Op::Linear || (n.op == Op::Conv2d && n.groups == 1))) continue;
@@ -433,6 +436,7 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
   const Node& n = g_.nodes[std::size_t(v)];
   const int64_t size = n.size();
   weightFaultChannels_[std::size_t(v)].clear();
+  failedElements_[std::size_t(v)].clear();
   // The weights this layer used, against the host's clean copy (a DMA copy back on a GPU).
   // A change that the bit classes call robust (the selection's criterion: below tau, or unable to
   // move the logits by more than epsilon) is rewritten from the host's copy without a rerun; any
@@ -471,6 +475,10 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
       for (int64_t i = 0; i < size; ++i) outside |= !(xs[i] >= lo[i]) | !(xs[i] <= hi[i]);  // NaN fails
       if (outside) {
         ++stats.rangeViolations;
+        std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every value outside, for the repair
+        for (int64_t t = s; t < batch_; ++t)
+          for (int64_t i = 0; i < size; ++i)
+            if (!(x[std::size_t(t * size + i)] >= lo[i]) || !(x[std::size_t(t * size + i)] <= hi[i])) failed.push_back(t * size + i);
         return true;
       }
     }
@@ -504,6 +512,16 @@ bool ProtectedRunner::sliceMismatch(int v, const float* input, const std::vector
       }
     if (differ) {
       ++stats.recomputeMismatches;
+      std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every changed value, for the repair
+      for (int64_t t = s; t < batch_; ++t)
+        for (int64_t full = 0; full < size; ++full) {
+          const int64_t o = full / (channels * inner), c = (full / inner) % channels, q = full % inner;
+          const auto at = std::lower_bound(slice.channels.begin(), slice.channels.end(), c);
+          if (at == slice.channels.end() || *at != c || mask[full] == 0) continue;
+          const int64_t part = (o * k + (at - slice.channels.begin())) * inner + q;
+          if ((fp::bitsOf(again[std::size_t(t * k * outer * inner + part)]) ^ fp::bitsOf(x[std::size_t(t * size + full)])) & mask[full])
+            failed.push_back(t * size + full);
+        }
       return true;
     }
   }
@@ -554,6 +572,11 @@ bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector
       }
       if (differ) {
         ++stats.recomputeMismatches;
+        std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every changed value, for the repair
+        for (int64_t t = s; t < batch_; ++t)
+          for (int64_t i = 0; i < size; ++i)
+            if ((fp::bitsOf(again[std::size_t(t * size + i)]) ^ fp::bitsOf(x[std::size_t(t * size + i)])) & mask[i])
+              failed.push_back(t * size + i);
         return true;
       }
     }
@@ -564,13 +587,13 @@ bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector
     for (std::size_t k = 0; k < in.size(); ++k) sampleIn[k] = in[k] + s * g_.nodes[std::size_t(n.inputs[k])].size();
     for (int64_t i : check) {
       const float value = elementOf(g_, v, sampleIn, i);
-      if ((bitsOf(value) ^ bitsOf(x[std::size_t(s * size + i)])) & ~l.robustMask[std::size_t(i)]) {
-        ++stats.recomputeMismatches;
-        return true;
-      }
+      if ((bitsOf(value) ^ bitsOf(x[std::size_t(s * size + i)])) & ~l.robustMask[std::size_t(i)])
+        failedElements_[std::size_t(v)].push_back(s * size + i);  // every changed value, for the repair
     }
   }
-  return false;
+  if (failedElements_[std::size_t(v)].empty()) return false;
+  ++stats.recomputeMismatches;
+  return true;
 }
 
 std::vector<ProtectedRunner::Fault> ProtectedRunner::drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const {
@@ -701,17 +724,44 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
                       act[u].data() + s * size + (o * count + channels[std::size_t(j)]) * inner);
     for (std::size_t f = old; f < faults.size(); ++f) flip(act[u][std::size_t(faults[f].first)], faults[f].second);
   };
+  // Recompute only the values of layer u that failed their check (outside their range, or changed
+  // in a non-robust bit), from its checked inputs and its rewritten weights: every other value is in
+  // reliable memory or passed its checks, which is all the bit classes ask of it. New faults arrive
+  // for the share of the layer's values (over the batch) this recomputes.
+  auto repairElements = [&](std::size_t u, const std::vector<int64_t>& elements) {
+    const Node& n = g_.nodes[u];
+    const int64_t size = n.size();
+    const double share = double(elements.size()) / double(batch_ * size);
+    ++stats.elementRepairs;
+    stats.elementRepairShare += share;
+    std::vector<std::pair<int64_t, uint32_t>>& faults = activationFaults[u];
+    faults.erase(std::remove_if(faults.begin(), faults.end(),
+                                [&](const auto& f) { return std::binary_search(elements.begin(), elements.end(), f.first); }),
+                 faults.end());
+    const std::size_t old = faults.size();
+    rerunFaults(u, share);
+    std::vector<const float*> in(n.inputs.size());
+    for (int64_t e : elements) {
+      const int64_t s = e / size;
+      for (std::size_t k = 0; k < in.size(); ++k)
+        in[k] = act[std::size_t(n.inputs[k])].data() + s * g_.nodes[std::size_t(n.inputs[k])].size();
+      act[u][std::size_t(e)] = elementOf(work_, int(u), in, e % size);  // the weights as memory holds them now
+    }
+    for (std::size_t f = old; f < faults.size(); ++f) flip(act[u][std::size_t(faults[f].first)], faults[f].second);
+  };
   bool gaveUp = false;  // a layer failed its check maxRecoveries times: the inference is unrecovered
   // rerun layer u until its check passes or the budget is spent: only the output channels whose
   // weights changed when the weights alone failed (a linear or ungrouped conv), else the whole layer
   auto recover = [&](std::size_t u) {
     for (int attempt = 0;; ++attempt) {
       ++stats.recoveries;
-      const std::vector<int64_t> channels = weightFaultChannels_[u];
+      const std::vector<int64_t> channels = weightFaultChannels_[u], elements = failedElements_[u];
       work_.nodes[u].weight = g_.nodes[u].weight;
       work_.nodes[u].bias = g_.nodes[u].bias;
       if (!channels.empty() && int64_t(channels.size()) < channelCount(g_.nodes[u])) {
         rerunChannels(u, channels);
+      } else if (channels.empty() && !elements.empty() && int64_t(elements.size()) * 16 <= batch_ * g_.nodes[u].size()) {
+        repairElements(u, elements);  // fewer than 1/16 of the values: cheaper one by one than the vectorised layer
       } else {
         activationFaults[u].clear();  // the tensor is rewritten: the faults of its last write are gone
         rerunFaults(u, 1.0);

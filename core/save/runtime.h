@@ -105,6 +105,10 @@ struct RunStats {
   // too), and the share of their layers' channels they recomputed, summed
   uint64_t channelReruns = 0;
   double channelRerunShare = 0;
+  // SAVE: repairs that recomputed only the values that failed their range check or recomputation
+  // (counted in rerunSteps too), and the share of their layers' values (over the batch), summed
+  uint64_t elementRepairs = 0;
+  double elementRepairShare = 0;
   RunStats& operator+=(const RunStats& o);
 };
 
@@ -193,6 +197,10 @@ class ProtectedRunner {
   // Per node: the output channels whose weights the last failed weight compare found changed (written
   // by the checking thread before it reports the failure); empty: the failure was not the weights'.
   std::vector<std::vector<int64_t>> weightFaultChannels_;
+  // Per node: the values (batch-wide indices, ascending) that the last failed check found outside
+  // their range or changed in a non-robust bit; empty: not known (the weights failed, or ABFT or
+  // the mixed check, which do not say where).
+  std::vector<std::vector<int64_t>> failedElements_;
   bool sliceMismatch(int node, const float* input, const std::vector<float>& x, RunStats& stats);
   std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
 };

@@ -131,6 +131,7 @@ class TestSave : public QObject {
   void saveHasNoFalsePositives();
   void recomputationSkipsReliableChannels();
   void weightFaultsRerunOnlyTheirChannels();
+  void activationFaultsRepairOnlyTheirValues();
   void saveKeepsPredictionsUnderFaults();
   void eccCorrectsSingleBitFaultsOnly();
   void abftChecksNeverFailWithoutFaults();
@@ -246,6 +247,34 @@ void TestSave::weightFaultsRerunOnlyTheirChannels() {
   QCOMPARE(stats.recoveries, stats.detections);  // every rerun passed its check at once
   QVERIFY2(stats.channelReruns > 0 && stats.channelRerunShare < 0.2 * double(stats.channelReruns),
            qPrintable(QStringLiteral("%1 channel reruns, %2 layers' worth").arg(stats.channelReruns).arg(stats.channelRerunShare)));
+}
+
+// An activation fault that the range check or the recomputation finds makes SAVE recompute only the
+// values that failed (a tiny share of the layer), from the checked inputs: the repaired values are
+// the clean ones, so every inference recovers and no prediction changes. A repair that wrote anything
+// else would fail its check again on every attempt and give up.
+void TestSave::activationFaultsRepairOnlyTheirValues() {
+  RuntimeFixture f;
+  save::SelectionOptions o;
+  o.batch = f.batch;
+  o.placement = "none";  // every value in unreliable memory
+  f.sel = save::selectBits(f.g, o);
+  save::ProtectedRunner runner(f.g, f.sel, {}, f.batch);
+  save::FaultModel m;
+  m.flips = 200;
+  m.target = save::FaultTarget::Activations;
+  m.duringReruns = false;
+  save::RunStats stats, none;
+  for (int64_t b = 0; b < 10; ++b) {
+    const float* x = f.images.data() + b * f.batch * 784;
+    const std::vector<int> clean = runner.infer(x, save::Scheme::None, {}, 0, none);
+    QCOMPARE(runner.infer(x, save::Scheme::Save, m, uint64_t(b) + 1, stats), clean);
+  }
+  QVERIFY(stats.rangeViolations > 0 && stats.recomputeMismatches > 0);
+  QCOMPARE(stats.unrecovered, uint64_t(0));
+  QCOMPARE(stats.channelReruns, uint64_t(0));
+  QVERIFY2(stats.elementRepairs > 0 && stats.elementRepairShare < 0.01 * double(stats.elementRepairs),
+           qPrintable(QStringLiteral("%1 repairs, %2 layers' worth").arg(stats.elementRepairs).arg(stats.elementRepairShare)));
 }
 
 void TestSave::saveKeepsPredictionsUnderFaults() {
