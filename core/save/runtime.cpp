@@ -534,6 +534,7 @@ bool ProtectedRunner::checkType2With(VerifierKind kind, int v, const std::vector
   const LayerSelection& l = sel_.layers[std::size_t(v - 1)];
   const std::vector<float>& x = act[std::size_t(v)];
   const std::vector<int64_t>& check = type2Unreliable_[std::size_t(v)];
+  failedElements_[std::size_t(v)].clear();  // what this check finds, for the repair
   if (check.empty()) return false;
   if (kind != VerifierKind::Recompute && !mixed_[std::size_t(v)])
     throw SaveError("node '" + n.name + "' has only fp32 recomputation (abft and mixed checks need a linear or conv op)");
