@@ -776,6 +776,8 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
       }
     }
   };
+  // A layer with no weights and nothing in unreliable memory has nothing to check: no handoff.
+  auto checked = [&](std::size_t w) { return hasWeights(g_.nodes[w]) || !unreliableIndex_[w].empty(); };
   std::size_t ran = 0;  // the furthest layer run so far: a layer at or below it is redone
   std::set<std::size_t> failed;  // layers whose check failed, not yet acted on
   for (std::size_t v = 1; v <= steps;) {
@@ -785,12 +787,15 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
     }
     step(v);
     ran = std::max(ran, v);
-    verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
-    // The checks of layers up to `due` are finished; a later check that happens to be finished too is
-    // acted on only when it is due, so that what happens does not depend on the threads' timing.
-    const std::size_t pendingAtMost = v == steps ? 0 : lag;
-    for (int node : verifier_->waitUntilAtMost(pendingAtMost)) failed.insert(std::size_t(node));
-    const std::size_t due = v - std::min(v, pendingAtMost);
+    if (checked(v)) verifier_->post(int(v), [this, v, &act, &verifyStats] { return verify(int(v), act, verifyStats); });
+    // The checks of layers up to `due` are finished (the checks run first in, first out, so at most
+    // the ones posted for the layers after `due` may still run); a later check that happens to be
+    // finished too is acted on only when it is due, so that what happens does not depend on the
+    // threads' timing.
+    const std::size_t due = v - std::min(v, v == steps ? std::size_t(0) : lag);
+    std::size_t pending = 0;
+    for (std::size_t w = due + 1; w <= v; ++w) pending += checked(w);
+    for (int node : verifier_->waitUntilAtMost(pending)) failed.insert(std::size_t(node));
     if (failed.empty() || *failed.begin() > due) {
       ++v;
       continue;
