@@ -752,7 +752,8 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
   };
   bool gaveUp = false;  // a layer failed its check maxRecoveries times: the inference is unrecovered
   // rerun layer u until its check passes or the budget is spent: only the output channels whose
-  // weights changed when the weights alone failed (a linear or ungrouped conv), else the whole layer
+  // weights changed when the weights alone failed (a linear or ungrouped conv), only the values that
+  // failed when the range check or the recomputation said which (under 1/16 of them), else the whole layer
   auto recover = [&](std::size_t u) {
     for (int attempt = 0;; ++attempt) {
       ++stats.recoveries;
