@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 #include <limits>
 #include <map>
 #include <random>
@@ -184,6 +185,14 @@ Graph channelSlice(const Graph& g, const Node& n, const std::vector<int64_t>& ch
 
 // Output channels of a linear or conv node, and the channel of one sample's element.
 int64_t channelCount(const Node& n) { return n.op == Op::Linear ? n.features() : n.shape[0]; }
+// One sample's element of such a node is (outer, channel, inner): conv [channels, positions] has
+// outer 1; linear [rows, features] has inner 1. Element = (outer * channels + channel) * inner + inner index.
+struct ChannelLayout {
+  int64_t outer, inner;
+};
+ChannelLayout channelLayout(const Node& n) {
+  return n.op == Op::Linear ? ChannelLayout{n.rows(), 1} : ChannelLayout{1, n.size() / n.shape[0]};
+}
 int64_t channelOf(const Node& n, int64_t element) {
   return n.op == Op::Linear ? element % n.features() : element / (n.size() / n.shape[0]);
 }
@@ -488,15 +497,15 @@ bool ProtectedRunner::verify(int v, const std::vector<std::vector<float>>& act, 
 bool ProtectedRunner::sliceMismatch(int v, const float* input, const std::vector<float>& x, RunStats& stats) {
   const Node& n = g_.nodes[std::size_t(v)];
   const Slice& slice = slice_[std::size_t(v)];
-  const int64_t size = n.size(), channels = channelCount(n);
-  const int64_t k = int64_t(slice.channels.size());
-  // conv: [channels, positions]; linear: [rows, features]. An element is (outer, channel, inner).
-  const int64_t outer = n.op == Op::Linear ? n.rows() : 1, inner = n.op == Op::Linear ? 1 : size / channels;
+  const int64_t size = n.size(), channels = channelCount(n), k = int64_t(slice.channels.size());
+  const auto [outer, inner] = channelLayout(n);
   std::vector<float>& again = again_;
   again.resize(std::size_t(batch_ * k * outer * inner));
   runNode(slice.graph, 1, {input}, batch_, again.data());
   const uint32_t* mask = compareMask_[std::size_t(v)].data();
-  for (int64_t s = 0; s < batch_; ++s) {
+  // Sample s's compared bits that differ, OR-ed; when `collect` (a compile-time flag, so the
+  // fault-free pass stays branch-free), every such element is added to the failures too (ascending).
+  auto compare = [&](int64_t s, auto collect) {
     uint32_t differ = 0;
     const float* mine = again.data() + s * k * outer * inner;
     const float* theirs = x.data() + s * size;
@@ -504,27 +513,20 @@ bool ProtectedRunner::sliceMismatch(int v, const float* input, const std::vector
       for (int64_t j = 0; j < k; ++j) {
         const int64_t full = (o * channels + slice.channels[std::size_t(j)]) * inner, part = (o * k + j) * inner;
         for (int64_t q = 0; q < inner; ++q) {
-          uint32_t a, b;
-          std::memcpy(&a, &mine[part + q], 4);
-          std::memcpy(&b, &theirs[full + q], 4);
-          differ |= (a ^ b) & mask[full + q];
+          const uint32_t d = (fp::bitsOf(mine[part + q]) ^ fp::bitsOf(theirs[full + q])) & mask[full + q];
+          differ |= d;
+          if constexpr (decltype(collect)::value)
+            if (d) failedElements_[std::size_t(v)].push_back(s * size + full + q);
         }
       }
-    if (differ) {
+    return differ;
+  };
+  for (int64_t s = 0; s < batch_; ++s)
+    if (compare(s, std::false_type{})) {
       ++stats.recomputeMismatches;
-      std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every changed value, for the repair
-      for (int64_t t = s; t < batch_; ++t)
-        for (int64_t full = 0; full < size; ++full) {
-          const int64_t o = full / (channels * inner), c = (full / inner) % channels, q = full % inner;
-          const auto at = std::lower_bound(slice.channels.begin(), slice.channels.end(), c);
-          if (at == slice.channels.end() || *at != c || mask[full] == 0) continue;
-          const int64_t part = (o * k + (at - slice.channels.begin())) * inner + q;
-          if ((fp::bitsOf(again[std::size_t(t * k * outer * inner + part)]) ^ fp::bitsOf(x[std::size_t(t * size + full)])) & mask[full])
-            failed.push_back(t * size + full);
-        }
+      for (int64_t t = s; t < batch_; ++t) compare(t, std::true_type{});  // for the repair
       return true;
     }
-  }
   return false;
 }
 
@@ -715,7 +717,7 @@ void ProtectedRunner::runSave(const std::function<void(std::size_t)>& step,
     rerunFaults(u, share);
     const Graph slice = channelSlice(work_, work_.nodes[u], channels);  // the weights as memory holds them now
     const int64_t k = int64_t(channels.size()), count = channelCount(n);
-    const int64_t outer = n.op == Op::Linear ? n.rows() : 1, inner = n.op == Op::Linear ? 1 : size / count;
+    const auto [outer, inner] = channelLayout(n);
     std::vector<float> part(std::size_t(batch_ * k * outer * inner));
     runNode(slice, 1, {act[std::size_t(n.inputs[0])].data()}, batch_, part.data());
     for (int64_t s = 0; s < batch_; ++s)
