@@ -19,6 +19,8 @@ packages=(
   # tests and demo
   hdf5-tools python3 python3-numpy python3-h5py xvfb xauth imagemagick
   libbenchmark-dev libgtest-dev
+  # the exact placement solver of tests/bench/save_placement_optimum.py (HiGHS through SciPy)
+  python3-scipy
   # models written by others, exported at test time (TorchScript for PEAT, ONNX for SAVE)
   python3-torch python3-torchvision libonnx-dev libprotobuf-dev protobuf-compiler
   # MPI for --mpi campaigns and their mpirun test (optional at build time)

@@ -262,6 +262,11 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::Selection s = save::selectBits(g, withProfile);
   const Reference ref = o.tightness ? references(g, so, o.ascentSteps, o.ascentStarts) : Reference{};
   if (!o.session.empty()) store(s, o, ref);
+  if (!o.placementProblem.empty()) {
+    std::ofstream problem(o.placementProblem);
+    if (problem) save::writePlacementProblem(s, problem);
+    if (!problem.flush()) throw std::runtime_error("cannot write the placement problem to " + o.placementProblem);
+  }
 
   const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   if (o.json) {

@@ -83,6 +83,7 @@ struct SaveAnalyzeOptions {
   double budgetMiB = 6;
   std::string budget;  // instead: "5%" (of the working set's peak) or "2.5MiB"
   std::string placement = "ranked";  // ranked (SAVE's), random, none: how tiles fill the budget
+  std::string placementProblem;      // a CSV of the placement problem, for an exact solver
   int64_t batch = 1;
   bool tightness = false;
   int ascentSteps = 60, ascentStarts = 3;  // the gradient-ascent reference of --tightness

@@ -223,6 +223,8 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--placement", saveAnalyze.placement,
                              "How tiles fill the budget: ranked (SAVE's), random (a seeded random order) or none")
       ->capture_default_str();
+  saveAnalyzeCmd->add_option("--placement-problem", saveAnalyze.placementProblem,
+                             "Write the placement problem (tiles, lifetimes, bytes, work) as CSV for an exact solver");
   saveAnalyzeCmd->add_option("--batch", saveAnalyze.batch, "Samples per inference (tile bytes scale with it)")
       ->capture_default_str();
   saveAnalyzeCmd->add_flag("--tightness", saveAnalyze.tightness,

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 
 namespace peat::save {
@@ -213,6 +215,22 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     for (uint8_t r : placed[k]) s.reliableTiles += r;
   }
   s.recomputeWork = workLeft(placed);
+  // The problem as placed: each tile of a tensor that owns its memory, with the work of the in-place
+  // outputs that share it (they take its placement).
+  std::vector<std::vector<std::size_t>> itemOf(s.layers.size());
+  for (const TileRef& t : ranked) {
+    std::size_t v = std::size_t(s.layers[t.layer].node);
+    while (inPlaceOf[v] > 0) v = std::size_t(inPlaceOf[v]);
+    std::vector<std::size_t>& items = itemOf[v - 1];
+    if (items.empty()) items.assign(s.layers[v - 1].tileReliable.size(), SIZE_MAX);
+    std::size_t& k = items[t.tile];
+    if (k == SIZE_MAX) {
+      k = s.placementItems.size();
+      s.placementItems.push_back({int(v), int64_t(t.tile), int64_t(v), int64_t(end[v]), tileBytes[v - 1][t.tile], 0.0,
+                                  placed[v - 1][t.tile] != 0});
+    }
+    s.placementItems[k].work += t.work;
+  }
   // the same budget filled in a random order (the mean of 5 seeded shuffles): what the ranking buys
   std::vector<TileRef> shuffled = ranked;
   std::mt19937_64 rng(12345);
@@ -269,6 +287,17 @@ bool weightBitRobust(const Selection& s, int node, std::size_t index, float valu
   float flipped;
   std::memcpy(&flipped, &b, 4);
   return weightChangeRobust(s, node, index, value, flipped);
+}
+
+void writePlacementProblem(const Selection& s, std::ostream& out) {
+  int64_t steps = 0;
+  for (const PlacementItem& t : s.placementItems) steps = std::max(steps, t.last + 1);
+  out << "# budget_bytes=" << s.budgetBytes << " steps=" << steps << " model=" << s.model << "\n";
+  out << "node,tile,first_step,last_step,bytes,work,reliable\n";
+  out.precision(17);
+  for (const PlacementItem& t : s.placementItems)
+    out << t.node << ',' << t.tile << ',' << t.first << ',' << t.last << ',' << t.bytes << ',' << t.work << ','
+        << (t.reliable ? 1 : 0) << "\n";
 }
 
 }  // namespace peat::save

@@ -5,6 +5,7 @@
 // budget that bounds the reliable memory in use at each step (liveness, in-place element-wise ops).
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,18 @@ struct LayerSelection {
   std::vector<uint8_t> tileReliable;    // 1: placed in reliable memory
 };
 
+// One tile as the placement saw it: it occupies `bytes` from step `first` to step `last` (its tensor's
+// op to the last reader of the in-place chain that overwrites it), and placing it in reliable memory saves
+// `work` multiply-adds of recomputation per image (its own type-2 values and those of the in-place
+// outputs that share its memory). The placement problem: choose tiles of most work whose bytes in use
+// at every step stay within the budget.
+struct PlacementItem {
+  int node = 0;
+  int64_t tile = 0, first = 0, last = 0, bytes = 0;
+  double work = 0;
+  bool reliable = false;  // where this selection placed it
+};
+
 struct Selection {
   std::string model, mode;  // mode: "symbolic", "interval" or "profiled"
   bool sound = true;        // false for profiled ranges
@@ -76,7 +89,12 @@ struct Selection {
   double recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;
   double rangeSeconds = 0, seconds = 0;
   std::shared_ptr<const Sensitivity> sensitivity;  // the output criterion's bounds (null for "value")
+  std::vector<PlacementItem> placementItems;        // every tile with type-2 values, in ranked order
 };
+
+// The placement problem as CSV (a `# budget_bytes=B steps=S` line, then a header and one row per
+// PlacementItem), for an exact solver to check the greedy placement against (tests/bench/save_placement_optimum.py).
+void writePlacementProblem(const Selection& s, std::ostream& out);
 
 // Whether flipping `bit` of weight (or bias) `index` of node `node`, holding `value`, is robust
 // under the selection's criterion (value: the weight's own move below tau; output: the logits'
