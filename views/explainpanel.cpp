@@ -2,6 +2,7 @@
 #include "views/explainpanel.h"
 
 #include "core/detector/detector.h"
+#include "views/palette.h"
 
 namespace peat::views {
 
@@ -36,16 +37,18 @@ void ExplainPanel::showSave() {
       "<h3>SAVE's bit classes</h3>"
       "<p>The range analysis bounds every value of every tensor for every input in the declared pixel box. From "
       "those ranges each bit of a value falls in one class:</p><dl>"
-      "<dt><b style=\"color:#4caf50\">robust</b></dt><dd>a flip moves the value by less than tau (1e-5 by default), or "
-      "the next ReLU hides it: harmless.</dd>"
-      "<dt><b style=\"color:#ffb300\">ranging</b></dt><dd>every value of the range shares the bit (the sign, the top "
+      "<dt><b style=\"color:%1\">robust</b></dt><dd>a flip moves the value by less than tau (1e-5 by default; "
+      "with a relative tolerance, by less than tau + rtol |value|; under the output criterion, it cannot move any logit "
+      "by more than epsilon), or the next ReLU hides it: harmless.</dd>"
+      "<dt><b style=\"color:%2\">ranging</b></dt><dd>every value of the range shares the bit (the sign, the top "
       "exponent bits): a flip leaves the range and the cheap range check catches it.</dd>"
-      "<dt><b style=\"color:#d32f2f\">vulnerable</b></dt><dd>neither: a flip can silently change the result. A value "
+      "<dt><b style=\"color:%3\">vulnerable</b></dt><dd>neither: a flip can silently change the result. A value "
       "with a vulnerable bit is <i>type 2</i> and is verified by recomputation (or ABFT, or the mixed-precision check).</dd></dl>"
       "<p>The tiles whose type-2 values would cost the most to recompute per byte go to the small reliable memory "
       "(framed in the tile map); the rest stays in unreliable memory, checked after each layer, and only the output "
       "channels that hold type-2 values there are recomputed. On a detection, inference restarts from the "
-      "interrupted layer (only the channels whose weights changed, when the weights alone failed).</p>"));
+      "interrupted layer (only the channels whose weights changed, when the weights alone failed).</p>")
+              .arg(palette::bitClassText(0), palette::bitClassText(1), palette::bitClassText(2)));
 }
 
 }  // namespace peat::views

@@ -4,6 +4,7 @@
 #include "views/mainwindow.h"
 
 #include "views/callpage.h"
+#include "views/palette.h"
 
 #include <QAction>
 #include <QClipboard>
@@ -624,10 +625,11 @@ void MainWindow::showTour() {
                      }});
     steps.push_back({tr("5. SAVE's bit classes on one layer"),
                      tr("<p>SAVE's sound range analysis bounds every activation over all inputs in the pixel box. "
-                        "Each bit of each value is then <span style='color:#0072B2'><b>robust</b></span> (a flip "
-                        "cannot matter), <span style='color:#C9A800'><b>ranging</b></span> (a flip leaves the range: "
-                        "the range check catches it) or <span style='color:#D55E00'><b>vulnerable</b></span>. The map "
-                        "shows conv1, channel by channel; hatched tiles sit in reliable memory.</p>"),
+                        "Each bit of each value is then <span style='color:%1'><b>robust</b></span> (a flip "
+                        "cannot matter), <span style='color:%2'><b>ranging</b></span> (a flip leaves the range: "
+                        "the range check catches it) or <span style='color:%3'><b>vulnerable</b></span>. The map "
+                        "shows conv1, channel by channel; hatched tiles sit in reliable memory.</p>")
+                         .arg(palette::bitClassText(0), palette::bitClassText(1), palette::bitClassText(2)),
                      item(QStringLiteral("SAVE/lenet-symbolic/conv1"))});
     steps.push_back({tr("6. Flip a bit and see it caught"),
                      tr("<p>The <b>bit explorer</b> opened the value of conv1.relu with the widest range, its bits "

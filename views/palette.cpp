@@ -33,6 +33,10 @@ QColor robust() { return QColor(0x00, 0x72, 0xb2); }      // blue
 QColor ranging() { return QColor(0xf0, 0xe4, 0x42); }     // yellow
 QColor vulnerable() { return QColor(0xd5, 0x5e, 0x00); }  // vermillion
 
+QString bitClassText(int cls) {
+  return (cls == 1 ? QColor(0xc9, 0xa8, 0x00) : bitClass(cls)).name();
+}
+
 QColor bitClass(int cls) {
   switch (cls) {
     case 0: return robust();

@@ -6,6 +6,7 @@
 // uniform, monotone in lightness, readable in grey). SAVE's maps and bars, the campaign plot and
 // the bit explorer take their colours from here.
 #include <QColor>
+#include <QString>
 #include <string>
 
 class QCPColorGradient;
@@ -17,6 +18,8 @@ QColor robust();
 QColor ranging();
 QColor vulnerable();
 QColor bitClass(int cls);  // 0 robust, 1 ranging, 2 vulnerable
+// The same hues for words on a light background (the yellow darkened until it reads), as "#rrggbb".
+QString bitClassText(int cls);
 
 // A protection scheme of a SAVE campaign (none, save, tmr, ranger, ecc; anything else gets a
 // colour of its own too).

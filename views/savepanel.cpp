@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/save/selection.h"
 #include "views/layermapview.h"
 #include "views/palette.h"
 #include "views/plotstyle.h"
@@ -59,7 +60,8 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   bits_->legend->setFillOrder(QCPLegend::foColumnsFirst);
   bits_->plotLayout()->setRowStretchFactor(2, 0.001);
   bits_->setToolTip(tr("Per layer, the share of all activation bits in each class.\n"
-                       "robust: a flip moves the value by less than tau, or the next ReLU hides it;\n"
+                       "robust: a flip moves the value by less than tau (plus rtol times its size, or the logits by less\n"
+                       "than epsilon, by the criterion), or the next ReLU hides it;\n"
                        "ranging: every value of the range shares it, so a flip leaves the range (caught by the range check);\n"
                        "vulnerable: neither; a value with a vulnerable bit is type 2 and is verified by recomputation."));
   tabs_->addTab(bits_, tr("Bit classes"));
@@ -141,9 +143,9 @@ void SavePanel::drawBits() {
   bits_->xAxis->setRange(0.3, n + 0.7);
   bits_->yAxis->setRange(0, 100);
   bits_->yAxis->setLabel(tr("share of the layer's bits (%)"));
-  bitsTitle_->setText(tr("%1, %2 ranges (%3), tau %4: %5 of %6 values type 2")
+  bitsTitle_->setText(tr("%1, %2 ranges (%3), %4: %5 of %6 values type 2")
                           .arg(qs(analysis_.model), qs(analysis_.mode), qs(analysis_.ranges))
-                          .arg(analysis_.tau)
+                          .arg(qs(save::criterionText(analysis_.criterion, analysis_.tau, analysis_.rtol, analysis_.epsilon)))
                           .arg(analysis_.type2)
                           .arg(analysis_.elements));
   bits_->legend->setVisible(true);

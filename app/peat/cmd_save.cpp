@@ -129,6 +129,7 @@ static save::SelectionOptions selectionOptions(const SaveAnalyzeOptions& o) {
   so.tileRows = int64_t(tileRows);
   so.tileCols = int64_t(tileCols);
   so.tau = o.tau;
+  so.rtol = o.rtol;
   so.criterion = o.criterion;
   so.epsilon = o.epsilon;
   so.budgetBytes = int64_t(o.budgetMiB * 1048576.0);
@@ -273,6 +274,7 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     JsonWriter j(std::cout);
     j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", s.sound ? "sound" : "unsound (profiled)");
     j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau).field("criterion", so.criterion);
+    if (so.rtol != 0) j.field("rtol", so.rtol);
     if (s.sensitivity)
       j.field("epsilon", so.epsilon).field("logit_rounding", s.sensitivity->rounding).field("sensitivity_seconds", s.sensitivity->seconds);
     j.field("range_seconds", s.rangeSeconds).field("seconds", s.seconds).field("parameters", g.parameterCount());
@@ -302,13 +304,15 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     std::cout << '\n';
     return 0;
   }
+  const std::string criterion = save::criterionText(so.criterion, so.tau, so.rtol, so.epsilon);
+  const char* tolerance = criterion.c_str();
   if (s.sound)
-    std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], tau %g\n",
-                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, so.tau);
+    std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], %s\n",
+                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, tolerance);
   else
     std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
-                "inputs unlike them leave these ranges; for comparison only, tau %g\n",
-                s.model.c_str(), (long long)g.parameterCount(), so.tau);
+                "inputs unlike them leave these ranges; for comparison only, %s\n",
+                s.model.c_str(), (long long)g.parameterCount(), tolerance);
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
                 "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",
@@ -400,6 +404,7 @@ void printCheckBits(const save::StoredCheckBits& s, bool json) {
     JsonWriter j(std::cout);
     j.beginObject().field("model", s.campaign.model).field("batch", s.batch).field("tau", s.tau);
     j.field("criterion", r.criterion).field("epsilon", r.epsilon);
+    if (r.rtol != 0) j.field("rtol", r.rtol);
     j.field("campaign_id", s.campaign.id()).field("flips", r.flips);
     j.field("clean_accuracy", r.cleanAccuracy).field("seconds", r.seconds);
     j.field("settled_by_bound", r.settledByBound).field("reruns", r.reruns);
@@ -436,6 +441,8 @@ void printCheckBits(const save::StoredCheckBits& s, bool json) {
               s.campaign.model.c_str(), (long long)s.batch, 100 * r.cleanAccuracy, r.criterion.c_str());
   if (r.criterion == "output")
     std::printf(" (epsilon %g)\n", r.epsilon);
+  else if (r.rtol != 0)
+    std::printf(" (tau %g, rtol %g)\n", s.tau, r.rtol);
   else
     std::printf(" (tau %g)\n", s.tau);
   if (s.campaign.shardCount > 1)
@@ -444,7 +451,8 @@ void printCheckBits(const save::StoredCheckBits& s, bool json) {
   std::printf("outcomes judged twice: top-1 (a flip is vulnerable when a top-1 prediction it touches changes) and the\n"
               "criterion's promise (%s)\n\n",
               r.criterion == "output" ? "no logit moves by more than epsilon"
-                                      : "the value moves by less than tau, or the ReLU reading it gives the same output");
+                  : r.rtol != 0 ? "the value v moves by less than tau + rtol |v|, or the ReLU reading it gives the same output"
+                                : "the value moves by less than tau, or the ReLU reading it gives the same output");
   printConfusion("weights, against top-1", r.weights);
   printConfusion("weights, against the promise", r.weightsPromise);
   printConfusion("activations (sampled bits), against top-1", r.activations);
@@ -482,6 +490,7 @@ util::CampaignKey& addInputSettings(util::CampaignKey& key, const SaveAnalyzeOpt
   if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
   if (!a.inputStd.empty()) key.add("input_std", a.inputStd);
   if (a.criterion != "value") key.add("criterion", a.criterion).add("epsilon", a.epsilon);
+  if (a.rtol != 0) key.add("rtol", a.rtol);
   if (a.placement != "ranked") key.add("placement", a.placement);
   return key;
 }

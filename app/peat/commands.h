@@ -75,6 +75,7 @@ struct SaveAnalyzeOptions {
   std::string inputMean, inputStd;  // an ONNX model's normalisation, one value or one per channel
   std::string data;                 // labelled samples (see save::loadDataSet); empty: Fashion-MNIST
   double tau = 1e-5;
+  double rtol = 0;  // the value criterion's relative tolerance: a flip moving v by less than tau + rtol |v| is robust
   std::string criterion = "value";  // or "output" with epsilon (core/save/sensitivity.h)
   double epsilon = 0;
   std::string mode = "symbolic";

@@ -50,6 +50,9 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--input-mean", o.inputMean, "An ONNX model's input mean: one value or one per channel (default 0.2860)");
   cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
+  cmd->add_option("--rtol", o.rtol,
+                  "The value criterion's relative tolerance: a flip moving a value v by less than tau + RTOL |v| is robust")
+      ->capture_default_str();
   cmd->add_option("--criterion", o.criterion,
                   "Bit robustness: value (a flip moves the value by less than --tau) or output (a flip cannot move "
                   "any logit by more than --epsilon, for any input in the box)")->capture_default_str();
@@ -201,6 +204,9 @@ int main(int argc, char** argv) {
   saveAnalyzeCmd->add_option("--input-std", saveAnalyze.inputStd,
                              "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
+      ->capture_default_str();
+  saveAnalyzeCmd->add_option("--rtol", saveAnalyze.rtol,
+                             "The value criterion's relative tolerance: a flip moving a value v by less than tau + RTOL |v| is robust")
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--criterion", saveAnalyze.criterion,
                              "Bit robustness: value (a flip moves the value by less than --tau) or output (a flip "

@@ -116,6 +116,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                  {"recompute_work", s.recomputeWork},      {"recompute_work_random_placement", s.randomPlacementWork},
                  {"recompute_work_without_reliable_memory", s.recomputeAllWork},
                  {"weights_iteration", double(source.iteration)}};
+  if (s.options.rtol != 0) sum.scalars["rtol"] = s.options.rtol;
   if (ref) {
     const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(s.layers.back().node)]);
     sum.scalars["ascent_union_width"] = ref->ascent.unionHi - ref->ascent.unionLo;
@@ -151,6 +152,7 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   a.seconds = scalar(sum, "seconds");
   a.criterion = label(sum, "criterion").empty() ? "value" : label(sum, "criterion");
   a.epsilon = scalar(sum, "epsilon");
+  a.rtol = sum.scalars.count("rtol") ? sum.scalars.at("rtol") : 0.0;  // absent: 0 (or written before --rtol)
   a.workingSetBytes = scalar(sum, "working_set_bytes");
   a.recomputeWork = scalar(sum, "recompute_work");
   a.randomPlacementWork = scalar(sum, "recompute_work_random_placement");

@@ -33,6 +33,7 @@ struct StoredAnalysis {
   double reliableBytes = 0, budgetBytes = 0, seconds = 0;
   std::string criterion;  // "value" or "output" ("value" in sessions written before criteria)
   double epsilon = 0;
+  double rtol = 0;  // the value criterion's relative tolerance (0: absolute tau only)
   // The working set's peak and the recomputation work per image (0 in older sessions): with this
   // placement, with the budget filled in random order, with no reliable memory.
   double workingSetBytes = 0, recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;

@@ -32,12 +32,20 @@ uint32_t commonPrefix(uint32_t a, uint32_t b) {
   return highest == 31 ? 0u : ~((uint32_t(1) << (highest + 1)) - 1);
 }
 
-// Mantissa bits whose flip moves a value with biased exponent at most `exponent` by less than tau.
-uint32_t valueRobust(int exponent, double tau) {
+// Mantissa bits whose flip moves every value with biased exponent at most `exponent` by less than
+// tau + rtol |value|. In binade e (|v| >= 2^(e - 127)) bit j moves v by 2^(e - 150 + j), so the
+// margin 2^(e - 127) (2^(j - 23) - rtol) - tau is largest in the top binade when 2^(j - 23) > rtol,
+// and below zero in every binade otherwise; zero and the subnormals (|v| >= 0) move by 2^(j - 149),
+// which tau alone must cover.
+uint32_t valueRobust(int exponent, double tau, double rtol) {
   const int e = exponent == 0 ? 1 : exponent;  // subnormals step like exponent 1
   uint32_t mask = 0;
-  for (int j = 0; j < 23; ++j)
-    if (std::ldexp(1.0, e - 150 + j) < tau) mask |= uint32_t(1) << j;
+  for (int j = 0; j < 23; ++j) {
+    const double unit = std::ldexp(1.0, j - 23);
+    const bool top = std::ldexp(1.0, e - 150 + j) < tau + rtol * std::ldexp(1.0, e - 127);
+    const bool tiny = std::ldexp(1.0, j - 149) < tau;
+    if ((unit <= rtol || top) && tiny) mask |= uint32_t(1) << j;
+  }
   return mask;
 }
 
@@ -87,7 +95,7 @@ BitProperties classifyBits(double lo, double hi, const BitContext& c) {
     prefix = 0;
     exponent = 0xfe;
   }
-  uint32_t robust = valueRobust(exponent, c.tau);
+  uint32_t robust = valueRobust(exponent, c.tau, c.rtol);
   if (c.anyBit && std::isfinite(flo) && std::isfinite(fhi))
     for (int b = 23; b < 32; ++b)
       if (largestMove(flo, fhi, b) < c.tau) robust |= uint32_t(1) << b;
@@ -98,9 +106,13 @@ BitProperties classifyBits(double lo, double hi, const BitContext& c) {
   return p;
 }
 
-BitProperties classifyWeightBits(float value, double tau) {
+BitProperties classifyWeightBits(float value, double tau, double rtol) {
   BitProperties p;
-  p.robust = valueRobust(int((bitsOf(value) >> 23) & 0xff), tau);
+  const double margin = tau + rtol * std::fabs(double(value));  // the value is known: its own tolerance
+  for (int j = 0; j < 23; ++j) {
+    const float flipped = fp::floatOf(bitsOf(value) ^ (uint32_t(1) << j));
+    if (std::fabs(double(flipped) - double(value)) < margin) p.robust |= uint32_t(1) << j;
+  }
   p.vulnerable = ~p.robust;
   return p;
 }

@@ -5,7 +5,8 @@
 //    and the leading exponent bits); flipping one takes the value out of the range, so a range
 //    check catches it;
 //  - robust (value): a mantissa bit whose flip moves the value by less than tau anywhere in the
-//    range (the move is largest at the bound of largest magnitude);
+//    range (the move is largest at the bound of largest magnitude); with a relative tolerance, by
+//    less than tau + rtol |value| for every value of the range;
 //  - robust (operator): a bit the next op makes irrelevant; for a value that a following ReLU
 //    always maps to 0 (hi <= 0), every bit but the sign;
 //  - vulnerable: the rest. A type-1 value has no vulnerable bit; a type-2 value has at least one.
@@ -27,6 +28,9 @@ struct BitContext {
   // tau bounds any bit's move, not only the mantissa's: a sign or exponent bit is robust too when
   // its largest move over the range stays below tau (the output criterion's per-value allowance)
   bool anyBit = false;
+  // A relative tolerance on top of tau (numpy's isclose): a mantissa bit is robust when its flip
+  // moves every value v of the range by less than tau + rtol |v|. 0: the paper's absolute tau.
+  double rtol = 0;
 };
 
 // The largest |flip(x, bit) - x| over the fp32 values x in [lo, hi] (infinity where the flip can
@@ -36,7 +40,8 @@ double largestMove(double lo, double hi, int bit);
 BitProperties classifyBits(double lo, double hi, const BitContext& context);
 
 // The same for a known single value (a weight): ranging bits are checked against the clean copy,
-// so only value-robust bits (a flip moves it by less than tau) and vulnerable ones are told apart.
-BitProperties classifyWeightBits(float value, double tau);
+// so only value-robust bits (a flip moves it by less than tau + rtol |value|) and vulnerable ones
+// are told apart.
+BitProperties classifyWeightBits(float value, double tau, double rtol = 0);
 
 }  // namespace peat::save

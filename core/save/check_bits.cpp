@@ -448,6 +448,9 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   const bool outputCriterion = sel.sensitivity != nullptr;
   result.criterion = outputCriterion ? "output" : "value";
   result.epsilon = outputCriterion ? sel.options.epsilon : 0;
+  result.rtol = outputCriterion ? 0 : sel.options.rtol;
+  // The value criterion's tolerance for a value v: tau, plus rtol |v| with a relative tolerance.
+  auto tolerance = [&](float v) { return o.tau + result.rtol * std::fabs(double(v)); };
   const double epsilon = outputCriterion ? sel.options.epsilon : -1;  // < 0: the logits' move is not asked
   const int64_t inSize = g.nodes[0].size();
   const int64_t activationImages = o.activationImages > 0 ? o.activationImages : o.batch;
@@ -542,10 +545,10 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
   std::mutex merge;
   std::map<int, Judged> weightLayers, activationLayers;
   // The criterion's promise for one activation bit of value v: value criterion, the flip moves it
-  // by less than tau, or a ReLU that reads it gives the same output (the engine's ReLU: NaN -> 0).
+  // by less than tau + rtol |v|, or a ReLU that reads it gives the same output (the engine's ReLU: NaN -> 0).
   auto valuePromiseHolds = [&](float v, int bit, bool feedsRelu) {
     const float f = flipBit(v, bit);
-    if (std::fabs(double(f) - double(v)) < o.tau) return true;
+    if (std::fabs(double(f) - double(v)) < tolerance(v)) return true;
     auto relu = [](float x) { return x > 0 ? x : 0.0f; };
     return feedsRelu && fp::bitsOf(relu(f)) == fp::bitsOf(relu(v));
   };
@@ -579,7 +582,8 @@ CheckBitsResult checkBits(const Graph& g, const Selection& sel, const float* ima
           const FlipOracle::Outcome out = batchOracle->weightFlip(f.node, f.bias, f.index, f.bit, epsilon);
           const bool predictedRobust =
               weightBitRobust(sel, f.node, f.bias ? n.weight.size() + f.index : std::size_t(f.index), clean, f.bit);
-          const bool promised = outputCriterion ? !out.moved : std::fabs(double(flipBit(clean, f.bit)) - double(clean)) < o.tau;
+          const bool promised =
+              outputCriterion ? !out.moved : std::fabs(double(flipBit(clean, f.bit)) - double(clean)) < tolerance(clean);
           tally({&part.weights, &part.weightsPromise}, wLayers[f.node], part.weightBits[f.bit], predictedRobust, !out.top1,
                 promised);
           if (predictedRobust && (out.top1 || !promised))

@@ -8,7 +8,8 @@
 //  - top-1: a flip is vulnerable when any top-1 prediction it touches changes (or a logit becomes
 //    NaN or Inf), else robust. The same yardstick for every criterion, so no criterion can look
 //    better by promising less;
-//  - the criterion's own promise: value (tau): the flipped value moves by less than tau, or the op
+//  - the criterion's own promise: value (tau, rtol): the flipped value moves by less than
+//    tau + rtol |value|, or the op
 //    that reads it (a ReLU) gives the same output; output (epsilon): no logit of any image it
 //    touches moves by more than epsilon.
 // Both are counted over all flips, per layer and per bit position.
@@ -69,6 +70,7 @@ struct CheckBitsResult {
   Confusion weightsPromise, activationsPromise;  // against the criterion's promise
   std::string criterion = "value";               // the selection's: "value" or "output"
   double epsilon = 0;                            // the output criterion's
+  double rtol = 0;                               // the value criterion's relative tolerance
   // per linear/conv node (weights) and per node sampled (activations), in graph order
   std::vector<std::pair<std::string, Judged>> weightLayers, activationLayers;
   std::array<Judged, 32> weightBits{}, activationBits{};  // per bit position (31: the sign)

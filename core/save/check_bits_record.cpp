@@ -102,6 +102,7 @@ store::ResultRecord checkBitsRecord(const CheckBitsCampaign& c, int64_t batch, d
   putConfusion(rec, "activations_promise", r.activationsPromise);
   rec.labels["criterion"] = r.criterion;
   rec.scalars["epsilon"] = r.epsilon;
+  if (r.rtol != 0) rec.scalars["rtol"] = r.rtol;
   rec.scalars["batch"] = double(batch);
   rec.scalars["tau"] = tau;
   rec.scalars["seconds"] = r.seconds;
@@ -149,6 +150,7 @@ StoredCheckBits checkBitsFromRecord(const store::StoredRecord& rec, const std::s
   r.activationsPromise = getConfusion(rec, "activations_promise", where);
   r.criterion = label(rec, "criterion", where);
   r.epsilon = scalar(rec, "epsilon", where);
+  r.rtol = rec.scalars.count("rtol") ? rec.scalars.at("rtol") : 0.0;  // absent: written before --rtol, or 0
   r.seconds = scalar(rec, "seconds", where);
   r.cleanAccuracy = scalar(rec, "clean_accuracy", where);
   r.settledByBound = uint64_t(scalar(rec, "settled_by_bound", where));
@@ -219,6 +221,7 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
   m.cleanAccuracy = first.result.cleanAccuracy;
   m.criterion = first.result.criterion;
   m.epsilon = first.result.epsilon;
+  m.rtol = first.result.rtol;
   m.weightLayers = first.result.weightLayers;
   m.activationLayers = first.result.activationLayers;
   for (auto* list : {&m.weightLayers, &m.activationLayers})

@@ -19,6 +19,9 @@ void checkOptions(const SelectionOptions& o) {
   if (!(o.tau > 0) || !(o.tau < 1e30)) throw SaveError("tau must be a positive number");
   if (o.criterion != "value" && o.criterion != "output")
     throw SaveError("unknown criterion '" + o.criterion + "'; valid criteria: value, output");
+  if (!(o.rtol >= 0 && o.rtol <= 1)) throw SaveError("the relative tolerance (--rtol) must be between 0 and 1");
+  if (o.criterion == "output" && o.rtol != 0)
+    throw SaveError("the relative tolerance (--rtol) belongs to the value criterion, not the output criterion");
   if (o.criterion == "output" && !(o.epsilon > 0 && o.epsilon < 1e30))
     throw SaveError("the output criterion needs a positive epsilon (--epsilon)");
   if (o.batch <= 0) throw SaveError("the batch must be positive");
@@ -88,7 +91,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     std::vector<int64_t> tileType2(std::size_t(l.tilesDown * l.tilesAcross)), tileCount(tileType2.size());
     l.robustMask.resize(std::size_t(l.elements));
     l.rangingMask.resize(std::size_t(l.elements));
-    BitContext context{o.tau, l.feedsRelu, s.sensitivity != nullptr};
+    BitContext context{o.tau, l.feedsRelu, s.sensitivity != nullptr, o.rtol};
     const std::vector<double>* sens = s.sensitivity ? &s.sensitivity->activation[v] : nullptr;
     double width = 0;
     for (int64_t i = 0; i < l.elements; ++i) {
@@ -251,7 +254,7 @@ bool weightChangeRobust(const Selection& s, int node, std::size_t index, float c
     uint32_t a, b;
     std::memcpy(&a, &clean, 4);
     std::memcpy(&b, &now, 4);
-    return ((a ^ b) >> 23) == 0 && change < s.options.tau;
+    return ((a ^ b) >> 23) == 0 && change < s.options.tau + s.options.rtol * std::fabs(double(clean));
   }
   const std::vector<double>& sens = s.sensitivity->weight.at(std::size_t(node));
   if (index >= sens.size()) return false;  // batch norm, clip or constant parameters: no bound here
@@ -280,13 +283,24 @@ bool weightChangesRobust(const Selection& s, int node, const std::vector<float>&
 }
 
 bool weightBitRobust(const Selection& s, int node, std::size_t index, float value, int bit) {
-  if (!s.sensitivity) return (classifyWeightBits(value, s.options.tau).robust >> bit) & 1;
+  if (!s.sensitivity) return (classifyWeightBits(value, s.options.tau, s.options.rtol).robust >> bit) & 1;
   uint32_t b;
   std::memcpy(&b, &value, 4);
   b ^= uint32_t(1) << bit;
   float flipped;
   std::memcpy(&flipped, &b, 4);
   return weightChangeRobust(s, node, index, value, flipped);
+}
+
+std::string criterionText(const std::string& criterion, double tau, double rtol, double epsilon) {
+  char text[96];
+  if (criterion == "output")
+    std::snprintf(text, sizeof text, "output criterion, epsilon %g", epsilon);
+  else if (rtol != 0)
+    std::snprintf(text, sizeof text, "tau %g, rtol %g", tau, rtol);
+  else
+    std::snprintf(text, sizeof text, "tau %g", tau);
+  return text;
 }
 
 void writePlacementProblem(const Selection& s, std::ostream& out) {

@@ -21,6 +21,9 @@ struct SelectionOptions {
   RangeOptions ranges;
   double pixelLo = 0, pixelHi = 1;
   double tau = 1e-5;
+  // The value criterion's relative tolerance (numpy's isclose): a flip is robust when it moves the
+  // value by less than tau + rtol |value|. 0: the paper's absolute tau.
+  double rtol = 0;
   // The robustness criterion: "value" (the paper's: a mantissa flip moves the value by less than
   // tau) or "output" (a flip cannot move any logit by more than epsilon, for any input in the box;
   // core/save/sensitivity.h).
@@ -106,6 +109,10 @@ bool weightChangeRobust(const Selection& s, int node, std::size_t index, float c
 // together are robust: each on its own under the value criterion; their summed move of the logits
 // under the output criterion.
 bool weightChangesRobust(const Selection& s, int node, const std::vector<float>& clean, const std::vector<float>& now);
+
+// The criterion in a few words, as the CLI and the workbench show it: "tau 1e-05",
+// "tau 1e-05, rtol 0.03125" or "output criterion, epsilon 60".
+std::string criterionText(const std::string& criterion, double tau, double rtol, double epsilon);
 
 // Throws SaveError for an input range that is empty or has a NaN, a non-positive tile, tau or
 // batch, and a budget smaller than one tile.

@@ -122,6 +122,7 @@ class TestSave : public QObject {
   void symbolicIsTighterThanIntervals();
   void bitClassRules();
   void rangingAndRobustBitsHoldForEveryValue();
+  void relativeToleranceHoldsForEveryValue();
   void tilesGoToReliableMemoryByWorkPerByte();
   void flipInModelAgreesWithTheOracleAndTheRuntime();
   void flipOracleMatchesBruteForce_data();
@@ -775,6 +776,46 @@ void TestSave::rangingAndRobustBitsHoldForEveryValue() {
     }
   }
   QVERIFY(ranging > 10000 && robust > 10000);
+}
+
+// The value criterion with a relative tolerance (--rtol): a robust bit's flip moves every value v of
+// the range by less than tau + rtol |v|, zero and subnormals included; mantissa bits whose unit is
+// at most rtol are robust in every range, the next one in no range reaching past 1.
+void TestSave::relativeToleranceHoldsForEveryValue() {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> mag(-30, 30), unit(0, 1);
+  const double tau = 1e-5;
+  const double rtols[] = {1.0 / 64, 1.0 / 32, 1.0 / 16, 0.1, 0.3};
+  int robust = 0, beyondTau = 0;
+  for (int k = 0; k < 20000; ++k) {
+    const double rtol = rtols[k % 5];
+    double lo = std::ldexp(unit(rng), int(mag(rng))) * (unit(rng) < 0.3 ? -1 : 1);
+    if (k % 7 == 0) lo = unit(rng) < 0.5 ? 0.0 : -std::ldexp(unit(rng), -130);  // zero and subnormals
+    const double hi = lo + std::ldexp(unit(rng), int(mag(rng)));
+    save::BitContext c{tau, false};
+    c.rtol = rtol;
+    const save::BitProperties p = save::classifyBits(lo, hi, c);
+    const int always = 23 + int(std::floor(std::log2(rtol)));  // bits j with 2^(j - 23) <= rtol
+    for (int j = 0; j <= always; ++j) QVERIFY2(p.classOf(j) == save::BitClass::Robust, qPrintable(QString::number(j)));
+    if (std::max(std::fabs(lo), std::fabs(hi)) > 1) QVERIFY(p.classOf(always + 1) != save::BitClass::Robust);
+    for (float v : {float(lo), float(hi), float(lo + unit(rng) * (hi - lo))}) {
+      if (!(v >= lo && v <= hi)) continue;
+      for (int b = 0; b < 32; ++b) {
+        if (p.classOf(b) != save::BitClass::Robust) continue;
+        ++robust;
+        const double move = std::fabs(double(flipped(v, b)) - double(v));
+        beyondTau += move >= tau;
+        QVERIFY2(move < tau + rtol * std::fabs(double(v)),
+                 qPrintable(QStringLiteral("bit %1 of %2 in [%3, %4], rtol %5").arg(b).arg(v).arg(lo).arg(hi).arg(rtol)));
+      }
+    }
+  }
+  QVERIFY(robust > 100000 && beyondTau > 10000);  // most robust flips are robust only by rtol
+  // A known value (a weight): 0.5 = 2^-1, bit j moves it by 2^(j - 24); with rtol 1/32 bit 18 moves
+  // it by 2^-6 = 0.015625 < 1e-5 + 0.5 / 32, bit 19 by twice that.
+  QCOMPARE(save::classifyWeightBits(0.5f, tau, 1.0 / 32).robust, 0x7ffffu);
+  QCOMPARE(save::classifyWeightBits(-0.75f, tau, 1.0 / 32).robust, 0x7ffffu);
+  QCOMPARE(save::classifyWeightBits(0.5f, tau).robust, save::classifyWeightBits(0.5f, tau, 0).robust);
 }
 
 // Tiles go by the recomputation they save per byte. The budget bounds the reliable memory in use at
