@@ -262,12 +262,12 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   }
   const save::Selection s = save::selectBits(g, withProfile);
   const Reference ref = o.tightness ? references(g, so, o.ascentSteps, o.ascentStarts) : Reference{};
-  if (!o.session.empty()) store(s, o, ref);
-  if (!o.placementProblem.empty()) {
+  if (!o.placementProblem.empty()) {  // before the session: a bad path leaves the session as it was
     std::ofstream problem(o.placementProblem);
     if (problem) save::writePlacementProblem(s, problem);
     if (!problem.flush()) throw std::runtime_error("cannot write the placement problem to " + o.placementProblem);
   }
+  if (!o.session.empty()) store(s, o, ref);
 
   const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   if (o.json) {
@@ -906,7 +906,9 @@ int runSaveVerifiers(const SaveVerifiersOptions& o) {
   const char* names[3] = {"recompute", "abft", "mixed"};
   if (o.analysis.json) {
     JsonWriter j(std::cout);
-    j.beginObject().field("model", g.model).field("batch", batch).field("tau", so.tau).key("ops").beginArray();
+    j.beginObject().field("model", g.model).field("batch", batch).field("tau", so.tau);
+    if (so.rtol != 0) j.field("rtol", so.rtol);
+    j.key("ops").beginArray();
     for (const save::VerifierCoverage& c : cov) {
       j.beginObject().field("node", c.name).field("chosen", names[int(c.chosen)]).field("flips", c.flips);
       j.field("out_of_range", c.outOfRange).field("harmful", c.harmful);

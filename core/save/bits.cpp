@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/save/bits.h"
 
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -34,17 +35,19 @@ uint32_t commonPrefix(uint32_t a, uint32_t b) {
 
 // Mantissa bits whose flip moves every value with biased exponent at most `exponent` by less than
 // tau + rtol |value|. In binade e (|v| >= 2^(e - 127)) bit j moves v by 2^(e - 150 + j), so the
-// margin 2^(e - 127) (2^(j - 23) - rtol) - tau is largest in the top binade when 2^(j - 23) > rtol,
-// and below zero in every binade otherwise; zero and the subnormals (|v| >= 0) move by 2^(j - 149),
-// which tau alone must cover.
-uint32_t valueRobust(int exponent, double tau, double rtol) {
+// margin 2^(e - 127) (2^(j - 23) - rtol) - tau is largest in the top binade when 2^(j - 23) >= rtol
+// (`top`, computed in double as a checker computes tau + rtol |v|: at a power of two the move equals
+// rtol |v| and only tau keeps it below), and below zero in every binade when 2^(j - 23) < rtol.
+// Zero and the subnormals (|v| may be 0) move by 2^(j - 149), which tau alone must cover when the
+// range reaches them (`reachesTiny`).
+uint32_t valueRobust(int exponent, double tau, double rtol, bool reachesTiny) {
   const int e = exponent == 0 ? 1 : exponent;  // subnormals step like exponent 1
   uint32_t mask = 0;
   for (int j = 0; j < 23; ++j) {
     const double unit = std::ldexp(1.0, j - 23);
     const bool top = std::ldexp(1.0, e - 150 + j) < tau + rtol * std::ldexp(1.0, e - 127);
-    const bool tiny = std::ldexp(1.0, j - 149) < tau;
-    if ((unit <= rtol || top) && tiny) mask |= uint32_t(1) << j;
+    const bool tiny = !reachesTiny || std::ldexp(1.0, j - 149) < tau;
+    if ((unit < rtol || top) && tiny) mask |= uint32_t(1) << j;
   }
   return mask;
 }
@@ -95,7 +98,10 @@ BitProperties classifyBits(double lo, double hi, const BitContext& c) {
     prefix = 0;
     exponent = 0xfe;
   }
-  uint32_t robust = valueRobust(exponent, c.tau, c.rtol);
+  // An unbounded range holds infinities (a mantissa flip makes a NaN): tau alone, at the top exponent.
+  const bool bounded = std::isfinite(flo) && std::isfinite(fhi);
+  const bool reachesTiny = !bounded || !(flo >= FLT_MIN || fhi <= -FLT_MIN);  // |v| < 2^-126 is in the range
+  uint32_t robust = valueRobust(exponent, c.tau, bounded ? c.rtol : 0, reachesTiny);
   if (c.anyBit && std::isfinite(flo) && std::isfinite(fhi))
     for (int b = 23; b < 32; ++b)
       if (largestMove(flo, fhi, b) < c.tau) robust |= uint32_t(1) << b;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -58,9 +59,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
 
   struct TileRef {
     std::size_t layer, tile;
-    float share;
-    double work;    // multiply-adds per image to recompute the tile's type-2 elements
-    int64_t bytes;  // the tile's own elements (a tile at a tensor's edge holds fewer), times the batch
+    double work;  // multiply-adds per image to recompute the tile's type-2 elements
   };
   // Recomputing one element: a linear or conv output costs its taps (plus the bias), anything else one op.
   auto elementCost = [&](const Node& n) {
@@ -68,7 +67,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     if (n.op == Op::Conv2d) return double(n.weight.size() / std::size_t(n.shape[0]) + 1);
     return 1.0;
   };
-  std::vector<TileRef> ranked;
+  std::vector<TileRef> withType2;  // every tile holding type-2 values, in-place outputs' included
   std::vector<std::vector<int64_t>> tileBytes;  // per layer, per tile
   for (std::size_t v = 1; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
@@ -120,7 +119,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
       l.tileShare[t] = float(double(tileType2[t]) / double(tileCount[t]));
       const int64_t bytes = tileCount[t] * int64_t(sizeof(float)) * o.batch;
       tileBytes.back().push_back(bytes);
-      if (tileType2[t] > 0) ranked.push_back({s.layers.size(), t, l.tileShare[t], double(tileType2[t]) * elementCost(n), bytes});
+      if (tileType2[t] > 0) withType2.push_back({s.layers.size(), t, double(tileType2[t]) * elementCost(n)});
       s.recomputeAllWork += double(tileType2[t]) * elementCost(n);
     }
     s.totalTiles += int64_t(tileType2.size());
@@ -151,12 +150,34 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   for (std::size_t v = steps; v-- > 1;)
     if (inPlaceOf[v] > 0) end[std::size_t(inPlaceOf[v])] = std::max(end[std::size_t(inPlaceOf[v])], end[v]);
   for (LayerSelection& l : s.layers) l.inPlace = inPlaceOf[std::size_t(l.node)] > 0;
-  // The most recomputation saved per reliable byte first (a tile's type-2 share times what one
-  // element costs to recompute; ties: the higher type-2 share, then earlier layers), each tile while
-  // the reliable memory in use during its lifetime leaves room for it: a greedy knapsack by density.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const TileRef& a, const TileRef& b) {
-    const double da = a.work / double(a.bytes), db = b.work / double(b.bytes);
-    return da != db ? da > db : a.share > b.share;
+  // The placement problem: each tile of a tensor that owns its memory, with the recomputation its
+  // type-2 values and those of the in-place outputs sharing it save (they take its placement).
+  std::vector<PlacementItem> items;
+  std::vector<float> itemShare;  // the owning tile's type-2 share (ties)
+  {
+    std::vector<std::vector<std::size_t>> itemOf(s.layers.size());
+    for (const TileRef& t : withType2) {
+      std::size_t v = std::size_t(s.layers[t.layer].node);
+      while (inPlaceOf[v] > 0) v = std::size_t(inPlaceOf[v]);
+      std::vector<std::size_t>& of = itemOf[v - 1];
+      if (of.empty()) of.assign(s.layers[v - 1].tileReliable.size(), SIZE_MAX);
+      std::size_t& k = of[t.tile];
+      if (k == SIZE_MAX) {
+        k = items.size();
+        items.push_back({int(v), int64_t(t.tile), int64_t(v), int64_t(end[v]), tileBytes[v - 1][t.tile], 0.0, false});
+        itemShare.push_back(s.layers[v - 1].tileShare[t.tile]);
+      }
+      items[k].work += t.work;
+    }
+  }
+  // The most recomputation saved per reliable byte first (ties: the higher type-2 share, then
+  // earlier layers), each tile while the reliable memory in use during its lifetime leaves room for
+  // it: a greedy knapsack by density.
+  std::vector<std::size_t> ranking(items.size());
+  for (std::size_t k = 0; k < ranking.size(); ++k) ranking[k] = k;
+  std::stable_sort(ranking.begin(), ranking.end(), [&](std::size_t a, std::size_t b) {
+    const double da = items[a].work / double(items[a].bytes), db = items[b].work / double(items[b].bytes);
+    return da != db ? da > db : itemShare[a] > itemShare[b];
   });
   // The working set: every tile of every tensor, over its lifetime (in-place outputs reuse theirs).
   std::vector<int64_t> all(steps, 0);
@@ -178,19 +199,18 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     throw SaveError("the reliable-memory budget (" + std::to_string(s.budgetBytes) + " bytes" +
                     (o.budgetShare > 0 ? ", " + std::to_string(100 * o.budgetShare) + "% of the working set" : std::string()) +
                     ") is smaller than " + (o.budgetShare > 0 ? "the smallest tile (" + std::to_string(smallest) : "one tile (" + std::to_string(s.tileBytes)) + " bytes)");
-  // Places tiles in `order` while they fit (in-place outputs share their input's tiles, same shape);
-  // returns the placement and sets the peak of reliable memory in use.
-  auto place = [&](const std::vector<TileRef>& order, int64_t& peakUsed) {
+  // Places tiles in `order` (indices into items) while they fit; in-place outputs share their input's
+  // tiles (same shape). Returns the placement and sets the peak of reliable memory in use.
+  auto place = [&](const std::vector<std::size_t>& order, int64_t& peakUsed) {
     std::vector<std::vector<uint8_t>> reliable(s.layers.size());
     for (std::size_t k = 0; k < s.layers.size(); ++k) reliable[k].assign(s.layers[k].tileReliable.size(), 0);
     std::vector<int64_t> used(steps, 0);
-    for (const TileRef& t : order) {
-      const std::size_t v = std::size_t(s.layers[t.layer].node);
-      if (inPlaceOf[v] > 0) continue;  // placed with the tensor it overwrites
-      const int64_t peak = *std::max_element(used.begin() + std::ptrdiff_t(v), used.begin() + std::ptrdiff_t(end[v]) + 1);
+    for (std::size_t k : order) {
+      const PlacementItem& t = items[k];
+      const int64_t peak = *std::max_element(used.begin() + t.first, used.begin() + t.last + 1);
       if (peak + t.bytes > s.budgetBytes) continue;
-      reliable[t.layer][t.tile] = 1;
-      for (std::size_t k = v; k <= end[v]; ++k) used[k] += t.bytes;
+      reliable[std::size_t(t.node) - 1][std::size_t(t.tile)] = 1;
+      for (int64_t step = t.first; step <= t.last; ++step) used[std::size_t(step)] += t.bytes;
     }
     for (std::size_t v = 1; v < steps; ++v)
       if (inPlaceOf[v] > 0) reliable[v - 1] = reliable[std::size_t(inPlaceOf[v]) - 1];
@@ -199,11 +219,11 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
   };
   auto workLeft = [&](const std::vector<std::vector<uint8_t>>& reliable) {
     double left = 0;
-    for (const TileRef& t : ranked) left += reliable[t.layer][t.tile] ? 0.0 : t.work;
+    for (const PlacementItem& t : items) left += reliable[std::size_t(t.node) - 1][std::size_t(t.tile)] ? 0.0 : t.work;
     return left;
   };
   int64_t peak = 0;
-  std::vector<TileRef> order = ranked;
+  std::vector<std::size_t> order = ranking;
   if (o.placement == "random") {
     std::mt19937_64 orderRng(777);
     std::shuffle(order.begin(), order.end(), orderRng);
@@ -218,24 +238,13 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     for (uint8_t r : placed[k]) s.reliableTiles += r;
   }
   s.recomputeWork = workLeft(placed);
-  // The problem as placed: each tile of a tensor that owns its memory, with the work of the in-place
-  // outputs that share it (they take its placement).
-  std::vector<std::vector<std::size_t>> itemOf(s.layers.size());
-  for (const TileRef& t : ranked) {
-    std::size_t v = std::size_t(s.layers[t.layer].node);
-    while (inPlaceOf[v] > 0) v = std::size_t(inPlaceOf[v]);
-    std::vector<std::size_t>& items = itemOf[v - 1];
-    if (items.empty()) items.assign(s.layers[v - 1].tileReliable.size(), SIZE_MAX);
-    std::size_t& k = items[t.tile];
-    if (k == SIZE_MAX) {
-      k = s.placementItems.size();
-      s.placementItems.push_back({int(v), int64_t(t.tile), int64_t(v), int64_t(end[v]), tileBytes[v - 1][t.tile], 0.0,
-                                  placed[v - 1][t.tile] != 0});
-    }
-    s.placementItems[k].work += t.work;
+  for (std::size_t k : ranking) {
+    PlacementItem t = items[k];
+    t.reliable = placed[std::size_t(t.node) - 1][std::size_t(t.tile)] != 0;
+    s.placementItems.push_back(t);
   }
   // the same budget filled in a random order (the mean of 5 seeded shuffles): what the ranking buys
-  std::vector<TileRef> shuffled = ranked;
+  std::vector<std::size_t> shuffled = ranking;
   std::mt19937_64 rng(12345);
   for (int k = 0; k < 5; ++k) {
     std::shuffle(shuffled.begin(), shuffled.end(), rng);
@@ -306,7 +315,8 @@ std::string criterionText(const std::string& criterion, double tau, double rtol,
 void writePlacementProblem(const Selection& s, std::ostream& out) {
   int64_t steps = 0;
   for (const PlacementItem& t : s.placementItems) steps = std::max(steps, t.last + 1);
-  out << "# budget_bytes=" << s.budgetBytes << " steps=" << steps << " model=" << s.model << "\n";
+  out << "# budget_bytes=" << s.budgetBytes << " steps=" << steps << "\n";
+  out << "# model=" << s.model << "\n";  // a line of its own: a name may hold spaces
   out << "node,tile,first_step,last_step,bytes,work,reliable\n";
   out.precision(17);
   for (const PlacementItem& t : s.placementItems)

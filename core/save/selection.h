@@ -92,11 +92,13 @@ struct Selection {
   double recomputeWork = 0, randomPlacementWork = 0, recomputeAllWork = 0;
   double rangeSeconds = 0, seconds = 0;
   std::shared_ptr<const Sensitivity> sensitivity;  // the output criterion's bounds (null for "value")
-  std::vector<PlacementItem> placementItems;        // every tile with type-2 values, in ranked order
+  // The tiles placed: each of a tensor owning its memory whose values, or its in-place outputs', hold
+  // type-2 values, in the ranking's order (most work per byte first)
+  std::vector<PlacementItem> placementItems;
 };
 
-// The placement problem as CSV (a `# budget_bytes=B steps=S` line, then a header and one row per
-// PlacementItem), for an exact solver to check the greedy placement against (tests/bench/save_placement_optimum.py).
+// The placement problem as CSV (a `# budget_bytes=B steps=S` line, a `# model=NAME` line, then a
+// header and one row per PlacementItem), for an exact solver to check the greedy placement against (tests/bench/save_placement_optimum.py).
 void writePlacementProblem(const Selection& s, std::ostream& out);
 
 // Whether flipping `bit` of weight (or bias) `index` of node `node`, holding `value`, is robust

