@@ -85,7 +85,8 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
 
   campaign_ = newPlot(this);
   campaign_->setToolTip(tr("Top-1 accuracy on the test images against the number of bit flips per inference,\n"
-                           "one line per protection scheme; the legend gives each scheme's fault-free latency."));
+                           "one line per protection scheme; the legend gives each scheme's fault-free latency and CPU time\n"
+                           "(every thread: SAVE's checks run on a second core) against no protection."));
   tabs_->addTab(campaign_, tr("Campaign"));
 
   map_ = new LayerMapView(this);
@@ -254,13 +255,18 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
   campaignData_ = c;
   campaign_->clearPlottables();
   campaign_->clearItems();
-  double top = 0;
+  double top = 0, bottom = 0;  // the smallest and largest flip counts drawn
   int skipped = 0;
   std::vector<save::CampaignSeries> order = c.series;  // SAVE drawn last, on top of lines it meets
   std::stable_partition(order.begin(), order.end(), [](const save::CampaignSeries& s) { return s.scheme != "save"; });
   for (const save::CampaignSeries& s : order) {
     QCPGraph* g = campaign_->addGraph();
-    g->setName(s.latencyRatio > 0 ? tr("%1 (latency %2x)").arg(qs(s.scheme)).arg(s.latencyRatio, 0, 'f', 2) : qs(s.scheme));
+    QString name = qs(s.scheme);
+    if (s.latencyRatio > 0 && s.cpuRatio > 0)
+      name = tr("%1 (latency %2x, CPU %3x)").arg(name).arg(s.latencyRatio, 0, 'f', 2).arg(s.cpuRatio, 0, 'f', 2);
+    else if (s.latencyRatio > 0)
+      name = tr("%1 (latency %2x)").arg(name).arg(s.latencyRatio, 0, 'f', 2);
+    g->setName(name);
     QPen pen(palette::scheme(s.scheme), s.scheme == "save" ? 3 : 2);
     if (s.scheme == "ecc") pen.setStyle(Qt::DashLine);
     g->setPen(pen);
@@ -274,6 +280,7 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
       x << s.flips[i];
       y << 100 * s.accuracy[i];
       top = std::max(top, s.flips[i]);
+      bottom = bottom > 0 ? std::min(bottom, s.flips[i]) : s.flips[i];
     }
     g->setData(x, y, true);
   }
@@ -285,7 +292,7 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
   campaign_->xAxis->setNumberFormat(QStringLiteral("f"));
   campaign_->xAxis->setNumberPrecision(0);
   campaign_->xAxis->setLabel(tr("bit flips per inference") + (skipped ? tr(" (points at 0 flips not shown)") : QString()));
-  campaign_->xAxis->setRange(0.8, std::max(2.0, top * 1.25));
+  campaign_->xAxis->setRange(bottom > 0 ? bottom / 1.6 : 0.8, std::max(2.0, top * 1.25));
   campaign_->yAxis->setLabel(tr("top-1 accuracy (%)"));
   campaign_->yAxis->setRange(0, 100);
   campaign_->legend->setVisible(true);

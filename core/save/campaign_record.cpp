@@ -257,10 +257,14 @@ StoredCampaign loadCampaign(const store::SessionReader& reader, const std::strin
     const std::vector<h5::Column> latency = reader.table(run, "latency");
     const h5::Column* ls = h5::findColumn(latency, "scheme");
     const h5::Column* ratio = h5::findColumn(latency, "ratio");
+    const h5::Column* cpu = h5::findColumn(latency, "cpu_ratio");
     if (ls && ratio && ls->isText && !ratio->isText)
       for (std::size_t i = 0; i < ls->size(); ++i)
         for (CampaignSeries& s : c.series)
-          if (s.scheme == ls->text[i]) s.latencyRatio = ratio->numbers[i];
+          if (s.scheme == ls->text[i]) {
+            s.latencyRatio = ratio->numbers[i];
+            if (cpu && !cpu->isText && i < cpu->size()) s.cpuRatio = cpu->numbers[i];
+          }
   }
   return c;
 }

@@ -40,6 +40,7 @@ struct CampaignSeries {
   std::string scheme;
   std::vector<double> flips, accuracy, errorRate;  // sorted by flips
   double latencyRatio = 0;                          // fault-free, against no protection (0: not measured)
+  double cpuRatio = 0;  // the same for CPU time, every thread (0: not measured, or a session from before it was)
 };
 
 struct StoredCampaign {

@@ -325,6 +325,12 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QCOMPARE(window.sessionPath(), path);
     QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
     QVERIFY(window.selectItem(QStringLiteral("save-campaign")));
+    {  // the legend gives each scheme's fault-free latency and CPU time, as stored
+      const QCustomPlot* plot = window.savePanel()->campaignPlot();
+      int withCpu = 0;
+      for (int i = 0; i < plot->graphCount(); ++i) withCpu += plot->graph(i)->name().contains(QStringLiteral(", CPU "));
+      QCOMPARE(withCpu, plot->graphCount());
+    }
     QVERIFY(window.selectItem(QStringLiteral("bf16/iteration 0")));
     QVERIFY(window.verdictTable()->model()->rowCount() > 0);  // the analysis of the bf16 replay
   }
