@@ -305,14 +305,13 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
     return 0;
   }
   const std::string criterion = save::criterionText(so.criterion, so.tau, so.rtol, so.epsilon);
-  const char* tolerance = criterion.c_str();
   if (s.sound)
     std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], %s\n",
-                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, tolerance);
+                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, criterion.c_str());
   else
     std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
                 "inputs unlike them leave these ranges; for comparison only, %s\n",
-                s.model.c_str(), (long long)g.parameterCount(), tolerance);
+                s.model.c_str(), (long long)g.parameterCount(), criterion.c_str());
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
                 "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",

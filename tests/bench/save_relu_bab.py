@@ -32,10 +32,10 @@ from save_alpha_crown import D, bound, lenet_chain  # noqa: E402
 FC1, FC2, LOGITS = 6, 7, 8  # the chain's layers: fc1, fc2 (each followed by a ReLU), fc3
 
 
-def relaxation_cost(layers, k, lows, highs, lo_in, hi_in, sign, row):
+def relaxation_cost(layers, k, lows, highs, sign, row):
     """BaBSR-style score of every unstable fc1/fc2 neuron for bounding sign * logit[row]: the slack
     its triangle relaxation adds, |lambda| * u * (-l) / (u - l), from one back-substitution."""
-    w, b = layers[k]
+    w = layers[k][0]
     lam = sign * w[row:row + 1]
     scores = {}
     for j in range(k - 1, FC1 - 1, -1):
@@ -61,7 +61,7 @@ def branch_bound(layers, lows, highs, lo_in, hi_in, sign, row, budget):
     heap, count, trace = [(first, 0, lows, highs)], 1, [(0.0, first)]
     while time.time() - start < budget:
         value, _, lw, hg = heapq.heappop(heap)  # the weakest lower bound: the one that sets the result
-        scores = relaxation_cost(layers, LOGITS, lw, hg, lo_in, hi_in, sign, row)
+        scores = relaxation_cost(layers, LOGITS, lw, hg, sign, row)
         j, best = max(((j, s.max().item()) for j, s in scores.items()), key=lambda t: t[1])
         if best <= 0:
             heapq.heappush(heap, (value, count, lw, hg))

@@ -164,8 +164,13 @@ struct RuntimeFixture {
 
 // SAVE under `m` on the fixture's first ten batches: every prediction equals the fault-free one
 // (a failed comparison ends the calling test: check QTest::currentTestFailed()).
-void expectCleanPredictions(const RuntimeFixture& f, save::ProtectedRunner& runner, const save::FaultModel& m,
-                            save::RunStats& stats) {
+// `flips` faults per inference on `target`, none during reruns: every batch's predictions stay clean.
+void expectCleanPredictions(const RuntimeFixture& f, save::ProtectedRunner& runner, int64_t flips,
+                            save::FaultTarget target, save::RunStats& stats) {
+  save::FaultModel m;
+  m.flips = flips;
+  m.target = target;
+  m.duringReruns = false;
   save::RunStats none;
   for (int64_t b = 0; b < 10; ++b) {
     const float* x = f.images.data() + b * f.batch * 784;
@@ -246,12 +251,8 @@ void TestSave::recomputationSkipsReliableChannels() {
 void TestSave::weightFaultsRerunOnlyTheirChannels() {
   RuntimeFixture f;
   save::ProtectedRunner runner(f.g, f.sel, f.profiled(), f.batch);
-  save::FaultModel m;
-  m.flips = 8;
-  m.target = save::FaultTarget::Weights;
-  m.duringReruns = false;
   save::RunStats stats;
-  expectCleanPredictions(f, runner, m, stats);
+  expectCleanPredictions(f, runner, 8, save::FaultTarget::Weights, stats);
   if (QTest::currentTestFailed()) return;
   QVERIFY(stats.weightRepairs > 0);
   QCOMPARE(stats.recomputeMismatches + stats.rangeViolations, uint64_t(0));
@@ -271,12 +272,8 @@ void TestSave::activationFaultsRepairOnlyTheirValues() {
   o.placement = "none";  // every value in unreliable memory
   f.sel = save::selectBits(f.g, o);
   save::ProtectedRunner runner(f.g, f.sel, {}, f.batch);
-  save::FaultModel m;
-  m.flips = 200;
-  m.target = save::FaultTarget::Activations;
-  m.duringReruns = false;
   save::RunStats stats;
-  expectCleanPredictions(f, runner, m, stats);
+  expectCleanPredictions(f, runner, 200, save::FaultTarget::Activations, stats);
   if (QTest::currentTestFailed()) return;
   QVERIFY(stats.rangeViolations > 0 && stats.recomputeMismatches > 0);
   QCOMPARE(stats.unrecovered, uint64_t(0));
