@@ -48,11 +48,22 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(summary_);
   layout->addWidget(plot_, 1);
   connect(plot_, &QCustomPlot::mouseMove, this, &CurvePanel::hover);
-  auto* text = new QCPItemText(plot_);
-  text->position->setType(QCPItemPosition::ptAxisRectRatio);
-  text->position->setCoords(0.5, 0.5);
-  text->setText(tr("Select a run that trained (profile or runtime FI)"));
-  text->setColor(QColor(0x80, 0x80, 0x80));
+  showMessage(tr("Select a run that trained (profile or runtime FI)"));
+}
+
+void CurvePanel::showMessage(const QString& text) {
+  run_ = {};
+  golden_ = {};
+  summary_->hide();
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->legend->setVisible(false);
+  auto* item = new QCPItemText(plot_);
+  item->position->setType(QCPItemPosition::ptAxisRectRatio);
+  item->position->setCoords(0.5, 0.5);
+  item->setText(text);
+  item->setColor(QColor(0x80, 0x80, 0x80));
+  plot_->replot();
 }
 
 QString CurvePanel::summaryText() const { return summary_->isVisible() ? summary_->text() : QString(); }
@@ -64,10 +75,9 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
   if (!golden.iteration.empty()) {
     const store::CurveDivergence d = store::compareCurves(run, golden);
     const auto number = [](double v) { return std::isfinite(v) ? QString::number(v, 'g', 6) : tr("-"); };
-    summary += tr("<br>Beside its golden twin <b>%1</b> (the same seed and data): the candidate was substituted at %2 "
-                  "iteration(s); ")
-                   .arg(qs(golden.run).toHtmlEscaped())
-                   .arg(d.substituted);
+    summary += tr("<br>Beside its golden twin <b>%1</b> (the same seed and data): ").arg(qs(golden.run).toHtmlEscaped());
+    summary += d.substituted > 0 ? tr("the candidate was substituted at %n iteration(s); ", nullptr, int(d.substituted))
+                                 : tr("the curve table records no iteration with a substituted call; ");
     summary += d.firstDifference < 0
                    ? tr("the losses are <b>bit-identical</b> over the %1 iterations both measured.").arg(d.iterations)
                    : tr("the losses first differ at iteration <b>%1</b>; the largest |difference| is %2 at iteration %3.")
@@ -104,7 +114,7 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
     return loss;
   };
   if (twin) add(golden, goldColor, tr("golden"));
-  QCPGraph* loss = add(run, runColor, twin ? tr("with %1").arg(qs(run.run)) : qs(run.run));
+  QCPGraph* loss = add(run, runColor, twin ? tr("%1 (candidate)").arg(qs(run.run)) : qs(run.run));
   if (!run.substituted.empty()) {  // markers on the loss curve at the substituted iterations
     QCPGraph* marks = plot_->addGraph(plot_->xAxis, plot_->yAxis);
     marks->setName(tr("candidate substituted"));

@@ -20,6 +20,8 @@ class CurvePanel : public QWidget {
   // `golden` may be empty (no twin). `about`: what the run is (its kernel and how it was swapped in),
   // shown above the plot with, for a runtime fault-injection run, how it diverged from its twin.
   void showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden, const QString& about = QString());
+  // No curves: `text` (loading, the reason a run has none) in their place.
+  void showMessage(const QString& text);
   QString summaryText() const;
   QCustomPlot* plot() const { return plot_; }
   QString csv() const;

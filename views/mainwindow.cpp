@@ -11,6 +11,7 @@
 #include <QTabWidget>
 #include <QTextBrowser>
 #include <QApplication>
+#include <QScreen>
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -41,6 +42,7 @@
 
 #include "core/fp/explain.h"
 #include "core/fp/format.h"
+#include "core/analysis/call_view.h"
 #include "core/analysis/session_analysis.h"
 #include "core/analyzer/numerics.h"
 #include "core/detector/detector.h"
@@ -53,6 +55,8 @@
 #include "views/devicespanel.h"
 #include "views/errorplotpanel.h"
 #include "views/explainpanel.h"
+#include "views/jobtracker.h"
+#include "views/pageloads.h"
 #include "views/comparepanel.h"
 #include "views/bitexplorer.h"
 #include "views/curvepanel.h"
@@ -86,9 +90,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("PEAT Workbench"));
   setObjectName(QStringLiteral("MainWindow"));
   setAcceptDrops(true);
-  resize(1400, 860);
+  // the first size: 1400x860 where the screen has room, else nine tenths of what it has (a window
+  // manager's panels excluded); a saved geometry below replaces it
+  if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+    const QRect room = screen->availableGeometry();
+    resize(std::min(1400, room.width() * 9 / 10), std::min(860, room.height() * 9 / 10));
+  } else {
+    resize(1400, 860);
+  }
 
   sessions_ = new SessionController(this);
+  itemJobs_ = new JobTracker(this);
+  callJobs_ = new JobTracker(this);
+  tellJobs_ = new JobTracker(this);
   connect(sessions_, &SessionController::opened, this, [this](quint64 generation, const OpenedSession& opened) {
     if (applyOpenedSession(opened)) appliedGeneration_ = generation;
   });
@@ -225,7 +239,7 @@ void MainWindow::createDocks() {
   });
   connect(runPanel_, &RunPanel::liveLoss, this, [this](double iteration, double loss, double candidateLoss) {
     const bool twin = std::isfinite(candidateLoss);
-    liveCurve_.run = twin ? "with the candidate" : "running";
+    liveCurve_.run = twin ? "live run" : "running";
     liveCurve_.iteration.push_back(iteration - 1);  // progress counts finished iterations
     liveCurve_.loss.push_back(twin ? candidateLoss : loss);
     for (auto* v : {&liveCurve_.accuracy, &liveCurve_.testLoss, &liveCurve_.testAccuracy}) v->push_back(std::nan(""));
@@ -400,13 +414,17 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   }
   const QString& path = opened.path;
   const store::SessionSummary& summary = opened.summary;
+  // the item shown before, found again by its name when the same session is opened again (a run
+  // that wrote it, File > Open of the same file); every page is reset first, so none stays stale
+  const QString again = QFileInfo(path) == QFileInfo(sessionPath_) ? currentItemPath() : QString();
+  // a run's live curve and campaign stay up when its own session reopens after it, until a selection
+  const bool live = liveShown_ && QFileInfo(path) == QFileInfo(runPanel_->sessionPath());
+  liveShown_ = false;
+  resetPages(tr("Select an analysed call in the session tree: its page opens here"), live);
   reader_ = opened.reader;
-  shownAnalysis_.clear();
-  shownVerdictRun_.clear();
-  errorPlot_->showMessage(tr("Select an analysed call"));
+  summary_ = std::make_shared<const store::SessionSummary>(summary);
   sessionPath_ = path;
   model_->setSummary(summary);
-  compared_.reset();  // a pair read from the old session (a dropped pair goes too)
   history_.clear();  // the old session's pages
   historyAt_ = -1;
   updateHistoryActions();
@@ -423,31 +441,59 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
   if (!opened.verdictRun.empty()) showVerdicts(QString::fromStdString(opened.verdictRun), opened.verdicts);
   lastError_.clear();
+  if (!again.isEmpty() && !selectItem(again)) lastError_.clear();  // the item may be gone: the pages say so
   emit sessionOpenEnded(path, true);
   return true;
 }
 
 void MainWindow::closeSession() {
   sessions_->cancel();  // an open still running would bring a session back
+  resetPages(tr("No session is open"));
   reader_.reset();
-  shownAnalysis_.clear();
-  shownVerdictRun_.clear();
+  summary_.reset();
   sessionPath_.clear();
   model_->clear();
-  verdictModel_->clear();
   overview_->showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
   statusSession_->setText(tr("No session"));
   setWindowTitle(tr("PEAT Workbench"));
 }
 
-void MainWindow::showRunVerdicts(const QString& run) {
-  if (!reader_) return;
-  if (run == shownVerdictRun_) return;
-  try {
-    showVerdicts(run, reader_->verdicts(run.toStdString()));
-  } catch (const std::exception& e) {
-    reportError(QString::fromStdString(e.what()));
+void MainWindow::resetPages(const QString& why, bool keepLive) {
+  for (JobTracker* jobs : {itemJobs_, callJobs_, tellJobs_}) jobs->cancel();
+  ++pairGeneration_;
+  shownAnalysis_.clear();
+  shownVerdictRun_.clear();
+  verdictModel_->clear();
+  compared_.reset();  // a pair read from the old session (a dropped pair goes too)
+  callPage_->showMessage(why);
+  errorPlot_->showMessage(why);
+  if (keepLive) return;
+  curves_->showMessage(why);
+  savePanel_->showMessage(why);
+  central_->setCurrentWidget(overview_);
+}
+
+void MainWindow::afterPages(std::function<void()> then) {
+  if (!pagesLoading()) {
+    then();
+    return;
   }
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(this, &MainWindow::pageShown, this, [this, once, then = std::move(then)] {
+    if (pagesLoading()) return;
+    disconnect(*once);
+    then();
+  });
+}
+
+bool MainWindow::pagesLoading() const {
+  return itemJobs_->pending() || callJobs_->pending() || tellJobs_->pending() || sessions_->busy();
+}
+
+QString MainWindow::currentItemPath() const {
+  QStringList names;
+  for (QModelIndex at = tree_->currentIndex().siblingAtColumn(0); at.isValid(); at = at.parent()) names.prepend(at.data().toString());
+  return names.join(QLatin1Char('/'));
 }
 
 void MainWindow::showVerdicts(const QString& run, std::vector<store::Verdict> verdicts) {
@@ -542,28 +588,25 @@ void MainWindow::openSaveValue(qint64 index) {
 }
 
 bool MainWindow::showTellingCall() {
-  int best = -1;
-  for (int r = 0; r < verdictModel_->rowCount(); ++r) {
-    const store::Verdict* v = verdictModel_->verdict(r);
-    if (v && v->model != "exact" && (best < 0 || v->confidence > verdictModel_->verdict(best)->confidence)) best = r;
-  }
-  if (best < 0) {  // the verdicts of the first analysed run
-    for (const store::RunInfo& r : model_->summary().runs)
-      if (r.spec.kind == "analysis" && best < 0) {
-        showRunVerdicts(QString::fromStdString(r.name));
-        for (int row = 0; row < verdictModel_->rowCount(); ++row) {
-          const store::Verdict* v = verdictModel_->verdict(row);
-          if (v && v->model != "exact" && (best < 0 || v->confidence > verdictModel_->verdict(best)->confidence)) best = row;
-        }
-      }
-  }
-  if (best < 0) return false;
-  const bool already = verdicts_->currentIndex().row() == best;
-  verdicts_->selectionModel()->setCurrentIndex(verdictModel_->index(best, 0),
-                                               QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-  if (already) selectVerdictCall(best);  // the row was current already: its call may not be the one shown
-  central_->setCurrentWidget(callPage_);
-  if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();  // what the verdict means
+  if (!reader_) return false;
+  bool any = false;
+  for (const store::RunInfo& r : model_->summary().runs) any = any || (r.spec.kind == "analysis" && r.verdictCount > 0);
+  if (!any) return false;
+  auto reader = reader_;
+  auto summary = summary_;
+  tellJobs_->start<analyzer::TellingVerdict>(
+      [reader, summary] { return analyzer::tellingVerdict(*reader, *summary); },
+      [this](const analyzer::TellingVerdict& telling) {
+        if (telling.best < 0) return;
+        showVerdicts(QString::fromStdString(telling.analysisRun), telling.verdicts);
+        const bool already = verdicts_->currentIndex().row() == telling.best;
+        verdicts_->selectionModel()->setCurrentIndex(verdictModel_->index(telling.best, 0),
+                                                     QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        if (already) selectVerdictCall(telling.best);  // the row was current already: its call may not be the one shown
+        central_->setCurrentWidget(callPage_);
+        if (auto* d = qobject_cast<QDockWidget*>(explain_->parentWidget())) d->raise();  // what the verdict means
+      },
+      [this](const QString& why) { reportError(why); });
   return true;
 }
 
@@ -643,16 +686,18 @@ void MainWindow::showTour() {
                          *why = lastError_;
                          return false;
                        }
-                       const save::LayerMap& m = savePanel_->layerMap()->layerMap();
-                       if (m.elements() == 0) {
-                         *why = tr("the layer has no values");
-                         return false;
-                       }
-                       const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
-                       openSaveValue(widest);
-                       bitExplorer_->toggleBit(30);
-                       bitExplorer_->setFlipImage(0);
-                       bitExplorer_->requestFlip();
+                       afterPages([this] {  // the layer's map, once its page has read it
+                         const save::LayerMap& m = savePanel_->layerMap()->layerMap();
+                         if (m.elements() == 0) {
+                           reportError(tr("the tour cannot flip a bit: conv1.relu has no values"));
+                           return;
+                         }
+                         const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
+                         openSaveValue(widest);
+                         bitExplorer_->toggleBit(30);
+                         bitExplorer_->setFlipImage(0);
+                         bitExplorer_->requestFlip();
+                       });
                        return true;
                      }});
     steps.push_back({tr("7. What protection buys"),
@@ -755,73 +800,81 @@ QString MainWindow::currentCsv() const {
   return verdictModel_->csv();
 }
 
+// The current item's page (a run's curves, numerics or campaign, a SAVE analysis) and, for a run or
+// an iteration, its analysis's verdicts in the table: read in one job (pages own what they show; a
+// call's page is showSelectedCalls'). Until the job delivers, the page says what it is loading.
 void MainWindow::showItem(const QModelIndex& current) {
+  itemJobs_->cancel();
   if (!reader_ || !current.isValid()) return;
   using Kind = SessionTreeModel::NodeKind;
   const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
   const std::string key = current.data(SessionTreeModel::KeyRole).toString().toStdString();
-  try {
-    if (kind == Kind::SaveResult || kind == Kind::SaveLayer) {
-      const std::string id = kind == Kind::SaveLayer
-                                 ? current.parent().data(SessionTreeModel::KeyRole).toString().toStdString()
-                                 : key;
-      if (id != shownAnalysis_) {
-        savePanel_->showAnalysis(save::loadAnalysis(*reader_, id));
-        shownAnalysis_ = id;
-      }
-      if (kind == Kind::SaveLayer) {
-        savePanel_->selectLayerNamed(current.sibling(current.row(), SessionTreeModel::NameColumn).data().toString());
-        savePanel_->setCurrentTab(SavePanel::MapTab);
-      } else {
-        savePanel_->setCurrentTab(SavePanel::BitsTab);
-      }
-      central_->setCurrentWidget(savePanel_);
-      explain_->showSave();
-      return;
-    }
-    if (key.empty()) return;
-    const std::string analysis = analyzer::analysisRunOf(model_->summary(), key);
-    showRunVerdicts(QString::fromStdString(analysis.empty() ? key : analysis));
-    for (const store::RunInfo& r : model_->summary().runs)
-      if (kind == Kind::Run && r.name == key && std::find(r.tables.begin(), r.tables.end(), "curve") != r.tables.end()) {
-        const store::TrainingCurve curve = store::loadTrainingCurve(*reader_, key);
-        // what the run is: its kind and kernel, and for runtime FI how the candidate was swapped in
-        const auto attribute = [&r](const char* name) {
-          const auto at = r.attributes.find(name);
-          return at == r.attributes.end() ? QString() : QString::fromStdString(at->second);
-        };
-        QString about = tr("Run %1: %2, kernel %3").arg(QString::fromStdString(r.name), QString::fromStdString(r.spec.kind),
-                                                       QString::fromStdString(r.spec.kernel));
-        if (r.spec.kind == "runtime_fi") {
-          if (!attribute("every").isEmpty() && attribute("every") != QLatin1String("0"))
-            about += tr(", swapped in every %1 calls").arg(attribute("every"));
-          if (!attribute("target_layer").isEmpty()) about += tr(" of layer %1").arg(attribute("target_layer"));
-          if (!attribute("target_op").isEmpty()) about += tr(" (%1 calls)").arg(attribute("target_op"));
-        }
-        if (!r.spec.description.empty()) about += QStringLiteral(". ") + QString::fromStdString(r.spec.description);
-        curves_->showCurves(curve,
-                            curve.goldenRun.empty() ? store::TrainingCurve{} : store::loadTrainingCurve(*reader_, curve.goldenRun),
-                            about);
-        central_->setCurrentWidget(curves_);
-      }
-    for (const store::RunInfo& r : model_->summary().runs)
-      if (kind == Kind::Run && r.name == key && std::find(r.tables.begin(), r.tables.end(), "numerics") != r.tables.end())
-        numerics_->showRun(QString::fromStdString(key), analyzer::numericsQuantities(reader_->table(key, "numerics")),
-                           [this, key](const std::string& quantity) {
-                             if (!reader_) throw std::runtime_error("no session is open");
-                             return analyzer::loadNumericsGrid(*reader_, key, quantity);
-                           });
-    for (const store::RunInfo& r : model_->summary().runs)
-      if (r.name == key && r.spec.kind == "save_campaign" &&
-          std::find(r.tables.begin(), r.tables.end(), "points") != r.tables.end()) {
-        savePanel_->showCampaign(save::loadCampaign(*reader_, key));
-        savePanel_->setCurrentTab(SavePanel::CampaignTab);
-        central_->setCurrentWidget(savePanel_);
-        explain_->showSave();
-      }
-  } catch (const std::exception& e) {
-    reportError(QString::fromStdString(e.what()));
+  if (key.empty() || kind == Kind::Call || kind == Kind::SaveGroup) return;
+  std::string id = key;
+  QString layer;
+  if (kind == Kind::SaveLayer) {
+    id = current.parent().data(SessionTreeModel::KeyRole).toString().toStdString();
+    layer = current.sibling(current.row(), SessionTreeModel::NameColumn).data().toString();
   }
+  const bool save = kind == Kind::SaveResult || kind == Kind::SaveLayer;
+  if (save && id == shownAnalysis_) {  // that analysis is on its page already
+    showSaveItem(layer);
+    return;
+  }
+  const ItemKind what = save ? ItemKind::SaveResult : kind == Kind::Run ? ItemKind::Run : ItemKind::Iteration;
+  const QString name = current.data().toString();
+  if (save) savePanel_->showMessage(tr("Loading %1 ...").arg(name));
+  if (what == ItemKind::Run) curves_->showMessage(tr("Loading %1 ...").arg(name));
+  auto reader = reader_;
+  auto summary = summary_;
+  itemJobs_->start<ItemData>(
+      [reader, summary, what, id] { return loadItem(*reader, *summary, what, id); },
+      [this, id, layer](const ItemData& item) { applyItem(item, id, layer); },
+      [this, name](const QString& why) {
+        curves_->showMessage(tr("%1 could not be read: %2").arg(name, why));
+        savePanel_->showMessage(tr("%1 could not be read: %2").arg(name, why));
+        reportError(why);
+        emit pageShown();
+      });
+}
+
+void MainWindow::applyItem(const ItemData& item, const std::string& id, const QString& layer) {
+  if (item.hasVerdicts && QString::fromStdString(item.verdictRun) != shownVerdictRun_)
+    showVerdicts(QString::fromStdString(item.verdictRun), item.verdicts);
+  if (item.analysis) {
+    savePanel_->showAnalysis(*item.analysis);
+    shownAnalysis_ = id;
+    showSaveItem(layer);
+  }
+  if (item.curve) {
+    curves_->showCurves(*item.curve, item.goldenCurve ? *item.goldenCurve : store::TrainingCurve{}, item.about);
+    central_->setCurrentWidget(curves_);
+  } else if (!item.about.isEmpty()) {  // a run that did not train
+    curves_->showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(item.about));
+  }
+  if (item.numerics)
+    numerics_->showRun(QString::fromStdString(id), *item.numerics, [this, id](const std::string& quantity) {
+      if (!reader_) throw std::runtime_error("no session is open");
+      return analyzer::loadNumericsGrid(*reader_, id, quantity);
+    });
+  if (item.campaign) {
+    savePanel_->showCampaign(*item.campaign);
+    savePanel_->setCurrentTab(SavePanel::CampaignTab);
+    central_->setCurrentWidget(savePanel_);
+    explain_->showSave();
+  }
+  emit pageShown();
+}
+
+void MainWindow::showSaveItem(const QString& layer) {
+  if (!layer.isEmpty()) {
+    savePanel_->selectLayerNamed(layer);
+    savePanel_->setCurrentTab(SavePanel::MapTab);
+  } else {
+    savePanel_->setCurrentTab(SavePanel::BitsTab);
+  }
+  central_->setCurrentWidget(savePanel_);
+  explain_->showSave();
 }
 
 std::vector<std::pair<analyzer::StoredCallReport, QString>> MainWindow::selectedReports(std::size_t limit, QString* why) const {
@@ -881,36 +934,78 @@ void MainWindow::updateHistoryActions() {
   if (forwardAction_) forwardAction_->setEnabled(historyAt_ + 1 < int(history_.size()));
 }
 
+// The selected calls' pages: up to six calls' reports overlaid in the Error distribution dock, one
+// call's page at the centre with the verdict its own analysis gave it and the evidence drawn on its
+// plots. Read in one job; the pages say "Loading" until it delivers and why when it cannot.
 void MainWindow::showSelectedCalls() {
   recordSelection();
-  QString missing;
-  std::vector<analyzer::StoredCallReport> reports;
-  for (auto& [report, where] : selectedReports(6, &missing)) reports.push_back(std::move(report));  // a readable overlay
-  if (!reports.empty()) {
-    errorPlot_->showReports(reports);
-    if (reports.size() > 1)  // an overlay of several calls: the dock shows it
-      if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
-    explain_->showVerdict(QString::fromStdString(reports.front().verdict));
-    highlightVerdicts(reports);
-    // one call: its page at the centre, with the verdict's evidence drawn on its plots
-    const QModelIndexList rows = tree_->selectionModel()->selectedRows();
-    if (reports.size() == 1 && rows.size() == 1) {
-      const QModelIndex node = rows.front();
-      const int r = verdictModel_->rowOf(QString::fromStdString(reports.front().call));
-      const store::Verdict* verdict = r >= 0 ? verdictModel_->verdict(r) : nullptr;
-      const QString run = node.parent().parent().data().toString();
-      const QString detail = node.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
-      callPage_->showCall(reports.front(),
-                          tr("%1 %2 (run %3, %4)").arg(node.data().toString(), detail, run,
-                                                      node.data(SessionTreeModel::PathRole).toString()),
-                          node.data(Qt::ToolTipRole).toString(), verdict);
-      central_->setCurrentWidget(callPage_);
-      if (verdict && !verdict->findings.empty()) showFindingOn(callPage_->plots(), verdict->findings.front());
-      requestPairStats(reports.front());  // the two outputs side by side, when the session holds them
-    }
-  } else if (!missing.isEmpty()) {
-    errorPlot_->showMessage(missing);
+  callJobs_->cancel();
+  ++pairGeneration_;  // the statistics of a call shown before are not this one's
+  using Kind = SessionTreeModel::NodeKind;
+  std::vector<CallRequest> requests;
+  for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
+    if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
+    const QString detail = index.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
+    const QString run = index.data(SessionTreeModel::KeyRole).toString();
+    requests.push_back({run.toStdString(), index.data(SessionTreeModel::PathRole).toString().toStdString(),
+                        tr("%1 %2 (run %3, %4)").arg(index.data().toString(), detail, run,
+                                                    index.data(SessionTreeModel::PathRole).toString())});
+    if (requests.size() >= 6) break;  // a readable overlay
   }
+  if (requests.empty() || !reader_) {
+    callPage_->showMessage(tr("Select an analysed call in the session tree: its page opens here"));
+    if (!reader_ || !requests.empty()) errorPlot_->showMessage(tr("Select an analysed call"));
+    return;
+  }
+  const QString loading = tr("Loading %1 ...").arg(requests.front().title);
+  callPage_->showMessage(loading);
+  errorPlot_->showMessage(loading);
+  auto reader = reader_;
+  auto summary = summary_;
+  callJobs_->start<SelectedCalls>(
+      [reader, summary, requests] { return loadSelectedCalls(*reader, *summary, requests); },
+      [this, requests](const SelectedCalls& selected) { applySelectedCalls(selected, requests); },
+      [this](const QString& why) {
+        callPage_->showMessage(tr("The call could not be read: %1").arg(why));
+        errorPlot_->showMessage(tr("The call could not be read: %1").arg(why));
+        reportError(why);
+        emit pageShown();
+      });
+}
+
+void MainWindow::applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests) {
+  if (selected.calls.empty()) {
+    callPage_->showMessage(selected.missing);
+    errorPlot_->showMessage(selected.missing);
+    central_->setCurrentWidget(callPage_);
+    emit pageShown();
+    return;
+  }
+  if (QString::fromStdString(selected.verdictRun) != shownVerdictRun_)
+    showVerdicts(QString::fromStdString(selected.verdictRun), selected.verdicts);
+  std::vector<analyzer::StoredCallReport> reports;
+  for (const analyzer::CallView& c : selected.calls) {
+    reports.push_back(c.report);
+    if (c.verdict) reports.back().verdict = c.verdict->model;  // the verdict this call's analysis stored
+  }
+  errorPlot_->showReports(reports);
+  if (reports.size() > 1)  // an overlay of several calls: the dock shows it
+    if (auto* d = qobject_cast<QDockWidget*>(errorPlot_->parentWidget())) d->raise();
+  explain_->showVerdict(QString::fromStdString(reports.front().verdict));
+  highlightVerdicts(reports);
+  if (requests.size() == 1) {
+    const analyzer::CallView& c = selected.calls.front();
+    const store::Verdict* verdict = c.verdict ? &*c.verdict : nullptr;
+    callPage_->showCall(reports.front(), requests.front().title, tensorListText(c.tensors), verdict);
+    central_->setCurrentWidget(callPage_);
+    if (verdict && !verdict->findings.empty()) showFinding(verdict->findings.front());
+    requestPairStats(reports.front());  // the two outputs side by side, when the session holds them
+  } else {
+    callPage_->showMessage(tr("%n calls selected: their errors overlay in the Error distribution dock", nullptr,
+                              int(reports.size())) +
+                           (selected.missing.isEmpty() ? QString() : QStringLiteral("; ") + selected.missing));
+  }
+  emit pageShown();
 }
 
 bool MainWindow::openCompareSession(const QString& path) {
@@ -946,12 +1041,7 @@ bool MainWindow::compareSelected() {
   } else if (reports.size() == 1 && other_) {
     // the same call of the same run, analysed in the other session
     const analyzer::StoredCallReport& here = reports.front().first;
-    std::string run;
-    for (const store::RunInfo& r : model_->summary().runs)
-      if (r.name == here.analysisRun) {
-        const auto it = r.attributes.find("candidate_run");
-        if (it != r.attributes.end()) run = it->second;
-      }
+    const std::string run = analyzer::candidateRunOf(model_->summary(), here.analysisRun);
     try {
       const std::string analysis = analyzer::analysisRunOf(other_->summaryWithoutTensors(), run);
       if (analysis.empty())
@@ -991,16 +1081,8 @@ void MainWindow::selectVerdictCall(int row) {
   // The verdict's call, in the run its analysis replayed: selected in the tree, its plots shown.
   const store::Verdict* verdict = verdictModel_->verdict(row);
   if (!verdict) return;
-  // copies: selecting the call below may show other verdicts (and reset the model)
-  const QString call = QString::fromStdString(verdict->call);
-  const std::optional<store::Finding> finding =
-      verdict->findings.empty() ? std::nullopt : std::optional<store::Finding>(verdict->findings.front());
-  std::string run;
-  for (const store::RunInfo& r : model_->summary().runs)
-    if (r.name == shownVerdictRun_.toStdString()) {
-      const auto it = r.attributes.find("candidate_run");
-      if (it != r.attributes.end()) run = it->second;
-    }
+  const QString call = QString::fromStdString(verdict->call);  // a copy: the model may change below
+  const std::string run = analyzer::candidateRunOf(model_->summary(), shownVerdictRun_.toStdString());
   if (run.empty()) return;
   for (int i = 0; i < model_->rowCount(); ++i) {
     const QModelIndex top = model_->index(i, 0);
@@ -1011,8 +1093,8 @@ void MainWindow::selectVerdictCall(int row) {
         const QModelIndex node = model_->index(c, 0, iteration);
         if (node.data(SessionTreeModel::PathRole).toString() != call) continue;
         tree_->scrollTo(node);
+        // the call's page follows, with this verdict's evidence (its analysis's own verdict)
         tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-        if (finding) showFinding(*finding);
         return;
       }
     }

@@ -49,7 +49,11 @@ class ExplainPanel;
 class SessionController;
 class VerdictTableModel;
 class TourPanel;
+class JobTracker;
 struct OpenedSession;
+struct CallRequest;
+struct SelectedCalls;
+struct ItemData;
 
 // The workbench's main window: menus, the session tree, and docks that the views fill.
 class MainWindow : public QMainWindow {
@@ -113,6 +117,7 @@ class MainWindow : public QMainWindow {
   void flipShown();           // "Flip in the model" came back (its outcome or its error)
   void pairStatsShown();      // the call page's golden and candidate statistics (or why there are none)
   void sessionOpenEnded(const QString& path, bool opened);
+  void pageShown();           // a page showed what a selection's job read (or why it could not)
 
  public:
   static QString demoPath();
@@ -122,6 +127,10 @@ class MainWindow : public QMainWindow {
   QString currentCsv() const;
   // When set, failures go to the status bar only (no dialog): tests and --screenshot use it.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
+  // A page is still reading what is selected (tests wait for this to end).
+  bool pagesLoading() const;
+  // The tree item at the centre, as a path of display names ("edge/iteration 0/#6 fc1"); "" for none.
+  QString currentItemPath() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -134,10 +143,16 @@ class MainWindow : public QMainWindow {
   void createDocks();
   void refreshRecentMenu();
   void rememberRecent(const QString& path);
-  void showRunVerdicts(const QString& run);
   void showVerdicts(const QString& run, std::vector<store::Verdict> verdicts);
   bool applyOpenedSession(const OpenedSession& opened);
   void showItem(const QModelIndex& current);
+  void applyItem(const ItemData& item, const std::string& id, const QString& layer);
+  void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
+  void applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests);
+  // Every page says `why`: nothing of an old session stays up (keepLive: a run's live curve and
+  // campaign stay, drawn from its progress).
+  void afterPages(std::function<void()> then);  // `then` once no page is reading
+  void resetPages(const QString& why, bool keepLive = false);
   void compareTensors(const QString& golden, const QString& candidate);
   void showSelectedCalls();
   // The selected calls' stored reports (at most `limit`), each with where it comes from; `why`
@@ -151,6 +166,10 @@ class MainWindow : public QMainWindow {
   void reportError(const QString& text);
 
   std::shared_ptr<store::SessionReader> reader_;  // shared with the open job that read it
+  std::shared_ptr<const store::SessionSummary> summary_;  // the tree's summary, shared with page jobs
+  JobTracker* itemJobs_;  // the current item's page (a run, an iteration, a SAVE result)
+  JobTracker* callJobs_;  // the selected calls' pages
+  JobTracker* tellJobs_;  // the most telling verdict
   std::shared_ptr<store::SessionReader> other_;  // the session compared with this one
   QString otherPath_;
   ComparePanel* compare_;

@@ -110,6 +110,23 @@ void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
   if (!analysis_.layers.empty()) selectLayer(0);
 }
 
+void SavePanel::showMessage(const QString& text) {
+  analysis_ = {};
+  layer_ = -1;
+  {
+    const QSignalBlocker block(layerBox_);
+    layerBox_->clear();
+  }
+  for (QCustomPlot* p : {bits_, tiles_}) {
+    p->clearPlottables();
+    p->clearItems();
+  }
+  bitsTitle_->setText(text);
+  tileInfo_->setText(text);
+  bits_->replot();
+  tiles_->replot();
+}
+
 void SavePanel::drawBits() {
   bits_->clearPlottables();
   bits_->clearItems();

@@ -37,6 +37,8 @@ class SavePanel : public QWidget {
   void setLayerMapLoader(LayerMapLoader loader) { loadMap_ = std::move(loader); }
   void showAnalysis(const save::StoredAnalysis& analysis);
   void showCampaign(const save::StoredCampaign& campaign);
+  // No analysis: `text` (loading, or why it could not be read) on the bits and tiles tabs.
+  void showMessage(const QString& text);
   void selectLayer(int layer);  // of the analysis shown
   bool selectLayerNamed(const QString& name);
   void setCurrentTab(Tab tab);

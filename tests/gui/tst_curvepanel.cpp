@@ -6,6 +6,8 @@
 
 #include <QtTest>
 
+#include "tests/gui/settle.h"
+
 #include <cmath>
 
 #include "core/store/curves.h"
@@ -36,7 +38,7 @@ void TestCurvePanel::runtimeFiBesideGolden() {
   window.resize(1500, 900);
   window.show();
   QVERIFY(window.openSession(session));
-  QVERIFY(window.selectItem(QString::fromStdString(fiRun)));
+  QVERIFY(peat::testsupport::selectAndSettle(window, QString::fromStdString(fiRun)));
   QCustomPlot* plot = window.curvePanel()->plot();
   QCOMPARE(window.currentPlot(), plot);  // the Training tab came to the front
   QCOMPARE(plot->graphCount(), 5);  // golden loss and accuracy, FI loss and accuracy, markers

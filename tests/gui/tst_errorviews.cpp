@@ -11,6 +11,8 @@
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
+
+#include "tests/gui/settle.h"
 #include <QAbstractButton>
 #include <QAbstractItemView>
 #include <QLabel>
@@ -87,6 +89,7 @@ void TestErrorViews::oneCallShowsItsReport() {
   const QModelIndex call = callIndex(0, 0);
   QVERIFY(call.isValid());
   window_->sessionTree()->selectionModel()->setCurrentIndex(call, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   peat::views::ErrorPlotPanel* panel = window_->errorPlot();
   QCOMPARE(panel->reportCount(), 1);
   const peat::store::SessionReader reader(session_.toStdString());
@@ -136,7 +139,9 @@ void TestErrorViews::oneCallShowsItsReport() {
 void TestErrorViews::severalCallsOverlay() {
   auto* selection = window_->sessionTree()->selectionModel();
   selection->setCurrentIndex(callIndex(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   selection->select(callIndex(0, 1), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(window_->errorPlot()->reportCount(), 2);
   QCOMPARE(window_->errorPlot()->plot()->graphCount(), 2);  // step lines, one per call
   QVERIFY(window_->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews.png")));
@@ -148,6 +153,7 @@ void TestErrorViews::verdictSelectsItsCall() {
   QVERIFY(m->rowCount() >= 3);
   const int row = (verdicts->currentIndex().row() + 2) % m->rowCount();  // not the row shown now
   verdicts->setCurrentIndex(m->index(row, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   const QModelIndex current = window_->sessionTree()->currentIndex();
   QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), m->index(row, 0).data().toString());
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
@@ -159,7 +165,7 @@ void TestErrorViews::verdictSelectsItsCall() {
 
 // A bit_flip verdict's evidence is a bit position: choosing the verdict frames that bit's bar.
 void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
-  QVERIFY(window_->selectItem(QStringLiteral("flips")));  // its analysis's verdicts fill the table
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("flips")));  // its analysis's verdicts fill the table
   QTableView* verdicts = window_->verdictTable();
   QAbstractItemModel* m = verdicts->model();
   int row = -1;
@@ -170,6 +176,7 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   verdicts->setCurrentIndex(m->index(row == 0 && m->rowCount() > 1 ? 1 : 0, 0));  // start elsewhere
   QSignalSpy stats(window_.get(), &MainWindow::pairStatsShown);
   verdicts->setCurrentIndex(m->index(row, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
   QCOMPARE(window_->errorPlot()->highlightedBit(), 30);
   QCOMPARE(window_->errorPlot()->bitPlot()->itemCount(), 2);  // the frame and its label
@@ -227,13 +234,15 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
 // An index_error verdict of the tile-edge bug (every 16th column reads its neighbour): choosing it
 // marks, on the Where map, the elements a whole number of strides from the worst one.
 void TestErrorViews::indexErrorVerdictMarksItsStride() {
-  QVERIFY(window_->selectItem(QStringLiteral("edge")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("edge")));
   const int row = verdictRow(QStringLiteral("index_error"), QStringLiteral("repeat every 16 elements"));
   QVERIFY2(row >= 0, "no periodic index_error verdict");
   QTableView* verdicts = window_->verdictTable();
   QAbstractItemModel* m = verdicts->model();
   verdicts->setCurrentIndex(m->index(row == 0 && m->rowCount() > 1 ? 1 : 0, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   verdicts->setCurrentIndex(m->index(row, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   peat::views::ErrorPlotPanel* panel = window_->errorPlot();
   QCOMPARE(panel->reportCount(), 1);
   QVERIFY(panel->patternMarks() > 0);
@@ -262,6 +271,7 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   const int exact = verdictRow(QStringLiteral("exact"), QString());
   QVERIFY(exact >= 0);
   verdicts->setCurrentIndex(m->index(exact, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(panel->patternMarks(), 0);
 }
 
@@ -269,9 +279,11 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
 void TestErrorViews::comparesTwoKernelsSideBySide() {
   auto* selection = window_->sessionTree()->selectionModel();
   selection->setCurrentIndex(callIndex(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   QVERIFY(!window_->compareSelected());  // one call and no second session: not a pair
   QVERIFY(window_->lastError().contains(QStringLiteral("select two")));
   selection->select(callIndex(0, 0, QStringLiteral("flips")), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
   peat::views::ComparePanel* compare = window_->comparePanel();
   QVERIFY(compare->hasPair());
@@ -306,6 +318,7 @@ void TestErrorViews::comparesTwoSessions() {
   QVERIFY(QFile::copy(session_, other));
   QVERIFY2(window_->openCompareSession(other), qPrintable(window_->lastError()));
   window_->sessionTree()->selectionModel()->setCurrentIndex(callIndex(0, 1), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  QVERIFY(peat::testsupport::settle(*window_));
   QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
   QTableWidget* table = window_->comparePanel()->table();
   QCOMPARE(table->item(2, 1)->text(), table->item(2, 2)->text());  // the same call in a copy
@@ -369,13 +382,15 @@ void TestErrorViews::followsADarkPalette() {
 // The keyboard alone: Down in the session tree opens the next call's page; Down in the verdict
 // table selects the next verdict's call in the tree and its page.
 void TestErrorViews::keyboardWalksCallsAndVerdicts() {
-  QVERIFY(window_->selectItem(QStringLiteral("flips")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("flips")));
   QTreeView* tree = window_->sessionTree();
   const QModelIndex first = callIndex(0, 0, QStringLiteral("flips"));
   tree->setCurrentIndex(first);
+  QVERIFY(peat::testsupport::settle(*window_));
   tree->setFocus();
   const QString firstTitle = window_->callPage()->titleText();
   QTest::keyClick(tree, Qt::Key_Down);
+  QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(tree->currentIndex(), callIndex(0, 1, QStringLiteral("flips")));
   QVERIFY(window_->callPage()->titleText() != firstTitle);
   QVERIFY2(window_->callPage()->titleText().contains(tree->currentIndex().data(SessionTreeModel::PathRole).toString()),
@@ -383,8 +398,10 @@ void TestErrorViews::keyboardWalksCallsAndVerdicts() {
   QTableView* verdicts = window_->verdictTable();
   QVERIFY(verdicts->model()->rowCount() > 2);
   verdicts->setCurrentIndex(verdicts->model()->index(0, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   verdicts->setFocus();
   QTest::keyClick(verdicts, Qt::Key_Down);
+  QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(verdicts->currentIndex().row(), 1);
   const QString call = verdicts->model()->index(1, 0).data().toString();
   QCOMPARE(tree->currentIndex().data(SessionTreeModel::PathRole).toString(), call);
@@ -394,7 +411,7 @@ void TestErrorViews::keyboardWalksCallsAndVerdicts() {
 // An exported plot keeps what the view drew over it: the bit-flip verdict's framed bit is in the
 // PNG (the evidence colour at the framed bar), and the SVG carries its label.
 void TestErrorViews::exportKeepsTheEvidence() {
-  QVERIFY(window_->selectItem(QStringLiteral("flips")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("flips")));
   QTableView* verdicts = window_->verdictTable();
   QAbstractItemModel* m = verdicts->model();
   int row = -1;
@@ -402,6 +419,7 @@ void TestErrorViews::exportKeepsTheEvidence() {
     if (m->index(r, 1).data().toString() == QLatin1String("bit_flip")) row = r;
   QVERIFY(row >= 0);
   verdicts->setCurrentIndex(m->index(row, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
   QCustomPlot* bits = window_->callPage()->plots()->bitPlot();
   QCOMPARE(window_->callPage()->plots()->highlightedBit(), 30);
   QString error;

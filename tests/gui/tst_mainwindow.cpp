@@ -5,6 +5,8 @@
 
 #include <QtTest>
 
+#include "tests/gui/settle.h"
+
 #include <QDockWidget>
 #include <QAbstractScrollArea>
 #include <QAbstractSpinBox>
@@ -360,6 +362,7 @@ void TestMainWindow::historyGoesBackAndForward() {
                     c = w.sessionModel()->index(1, 0, iteration);
   auto select = [&](const QModelIndex& i) {
     tree->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    QVERIFY(peat::testsupport::settle(w));
   };
   QAction* back = nullptr;
   for (QAction* action : w.findChildren<QAction*>())

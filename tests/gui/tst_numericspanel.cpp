@@ -7,6 +7,8 @@
 #include <QTabWidget>
 #include <QtTest>
 
+#include "tests/gui/settle.h"
+
 #include <cmath>
 #include <map>
 
@@ -45,7 +47,7 @@ void TestNumericsPanel::layersByIterations() {
   window.resize(1500, 900);
   window.show();
   QVERIFY(window.openSession(session));
-  QVERIFY(window.selectItem(QStringLiteral("golden")));
+  QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("golden")));
   peat::views::NumericsPanel* panel = window.numericsPanel();
   panel->setQuantity(QString::fromLatin1(quantity));
   const peat::analyzer::NumericsGrid& g = panel->grid();

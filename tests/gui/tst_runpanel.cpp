@@ -14,6 +14,8 @@
 #include <QFile>
 #include <QtTest>
 
+#include "tests/gui/settle.h"
+
 #include <algorithm>
 #include <atomic>
 #include <optional>
@@ -215,7 +217,7 @@ void TestRunPanel::saveAnalysisAppearsInTheWindow() {
   qInfo("GUI thread: longest gap between 5 ms ticks during the analysis: %lld ms", watchdog.worst);
   // the window reopened the session and lists the analysis
   QCOMPARE(window.sessionPath(), session);
-  QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
+  QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("SAVE/lenet-symbolic")));
   const peat::store::SessionReader reader(session.toStdString());
   QCOMPARE(peat::save::storedAnalyses(reader), std::vector<std::string>{"lenet-symbolic"});
 }
@@ -292,7 +294,7 @@ void TestRunPanel::profileThenPlaybackWithAnalysis() {
   QCOMPARE(accesses->count(), 0);  // the run, the live curves and the reopening
   accesses.reset();
   QCOMPARE(window.sessionPath(), session);
-  QVERIFY(window.selectItem(QStringLiteral("playback-bf16")));  // reopened, with the new run
+  QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("playback-bf16")));  // reopened, with the new run
   const peat::store::SessionSummary s = peat::store::SessionReader(session.toStdString()).summary();
   QStringList runs;
   for (const auto& r : s.runs) runs << QString::fromStdString(r.name + ":" + r.spec.kind + ":" + r.status);
@@ -323,21 +325,22 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QCOMPARE(window.savePanel()->campaignPlot()->graphCount(), 5);
     QVERIFY(window.curvePanel()->plot()->graphCount() >= 2);
     QCOMPARE(window.sessionPath(), path);
-    QVERIFY(window.selectItem(QStringLiteral("SAVE/lenet-symbolic")));
-    QVERIFY(window.selectItem(QStringLiteral("save-campaign")));
+    QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("SAVE/lenet-symbolic")));
+    QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("save-campaign")));
     {  // the legend gives each scheme's fault-free latency and CPU time, as stored
       const QCustomPlot* plot = window.savePanel()->campaignPlot();
       int withCpu = 0;
       for (int i = 0; i < plot->graphCount(); ++i) withCpu += plot->graph(i)->name().contains(QStringLiteral(", CPU "));
       QCOMPARE(withCpu, plot->graphCount());
     }
-    QVERIFY(window.selectItem(QStringLiteral("bf16/iteration 0")));
+    QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("bf16/iteration 0")));
     QVERIFY(window.verdictTable()->model()->rowCount() > 0);  // the analysis of the bf16 replay
   }
   peat::views::MainWindow again;
   again.setQuietErrors(true);
   again.show();
   QVERIFY(again.openDemo());
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(again.sessionPath(), path);
   QVERIFY(!again.runPanel()->running());
   // it opens on its most telling page: an analysed bf16 call, its verdict and its evidence drawn
@@ -349,6 +352,7 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
 
   // Help > Tour: each step selects its page; it can be left at any step and begun again
   again.startTour();
+  QVERIFY(peat::testsupport::settle(again));
   TourPanel* tour = again.tourPanel();
   QVERIFY(tour);
   QCOMPARE(tour->steps(), 7);
@@ -356,27 +360,35 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.curvePanel()));
   QVERIFY(again.curvePanel()->plot()->graphCount() > 0);
   QVERIFY(tour->next());
+  QVERIFY(peat::testsupport::settle(again));
   QVERIFY(again.verdictTable()->model()->rowCount() > 0);  // the bf16 replay's verdicts
   tour->leave();
   QVERIFY(!tour->parentWidget()->isVisible());
   again.startTour();
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(tour->step(), 0);
   QVERIFY(tour->parentWidget()->isVisible());
   QVERIFY(tour->goTo(2));
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.callPage()));
   QVERIFY(again.callPage()->detailsText().contains(QStringLiteral("Verdict: precision_loss")));
   QVERIFY(tour->next());
+  QVERIFY(peat::testsupport::settle(again));
   QVERIFY(again.callPage()->plots()->bitSpanLabel().contains(QStringLiteral("bf16")));
   QVERIFY(tour->back());  // Back: step 3 again, its page selected anew
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(tour->step(), 2);
   QVERIFY(tour->text().contains(QStringLiteral("3. Read the error histogram")));
   QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.callPage()));
   QVERIFY(tour->next());
+  QVERIFY(peat::testsupport::settle(again));
   QVERIFY(tour->next());
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(central->currentWidget(), static_cast<QWidget*>(again.savePanel()));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::MapTab);
   QSignalSpy flipped(&again, &peat::views::MainWindow::flipShown);
   QVERIFY(tour->next());  // a ranging bit of a conv1 value, flipped in the model
+  QVERIFY(peat::testsupport::settle(again));
   QVERIFY(flipped.wait(60000));
   QVERIFY2(again.bitExplorer()->flipText().contains(QStringLiteral("Test image 0")), qPrintable(again.bitExplorer()->flipText()));
   QVERIFY2(again.bitExplorer()->flipText().contains(QStringLiteral("caught by")), qPrintable(again.bitExplorer()->flipText()));
@@ -385,6 +397,7 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QVERIFY(again.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour.png")));
   QVERIFY(again.bitExplorer()->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour-flip.png")));
   QVERIFY(tour->next());
+  QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::CampaignTab);
   QVERIFY(!tour->next());  // the last step
   tour->leave();

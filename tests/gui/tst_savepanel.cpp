@@ -7,6 +7,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
+
+#include "tests/gui/settle.h"
 #include <QThread>
 
 #include <atomic>
@@ -75,7 +77,7 @@ void TestSavePanel::initTestCase() {
 }
 
 void TestSavePanel::bitClassBarsMatchTheSession() {
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic")));
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::BitsTab);
   QCOMPARE(panel->layerCount(), 12);
@@ -99,7 +101,7 @@ void TestSavePanel::bitClassBarsMatchTheSession() {
 }
 
 void TestSavePanel::tileMapShowsPlacement() {
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv2")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv2")));
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::MapTab);  // a layer opens on its map
   panel->setCurrentTab(SavePanel::TilesTab);
@@ -125,7 +127,7 @@ void TestSavePanel::tileMapShowsPlacement() {
 // arrays here (not through the map's loader), hovering names an element's range, bits and tile,
 // the colours vary, and the bits-by-channel view counts what the masks say.
 void TestSavePanel::layerMapShowsEveryValue() {
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv1")));
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::MapTab);
   peat::views::LayerMapView* view = panel->layerMap();
@@ -196,7 +198,7 @@ void TestSavePanel::layerMapShowsEveryValue() {
   }
   shoot(QStringLiteral("map-bits"));
   // a linear layer is one strip
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/fc1")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/fc1")));
   QCOMPARE(view->layerMap().channels, int64_t(1));
   QCOMPARE(view->layerMap().height, int64_t(1));
   QCOMPARE(view->layerMap().width, int64_t(120));
@@ -219,7 +221,7 @@ void TestSavePanel::layerMapShowsEveryValue() {
 // toggling each of the 32 bits gives the value, the relative and the ULP change computed here
 // independently; a ranging bit's flip leaves the range, which the explorer says.
 void TestSavePanel::bitExplorerFromTheMap() {
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu")));  // its sign bits are ranging
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv1.relu")));  // its sign bits are ranging
   peat::views::LayerMapView* view = window_->savePanel()->layerMap();
   const peat::save::LayerMap& m = view->layerMap();
   // a value with ranging bits (its range keeps one sign) that is not zero in test image `image`
@@ -334,7 +336,7 @@ void TestSavePanel::bitExplorerFromTheMap() {
 }
 
 void TestSavePanel::campaignLinesPerScheme() {
-  QVERIFY(window_->selectItem(QStringLiteral("save-campaign")));
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("save-campaign")));
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::CampaignTab);
   const peat::store::SessionReader reader(session_.toStdString());
@@ -394,9 +396,9 @@ void TestSavePanel::exportsAndCsv() {
 }
 
 void TestSavePanel::unknownItemIsRefused() {
-  QVERIFY(!window_->selectItem(QStringLiteral("SAVE/no-such-analysis")));
+  QVERIFY(!peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/no-such-analysis")));
   QVERIFY(window_->lastError().contains(QStringLiteral("no item 'SAVE/no-such-analysis'")));
-  QVERIFY(window_->selectItem(QStringLiteral("SAVE/lenet-symbolic")));  // still usable
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic")));  // still usable
 }
 
 QTEST_MAIN(TestSavePanel)

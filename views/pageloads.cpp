@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "views/pageloads.h"
+
+#include <QStringList>
+
+#include <algorithm>
+
+#include "core/analyzer/numerics_record.h"
+
+namespace peat::views {
+
+namespace {
+bool hasTable(const store::RunInfo& r, const char* name) {
+  return std::find(r.tables.begin(), r.tables.end(), name) != r.tables.end();
+}
+}  // namespace
+
+SelectedCalls loadSelectedCalls(const store::SessionReader& reader, const store::SessionSummary& summary,
+                                const std::vector<CallRequest>& requests) {
+  SelectedCalls out;
+  for (const CallRequest& r : requests) {
+    try {
+      out.calls.push_back(analyzer::loadCallView(reader, summary, r.run, r.call));
+    } catch (const std::exception& e) {
+      if (out.missing.isEmpty()) out.missing = r.title + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+  }
+  if (!out.calls.empty()) {
+    out.verdictRun = out.calls.front().analysisRun;
+    out.verdicts = reader.verdicts(out.verdictRun);
+  }
+  return out;
+}
+
+ItemData loadItem(const store::SessionReader& reader, const store::SessionSummary& summary, ItemKind kind,
+                  const std::string& key) {
+  ItemData out;
+  if (kind == ItemKind::SaveResult) {
+    out.analysis = save::loadAnalysis(reader, key);
+    return out;
+  }
+  const store::RunInfo* run = nullptr;
+  for (const store::RunInfo& r : summary.runs)
+    if (r.name == key) run = &r;
+  if (!run) throw std::runtime_error("the session has no run " + key);
+  // the verdicts of the run's newest analysis (or of the run itself, when it is one)
+  const std::string analysis = run->spec.kind == "analysis" ? key : analyzer::analysisRunOf(summary, key);
+  out.hasVerdicts = true;
+  out.verdictRun = analysis;
+  if (!analysis.empty()) out.verdicts = reader.verdicts(analysis);
+  if (kind != ItemKind::Run) return out;
+  out.about = QString::fromStdString(analyzer::describeRun(*run));
+  if (hasTable(*run, "curve")) {
+    out.curve = store::loadTrainingCurve(reader, key);
+    out.goldenCurve = out.curve->goldenRun.empty() ? store::TrainingCurve{} : store::loadTrainingCurve(reader, out.curve->goldenRun);
+  }
+  if (hasTable(*run, "numerics")) out.numerics = analyzer::numericsQuantities(reader.table(key, "numerics"));
+  if (run->spec.kind == "save_campaign" && hasTable(*run, "points")) out.campaign = save::loadCampaign(reader, key);
+  return out;
+}
+
+QString tensorListText(const std::vector<store::TensorInfo>& tensors) {
+  QStringList lines;
+  for (const store::TensorInfo& t : tensors) {
+    QStringList dims;
+    for (uint64_t d : t.shape) dims << QString::number(d);
+    lines << QString::fromStdString(t.name) + QLatin1Char(' ') + QString::fromStdString(t.dtype) + QLatin1Char('[') +
+                 dims.join(QLatin1Char('x')) + QLatin1Char(']');
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
+}  // namespace peat::views
