@@ -126,6 +126,7 @@ class Importer {
     auto it = values_.find(graph.output(0).name());
     if (it == values_.end()) throw SaveError("ONNX model '" + path_ + "': its output is not computed from its input");
     g_.output = it->second;
+    checkDeclaredOutput(graph.output(0));
     pruneDeadNodes();
     if (!replacements_) g_.model = path_;
     return g_;
@@ -279,7 +280,18 @@ class Importer {
                       "; SAVE analyses float32 inputs");
     std::vector<int64_t> shape;
     const auto& dims = type.shape().dim();
-    for (int i = 1; i < dims.size(); ++i) {  // the first dimension is the batch
+    // The first dimension is a batch only where the model says so: a symbolic dimension, or 1. A
+    // model that fixes it above 1 computes on the whole input at once (a Transpose, Concat or
+    // Reshape over axis 0 mixes its samples): refused, never read as that many samples.
+    if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
+      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' fixes its first dimension to " +
+                      std::to_string(dims[0].dim_value()) +
+                      ", which SAVE cannot read as a batch of single samples; export with a batch of 1 or a dynamic "
+                      "batch axis (torch.onnx.export(..., dynamic_axes={'" + in->name() + "': {0: 'batch'}}))");
+    for (int i = 1; i < dims.size(); ++i) {
+      if (dims[i].has_dim_value() && dims[i].dim_value() == 0)
+        throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+                        "' is 0 (an empty tensor); export with a non-empty input");
       if (!dims[i].has_dim_value() || dims[i].dim_value() <= 0)
         throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
                         "' is dynamic ('" + dims[i].dim_param() + "'); export with a fixed input shape");
@@ -287,6 +299,38 @@ class Importer {
     }
     if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' has no sample dimensions");
     values_[in->name()] = b_.input(shape);
+  }
+
+  // The output's computed shape against the shape the model declares (its batch dimension and
+  // leading 1s aside: SAVE keeps one sample's shape, [1000] for a declared [1, 1000]). A model
+  // whose declared and computed shapes differ was misread: refused, naming both.
+  void checkDeclaredOutput(const onnx::ValueInfoProto& out) const {
+    const std::vector<int64_t>& computed = g_.nodes[std::size_t(g_.output)].shape;
+    const auto text = [](const std::vector<int64_t>& d) {
+      std::string t = "[";
+      for (std::size_t i = 0; i < d.size(); ++i) t += (i ? "x" : "") + std::to_string(d[i]);
+      return t + "]";
+    };
+    if (countOf(computed) == 0)
+      throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is computed empty " + text(computed));
+    if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) return;  // nothing declared
+    const auto& dims = out.type().tensor_type().shape().dim();
+    std::vector<int64_t> declared;
+    for (int i = 1; i < dims.size(); ++i) {
+      if (!dims[i].has_dim_value()) return;  // a symbolic dimension: nothing to compare
+      declared.push_back(dims[i].dim_value());
+    }
+    if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
+      throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' declares a first dimension of " +
+                      std::to_string(dims[0].dim_value()) + " where SAVE computes one sample");
+    const auto squeezed = [](std::vector<int64_t> d) {
+      while (!d.empty() && d.front() == 1) d.erase(d.begin());
+      return d;
+    };
+    if (squeezed(declared) != squeezed(computed))
+      throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is declared " +
+                      (dims.size() > 0 ? "[N]x" : "") + text(declared) + " per sample but SAVE computes " + text(computed) +
+                      "; refused rather than read wrong");
   }
 
   // --- helpers for nodes
@@ -821,6 +865,18 @@ class Importer {
       if (!a || !a->has_t()) return refuse(n, "only tensor constants are read");
       constants_[n.output(0)] = decode(a->t(), "constant");
       return;
+    }
+    if (op == "Dropout") {  // identity at inference; refused where it would drop values
+      if (n.input_size() >= 3 && !n.input(2).empty()) {
+        const Constant* mode = constant(n.input(2));
+        if (!mode) return refuse(n, "its training_mode is not a constant");
+        const bool training = mode->isFloat ? (!mode->values.empty() && mode->values[0] != 0)
+                                            : (!mode->integers.empty() && mode->integers[0] != 0);
+        if (training)
+          return refuse(n, "Dropout in training mode (training_mode=1) drops values at random; export with model.eval()");
+      }
+      if (n.output_size() > 1 && !n.output(1).empty() && consumers_[n.output(1)] > 0)
+        return refuse(n, "its mask output is read; SAVE maps Dropout as the identity of inference");
     }
     if (op == "Identity" || op == "Dropout") {  // exporters alias shared initializers through Identity
       if (const Constant* c = constant(n.input(0))) {

@@ -280,6 +280,27 @@ try:
                       dynamic_axes={"x": {0: "batch", 2: "height"}})
     one_error(["save", "analyze", "-m", dyn], "dynamic", "height")
     one_error(["save", "campaign", "-m", os.path.join(WORK, "mlp64.onnx")], "cannot read ONNX model")
+    # graphs that would be misread (issue 30): a first axis the model fixes above 1 is no batch
+    # (this model swaps it with the next), training-mode Dropout drops values, an empty input has
+    # no sample; each refused by name rather than computed another way than the model declares
+    class SwapsAxis0(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x.transpose(0, 1).reshape(3, 8))
+    fixed = os.path.join(WORK, "fixed_batch.onnx")
+    torch.onnx.export(SwapsAxis0(), torch.rand(2, 3, 4), fixed, opset_version=13, input_names=["x"])
+    one_error(["save", "analyze", "-m", fixed], "fixes its first dimension to 2", "dynamic_axes")
+    dropping = os.path.join(WORK, "train_dropout.onnx")
+    torch.onnx.export(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 2)).train(),
+                      torch.rand(1, 4), dropping, opset_version=13, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    one_error(["save", "analyze", "-m", dropping], "Dropout", "training mode")
+    inference = os.path.join(WORK, "eval_dropout.onnx")
+    torch.onnx.export(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 2)).eval(),
+                      torch.rand(1, 4), inference, opset_version=13)
+    check(peat("save", "analyze", "-m", inference).returncode == 0, "inference-mode Dropout maps as the identity")
+    empty = os.path.join(WORK, "empty.onnx")
+    torch.onnx.export(torch.nn.Linear(4, 2), torch.rand(1, 0, 4), empty, opset_version=13)
+    one_error(["save", "analyze", "-m", empty], "is 0 (an empty tensor)")
     # initializers in an external data file (as onnx.save writes models over 2 GB): the same analysis;
     # a missing data file, or one named outside the model's folder, is one line
     ext_dir = os.path.join(WORK, "external")
