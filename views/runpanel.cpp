@@ -181,6 +181,10 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   analyze_ = new QCheckBox(tr("analyse the replayed calls afterwards"), this);
   analyze_->setChecked(true);
   form_->addRow(QString(), analyze_);
+  // profile and runtime FI write a whole session file: a free name beside an existing one by
+  // default (lenet-2.h5), or the file replaced when asked
+  replace_ = new QCheckBox(tr("replace the session file if it exists (else a free name beside it)"), this);
+  form_->addRow(QString(), replace_);
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
@@ -247,11 +251,11 @@ void RunPanel::updateFields() {
 void RunPanel::updateRows() {
   const Mode m = mode();
   const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
-  // rows: mode, model, data, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse
+  // rows: mode, model, data, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse, replace
   const bool rows[] = {true, m != Mode::Playback, (trains || m == Mode::SaveCampaign) && modelIsFile(),
                        m == Mode::Playback || m == Mode::RuntimeFi,
                        m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
-                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback};
+                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback, trains};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
   modelFile_->setToolTip(m == Mode::SaveAnalyze || m == Mode::SaveCampaign
@@ -301,7 +305,8 @@ QStringList RunPanel::arguments(QString* error) const {
       return QStringList{QStringLiteral("profile")} + modelArguments +
              QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
                          QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
-                         QStringLiteral("--out"), session};
+                         QStringLiteral("--out"), session} +
+             (replace_->isChecked() ? QStringList{QStringLiteral("--force")} : QStringList());
     case Mode::Playback:
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
       return QStringList{QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
@@ -314,6 +319,7 @@ QStringList RunPanel::arguments(QString* error) const {
                       QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
                                   QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
                                   QStringLiteral("--out"), session};
+      if (replace_->isChecked()) a << QStringLiteral("--force");
       a << deviceArguments;
       const QString p = prob_->text().trimmed();
       if (p.isEmpty()) a << QStringLiteral("--every") << QString::number(every_->value());
@@ -374,10 +380,35 @@ bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& ses
   return launch(steps.front());
 }
 
+QString RunPanel::freeSessionPath(const QString& path) {
+  if (path.isEmpty() || !QFileInfo::exists(path)) return path;
+  const QFileInfo info(path);
+  QString base = info.completeBaseName();
+  // lenet-2.h5 again gives lenet-3.h5, not lenet-2-2.h5
+  const int dash = base.lastIndexOf(QLatin1Char('-'));
+  bool numbered = false;
+  if (dash > 0) base.mid(dash + 1).toInt(&numbered);
+  if (numbered) base.truncate(dash);
+  const QString suffix = info.suffix().isEmpty() ? QStringLiteral("h5") : info.suffix();
+  for (int n = 2;; ++n) {
+    const QString candidate = info.dir().filePath(QStringLiteral("%1-%2.%3").arg(base).arg(n).arg(suffix));
+    if (!QFileInfo::exists(candidate)) return candidate;
+  }
+}
+
 bool RunPanel::start() {
   if (running()) {
     emit finished(false, tr("a run is still going"), session_->text());
     return false;
+  }
+  note_.clear();
+  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && !replace_->isChecked()) {
+    const QString wanted = session_->text().trimmed();
+    const QString free = freeSessionPath(wanted);
+    if (free != wanted) {
+      session_->setText(free);
+      note_ = tr("%1 exists: writing %2 (tick 'replace' to overwrite it)").arg(QFileInfo(wanted).fileName(), QFileInfo(free).fileName());
+    }
   }
   QString error;
   const QStringList args = arguments(&error);
@@ -420,7 +451,9 @@ bool RunPanel::launch(const QStringList& args) {
     }
   });
   progress_->setRange(0, 0);  // busy until the first progress line
-  status_->setText(tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
+  status_->setText((note_.isEmpty() ? QString() : note_ + QStringLiteral("\n")) +
+                   tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
+  note_.clear();
   start_->setEnabled(false);
   cancel_->setEnabled(true);
   clock_.start();

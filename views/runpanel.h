@@ -36,6 +36,8 @@ class RunPanel : public QWidget {
   Mode mode() const;
   void setSessionPath(const QString& path);  // the output (or, for playback and SAVE, the appended) session
   QString sessionPath() const;
+  // `path` when no file is there, else the first free "name-N.suffix" beside it.
+  static QString freeSessionPath(const QString& path);
   void setModel(const QString& model);  // a zoo name or a TorchScript file
   void setData(const QString& data);    // a model file's --data
   void setKernel(const QString& kernel);
@@ -85,6 +87,8 @@ class RunPanel : public QWidget {
   QSpinBox *iterations_, *seed_, *every_, *images_;
   QLineEdit *flips_, *session_, *prob_;
   QCheckBox* analyze_;
+  QCheckBox* replace_;
+  QString note_;  // what start() chose for the user (a free session name), shown with the run
   QPushButton *start_, *cancel_, *plugin_, *modelFile_;
   QLineEdit* data_;
   QProgressBar* progress_;

@@ -272,6 +272,18 @@ void TestRunPanel::profileThenPlaybackWithAnalysis() {
   QVERIFY(loss.count() >= 1);  // the training loss as it arrived (the last iteration always reports)
   QCOMPARE(loss.last().at(0).toDouble(), 3.0);
   QVERIFY(loss.last().at(1).toDouble() > 0);
+  // Start again with the same form: the file exists, so the run writes the first free name beside it
+  // (issue 33: the defaults used to fail with "already exists")
+  const QString second = QFileInfo(session).dir().filePath(QStringLiteral("profile-2.h5"));
+  QVERIFY(!QFileInfo::exists(second));
+  QVERIFY(panel.start());
+  QVERIFY(finished.wait(180000));
+  QVERIFY2(finished.at(1).at(0).toBool(), qPrintable(finished.at(1).at(1).toString()));
+  QCOMPARE(panel.sessionPath(), second);
+  QVERIFY(QFileInfo(second).size() > 0);
+  QCOMPARE(RunPanel::freeSessionPath(second), QFileInfo(session).dir().filePath(QStringLiteral("profile-3.h5")));
+  QCOMPARE(RunPanel::freeSessionPath(QFileInfo(session).dir().filePath(QStringLiteral("none.h5"))),
+           QFileInfo(session).dir().filePath(QStringLiteral("none.h5")));
   // the playback appends to the session a window has open: the window lets the file go for the run
   // (HDF5 admits a writer only when no one else has the file open) and shows the new runs after it
   peat::views::MainWindow window;
