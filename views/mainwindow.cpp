@@ -498,7 +498,12 @@ QString MainWindow::currentItemPath() const {
 
 void MainWindow::showVerdicts(const QString& run, std::vector<store::Verdict> verdicts) {
   shownVerdictRun_ = run;
-  verdictModel_->setVerdicts(std::move(verdicts));
+  // each call as the tree names it (the summary in memory: no read)
+  const std::string replayed = analyzer::candidateRunOf(model_->summary(), run.toStdString());
+  std::vector<QString> names;
+  for (const store::Verdict& v : verdicts)
+    names.push_back(QString::fromStdString(analyzer::callDisplayName(model_->summary(), replayed, v.call)));
+  verdictModel_->setVerdicts(std::move(verdicts), std::move(names));
   for (int c = 0; c < VerdictTableModel::EvidenceColumn; ++c) verdicts_->resizeColumnToContents(c);
 }
 

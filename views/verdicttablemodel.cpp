@@ -9,9 +9,11 @@ namespace peat::views {
 
 VerdictTableModel::VerdictTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void VerdictTableModel::setVerdicts(std::vector<store::Verdict> verdicts) {
+void VerdictTableModel::setVerdicts(std::vector<store::Verdict> verdicts, std::vector<QString> names) {
   beginResetModel();
   verdicts_ = std::move(verdicts);
+  names_ = std::move(names);
+  names_.resize(verdicts_.size());
   endResetModel();
 }
 
@@ -37,14 +39,17 @@ QVariant VerdictTableModel::data(const QModelIndex& index, int role) const {
   if (!v) return {};
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case CallColumn: return QString::fromStdString(v->call);
+      case CallColumn:
+        return names_[std::size_t(index.row())].isEmpty() ? QString::fromStdString(v->call) : names_[std::size_t(index.row())];
       case ModelColumn: return QString::fromStdString(v->model);
       case ConfidenceColumn: return QString::number(v->confidence, 'f', 2);
       case EvidenceColumn: return QString::fromStdString(v->evidence);
       default: return {};
     }
   }
+  if (role == PathRole) return QString::fromStdString(v->call);
   if (role == Qt::ToolTipRole) {
+    if (index.column() == CallColumn) return QString::fromStdString(v->call);
     if (index.column() == ModelColumn) return QString::fromStdString(detector::verdictExplanation(v->model));
     if (index.column() == EvidenceColumn) return QString::fromStdString(v->evidence);
   }
@@ -65,11 +70,11 @@ QVariant VerdictTableModel::headerData(int section, Qt::Orientation orientation,
 }
 
 QString VerdictTableModel::csv() const {
-  QStringList lines{QStringLiteral("call,error_model,confidence,evidence")};
+  QStringList lines{QStringLiteral("call,layer,error_model,confidence,evidence")};
   for (int r = 0; r < rowCount(); ++r) {
     QStringList cells;
-    for (int c = 0; c < ColumnCount; ++c) {
-      QString text = data(index(r, c)).toString();
+    for (int c = -1; c < ColumnCount; ++c) {  // the path, then the columns (the tree's name first)
+      QString text = c < 0 ? data(index(r, 0), PathRole).toString() : data(index(r, c)).toString();
       if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')))
         text = QLatin1Char('"') + text.replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
       cells << text;

@@ -18,7 +18,10 @@ class VerdictTableModel : public QAbstractTableModel {
 
   explicit VerdictTableModel(QObject* parent = nullptr);
 
-  void setVerdicts(std::vector<store::Verdict> verdicts);
+  // `names`: each verdict's call as the session tree names it ("#3 conv2 (iteration 0)"), shown in
+  // the Call column; the path stays its tooltip, PathRole and the CSV's call column.
+  void setVerdicts(std::vector<store::Verdict> verdicts, std::vector<QString> names = {});
+  enum Role { PathRole = Qt::UserRole + 1 };
   void clear() { setVerdicts({}); }
   const store::Verdict* verdict(int row) const;
   // The row of a call path, or -1.
@@ -33,6 +36,7 @@ class VerdictTableModel : public QAbstractTableModel {
 
  private:
   std::vector<store::Verdict> verdicts_;
+  std::vector<QString> names_;
 };
 
 }  // namespace peat::views

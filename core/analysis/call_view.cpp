@@ -42,7 +42,8 @@ std::string callDisplayName(const store::SessionSummary& summary, const std::str
     if (r.name != run) continue;
     for (const store::IterationInfo& it : r.iterations)
       for (const store::CallInfo& c : it.calls)
-        if (c.path == call) return "#" + std::to_string(c.id.callIndex) + " " + c.id.layer;
+        if (c.path == call)
+          return "#" + std::to_string(c.id.callIndex) + " " + c.id.layer + " (iteration " + std::to_string(it.iteration) + ")";
   }
   return call;
 }

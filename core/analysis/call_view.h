@@ -30,7 +30,7 @@ CallView loadCallView(const store::SessionReader& reader, const store::SessionSu
 // The run an analysis replayed (its candidate_run attribute); "" for a run that is no analysis.
 std::string candidateRunOf(const store::SessionSummary& summary, const std::string& analysisRun);
 
-// The name the session tree gives a call ("#3 conv2"), from its recorded identity; the path itself
+// The name the session tree gives a call with its iteration ("#3 conv2 (iteration 0)"); the path itself
 // when the summary does not list the call.
 std::string callDisplayName(const store::SessionSummary& summary, const std::string& run, const std::string& call);
 

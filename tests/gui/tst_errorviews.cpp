@@ -155,7 +155,7 @@ void TestErrorViews::verdictSelectsItsCall() {
   verdicts->setCurrentIndex(m->index(row, 0));
   QVERIFY(peat::testsupport::settle(*window_));
   const QModelIndex current = window_->sessionTree()->currentIndex();
-  QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), m->index(row, 0).data().toString());
+  QCOMPARE(current.data(peat::views::SessionTreeModel::PathRole).toString(), m->index(row, 0).data(peat::views::VerdictTableModel::PathRole).toString());
   QCOMPARE(window_->errorPlot()->reportCount(), 1);
   // the verdict's meaning is explained and is the verdict cell's tooltip
   const QString model = m->index(row, 1).data().toString();
@@ -185,7 +185,7 @@ void TestErrorViews::bitFlipVerdictHighlightsItsBit() {
   // verdict's bit framed there too
   peat::views::CallPage* page = window_->callPage();
   QVERIFY(page->isVisible());
-  const QString call = m->index(row, 0).data().toString();
+  const QString call = m->index(row, 0).data(peat::views::VerdictTableModel::PathRole).toString();
   QVERIFY2(page->titleText().contains(call), qPrintable(page->titleText()));
   QVERIFY2(page->detailsText().contains(QStringLiteral("Verdict: bit_flip")), qPrintable(page->detailsText()));
   QVERIFY(page->detailsText().contains(QStringLiteral("mismatched")));
@@ -250,7 +250,7 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   // the marks: the worst element and its neighbours 16 elements apart, in tile coordinates
   const peat::store::SessionReader reader(session_.toStdString());
   const peat::analyzer::StoredCallReport report = peat::analyzer::loadCallReport(
-      reader, peat::analyzer::analysisRunOf(reader.summary(), "edge"), m->index(row, 0).data().toString().toStdString());
+      reader, peat::analyzer::analysisRunOf(reader.summary(), "edge"), m->index(row, 0).data(peat::views::VerdictTableModel::PathRole).toString().toStdString());
   QCPGraph* marks = nullptr;
   for (int g = 0; g < panel->mapPlot()->graphCount(); ++g)
     if (panel->mapPlot()->graph(g)->name().contains(QStringLiteral("every 16"))) marks = panel->mapPlot()->graph(g);
@@ -403,7 +403,7 @@ void TestErrorViews::keyboardWalksCallsAndVerdicts() {
   QTest::keyClick(verdicts, Qt::Key_Down);
   QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(verdicts->currentIndex().row(), 1);
-  const QString call = verdicts->model()->index(1, 0).data().toString();
+  const QString call = verdicts->model()->index(1, 0).data(peat::views::VerdictTableModel::PathRole).toString();
   QCOMPARE(tree->currentIndex().data(SessionTreeModel::PathRole).toString(), call);
   QVERIFY2(window_->callPage()->titleText().contains(call), qPrintable(window_->callPage()->titleText()));
 }

@@ -161,6 +161,9 @@ void TestPageTruth::checkShows(const Truth& t, const char* how) {
     const int row = table->rowOf(t.path);
     QVERIFY2(row >= 0, qPrintable(where));
     QCOMPARE(table->verdict(row)->model, t.verdict);
+    // named as the tree names it, the path kept for the CSV
+    QCOMPARE(table->index(row, 0).data().toString(), QStringLiteral("%1 (%2)").arg(t.name, t.iteration));
+    QVERIFY(table->csv().contains(t.path + QLatin1Char(',') + t.name + QStringLiteral(" (") + t.iteration + QLatin1Char(')')));
   }
 }
 
