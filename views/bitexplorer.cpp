@@ -11,6 +11,8 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "views/palette.h"
 
@@ -100,14 +102,28 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   connect(input_, &QLineEdit::returnPressed, this, [this] {
     bool ok = false;
     const QString text = input_->text().trimmed().toLower();
-    float v = text == QLatin1String("inf") ? INFINITY : text == QLatin1String("-inf") ? -INFINITY
-              : text == QLatin1String("nan")                                        ? NAN
-                                                                                     : input_->text().toFloat(&ok);
-    if (ok || text == QLatin1String("inf") || text == QLatin1String("-inf") || text == QLatin1String("nan")) {
+    float v = 0;
+    if (text.startsWith(QLatin1String("0x")) || text.startsWith(QLatin1String("0b"))) {
+      // a bit pattern, as float.exposed takes it: 0x3f800000 or 0b0011_1111_1000... (32 bits at most)
+      QString digits = text.mid(2);
+      digits.remove(QLatin1Char('_'));
+      const int base = text.startsWith(QLatin1String("0x")) ? 16 : 2;
+      const qulonglong pattern = digits.toULongLong(&ok, base);
+      ok = ok && !digits.isEmpty() && pattern <= 0xffffffffull;
+      const uint32_t bits = uint32_t(pattern);
+      std::memcpy(&v, &bits, sizeof v);
+    } else if (text == QLatin1String("inf") || text == QLatin1String("+inf") || text == QLatin1String("-inf") ||
+               text == QLatin1String("nan")) {
+      v = text == QLatin1String("nan") ? NAN : text.startsWith(QLatin1Char('-')) ? -INFINITY : INFINITY;
+      ok = true;
+    } else {
+      v = input_->text().toFloat(&ok);
+    }
+    if (ok) {
       clearContexts();
       setValue(v);
     }
-    else change_->setText(tr("'%1' is not a number").arg(input_->text()));
+    else change_->setText(tr("'%1' is not a number (a decimal, inf, nan, or bits as 0x3f800000 or 0b...)").arg(input_->text()));
   });
   setValue(1.0f);
 }
@@ -265,12 +281,29 @@ void BitExplorer::refresh() {
                                    differs ? QStringLiteral("3px solid %1").arg(palette::bitClass(2).name()) : QStringLiteral("1px solid #888"),
                                    set ? QStringLiteral("bold") : QStringLiteral("normal")));
   }
-  QString v = tr("%1 = %2 (%3): sign %4, exponent %5 (2^%6), mantissa 0x%7")
+  // the exponent field as it reads: all ones is no power of two (Inf or NaN), zero is the
+  // subnormals' 2^-126 without the implicit 1
+  const QString exponent = e.fields.exponent == 255 ? tr("all ones: Inf or NaN")
+                           : e.fields.exponent == 0 ? tr("0: zero or subnormal, 2^-126 without the implicit 1")
+                                                    : QStringLiteral("2^%1").arg(e.fields.unbiasedExponent);
+  QString v = tr("%1 = %2 (%3): sign %4, exponent %5 (%6), mantissa 0x%7")
                   .arg(QStringLiteral("0x%1").arg(bits_, 8, 16, QLatin1Char('0')), number(e.value), classText(e.fields.cls))
                   .arg(e.fields.sign ? QStringLiteral("-") : QStringLiteral("+"))
                   .arg(e.fields.exponent)
-                  .arg(e.fields.unbiasedExponent)
+                  .arg(exponent)
                   .arg(e.fields.mantissa, 6, 16, QLatin1Char('0'));
+  if (std::isfinite(e.value)) {
+    // exact: a float is a dyadic rational, and glibc prints every digit it has
+    char exact[256];
+    std::snprintf(exact, sizeof exact, "%.120g", double(e.value));
+    const bool subnormal = e.fields.exponent == 0;
+    const double significand = (subnormal ? 0.0 : 1.0) + double(e.fields.mantissa) / 8388608.0;
+    char sig[64];
+    std::snprintf(sig, sizeof sig, "%.17g", significand);
+    v += tr("; exactly %1 = %2%3 x 2^%4").arg(QString::fromLatin1(exact), e.fields.sign ? QStringLiteral("-") : QString(),
+                                             QString::fromLatin1(sig))
+             .arg(subnormal ? -126 : e.fields.unbiasedExponent);
+  }
   if (e.ulp > 0) v += tr("; one ULP here is %1").arg(number(e.ulp));
   if (e.below || e.above)
     v += tr("; neighbours %1 and %2").arg(e.below ? number(*e.below) : tr("none"), e.above ? number(*e.above) : tr("none"));

@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QTableView>
 #include <QThread>
+#include <QLineEdit>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -58,6 +59,7 @@ class TestMainWindow : public QObject {
   void comparedElementOpensInBitExplorer();
   void historyGoesBackAndForward();
   void fitsSmallScreens();
+  void bitExplorerReadsBitPatterns();
 
  private:
   QTemporaryDir dir_;
@@ -434,6 +436,36 @@ void TestMainWindow::fitsSmallScreens() {
       if (d->isVisible() && d->objectName() == QLatin1String("SessionDock"))
         QVERIFY2(d->width() >= 200, qPrintable(QString::number(d->width())));
   }
+}
+
+// The bit explorer takes what teachers type (float.exposed's inputs): a bit pattern in hex or
+// binary, a decimal, inf and nan; it names the exponent field's special values and prints the
+// exact decimal value with its significand x 2^e.
+void TestMainWindow::bitExplorerReadsBitPatterns() {
+  peat::views::BitExplorer explorer;
+  auto* input = explorer.findChild<QLineEdit*>();
+  QVERIFY(input);
+  const auto type = [&](const QString& text) {
+    input->setText(text);
+    QTest::keyClick(input, Qt::Key_Return);
+  };
+  type(QStringLiteral("0x3f800000"));
+  QCOMPARE(explorer.bits(), 0x3f800000u);
+  QVERIFY2(explorer.valueText().contains(QStringLiteral("exactly 1 = 1 x 2^0")), qPrintable(explorer.valueText()));
+  type(QStringLiteral("0b0_10000000_10000000000000000000000"));  // 3
+  QCOMPARE(explorer.bits(), 0x40400000u);
+  QVERIFY2(explorer.valueText().contains(QStringLiteral("= 1.5 x 2^1")), qPrintable(explorer.valueText()));
+  type(QStringLiteral("0.1"));  // not 0.1: the float nearest it, every digit
+  QVERIFY2(explorer.valueText().contains(QStringLiteral("exactly 0.100000001490116119384765625 ")), qPrintable(explorer.valueText()));
+  type(QStringLiteral("0x00000001"));  // the smallest subnormal: 2^-149
+  QVERIFY2(explorer.valueText().contains(QStringLiteral("x 2^-126")) && explorer.valueText().contains(QStringLiteral("subnormal")),
+           qPrintable(explorer.valueText()));
+  type(QStringLiteral("nan"));
+  QVERIFY2(explorer.valueText().contains(QStringLiteral("all ones: Inf or NaN")) && !explorer.valueText().contains(QStringLiteral("2^128")),
+           qPrintable(explorer.valueText()));
+  const uint32_t before = explorer.bits();
+  type(QStringLiteral("0x1ffffffff"));  // more than 32 bits: refused, the value kept
+  QCOMPARE(explorer.bits(), before);
 }
 
 QTEST_MAIN(TestMainWindow)
