@@ -366,6 +366,10 @@ int main(int argc, char** argv) {
       return runSessionAnalysis(detect.session, detect.run, detect.call, "16x16", detect.json, true);
     if (*analyzeCmd) return runAnalyze(analyze);
     if (*detectCmd) return runDetect(detect);
+  } catch (const std::bad_alloc&) {  // never "std::bad_alloc" as the whole message
+    return fail("out of memory: the input or model is larger than this machine can hold (see docs/bad-input.md)", 1);
+  } catch (const std::length_error& e) {  // a library's size check ("vector::_M_default_append")
+    return fail(std::string("a size is out of range (") + e.what() + "): the input or model declares more than can be held", 1);
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }

@@ -298,6 +298,16 @@ class Importer {
       shape.push_back(dims[i].dim_value());
     }
     if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' has no sample dimensions");
+    // the declared size, bounded before anything is allocated for it (a 150-byte file may declare
+    // [1, 2^62, 4], whose count wraps to 0 in 64 bits)
+    constexpr int64_t kMaxInputElements = int64_t(1) << 26;  // 256 MiB of fp32 per sample
+    int64_t count = 1;
+    for (int64_t d : shape)
+      if (d > kMaxInputElements / count)
+        throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' declares more than 2^26 elements per "
+                        "sample (dimension " + std::to_string(d) + "); SAVE's limit is 2^26 (67,108,864)");
+      else
+        count *= d;
     values_[in->name()] = b_.input(shape);
   }
 

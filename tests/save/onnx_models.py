@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import h5py
 import numpy as np
@@ -301,6 +302,16 @@ try:
     empty = os.path.join(WORK, "empty.onnx")
     torch.onnx.export(torch.nn.Linear(4, 2), torch.rand(1, 0, 4), empty, opset_version=13)
     one_error(["save", "analyze", "-m", empty], "is 0 (an empty tensor)")
+    # declared sizes bounded before any allocation (issue 34): an input of 2^26 + 2^13 elements
+    # per sample is refused at once, naming the input
+    class Flat(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+    big = os.path.join(WORK, "big_input.onnx")
+    torch.onnx.export(Flat(), torch.rand(1, 2 ** 13, 2 ** 13 + 1), big, opset_version=13, input_names=["x"])
+    t0 = time.time()
+    one_error(["save", "analyze", "-m", big], "declares more than 2^26 elements", "'x'")
+    check(time.time() - t0 < 5, f"a 2^26 + 2^13-element input refused in {time.time() - t0:.2f} s")
     # initializers in an external data file (as onnx.save writes models over 2 GB): the same analysis;
     # a missing data file, or one named outside the model's folder, is one line
     ext_dir = os.path.join(WORK, "external")
