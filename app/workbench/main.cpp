@@ -6,6 +6,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <memory>
 
 #include "core/version.h"
 #include "views/mainwindow.h"
@@ -52,12 +53,21 @@ int main(int argc, char** argv) {
   if (shooting) {
     const QString file = parser.value(screenshot);
     auto shoot = [&window, file, &opened] {
-      QTimer::singleShot(300, &window, [&window, file, &opened] {
-        const bool saved = window.grab().save(file, "PNG");
-        if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
-        if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
-        QApplication::exit(saved && opened ? 0 : 1);
+      // once the pages have read what is selected (they read off the GUI thread), then 300 ms to paint
+      auto* wait = new QTimer(&window);
+      auto waited = std::make_shared<int>(0);
+      QObject::connect(wait, &QTimer::timeout, &window, [&window, file, &opened, wait, waited] {
+        if (window.pagesLoading() && ++*waited < 600) return;  // at most 30 s
+        wait->stop();
+        QTimer::singleShot(300, &window, [&window, file, &opened] {
+          opened = opened && window.lastError().isEmpty();
+          const bool saved = window.grab().save(file, "PNG");
+          if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
+          if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+          QApplication::exit(saved && opened ? 0 : 1);
+        });
       });
+      wait->start(50);
     };
     if (window.runPanel()->running()) {  // the demo is being made: shoot once it is open
       QObject::connect(window.runPanel(), &peat::views::RunPanel::finished, &window,
