@@ -441,7 +441,12 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
   if (!opened.verdictRun.empty()) showVerdicts(QString::fromStdString(opened.verdictRun), opened.verdicts);
   lastError_.clear();
-  if (!again.isEmpty() && !selectItem(again)) lastError_.clear();  // the item may be gone: the pages say so
+  if (!again.isEmpty()) {  // the item may be gone: then the pages ask for a selection, without a dialog
+    const bool quiet = quietErrors_;
+    quietErrors_ = true;
+    if (!selectItem(again)) lastError_.clear();
+    quietErrors_ = quiet;
+  }
   emit sessionOpenEnded(path, true);
   return true;
 }
