@@ -27,21 +27,17 @@ class JobTracker : public QObject {
   quint64 start(Work work, Done done, Failed failed) {
     const quint64 job = ++generation_;
     pending_ = job;
-    ++running_;
     using Outcome = std::pair<std::shared_ptr<const T>, QString>;
     auto* watcher = new QFutureWatcher<Outcome>(this);
     connect(watcher, &QFutureWatcherBase::finished, this,
             [this, watcher, job, done = std::move(done), failed = std::move(failed)] {
               watcher->deleteLater();
-              --running_;
               const Outcome outcome = watcher->result();
               if (job == generation_) {
                 pending_ = 0;
                 if (outcome.first) done(*outcome.first);
                 else failed(outcome.second);
-                emit delivered(job);
               }
-              if (running_ == 0) emit idle();
             });
     watcher->setFuture(QtConcurrent::run([work = std::move(work)]() -> Outcome {
       try {
@@ -62,18 +58,11 @@ class JobTracker : public QObject {
   }
   // The newest job has not delivered yet (stale jobs still finishing do not count).
   bool pending() const { return pending_ != 0; }
-  // Some worker, stale or not, is still running.
-  bool busy() const { return running_ > 0; }
   quint64 generation() const { return generation_; }
-
- signals:
-  void delivered(quint64 generation);
-  void idle();
 
  private:
   quint64 generation_ = 0;
   quint64 pending_ = 0;
-  int running_ = 0;
 };
 
 }  // namespace peat::views

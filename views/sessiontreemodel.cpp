@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "views/sessiontreemodel.h"
 
+#include "views/pageloads.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -30,17 +32,6 @@ struct SessionTreeModel::Node {
 namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-QString shapeText(const std::vector<uint64_t>& shape) {
-  QStringList parts;
-  for (uint64_t d : shape) parts << QString::number(d);
-  return QStringLiteral("[") + parts.join(QLatin1Char('x')) + QStringLiteral("]");
-}
-
-QString tensorText(const std::vector<store::TensorInfo>& tensors) {
-  QStringList lines;
-  for (const store::TensorInfo& t : tensors) lines << qs(t.name) + QLatin1Char(' ') + qs(t.dtype) + shapeText(t.shape);
-  return lines.join(QLatin1Char('\n'));
-}
 }  // namespace
 
 SessionTreeModel::SessionTreeModel(QObject* parent) : QAbstractItemModel(parent), root_(std::make_unique<Node>()) {}
@@ -73,7 +64,7 @@ void SessionTreeModel::rebuild() {
                        it.complete ? QString() : tr("The writer stopped during this iteration; its data is partial."));
       i->incomplete = !it.complete;
       for (const store::CallInfo& c : it.calls) {
-        const QString tensors = tensorText(c.tensors);
+        const QString tensors = tensorListText(c.tensors);
         Node* call = i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
                             qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
                             tensors);
@@ -150,7 +141,7 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (n->tooltip.isEmpty() && n->kind == NodeKind::Call && lister_) {
         try {
-          const_cast<Node*>(n)->tooltip = tensorText(lister_(n->key.toStdString(), n->path.toStdString()));
+          const_cast<Node*>(n)->tooltip = tensorListText(lister_(n->key.toStdString(), n->path.toStdString()));
         } catch (const std::exception& e) {
           return QString::fromStdString(e.what());
         }
