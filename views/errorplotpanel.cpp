@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "views/errorplotpanel.h"
+
+#include "core/analysis/finding_evidence.h"
 #include "views/palette.h"
 #include "views/plotstyle.h"
 
@@ -20,6 +22,11 @@ namespace peat::views {
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// The elements of tile (row, c): the last row and column of tiles may be cut short.
+uint64_t tileElements(const analyzer::StoredCallReport& r, int row, int c) {
+  return std::min<uint64_t>(r.tileRows, r.rows - uint64_t(row) * r.tileRows) * std::min<uint64_t>(r.tileCols, r.cols - uint64_t(c) * r.tileCols);
+}
 
 
 void label(QCustomPlot* plot, const QString& text) {
@@ -30,11 +37,8 @@ void label(QCustomPlot* plot, const QString& text) {
   item->setColor(QColor(0x80, 0x80, 0x80));
 }
 
-QString shortCall(const std::string& call) {  // "iterations/000010/calls/000003" -> "it 10 call 3"
-  const QStringList p = qs(call).split(QLatin1Char('/'));
-  if (p.size() == 4) return QStringLiteral("it %1 call %2").arg(p[1].toInt()).arg(p[3].toInt());
-  return qs(call);
-}
+// The call as the session tree names it ("#3 conv2 (iteration 0)"), or its path when unknown.
+QString shortCall(const analyzer::StoredCallReport& r) { return qs(r.displayName.empty() ? r.call : r.displayName); }
 
 }  // namespace
 
@@ -68,7 +72,10 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
   lower_->addTab(bits_, tr("Bits"));
   lower_->addTab(map_, tr("Where"));
   map_->setMouseTracking(true);
-  for (QCustomPlot* p : {plot_, bits_, map_}) followPalette(p);
+  for (QCustomPlot* p : {plot_, bits_, map_}) {
+    followPalette(p);
+    legendBelow(p);  // never over the bars, the tiles or the evidence's label
+  }
   map_->setToolTip(tr("The share of mismatched elements in each tile of the output (seen as rows x columns);\n"
                       "the star marks the element with the largest error. Errors confined to an edge, a band or a\n"
                       "stride point to indexing; errors everywhere to rounding."));
@@ -177,7 +184,7 @@ void ErrorPlotPanel::draw() {
         top = std::max(top, double(h[i]));
       }
     const QColor color = palette::series(int(k));
-    const QString name = shortCall(r.call) + (r.verdict.empty() ? QString() : QStringLiteral(" (") + qs(r.verdict) + QLatin1Char(')'));
+    const QString name = shortCall(r) + (r.verdict.empty() ? QString() : QStringLiteral(" (") + qs(r.verdict) + QLatin1Char(')'));
     if (!several) {
       auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
       bars->setName(name);
@@ -236,11 +243,10 @@ void ErrorPlotPanel::draw() {
   }
   bits_->xAxis->setRange(-1, 32);
   bits_->xAxis->setRangeReversed(true);  // the sign on the left, as bits are written
-  bits_->xAxis->setLabel(several ? tr("bit position, %1").arg(shortCall(r.call)) : tr("bit position"));
+  bits_->xAxis->setLabel(several ? tr("bit position, %1").arg(shortCall(r)) : tr("bit position"));
   bits_->yAxis->setRange(0, most * 1.1);
   bits_->yAxis->setLabel(tr("elements"));
   bits_->legend->setVisible(true);
-  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   bits_->replot();
   drawMap();
 }
@@ -334,12 +340,18 @@ void ErrorPlotPanel::drawMap() {
   // one bit's mismatches (a linked view from the Bits plot) or all of them
   const bool oneBit = (mapBit_ >= 0 || mapBin_ != INT_MIN) && mapCounts_.size() == r.tileMismatch.size();
   const std::vector<uint64_t>& counts = oneBit ? mapCounts_ : r.tileMismatch;
-  tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
-          [&](int row, int c) {
-            const double h = double(std::min<uint64_t>(r.tileRows, r.rows - uint64_t(row) * r.tileRows));
-            const double w = double(std::min<uint64_t>(r.tileCols, r.cols - uint64_t(c) * r.tileCols));
-            return double(counts[std::size_t(row) * std::size_t(across) + std::size_t(c)]) / std::max(1.0, h * w);
-          });
+  double most = 0;  // the scale runs over the data's own range, so a map of small shares is not all white
+  QCPColorMap* tiles = tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
+                               [&](int row, int c) {
+                                 const double share = double(counts[std::size_t(row) * std::size_t(across) + std::size_t(c)]) /
+                                                      double(std::max<uint64_t>(1, tileElements(r, row, c)));
+                                 most = std::max(most, share);
+                                 return share;
+                               });
+  QCPColorScale* scale = colorScaleOf(map_, tr("share of the tile's elements that differ"));
+  tiles->setColorScale(scale);
+  scale->setGradient(tiles->gradient());
+  scale->setDataRange(QCPRange(0, most > 0 ? most : 1));
   if (oneBit) {
     auto* title = new QCPItemText(map_);
     title->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -360,7 +372,6 @@ void ErrorPlotPanel::drawMap() {
     worst->addData((double(r.worstCol) + 0.5) / double(r.tileCols), (double(r.worstRow) + 0.5) / double(r.tileRows));
     worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
     map_->legend->setVisible(true);
-    map_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
   }
   if (r.tileRows == 1) {  // blocks along the rows
     map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
@@ -383,21 +394,36 @@ std::optional<std::pair<qint64, qint64>> ErrorPlotPanel::tileAt(const QPointF& p
   return std::make_pair(qint64(y), qint64(x));
 }
 
+QCPColorScale* ErrorPlotPanel::mapScale() const {
+  for (int i = 0; i < map_->plotLayout()->elementCount(); ++i)
+    if (auto* s = qobject_cast<QCPColorScale*>(map_->plotLayout()->elementAt(i))) return s;
+  return nullptr;
+}
+
+QString ErrorPlotPanel::mapHoverText(qint64 row, qint64 c) const {
+  if (reports_.empty() || reports_.front().tileMismatch.empty()) return {};
+  const analyzer::StoredCallReport& r = reports_.front();
+  if (row < 0 || c < 0 || uint64_t(row) >= r.tilesDown || uint64_t(c) >= r.tilesAcross) return {};
+  const bool linked = (mapBit_ >= 0 || mapBin_ != INT_MIN) && mapCounts_.size() == r.tileMismatch.size();
+  const std::size_t t = std::size_t(row) * std::size_t(r.tilesAcross) + std::size_t(c);
+  const uint64_t n = (linked ? mapCounts_ : r.tileMismatch)[t], all = tileElements(r, int(row), int(c));
+  const uint64_t top = uint64_t(row) * r.tileRows, left = uint64_t(c) * r.tileCols;
+  return tr("tile row %1, column %2 (rows %3-%4, columns %5-%6): %7 of %8 elements %9 (%10%)")
+      .arg(row).arg(c).arg(top).arg(std::min(r.rows, top + r.tileRows) - 1).arg(left).arg(std::min(r.cols, left + r.tileCols) - 1)
+      .arg(n).arg(all).arg(linked ? tr("selected") : tr("differ"))
+      .arg(all ? 100.0 * double(n) / double(all) : 0.0, 0, 'f', 1);
+}
+
 void ErrorPlotPanel::hoverMap(QMouseEvent* event) {
   const auto tile = tileAt(event->position());
   if (!tile) return;
-  const analyzer::StoredCallReport& r = reports_.front();
-  const int row = int(tile->first), c = int(tile->second);
-  QToolTip::showText(event->globalPosition().toPoint(),
-                     tr("tile row %1, column %2: %3 mismatched elements").arg(row).arg(c)
-                         .arg(r.tileMismatch[std::size_t(row) * std::size_t(r.tilesAcross) + std::size_t(c)]),
-                     map_);
+  hover_ = mapHoverText(tile->first, tile->second);
+  QToolTip::showText(event->globalPosition().toPoint(), hover_, map_);
 }
 
 void ErrorPlotPanel::highlightBit(int bit) {
   bits_->clearItems();
   spanLabel_.clear();
-  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
   highlighted_ = -1;
   if (reports_.empty() || bit < 0 || bit >= int(reports_.front().bitMismatch.size())) {
     bits_->replot();
@@ -424,8 +450,6 @@ void ErrorPlotPanel::highlightBitSpan(int lowest, int highest, const QString& la
   spanLabel_.clear();
   if (reports_.empty() || lowest < 0 || highest < lowest || highest > 31) return;
   spanLabel_ = label;
-  // the legend goes to the far side of the span
-  bits_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | (highest < 16 ? Qt::AlignLeft : Qt::AlignRight));
   const QColor orange = palette::evidence();
   auto* box = new QCPItemRect(bits_);
   box->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
@@ -451,6 +475,21 @@ void ErrorPlotPanel::highlightBitSpan(int lowest, int highest, const QString& la
 }
 
 void ErrorPlotPanel::showBitsTab() { lower_->setCurrentWidget(bits_); }
+
+void ErrorPlotPanel::showFinding(const store::Finding& finding) {
+  const analyzer::FindingEvidence e = analyzer::findingEvidence(finding);
+  if (e.bit) {
+    highlightBit(*e.bit);
+    showBitsTab();
+  } else if (e.stride) {
+    highlightPattern(*e.stride);
+  } else if (e.confined) {
+    highlightPattern(0);
+  } else if (e.highestDroppedBit >= 0) {
+    highlightBitSpan(0, e.highestDroppedBit,
+                     tr("bits %1 does not keep (0-%2)").arg(QString::fromStdString(e.format)).arg(e.highestDroppedBit));
+  }
+}
 
 int ErrorPlotPanel::highlightPattern(int stride) {
   if (reports_.empty()) return 0;
@@ -517,7 +556,7 @@ void ErrorPlotPanel::hoverHistogram(QMouseEvent* event) {
     const std::vector<uint64_t>& h = scale_ == Scale::Log2Abs ? r.log2Abs : r.log2Ulp;
     const int i = bin - (scale_ == Scale::Log2Abs ? r.log2AbsFirstBin : 0);
     const uint64_t n = i >= 0 && i < int(h.size()) ? h[std::size_t(i)] : 0;
-    lines << tr("%1: %2 elements in [2^%3, 2^%4)").arg(shortCall(r.call)).arg(n).arg(bin).arg(bin + 1);
+    lines << tr("%1: %2 elements in [2^%3, 2^%4)").arg(shortCall(r)).arg(n).arg(bin).arg(bin + 1);
   }
   QToolTip::showText(event->globalPosition().toPoint(), lines.join(QLatin1Char('\n')), plot_);
 }

@@ -13,6 +13,7 @@ class QCustomPlot;
 class QComboBox;
 class QCPItemRect;
 class QCPBars;
+class QCPColorScale;
 class QMouseEvent;
 class QPointF;
 
@@ -43,6 +44,9 @@ class ErrorPlotPanel : public QWidget {
   int highlightPattern(int stride);
   int patternMarks() const { return marks_; }
   void showBitsTab();
+  // A verdict's finding drawn where it shows (core's findingEvidence): its bit framed, its stride
+  // or confinement marked, or the mantissa bits its format drops shaded.
+  void showFinding(const store::Finding& finding);
   void requestGrouping(int index);
   // The Where map shows `counts` per tile instead of all mismatches (what: its title, e.g. "bit 27
   // differs"), until the next report; the bit's bar is framed.
@@ -59,7 +63,11 @@ class ErrorPlotPanel : public QWidget {
   const std::vector<uint64_t>& mapCounts() const { return mapCounts_; }  // as choosing entry `index` of the grouping box does: 0 tiles 16x16, 1 blocks of 32, 2 of 16
   QCustomPlot* plot() const { return plot_; }
   QCustomPlot* bitPlot() const { return bits_; }
-  QCustomPlot* mapPlot() const { return map_; }  // where the first call's mismatches are, per tile
+  QCustomPlot* mapPlot() const { return map_; }
+  QCPColorScale* mapScale() const;  // the Where map's colour scale (the data's own range)
+  // What hovering tile (row, column) of the Where map reads out; empty outside the map.
+  QString mapHoverText(qint64 tileRow, qint64 tileCol) const;
+  QString hoverText() const { return hover_; }  // what hovering last showed  // where the first call's mismatches are, per tile
   int reportCount() const { return int(reports_.size()); }
   const analyzer::StoredCallReport* firstReport() const { return reports_.empty() ? nullptr : &reports_.front(); }
   QString csv() const;  // the histograms shown, one row per bin and call
@@ -104,6 +112,7 @@ class ErrorPlotPanel : public QWidget {
   std::vector<uint64_t> mapCounts_;  // the Where map's counts when one bit is shown
   int mapBit_ = -1;
   int mapBin_ = INT_MIN;
+  QString hover_;
 };
 
 }  // namespace peat::views

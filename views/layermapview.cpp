@@ -48,6 +48,19 @@ class LayerMapCanvas : public QWidget {
     int64_t gridRows = 1, gridCols = 1;  // channel maps across and down
     double cell = 1;                     // pixels per cell
     int64_t maps = 1;
+    // Tiled: the tensor as SAVE tiles it ([rows, cols]), cut into bands of whole tiles, one band per
+    // "map"; the grid lines then fall on tile edges. Otherwise one spatial map per channel.
+    bool tiled = false;
+    int64_t matrixCols = 1, plane = 1;
+    // The element drawn at cell (row, col) of map k; -1 for none.
+    int64_t element(int64_t k, int64_t row, int64_t col) const {
+      if (tiled) {
+        const int64_t c = k * mapCols + col;
+        return c < matrixCols ? row * matrixCols + c : -1;
+      }
+      const int64_t offset = row * mapCols + col;
+      return offset < plane ? k * plane + offset : -1;
+    }
     QRectF mapRect(int64_t m) const {
       const double w = double(mapCols) * cell, h = double(mapRows) * cell;
       return QRectF(kGap + double(m % gridCols) * (w + kGap), kGap + 14 + double(m / gridCols) * (h + kGap + 14), w, h);
@@ -57,10 +70,28 @@ class LayerMapCanvas : public QWidget {
   Layout layout() const {
     Layout l;
     const save::LayerMap& m = view_->map_;
+    const int labels = view_->view() == LayerMapView::View::BitsByChannel ? 24 : 0;  // bit numbers at the right
+    const double w = std::max(10, width() - kLegendWidth - kGap - labels), h = std::max(10, height() - kGap);
+    l.plane = m.height * m.width;
     if (view_->view() == LayerMapView::View::BitsByChannel) {
       l.mapRows = 32;
       l.mapCols = m.channels;
       l.maps = 1;
+    } else if (view_->tiled()) {
+      l.tiled = true;
+      l.matrixCols = m.cols;
+      l.mapRows = m.rows;
+      Layout best = l;
+      best.cell = -1;
+      const int64_t tile = std::max<int64_t>(1, m.tileCols);
+      for (int64_t t = 1; t <= m.tilesAcross; t = t < 8 ? t + 1 : t * 2) {  // bands of t tiles: the largest cells
+        Layout c = l;
+        c.mapCols = std::min(m.cols, t * tile);
+        c.maps = (m.cols + c.mapCols - 1) / c.mapCols;
+        fit(c, w, h);
+        if (c.cell > best.cell) best = c;
+      }
+      return best;
     } else {
       l.maps = m.channels;
       const int64_t plane = m.height * m.width;
@@ -73,8 +104,12 @@ class LayerMapCanvas : public QWidget {
         l.mapRows = m.height;
       }
     }
-    const int labels = view_->view() == LayerMapView::View::BitsByChannel ? 24 : 0;  // bit numbers at the right
-    const double w = std::max(10, width() - kLegendWidth - kGap - labels), h = std::max(10, height() - kGap);
+    fit(l, w, h);
+    return l;
+  }
+
+  // The grid of maps with the largest cells in w x h pixels.
+  static void fit(Layout& l, double w, double h) {
     l.cell = 0;
     for (int64_t gc = 1; gc <= l.maps; ++gc) {  // the grid with the largest cells
       const int64_t gr = (l.maps + gc - 1) / gc;
@@ -87,7 +122,6 @@ class LayerMapCanvas : public QWidget {
       }
     }
     l.cell = std::max(l.cell, 0.05);
-    return l;
   }
 
   // The element drawn at a point, or (for the bits-by-channel view) the bit and channel as
@@ -102,9 +136,7 @@ class LayerMapCanvas : public QWidget {
       const int64_t row = std::min(l.mapRows - 1, int64_t((p.y() - r.top()) / l.cell));
       const int64_t col = std::min(l.mapCols - 1, int64_t((p.x() - r.left()) / l.cell));
       if (view_->view() == LayerMapView::View::BitsByChannel) return -((31 - row) * m.channels + col) - 2;
-      const int64_t offset = row * l.mapCols + col;
-      if (offset >= m.height * m.width) return -1;
-      return k * m.height * m.width + offset;
+      return l.element(k, row, col);
     }
     return -1;
   }
@@ -112,6 +144,11 @@ class LayerMapCanvas : public QWidget {
   QPointF centreOf(int64_t element) const {
     const Layout l = layout();
     const save::LayerMap& m = view_->map_;
+    if (l.tiled) {  // row and column of the [rows, cols] matrix, then its band
+      const int64_t row = element / l.matrixCols, col = element % l.matrixCols, k = col / l.mapCols;
+      const QRectF r = l.mapRect(k);
+      return {r.left() + (double(col % l.mapCols) + 0.5) * l.cell, r.top() + (double(row) + 0.5) * l.cell};
+    }
     const int64_t plane = m.height * m.width, k = element / plane, offset = element % plane;
     const QRectF r = l.mapRect(k);
     return {r.left() + (double(offset % l.mapCols) + 0.5) * l.cell, r.top() + (double(offset / l.mapCols) + 0.5) * l.cell};
@@ -129,7 +166,6 @@ class LayerMapCanvas : public QWidget {
     const Layout l = layout();
     const save::LayerMap& m = view_->map_;
     const bool bitsView = view_->view() == LayerMapView::View::BitsByChannel;
-    const int64_t plane = m.height * m.width;
     QFont small = font();
     small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1.5));
     p.setFont(small);
@@ -144,9 +180,9 @@ class LayerMapCanvas : public QWidget {
           if (bitsView) {
             i = std::size_t((31 - row) * m.channels + col);
           } else {
-            const int64_t offset = row * l.mapCols + col;
-            if (offset >= plane) continue;
-            i = std::size_t(k * plane + offset);
+            const int64_t e = l.element(k, row, col);
+            if (e < 0) continue;
+            i = std::size_t(e);
           }
           line[col] = colorOf(view_->values_[i]);
         }
@@ -158,6 +194,8 @@ class LayerMapCanvas : public QWidget {
                  Qt::AlignLeft | Qt::AlignBottom,
                  bitsView ? tr("rows: bit positions (31 the sign, 30-23 the exponent, 22-0 the mantissa); columns: channels 0-%1")
                                 .arg(m.channels - 1)
+                 : l.tiled        ? (m.rows > 1 ? tr("rows 0-%1, columns %2-%3").arg(m.rows - 1) : tr("columns %2-%3"))
+                                        .arg(k * l.mapCols).arg(std::min(m.cols, (k + 1) * l.mapCols) - 1)
                  : m.channels > 1 ? tr("channel %1").arg(k)
                                   : QString());
       if (bitsView)  // the bit positions beside the rows
@@ -199,29 +237,25 @@ class LayerMapCanvas : public QWidget {
   // light veil where cells are too small for a hatch).
   void drawTiles(QPainter& p, const Layout& l, int64_t k) const {
     const save::LayerMap& m = view_->map_;
-    const int64_t plane = m.height * m.width;
-    auto elementOf = [&](int64_t row, int64_t col) -> int64_t {
-      const int64_t offset = row * l.mapCols + col;
-      return offset < plane ? k * plane + offset : -1;
-    };
+    auto elementOf = [&](int64_t row, int64_t col) { return l.element(k, row, col); };
     auto reliable = [&](int64_t e) {
       const int64_t t = m.tileOf(e);
       return std::size_t(t) < m.tileReliable.size() && m.tileReliable[std::size_t(t)] != 0;
     };
     const QRectF r = l.mapRect(k);
     const bool fine = l.cell >= 4;
-    static const QPixmap stripe = [] {  // a sparse diagonal hatch that lets the colours show
-      QPixmap tile(8, 8);
+    static const QPixmap stripe = [] {  // a sparse, thin diagonal hatch: the heatmap shows through
+      QPixmap tile(12, 12);
       tile.fill(Qt::transparent);
       QPainter q(&tile);
       q.setRenderHint(QPainter::Antialiasing);
-      q.setPen(QPen(QColor(255, 255, 255, 200), 1.2));
-      q.drawLine(QPointF(0, 8), QPointF(8, 0));
+      q.setPen(QPen(QColor(255, 255, 255, 150), 1.0));
+      q.drawLine(QPointF(0, 12), QPointF(12, 0));
       q.end();
       return tile;
     }();
     const QBrush hatch(stripe);
-    const QBrush veil(QColor(255, 255, 255, 110));
+    const QBrush veil(QColor(255, 255, 255, 60));
     p.setPen(Qt::NoPen);
     for (int64_t row = 0; row < l.mapRows; ++row)
       for (int64_t col = 0; col < l.mapCols;) {
@@ -237,17 +271,23 @@ class LayerMapCanvas : public QWidget {
         p.drawRect(run);
         col = end;
       }
-    if (!fine) return;
-    p.setPen(QPen(QColor(0, 0, 0, 170), 1.2));  // the tile grid
-    for (int64_t row = 0; row < l.mapRows; ++row)
-      for (int64_t col = 0; col < l.mapCols; ++col) {
-        const int64_t e = elementOf(row, col);
-        if (e < 0) continue;
-        const double x = r.left() + double(col) * l.cell, y = r.top() + double(row) * l.cell;
-        const int64_t right = col + 1 < l.mapCols ? elementOf(row, col + 1) : -1;
-        const int64_t below = row + 1 < l.mapRows ? elementOf(row + 1, col) : -1;
-        if (right >= 0 && m.tileOf(right) != m.tileOf(e)) p.drawLine(QPointF(x + l.cell, y), QPointF(x + l.cell, y + l.cell));
-        if (below >= 0 && m.tileOf(below) != m.tileOf(e)) p.drawLine(QPointF(x, y + l.cell), QPointF(x + l.cell, y + l.cell));
+    if (!l.tiled) return;  // in a channel's picture tiles are runs of positions, not rectangles: no grid
+    // the tile grid, thin, on tile edges; reliable tiles framed
+    const int64_t tileCols = std::max<int64_t>(1, m.tileCols), tileRows = std::max<int64_t>(1, m.tileRows);
+    const int64_t used = std::min(l.mapCols, l.matrixCols - k * l.mapCols);
+    p.setPen(QPen(QColor(0, 0, 0, 110), 1.0));
+    for (int64_t c = tileCols; c < used; c += tileCols)
+      p.drawLine(QPointF(r.left() + double(c) * l.cell, r.top()), QPointF(r.left() + double(c) * l.cell, r.bottom()));
+    for (int64_t row = tileRows; row < l.mapRows; row += tileRows)
+      p.drawLine(QPointF(r.left(), r.top() + double(row) * l.cell), QPointF(r.left() + double(used) * l.cell, r.top() + double(row) * l.cell));
+    p.setPen(QPen(QColor(255, 255, 255, 230), 2.0));
+    p.setBrush(Qt::NoBrush);
+    for (int64_t row = 0; row < l.mapRows; row += tileRows)
+      for (int64_t c = 0; c < used; c += tileCols) {
+        const int64_t e = elementOf(row, c);
+        if (e < 0 || !reliable(e)) continue;
+        p.drawRect(QRectF(r.left() + double(c) * l.cell + 1, r.top() + double(row) * l.cell + 1,
+                          double(std::min(tileCols, used - c)) * l.cell - 2, double(std::min(tileRows, l.mapRows - row)) * l.cell - 2));
       }
   }
 
@@ -313,7 +353,14 @@ LayerMapView::LayerMapView(QWidget* parent) : QWidget(parent) {
   bitBox_->setPrefix(tr("bit "));
   bitBox_->setToolTip(tr("The bit position shown (31: the sign, 30-23: the exponent, 22-0: the mantissa)"));
   bitBox_->setEnabled(false);
+  arrangeBox_ = new QComboBox(this);
+  arrangeBox_->addItem(tr("As SAVE tiles it (rows x columns)"));
+  arrangeBox_->addItem(tr("One picture per channel"));
+  arrangeBox_->setToolTip(tr("Tiled: the layer as SAVE cuts it into tiles, [channels, positions] in bands of whole tiles, with\n"
+                             "the tile grid and the reliable tiles framed. Per channel: each channel's spatial picture; a tile\n"
+                             "is then a run of positions across rows, so no grid is drawn (hover a value for its tile)."));
   controls->addWidget(viewBox_);
+  controls->addWidget(arrangeBox_);
   controls->addWidget(bitBox_);
   controls->addStretch(1);
   layout->addLayout(controls);
@@ -333,6 +380,7 @@ LayerMapView::LayerMapView(QWidget* parent) : QWidget(parent) {
     recompute();
   });
   connect(bitBox_, &QSpinBox::valueChanged, this, [this](int) { recompute(); });
+  connect(arrangeBox_, &QComboBox::currentIndexChanged, canvas_, [this](int) { canvas_->update(); });
   clear(tr("Select a layer of a SAVE analysis"));
 }
 
@@ -386,6 +434,8 @@ void LayerMapView::showLayer(const save::StoredAnalysis& analysis, save::LayerMa
 LayerMapView::View LayerMapView::view() const { return View(viewBox_->currentIndex()); }
 void LayerMapView::setView(View v) { viewBox_->setCurrentIndex(int(v)); }
 void LayerMapView::setBit(int bit) { bitBox_->setValue(bit); }
+bool LayerMapView::tiled() const { return arrangeBox_->currentIndex() == 0; }
+void LayerMapView::setTiled(bool tiled) { arrangeBox_->setCurrentIndex(tiled ? 0 : 1); }
 QWidget* LayerMapView::canvas() const { return canvas_; }
 QString LayerMapView::summaryText() const { return summary_->text(); }
 QString LayerMapView::hoverText() const { return hoverText_; }

@@ -36,6 +36,10 @@ class LayerMapView : public QWidget {
   void setView(View view);
   View view() const;
   void setBit(int bit);  // the bit position of View::BitClass (0-31)
+  // Tiled (the default): the layer as SAVE tiles it, [rows, cols] in bands of whole tiles, so the
+  // grid lines fall on tile edges; otherwise one spatial picture per channel, without a grid.
+  bool tiled() const;
+  void setTiled(bool tiled);
 
   const save::LayerMap& layerMap() const { return map_; }
   // The element under a point of the canvas (canvas coordinates), -1 if none; for the bits-by-
@@ -61,6 +65,7 @@ class LayerMapView : public QWidget {
 
   LayerMapCanvas* canvas_;
   QComboBox* viewBox_;
+  QComboBox* arrangeBox_;
   QSpinBox* bitBox_;
   QLabel *summary_, *hover_;
   save::StoredAnalysis analysis_;

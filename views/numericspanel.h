@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/analyzer/numerics_record.h"
+#include "core/analysis/numerics_record.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -20,7 +20,7 @@ namespace peat::views {
 // iterations (columns), coloured by one quantity of the layers' forward outputs: the share of
 // values that underflow or saturate in a chosen format (plain, with one scale per tensor, or
 // block-scaled), the dynamic range in binades, or amax. What it draws comes from
-// core/analyzer/numerics_record.h; colours from views/palette.h.
+// core/analysis/numerics_record.h; colours from views/palette.h.
 class NumericsPanel : public QWidget {
   Q_OBJECT
  public:

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/analyzer/numerics_record.h"
+#include "core/analysis/numerics_record.h"
 
 namespace peat::views {
 

@@ -50,6 +50,41 @@ inline void wholeTicks(QCPAxis* axis) {
   axis->setTicker(whole);
 }
 
+// The legend below the axis rect, in rows, so it never covers data or labels drawn on the plot.
+// Call once per plot.
+inline void legendBelow(QCustomPlot* plot) {
+  if (plot->axisRect()->insetLayout()->elements(false).contains(plot->legend))
+    plot->axisRect()->insetLayout()->take(plot->legend);
+  QCPLayoutGrid* grid = plot->plotLayout();
+  const int row = grid->rowCount();
+  grid->addElement(row, 0, plot->legend);
+  grid->setRowStretchFactor(row, 0.001);
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot->legend->setWrap(4);
+  plot->legend->setMargins(QMargins(4, 2, 4, 2));
+}
+
+// A colour scale at the right of the axis rect, made once and kept (the plot owns it).
+inline QCPColorScale* colorScaleOf(QCustomPlot* plot, const QString& label) {
+  QCPColorScale* scale = nullptr;
+  for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+    if (auto* s = qobject_cast<QCPColorScale*>(plot->plotLayout()->elementAt(i))) scale = s;
+  if (!scale) {
+    scale = new QCPColorScale(plot);
+    plot->plotLayout()->addElement(0, 1, scale);
+    scale->setBarWidth(12);
+    auto* margins = new QCPMarginGroup(plot);  // the bar as tall as the axis rect
+    plot->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    scale->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+  }
+  scale->setLabel(label);
+  scale->axis()->setLabelColor(plot->xAxis->labelColor());
+  scale->axis()->setTickLabelColor(plot->xAxis->tickLabelColor());
+  scale->axis()->setBasePen(plot->xAxis->basePen());
+  scale->axis()->setTickPen(plot->xAxis->tickPen());
+  return scale;
+}
+
 inline QCPColorGradient threeColors(const QColor& low, const QColor& mid, const QColor& high) {
   QCPColorGradient g;
   g.clearColorStops();

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QStackedWidget>
 #include <QSvgGenerator>
 #include <QTabWidget>
 #include <QToolTip>
@@ -64,7 +65,15 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
                        "than epsilon, by the criterion), or the next ReLU hides it;\n"
                        "ranging: every value of the range shares it, so a flip leaves the range (caught by the range check);\n"
                        "vulnerable: neither; a value with a vulnerable bit is type 2 and is verified by recomputation."));
-  tabs_->addTab(bits_, tr("Bit classes"));
+  // with no analysis the tab says why in words, not as text squeezed into an empty plot
+  bitsStack_ = new QStackedWidget(this);
+  bitsEmpty_ = new QLabel(bitsStack_);
+  bitsEmpty_->setAlignment(Qt::AlignCenter);
+  bitsEmpty_->setWordWrap(true);
+  bitsEmpty_->setMargin(24);
+  bitsStack_->addWidget(bitsEmpty_);
+  bitsStack_->addWidget(bits_);
+  tabs_->addTab(bitsStack_, tr("Bit classes"));
 
   auto* tilePage = new QWidget(this);
   auto* tileLayout = new QVBoxLayout(tilePage);
@@ -87,6 +96,7 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   campaign_->setToolTip(tr("Top-1 accuracy on the test images against the number of bit flips per inference,\n"
                            "one line per protection scheme; the legend gives each scheme's fault-free latency and CPU time\n"
                            "(every thread: SAVE's checks run on a second core) against no protection."));
+  legendBelow(campaign_);  // the schemes' lines run through every corner of the plot
   tabs_->addTab(campaign_, tr("Campaign"));
 
   map_ = new LayerMapView(this);
@@ -96,7 +106,16 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   connect(tiles_, &QCustomPlot::mouseMove, this, &SavePanel::hoverTiles);
   connect(campaign_, &QCustomPlot::mouseMove, this, &SavePanel::hoverCampaign);
   for (QCustomPlot* p : {bits_, tiles_, campaign_}) message(p, tr("Select a SAVE result or campaign in the session"));
+  showBitsEmpty(tr("No SAVE analysis is selected, so there are no bit classes to show.\n\n"
+                   "Select a SAVE result (SAVE > model in the session tree), or make one with Run > SAVE analyze."));
 }
+
+void SavePanel::showBitsEmpty(const QString& why) {
+  bitsEmpty_->setText(why);
+  bitsStack_->setCurrentWidget(bitsEmpty_);
+}
+
+QString SavePanel::bitsEmptyText() const { return bitsStack_->currentWidget() == bitsEmpty_ ? bitsEmpty_->text() : QString(); }
 
 void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
   analysis_ = analysis;
@@ -122,6 +141,7 @@ void SavePanel::showMessage(const QString& text) {
     p->clearItems();
   }
   bitsTitle_->setText(text);
+  showBitsEmpty(text);
   tileInfo_->setText(text);
   bits_->replot();
   tiles_->replot();
@@ -168,6 +188,7 @@ void SavePanel::drawBits() {
                           .arg(analysis_.elements));
   bits_->legend->setVisible(true);
   followPalette(bits_);
+  bitsStack_->setCurrentWidget(bits_);
   bits_->replot();
 }
 
@@ -231,7 +252,20 @@ void SavePanel::drawTiles() {
   }
   map->setColorScale(scale_);  // the scale takes over the gradient and range: set them there
   scale_->setGradient(gradient);
-  scale_->setDataRange(QCPRange(0, 1));
+  // the data's own range: a layer whose tiles all hold 80-100% type 2 is not one flat colour
+  const auto [low, high] = std::minmax_element(l.tileShare.begin(), l.tileShare.end());
+  const bool flat = l.tileShare.empty() || *high - *low < 1e-6;
+  scale_->setDataRange(flat ? QCPRange(0, 1) : QCPRange(double(*low), double(*high)));
+  if (flat && !l.tileShare.empty()) {  // one colour is the truth here: say so
+    auto* note = new QCPItemText(tiles_);
+    note->position->setType(QCPItemPosition::ptAxisRectRatio);
+    note->position->setCoords(0.5, 0.02);
+    note->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+    note->setText(tr("every tile holds %1% type-2 values: the Map tab shows the layer value by value")
+                      .arg(100.0 * double(*low), 0, 'f', 1));
+    note->setBrush(QBrush(QColor(255, 255, 255, 220)));
+    note->setPadding(QMargins(4, 2, 4, 2));
+  }
   // Reliable tiles get a frame: one rectangle each (a marker per tile for very large layers).
   const QPen frame(QColor(0xff, 0xff, 0xff), 2);
   if (rx.size() <= 4000) {
@@ -270,6 +304,9 @@ void SavePanel::drawTiles() {
 
 void SavePanel::showCampaign(const save::StoredCampaign& c) {
   campaignData_ = c;
+  if (analysis_.layers.empty())
+    showBitsEmpty(tr("A campaign is selected: its accuracy under bit flips is on the Campaign tab.\n\n"
+                     "Bit classes belong to a SAVE analysis: select a SAVE result in the session tree."));
   campaign_->clearPlottables();
   campaign_->clearItems();
   double top = 0, bottom = 0;  // the smallest and largest flip counts drawn
@@ -313,7 +350,6 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
   campaign_->yAxis->setLabel(tr("top-1 accuracy (%)"));
   campaign_->yAxis->setRange(0, 100);
   campaign_->legend->setVisible(true);
-  campaign_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
   followPalette(campaign_);
   campaign_->replot();
 }

@@ -15,6 +15,7 @@ class QMouseEvent;
 class QComboBox;
 class QLabel;
 class QTabWidget;
+class QStackedWidget;
 
 namespace peat::views {
 
@@ -45,6 +46,9 @@ class SavePanel : public QWidget {
   Tab currentTab() const;
 
   QCustomPlot* bitsPlot() const { return bits_; }
+  QCustomPlot* tilesPlot() const { return tiles_; }
+  QCPColorScale* tilesScale() const { return scale_; }
+  QString bitsEmptyText() const;  // why the Bit classes tab is empty ("" when it shows a plot)
   QCustomPlot* tilePlot() const { return tiles_; }
   QCustomPlot* campaignPlot() const { return campaign_; }
   LayerMapView* layerMap() const { return map_; }
@@ -67,6 +71,9 @@ class SavePanel : public QWidget {
   QCustomPlot *bits_, *tiles_, *campaign_;
   QCPTextElement* bitsTitle_;
   QCPColorScale* scale_ = nullptr;
+  void showBitsEmpty(const QString& why);
+  QStackedWidget* bitsStack_;
+  QLabel* bitsEmpty_;
   QComboBox* layerBox_;
   QLabel* tileInfo_;
   LayerMapView* map_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "views/sessioncontroller.h"
 
+#include <QEventLoop>
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -48,5 +49,16 @@ quint64 SessionController::open(const QString& path) {
 }
 
 void SessionController::cancel() { ++generation_; }
+
+void SessionController::waitFor(quint64 job, const std::function<void()>& atEnd) {
+  QEventLoop loop;
+  const auto done = connect(this, &SessionController::ended, &loop, [&](quint64 generation, const QString&, bool) {
+    if (generation != job) return;
+    if (atEnd) atEnd();
+    loop.quit();
+  });
+  loop.exec();  // the GUI thread keeps serving events meanwhile
+  disconnect(done);
+}
 
 }  // namespace peat::views

@@ -8,6 +8,7 @@
 #include <QObject>
 #include <QString>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ class SessionController : public QObject {
   // Drops the result of every job running now (the worker finishes its read, unseen).
   void cancel();
   bool busy() const { return running_ > 0; }
+  // Serves events in a nested loop until job `job` ends (delivered or dropped), for the callers
+  // that wait for an open; `atEnd` runs as it ends, before any later event.
+  void waitFor(quint64 job, const std::function<void()>& atEnd = {});
   quint64 generation() const { return generation_; }
 
   // The work of one job; runs on a worker thread (public for tests and the benchmark).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "views/sessiontreemodel.h"
 
+#include <QStringList>
+
 #include "views/pageloads.h"
 
 #include <QBrush>
@@ -160,6 +162,39 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
 QVariant SessionTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   return section == NameColumn ? tr("Item") : tr("Details");
+}
+
+QModelIndex SessionTreeModel::findCall(const std::string& run, const QString& path) const {
+  for (int i = 0; i < rowCount(); ++i) {
+    const QModelIndex top = index(i, 0);
+    if (top.data().toString().toStdString() != run) continue;
+    for (int it = 0; it < rowCount(top); ++it) {
+      const QModelIndex iteration = index(it, 0, top);
+      for (int c = 0; c < rowCount(iteration); ++c) {
+        const QModelIndex node = index(c, 0, iteration);
+        if (node.data(PathRole).toString() == path) return node;
+      }
+    }
+  }
+  return {};
+}
+
+QModelIndex SessionTreeModel::findPath(const QString& path) const {
+  QModelIndex at;
+  for (const QString& name : path.split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
+    QModelIndex found;
+    for (int r = 0; r < rowCount(at) && !found.isValid(); ++r)
+      if (index(r, 0, at).data().toString() == name) found = index(r, 0, at);
+    if (!found.isValid()) return {};
+    at = found;
+  }
+  return at;
+}
+
+QString SessionTreeModel::pathOf(const QModelIndex& index) {
+  QStringList names;
+  for (QModelIndex at = index.siblingAtColumn(0); at.isValid(); at = at.parent()) names.prepend(at.data().toString());
+  return names.join(QLatin1Char('/'));
 }
 
 }  // namespace peat::views

@@ -31,6 +31,11 @@ class SessionTreeModel : public QAbstractItemModel {
   void setTensorLister(TensorLister lister) { lister_ = std::move(lister); }
   void clear();
   const store::SessionSummary& summary() const { return summary_; }
+  // The node of call `path` of run `run` (a top-level run, any iteration); invalid when none.
+  QModelIndex findCall(const std::string& run, const QString& path) const;
+  // The node at a path of display names joined by '/' ("edge/iteration 0/#6 fc1"); invalid when none.
+  QModelIndex findPath(const QString& path) const;
+  static QString pathOf(const QModelIndex& index);  // the reverse: "" for an invalid index
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
   QModelIndex parent(const QModelIndex& child) const override;

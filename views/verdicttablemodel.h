@@ -2,7 +2,7 @@
 #pragma once
 // The detector's verdicts of one analysis run as a table: call, error model, confidence, evidence.
 // A snapshot taken in one step; each row keeps its structured findings for the views that draw
-// the evidence (MainWindow::showFinding).
+// the evidence (ErrorPlotPanel::showFinding).
 #include <QAbstractTableModel>
 
 #include <vector>

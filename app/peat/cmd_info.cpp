@@ -40,6 +40,8 @@ void printText(const store::SessionSummary& s, bool listCalls) {
       for (const std::string& t : r.tables) std::cout << ' ' << t;
       std::cout << '\n';
     }
+    if (const auto failed = r.attributes.find("kernel_failures"); failed != r.attributes.end())
+      std::cout << "    kernel failed " << failed->second << " (outcomes in call_errors)\n";
     for (const store::IterationInfo& it : r.iterations) {
       if (!it.complete) std::cout << "    iteration " << it.iteration << " is incomplete (writer stopped)\n";
       if (!listCalls) continue;

@@ -88,6 +88,34 @@ CLI::App* addSaveModelCommand(CLI::App* save, const std::string& name, const std
   return cmd;
 }
 
+// peat save run: the model on the user's inputs, plain or under a scheme with faults.
+CLI::App* addSaveRunCommand(CLI::App* save, peat::cli::SaveRunOptions& o) {
+  o.analysis.mode = "interval";  // a protected run's ranges: the quick sound ones unless asked
+  o.analysis.placement = "ranked";
+  CLI::App* cmd = addSaveModelCommand(save, "run",
+                                      "Run a model on your inputs with SAVE's fp32 engine (plain, or protected with "
+                                      "injected faults) and write its outputs; compare them with a reference",
+                                      o.analysis, "(the batch is the input's samples)", 6, 1);
+  cmd->add_option("--input,-i", o.input, "The model's input as it takes it (normalised): x.npy or x.h5:/dataset, one "
+                                         "sample or [N, sample...]")->required();
+  cmd->add_option("--output,-o", o.output, "Write the outputs here as .npy ([N, output...])");
+  cmd->add_option("--expect", o.expect, "A reference for the outputs (e.g. PyTorch's): .npy or .h5:/dataset");
+  cmd->add_option("--max-diff", o.maxDiff, "With --expect: fail (exit 1) when the largest |difference| exceeds this");
+  cmd->add_option("--protect", o.protect, "none, save, tmr, ranger or ecc")->capture_default_str();
+  cmd->add_option("--flips", o.flips, "Faults injected over the inference (all samples in one batch)")->capture_default_str();
+  cmd->add_option("--pattern", o.pattern, "random, consecutive, region, adjacent or burst")->capture_default_str();
+  cmd->add_option("--bits", o.bits, "Bits per fault")->capture_default_str();
+  cmd->add_option("--target", o.target, "Where faults land: both, weights or activations")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the faults")->capture_default_str();
+  cmd->add_option("--verifier", o.verifier, "SAVE's check of linear/conv outputs: auto, recompute, abft or mixed")
+      ->capture_default_str();
+  cmd->add_option("--check-lag", o.checkLag, "SAVE: layers its checks may trail the inference")->capture_default_str();
+  cmd->add_option("--max-recoveries", o.maxRecoveries, "SAVE: reruns of a failed layer")->capture_default_str();
+  cmd->add_option("--top", o.top, "Classes printed per sample")->capture_default_str();
+  cmd->add_flag("--json", o.analysis.json, "Print as JSON");
+  return cmd;
+}
+
 // Exactly one of the two ways to name the tensors.
 bool pairOrSession(bool pair, const std::string& session, const std::string& run) {
   if (pair) return session.empty() && run.empty();
@@ -300,6 +328,8 @@ int main(int argc, char** argv) {
   verifiersCmd->add_option("--flips", verifiers.flips, "Single-bit flips per op")->capture_default_str();
   verifiersCmd->add_option("--seed", verifiers.seed, "Seed of the flips")->capture_default_str();
   verifiersCmd->add_flag("--json", verifiers.analysis.json, "Print as JSON");
+  SaveRunOptions saveRun;
+  CLI::App* saveRunCmd = addSaveRunCommand(saveCmd, saveRun);
   SaveMergeOptions merge;
   CLI::App* mergeCmd = app.add_subcommand(
       "merge", "Merge the shards (--shard i/N) of a check-bits, SAVE campaign, playback or runtime-FI sweep");
@@ -348,6 +378,7 @@ int main(int argc, char** argv) {
       return checkBits.mpi.enabled ? runSaveCheckBitsMpi(checkBits) : runSaveCheckBits(checkBits);
     }
     if (*verifiersCmd) return runSaveVerifiers(verifiers);
+    if (*saveRunCmd) return runSaveRun(saveRun);
     if (*inspectCmd) return runSaveInspect(inspect);
     if (*mergeCmd || *saveMergeCmd) {
       for (int i = 0; i < argc; ++i) merge.commandLine += (i ? " " : "") + std::string(argv[i]);

@@ -24,14 +24,13 @@
 #include "app/peat/commands.h"
 #include "base/sys.h"
 #include "core/save/check_bits_record.h"
+#include "core/save/command_settings.h"
 #include "core/store/journal.h"
 #include "core/store/session.h"
 #include "core/torch_module.h"
 #include "core/util/text.h"
 
 namespace peat::cli {
-
-save::CheckBitsCampaign checkBitsCampaign(const SaveCheckBitsOptions& o);  // cmd_save.cpp
 
 // MPI lives in its own module (app/mpi/peat_mpi.h), built when MPI was found.
 bool builtWithMpi() { return sys::fileExists(sys::modulePath("peat_mpi")); }
@@ -195,7 +194,7 @@ Options shardOptions(const Options& o, const std::string& file, int index, int c
 }  // namespace
 
 int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
-  const save::CheckBitsCampaign campaign = checkBitsCampaign(o);
+  const save::CheckBitsCampaign campaign = save::checkBitsCampaign(o);
   ShardedJob job = saveJob(o.analysis, o.mpi);
   job.isDone = [&](const std::string& file, int index, int count) {
     const auto shards = save::checkBitsShardsIn(file);
@@ -211,7 +210,7 @@ int runSaveCheckBitsMpi(const SaveCheckBitsOptions& o) {
 }
 
 int runSaveCampaignMpi(const SaveCampaignOptions& o) {
-  const std::string settings = campaignSettings(o);
+  const std::string settings = save::campaignSettings(o);
   ShardedJob job = saveJob(o.analysis, o.mpi);
   job.isDone = [&](const std::string& file, int index, int count) {
     const store::SessionSummary s = store::SessionReader(file).summaryWithoutTensors();

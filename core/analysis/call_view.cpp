@@ -15,6 +15,7 @@ CallView loadCallView(const store::SessionReader& reader, const store::SessionSu
     throw std::runtime_error("run " + run + " has no analysis: run 'peat analyze --session SESSION --run " + run + "'");
   try {
     view.report = loadCallReport(reader, view.analysisRun, call);
+    view.report.displayName = callDisplayName(summary, run, call);
   } catch (const std::exception& e) {
     throw std::runtime_error("no report for " + callDisplayName(summary, run, call) + " in " + view.analysisRun +
                              " (it may not have been replayed): " + e.what());

@@ -350,7 +350,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         a.op = c.id.op;
         a.iteration = c.id.iteration;
         a.callIndex = c.id.callIndex;
-        a.report = analyze(golden.data(), candidate.data(), shape, options);
+        a.report = analyze(golden.data(), candidate.data(), mapShape(shape, c.id.op), options);
         // Linear, matmul (batched) and forward conv2d calls (grouped: batched): the operands were recorded,
         // so the detector can compute rounding bounds and replay formats; a conv's outputs are seen
         // in its GEMM's layout.
@@ -513,6 +513,11 @@ CallPair loadCallPair(const store::SessionReader& reader, const std::string& ana
   p.candidate = output(candidateRun, candidateShape);
   if (candidateShape != p.shape) throw std::invalid_argument("call " + call + ": golden and candidate outputs differ in shape");
   return p;
+}
+
+std::vector<uint64_t> mapShape(const std::vector<uint64_t>& shape, const std::string& op) {
+  if (shape.size() == 4 && (op.empty() || op == "conv2d")) return {shape[0] * shape[1], shape[2] * shape[3]};
+  return shape;
 }
 
 StoredCallReport plottedReport(const Report& r, const std::string& call, const std::string& verdict) {

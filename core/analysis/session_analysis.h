@@ -74,6 +74,10 @@ std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uin
                                           const std::vector<uint64_t>& outShape);
 
 struct StoredCallReport;
+// The shape a call's output is seen in for the Where map: a conv2d's [N, C, H, W] (and a dropped
+// rank-4 tensor, op "") as channels x positions, [N C, H W], so tiles follow channels; anything
+// else as it is ([prod(shape[:-1]), shape[-1]]).
+std::vector<uint64_t> mapShape(const std::vector<uint64_t>& shape, const std::string& op);
 // A detection as a session stores it: the verdict with its parameters in its evidence line, then
 // the verdict itself and its alternatives as findings.
 store::Verdict storedVerdict(const std::string& call, const detector::Detection& detection);
@@ -82,6 +86,7 @@ StoredCallReport plottedReport(const Report& r, const std::string& call, const s
 
 struct StoredCallReport {
   std::string analysisRun, call, verdict;
+  std::string displayName;  // the call as the session tree names it ("#3 conv2 (iteration 0)"); empty: `call`
   double elements = 0, mismatched = 0, maxAbs = 0, meanAbs = 0, p99 = 0;
   int log2AbsFirstBin = 0;            // log2_abs[i] counts floor(log2 |error|) == first + i
   std::vector<uint64_t> log2Abs, log2Ulp, bitMismatch;  // bitMismatch[b]: elements whose bit b differs

@@ -53,6 +53,8 @@ void forEachField(Command& c, F&& f) {
   f("shard", c.shard);
   f("device", c.device);
   f("store_outputs", c.storeOutputs);
+  f("in_process", c.inProcess);
+  f("stop_on_kernel_failure", c.stopOnKernelFailure);
   f("mpi", c.mpi);
   f("shards", c.shards);
   f("layer", c.layer);

@@ -43,6 +43,8 @@ struct TorchCommand {
   int64_t maxCalls = 0, resumeIterations = 0, resumeFrom = -1;
   std::string runName, shard = "0/1", device;
   bool storeOutputs = false;
+  // playback, runtime-fi: a user kernel in peat, not in a kernel host; stop at a call it fails there
+  bool inProcess = false, stopOnKernelFailure = false;
   bool mpi = false;
   int shards = 0;  // with --mpi: shards in all (0: one per rank)
   // runtime-fi

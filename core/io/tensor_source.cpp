@@ -157,10 +157,11 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset)
 }
 
 FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset, InsideProbe) {
+  const h5::Lock lock;  // the one HDF5 lock of the process: a session may be read on another thread
   h5::silenceLibraryDiagnostics();
   if (!h5::looksLikeHdf5(file)) throw SourceError("'" + file + "' is not an HDF5 file (or cannot be read)");
   try {
-    h5::File f(file, h5::File::Mode::ReadOnly);
+    h5::File f(lock, file, h5::File::Mode::ReadOnly);
     h5::Group g = f.root();
     std::string rest = dataset;
     while (!rest.empty() && rest.front() == '/') rest.erase(0, 1);

@@ -155,9 +155,17 @@ class Prober {
         }
         break;
       }
-      case Op::Select:
-        for (std::size_t i = 0; i < size; ++i) any |= (out[i] = n.gather[i] < 0 ? 0.0 : dx[std::size_t(n.gather[i])]) > 0;
+      case Op::Select: {
+        const std::vector<int64_t> off = selectOffsets(g_, n);  // several inputs: a concatenation
+        for (std::size_t i = 0; i < size; ++i) {
+          if (n.gather[i] < 0) continue;
+          const std::size_t k = selectPart(off, n.gather[i]);
+          const std::vector<double>& d = delta_[std::size_t(n.inputs[k])];
+          const double di = d.empty() ? 0.0 : d[std::size_t(n.gather[i] - off[k])];
+          any |= (out[i] = di) > 0;
+        }
         break;
+      }
       case Op::Max2:
       case Op::MaxPool2d: {
         // the new max lies in [max(x_i - d_i), max(x_i + d_i)]

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/save/graph.h"
+#include "core/save/save_session.h"
 #include "core/store/shard_set.h"
 #include "core/util/text.h"
 
@@ -255,13 +256,8 @@ StoredCheckBits mergeCheckBitsShards(const std::vector<std::string>& files, cons
     store::Provenance prov = provenance;
     if (prov.model.empty()) prov.model = merged.campaign.model;
     store::SessionWriter w(output, prov, exists ? store::WriteMode::Append : store::WriteMode::Create);
-    const std::string base = resultBase(merged.campaign.model);
-    std::string id = base + "-check-bits";
-    if (exists) {
-      const std::vector<std::string> taken = store::SessionReader(output).summaryWithoutTensors().saveResults;
-      for (int k = 2; std::find(taken.begin(), taken.end(), id) != taken.end(); ++k)
-        id = base + "-check-bits-" + std::to_string(k);
-    }
+    const std::string base = resultBase(merged.campaign.model) + "-check-bits";
+    const std::string id = exists ? freeResultId(output, base) : base;
     writeCheckBits(w, id, merged, "merged " + std::to_string(count));
     if (storedAs) *storedAs = id;
   }

@@ -41,6 +41,12 @@ const char* opName(Op op) {
   return "?";
 }
 
+std::vector<int64_t> selectOffsets(const Graph& g, const Node& n) {
+  std::vector<int64_t> off{0};
+  for (int i : n.inputs) off.push_back(off.back() + g.nodes[std::size_t(i)].size());
+  return off;
+}
+
 int64_t Node::size() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -367,8 +373,14 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
       return in[0][e] + in[1][e];
     case Op::Max2:
       return std::max(in[0][e], in[1][e]);
-    case Op::Select:
-      return n.gather[std::size_t(e)] < 0 ? 0.0f : in[0][n.gather[std::size_t(e)]];
+    case Op::Select: {
+      const int64_t at = n.gather[std::size_t(e)];
+      if (at < 0) return 0.0f;
+      if (n.inputs.size() == 1) return in[0][at];
+      const std::vector<int64_t> off = selectOffsets(g, n);
+      const std::size_t k = selectPart(off, at);
+      return in[k][at - off[k]];
+    }
     case Op::BatchNorm: {
       const int64_t ch = e / (n.size() / n.shape[0]);
       return in[0][e] * n.weight[std::size_t(ch)] + n.bias[std::size_t(ch)];
@@ -442,13 +454,24 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
     case Op::Max2:
       for (int64_t i = 0; i < batch * size; ++i) out[i] = std::max(in[0][i], in[1][i]);
       return;
-    case Op::Select:
-      for (int64_t s = 0; s < batch; ++s)
-        for (int64_t i = 0; i < size; ++i) {
-          const int64_t at = n.gather[std::size_t(i)];
-          out[s * size + i] = at < 0 ? 0.0f : in[0][s * inSize + at];
-        }
+    case Op::Select: {
+      if (n.inputs.size() == 1) {
+        for (int64_t s = 0; s < batch; ++s)
+          for (int64_t i = 0; i < size; ++i) {
+            const int64_t at = n.gather[std::size_t(i)];
+            out[s * size + i] = at < 0 ? 0.0f : in[0][s * inSize + at];
+          }
+        return;
+      }
+      const std::vector<int64_t> off = selectOffsets(g, n);  // a concatenation: each input's samples
+      for (int64_t i = 0; i < size; ++i) {
+        const int64_t at = n.gather[std::size_t(i)];
+        const std::size_t k = at < 0 ? 0 : selectPart(off, at);
+        const int64_t part = off[k + 1] - off[k];
+        for (int64_t s = 0; s < batch; ++s) out[s * size + i] = at < 0 ? 0.0f : in[k][s * part + at - off[k]];
+      }
       return;
+    }
     case Op::BatchNorm: {
       const int64_t c = n.shape[0], hw = size / c;
       for (int64_t s = 0; s < batch; ++s)

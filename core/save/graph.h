@@ -22,7 +22,8 @@ enum class Op {
   Input, Linear, Conv2d, Relu, MaxPool2d, GlobalAvgPool, BatchNorm, Add, Flatten,
   // The range analysis rewrites max-pooling into these: a strided gather of one window position,
   // and the element-wise max of two tensors (max(a, b) = b + relu(a - b)). Select also expresses
-  // reshapes and transposes (a vision transformer's head split).
+  // reshapes and transposes (a vision transformer's head split), and with several inputs a
+  // concatenation (DenseNet, ShuffleNet, Inception): see selectOffsets.
   Select, Max2,
   // Transformer ops. AddConst: x + c, element-wise (position embeddings). LayerNorm: over the last
   // dimension (eps: the node's, 1e-5 unless set), then weight (gamma) and bias (beta). Gelu: the exact (erf) form.
@@ -56,7 +57,9 @@ struct Node {
   std::vector<float> weight, bias;
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1, dilation = 1;
   float eps = 1e-5f;  // LayerNorm's epsilon (torch's default)
-  std::vector<int64_t> gather;  // Select: the input element of each output element (-1: the constant 0)
+  // Select: the input element of each output element (-1: the constant 0); with several inputs an
+  // index into their samples laid end to end (input 0's elements first, see selectOffsets)
+  std::vector<int64_t> gather;
   int64_t size() const;  // elements per sample
   int64_t features() const { return shape.empty() ? 1 : shape.back(); }  // the last dimension
   int64_t rows() const { return size() / features(); }  // rows of the last dimension
@@ -99,7 +102,9 @@ std::map<std::string, store::Tensor> loadCheckpoint(const std::string& path, con
 // The input element that window position (ky, kx) of max-pool output (ch, y, x) reads, for an
 // input of h x w. A padding position reads the nearest element of the same window instead (its
 // index clamped): the window's maximum is unchanged (max-pooling pads with -inf), and every window
-// holds a real element because padding < kernel. Every user of a max-pool's windows goes through here.
+// holds a real element because padding < kernel and, in ceil mode (an extra window at the right
+// and bottom edges, ONNX's ceil_mode=1), each window starts inside the input or its left padding.
+// Every user of a max-pool's windows goes through here.
 inline int64_t poolInput(const Node& n, int64_t h, int64_t w, int64_t ch, int64_t y, int64_t x, int64_t ky, int64_t kx) {
   int64_t r = y * n.stride + ky - n.padding, c = x * n.stride + kx - n.padding;
   r = r < 0 ? 0 : r > h - 1 ? h - 1 : r;
@@ -113,6 +118,16 @@ inline int64_t groupChannels(const Node& n, const Node& src) { return src.shape[
 inline int64_t convTaps(const Node& n, const Node& src) { return groupChannels(n, src) * n.kernel * n.kernel; }
 inline int64_t firstChannel(const Node& n, const Node& src, int64_t o) {
   return o / (n.shape[0] / n.groups) * groupChannels(n, src);
+}
+
+// Where each input of a Select starts in its gather's numbering (its inputs' samples laid end to
+// end), one more entry holding the total: gather value `at` reads input k, element at - off[k], for
+// the k with off[k] <= at < off[k + 1] (selectPart finds it).
+std::vector<int64_t> selectOffsets(const Graph& g, const Node& n);
+inline std::size_t selectPart(const std::vector<int64_t>& off, int64_t at) {
+  std::size_t k = 0;
+  while (k + 2 < off.size() && at >= off[k + 1]) ++k;
+  return k;
 }
 
 // The engine's clip (ReLU6): NaN goes to the lower end, as its ReLU maps NaN to 0.

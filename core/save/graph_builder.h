@@ -124,15 +124,22 @@ class Builder {
   }
   // A reshape or transpose: output element i is input element gather[i].
   int select(const std::string& name, int x, std::vector<int64_t> shape, std::vector<int64_t> gather) {
+    return select(name, std::vector<int>{x}, std::move(shape), std::move(gather));
+  }
+  // A concatenation (or any gather) of several inputs: gather indexes their samples laid end to
+  // end (see selectOffsets).
+  int select(const std::string& name, std::vector<int> inputs, std::vector<int64_t> shape, std::vector<int64_t> gather) {
     Node n;
     n.op = Op::Select;
     n.name = name;
-    n.inputs = {x};
+    n.inputs = std::move(inputs);
     n.shape = std::move(shape);
     n.gather = std::move(gather);
-    if (int64_t(n.gather.size()) != n.size()) throw SaveError("internal: select '" + name + "' has a wrong gather");
+    if (int64_t(n.gather.size()) != n.size() || n.inputs.empty())
+      throw SaveError("internal: select '" + name + "' has a wrong gather");
+    const int64_t total = selectOffsets(g_, n).back();
     for (int64_t i : n.gather)
-      if (i < -1 || i >= g_.nodes[std::size_t(x)].size()) throw SaveError("internal: select '" + name + "' reads outside its input");
+      if (i < -1 || i >= total) throw SaveError("internal: select '" + name + "' reads outside its input");
     return add(std::move(n));
   }
   // The same values under another shape (a reshape, squeeze or flatten: no arithmetic).
@@ -181,8 +188,10 @@ class Builder {
       for (int64_t i = 0; i < in; ++i) n.weight[std::size_t(o * in + i)] *= s;
     }
   }
-  int maxPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding = 0) {
-    return window(Op::MaxPool2d, "max-pool '", name, x, k, stride, padding);
+  // ceil: ONNX's ceil_mode=1 (PyTorch's ceil_mode=True): one more window where the last one would
+  // be partial, unless it would start beyond the input and its left padding.
+  int maxPool(const std::string& name, int x, int64_t k, int64_t stride, int64_t padding = 0, bool ceil = false) {
+    return window(Op::MaxPool2d, "max-pool '", name, x, k, stride, padding, ceil);
   }
   int flatten(const std::string& name, int x) {
     Node n;
@@ -218,7 +227,8 @@ class Builder {
 
  private:
   // A pooling window op (max or average) of kernel k over a [C, H, W] input.
-  int window(Op op, const char* what, const std::string& name, int x, int64_t k, int64_t stride, int64_t padding) {
+  int window(Op op, const char* what, const std::string& name, int x, int64_t k, int64_t stride, int64_t padding,
+             bool ceil = false) {
     const std::vector<int64_t> s = g_.nodes[std::size_t(x)].shape;
     if (s.size() != 3 || k < 1 || stride < 1 || padding < 0 || padding >= k)
       throw SaveError(what + name + "' needs a [C, H, W] input and 0 <= padding < kernel");
@@ -229,7 +239,13 @@ class Builder {
     n.kernel = k;
     n.stride = stride;
     n.padding = padding;
-    n.shape = {s[0], (s[1] + 2 * padding - k) / stride + 1, (s[2] + 2 * padding - k) / stride + 1};
+    auto extent = [&](int64_t in) {
+      if (in + 2 * padding < k) throw SaveError(what + name + "' has a window larger than its padded input");
+      int64_t out = (in + 2 * padding - k + (ceil ? stride - 1 : 0)) / stride + 1;
+      if (ceil && (out - 1) * stride >= in + padding) --out;  // PyTorch's rule: the last window starts inside
+      return out;
+    };
+    n.shape = {s[0], extent(s[1]), extent(s[2])};
     return add(std::move(n));
   }
   int add(Node n) {

@@ -139,10 +139,15 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
       for (int in : n.inputs)
         for (std::size_t i = 0; i < size; ++i) grad[std::size_t(in)][i] += gy[i];
       break;
-    case Op::Select:
+    case Op::Select: {
+      const std::vector<int64_t> off = selectOffsets(g, n);  // several inputs: a concatenation
       for (std::size_t i = 0; i < size; ++i)
-        if (n.gather[i] >= 0) gx[std::size_t(n.gather[i])] += gy[i];
+        if (n.gather[i] >= 0) {
+          const std::size_t k = selectPart(off, n.gather[i]);
+          grad[std::size_t(n.inputs[k])][std::size_t(n.gather[i] - off[k])] += gy[i];
+        }
       break;
+    }
     case Op::Max2: {
       const std::vector<float>& y = act[std::size_t(n.inputs[1])];
       for (std::size_t i = 0; i < size; ++i) grad[std::size_t(x[i] >= y[i] ? n.inputs[0] : n.inputs[1])][i] += gy[i];

@@ -231,10 +231,16 @@ void softmaxInterval(const Node& n, const NodeRange& x, NodeRange& out) {
 
 // Exact ops (gathers and maxima): their intervals need no widening for rounding.
 
-void intervalSelect(const Node& n, const NodeRange& x, NodeRange& out) {
+// A gather from one input, or from several laid end to end (a concatenation).
+void intervalSelect(const Graph& g, const Node& n, const std::vector<NodeRange>& r, NodeRange& out) {
+  const std::vector<int64_t> off = selectOffsets(g, n);
   for (std::size_t i = 0; i < out.lo.size(); ++i) {
-    out.lo[i] = n.gather[i] < 0 ? 0.0 : x.lo[std::size_t(n.gather[i])];
-    out.hi[i] = n.gather[i] < 0 ? 0.0 : x.hi[std::size_t(n.gather[i])];
+    const int64_t at = n.gather[i];
+    if (at < 0) continue;  // the constant 0
+    const std::size_t k = selectPart(off, at);
+    const NodeRange& x = r[std::size_t(n.inputs[k])];
+    out.lo[i] = x.lo[std::size_t(at - off[k])];
+    out.hi[i] = x.hi[std::size_t(at - off[k])];
   }
 }
 
@@ -454,7 +460,7 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
       out = x;
       return out;
     case Op::Select:
-      intervalSelect(n, x, out);
+      intervalSelect(g, n, r, out);
       return out;
     case Op::Max2:
       intervalMax2(x, r[std::size_t(n.inputs[1])], out);

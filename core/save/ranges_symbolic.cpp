@@ -236,16 +236,20 @@ void BackSubstitution::expandRelu(const Node& n, const Bounds& b) {
   }
 }
 
+// Each coefficient moves to the input element it was gathered from (of one input, or of several
+// laid end to end: a concatenation).
 void BackSubstitution::expandSelect(const Node& n, const Bounds& b) {
   const std::size_t size = std::size_t(n.size());
-  const int in0 = n.inputs[0];
-  const std::size_t inSize = std::size_t(g_.nodes[std::size_t(in0)].size());
-  Bounds& t = at(in0);
+  const std::vector<int64_t> off = selectOffsets(g_, n);
+  std::vector<Bounds*> t;
+  for (int i : n.inputs) t.push_back(&at(i));  // std::map: references stay valid
   for (std::size_t r = 0; r < rows_; ++r)
     for (std::size_t j = 0; j < size; ++j) {
       if (n.gather[j] < 0) continue;  // a constant 0
-      t.lower[r * inSize + std::size_t(n.gather[j])] += b.lower[r * size + j];
-      t.upper[r * inSize + std::size_t(n.gather[j])] += b.upper[r * size + j];
+      const std::size_t k = selectPart(off, n.gather[j]);
+      const std::size_t inSize = std::size_t(off[k + 1] - off[k]), e = std::size_t(n.gather[j] - off[k]);
+      t[k]->lower[r * inSize + e] += b.lower[r * size + j];
+      t[k]->upper[r * inSize + e] += b.upper[r * size + j];
     }
 }
 

@@ -112,6 +112,18 @@ struct RunStats {
   RunStats& operator+=(const RunStats& o);
 };
 
+// ProtectedRunner's parts, private to core/save/runtime*.cpp (core/save/runtime_parts.h).
+namespace protect {
+struct Fault;
+class FaultProcess;
+class Verifiers;
+class CheckThread;
+}  // namespace protect
+
+// The schemes on one graph and batch: the fault process over unreliable memory
+// (runtime_faults.cpp), SAVE's verifiers (runtime_verifiers.cpp), SAVE's layer schedule with its
+// checks behind the inference and its recovery (runtime_schedule.cpp), and the baselines beside it
+// (runtime_baselines.cpp).
 class ProtectedRunner {
  public:
   // `selection` places SAVE's tiles (for `batch` images) and gives its ranges and bit masks;
@@ -125,84 +137,45 @@ class ProtectedRunner {
   // Predictions of `batch` images under the scheme and fault model; `seed` draws the faults.
   std::vector<int> infer(const float* images, Scheme scheme, const FaultModel& faults, uint64_t seed, RunStats& stats);
 
+  // The output tensor of the last infer() for the whole batch ([batch * output size]): for TMR, each
+  // sample's from a run that gave the voted prediction; NaN for an inference ECC failed.
+  const std::vector<float>& outputs() const { return output_; }
+
   int64_t unreliableWords(Scheme scheme) const;
   int64_t unreliableWords(Scheme scheme, FaultTarget target) const;  // of the part a fault model targets
   // For comparing verifiers on the same faults: SAVE's check of node `node`'s type-2 elements in
   // unreliable memory (those listed by type2Unreliable) with a given verifier, on activations
   // `act` of a whole batch (true on a detection), and whether a value passes the range check.
   bool checkType2With(VerifierKind kind, int node, const std::vector<std::vector<float>>& act, RunStats& stats);
-  const std::vector<int64_t>& type2Unreliable(int node) const { return type2Unreliable_[std::size_t(node)]; }
+  const std::vector<int64_t>& type2Unreliable(int node) const;
   // The output channels (features) of a linear or conv node that its recomputation computes when
   // only those hold type-2 values in unreliable memory; empty: the whole layer.
-  const std::vector<int64_t>& recomputedChannels(int node) const { return slice_[std::size_t(node)].channels; }
+  const std::vector<int64_t>& recomputedChannels(int node) const;
   bool withinRange(int node, int64_t element, float value) const;
-  const std::vector<VerifierChoice>& verifierChoices() const { return choices_; }
+  const std::vector<VerifierChoice>& verifierChoices() const;
 
  private:
-  struct Fault {
-    uint64_t word;
-    uint32_t mask;
-  };
-  std::vector<Fault> drawFaults(Scheme scheme, const FaultModel& m, uint64_t seed) const;
-  std::vector<int> run(const float* images, Scheme scheme, const std::vector<Fault>& faults, const FaultModel& model,
-                       uint64_t seed, RunStats& stats);
-  // SAVE's layer loop with its checks one layer behind and the recovery of a failed layer;
+  // One inference of the batch under `scheme` with `faults` landed (the baselines, or SAVE's schedule).
+  std::vector<int> run(const float* images, Scheme scheme, const std::vector<protect::Fault>& faults,
+                       const FaultModel& model, uint64_t seed, RunStats& stats);
+  // SAVE's layer loop with its checks behind the inference and the recovery of a failed layer;
   // `step(v)` runs layer v and lands its activation faults, `place` lands a rerun's fault on the
   // weights or tensors of layers >= its third argument.
   void runSave(const std::function<void(std::size_t)>& step,
                std::vector<std::vector<std::pair<int64_t, uint32_t>>>& activationFaults,
                const std::function<bool(uint64_t, uint32_t, std::size_t)>& place, const FaultModel& model, uint64_t seed,
                RunStats& stats);
-  // Where a word of the scheme's unreliable space lies: a weight (node, index into weights then
-  // biases) or an activation (node, element of the batch's tensor).
-  struct Place {
-    bool weight = false;
-    std::size_t node = 0;
-    int64_t index = 0;
-  };
-  Place locate(uint64_t word, Scheme scheme) const;
-  // SAVE's check of one tensor; true on a detection. Runs on a second thread, overlapped with the
-  // next layer (as SAVE overlaps the CPU's checks with the GPU's next kernel).
-  bool verify(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
-  bool checksum(int node, const std::vector<std::vector<float>>& act, RunStats& stats);
 
-  const Graph& g_;
-  const Selection& sel_;
-  std::vector<NodeRange> profiled_;
+  const Graph& g_;                       // the host's clean copy of the weights
+  std::vector<NodeRange> profiled_;      // Ranger's bounds
   int64_t batch_;
-  std::vector<int64_t> weightOffset_;  // first word of each node's weights, then biases
-  int64_t weightWords_ = 0;
-  std::vector<std::vector<int64_t>> unreliableIndex_;  // per node: one image's elements in unreliable memory (SAVE)
-  std::vector<std::vector<int64_t>> type2Unreliable_;  // ... of those, the type-2 ones
-  std::vector<int64_t> activationWords_;  // per node: words (batch * size)
-  Graph work_;                            // the weights as unreliable memory holds them
-  class Verifier;
-  std::unique_ptr<Verifier> verifier_;    // SAVE's second core
-  std::vector<std::vector<float>> act_;   // activations, reused between runs
-  std::vector<float> again_;              // the verifier's recomputation
-  std::vector<VerifierChoice> choices_;   // linear and conv nodes
-  std::vector<VerifierKind> kind_;        // per node: the verifier chosen
-  std::vector<std::unique_ptr<MixedChecker>> mixed_;  // per node: checked by integer recomputation
-  std::vector<Graph> abftSum_, abftAbs_;  // per linear/conv node: its one-channel checksum ops
-  std::vector<float> abftExpect_, abftBound_, abftAbsInput_;  // the verifier thread's scratch
-  std::vector<std::vector<float>> rangeLo_, rangeHi_;  // per node: fp32 bounds around the sound ranges
-  std::vector<std::vector<uint32_t>> compareMask_;     // per node: bits the recomputation compares
-  // Per linear or (ungrouped) conv node whose type-2 elements in unreliable memory lie in only some of
-  // its output channels (features): those channels' op, recomputed instead of the whole layer.
-  struct Slice {
-    std::vector<int64_t> channels;  // empty: recompute the whole layer
-    Graph graph;                    // input, then the op with only those channels' weights
-  };
-  std::vector<Slice> slice_;
-  // Per node: the output channels whose weights the last failed weight compare found changed (written
-  // by the checking thread before it reports the failure); empty: the failure was not the weights'.
-  std::vector<std::vector<int64_t>> weightFaultChannels_;
-  // Per node: the values (batch-wide indices, ascending) that the last failed check found outside
-  // their range or changed in a non-robust bit; empty: not known (the weights failed, or ABFT or
-  // the mixed check, which do not say where).
-  std::vector<std::vector<int64_t>> failedElements_;
-  bool sliceMismatch(int node, const float* input, const std::vector<float>& x, RunStats& stats);
+  Graph work_;                           // the weights as unreliable memory holds them
+  std::unique_ptr<protect::FaultProcess> faults_;   // where unreliable memory lies, and its faults
+  std::unique_ptr<protect::Verifiers> verifiers_;   // SAVE's checks of one layer
+  std::unique_ptr<protect::CheckThread> checkThread_;  // SAVE's second core, started by its first run
+  std::vector<std::vector<float>> act_;  // activations, reused between runs
   std::vector<std::size_t> faultedWeights_;  // nodes whose weights the last run flipped
+  std::vector<float> output_;            // the last inference's output tensor
 };
 
 }  // namespace peat::save

@@ -43,10 +43,15 @@ void backward(const Graph& g, const std::vector<NodeRange>& r, int64_t k, std::v
       case Op::Gelu:
         for (std::size_t i = 0; i < size; ++i) si[i] += 1.13 * so[i];
         break;
-      case Op::Select:
+      case Op::Select: {
+        const std::vector<int64_t> off = selectOffsets(g, n);  // several inputs: a concatenation
         for (std::size_t i = 0; i < size; ++i)
-          if (n.gather[i] >= 0) si[std::size_t(n.gather[i])] += so[i];
+          if (n.gather[i] >= 0) {
+            const std::size_t part = selectPart(off, n.gather[i]);
+            s[std::size_t(n.inputs[part])][std::size_t(n.gather[i] - off[part])] += so[i];
+          }
         break;
+      }
       case Op::Add:
       case Op::Max2:
         for (int input : n.inputs)

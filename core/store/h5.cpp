@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -89,6 +90,23 @@ Error::Error(const std::string& call, const std::string& path, const std::string
       call_(call),
       path_(path),
       detail_(detail) {}
+
+namespace {
+std::atomic<void (*)()> lockObserver{nullptr};
+}  // namespace
+
+std::recursive_mutex& lockMutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
+void setLockObserver(void (*observer)()) { lockObserver.store(observer); }
+
+void notifyLockObserver() {
+  if (void (*observer)() = lockObserver.load()) observer();
+}
+
+Lock::Lock() : guard_((notifyLockObserver(), lockMutex())) {}
 
 void silenceLibraryDiagnostics() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
@@ -483,7 +501,7 @@ bool durableCommits() {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-File::File(const std::string& path, Mode mode) : path_(path) {
+File::File(const Lock&, const std::string& path, Mode mode) : path_(path) {
   // Every file goes through the journaling driver (journal.h): flushes are atomic, and a journal a
   // killed writer left behind is replayed before the file is read.
   const Handle fapl(checkId(journalingAccessList(durableCommits()), "H5Pset_driver", path), H5Pclose);

@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <optional>
 #include <string>
@@ -23,6 +24,24 @@ class Error : public std::runtime_error {
  private:
   std::string call_, path_, detail_;
 };
+
+// HDF5 is usually built without thread safety: every HDF5 call in the process is made while one
+// thread holds this (recursive) lock. File's constructor takes it as an argument, so no layer can
+// open a file without it; the session layer holds it for every entry point.
+class Lock {
+ public:
+  Lock();
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  std::lock_guard<std::recursive_mutex> guard_;
+};
+std::recursive_mutex& lockMutex();
+// Called on the locking thread before every Lock is taken (the session-access observer of
+// store/session.h counts reads on the GUI thread with it); nullptr for none.
+void setLockObserver(void (*observer)());
+void notifyLockObserver();  // for a thread about to block on a file without the lock
 
 // Silences HDF5's automatic error printing for the whole process; errors surface as h5::Error instead.
 void silenceLibraryDiagnostics();
@@ -146,7 +165,7 @@ std::string stringAttribute(hid_t object, const std::string& objectPath, const s
 class File {
  public:
   enum class Mode { ReadOnly, ReadWrite, CreateExclusive, Truncate };
-  File(const std::string& path, Mode mode);
+  File(const Lock& held, const std::string& path, Mode mode);
   const std::string& path() const { return path_; }
   Group root() const;
   // Commits everything written so far, atomically (journal.h); PEAT_SYNC=1 also makes it durable.

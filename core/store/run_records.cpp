@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -108,7 +109,7 @@ Shard readShard(const std::string& file) {
 }  // namespace
 
 TableBuilder callErrorTable() {
-  TableBuilder t({"layer", "op", "phase", "variant"}, {"iteration", "call_index"});
+  TableBuilder t({"layer", "op", "phase", "variant", "outcome"}, {"iteration", "call_index"});
   t.addNumberColumns(analyzer::errorSummaryColumns());
   return t;
 }
@@ -116,7 +117,13 @@ TableBuilder callErrorTable() {
 void addCallError(TableBuilder& t, const CallId& id, const std::string& variant, const analyzer::ErrorSummary& e) {
   std::vector<double> numbers{double(id.iteration), double(id.callIndex)};
   for (double x : analyzer::errorSummaryValues(e)) numbers.push_back(x);
-  t.row({id.layer, id.op, phaseName(id.phase), variant}, numbers);
+  t.row({id.layer, id.op, phaseName(id.phase), variant, "ok"}, numbers);
+}
+
+void addFailedCall(TableBuilder& t, const CallId& id, const std::string& variant, const std::string& outcome) {
+  std::vector<double> numbers{double(id.iteration), double(id.callIndex)};
+  numbers.resize(2 + analyzer::errorSummaryColumns().size(), std::nan(""));  // no output: no error numbers
+  t.row({id.layer, id.op, phaseName(id.phase), variant, outcome}, numbers);
 }
 
 TableBuilder injectionTable() { return TableBuilder({"call", "target"}, {"index", "bit", "old_value", "new_value"}); }

@@ -22,9 +22,13 @@ namespace peat::store {
 
 // ---- the tables of a playback or runtime-FI run (docs/session-format.md)
 
-// call_errors: one row per replayed or substituted call, its identity and error numbers.
+// call_errors: one row per replayed or substituted call, its identity, its outcome and its error
+// numbers. The outcome is "ok", or how a user kernel failed the call in its kernel host
+// ("crash:SIGSEGV", "crash:SIGABRT", "hang", "out_of_bounds", "exit:N"); a failed call's error
+// numbers are NaN and it has no stored output. Tables written before the column: every row "ok".
 TableBuilder callErrorTable();
 void addCallError(TableBuilder& table, const CallId& id, const std::string& variant, const analyzer::ErrorSummary& e);
+void addFailedCall(TableBuilder& table, const CallId& id, const std::string& variant, const std::string& outcome);
 
 // injections: the ground truth of fault kernels, one row per injected fault.
 struct InjectionRow {

@@ -14,19 +14,6 @@ namespace peat::store {
 
 namespace detail {
 
-namespace {
-std::atomic<void (*)()> accessObserver{nullptr};
-}  // namespace
-
-std::recursive_mutex& hdf5Mutex() {
-  static std::recursive_mutex m;
-  return m;
-}
-
-void Lock::notifyAccess() {
-  if (void (*observer)() = accessObserver.load()) observer();
-}
-
 std::string utcNow() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -101,8 +88,8 @@ StoredRecord readRecord(const h5::Group& g) {
 
 }  // namespace detail
 
-void setSessionAccessObserver(void (*observer)()) { detail::accessObserver.store(observer); }
-void notifySessionAccess() { detail::Lock::notifyAccess(); }
+void setSessionAccessObserver(void (*observer)()) { h5::setLockObserver(observer); }
+void notifySessionAccess() { h5::notifyLockObserver(); }
 
 std::string indexName(int64_t index) {
   char text[32];

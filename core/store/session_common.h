@@ -30,16 +30,9 @@ inline std::vector<std::pair<const char*, std::string*>> provenanceText(Provenan
           {"command_line", &p.commandLine}, {"hostname", &p.hostname}};
 }
 
-// HDF5 is usually built without thread safety: every store entry point takes this lock.
-// Defined once in session_common.cpp, so the writer and the reader share the one mutex.
-std::recursive_mutex& hdf5Mutex();
-
-// Holds hdf5Mutex; tells the observer of setSessionAccessObserver (session.h) before it blocks.
-struct Lock {
-  explicit Lock(std::recursive_mutex& m) : guard((notifyAccess(), m)) {}
-  static void notifyAccess();
-  std::lock_guard<std::recursive_mutex> guard;
-};
+// Every store entry point holds the HDF5 layer's lock (h5::Lock); it tells the observer of
+// setSessionAccessObserver (session.h) before it blocks.
+using Lock = h5::Lock;
 
 std::string utcNow();    // ISO-8601, e.g. "2024-05-01T12:00:00Z"
 std::string hostName();  // "unknown" when the system will not say

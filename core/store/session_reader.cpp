@@ -15,7 +15,6 @@
 namespace peat::store {
 
 using detail::damaged;
-using detail::hdf5Mutex;
 using detail::Lock;
 using detail::readRecord;
 using detail::readWholeTensor;
@@ -143,12 +142,12 @@ h5::Dataset openCallTensor(const h5::File& file, const std::string& run, const s
 SessionReader::SessionReader(const std::string& path) : SessionReader((probeSession(path), path), InsideProbe{}) {}
 
 SessionReader::SessionReader(const std::string& path, InsideProbe) : d(std::make_unique<Impl>()) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::silenceLibraryDiagnostics();
   d->path = path;
   checkSessionPath(path);
   try {
-    d->file.emplace(path, h5::File::Mode::ReadOnly);
+    d->file.emplace(lock, path, h5::File::Mode::ReadOnly);
   } catch (const h5::Error& e) {
     if (e.detail().find("unable to lock file") != std::string::npos)
       throw SessionError("cannot open '" + path +
@@ -178,7 +177,7 @@ SessionSummary SessionReader::summary() const { return readSummary(true); }
 SessionSummary SessionReader::summaryWithoutTensors() const { return readSummary(false); }
 
 SessionSummary SessionReader::readSummary(bool withTensors) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   SessionSummary s;
   s.path = d->path;
   try {
@@ -198,7 +197,7 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
 }
 
 std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const std::string& callPath) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   std::vector<TensorInfo> out;
   try {
     h5::Group cg = openCall(*d->file, run, callPath);
@@ -214,7 +213,7 @@ std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const
 
 void SessionReader::readTensorInto(const std::string& run, const std::string& callPath, const std::string& name,
                                    DType as, void* out, uint64_t elements) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     h5::Dataset ds = openCallTensor(*d->file, run, callPath, name);
     if (ds.checkedElementCount() != elements)
@@ -227,7 +226,7 @@ void SessionReader::readTensorInto(const std::string& run, const std::string& ca
 }
 
 Tensor SessionReader::readTensor(const std::string& run, const std::string& callPath, const std::string& name) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     return readWholeTensor(openCallTensor(*d->file, run, callPath, name));
   } catch (const h5::Error& e) {
@@ -236,7 +235,7 @@ Tensor SessionReader::readTensor(const std::string& run, const std::string& call
 }
 
 std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
     std::vector<Verdict> out;
@@ -282,7 +281,7 @@ std::vector<Verdict> SessionReader::verdicts(const std::string& run) const {
 }
 
 std::vector<h5::Column> SessionReader::table(const std::string& run, const std::string& name) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
     if (!rg.hasGroup("tables") || !rg.openGroup("tables").has(name))
@@ -294,7 +293,7 @@ std::vector<h5::Column> SessionReader::table(const std::string& run, const std::
 }
 
 SessionReader::Checkpoint SessionReader::checkpoint(const std::string& run, int64_t iteration) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     h5::Group runs = d->file->root().openGroup("runs");
     if (!runs.hasGroup(run)) throw SessionError("no run '" + run + "' in " + d->path);
@@ -312,7 +311,7 @@ SessionReader::Checkpoint SessionReader::checkpoint(const std::string& run, int6
 }
 
 StoredRecord SessionReader::report(const std::string& run, const std::string& id) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     return readRecord(d->file->root().openGroup("runs").openGroup(run).openGroup("reports").openGroup(id));
   } catch (const h5::Error& e) {
@@ -321,7 +320,7 @@ StoredRecord SessionReader::report(const std::string& run, const std::string& id
 }
 
 StoredRecord SessionReader::saveResult(const std::string& id) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   try {
     return readRecord(d->file->root().openGroup("save").openGroup(id));
   } catch (const h5::Error& e) {

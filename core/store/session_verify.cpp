@@ -15,7 +15,6 @@
 namespace peat::store {
 
 using detail::damaged;
-using detail::hdf5Mutex;
 using detail::Lock;
 
 namespace {
@@ -80,7 +79,7 @@ void verifyGroup(const h5::Group& g, bool inIterationsOrCheckpoints, bool writer
 }  // namespace
 
 SessionReader::Verification SessionReader::verify() const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   Verification v;
   std::set<std::pair<unsigned long, haddr_t>> seen;
   try {

@@ -22,7 +22,6 @@
 
 namespace peat::store {
 
-using detail::hdf5Mutex;
 using detail::hostName;
 using detail::isSafeName;
 using detail::Lock;
@@ -41,8 +40,8 @@ struct SessionWriter::Impl {
   int64_t completeIterations = 0;
   h5::DatasetLayout layout;
 
-  Impl(const std::string& path, WriteMode mode)
-      : file(path, mode == WriteMode::Append      ? h5::File::Mode::ReadWrite
+  Impl(const Lock& held, const std::string& path, WriteMode mode)
+      : file(held, path, mode == WriteMode::Append      ? h5::File::Mode::ReadWrite
                    : mode == WriteMode::Overwrite ? h5::File::Mode::Truncate
                                                   : h5::File::Mode::CreateExclusive) {}
 
@@ -57,7 +56,7 @@ struct SessionWriter::Impl {
 };
 
 SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mode) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::silenceLibraryDiagnostics();
   if (mode == WriteMode::Append) {
     // the same clear errors as peat info for a bad or too-new file, read in a helper process
@@ -84,7 +83,7 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
                                     path.substr(slash == std::string::npos ? 0 : slash + 1) + ".partial-" +
                                     std::to_string(::getpid());
   try {
-    d = std::make_unique<Impl>(staging, mode == WriteMode::Append ? mode : WriteMode::Overwrite);
+    d = std::make_unique<Impl>(lock, staging, mode == WriteMode::Append ? mode : WriteMode::Overwrite);
   } catch (const h5::Error& e) {
     const std::string why = e.detail().empty() ? e.what() : e.detail();
     if (why.find("unable to lock file") != std::string::npos)
@@ -135,7 +134,7 @@ void SessionWriter::writeHeader(Provenance p) {
 }
 
 bool SessionWriter::hasRun(const std::string& name) const {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   return isSafeName(name) && d->file.root().openGroup("runs").has(name);
 }
 
@@ -149,7 +148,7 @@ SessionWriter::~SessionWriter() {
 }
 
 void SessionWriter::beginRun(const RunSpec& spec) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   requireSafeName("run", spec.name);
   if (d->run) throw SessionError("run '" + d->run->path() + "' is still open: end it before beginning another");
   h5::Group runs = d->file.root().openGroup("runs");
@@ -170,7 +169,7 @@ void SessionWriter::beginRun(const RunSpec& spec) {
 }
 
 void SessionWriter::beginIteration(int64_t iteration) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::Group& run = d->requireRun("beginIteration");
   if (d->iteration) throw SessionError("iteration " + std::to_string(d->iterationIndex) + " is still open");
   if (iteration < 0) throw SessionError("iteration numbers start at 0");
@@ -187,7 +186,7 @@ void SessionWriter::beginIteration(int64_t iteration) {
 
 std::string SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
                                       const std::map<std::string, int64_t>& params) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   if (!d->calls) throw SessionError("recordCall needs an open iteration: call beginIteration first");
   if (id.iteration != d->iterationIndex)
     throw SessionError("call of iteration " + std::to_string(id.iteration) + " recorded inside iteration " +
@@ -213,7 +212,7 @@ void SessionWriter::setCallCompression(int level) {
 }
 
 void SessionWriter::endIteration() {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   if (!d->iteration) throw SessionError("endIteration without an open iteration");
   d->iteration->setAttribute("call_count", int64_t(d->calls->children().size()));
   d->iteration->setAttribute("complete", int64_t(1));  // written last: readers trust only complete iterations
@@ -225,7 +224,7 @@ void SessionWriter::endIteration() {
 
 void SessionWriter::writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
                                     const std::vector<NamedTensor>& optimizerState) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::Group checkpoints = d->requireRun("writeCheckpoint").openGroup("checkpoints");
   const std::string name = indexName(iteration);
   if (checkpoints.has(name)) throw SessionError("checkpoint " + std::to_string(iteration) + " already exists");
@@ -240,7 +239,7 @@ void SessionWriter::writeCheckpoint(int64_t iteration, const std::vector<NamedTe
 }
 
 void SessionWriter::writeReport(const std::string& id, const ResultRecord& record) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   requireSafeName("report", id);
   h5::Group reports = d->requireRun("writeReport").openGroup("reports");
   if (reports.has(id)) throw SessionError("report '" + id + "' already exists");
@@ -249,7 +248,7 @@ void SessionWriter::writeReport(const std::string& id, const ResultRecord& recor
 }
 
 void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::Group& run = d->requireRun("writeVerdicts");
   h5::Column call{"call", true, {}, {}}, model{"model", true, {}, {}}, confidence{"confidence", false, {}, {}},
       evidence{"evidence", true, {}, {}};
@@ -287,7 +286,7 @@ void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
 }
 
 void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Column>& columns) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   requireSafeName("table", name);
   h5::Group& run = d->requireRun("writeTable");
   h5::Group tables = run.hasGroup("tables") ? run.openGroup("tables") : run.createGroup("tables");
@@ -297,13 +296,13 @@ void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Co
 }
 
 void SessionWriter::setRunAttribute(const std::string& key, const std::string& value) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   requireSafeName("run attribute", key);
   d->requireRun("setRunAttribute").setAttribute(key, value);
 }
 
 void SessionWriter::endRun(RunStatus status) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   h5::Group& run = d->requireRun("endRun");
   if (d->iteration) {  // the iteration in flight is left incomplete on purpose
     d->calls.reset();
@@ -316,7 +315,7 @@ void SessionWriter::endRun(RunStatus status) {
 }
 
 void SessionWriter::writeSaveResult(const std::string& id, const ResultRecord& record) {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   requireSafeName("SAVE result", id);
   h5::Group save = d->file.root().openGroup("save");
   if (save.has(id)) throw SessionError("SAVE result '" + id + "' already exists");
@@ -326,7 +325,7 @@ void SessionWriter::writeSaveResult(const std::string& id, const ResultRecord& r
 }
 
 void SessionWriter::flush() {
-  Lock lock(hdf5Mutex());
+  Lock lock;
   d->file.flush();
 }
 

@@ -26,6 +26,7 @@
 #include <numeric>
 
 #include "core/fp/format.h"
+#include "core/store/h5.h"
 #include "core/store/session.h"
 #include "views/bitexplorer.h"
 #include "views/errorplotpanel.h"
@@ -182,6 +183,18 @@ void TestMainWindow::dropsSessionsAndTensors() {
   QVERIFY(detected.wait(30000));
   QCOMPARE(shown.count(), 1);
   QCOMPARE(w.errorPlot()->reportCount(), 1);
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("precision_loss")));
+  // the same pair as two datasets of one HDF5 file, named as the CLI names them (FILE.h5:/dataset)
+  const QString h5 = dir_.filePath(QStringLiteral("pair.h5"));
+  {
+    const peat::h5::Lock lock;
+    peat::h5::File f(lock, h5.toStdString(), peat::h5::File::Mode::Truncate);
+    f.root().createDataset("golden", peat::h5::Type::F32, {golden.size()}, golden.data());
+    f.root().createDataset("candidate", peat::h5::Type::F32, {candidate.size()}, candidate.data());
+  }
+  QVERIFY(w.openFiles({h5 + QStringLiteral(":/golden"), h5 + QStringLiteral(":/candidate")}));
+  QVERIFY(detected.wait(30000));
+  QCOMPARE(shown.count(), 2);
   QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("precision_loss")));
   // one at a time, as two drops: the first waits for the second
   QVERIFY(w.openFiles({g}));

@@ -83,12 +83,14 @@ void writeSampleSession(const std::string& path) {
 
 void writeFutureSession(const std::string& path) {
   writeSampleSession(path);
-  h5::File f(path, h5::File::Mode::ReadWrite);
+  const h5::Lock lock;
+  h5::File f(lock, path, h5::File::Mode::ReadWrite);
   f.root().setAttribute("schema_version", store::kSchemaVersion + 1);
 }
 
 void writeForeignHdf5(const std::string& path) {
-  h5::File f(path, h5::File::Mode::Truncate);
+  const h5::Lock lock;
+  h5::File f(lock, path, h5::File::Mode::Truncate);
   const std::vector<float> v{1, 2, 3};
   f.root().createDataset("data", h5::Type::F32, {3}, v.data());
 }

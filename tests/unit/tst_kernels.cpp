@@ -48,6 +48,9 @@ class TestKernels : public QObject {
   void brokenPluginsAreRefused_data();
   void brokenPluginsAreRefused();
   void wrongPluginLoadsWithItsProbeError();
+  void lateFailuresAreOutcomes_data();
+  void lateFailuresAreOutcomes();
+  void constructorCrashAfterProbeIsRefused();
 };
 
 void TestKernels::decompositionMatchesGolden_data() {
@@ -265,6 +268,55 @@ void TestKernels::wrongPluginLoadsWithItsProbeError() {
   const plugin::PluginInfo good = plugin::probePlugin(PEAT_EXAMPLE_PLUGIN);
   QCOMPARE(good.probeMismatches, 0u);
   QVERIFY(plugin::probeWarning(good).empty());
+}
+
+// Plugins that pass the probe and fail a later call (tests/plugins/late_plugins.c: every GEMM with
+// 10 output columns) in the kernel host: that call throws KernelCallFailed with its outcome, the
+// calls before and after it (in a new host) are right.
+void TestKernels::lateFailuresAreOutcomes_data() {
+  QTest::addColumn<QString>("plugin");
+  QTest::addColumn<QString>("outcome");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("segv") << "segv" << "crash:SIGSEGV" << "crashed in the kernel host (signal 11, Segmentation fault)";
+  QTest::newRow("abort") << "abort" << "crash:SIGABRT" << "crashed in the kernel host (signal 6, Aborted)";
+  QTest::newRow("hang") << "hang" << "hang" << "did not return within 0.5 s (PEAT_KERNEL_TIMEOUT)";
+  QTest::newRow("overflow") << "overflow" << "out_of_bounds"
+                            << "wrote past the end of output 2 [4x10] (160 bytes) at byte 192 of it (a guard page)";
+  QTest::newRow("tail") << "tail" << "out_of_bounds" << "wrote past the end of output 2 [4x10] (160 bytes) at byte 160 of it";
+}
+
+void TestKernels::lateFailuresAreOutcomes() {
+  QFETCH(QString, plugin);
+  QFETCH(QString, outcome);
+  QFETCH(QString, message);
+  qputenv("PEAT_KERNEL_TIMEOUT", "0.5");
+  auto k = makeKernel("plugin:path=" PEAT_BAD_PLUGIN_DIR "/libpeat_late_" + plugin.toStdString() + ".so", 1);
+  qunsetenv("PEAT_KERNEL_TIMEOUT");
+  const OpCall good = linearCall(4, 8, 12, 3), bad = linearCall(4, 8, 10, 4);
+  auto check = [&] {
+    const at::Tensor golden = kernels::runGolden(good), cand = k->run(good, {});
+    QVERIFY((golden - cand).abs().le(absProduct(good) * 1e-5 + 1e-6).all().item<bool>());
+  };
+  check();
+  try {
+    k->run(bad, {});
+    QFAIL("the failing call returned");
+  } catch (const kernels::KernelCallFailed& e) {
+    QCOMPARE(QString::fromStdString(e.outcome()), outcome);
+    QVERIFY2(QString::fromLatin1(e.what()).contains(message), e.what());
+  }
+  check();  // the next call, in a new host where the last one died
+}
+
+void TestKernels::constructorCrashAfterProbeIsRefused() {
+  try {
+    makeKernel("plugin:path=" PEAT_BAD_PLUGIN_DIR "/libpeat_late_ctor.so", 1);
+    QFAIL("a plugin whose constructor crashes was accepted");
+  } catch (const kernels::KernelError& e) {
+    QVERIFY2(QString::fromLatin1(e.what()).contains(QLatin1String(
+                 "passed its probe but crashed while loading in the kernel host (signal 11, Segmentation fault)")),
+             e.what());
+  }
 }
 
 QTEST_GUILESS_MAIN(TestKernels)

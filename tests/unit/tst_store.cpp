@@ -152,7 +152,8 @@ void TestStore::recordsAndVerdictsRoundTrip() {
 void TestStore::largeTensorsAreChunkedAndCompressed() {
   const std::string p = path("s.h5").toStdString();
   testsupport::writeSampleSession(p);
-  h5::File f(p, h5::File::Mode::ReadOnly);
+  const h5::Lock lock;
+  h5::File f(lock, p, h5::File::Mode::ReadOnly);
   h5::Dataset ds = f.root().openGroup("runs").openGroup("golden").openGroup("iterations").openGroup("000000")
                        .openGroup("calls").openGroup("000000").openDataset("input_0");
   const hid_t dcpl = H5Dget_create_plist(ds.id());
@@ -375,7 +376,8 @@ void TestStore::unreadableIterationInFlight() {
     H5Adelete(run, "status");
     H5Gclose(run);
     H5Fclose(f);
-    h5::File file(p, h5::File::Mode::ReadWrite);
+    const h5::Lock lock;
+    h5::File file(lock, p, h5::File::Mode::ReadWrite);
     file.root().openGroup("runs").openGroup("golden").setAttribute("status", "running");
   };
   dangle("000002");  // an iteration in flight whose group cannot be opened

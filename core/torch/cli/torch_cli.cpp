@@ -96,6 +96,19 @@ int failNow(const std::string& message) {
   std::_Exit(1);
 }
 
+// Calls a user kernel failed in its kernel host: a warning, or with --stop-on-kernel-failure the
+// error (exit 1) once the run is stored.
+void reportKernelFailures(const std::string& summary, const std::string& first, bool stopped, const std::string& run,
+                          const std::string& session) {
+  if (summary.empty()) return;
+  const std::string where = run.empty() ? "the FI runs of " + session : "run " + run + " of " + session;
+  if (stopped)
+    throw std::runtime_error("stopped at the first call the kernel failed (--stop-on-kernel-failure): " + first +
+                             "; " + where + " keeps the calls before it and is marked failed");
+  std::cerr << "peat: warning: the kernel failed " << summary << " in its kernel host; first " << first
+            << "; each call's outcome is in the table call_errors of " << where << " (docs/plugins.md)\n";
+}
+
 std::string megabytes(uint64_t bytes) {
   std::ostringstream s;
   s.precision(3);
@@ -211,6 +224,8 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
   playback.resumeFrom = c.resumeFrom;
   playback.runName = c.runName;
   playback.storeOutputs = c.storeOutputs;
+  playback.kernelInProcess = c.inProcess;
+  playback.stopOnKernelFailure = c.stopOnKernelFailure;
   playback.out = c.out;
   playback.op = parseOp(c.op, true);
   std::tie(playback.shardIndex, playback.shardCount) = parseShardSpec(c.shard);
@@ -223,6 +238,7 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
     j.beginObject().field("session", r.session).field("run", r.run).field("kernel", playback.kernel);
     j.field("replayed_calls", r.replayed).field("skipped_calls", r.skipped).field("cancelled", r.cancelled);
     j.field("injections", r.injections).field("seconds", r.seconds);
+    j.field("failed_calls", r.failedCalls).field("kernel_failures", r.kernelFailures);
     j.field("calls_per_second", r.seconds > 0 ? double(r.replayed) / r.seconds : 0.0);
     j.key("worst");
     printErrorSummary(j, r.worst);
@@ -246,8 +262,10 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
                 << ": loss golden " << r.goldenLoss << " vs candidate " << r.candidateLoss
                 << "; test accuracy golden " << 100 * r.goldenTestAccuracy << "% vs candidate "
                 << 100 * r.candidateTestAccuracy << "%\n";
+    if (r.failedCalls) std::cout << "  failed in the kernel host: " << r.kernelFailures << '\n';
     std::cout << "  stored as run " << r.run << " in " << r.session << '\n';
   }
+  reportKernelFailures(r.kernelFailures, r.firstKernelFailure, r.stoppedOnKernelFailure, r.run, r.session);
   return r.cancelled ? 130 : 0;
 }
 
@@ -274,6 +292,8 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
   fi.backward = c.phase != "forward";
   fi.mode = c.force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   fi.commandLine = c.commandLine;
+  fi.kernelInProcess = c.inProcess;
+  fi.stopOnKernelFailure = c.stopOnKernelFailure;
   const train::RuntimeFiResult r = train::runRuntimeFi(fi, ProgressBar("runtime-fi").progress());
   events::stored(r.session, "session", r.session);
   if (json) {
@@ -281,6 +301,8 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
     j.beginObject().field("session", r.session).field("kernel", fi.kernel).field("iterations", r.iterations);
     j.field("points", r.points);
     j.field("cancelled", r.cancelled).field("substituted_calls", r.substitutions).field("injections", r.injections);
+    j.field("failed_calls", r.failedCalls).field("failed_steps", r.failedSteps);
+    j.field("kernel_failures", r.kernelFailures);
     j.field("golden_loss", r.goldenLoss).field("fi_loss", r.fiLoss);
     j.field("golden_test_accuracy", r.goldenTestAccuracy).field("fi_test_accuracy", r.fiTestAccuracy);
     j.field("seconds", r.seconds).key("worst");
@@ -299,7 +321,11 @@ int runRuntimeFiCommand(const cli::TorchCommand& c) {
                 << "; the last point's losses above)\n";
     else
       std::cout << " (runs golden and runtime-fi-" << kernels::parseKernelSpec(fi.kernel).name << ")\n";
+    if (r.failedCalls)
+      std::cout << "  failed in the kernel host: " << r.kernelFailures << ", in " << r.failedSteps
+                << " steps (they kept golden's output)\n";
   }
+  reportKernelFailures(r.kernelFailures, r.firstKernelFailure, r.stoppedOnKernelFailure, "", r.session);
   return r.cancelled ? 130 : 0;
 }
 

@@ -19,6 +19,24 @@ class KernelError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A call the kernel did not complete: a user kernel crashed, aborted, hung or wrote outside its
+// output in its kernel host process (core/plugin/kernel_host.h). The call has no output; the next
+// call runs in a new host. Playback records the outcome for the call, runtime FI uses golden's output.
+class KernelCallFailed : public std::runtime_error {
+ public:
+  KernelCallFailed(std::string outcome, const std::string& message)
+      : std::runtime_error(message), outcome_(std::move(outcome)) {}
+  // "crash:SIGSEGV", "crash:SIGABRT", "hang", "out_of_bounds", "exit:N"
+  const std::string& outcome() const { return outcome_; }
+
+ private:
+  std::string outcome_;
+};
+
+// Where a user kernel (plugin:path=...) runs: in a kernel host process, or, for trusted kernels,
+// in this process (--in-process), where a crash of the kernel is a crash of peat.
+enum class PluginPlacement { KernelHost, InProcess };
+
 // Identity of the call a kernel runs, for injection logs.
 struct CallContext {
   std::string callId;  // e.g. "it 3 call 12 fc1 linear forward"
@@ -75,7 +93,8 @@ std::string kernelList();  // names for error messages
 // Builds a kernel from a spec such as "bf16", "splitk:parts=4", "bitflip:bit=30,target=weight" or
 // "plugin:path=/x/libk.so". `seed` drives the kernels that draw random numbers (faults), except
 // stale-race, which is nondeterministic on purpose.
-std::unique_ptr<Kernel> makeKernel(const std::string& spec, uint64_t seed);
+std::unique_ptr<Kernel> makeKernel(const std::string& spec, uint64_t seed,
+                                   PluginPlacement placement = PluginPlacement::KernelHost);
 // The spec with `device` as the device of a gpu-* kernel ("gpu-tiled" -> "gpu-tiled:device=cuda:0").
 // Other kernels run on the CPU: they accept "cpu" (or no device) and refuse any other device.
 std::string withDevice(const std::string& spec, const std::string& device);

@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <iostream>
+#include <limits>
 #include <set>
 #include <sstream>
 
+#include "core/plugin/kernel_host.h"
 #include "core/plugin/plugin_probe.h"
 #include "core/torch/kernels/candidates.h"
 #include "core/torch/kernels/faults.h"
@@ -129,19 +131,32 @@ class Options {
   const KernelSpec& spec_;
 };
 
+// A user GEMM. In a kernel host process by default: a call that crashes, hangs or writes outside
+// its output throws KernelCallFailed and the next call gets a new host. In this process with
+// --in-process, for trusted kernels (and to measure the host's cost, docs/benchmarks.md).
 class PluginKernel final : public Kernel {
  public:
-  explicit PluginKernel(plugin::LoadedPlugin p) : plugin_(std::move(p)) {}
-  std::string name() const override { return "plugin:" + plugin_.info.name; }
+  PluginKernel(plugin::PluginInfo info, plugin::LoadedPlugin inProcess) : info_(std::move(info)), local_(inProcess) {}
+  PluginKernel(plugin::PluginInfo info, std::unique_ptr<plugin::KernelHost> host)
+      : info_(std::move(info)), host_(std::move(host)) {}
+  std::string name() const override { return "plugin:" + info_.name; }
   bool supports(ops::OpKind kind) const override { return ops::isGemmOp(kind); }
   at::Tensor run(const ops::OpCall& call, const CallContext&) override {
     return runThroughGemm(call, [this](const at::Tensor& a, const at::Tensor& b) {
-      at::Tensor c = at::empty({a.size(0), b.size(1)});
-      const int rc = plugin_.gemm(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), a.size(0), b.size(1),
-                                  a.size(1));
+      // NaN first, in both places: an element the kernel leaves unwritten shows as NaN
+      at::Tensor c = at::full({a.size(0), b.size(1)}, std::numeric_limits<float>::quiet_NaN());
+      const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
+      float* pc = c.data_ptr<float>();
+      if (host_) {
+        const plugin::CallOutcome o = host_->gemm(pa, pb, pc, a.size(0), b.size(1), a.size(1));
+        if (o.kind == plugin::CallOutcome::KernelFailed) throw KernelError(o.message);
+        if (!o.ok()) throw KernelCallFailed(o.text(), o.message);
+        return c;
+      }
+      const int rc = local_.gemm(pa, pb, pc, a.size(0), b.size(1), a.size(1));
       if (rc != 0) {
-        const char* why = plugin_.lastError ? plugin_.lastError() : nullptr;
-        throw KernelError("plugin " + plugin_.info.name + " failed (code " + std::to_string(rc) + ")" +
+        const char* why = local_.lastError ? local_.lastError() : nullptr;
+        throw KernelError("plugin '" + info_.name + "' failed (code " + std::to_string(rc) + ")" +
                           (why ? std::string(": ") + why : std::string()));
       }
       return c;
@@ -149,8 +164,31 @@ class PluginKernel final : public Kernel {
   }
 
  private:
-  plugin::LoadedPlugin plugin_;
+  plugin::PluginInfo info_;
+  plugin::LoadedPlugin local_;
+  std::unique_ptr<plugin::KernelHost> host_;
 };
+
+std::unique_ptr<Kernel> makePluginKernel(const std::string& path, PluginPlacement placement) {
+  if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
+  try {
+    if (placement == PluginPlacement::InProcess) {
+      plugin::LoadedPlugin loaded = plugin::loadProbedPlugin(path);
+      if (const std::string warning = plugin::probeWarning(loaded.info); !warning.empty())
+        std::cerr << "peat: warning: " << warning << "\n";
+      plugin::PluginInfo info = loaded.info;
+      return std::make_unique<PluginKernel>(std::move(info), std::move(loaded));
+    }
+    const plugin::HostLimits limits = plugin::hostLimitsFromEnvironment();
+    plugin::PluginInfo info = plugin::probePlugin(path);
+    if (const std::string warning = plugin::probeWarning(info); !warning.empty())
+      std::cerr << "peat: warning: " << warning << "\n";
+    auto host = std::make_unique<plugin::KernelHost>(path, info.name, limits);
+    return std::make_unique<PluginKernel>(std::move(info), std::move(host));
+  } catch (const plugin::PluginError& e) {
+    throw KernelError(e.what());
+  }
+}
 
 FaultSpec faultSpec(FaultModel model, const Options& o) {
   FaultSpec f;
@@ -186,7 +224,7 @@ std::string withDevice(const std::string& text, const std::string& device) {
   return text + (text.find(':') == std::string::npos ? ":" : ",") + "device=" + device;
 }
 
-std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
+std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed, PluginPlacement placement) {
   const KernelSpec spec = parseKernelSpec(text);
   const KernelDescription* d = nullptr;
   for (const KernelDescription& c : kernelCatalog())
@@ -233,18 +271,7 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed) {
     const int parts = n == "gpu-splitk" ? int(o.integer("parts", 4, 1, 4096)) : 1;
     return makeDeviceGemmKernel(spec.text, gpu::gemmFromName(n.substr(4)), parts, device);
   }
-  if (n == "plugin") {
-    const std::string path = o.text("path", "");
-    if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
-    try {
-      plugin::LoadedPlugin loaded = plugin::loadProbedPlugin(path);
-      if (const std::string warning = plugin::probeWarning(loaded.info); !warning.empty())
-        std::cerr << "peat: warning: " << warning << "\n";
-      return std::make_unique<PluginKernel>(std::move(loaded));
-    } catch (const plugin::PluginError& e) {
-      throw KernelError(e.what());
-    }
-  }
+  if (n == "plugin") return makePluginKernel(o.text("path", ""), placement);
   throw std::logic_error("kernel catalog and factory disagree on '" + n + "'");
 }
 

@@ -174,7 +174,17 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
     const kernels::CallContext ctx{"it " + std::to_string(id.iteration) + " call " + std::to_string(id.callIndex) + " " +
                                        layer + " " + id.op + " " + variantName(call.variant),
                                    id.iteration, id.callIndex};
-    at::Tensor candidate = policy_->candidate->run(detached, ctx).contiguous();
+    at::Tensor candidate;
+    try {
+      candidate = policy_->candidate->run(detached, ctx).contiguous();
+    } catch (const kernels::KernelCallFailed& e) {
+      // The candidate crashed, hung or wrote out of bounds in its kernel host: this call keeps
+      // golden's output, and the run records the failure (docs/plugins.md).
+      substitutions_.push_back({id, call.variant, {}, e.outcome(), e.what()});
+      policy_->candidate->takeInjections();
+      for (CallObserver* o : observers_) o->onCall(id, call, golden);
+      return golden;
+    }
     const at::Tensor g = golden.detach().contiguous();
     substitutions_.push_back({id, call.variant,
                               analyzer::summarize(g.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(g.numel()))});

@@ -43,6 +43,10 @@ struct Substitution {
   store::CallId id;
   Variant variant = Variant::Forward;
   analyzer::ErrorSummary error;
+  // "ok", or how the candidate failed the call in its kernel host ("crash:SIGSEGV", "hang",
+  // "out_of_bounds"; kernels::KernelCallFailed): then golden's output was used and `error` is empty
+  std::string outcome = "ok";
+  std::string message;  // the failure's one line
 };
 
 class Dispatcher {

@@ -36,7 +36,12 @@ struct Replay {
   store::RunInfo source;
   std::vector<KeptOutput> kept;
   std::string campaign;
+  KernelFailures failures;
 };
+
+kernels::PluginPlacement placement(const PlaybackOptions& o) {
+  return o.kernelInProcess ? kernels::PluginPlacement::InProcess : kernels::PluginPlacement::KernelHost;
+}
 
 void checkShard(const PlaybackOptions& o) {
   if (o.shardCount < 1 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
@@ -98,8 +103,9 @@ std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const 
   return calls;
 }
 
-// Replays one recorded call through the kernel and records its error and injections.
-void replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels::Kernel& kernel,
+// Replays one recorded call through the kernel and records its error and injections; false when
+// the kernel failed the call in its host (its outcome is recorded, no output kept).
+bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels::Kernel& kernel,
                 const store::CallInfo& c, Replay& p) {
   ops::OpCall call;
   call.kind = *ops::opByName(c.id.op);
@@ -124,7 +130,16 @@ void replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
   if (!recorded.defined()) throw std::runtime_error("recorded call " + c.path + " has no output");
   const std::string callText = "it " + std::to_string(c.id.iteration) + " call " + std::to_string(c.id.callIndex) +
                                " " + c.id.layer + " " + c.id.op + " " + ops::variantName(call.variant);
-  at::Tensor candidate = kernel.run(call, {callText, c.id.iteration, c.id.callIndex}).contiguous();
+  at::Tensor candidate;
+  try {
+    candidate = kernel.run(call, {callText, c.id.iteration, c.id.callIndex}).contiguous();
+  } catch (const kernels::KernelCallFailed& e) {
+    addFailedCall(p.errors, c.id, call.variant, e.outcome());
+    p.failures.add(e.outcome(), callText, e.what());
+    kernel.takeInjections();
+    ++p.r.replayed;
+    return false;
+  }
   if (candidate.sizes() != recorded.sizes())
     throw std::runtime_error("kernel '" + kernel.name() + "' returned a wrong shape for " + callText);
   const analyzer::ErrorSummary e =
@@ -136,6 +151,7 @@ void replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
   p.r.injections += int64_t(log.size());
   addInjections(p.injections, log);
   ++p.r.replayed;
+  return true;
 }
 
 // The training options the source run was recorded with.
@@ -172,7 +188,7 @@ void resumeFromCheckpoint(const PlaybackOptions& o, store::SessionReader& reader
   golden.loadState(cp.parameters, &cp.optimizer);
   candidate.loadState(cp.parameters, &cp.optimizer);
   ops::SubstitutionPolicy policy;
-  policy.candidate = kernels::makeKernel(o.kernel, o.seed);
+  policy.candidate = kernels::makeKernel(o.kernel, o.seed, placement(o));
   policy.op = o.op;
   policy.every = 1;
   candidateOps.setSubstitution(policy);
@@ -225,11 +241,18 @@ void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const 
       p.r.cancelled = true;
       break;
     }
-    replayCall(o, reader, kernel, *c, p);
+    const bool ok = replayCall(o, reader, kernel, *c, p);
     progress(p.r.replayed, int64_t(calls.size()), c->id.layer + " " + c->id.op);
+    if (!ok && o.stopOnKernelFailure) {
+      p.r.stoppedOnKernelFailure = true;
+      break;
+    }
   }
+  p.r.failedCalls = p.failures.calls;
+  p.r.kernelFailures = p.failures.summary(p.r.replayed);
+  p.r.firstKernelFailure = p.failures.first;
 
-  if (o.resumeIterations > 0 && !p.r.cancelled) resumeFromCheckpoint(o, reader, progress, p);
+  if (o.resumeIterations > 0 && !p.r.cancelled && !p.r.stoppedOnKernelFailure) resumeFromCheckpoint(o, reader, progress, p);
 }
 
 // Writes the replay as a run of --out (or of the recorded session), under a name not yet taken.
@@ -250,6 +273,7 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
   w.setRunAttribute("shard", std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount));
   if (!o.out.empty()) w.setRunAttribute("source_session", o.session);
   w.writeTable("call_errors", p.errors.columns());
+  p.failures.setAttributes(w, r.replayed);
   if (p.injections.rows() > 0) w.writeTable("injections", p.injections.columns());
   if (!p.kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run
     w.setCallCompression(4);
@@ -270,7 +294,9 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
     w.writeTable("resume_golden_curve", p.goldenCurve.table.columns());
     w.writeTable("resume_candidate_curve", p.candidateCurve.table.columns());
   }
-  w.endRun(r.cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete);
+  w.endRun(r.cancelled                  ? store::RunStatus::Cancelled
+           : r.stoppedOnKernelFailure ? store::RunStatus::Failed
+                                      : store::RunStatus::Complete);
   r.run = name;
 }
 
@@ -291,7 +317,7 @@ PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   const auto start = Clock::now();
   Replay p;
   p.r.session = o.session;
-  std::unique_ptr<kernels::Kernel> kernel = kernels::makeKernel(o.kernel, o.seed);
+  std::unique_ptr<kernels::Kernel> kernel = kernels::makeKernel(o.kernel, o.seed, placement(o));
   checkShard(o);
   replayFromSession(o, *kernel, progress, p);
   writePlaybackRun(o, *kernel, p);

@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "core/analyzer/numerics_record.h"
+#include "core/analysis/numerics_record.h"
 #include "core/store/async_writer.h"
 #include "core/torch/ops/dispatcher.h"
 #include "core/torch/train/profiler.h"

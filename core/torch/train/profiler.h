@@ -44,7 +44,7 @@ struct ProfileOptions {
   // recording every 10th LeNet iteration 1.85x slower than plain training, level 0 1.13x.
   int compression = 0;
   // Each recorded call's output and first input: narrow-format statistics (core/analyzer/numerics.h)
-  // in the run's table "numerics" (core/analyzer/numerics_record.h).
+  // in the run's table "numerics" (core/analysis/numerics_record.h).
   bool numerics = false;
   std::string out;
   store::WriteMode mode = store::WriteMode::Create;
@@ -89,6 +89,10 @@ struct PlaybackOptions {
   // are exactly the one-process replay's; `peat merge` joins them.
   int shardIndex = 0, shardCount = 1;
   std::string out;  // the session that gets the run; empty: the recorded session
+  // A user kernel runs in a kernel host process (core/plugin/kernel_host.h) unless kernelInProcess;
+  // a call it fails there is recorded with its outcome and the replay goes on, or stops with the
+  // run marked failed when stopOnKernelFailure.
+  bool kernelInProcess = false, stopOnKernelFailure = false;
 };
 
 // The canonical settings of a replay, shared by its shards (the run's "campaign" attribute).
@@ -101,6 +105,11 @@ struct PlaybackResult {
   analyzer::ErrorSummary worst;  // the largest of each number over all replayed calls
   int64_t injections = 0;
   double seconds = 0;
+  // Calls the kernel failed in its host: "2 of 16 calls (crash:SIGSEGV 1, hang 1)" (empty: none)
+  // and the first one's line; stoppedOnKernelFailure: the replay stopped there.
+  int64_t failedCalls = 0;
+  std::string kernelFailures, firstKernelFailure;
+  bool stoppedOnKernelFailure = false;
   // When resumed:
   int64_t resumedFrom = -1, resumedIterations = 0;
   double goldenLoss = 0, candidateLoss = 0, goldenTestAccuracy = 0, candidateTestAccuracy = 0;
@@ -137,6 +146,9 @@ struct RuntimeFiOptions {
     double testAccuracy = 0;
   };
   const KnownGolden* knownGolden = nullptr;
+  // As for playback. A substituted call the kernel fails keeps golden's output and counts its
+  // step as failed; stopOnKernelFailure ends the training there, the runs marked failed.
+  bool kernelInProcess = false, stopOnKernelFailure = false;
 };
 
 struct RuntimeFiResult {
@@ -148,6 +160,9 @@ struct RuntimeFiResult {
   double goldenLoss = 0, fiLoss = 0, goldenTestAccuracy = 0, fiTestAccuracy = 0;
   double seconds = 0;
   int64_t points = 1;  // sweep points run (the last one's losses and accuracies above)
+  int64_t failedCalls = 0, failedSteps = 0;  // substituted calls the kernel failed, and their steps
+  std::string kernelFailures, firstKernelFailure;
+  bool stoppedOnKernelFailure = false;
   RuntimeFiOptions::KnownGolden golden;  // the golden run's numbers, when this run trained it
 };
 

@@ -27,6 +27,29 @@ void addCallError(Table& t, const store::CallId& id, ops::Variant v, const analy
   store::addCallError(t, id, ops::variantName(v), e);
 }
 
+void addFailedCall(Table& t, const store::CallId& id, ops::Variant v, const std::string& outcome) {
+  store::addFailedCall(t, id, ops::variantName(v), outcome);
+}
+
+void KernelFailures::add(const std::string& outcome, const std::string& call, const std::string& message) {
+  ++calls;
+  ++byOutcome[outcome];
+  if (first.empty()) first = call + ": " + message;
+}
+
+std::string KernelFailures::summary(int64_t of) const {
+  if (calls == 0) return "";
+  std::string kinds;
+  for (const auto& [outcome, n] : byOutcome) kinds += (kinds.empty() ? "" : ", ") + outcome + " " + std::to_string(n);
+  return std::to_string(calls) + " of " + std::to_string(of) + " calls (" + kinds + ")";
+}
+
+void KernelFailures::setAttributes(store::SessionWriter& w, int64_t of) const {
+  if (calls == 0) return;
+  w.setRunAttribute("kernel_failures", summary(of));
+  w.setRunAttribute("first_kernel_failure", first);
+}
+
 void addInjections(Table& t, const std::vector<kernels::Injection>& log) {
   for (const kernels::Injection& i : log) store::addInjection(t, {i.call, i.target, i.index, i.bit, i.oldValue, i.newValue});
 }

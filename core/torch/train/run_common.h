@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +37,19 @@ using Table = store::TableBuilder;
 using store::callErrorTable;
 using store::injectionTable;
 void addCallError(Table& t, const store::CallId& id, ops::Variant v, const analyzer::ErrorSummary& e);
+void addFailedCall(Table& t, const store::CallId& id, ops::Variant v, const std::string& outcome);
+
+// Calls a user kernel failed in its kernel host (kernels::KernelCallFailed), for a run's summary.
+struct KernelFailures {
+  int64_t calls = 0;
+  std::map<std::string, int64_t> byOutcome;  // "crash:SIGSEGV" -> 2
+  std::string first;                         // "it 0 call 3 fc1 linear forward: plugin 'x' crashed ..."
+  void add(const std::string& outcome, const std::string& call, const std::string& message);
+  // "2 of 16 calls (crash:SIGSEGV 1, hang 1)"; empty when none failed
+  std::string summary(int64_t of) const;
+  // The run's attributes kernel_failures and first_kernel_failure (when any failed).
+  void setAttributes(store::SessionWriter& w, int64_t of) const;
+};
 void addInjections(Table& t, const std::vector<kernels::Injection>& log);
 void keepWorst(analyzer::ErrorSummary& worst, const analyzer::ErrorSummary& e);
 

@@ -98,11 +98,17 @@ RuntimeFiResult runRuntimeFi(const RuntimeFiOptions& o, const Progress& progress
       total.iterations += r.iterations;
       total.substitutions += r.substitutions;
       total.injections += r.injections;
+      total.failedCalls += r.failedCalls;
+      total.failedSteps += r.failedSteps;
+      if (total.firstKernelFailure.empty()) total.firstKernelFailure = r.firstKernelFailure;
+      if (!r.kernelFailures.empty())
+        total.kernelFailures += (total.kernelFailures.empty() ? "" : "; ") + q.fiRun + ": " + r.kernelFailures;
       keepWorst(total.worst, r.worst);
       total.goldenLoss = r.goldenLoss, total.fiLoss = r.fiLoss;
       total.goldenTestAccuracy = r.goldenTestAccuracy, total.fiTestAccuracy = r.fiTestAccuracy;
-      if (r.cancelled) {
-        total.cancelled = true;
+      if (r.cancelled || r.stoppedOnKernelFailure) {
+        total.cancelled = r.cancelled;
+        total.stoppedOnKernelFailure = r.stoppedOnKernelFailure;
         break;
       }
     }
@@ -139,7 +145,8 @@ void setSweepAttributes(store::SessionWriter& w, const RuntimeFiOptions& o) {
 // Writes the FI run: what was substituted, its curve, the substituted calls' errors and the injections.
 void writeFiRun(store::SessionWriter& w, const RuntimeFiOptions& o, const kernels::Kernel& candidate, const Trainer& fi,
                 const std::string& fiRun, const std::string& goldenRun, const Curve& fiCurve, const Table& errors,
-                const Table& injections, store::RunStatus status) {
+                const Table& injections, const KernelFailures& failures, const RuntimeFiResult& r,
+                store::RunStatus status) {
   w.beginRun({fiRun, "runtime_fi", o.kernel,
               "runtime FI: " + candidate.name() + " replaces " + (o.op ? ops::opName(*o.op) : "every op") +
                   (o.probability > 0 ? " with probability " + std::to_string(o.probability)
@@ -154,6 +161,8 @@ void writeFiRun(store::SessionWriter& w, const RuntimeFiOptions& o, const kernel
   w.writeTable("curve", fiCurve.table.columns());
   w.writeTable("call_errors", errors.columns());
   if (injections.rows() > 0) w.writeTable("injections", injections.columns());
+  failures.setAttributes(w, r.substitutions);
+  if (failures.calls > 0) w.setRunAttribute("failed_steps", std::to_string(r.failedSteps));
   w.endRun(status);
 }
 
@@ -161,7 +170,9 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   const auto start = Clock::now();
   RuntimeFiResult r;
   r.session = o.out;
-  std::shared_ptr<kernels::Kernel> candidate = kernels::makeKernel(o.kernel, o.train.seed);
+  std::shared_ptr<kernels::Kernel> candidate = kernels::makeKernel(
+      o.kernel, o.train.seed,
+      o.kernelInProcess ? kernels::PluginPlacement::InProcess : kernels::PluginPlacement::KernelHost);
   if (o.op && !candidate->supports(*o.op))
     throw std::invalid_argument("kernel '" + candidate->name() + "' does not apply to op " + ops::opName(*o.op));
   if (o.every <= 0 && o.probability <= 0) throw std::invalid_argument("give --every K > 0 or --prob P in (0, 1]");
@@ -177,6 +188,7 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
   Curve goldenCurve, fiCurve;
   Table errors = callErrorTable();
   Table injections = injectionTable();
+  KernelFailures failures;
   const std::string fiRun = o.fiRun.empty() ? "runtime-fi-" + kernels::parseKernelSpec(o.kernel).name : o.fiRun;
   const std::string goldenRun = o.goldenRun.empty() ? "golden" : o.goldenRun;
   // In a sweep, the golden run of a seed is trained and written once.
@@ -213,11 +225,22 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
       r.golden.loss.push_back(g.loss);
     }
     fiCurve.add(it, f, fe ? &*fe : nullptr);
+    bool stepFailed = false;
     for (const ops::Substitution& s : fiOps.takeSubstitutions()) {
+      ++r.substitutions;
+      if (s.outcome != "ok") {  // failed in the kernel host: golden's output was used
+        addFailedCall(errors, s.id, s.variant, s.outcome);
+        failures.add(s.outcome,
+                     "it " + std::to_string(s.id.iteration) + " call " + std::to_string(s.id.callIndex) + " " +
+                         s.id.layer + " " + s.id.op + " " + ops::variantName(s.variant),
+                     s.message);
+        stepFailed = true;
+        continue;
+      }
       addCallError(errors, s.id, s.variant, s.error);
       keepWorst(r.worst, s.error);
-      ++r.substitutions;
     }
+    r.failedSteps += stepFailed;
     const auto log = fiOps.takeInjections();
     r.injections += int64_t(log.size());
     addInjections(injections, log);
@@ -226,13 +249,22 @@ RuntimeFiResult runtimeFiInto(const RuntimeFiOptions& o, const Progress& progres
                       .add("candidate_loss", double(f.loss)));
     progress(it + 1, o.train.iterations,
              "loss " + std::to_string(g.loss).substr(0, 6) + " vs " + std::to_string(f.loss).substr(0, 6));
+    if (stepFailed && o.stopOnKernelFailure) {
+      r.stoppedOnKernelFailure = true;
+      break;
+    }
   }
-  const store::RunStatus status = r.cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete;
+  r.failedCalls = failures.calls;
+  r.kernelFailures = failures.summary(r.substitutions);
+  r.firstKernelFailure = failures.first;
+  const store::RunStatus status = r.cancelled                  ? store::RunStatus::Cancelled
+                                  : r.stoppedOnKernelFailure ? store::RunStatus::Failed
+                                                             : store::RunStatus::Complete;
   if (writeGolden) {
     w.writeTable("curve", goldenCurve.table.columns());
     w.endRun(status);
   }
-  writeFiRun(w, o, *candidate, fi, fiRun, goldenRun, fiCurve, errors, injections, status);
+  writeFiRun(w, o, *candidate, fi, fiRun, goldenRun, fiCurve, errors, injections, failures, r, status);
   if (!writeGolden) r.goldenTestAccuracy = o.knownGolden->testAccuracy;
   r.golden.testAccuracy = r.goldenTestAccuracy;
   r.goldenLoss = g.loss;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/analyzer/numerics_record.h"
+#include "core/analysis/numerics_record.h"
 
 #include <algorithm>
 #include <cmath>

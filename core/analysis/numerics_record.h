@@ -6,6 +6,7 @@
 // range_binades, then <kind>_<format>_underflow and <kind>_<format>_saturated for kind plain,
 // tensor (one scale per tensor) and block. Written here, read back here as a layers x iterations grid
 // for the workbench's heat map.
+// In the analysis layer (it reads and writes sessions), in the analyzer namespace of its statistics.
 #include <cstdint>
 #include <string>
 #include <vector>

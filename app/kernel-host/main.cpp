@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+// peat-kernel-host PLUGIN PARENT_PID: the process a user kernel runs in (core/plugin/kernel_host.h).
+// Descriptor 3 is the shared memory (core/plugin/kernel_wire.h), 4 a socket to peat. Loads the
+// plugin, replies "ready", then serves one call per sequence number received, until the socket
+// ends. A fault, an abort or any other deadly signal is reported in the reply block before this
+// process dies of it; a fault on a guard page or on an input's read-only pages is `out_of_bounds`.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "base/sys.h"
+#include "core/plugin/kernel_wire.h"
+#include "core/plugin/peat/kernel_abi.h"
+
+namespace {
+
+namespace wire = peat::plugin::wire;
+
+constexpr int kMemory = 3, kSocket = 4;
+
+// What the signal handler needs, set between calls only.
+unsigned char* g_base = nullptr;  // the mapping: control block, then the arena
+uint64_t g_mapped = 0;            // its bytes
+uint64_t g_sequence = 0;          // of the request in flight (0: loading)
+volatile sig_atomic_t g_inCall = 0, g_loading = 0;
+wire::Tensor g_tensors[wire::kMaxTensors];
+uint32_t g_tensorCount = 0;
+
+wire::Control* control() { return reinterpret_cast<wire::Control*>(g_base); }
+unsigned char* arena() { return g_base + wire::arenaStart(); }
+
+void sendSequence(uint64_t sequence) { (void)::send(kSocket, &sequence, sizeof sequence, MSG_NOSIGNAL); }
+
+void copyMessage(wire::Reply& r, const char* text) {
+  std::size_t n = 0;
+  for (; text && text[n] && n + 1 < sizeof r.message; ++n) r.message[n] = text[n];
+  r.message[n] = '\0';
+}
+
+// Async-signal-safe: plain stores, mprotect, send, raise.
+void onDeadlySignal(int signal, siginfo_t* info, void* context) {
+  ::mprotect(g_base, wire::arenaStart(), PROT_READ | PROT_WRITE);  // read-only during a call
+  wire::Reply& r = control()->reply;
+  r.sequence = g_sequence;
+  r.status = wire::kCrashed;
+  r.signal = signal;
+  r.tensor = -1;
+  r.write = -1;
+  r.faultOffset = 0;
+  r.loading = g_loading;
+  r.message[0] = '\0';
+  if ((signal == SIGSEGV || signal == SIGBUS) && g_inCall && info->si_code > 0) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(arena()), end = reinterpret_cast<uintptr_t>(g_base) + g_mapped;
+    const uint64_t page = wire::pageSize();
+    if (address >= begin && address < end) {
+      const uint64_t at = address - begin;
+      for (uint32_t i = 0; i < g_tensorCount; ++i) {
+        const wire::Tensor& t = g_tensors[i];
+        const bool guard = at >= t.regionEnd && at < t.regionEnd + page;
+        const bool readOnly = t.role == wire::kInput && at >= t.regionBegin && at < t.regionEnd;
+        if (guard || readOnly) {
+          r.status = wire::kOutOfBounds;
+          r.tensor = int32_t(i);
+          r.faultOffset = int64_t(at) - int64_t(t.offset);
+          break;
+        }
+      }
+    }
+#if defined(__x86_64__)
+    r.write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)context;
+#endif
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  sendSequence(g_sequence);
+  ::raise(signal);  // SA_RESETHAND restored the default action; SA_NODEFER lets it through now
+}
+
+void installHandlers() {
+  static char stack[1 << 16];  // the handler runs here, so a stack overflow in the kernel is reported too
+  stack_t s{};
+  s.ss_sp = stack;
+  s.ss_size = sizeof stack;
+  ::sigaltstack(&s, nullptr);
+  struct sigaction a {};
+  a.sa_sigaction = onDeadlySignal;
+  a.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&a.sa_mask);
+  for (int signal : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGTERM})
+    ::sigaction(signal, &a, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);  // peat's Ctrl-C cancels its run; this call finishes
+}
+
+bool mapFile(uint64_t bytes) {
+  struct stat st {};
+  if (::fstat(kMemory, &st) != 0 || uint64_t(st.st_size) < bytes) return false;
+  if (g_base) ::munmap(g_base, g_mapped);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kMemory, 0);
+  if (p == MAP_FAILED) {
+    g_base = nullptr;
+    g_mapped = 0;
+    return false;
+  }
+  g_base = static_cast<unsigned char*>(p);
+  g_mapped = bytes;
+  return true;
+}
+
+void reply(uint64_t sequence, int32_t status, const char* message = nullptr, int32_t returnCode = 0) {
+  wire::Reply& r = control()->reply;
+  r.sequence = sequence;
+  r.status = status;
+  r.returnCode = returnCode;
+  r.signal = 0;
+  r.tensor = -1;
+  r.write = -1;
+  r.loading = 0;
+  copyMessage(r, message);
+  std::atomic_thread_fence(std::memory_order_release);
+  sendSequence(sequence);
+}
+
+// Whether a byte of an output's pages outside it lost its canary; `at`: the first such, as an
+// offset from the output's start (negative: before it).
+bool canaryHit(const wire::Tensor& t, int64_t& at) {
+  const unsigned char* a = arena();
+  for (uint64_t p = t.regionBegin; p < t.offset; ++p)
+    if (a[p] != wire::kCanary) return at = int64_t(p) - int64_t(t.offset), true;
+  for (uint64_t p = t.offset + t.bytes; p < t.regionEnd; ++p)
+    if (a[p] != wire::kCanary) return at = int64_t(p) - int64_t(t.offset), true;
+  return false;
+}
+
+struct Plugin {
+  std::unique_ptr<peat::sys::SharedLibrary> library;
+  int (*gemm)(const float*, const float*, float*, int64_t, int64_t, int64_t) = nullptr;
+  const char* (*lastError)() = nullptr;
+};
+
+// Checks the op's own contract on top of checkRequest: GEMM takes [m,k] and [k,n] into [m,n].
+const char* checkGemm(const wire::Request& r) {
+  if (r.tensorCount != 3) return "a gemm takes 3 tensors";
+  const wire::Tensor &a = r.tensors[0], &b = r.tensors[1], &c = r.tensors[2];
+  const int64_t m = r.params[0], n = r.params[1], k = r.params[2];
+  if (a.role != wire::kInput || b.role != wire::kInput || c.role != wire::kOutput) return "a gemm's roles are in, in, out";
+  if (a.dtype != PEAT_DTYPE_F32 || b.dtype != PEAT_DTYPE_F32 || c.dtype != PEAT_DTYPE_F32) return "a v1 gemm is fp32";
+  if (a.rank != 2 || b.rank != 2 || c.rank != 2) return "a gemm's tensors are matrices";
+  if (a.shape[0] != m || a.shape[1] != k || b.shape[0] != k || b.shape[1] != n || c.shape[0] != m || c.shape[1] != n)
+    return "a gemm's shapes do not match m, n, k";
+  return nullptr;
+}
+
+void serve(const Plugin& plugin, const wire::Request& r) {
+  const uint64_t page = wire::pageSize();
+  unsigned char* a = arena();
+  for (uint32_t i = 0; i < r.tensorCount; ++i) {
+    const wire::Tensor& t = r.tensors[i];
+    if (t.role == wire::kOutput) {
+      std::memset(a + t.regionBegin, wire::kCanary, t.offset - t.regionBegin);
+      std::memset(a + t.offset, 0xFF, t.bytes);  // NaN in every float format: an element left unwritten shows
+      std::memset(a + t.offset + t.bytes, wire::kCanary, t.regionEnd - t.offset - t.bytes);
+    } else {
+      ::mprotect(a + t.regionBegin, t.regionEnd - t.regionBegin, PROT_READ);
+    }
+    ::mprotect(a + t.regionEnd, page, PROT_NONE);
+    g_tensors[i] = t;
+  }
+  g_tensorCount = r.tensorCount;
+  ::mprotect(g_base, wire::arenaStart(), PROT_READ);  // the request and the reply: not the kernel's
+  g_inCall = 1;
+  const int rc = plugin.gemm(reinterpret_cast<const float*>(a + r.tensors[0].offset),
+                             reinterpret_cast<const float*>(a + r.tensors[1].offset),
+                             reinterpret_cast<float*>(a + r.tensors[2].offset), r.params[0], r.params[1], r.params[2]);
+  g_inCall = 0;
+  ::mprotect(g_base, g_mapped, PROT_READ | PROT_WRITE);
+  g_tensorCount = 0;
+  for (uint32_t i = 0; i < r.tensorCount; ++i) {
+    int64_t at = 0;
+    if (r.tensors[i].role == wire::kOutput && canaryHit(r.tensors[i], at)) {
+      wire::Reply& out = control()->reply;
+      out.sequence = r.sequence;
+      out.status = wire::kOutOfBounds;
+      out.returnCode = rc;
+      out.signal = 0;  // seen by the canary: this process lives on
+      out.tensor = int32_t(i);
+      out.faultOffset = at;
+      out.write = 1;
+      out.loading = 0;
+      out.message[0] = '\0';
+      std::atomic_thread_fence(std::memory_order_release);
+      sendSequence(r.sequence);
+      return;
+    }
+  }
+  if (rc != 0) {
+    const char* why = plugin.lastError ? plugin.lastError() : nullptr;
+    reply(r.sequence, wire::kKernelFailed, why, rc);
+    return;
+  }
+  reply(r.sequence, wire::kOk);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  // Dies with peat, even when peat is killed outright: a hanging kernel must not outlive it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (std::to_string(::getppid()) != argv[2]) return 3;
+  installHandlers();
+  if (!mapFile(wire::arenaStart())) return 4;
+  Plugin plugin;
+  g_loading = 1;
+  try {
+    plugin.library = std::make_unique<peat::sys::SharedLibrary>(argv[1]);
+    plugin.gemm = reinterpret_cast<decltype(plugin.gemm)>(plugin.library->symbol("peat_kernel_gemm_v1"));
+    try {
+      plugin.lastError = reinterpret_cast<decltype(plugin.lastError)>(plugin.library->symbol("peat_kernel_last_error_v1"));
+    } catch (const std::exception&) {
+    }
+  } catch (const std::exception& e) {
+    reply(0, wire::kBadRequest, e.what());
+    return 1;
+  }
+  g_loading = 0;
+  reply(0, wire::kReady);
+  for (;;) {
+    uint64_t sequence = 0;
+    const ssize_t n = ::recv(kSocket, &sequence, sizeof sequence, 0);
+    if (n == 0) return 0;  // peat closed the socket: done
+    if (n < 0 && errno == EINTR) continue;
+    if (n != ssize_t(sizeof sequence)) return 5;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const wire::Request r = control()->request;
+    g_sequence = sequence;
+    const uint64_t file = wire::arenaStart() + r.arenaBytes;
+    if (r.sequence != sequence || r.arenaBytes > (uint64_t(1) << 46)) {
+      reply(sequence, wire::kBadRequest, "the request does not carry the sequence sent");
+      continue;
+    }
+    if (file != g_mapped && !mapFile(file)) {
+      reply(sequence, wire::kBadRequest, "cannot map the arena the request names");
+      continue;
+    }
+    const std::string bad = wire::checkRequest(r, r.arenaBytes);
+    const char* opBad = r.opKind == PEAT_OP_GEMM ? checkGemm(r) : "an op kind this host does not serve";
+    if (!bad.empty() || opBad) {
+      reply(sequence, wire::kBadRequest, !bad.empty() ? bad.c_str() : opBad);
+      continue;
+    }
+    serve(plugin, r);
+  }
+}

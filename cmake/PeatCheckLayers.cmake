@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+# Run by the build (core/CMakeLists.txt, target peat_layer_check) as `cmake -P`: fails when a file
+# of one core layer includes a header of a layer its own does not use, directly or through the
+# layers it uses. TABLE has one line per layer: name|used,layers|its,sources (relative to core/).
+# A core file no layer lists belongs to the layer of its directory (core/store/x.h to store); a
+# header under core/ that belongs to no layer (core/torch/...) may not be included by any layer.
+cmake_minimum_required(VERSION 3.25)
+foreach(var ROOT TABLE STAMP)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "PeatCheckLayers.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+file(STRINGS "${TABLE}" lines)
+set(layers "")
+foreach(line IN LISTS lines)
+  string(REPLACE "|" ";" line "${line}")
+  list(GET line 0 name)
+  list(GET line 1 closure)
+  list(GET line 2 sources)
+  string(REPLACE "," ";" closure "${closure}")
+  string(REPLACE "," ";" sources "${sources}")
+  list(APPEND layers ${name})
+  set(uses_${name} ${closure})
+  foreach(src IN LISTS sources)
+    if(NOT IS_ABSOLUTE "${src}")
+      set(owner_${src} ${name})
+    endif()
+  endforeach()
+endforeach()
+
+# The layer of a path relative to core/, or "" when it has none.
+function(layer_of rel out)
+  if(DEFINED owner_${rel})
+    set(${out} ${owner_${rel}} PARENT_SCOPE)
+    return()
+  endif()
+  string(REGEX MATCH "^[a-z_]+/" dir "${rel}")
+  string(REPLACE "/" "" dir "${dir}")
+  if(dir AND dir IN_LIST layers)
+    set(${out} ${dir} PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+set(failures "")
+file(GLOB_RECURSE files RELATIVE "${ROOT}/core" "${ROOT}/core/*.h" "${ROOT}/core/*.cpp")
+foreach(rel IN LISTS files)
+  layer_of("${rel}" layer)
+  if(NOT layer)
+    continue()  # not in a layer: core/torch (LibTorch), the example plugins, the CLI's torch entry
+  endif()
+  file(STRINGS "${ROOT}/core/${rel}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"core/")
+  foreach(inc IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"core/([^\"]+)\".*" "\\1" target "${inc}")
+    layer_of("${target}" targetLayer)
+    if(NOT targetLayer)
+      list(APPEND failures "core/${rel} (layer ${layer}) includes core/${target}, which belongs to no core layer")
+    elseif(NOT targetLayer IN_LIST uses_${layer})
+      list(JOIN uses_${layer} " " allowed)
+      list(APPEND failures
+        "core/${rel} (layer ${layer}) includes core/${target} (layer ${targetLayer}), but ${layer} uses only ${allowed}")
+    endif()
+  endforeach()
+endforeach()
+
+if(failures)
+  list(JOIN failures "\n  " text)
+  message(FATAL_ERROR "core layers used the wrong way round (core/CMakeLists.txt lists who uses whom):\n  ${text}")
+endif()
+file(WRITE "${STAMP}" "checked\n")

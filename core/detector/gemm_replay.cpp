@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// A GEMM's operands kept for the detector (gemmBound), and the elementwise formats' replays of them.
+#include "core/detector/gemm_replay.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/detector/rules.h"
+
+namespace peat::detector {
+
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {
+  GemmBound g;
+  g.k = k;
+  g.a.assign(a, a + m * k);
+  g.b.assign(b, b + k * n);
+  if (bias) g.bias.assign(bias, bias + n);
+  g.rows = m;
+  g.cols = n;
+  g.absProduct.assign(std::size_t(m * n), 0.0f);
+  g.rowAbsSum.assign(std::size_t(m), 0.0f);
+  g.colAbsSum.assign(std::size_t(n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k; ++q) g.rowAbsSum[std::size_t(i)] += std::fabs(a[i * k + q]);
+  for (int64_t q = 0; q < k; ++q)
+    for (int64_t j = 0; j < n; ++j) g.colAbsSum[std::size_t(j)] += std::fabs(b[q * n + j]);
+  std::vector<float> row(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), 0.0f);
+    for (int64_t q = 0; q < k; ++q) {
+      const float av = std::fabs(a[i * k + q]);
+      const float* br = b + q * n;
+      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * std::fabs(br[j]);
+    }
+    std::copy(row.begin(), row.end(), g.absProduct.begin() + i * n);
+  }
+  return g;
+}
+
+GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
+                           bool bShared) {
+  GemmBound g;
+  g.batch = batch;
+  g.k = k;
+  g.rows = batch * m;
+  g.cols = n;
+  g.a.resize(std::size_t(batch * m * k));
+  g.b.resize(std::size_t(batch * k * n));
+  for (int64_t t = 0; t < batch; ++t) {
+    std::copy_n(a + (aShared ? 0 : t * m * k), m * k, g.a.begin() + t * m * k);
+    std::copy_n(b + (bShared ? 0 : t * k * n), k * n, g.b.begin() + t * k * n);
+  }
+  g.absProduct.resize(std::size_t(batch * m * n));
+  g.rowAbsSum.resize(std::size_t(batch * m));
+  g.colAbsSum.resize(std::size_t(batch * n));
+  for (int64_t t = 0; t < batch; ++t) {
+    const GemmBound one = gemmBound(g.a.data() + t * m * k, g.b.data() + t * k * n, m, k, n);
+    std::copy(one.absProduct.begin(), one.absProduct.end(), g.absProduct.begin() + t * m * n);
+    std::copy(one.rowAbsSum.begin(), one.rowAbsSum.end(), g.rowAbsSum.begin() + t * m);
+    std::copy(one.colAbsSum.begin(), one.colAbsSum.end(), g.colAbsSum.begin() + t * n);
+  }
+  return g;
+}
+
+}  // namespace peat::detector
+
+namespace peat::detector::rules {
+
+namespace {
+
+// The bias added to output (i, j) of a bound's GEMM: none, one per column, or (a batched bound's
+// [batch, n], as a grouped conv's per-group channels) one per column of each GEMM.
+double biasAt(const GemmBound& b, int64_t i, int64_t j) {
+  if (b.bias.empty()) return 0.0;
+  const int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  return b.bias.size() == std::size_t(b.cols) ? double(b.bias[std::size_t(j)]) : double(b.bias[std::size_t((i / perBatch) * b.cols + j)]);
+}
+
+// The GEMM of a bound replayed from copies of its operands (rounded to a format by the caller), one
+// output row at a time, with the bias added, in fp32 and this replay's own summation order: what
+// every format hypothesis is judged by.
+struct RowReplay {
+  const GemmBound& b;
+  const std::vector<float>& a;
+  const std::vector<float>& bb;
+  std::vector<float> row = std::vector<float>(static_cast<std::size_t>(b.cols));
+  int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  // row i's values; out[j] for column j
+  void run(int64_t i, std::vector<double>& out) {
+    const int64_t n = b.cols, k = b.k;
+    std::fill(row.begin(), row.end(), 0.0f);
+    const float* bBatch = bb.data() + (i / perBatch) * k * n;  // row i's GEMM of the batch
+    for (int64_t q = 0; q < k; ++q) {
+      const float av = a[std::size_t(i * k + q)];
+      const float* br = bBatch + q * n;
+      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
+    }
+    out.resize(std::size_t(n));
+    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[std::size_t(j)]) + biasAt(b, i, j);
+  }
+};
+
+// The elementwise formats the replay tries, in the order they are named when they round alike.
+struct Hypothesis {
+  const fp::Format* format;
+  fp::Overflow overflow;
+  const char* id;
+};
+const Hypothesis kHypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32"},
+                                  {&fp::kFp16, fp::Overflow::Standard, "fp16"},
+                                  {&fp::kBf16, fp::Overflow::Standard, "bf16"},
+                                  {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3"},
+                                  {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2"}};
+
+
+}  // namespace
+
+std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
+  std::vector<std::string> out;
+  const int64_t m = b.rows, n = b.cols, k = b.k;
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;  // too costly to replay here
+  const double u32 = std::ldexp(1.0, -24), gamma = 2 * double(k) * u32 / (1 - double(k) * u32);
+  std::vector<float> a(b.a), bb(b.b);
+  std::vector<double> y;
+  for (const Hypothesis& h : kHypotheses) {
+    a = b.a;
+    bb = b.b;
+    fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
+    fp::roundInPlace(*h.format, bb.data(), bb.size(), h.overflow);
+    RowReplay replay{b, a, bb};
+    bool holds = true;
+    for (int64_t i = 0; i < m && holds; ++i) {
+      replay.run(i, y);
+      for (int64_t j = 0; j < n; ++j) {
+        const double yj = y[std::size_t(j)];
+        const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(yj) + 1e-30;
+        if (!(std::fabs(double(c[i * n + j]) - yj) <= slack)) {
+          holds = false;
+          break;
+        }
+      }
+    }
+    if (holds) out.push_back(h.id);
+  }
+  return out;
+}
+
+double replaySse(const float* c, const GemmBound& b, const fp::Format* format, double limit) {
+  const int64_t m = b.rows, n = b.cols, step = std::max<int64_t>(1, m / 64);
+  std::vector<float> a(b.a), bb(b.b);
+  if (format) {
+    fp::roundInPlace(*format, a.data(), a.size(), fp::Overflow::Standard);
+    fp::roundInPlace(*format, bb.data(), bb.size(), fp::Overflow::Standard);
+  }
+  RowReplay replay{b, a, bb};
+  std::vector<double> y;
+  double sse = 0;
+  for (int64_t i = 0; i < m; i += step) {
+    replay.run(i, y);
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = double(c[i * n + j]) - y[std::size_t(j)];
+      sse += d * d;
+    }
+    if (sse > limit) break;  // already too far: the caller only asks whether it stays below
+  }
+  return sse;
+}
+
+std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, const std::vector<std::string>& formats) {
+  if (formats.size() < 2) return formats;
+  std::vector<std::pair<double, std::string>> byDistance;
+  for (const std::string& id : formats) {
+    const fp::Format* f = nullptr;
+    for (const Hypothesis& h : kHypotheses)
+      if (id == h.id) f = h.format;
+    byDistance.emplace_back(f ? replaySse(c, b, f) : std::numeric_limits<double>::infinity(), id);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& d : byDistance) best = std::min(best, d.first);
+  std::vector<std::string> out;
+  for (const auto& d : byDistance)
+    if (d.first <= best * 1.01) out.push_back(d.second);
+  std::stable_sort(byDistance.begin(), byDistance.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& d : byDistance)
+    if (!(d.first <= best * 1.01)) out.push_back(d.second);
+  return out;
+}
+
+Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
+  Fp16Accumulation out;
+  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;
+  uint64_t off = 0, finiteCount = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = c[i * n + j];
+      if (!finite(v)) continue;
+      ++finiteCount;
+      const double s = double(v) - biasAt(b, i, j);  // the accumulator's value, up to fp32's rounding of v
+      const double nearest = double(fp::roundTo(fp::kFp16, float(s)));
+      if (std::fabs(s - nearest) > std::ldexp(std::fabs(double(v)), -23) + 1e-30) ++off;
+    }
+  out.onGrid = finiteCount > 0 && double(off) <= 1e-3 * double(finiteCount);
+  if (!out.onGrid) return out;
+  std::vector<float> a(b.a), bb(b.b);
+  fp::roundInPlace(fp::kFp16, a.data(), a.size(), fp::Overflow::Standard);
+  fp::roundInPlace(fp::kFp16, bb.data(), bb.size(), fp::Overflow::Standard);
+  RowReplay replay{b, a, bb};
+  std::vector<double> y;
+  std::vector<float> acc(static_cast<std::size_t>(n));
+  double dc = 0, da = 0;
+  const int64_t step = std::max<int64_t>(1, m / 64);
+  for (int64_t i = 0; i < m; i += step) {
+    replay.run(i, y);  // fp16 inputs, fp32 sums, bias added
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    const float* bBatch = bb.data() + (i / perBatch) * k * n;
+    for (int64_t q = k - 1; q >= 0; --q) {  // fp16 inputs, an fp16 accumulator, in reverse order
+      const float av = a[std::size_t(i * k + q)];
+      for (int64_t j = 0; j < n; ++j) acc[std::size_t(j)] = fp::roundTo(fp::kFp16, acc[std::size_t(j)] + av * bBatch[q * n + j]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double ref = y[std::size_t(j)], withAcc = double(acc[std::size_t(j)]) + biasAt(b, i, j);
+      const double d = double(c[i * n + j]) - ref;
+      if (finite(c[i * n + j])) dc += d * d;
+      da += (withAcc - ref) * (withAcc - ref);
+    }
+  }
+  out.candidateRms = std::sqrt(dc);
+  out.accumulationRms = std::sqrt(da);
+  return out;
+}
+
+}  // namespace peat::detector::rules

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Replays of a GEMM's recorded operands (GemmBound) rounded to each elementwise format, private to
+// core/detector: which formats reproduce a candidate, how close each replay lies, and whether the
+// kernel accumulated in fp16. The rules in rules_replay.cpp judge by them; block_replay.h does the same
+// for the block-scaled formats.
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/detector/detector.h"
+#include "core/fp/format.h"
+
+namespace peat::detector::rules {
+
+// The elementwise formats ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", in that order) whose
+// rounding of the recorded inputs reproduces the candidate, up to fp32 reordering. None when the GEMM
+// is too costly to replay here (m n k > 5e8) or its operands were not recorded.
+std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b);
+
+// The sum of squared differences between the candidate and the GEMM replayed on the recorded inputs
+// rounded to `format` (null: as they are, in fp32), in this replay's own summation order, over at
+// most 64 rows spread evenly over the output (the same rows for every format: a comparison between
+// replays, not a bound); it stops (returning what it has summed) as soon as the sum passes `limit`.
+double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
+                 double limit = std::numeric_limits<double>::infinity());
+
+// Several formats can reproduce a candidate within the replay's slack (the fp32 reordering bound,
+// which is worst-case and linear in K): at K = 4096 a bf16 GEMM's typical error sits inside it, so
+// tf32's and fp16's replays "reproduce" a bf16 candidate too. Of those, the format whose replay lies
+// closest to the candidate (least squared difference over the same rows) is the one it was made
+// with; formats whose replays are as close as the best (within 1%: identical rounding, as tf32 and
+// fp16 on inputs inside fp16's range) keep their order, the others follow by distance.
+std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, const std::vector<std::string>& formats);
+
+// A kernel that accumulates in fp16 (an HGEMM with an fp16 accumulator, or fp16 inputs summed in
+// fp16 blocks) errs by the rounding of its running sums, not only of its inputs, so no replay that
+// sums in fp32 reproduces it, and its error, about that of bf16 inputs, once made it look like bf16.
+// Two signs of it, both needed: (1) its values before the bias lie on fp16's grid (the accumulator
+// is fp16; a value that is not fp16 lands on the grid by chance with probability about 2^-12), and
+// (2) it sits no farther from the replay of fp16-rounded inputs summed in fp32 than one fp16
+// accumulation (this replay's own, in reverse order) does: at most 4x in RMS. A missing K tile or
+// a misindexed operand in such a kernel is on the grid too, but tens of times farther away.
+struct Fp16Accumulation {
+  bool onGrid = false;
+  double candidateRms = 0, accumulationRms = 0;  // from the fp16-input replay summed in fp32
+  bool holds() const { return onGrid && candidateRms <= 4 * accumulationRms && accumulationRms > 0; }
+};
+Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b);
+
+// Weight-only group quantisation, as LLM inference kernels do it (weight_replay.cpp): b (the weights,
+// [K, N]) quantised to int4 or int8 in groups of G consecutive values along K of each column, one
+// scale per group (symmetric: amax / qmax; asymmetric: (max - min) / (2^bits - 1) with an integer
+// zero point), the scales kept in fp32 or fp16, the activations a as recorded or rounded to fp16 or
+// bf16; dequantised and multiplied in fp32. The scheme whose replay gives the candidate within the
+// fp32 reordering bound (plus one step of the output's format when the candidate lies on fp16's or
+// bf16's grid), or none. Not for batched bounds, nor where m n k > 5e8.
+struct WeightQuantScheme {
+  int bits = 0;             // 4 or 8
+  bool asymmetric = false;  // a zero point per group
+  int group = 0;            // 32, 64 or 128 along K
+  std::string scaleFormat;  // "fp32" or "fp16"
+  std::string activations;  // "fp32", "fp16" or "bf16"
+  std::string output;       // the candidate's grid: "fp32", "fp16" or "bf16"
+};
+std::optional<WeightQuantScheme> reproducingWeightQuant(const float* c, const GemmBound& b);
+
+}  // namespace peat::detector::rules

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The detector's rules, private to core/detector. Each rule is one row of docs/error-models.md (keep
+// them in step): it reads the facts about one golden / candidate pair (RuleContext) and adds a
+// verdict when its sufficient condition holds. detector.cpp runs them in the documented order; to add
+// a rule, declare it here, define it in the rules_*.cpp file for what it decides, and put it in
+// detector.cpp's kMismatchRules where it belongs.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/analyzer/report.h"
+#include "core/detector/block_replay.h"
+#include "core/detector/detector.h"
+#include "core/fp/format.h"
+
+namespace peat::detector::rules {
+
+// Facts about the mismatched elements that the report does not keep (mismatches.cpp).
+struct Mismatches {
+  uint64_t count = 0;
+  bool allSingleBit = true, sameBit = true, sameNewValue = true, allZeroCandidate = true, allContiguousBits = true;
+  bool allSubnormalGolden = true;  // every mismatched golden value is an fp32 subnormal (FTZ, R6)
+  int bit = -1, newValue = -1, highestBit = 0;
+  std::vector<double> ratios;  // c / g where both are finite and |g| is normal
+  // "Large" mismatches, above any fp32 reordering noise: |c - g| > golden rms * 2^-10.
+  uint64_t large = 0, largeDominantGap = 0;
+  double largeGapShare = 0;
+  uint64_t largeRowsHit = 0, largeColsHit = 0;
+};
+
+// One pass over the pair (two ranges in parallel for large tensors), the same as one pass in order.
+Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r);
+
+// Median floor(log2 ULP) over mismatched pairs: how many low bits a typical mismatch disturbs.
+int medianLog2Ulp(const analyzer::Report& r);
+
+// What every rule reads, and what earlier rules leave for later ones.
+struct RuleContext {
+  RuleContext(const float* golden_, const std::vector<const float*>& candidates_, const std::vector<uint64_t>& shape_,
+              const GemmBound* bound_, const analyzer::Report& report)
+      : golden(golden_), c(candidates_.front()), candidates(candidates_), shape(shape_), bound(bound_), r(report),
+        n(report.elements), mis(report.mismatched), fraction(double(mis) / double(n)) {}
+
+  // the pair
+  const float* golden;
+  const float* c;                                  // the first candidate, the one judged
+  const std::vector<const float*>& candidates;     // every replay of it (R1)
+  const std::vector<uint64_t>& shape;
+  const GemmBound* bound;                          // the GEMM's operands when known, or null
+  const analyzer::Report& r;                       // the analyzer's report of golden and c
+  uint64_t n, mis;                                 // elements, mismatched elements
+  double fraction;                                 // mis / n
+
+  // facts about the mismatches, set (inspectMismatches) only where there are some
+  Mismatches m;
+  bool sparse = false;  // at most max(8, n / 1000) mismatches
+  int ulpMedian = -1;   // medianLog2Ulp
+  void inspectMismatches() {
+    m = inspect(golden, c, n, r);
+    sparse = mis <= std::max<uint64_t>(8, n / 1000);
+    ulpMedian = medianLog2Ulp(r);
+  }
+
+  // decided by earlier rules, read by later ones
+  bool bounded = false;         // R12: a rounding bound or a replay explains the errors
+  bool blocksReplayed = false;  // R12: the block-scaled formats were replayed on the operands
+  std::optional<OutputGrid> grid;  // R10b: the 4-bit block-scaled grid the output lies on
+
+  analyzer::ReportOptions options;  // as detectOne got them: a rule that judges a repaired pair passes them on
+  std::vector<Verdict> found;  // in the order the rules added them (ties keep it)
+  // A rule that judges a repaired pair (R7b: the candidate with a scale divided out) leaves the
+  // repaired pair's verdict here, shown as a finding when that rule's verdict comes out first.
+  std::vector<std::pair<std::string, Verdict>> findingOf;
+  // Adds `v` with the evidence every verdict carries.
+  void add(Verdict v) {
+    v.evidence["elements"] = double(n);
+    v.evidence["mismatched"] = double(mis);
+    v.evidence["max_abs_over_scale"] = r.maxAbsOverScale;
+    found.push_back(std::move(v));
+  }
+};
+
+using Rule = void (*)(RuleContext&);
+
+// The rules, by the file that holds them.
+void nondeterministic(RuleContext& x);   // R1   rules_exact.cpp
+void exact(RuleContext& x);              // R0   rules_exact.cpp
+void nanInf(RuleContext& x);             // R2   rules_nonfinite.cpp
+void stuckAt(RuleContext& x);            // R3   rules_bitflip.cpp
+void bitFlip(RuleContext& x);            // R4   rules_bitflip.cpp
+void multiBitFlip(RuleContext& x);       // R5   rules_bitflip.cpp
+void zeroed(RuleContext& x);             // R6   rules_values.cpp
+void scaling(RuleContext& x);            // R7   rules_values.cpp
+void scaleOnRounding(RuleContext& x);    // R7b  rules_values.cpp
+void randomValue(RuleContext& x);        // R8   rules_confinement.cpp
+void confinedIndexError(RuleContext& x); // R9   rules_confinement.cpp
+void exactRowsAmidLarge(RuleContext& x); // R9c  rules_confinement.cpp
+void gemmReplay(RuleContext& x);         // R12  rules_replay.cpp
+void missingReduction(RuleContext& x);   // R9b  rules_reduction.cpp
+void quantisedOutput(RuleContext& x);    // R10b rules_rounding.cpp
+void denseRounding(RuleContext& x);      // R10/R11 rules_rounding.cpp
+
+// Every rule on one pair (detector.cpp). `report`: where to leave the analyzer's report of the first
+// candidate (R13 reads it), or null.
+Detection detectOne(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
+                    const analyzer::ReportOptions& options, const GemmBound* bound, analyzer::Report* report = nullptr);
+
+// R13 (rules_outliers.cpp): `d`, or a fault in a few elements on top of legitimate dense errors.
+Detection outliersOnBulk(const Detection& d, const float* golden, const float* c, const std::vector<uint64_t>& shape,
+                         const analyzer::ReportOptions& options, const GemmBound* bound, const analyzer::Report& report);
+
+// R1b (rules_exact.cpp): replays that differ, each on one format's grid within one of its steps
+// of golden (stochastic rounding), are precision loss first, with the nondeterminism beside it.
+Detection stochasticRounding(const Detection& d, const float* golden, const std::vector<const float*>& candidates,
+                             uint64_t n);
+
+// R13b (rules_outliers.cpp): a candidate on a format's grid that equals golden rounded to it in all
+// but a few elements, those few more than one step of the format away: the few are the fault.
+Detection outliersOnGridReplay(const Detection& d, const float* golden, const float* c, uint64_t n);
+
+// The neighbours of x in a format (x representable in it): one step up or down, zero crossed.
+float formatStep(const fp::Format& f, float x, bool up);
+// Whether v is golden value g rounded to f in either direction: v on f's grid and no step of f
+// between v and g.
+bool withinOneStep(const fp::Format& f, float g, float v);
+
+// Small shared helpers.
+inline bool finite(float x) { return std::isfinite(x); }
+
+inline std::string number(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+inline Verdict make(const std::string& model, double confidence, std::string explanation) {
+  Verdict v;
+  v.model = model;
+  v.confidence = confidence;
+  v.explanation = std::move(explanation);
+  return v;
+}
+
+}  // namespace peat::detector::rules

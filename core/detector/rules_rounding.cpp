@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// Dense small errors: rounding of the output to a narrower format or a block-scaled grid (R10b, R10),
+// or the rounding of the inputs and another summation order, told apart by their size (R10, R11).
+#include "core/detector/rules.h"
+
+namespace peat::detector::rules {
+
+namespace {
+
+using fp::bitsOf;
+
+// The narrowest format in which every finite candidate value is exactly representable, if the
+// golden values are not all representable in it too (then rounding of the output is what changed them).
+const fp::Format* outputFormat(const float* g, const float* c, uint64_t n) {
+  static const fp::Format order[] = {fp::kE4M3, fp::kE5M2, fp::kBf16, fp::kFp16, fp::kTf32};
+  for (const fp::Format& f : order) {
+    const fp::ElementRounder round(f);  // the codec's rounding of finite values (tst_fp checks it)
+    bool candidateFits = true, goldenFits = true;
+    for (uint64_t i = 0; i < n && candidateFits; ++i) {
+      if (!finite(c[i])) continue;
+      if (bitsOf(round(c[i])) != bitsOf(c[i])) candidateFits = false;
+      if (goldenFits && finite(g[i]) && bitsOf(round(g[i])) != bitsOf(g[i])) goldenFits = false;
+    }
+    if (candidateFits && !goldenFits) return &f;
+  }
+  return nullptr;
+}
+
+std::string formatId(const fp::Format& f) {
+  if (f.name == std::string_view("e4m3")) return "fp8_e4m3";
+  if (f.name == std::string_view("e5m2")) return "fp8_e5m2";
+  return std::string(f.name);
+}
+
+// The output quantised to a block-scaled grid, in blocks of `grid.block` along the rows.
+void addOutputGrid(RuleContext& x, const OutputGrid& grid, double confidence) {
+  Verdict v = make("precision_loss", confidence,
+                   "every block of " + std::to_string(grid.block) + " values along the rows lies on " + grid.format +
+                       "'s grid with one scale per block: the output was quantised");
+  v.parameters["format"] = grid.format;
+  v.parameters["block"] = std::to_string(grid.block);
+  v.parameters["output"] = "quantised";
+  v.evidence["block"] = grid.block;
+  x.add(v);
+}
+
+// The median number of mantissa bits disturbed, against the band each format's rounding gives.
+void addUlpBands(RuleContext& x, bool dense) {
+  struct Band {
+    int lo, hi;
+    const char* model;
+    const char* format;
+    double confidence;
+  };
+  // Median log2 ULP of a GEMM whose inputs were rounded: about 23 - p + 1 for a format with p
+  // significand bits (unit roundoff 2^-p, times sums of |a||b| over |c|).
+  // Bands measured with `peat detect-eval` on GEMM, conv, softmax and layernorm calls.
+  static const Band bands[] = {{0, 6, "accumulation_order", "", 0.8},   {7, 12, "precision_loss", "fp16", 0.6},
+                               {7, 12, "precision_loss", "tf32", 0.55}, {13, 16, "precision_loss", "bf16", 0.75},
+                               {17, 18, "precision_loss", "fp8_e4m3", 0.6}, {19, 32, "precision_loss", "fp8_e5m2", 0.6}};
+  for (const Band& b : bands)
+    if (x.ulpMedian >= b.lo && x.ulpMedian <= b.hi) {
+      Verdict v = make(b.model, dense ? b.confidence : b.confidence * 0.8,
+                       std::string("dense errors, median ") + std::to_string(x.ulpMedian) + " of 23 mantissa bits disturbed");
+      if (*b.format) v.parameters["format"] = b.format;
+      v.evidence["median_log2_ulp"] = x.ulpMedian;
+      v.evidence["mismatch_fraction"] = x.fraction;
+      x.add(v);
+    }
+}
+
+}  // namespace
+
+// R10b: a kernel that quantised its output to a block-scaled format leaves every block of values
+// along the rows on that format's grid with one scale per block (core/detector/block_replay.h).
+// 4-bit elements first: no per-element format has one mantissa bit.
+void quantisedOutput(RuleContext& x) {
+  const analyzer::Report& r = x.r;
+  if (x.fraction >= 0.2 && r.newlyNonFinite == 0 && r.cols > 0)
+    x.grid = outputBlockGrid(x.golden, x.c, x.n, r.cols, false);
+  if (x.grid) addOutputGrid(x, *x.grid, 0.96);
+}
+
+// R10/R11 dense small errors: rounding to a narrower format, or another summation order.
+void denseRounding(RuleContext& x) {
+  const analyzer::Report& r = x.r;
+  const bool dense = x.fraction >= 0.2 && r.newlyNonFinite == 0 && r.signOnly == 0;
+  if (!((dense || (!x.sparse && r.newlyNonFinite == 0)) && r.meanAbsOverScale <= 0.08)) return;
+  if (const fp::Format* f = outputFormat(x.golden, x.c, x.n)) {
+    Verdict v = make("precision_loss", 0.96, "every candidate value is exactly representable in " + formatId(*f));
+    v.parameters["format"] = formatId(*f);
+    v.evidence["median_log2_ulp"] = x.ulpMedian;
+    x.add(v);
+  } else if (const std::optional<OutputGrid> wide =
+                 x.grid ? std::nullopt : outputBlockGrid(x.golden, x.c, x.n, r.cols, true)) {
+    addOutputGrid(x, *wide, 0.95);
+  } else if (!x.bounded && x.ulpMedian >= 0 && r.maxAbsOverScale < 0.5) {
+    addUlpBands(x, dense);
+  }
+}
+
+}  // namespace peat::detector::rules

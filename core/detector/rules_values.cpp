@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// Whole values replaced in a regular way: by zeros, or by the golden values times one factor (R6, R7,
+// R7b), and zeros that are flushed subnormals (R6's legitimate reading, FTZ).
+#include <algorithm>
+
+#include "core/detector/rules.h"
+
+namespace peat::detector::rules {
+
+namespace {
+
+bool legitimate(const std::string& model) {
+  return model == "exact" || model == "precision_loss" || model == "accumulation_order";
+}
+
+}  // namespace
+
+// R6 zeroed: every mismatched candidate value is zero. When every one of those golden values is an
+// fp32 subnormal, the kernel flushed subnormals to zero (FTZ/DAZ, as fast-math builds and many GPU
+// kernels do): a legitimate loss of precision below 2^-126, not a part of the output left unwritten.
+void zeroed(RuleContext& x) {
+  if (!x.m.allZeroCandidate) return;
+  if (x.m.allSubnormalGolden) {
+    Verdict v = make("precision_loss", 0.95,
+                     std::to_string(x.mis) + " subnormal golden value(s) read 0: subnormals flushed to zero (FTZ)");
+    v.parameters["format"] = "fp32";
+    v.parameters["flush"] = "ftz";
+    v.evidence["flushed_subnormals"] = double(x.mis);
+    x.add(v);
+    x.add(make("zeroed", 0.3, "every mismatch reads 0, but each golden value there is subnormal"));
+    return;
+  }
+  Verdict v = make("zeroed", x.mis >= 2 ? 0.94 : 0.85,
+                   std::to_string(x.mis) + " element(s) are zero where golden is not; longest run " +
+                       std::to_string(x.r.longestRun));
+  v.evidence["longest_run"] = double(x.r.longestRun);
+  x.add(v);
+}
+
+// R7 scaling: c = s g for one factor s over the mismatched elements.
+void scaling(RuleContext& x) {
+  const Mismatches& m = x.m;
+  if (m.ratios.size() >= 8) {
+    std::vector<double> ratios = m.ratios;
+    std::nth_element(ratios.begin(), ratios.begin() + std::ptrdiff_t(ratios.size() / 2), ratios.end());
+    const double s = ratios[ratios.size() / 2];
+    uint64_t fit = 0;
+    for (double q : m.ratios) fit += std::fabs(q - s) <= 1e-6 * std::fabs(s) ? 1 : 0;
+    if (std::fabs(s - 1.0) > 1e-5 && double(fit) >= 0.99 * double(m.ratios.size())) {
+      Verdict v = make("scaling", 0.92, "candidate = " + number(s) + " x golden");
+      v.parameters["factor"] = number(s);
+      v.evidence["factor"] = s;
+      x.add(v);
+    }
+  }
+}
+
+// R7b scaling on top of rounding: a wrong factor applied to a reduced-precision result (fp8
+// dequantised with its scale applied twice, an fp16 gradient never unscaled) is a constant ratio
+// c / g only up to the format's rounding, which R7's 1e-6 rejects. A robust fit of the ratio (its
+// median, with most ratios within 2^-2 of it), then the candidate with the factor divided out judged
+// by every rule: when that is legitimate rounding, the factor is the fault. Rounding alone moves the
+// median ratio by far less than the 2^-3 (in log2) asked of the factor: its errors are as often up
+// as down.
+void scaleOnRounding(RuleContext& x) {
+  const Mismatches& m = x.m;
+  if (m.ratios.size() < 64 || x.fraction < 0.5 || x.r.newlyNonFinite > 0) return;
+  for (const Verdict& v : x.found)
+    if (v.model == "scaling") return;
+  std::vector<double> ratios = m.ratios;
+  std::nth_element(ratios.begin(), ratios.begin() + std::ptrdiff_t(ratios.size() / 2), ratios.end());
+  const double s = ratios[ratios.size() / 2];
+  if (!(s != 0 && std::isfinite(s) && std::fabs(std::log2(std::fabs(s))) >= 0.125)) return;
+  uint64_t near = 0;
+  for (double q : m.ratios) near += std::fabs(q - s) <= 0.25 * std::fabs(s) ? 1 : 0;
+  if (double(near) < 0.75 * double(m.ratios.size())) return;
+  std::vector<float> rescaled(x.c, x.c + x.n);
+  for (float& v : rescaled) v = float(double(v) / s);
+  const Detection rest = detectOne(x.golden, {rescaled.data()}, x.shape, x.options, x.bound);
+  if (!legitimate(rest.verdict.model)) return;
+  std::string secondary = rest.verdict.model;
+  if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
+  const double p2 = std::log2(std::fabs(s));
+  const bool powerOfTwo = std::fabs(p2 - std::round(p2)) < 1e-9;
+  Verdict v = make("scaling", 0.93,
+                   "candidate = " + number(s) + " x golden" + (powerOfTwo ? " (a power of two)" : "") + " up to " +
+                       secondary + ": a wrong scale on top of reduced-precision rounding");
+  v.parameters["factor"] = number(s);
+  v.parameters["secondary"] = secondary;
+  v.evidence["factor"] = s;
+  v.evidence["ratios_within_quarter"] = double(near) / double(m.ratios.size());
+  x.add(v);
+  x.findingOf.emplace_back("scaling", rest.verdict);
+}
+
+}  // namespace peat::detector::rules

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What the ONNX importer's files share, private to libpeat_onnx.so: onnx_import.cpp (the entry
+// point, the walk over the graph, names and shapes), onnx_load.cpp (the file, its initializers and
+// its input), onnx_fold.cpp (constant folding), onnx_moves.cpp (ops that move elements),
+// onnx_map.cpp (the operator table) and onnx_patterns.cpp (multi-node patterns).
+#include <onnx/checker.h>  // first: it selects the onnx-ml protobuf
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/save/graph_builder.h"
+#include "core/save/onnx_model.h"
+
+namespace peat::save::onnx_import {
+
+inline constexpr int64_t kNewestOpset = 17;  // libonnx 1.12
+
+struct Constant {
+  std::vector<int64_t> dims;
+  std::vector<float> values;     // FLOAT tensors
+  std::vector<int64_t> integers;  // INT64 tensors (shapes, axes)
+  bool isFloat = false;
+};
+
+// --- index arithmetic over row-major dims (the importer evaluates shapes and moves elements with it)
+
+inline int64_t countOf(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+inline std::vector<int64_t> stridesOf(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (std::size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
+  return s;
+}
+
+// numpy broadcasting of two shapes; false if they do not broadcast
+inline bool broadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+  const std::size_t r = std::max(a.size(), b.size());
+  out.assign(r, 1);
+  for (std::size_t i = 0; i < r; ++i) {
+    const int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())], y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x != y && x != 1 && y != 1) return false;
+    out[i] = std::max(x, y);
+  }
+  return true;
+}
+
+// the flat index in a tensor of dims `from` that broadcasts to output coordinate `coord` of dims `to`
+inline int64_t broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
+                              const std::vector<int64_t>& coord) {
+  int64_t at = 0, stride = 1;
+  for (std::size_t i = from.size(); i-- > 0;) {
+    const std::size_t j = i + (to.size() - from.size());
+    at += (from[i] == 1 ? 0 : coord[j]) * stride;
+    stride *= from[i];
+  }
+  return at;
+}
+
+inline std::vector<int64_t> coordOf(int64_t flat, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> c(dims.size());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    c[i] = flat % dims[i];
+    flat /= dims[i];
+  }
+  return c;
+}
+
+inline int64_t axisOf(int64_t axis, std::size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+// Maps one ONNX model onto SAVE's graph, node by node in the graph's order; every node SAVE cannot
+// bound is refused with its reason, and all of them are reported at once.
+class Importer {
+ public:
+  Importer(const std::string& path, const std::map<std::string, store::Tensor>* replacements)
+      : path_(path), replacements_(replacements), b_(g_, params_) {}
+
+  Graph run();  // throws SaveError
+
+ private:
+  struct OpMapping;  // a row of the operator table (onnx_map.cpp)
+  using IndexMap = void (Importer::*)(const onnx::NodeProto& n, const std::vector<int64_t>& d,
+                                      std::vector<int64_t>& out, std::vector<int64_t>& gather);
+  using Folder = std::optional<Constant> (Importer::*)(const onnx::NodeProto& n,
+                                                       const std::vector<const Constant*>& in);
+
+  // --- the file, its initializers and its input (onnx_load.cpp)
+  void load();
+  void readExternal(onnx::TensorProto& t);
+  Constant decode(const onnx::TensorProto& t, const char* what);
+  void replace();
+  void input();
+  void checkDeclaredOutput(const onnx::ValueInfoProto& out) const;
+
+  // --- helpers for nodes (onnx_import.cpp)
+  static const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name);
+  static int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback);
+  static float floatAttr(const onnx::NodeProto& n, const char* name, float fallback);
+  static std::vector<int64_t> intsAttr(const onnx::NodeProto& n, const char* name);
+  std::string nameOf(const onnx::NodeProto& n);
+  void refuse(const onnx::NodeProto& n, const std::string& why);
+  bool isActivation(const std::string& v) const { return values_.count(v) > 0; }
+  const Constant* constant(const std::string& v) const {
+    auto it = constants_.find(v);
+    return it == constants_.end() ? nullptr : &it->second;
+  }
+  bool weight(const onnx::NodeProto& n, const std::string& value, const std::string& as,
+              std::vector<int64_t> wantDims = {});
+  static store::Tensor tensorOf(const std::vector<float>& v, const std::vector<int64_t>& dims);
+  int64_t perSample(int v) const { return b_.node(v).size(); }
+  void node(const onnx::NodeProto& n);
+  std::vector<int64_t> dimsOf(const std::string& v) const;
+  static std::vector<int64_t> sampleShape(const std::vector<int64_t>& d);
+  int shaped(const std::string& name, int x, const std::vector<int64_t>& shape);
+  int gathered(const std::string& name, int x, const std::vector<int64_t>& shape, std::vector<int64_t> gather);
+  std::pair<int, int64_t> traced(int x, int64_t e) const;
+  int selectOf(const std::string& name, int fallback, const std::vector<int64_t>& shape,
+               const std::vector<std::pair<int, int64_t>>& from);
+  void pruneDeadNodes();
+  void setActivation(const std::string& v, const std::string& name, int node, const std::vector<int64_t>& dims);
+
+  // --- constant folding (onnx_fold.cpp)
+  std::vector<int64_t> ints(const onnx::NodeProto& n, int input);
+  bool fold(const onnx::NodeProto& n);
+  std::optional<Constant> foldShape(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldCast(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldElementwise(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldUnary(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldWhere(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldConstantOfShape(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldRange(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldScatterND(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+  std::optional<Constant> foldMove(const onnx::NodeProto& n, const std::vector<const Constant*>& in);
+
+  // --- ops that move elements, of constants and activations alike (onnx_moves.cpp)
+  bool moveIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                   std::vector<int64_t>& gather);
+  void reshapeIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                      std::vector<int64_t>& gather);
+  void flattenIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                      std::vector<int64_t>& gather);
+  void squeezeIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                      std::vector<int64_t>& gather);
+  void transposeIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                        std::vector<int64_t>& gather);
+  void sliceIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                    std::vector<int64_t>& gather);
+  void gatherIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                     std::vector<int64_t>& gather);
+  void expandIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                     std::vector<int64_t>& gather);
+  void concatIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
+                     std::vector<int64_t>& gather);
+  void move(const onnx::NodeProto& n);
+  void concatActivations(const onnx::NodeProto& n);
+  int concatConstants(const onnx::NodeProto& n, int part, int v, const std::vector<int64_t>& out);
+  void split(const onnx::NodeProto& n);
+
+  // --- the operator table and its mappers (onnx_map.cpp); a mapper sets the node's outputs or
+  // refuses the node
+  static const OpMapping* mappingOf(const std::string& op);
+  static bool keepsShape(const std::string& op);
+  void nodeInner(const onnx::NodeProto& n);
+  void mapIdentity(const onnx::NodeProto& n);
+  bool foldConstants(const onnx::NodeProto& n);
+  void mapOperator(const onnx::NodeProto& n);
+  void mapConstantFirst(const onnx::NodeProto& n);
+  int first(const onnx::NodeProto& n) const { return values_.at(n.input(0)); }
+  void mapConv(const onnx::NodeProto& n);
+  void mapGemm(const onnx::NodeProto& n);
+  void mapMatMul(const onnx::NodeProto& n);
+  void mapBinary(const onnx::NodeProto& n);
+  void mapRelu(const onnx::NodeProto& n);
+  void mapSigmoid(const onnx::NodeProto& n);
+  void mapTanh(const onnx::NodeProto& n);
+  void mapSoftmax(const onnx::NodeProto& n);
+  void mapMaxPool(const onnx::NodeProto& n);
+  void mapClip(const onnx::NodeProto& n);
+  void mapAveragePool(const onnx::NodeProto& n);
+  void mapGlobalAveragePool(const onnx::NodeProto& n);
+  void mapBatchNormalization(const onnx::NodeProto& n);
+  void mapLayerNormalization(const onnx::NodeProto& n);
+  void mapHardSigmoid(const onnx::NodeProto& n);
+  void mapHardSwish(const onnx::NodeProto& n);
+  void mapReduceMean(const onnx::NodeProto& n);
+  int hardSigmoid(const onnx::NodeProto& n, const std::string& name, int x);
+  int avgPool(const onnx::NodeProto& n, int x, int64_t extra);
+  int conv(const onnx::NodeProto& n, int x, int64_t extraPad = 0);
+  int gemm(const onnx::NodeProto& n, int x);
+  void matmulActivations(const onnx::NodeProto& n);
+  void binary(const onnx::NodeProto& n, const std::string& a, const std::string& other);
+  void scale(const onnx::NodeProto& n, const std::string& a, int x, const Constant& c);
+  void addConstant(const onnx::NodeProto& n, int x, const Constant& c, const std::vector<int64_t>& cdims);
+  bool expandConstant(const onnx::NodeProto& n, const std::vector<int64_t>& shape, const Constant& c,
+                      const std::vector<int64_t>& cdims, std::vector<float>& expanded);
+  void binaryActivations(const onnx::NodeProto& n, const std::string& a, const std::string& other);
+  int negate(const std::string& name, int x);
+
+  // --- patterns over several nodes (onnx_patterns.cpp)
+  bool mapGeluChain(const onnx::NodeProto& n, const std::string& name);
+  bool mapLayerNormChain(const onnx::NodeProto& n, const std::string& name);
+  bool matchLayerNorm(const onnx::NodeProto& mean);
+  bool matchGelu(const onnx::NodeProto& div);
+  void pad(const onnx::NodeProto& n);
+  void mapAfterZeroPad(const onnx::NodeProto& n);
+  bool foldIntoLinearBias(const onnx::NodeProto& n, const std::string& a, int x, const Constant& c,
+                          const std::vector<int64_t>& cdims);
+  bool maskInfinities(const onnx::NodeProto& n, std::vector<float>& expanded);
+
+  int64_t opset_ = kNewestOpset;
+  std::string path_;
+  const std::map<std::string, store::Tensor>* replacements_;
+  onnx::ModelProto model_;
+  Graph g_;
+  std::map<std::string, store::Tensor> params_;
+  detail::Builder b_;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, int> values_, biasFree_, consumers_;
+  std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
+  std::map<std::string, std::vector<int64_t>> dims_;        // full ONNX dims of activations (batch 1)
+  std::map<std::string, std::vector<const onnx::NodeProto*>> readers_;
+  std::set<std::string> geluInside_;                      // values inside an erf GELU chain
+  std::map<std::string, std::string> geluEnd_;            // the chain's last value -> its input
+  struct DecomposedLayerNorm {
+    std::string input;               // the normalised value
+    float eps = 1e-5f;
+    std::vector<float> gamma, beta;  // [width] or one value; empty: 1 and 0
+  };
+  std::set<std::string> layerNormInside_;                      // values inside a decomposed layer norm
+  std::map<std::string, DecomposedLayerNorm> layerNormEnd_;    // the chain's last value -> the layer norm
+  int concatPart_ = 0;                                    // the Concat input moveIndices places
+  std::set<std::string> poisoned_, nonFloat_, shape1x1_;
+  std::map<std::string, std::string> typeOf_;
+  std::vector<std::string> unsupported_;
+  std::map<const onnx::NodeProto*, std::string> names_;
+  std::map<std::string, int> nameCount_;
+};
+
+}  // namespace peat::save::onnx_import

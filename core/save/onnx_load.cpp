@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// The ONNX importer's first steps: the file (its opset, external data, ONNX's checker and shape
+// inference), its initializers as constants (replaced from a checkpoint where asked), its one
+// input, and at the end the output's shape against the one the model declares.
+#include "core/save/onnx_import_detail.h"  // first: it includes onnx/checker.h first
+
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace peat::save::onnx_import {
+
+namespace {
+
+std::string typeName(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "float32";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    default: return "type " + std::to_string(t);
+  }
+}
+
+// A tensor's `count` elements, from its raw bytes (little-endian) or its typed field.
+template <typename T, typename Field>
+std::vector<T> elements(const onnx::TensorProto& t, const Field& field, int64_t count, const char* what) {
+  std::vector<T> out;
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != std::size_t(count) * sizeof(T))
+      throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of bytes");
+    out.resize(std::size_t(count));
+    if (count > 0) std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+  } else {
+    if (field.size() != count)
+      throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' holds the wrong number of values");
+    out.assign(field.begin(), field.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+void Importer::load() {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw SaveError("cannot read ONNX model '" + path_ + "'");
+  if (!model_.ParseFromIstream(&in)) throw SaveError("'" + path_ + "' is not an ONNX model (the protobuf does not parse)");
+  for (const auto& op : model_.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  for (const auto& op : model_.opset_import())
+    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kNewestOpset)
+      throw SaveError("ONNX model '" + path_ + "' uses opset " + std::to_string(op.version()) +
+                      ", newer than this ONNX library supports (" + std::to_string(kNewestOpset) +
+                      "): export it with torch.onnx.export(..., opset_version=17)");
+  for (onnx::TensorProto& t : *model_.mutable_graph()->mutable_initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) readExternal(t);
+  try {
+    onnx::checker::check_model(model_);
+    onnx::shape_inference::InferShapes(model_);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw SaveError("ONNX model '" + path_ + "' does not pass ONNX's checker: " + what.substr(0, what.find('\n')));
+  }
+}
+
+// An initializer kept in an external data file (models over 2 GB; onnx.save(...,
+// save_as_external_data=True)): its bytes, read from the file named relative to the model's
+// folder (no absolute paths, no "..": a model from someone else reads nothing outside it).
+void Importer::readExternal(onnx::TensorProto& t) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw SaveError("ONNX model '" + path_ + "': initializer '" + t.name() + "' has a bad external-data " + kv.key());
+    }
+  }
+  const std::string what = "ONNX model '" + path_ + "': initializer '" + t.name() + "' ";
+  if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
+    throw SaveError(what + "names an external data file outside the model's folder ('" + location + "')");
+  const std::size_t slash = path_.rfind('/');
+  const std::string file = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + location;
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw SaveError(what + "is kept in external data file '" + file + "', which is missing");
+  const int64_t size = int64_t(in.tellg());
+  if (length < 0) length = size - offset;
+  if (offset < 0 || length < 0 || offset + length > size)
+    throw SaveError(what + "lies outside its external data file '" + file + "' (" + std::to_string(size) + " bytes)");
+  std::string bytes(std::size_t(length), '\0');
+  in.seekg(offset);
+  if (!in.read(bytes.data(), length)) throw SaveError(what + "could not be read from '" + file + "'");
+  t.set_raw_data(std::move(bytes));
+  t.clear_external_data();
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+}
+
+
+Constant Importer::decode(const onnx::TensorProto& t, const char* what) {
+  Constant c;
+  c.dims.assign(t.dims().begin(), t.dims().end());
+  int64_t count = 1;
+  for (int64_t d : c.dims) {
+    if (d < 0 || d > (int64_t(1) << 31)) throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' has a bad shape");
+    if (d != 0 && count > (int64_t(1) << 31) / d)
+      throw SaveError("ONNX " + std::string(what) + " '" + t.name() + "' is too large");
+    count *= d;
+  }
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    c.isFloat = true;
+    c.values = elements<float>(t, t.float_data(), count, what);
+  } else if (t.data_type() == onnx::TensorProto::INT64) {
+    typeOf_[t.name()] = "int64";
+    c.integers = elements<int64_t>(t, t.int64_data(), count, what);
+  } else if (t.data_type() == onnx::TensorProto::INT32 || t.data_type() == onnx::TensorProto::BOOL) {
+    // shape arithmetic and masks; kept as integers, refused where a node wants float weights
+    nonFloat_.insert(t.name());
+    typeOf_[t.name()] = typeName(t.data_type());
+    if (t.data_type() == onnx::TensorProto::INT32) {
+      const std::vector<int32_t> v = elements<int32_t>(t, t.int32_data(), count, what);
+      c.integers.assign(v.begin(), v.end());
+    } else if (t.has_raw_data()) {
+      const std::vector<uint8_t> v = elements<uint8_t>(t, t.int32_data(), count, what);
+      c.integers.assign(v.begin(), v.end());
+    } else {
+      const std::vector<int32_t> v = elements<int32_t>(t, t.int32_data(), count, what);
+      c.integers.assign(v.begin(), v.end());
+    }
+  } else {
+    nonFloat_.insert(t.name());  // refused where a node uses it as a weight
+    typeOf_[t.name()] = typeName(t.data_type());
+  }
+  return c;
+}
+
+// Initializers replaced by name from a checkpoint (a model fine-tuned with PEAT): every tensor of
+// the checkpoint that names a float initializer must have its shape; at least one must match.
+void Importer::replace() {
+  int64_t replaced = 0;
+  for (const auto& [name, t] : *replacements_) {
+    auto it = constants_.find(name);
+    if (it == constants_.end() || !it->second.isFloat) continue;
+    std::vector<int64_t> shape(t.shape.begin(), t.shape.end());
+    if (shape != it->second.dims || t.dtype != store::DType::F32)
+      throw SaveError("checkpoint tensor '" + name + "' does not have the shape of ONNX initializer '" + name + "'");
+    std::memcpy(it->second.values.data(), t.bytes.data(), t.bytes.size());
+    ++replaced;
+  }
+  if (replaced == 0)
+    throw SaveError("no initializer of ONNX model '" + path_ + "' has the name of a checkpoint tensor (e.g. '" +
+                    (replacements_->empty() ? std::string("?") : replacements_->begin()->first) +
+                    "'); export with torch.onnx.export(..., do_constant_folding=False) so that the initializers "
+                    "keep the module's parameter names");
+  g_.model = path_ + " (" + std::to_string(replaced) + " initializers from the checkpoint)";
+}
+
+void Importer::input() {
+  std::set<std::string> initialisers;
+  for (const auto& t : model_.graph().initializer()) initialisers.insert(t.name());
+  const onnx::ValueInfoProto* in = nullptr;
+  for (const auto& v : model_.graph().input())
+    if (!initialisers.count(v.name())) {
+      if (in) throw SaveError("ONNX model '" + path_ + "' has more than one input; SAVE analyses models with one");
+      in = &v;
+    }
+  if (!in) throw SaveError("ONNX model '" + path_ + "' has no input");
+  const auto& type = in->type().tensor_type();
+  if (type.elem_type() != onnx::TensorProto::FLOAT)
+    throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
+                    "; SAVE analyses float32 inputs");
+  std::vector<int64_t> shape;
+  const auto& dims = type.shape().dim();
+  // The first dimension is a batch only where the model says so: a symbolic dimension, or 1. A
+  // model that fixes it above 1 computes on the whole input at once (a Transpose, Concat or
+  // Reshape over axis 0 mixes its samples): refused, never read as that many samples.
+  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
+    throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' fixes its first dimension to " +
+                    std::to_string(dims[0].dim_value()) +
+                    ", which SAVE cannot read as a batch of single samples; export with a batch of 1 or a dynamic "
+                    "batch axis (torch.onnx.export(..., dynamic_axes={'" + in->name() + "': {0: 'batch'}}))");
+  for (int i = 1; i < dims.size(); ++i) {
+    if (dims[i].has_dim_value() && dims[i].dim_value() == 0)
+      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+                      "' is 0 (an empty tensor); export with a non-empty input");
+    if (!dims[i].has_dim_value() || dims[i].dim_value() <= 0)
+      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+                      "' is dynamic ('" + dims[i].dim_param() + "'); export with a fixed input shape");
+    shape.push_back(dims[i].dim_value());
+  }
+  if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' has no sample dimensions");
+  // the declared size, bounded before anything is allocated for it (a 150-byte file may declare
+  // [1, 2^62, 4], whose count wraps to 0 in 64 bits)
+  constexpr int64_t kMaxInputElements = int64_t(1) << 26;  // 256 MiB of fp32 per sample
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d > kMaxInputElements / count)
+      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' declares more than 2^26 elements per "
+                      "sample (dimension " + std::to_string(d) + "); SAVE's limit is 2^26 (67,108,864)");
+    else
+      count *= d;
+  values_[in->name()] = b_.input(shape);
+}
+
+// The output's computed shape against the shape the model declares (its batch dimension and
+// leading 1s aside: SAVE keeps one sample's shape, [1000] for a declared [1, 1000]). A model
+// whose declared and computed shapes differ was misread: refused, naming both.
+void Importer::checkDeclaredOutput(const onnx::ValueInfoProto& out) const {
+  const std::vector<int64_t>& computed = g_.nodes[std::size_t(g_.output)].shape;
+  const auto text = [](const std::vector<int64_t>& d) {
+    std::string t = "[";
+    for (std::size_t i = 0; i < d.size(); ++i) t += (i ? "x" : "") + std::to_string(d[i]);
+    return t + "]";
+  };
+  if (countOf(computed) == 0)
+    throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is computed empty " + text(computed));
+  if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) return;  // nothing declared
+  const auto& dims = out.type().tensor_type().shape().dim();
+  std::vector<int64_t> declared;
+  for (int i = 1; i < dims.size(); ++i) {
+    if (!dims[i].has_dim_value()) return;  // a symbolic dimension: nothing to compare
+    declared.push_back(dims[i].dim_value());
+  }
+  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
+    throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' declares a first dimension of " +
+                    std::to_string(dims[0].dim_value()) + " where SAVE computes one sample");
+  const auto squeezed = [](std::vector<int64_t> d) {
+    while (!d.empty() && d.front() == 1) d.erase(d.begin());
+    return d;
+  };
+  if (squeezed(declared) != squeezed(computed))
+    throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is declared " +
+                    (dims.size() > 0 ? "[N]x" : "") + text(declared) + " per sample but SAVE computes " + text(computed) +
+                    "; refused rather than read wrong");
+}
+
+}  // namespace peat::save::onnx_import

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`peat save analyze --mode interval` on the torchvision families as users export them (issue 30, part 5):
+
+    torchvision_families.py PEAT [FAMILY ...]
+
+Each family is built from Debian's torchvision 0.14 constructors (small but real: the smallest
+member, or the family's own class with fewer and narrower blocks; num_classes=10; random weights,
+seed 0) and exported here with torch.onnx.export(model.eval(), torch.rand(1, 3, H, W), f,
+opset_version=13 or 17), with a fixed batch of 1 and with a dynamic batch axis. For each export,
+SAVE must analyse it in interval mode, and PyTorch's outputs on random inputs of the box (uniform
+pixels and black-and-white corners, ImageNet's normalisation) must lie inside the bounds SAVE
+reports. A family listed in KNOWN_REFUSALS must still be refused with that reason (one line); the
+table printed at the end is the one in docs/save.md.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import h5py
+import torch
+import torchvision
+from torchvision.models import convnext, efficientnet, regnet, resnet, swin_transformer, vision_transformer
+
+PEAT = sys.argv[1]
+ONLY = set(sys.argv[2:])
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def resnext():  # ResNeXt's grouped bottleneck, one block per stage
+    return resnet.ResNet(resnet.Bottleneck, [1, 1, 1, 1], groups=8, width_per_group=4, num_classes=10)
+
+
+def efficientnet_b0():
+    return torchvision.models.efficientnet_b0(num_classes=10)
+
+
+def regnet_y():  # RegNetY's block (squeeze-excitation, groups) at 400MF's widths, depth 4
+    params = regnet.BlockParams.from_init_params(depth=4, w_0=48, w_a=27.89, w_m=2.09, group_width=8, se_ratio=0.25)
+    return regnet.RegNet(params, num_classes=10)
+
+
+def densenet():  # DenseNet's dense blocks and transitions, two layers per block
+    return torchvision.models.densenet.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16,
+                                                num_classes=10)
+
+
+def convnext_small_config():
+    cfg = convnext.CNBlockConfig
+    return convnext.ConvNeXt([cfg(16, 32, 1), cfg(32, 64, 1), cfg(64, 128, 1), cfg(128, None, 1)], layer_scale=0.5,
+                             num_classes=10)
+
+
+def vit():
+    return vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                                mlp_dim=64, num_classes=10)
+
+
+def swin():  # two blocks per stage: the second shifts its windows (roll, the attention mask)
+    return swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[1, 2],
+                                            window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10)
+
+
+# family -> (constructor, input side)
+FAMILIES = {
+    "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), 64),
+    "resnext": (resnext, 64),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), 64),
+    "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(num_classes=10, width_mult=0.25), 64),
+    "efficientnet_b0": (efficientnet_b0, 64),
+    "regnet_y": (regnet_y, 64),
+    "densenet": (densenet, 64),
+    "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(num_classes=10), 64),
+    "shufflenet_v2_x0_5": (lambda: torchvision.models.shufflenet_v2_x0_5(num_classes=10), 64),
+    "mnasnet0_5": (lambda: torchvision.models.mnasnet0_5(num_classes=10), 64),
+    "googlenet": (lambda: torchvision.models.googlenet(num_classes=10, aux_logits=False, init_weights=True), 64),
+    "convnext": (convnext_small_config, 64),
+    "vit": (vit, 32),
+    "swin": (swin, 32),
+}
+
+# (family, opset, batch) -> a phrase of the one-line refusal expected, for what SAVE cannot map yet
+KNOWN_REFUSALS = {}
+
+WORK = tempfile.mkdtemp(prefix="peat-families-")
+failures, table = [], []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def randomised(model):
+    """Fresh torchvision models compute almost nothing (batch norm at identity statistics, zero-initialised
+    heads): random statistics and weights everywhere make every layer matter."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+            elif isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and not m.weight.abs().sum():
+                torch.nn.init.kaiming_uniform_(m.weight)
+    return model
+
+
+def export(family, opset, dynamic):
+    make, side = FAMILIES[family]
+    torch.manual_seed(0)
+    model = randomised(make()).eval()
+    path = os.path.join(WORK, f"{family}-{opset}-{'dyn' if dynamic else '1'}.onnx")
+    axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.rand(1, 3, side, side), path, opset_version=opset, input_names=["x"],
+                          output_names=["y"], dynamic_axes=axes)
+    return model, side, path
+
+
+def box_inputs(side, count=24):
+    g = torch.Generator().manual_seed(1)
+    raw = torch.rand(count, 3, side, side, generator=g)
+    raw[count // 2:] = (raw[count // 2:] > 0.5).float()  # corners of the pixel box
+    raw[0], raw[1] = 0, 1
+    return raw
+
+
+def box_outputs(model, raw):
+    mean, std = torch.tensor(MEAN).view(1, 3, 1, 1), torch.tensor(STD).view(1, 3, 1, 1)
+    with torch.no_grad():
+        return model((raw - mean) / std)
+
+
+def run(family, opset, dynamic):
+    model, side, path = export(family, opset, dynamic)
+    key = (family, opset, "dynamic" if dynamic else "1")
+    t0 = time.time()
+    p = subprocess.run([PEAT, "save", "analyze", "-m", path, "--mode", "interval", "--input-mean", ",".join(map(str, MEAN)),
+                        "--input-std", ",".join(map(str, STD)), "--json"], capture_output=True, text=True, timeout=600)
+    seconds = time.time() - t0
+    if p.returncode != 0:
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        reason = lines[0] if lines else f"exit {p.returncode}"
+        table.append((*key, "refused", reason))
+        want = KNOWN_REFUSALS.get(key)
+        check(want is not None and len(lines) == 1 and want in reason, f"{key}: refused: {reason[:400]}")
+        return
+    j = json.loads(p.stdout)
+    lo, hi = j["output"]["lo"], j["output"]["hi"]
+    raw = box_inputs(side)
+    out = box_outputs(model, raw)
+    inside = float(out.min()) >= lo and float(out.max()) <= hi
+    # SAVE's engine computes what PyTorch computes: with PyTorch's classes as the labels, a fault-free
+    # campaign on the same inputs scores 1.0 (a misread graph, say a concatenation in the wrong
+    # order, would still lie inside bounds this wide)
+    data = path + ".h5"
+    with h5py.File(data, "w") as f:
+        f["test/x"] = raw.numpy()
+        f["test/y"] = out.argmax(1).numpy()
+    c = subprocess.run([PEAT, "save", "campaign", "-m", path, "--mode", "interval", "--input-mean", ",".join(map(str, MEAN)),
+                        "--input-std", ",".join(map(str, STD)), "--data", data, "--images", str(len(raw)), "--batch", str(len(raw)),
+                        "--flips", "0", "--schemes", "none", "--json"], capture_output=True, text=True, timeout=600)
+    agree = json.loads(c.stdout)["clean_accuracy"] if c.returncode == 0 else None
+    table.append((*key, "analysed" if inside and agree == 1.0 else "BOUNDS MISSED" if not inside else "ENGINE DIFFERS",
+                  f"{len(j['layers'])} layers, {seconds:.1f} s, output [{lo:.3g}, {hi:.3g}] holds PyTorch's "
+                  f"[{float(out.min()):.3g}, {float(out.max()):.3g}]; engine's classes = PyTorch's on {len(raw)} inputs"))
+    check(inside and key not in KNOWN_REFUSALS,
+          f"{key}: {len(j['layers'])} layers in {seconds:.1f} s; PyTorch's outputs on 24 inputs of the box "
+          f"[{float(out.min()):.4g}, {float(out.max()):.4g}] lie in SAVE's [{lo:.4g}, {hi:.4g}]")
+    check(agree == 1.0, f"{key}: SAVE's engine predicts PyTorch's class on all {len(raw)} inputs "
+                        f"({agree if agree is not None else c.stderr.strip()[:300]})")
+
+
+try:
+    start = time.time()
+    for family in FAMILIES:
+        if ONLY and family not in ONLY:
+            continue
+        for opset in (13, 17):
+            for dynamic in (False, True):
+                try:
+                    run(family, opset, dynamic)
+                except Exception as e:  # an export or a run that fails is a failure of that row, not of the rest
+                    table.append((family, opset, "dynamic" if dynamic else "1", "error", str(e).splitlines()[0][:200]))
+                    check(False, f"{family} opset {opset}: {e}")
+    print(f"\n| family | opset | batch | result |\n|---|---|---|---|")
+    for family, opset, batch, result, detail in table:
+        print(f"| {family} | {opset} | {batch} | {result}: {detail} |")
+    print(f"\n{time.time() - start:.0f} s in all")
+finally:
+    shutil.rmtree(WORK, ignore_errors=True)
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// SAVE's engine and ranges: the engine against LibTorch, partial recomputation bit for bit, and
+// soundness of the ranges on 10,000 inputs per zoo model.
+#include "tests/unit/tst_save_support.h"
+
+using namespace peat;
+using namespace savetest;
+
+class TestSaveRanges : public QObject {
+  Q_OBJECT
+ private slots:
+  void engineMatchesTorch_data();
+  void engineMatchesTorch();
+  void partialRecomputationIsExact();
+  void rangesAreSound_data();
+  void rangesAreSound();
+  void transformerOpsAreSoundOnNarrowBoxes();
+  void symbolicIsTighterThanIntervals();
+};
+
+void TestSaveRanges::engineMatchesTorch_data() {
+  QTest::addColumn<QString>("model");
+  QTest::newRow("mlp") << QStringLiteral("mlp");
+  QTest::newRow("lenet") << QStringLiteral("lenet");
+  QTest::newRow("resnet") << QStringLiteral("resnet");
+  QTest::newRow("vit") << QStringLiteral("vit");
+}
+
+void TestSaveRanges::engineMatchesTorch() {
+  QFETCH(QString, model);
+  const Twin t = twin(model.toStdString());
+  const save::Graph g = save::zooGraph(model.toStdString(), t.parameters);
+  const int64_t batch = 16;
+  std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + batch * 784);
+  const std::vector<float> x = save::normalisedImages(g, pixels);
+  const auto act = save::runAll(g, x.data(), batch);
+  ops::Dispatcher d;
+  d.setTraining(false);
+  at::NoGradGuard noGrad;
+  const at::Tensor logits = t.model->forward(d, at::from_blob(const_cast<float*>(x.data()), {batch, 1, 28, 28}).clone());
+  const at::Tensor ours = at::from_blob(const_cast<float*>(act[std::size_t(g.output)].data()), {batch, 10});
+  const double scale = 1 + logits.abs().max().item<double>();
+  const double diff = (logits - ours).abs().max().item<double>();
+  QVERIFY2(diff <= 1e-4 * scale, qPrintable(QStringLiteral("max difference %1 (scale %2)").arg(diff).arg(scale)));
+}
+
+// The flip oracle and SAVE's verifier recompute single elements (affineElement, elementOf): they
+// must equal the full (vectorised) run, for every op, on every SIMD target this CPU runs.
+void TestSaveRanges::partialRecomputationIsExact() {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets())
+  for (const char* name : {"lenet", "resnet", "vit", "grouped"}) {
+    hwy::SetSupportedTargetsForTest(target);
+    const save::Graph g = std::string(name) == "grouped" ? save::randomGraph(name, 7) : save::zooGraph(name, twin(name).parameters);
+    std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 5 * 784);
+    const std::vector<float> x = save::normalisedImages(g, pixels);
+    const auto act = save::runAll(g, x.data(), 5);
+    int checked = 0;
+    for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+      const save::Node& n = g.nodes[v];
+      const bool affine = n.op == save::Op::Linear || n.op == save::Op::Conv2d;
+      const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
+      for (int64_t s = 0; s < 5; ++s)
+        for (int64_t e = 0; e < n.size(); ++e) {
+          const float full = act[v][std::size_t(s * n.size() + e)];
+          std::vector<const float*> in;
+          for (int i : n.inputs) in.push_back(act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size());
+          const float one = affine ? save::affineElement(n, src, in[0], e) : save::elementOf(g, int(v), in, e);
+          if (std::memcmp(&full, &one, 4) != 0)
+            QFAIL(qPrintable(QStringLiteral("%1 %2 element %3 on %4: %5 vs %6")
+                                 .arg(QLatin1String(name), QString::fromStdString(n.name))
+                                 .arg(e)
+                                 .arg(QLatin1String(hwy::TargetName(target)))
+                                 .arg(full)
+                                 .arg(one)));
+        }
+      ++checked;
+    }
+    QVERIFY(checked >= 9);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+void TestSaveRanges::rangesAreSound_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<bool>("symbolic");
+  QTest::newRow("mlp interval") << QStringLiteral("mlp") << false;
+  QTest::newRow("mlp symbolic") << QStringLiteral("mlp") << true;
+  QTest::newRow("lenet interval") << QStringLiteral("lenet") << false;
+  QTest::newRow("lenet symbolic") << QStringLiteral("lenet") << true;
+  QTest::newRow("resnet interval") << QStringLiteral("resnet") << false;
+  QTest::newRow("vit interval") << QStringLiteral("vit") << false;
+  QTest::newRow("vit symbolic") << QStringLiteral("vit") << true;
+  QTest::newRow("grouped interval") << QStringLiteral("grouped") << false;
+  QTest::newRow("grouped symbolic") << QStringLiteral("grouped") << true;
+}
+
+// Every value of every tensor, on 10,000 inputs inside the box, lies inside its interval.
+void TestSaveRanges::rangesAreSound() {
+  QFETCH(QString, model);
+  QFETCH(bool, symbolic);
+  const save::Graph g = model == QLatin1String("grouped") ? save::randomGraph("grouped", 7)
+                                                           : save::zooGraph(model.toStdString(), twin(model.toStdString()).parameters);
+  save::RangeOptions o;
+  o.mode = symbolic ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+  const save::RangeResult r = save::analyzeRanges(g, save::inputBox(g, 0, 1), o);
+  const std::vector<float> x = boxInputs(g, 11);
+  const int64_t total = int64_t(x.size()) / 784, batch = 50;
+  QCOMPARE(total, int64_t(10000));
+  uint64_t checked = 0;
+  for (int64_t first = 0; first < total; first += batch) {
+    const auto act = save::runAll(g, x.data() + first * 784, batch);
+    for (std::size_t v = 0; v < g.nodes.size(); ++v) {
+      const std::size_t size = std::size_t(g.nodes[v].size());
+      const save::NodeRange& nr = r.nodes[v];
+      for (int64_t s = 0; s < batch; ++s)
+        for (std::size_t i = 0; i < size; ++i) {
+          const double val = act[v][std::size_t(s) * size + i];
+          if (!(val >= nr.lo[i] && val <= nr.hi[i]))
+            QFAIL(qPrintable(QStringLiteral("%1 element %2 of input %3: %4 outside [%5, %6]")
+                                 .arg(QString::fromStdString(g.nodes[v].name))
+                                 .arg(i)
+                                 .arg(first + s)
+                                 .arg(val, 0, 'g', 9)
+                                 .arg(nr.lo[i], 0, 'g', 9)
+                                 .arg(nr.hi[i], 0, 'g', 9)));
+          ++checked;
+        }
+    }
+  }
+  QVERIFY(checked > uint64_t(10000) * 1000);
+}
+
+// Layer norm, softmax, GELU, the activation products, a constant's addition, sigmoid and tanh on their own, over
+// many small random boxes (narrow ones, where the bounds are tight and rounding decides, and wide
+// ones): every engine value of points drawn inside (corners included) lies inside its interval.
+void TestSaveRanges::transformerOpsAreSoundOnNarrowBoxes() {
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> unit(0, 1);
+  uint64_t checked = 0;
+  for (save::Op op : {save::Op::LayerNorm, save::Op::Softmax, save::Op::Gelu, save::Op::MatMul, save::Op::AddConst,
+                      save::Op::Sigmoid, save::Op::Tanh, save::Op::Mul}) {
+    save::Graph g;
+    g.model = "ops";
+    save::Node in;
+    in.name = "input";
+    in.shape = {2, 4, 8};
+    g.nodes.push_back(in);
+    auto select = [&](int part) {  // the two halves of the input as [1, 4, 8] tensors
+      save::Node n;
+      n.op = save::Op::Select;
+      n.name = "half" + std::to_string(part);
+      n.inputs = {0};
+      n.shape = {1, 4, 8};
+      for (int64_t i = 0; i < 32; ++i) n.gather.push_back(part * 32 + i);
+      g.nodes.push_back(n);
+      return int(g.nodes.size()) - 1;
+    };
+    save::Node n;
+    n.op = op;
+    n.name = save::opName(op);
+    if (op == save::Op::MatMul || op == save::Op::Mul) {
+      n.inputs = {select(0), select(1)};
+      n.shape = {1, 4, op == save::Op::Mul ? 8 : 4};
+    } else {
+      n.inputs = {0};
+      n.shape = {2, 4, 8};
+    }
+    if (op == save::Op::LayerNorm)
+      for (int i = 0; i < 8; ++i) {
+        n.weight.push_back(float(unit(rng) * 2 - 0.5));
+        n.bias.push_back(float(unit(rng) - 0.5));
+      }
+    if (op == save::Op::AddConst)
+      for (int i = 0; i < 64; ++i) n.bias.push_back(float((unit(rng) - 0.5) * 10));
+    g.nodes.push_back(n);
+    g.output = int(g.nodes.size()) - 1;
+    for (int box = 0; box < 300; ++box) {
+      save::NodeRange r;
+      const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
+      for (int i = 0; i < 64; ++i) {
+        const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
+        r.lo.push_back(double(float(c - w)));
+        r.hi.push_back(double(float(c + w)));
+      }
+      save::RangeOptions o;
+      o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+      const save::RangeResult res = save::analyzeRanges(g, r, o);
+      const save::NodeRange& out = res.nodes[std::size_t(g.output)];
+      std::vector<float> x(64 * 40);
+      for (int s = 0; s < 40; ++s)
+        for (int i = 0; i < 64; ++i) {
+          const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
+          x[std::size_t(s * 64 + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
+                                                  float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
+        }
+      const auto act = save::runAll(g, x.data(), 40);
+      const std::size_t size = out.lo.size();
+      for (int s = 0; s < 40; ++s)
+        for (std::size_t i = 0; i < size; ++i) {
+          const double v = act[std::size_t(g.output)][s * size + i];
+          if (!(v >= out.lo[i] && v <= out.hi[i]))
+            QFAIL(qPrintable(QStringLiteral("%1 box %2 element %3: %4 outside [%5, %6]")
+                                 .arg(QLatin1String(save::opName(op)))
+                                 .arg(box)
+                                 .arg(i)
+                                 .arg(v, 0, 'g', 10)
+                                 .arg(out.lo[i], 0, 'g', 10)
+                                 .arg(out.hi[i], 0, 'g', 10)));
+          ++checked;
+        }
+    }
+  }
+  QVERIFY(checked > 1000000);
+}
+
+void TestSaveRanges::symbolicIsTighterThanIntervals() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::RangeOptions o;
+  o.mode = save::RangeMode::Interval;
+  const save::Tightness plain = save::tightnessOf(save::analyzeRanges(g, save::inputBox(g, 0, 1), o).nodes[std::size_t(g.output)]);
+  o.mode = save::RangeMode::Symbolic;
+  const save::Tightness sym = save::tightnessOf(save::analyzeRanges(g, save::inputBox(g, 0, 1), o).nodes[std::size_t(g.output)]);
+  QVERIFY2(sym.meanWidth < 0.8 * plain.meanWidth, qPrintable(QStringLiteral("%1 vs %2").arg(sym.meanWidth).arg(plain.meanWidth)));
+  QVERIFY(sym.unionLo > plain.unionLo && sym.unionHi < plain.unionHi);
+}
+
+QTEST_GUILESS_MAIN(TestSaveRanges)
+#include "tst_save_ranges.moc"

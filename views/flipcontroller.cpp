@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include "views/flipcontroller.h"
+
+#include <QDialog>
+#include <QVBoxLayout>
+
+#include "core/analysis/value_bound.h"
+#include "core/save/analysis_record.h"
+#include "core/save/flip_in_model.h"
+#include "views/bitexplorer.h"
+#include "views/jobtracker.h"
+
+namespace peat::views {
+
+FlipController::FlipController(const SessionState* session, QWidget* window)
+    : QObject(window), session_(session), window_(window), jobs_(new JobTracker(this)) {}
+
+BitExplorer* FlipController::showExplorer() {
+  if (!explorer_) {
+    explorerWindow_ = new QDialog(window_);
+    explorerWindow_->setWindowTitle(tr("Bit Explorer"));
+    auto* layout = new QVBoxLayout(explorerWindow_);
+    explorer_ = new BitExplorer(explorerWindow_);
+    layout->addWidget(explorer_);
+    connect(explorer_, &BitExplorer::flipRequested, this, &FlipController::flip);
+    explorerWindow_->resize(960, 460);
+  }
+  explorerWindow_->show();
+  explorerWindow_->raise();
+  return explorer_;
+}
+
+void FlipController::openValue(const save::LayerMap& m, qint64 index) {
+  if (index < 0 || index >= m.elements()) return;
+  showExplorer();
+  const save::MapElement e = m.element(index);
+  explorer_->setValue(analyzer::largestFloatInRange(e.lo, e.hi));
+  explorer_->setSaveContext(QStringLiteral("%1[%2]").arg(QString::fromStdString(m.name)).arg(index), e.lo, e.hi,
+                            m.robustMask[std::size_t(index)], m.rangingMask[std::size_t(index)]);
+  analysis_ = m.analysis;
+  layer_ = m.name;
+  element_ = index;
+  jobs_->cancel();  // a flip still running was for another value
+  explorer_->setFlipAvailable(true);
+}
+
+void FlipController::flip(quint32 mask, int image) {
+  if (!session_->reader || element_ < 0) {
+    explorer_->showFlipError(tr("open a session and click a value on a SAVE layer's map"));
+    emit flipShown();
+    return;
+  }
+  // off the GUI thread: the network is rebuilt from the analysis's source and run on one image
+  auto reader = session_->reader;
+  const std::string analysis = analysis_, layer = layer_;
+  const qint64 element = element_;
+  jobs_->start<save::ModelFlip>(
+      [reader, analysis, layer, element, mask, image] {
+        return save::flipInModel(*reader, analysis, layer, element, mask, image);
+      },
+      [this](const save::ModelFlip& flip) {
+        explorer_->showFlip(flip);
+        emit flipShown();
+      },
+      [this](const QString& why) {
+        explorer_->showFlipError(why);
+        emit flipShown();
+      });
+}
+
+}  // namespace peat::views

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Go > Back and Forward: the calls selected in the session tree, walked as a browser walks pages.
+// Selecting a new item drops the forward history; a new session starts a new one.
+#include <QObject>
+#include <QPersistentModelIndex>
+
+#include <vector>
+
+class QAction;
+class QTreeView;
+
+namespace peat::views {
+
+class HistoryController : public QObject {
+  Q_OBJECT
+ public:
+  HistoryController(QTreeView* tree, QObject* parent);
+  QAction* backAction() const { return back_; }        // Alt+Left
+  QAction* forwardAction() const { return forward_; }  // Alt+Right
+  void record();  // the tree's current item, selected by the user (not by going back or forward)
+  bool goBack() { return goTo(at_ - 1); }
+  bool goForward() { return goTo(at_ + 1); }
+  void clear();
+
+ private:
+  bool goTo(int position);
+  void updateActions();
+
+  QTreeView* tree_;
+  std::vector<QPersistentModelIndex> pages_;
+  int at_ = -1;
+  bool navigating_ = false;
+  QAction *back_, *forward_;
+};
+
+}  // namespace peat::views

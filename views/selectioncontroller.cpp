@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+#include "views/selectioncontroller.h"
+
+#include <QDockWidget>
+#include <QTabWidget>
+#include <QTreeView>
+
+#include <stdexcept>
+
+#include "core/analysis/call_view.h"
+#include "core/analysis/numerics_record.h"
+#include "views/callpage.h"
+#include "views/curvepanel.h"
+#include "views/errorplotpanel.h"
+#include "views/explainpanel.h"
+#include "views/jobtracker.h"
+#include "views/numericspanel.h"
+#include "views/overviewpanel.h"
+#include "views/pageloads.h"
+#include "views/paircontroller.h"
+#include "views/savepanel.h"
+#include "views/sessiontreemodel.h"
+#include "views/verdictcontroller.h"
+
+namespace peat::views {
+
+namespace {
+void raiseDockOf(QWidget* content) {
+  if (auto* d = qobject_cast<QDockWidget*>(content->parentWidget())) d->raise();
+}
+}  // namespace
+
+SelectionController::SelectionController(const SessionState* session, SessionTreeModel* model, QTreeView* tree,
+                                         const Pages& pages, VerdictController* verdicts, PairController* pairs,
+                                         QObject* parent)
+    : QObject(parent),
+      session_(session),
+      model_(model),
+      tree_(tree),
+      pages_(pages),
+      verdicts_(verdicts),
+      pairs_(pairs),
+      itemJobs_(new JobTracker(this)),
+      callJobs_(new JobTracker(this)),
+      tellJobs_(new JobTracker(this)) {}
+
+void SelectionController::reset(const QString& why, bool keepLive) {
+  for (JobTracker* jobs : {itemJobs_, callJobs_, tellJobs_}) jobs->cancel();
+  pairs_->reset();  // a pair read from the old session (a dropped pair goes too)
+  shownAnalysis_.clear();
+  verdicts_->clear();
+  pages_.call->showMessage(why);
+  pages_.dock->showMessage(why);
+  if (keepLive) return;
+  pages_.curves->showMessage(why);
+  pages_.save->showMessage(why);
+  pages_.central->setCurrentWidget(pages_.overview);
+}
+
+bool SelectionController::loading() const {
+  return itemJobs_->pending() || callJobs_->pending() || tellJobs_->pending();
+}
+
+// For a run or an iteration, its analysis's verdicts go to the table in the same job.
+void SelectionController::showItem(const QModelIndex& current) {
+  itemJobs_->cancel();
+  if (!session_->reader || !current.isValid()) return;
+  using Kind = SessionTreeModel::NodeKind;
+  const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
+  const std::string key = current.data(SessionTreeModel::KeyRole).toString().toStdString();
+  if (key.empty() || kind == Kind::Call || kind == Kind::SaveGroup) return;
+  std::string id = key;
+  QString layer;
+  if (kind == Kind::SaveLayer) {
+    id = current.parent().data(SessionTreeModel::KeyRole).toString().toStdString();
+    layer = current.sibling(current.row(), SessionTreeModel::NameColumn).data().toString();
+  }
+  const bool save = kind == Kind::SaveResult || kind == Kind::SaveLayer;
+  if (save && id == shownAnalysis_) {  // that analysis is on its page already
+    showSaveItem(layer);
+    return;
+  }
+  const ItemKind what = save ? ItemKind::SaveResult : kind == Kind::Run ? ItemKind::Run : ItemKind::Iteration;
+  const QString name = current.data().toString();
+  if (save) pages_.save->showMessage(tr("Loading %1 ...").arg(name));
+  if (what == ItemKind::Run) pages_.curves->showMessage(tr("Loading %1 ...").arg(name));
+  auto reader = session_->reader;
+  auto summary = session_->summary;
+  itemJobs_->start<ItemData>(
+      [reader, summary, what, id] { return loadItem(*reader, *summary, what, id); },
+      [this, id, layer](const ItemData& item) { applyItem(item, id, layer); },
+      [this, name](const QString& why) {
+        pages_.curves->showMessage(tr("%1 could not be read: %2").arg(name, why));
+        pages_.save->showMessage(tr("%1 could not be read: %2").arg(name, why));
+        emit errorRaised(why);
+        emit pageShown();
+      });
+}
+
+void SelectionController::applyItem(const ItemData& item, const std::string& id, const QString& layer) {
+  if (item.hasVerdicts && QString::fromStdString(item.verdictRun) != verdicts_->shownRun())
+    verdicts_->show(QString::fromStdString(item.verdictRun), item.verdicts);
+  if (item.analysis) {
+    pages_.save->showAnalysis(*item.analysis);
+    shownAnalysis_ = id;
+    showSaveItem(layer);
+  }
+  if (item.curve) {
+    pages_.curves->showCurves(*item.curve, item.goldenCurve ? *item.goldenCurve : store::TrainingCurve{}, item.about);
+    pages_.central->setCurrentWidget(pages_.curves);
+  } else if (!item.about.isEmpty()) {  // a run that did not train
+    pages_.curves->showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(item.about));
+  }
+  if (item.numerics) {
+    const SessionState* session = session_;
+    pages_.numerics->showRun(QString::fromStdString(id), *item.numerics, [session, id](const std::string& quantity) {
+      if (!session->reader) throw std::runtime_error("no session is open");
+      return analyzer::loadNumericsGrid(*session->reader, id, quantity);
+    });
+  }
+  if (item.campaign) {
+    pages_.save->showCampaign(*item.campaign);
+    pages_.save->setCurrentTab(SavePanel::CampaignTab);
+    pages_.central->setCurrentWidget(pages_.save);
+    pages_.explain->showSave();
+  }
+  emit pageShown();
+}
+
+void SelectionController::showSaveItem(const QString& layer) {
+  if (!layer.isEmpty()) {
+    pages_.save->selectLayerNamed(layer);
+    pages_.save->setCurrentTab(SavePanel::MapTab);
+  } else {
+    pages_.save->setCurrentTab(SavePanel::BitsTab);
+  }
+  pages_.central->setCurrentWidget(pages_.save);
+  pages_.explain->showSave();
+}
+
+void SelectionController::showSelectedCalls() {
+  callJobs_->cancel();
+  pairs_->cancelReads();  // the statistics of a call shown before are not this one's
+  using Kind = SessionTreeModel::NodeKind;
+  std::vector<CallRequest> requests;
+  for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
+    if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
+    const QString detail = index.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
+    const QString run = index.data(SessionTreeModel::KeyRole).toString();
+    requests.push_back({run.toStdString(), index.data(SessionTreeModel::PathRole).toString().toStdString(),
+                        tr("%1 %2 (run %3, %4)").arg(index.data().toString(), detail, run,
+                                                    index.data(SessionTreeModel::PathRole).toString())});
+    if (requests.size() >= 6) break;  // a readable overlay
+  }
+  if (requests.empty() || !session_->reader) {
+    pages_.call->showMessage(tr("Select an analysed call in the session tree: its page opens here"));
+    if (!session_->reader || !requests.empty()) pages_.dock->showMessage(tr("Select an analysed call"));
+    return;
+  }
+  const QString loading = tr("Loading %1 ...").arg(requests.front().title);
+  pages_.call->showMessage(loading);
+  pages_.dock->showMessage(loading);
+  auto reader = session_->reader;
+  auto summary = session_->summary;
+  callJobs_->start<SelectedCalls>(
+      [reader, summary, requests] { return loadSelectedCalls(*reader, *summary, requests); },
+      [this, requests](const SelectedCalls& selected) { applySelectedCalls(selected, requests); },
+      [this](const QString& why) {
+        pages_.call->showMessage(tr("The call could not be read: %1").arg(why));
+        pages_.dock->showMessage(tr("The call could not be read: %1").arg(why));
+        emit errorRaised(why);
+        emit pageShown();
+      });
+}
+
+void SelectionController::applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests) {
+  if (selected.calls.empty()) {
+    pages_.call->showMessage(selected.missing);
+    pages_.dock->showMessage(selected.missing);
+    pages_.central->setCurrentWidget(pages_.call);
+    emit pageShown();
+    return;
+  }
+  if (QString::fromStdString(selected.verdictRun) != verdicts_->shownRun())
+    verdicts_->show(QString::fromStdString(selected.verdictRun), selected.verdicts);
+  std::vector<analyzer::StoredCallReport> reports;
+  for (const analyzer::CallView& c : selected.calls) {
+    reports.push_back(c.report);
+    if (c.verdict) reports.back().verdict = c.verdict->model;  // the verdict this call's analysis stored
+  }
+  pages_.dock->showReports(reports);
+  if (reports.size() > 1) raiseDockOf(pages_.dock);  // an overlay of several calls: the dock shows it
+  pages_.explain->showVerdict(QString::fromStdString(reports.front().verdict));
+  verdicts_->highlight(reports);
+  if (requests.size() == 1) {
+    const analyzer::CallView& c = selected.calls.front();
+    const store::Verdict* verdict = c.verdict ? &*c.verdict : nullptr;
+    pages_.call->showCall(reports.front(), requests.front().title, tensorListText(c.tensors), verdict);
+    pages_.central->setCurrentWidget(pages_.call);
+    if (verdict && !verdict->findings.empty()) {  // the evidence, where the plots can show it
+      pages_.dock->showFinding(verdict->findings.front());
+      pages_.call->plots()->showFinding(verdict->findings.front());
+    }
+    pairs_->requestStats(reports.front());  // the two outputs side by side, when the session holds them
+  } else {
+    pages_.call->showMessage(tr("%n calls selected: their errors overlay in the Error distribution dock", nullptr,
+                                int(reports.size())) +
+                             (selected.missing.isEmpty() ? QString() : QStringLiteral("; ") + selected.missing));
+  }
+  emit pageShown();
+}
+
+bool SelectionController::showTellingCall() {
+  if (!session_->reader) return false;
+  bool any = false;
+  for (const store::RunInfo& r : model_->summary().runs) any = any || (r.spec.kind == "analysis" && r.verdictCount > 0);
+  if (!any) return false;
+  auto reader = session_->reader;
+  auto summary = session_->summary;
+  tellJobs_->start<analyzer::TellingVerdict>(
+      [reader, summary] { return analyzer::tellingVerdict(*reader, *summary); },
+      [this](const analyzer::TellingVerdict& telling) {
+        if (telling.best < 0) return;
+        verdicts_->show(QString::fromStdString(telling.analysisRun), telling.verdicts);
+        verdicts_->choose(telling.best);
+        pages_.central->setCurrentWidget(pages_.call);
+        raiseDockOf(pages_.explain);  // what the verdict means
+      },
+      [this](const QString& why) { emit errorRaised(why); });
+  return true;
+}
+
+}  // namespace peat::views

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What is selected in the session tree, on the pages: the current item's page (a run's curves,
+// numerics or campaign, a SAVE analysis) and the selected calls' pages (one call's page at the
+// centre with the verdict its own analysis gave it, up to six calls overlaid in the dock). Each is
+// read in one job off the GUI thread (views/pageloads.h, one JobTracker each); until it delivers
+// the page says what it is loading, and why when it cannot, never what was selected before.
+#include <QObject>
+#include <QString>
+
+#include <string>
+#include <vector>
+
+#include "views/sessionstate.h"
+
+class QModelIndex;
+class QTabWidget;
+class QTreeView;
+
+namespace peat::views {
+
+class CallPage;
+class CurvePanel;
+class ErrorPlotPanel;
+class ExplainPanel;
+class JobTracker;
+class NumericsPanel;
+class OverviewPanel;
+class PairController;
+class SavePanel;
+class SessionTreeModel;
+class VerdictController;
+struct CallRequest;
+struct ItemData;
+struct SelectedCalls;
+
+// The window's pages, which the selection fills.
+struct Pages {
+  QTabWidget* central;  // the page stack
+  OverviewPanel* overview;
+  CallPage* call;
+  ErrorPlotPanel* dock;  // the Error distribution dock: several calls overlaid
+  CurvePanel* curves;
+  NumericsPanel* numerics;
+  SavePanel* save;
+  ExplainPanel* explain;
+};
+
+class SelectionController : public QObject {
+  Q_OBJECT
+ public:
+  SelectionController(const SessionState* session, SessionTreeModel* model, QTreeView* tree, const Pages& pages,
+                      VerdictController* verdicts, PairController* pairs, QObject* parent);
+  void showItem(const QModelIndex& current);  // the tree's current item
+  void showSelectedCalls();                   // the tree's selected calls
+  // The most telling verdict of the session on the call page; false when no run's calls have verdicts.
+  bool showTellingCall();
+  // Every page says `why` (keepLive: a run's live curve and campaign stay).
+  void reset(const QString& why, bool keepLive = false);
+  bool loading() const;  // a page is still reading what is selected
+
+ signals:
+  void pageShown();  // a page showed what a selection's job read (or why it could not)
+  void errorRaised(const QString& text);
+
+ private:
+  void applyItem(const ItemData& item, const std::string& id, const QString& layer);
+  void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
+  void applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests);
+
+  const SessionState* session_;
+  SessionTreeModel* model_;
+  QTreeView* tree_;
+  Pages pages_;
+  VerdictController* verdicts_;
+  PairController* pairs_;
+  JobTracker* itemJobs_;  // the current item's page (a run, an iteration, a SAVE result)
+  JobTracker* callJobs_;  // the selected calls' pages
+  JobTracker* tellJobs_;  // the most telling verdict
+  std::string shownAnalysis_;  // the SAVE analysis on its page
+};
+
+}  // namespace peat::views

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "views/tourcontroller.h"
+
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include <algorithm>
+#include <memory>
+
+#include "views/bitexplorer.h"
+#include "views/curvepanel.h"
+#include "views/layermapview.h"
+#include "views/mainwindow.h"
+#include "views/palette.h"
+#include "views/runpanel.h"
+#include "views/savepanel.h"
+
+namespace peat::views {
+
+TourController::TourController(MainWindow* window, const SessionState* session)
+    : QObject(window), window_(window), session_(session) {
+  connect(this, &TourController::ready, this, &TourController::show);
+}
+
+QString TourController::demoPath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo.h5");
+}
+
+void TourController::show() {
+  if (!panel_) {
+    panel_ = new TourPanel(window_);
+    dock_ = new QDockWidget(tr("Tour"), window_);
+    dock_->setObjectName(QStringLiteral("TourDock"));
+    dock_->setWidget(panel_);
+    // on the left, in front of the Devices dock: the Explain dock that some steps bring up stays in view
+    window_->addDockWidget(Qt::LeftDockWidgetArea, dock_);
+    if (auto* devices = window_->findChild<QDockWidget*>(QStringLiteral("DevicesDock"))) window_->tabifyDockWidget(devices, dock_);
+    connect(panel_, &TourPanel::left, dock_, &QWidget::hide);
+    panel_->setSteps(steps());
+  }
+  dock_->show();
+  dock_->raise();
+  panel_->goTo(0);
+}
+
+void TourController::start() {
+  const QString demo = demoPath();
+  if (QFileInfo(session_->path) == QFileInfo(demo) && session_->reader) {
+    emit ready();
+    return;
+  }
+  if (QFileInfo::exists(demo)) {
+    if (window_->openSession(demo)) emit ready();
+    return;
+  }
+  // made first (about 10 s): the tour begins once the demo session is open
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, demo](const QString& path, bool opened) {
+    if (QFileInfo(path) != QFileInfo(demo)) return;
+    disconnect(*once);
+    if (opened) emit ready();
+  });
+  openDemo();
+}
+
+bool TourController::openDemo() {
+  const QString path = demoPath();
+  if (QFileInfo::exists(path)) {
+    if (!window_->openSession(path)) return false;
+    window_->showTellingCall();  // the most telling page: an analysed call with its verdict and evidence
+    return true;
+  }
+  // made first: its telling page once it is open
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path](const QString& opened, bool ok) {
+    if (QFileInfo(opened) != QFileInfo(path)) return;
+    disconnect(*once);
+    if (ok) window_->showTellingCall();
+  });
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  window_->showRunPanel();
+  window_->statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));
+  window_->runPanel()->startSequence(RunPanel::demoSteps(path), path);
+  return true;
+}
+
+// The script: seven steps over the demo session (about 100 lines of text and page choices).
+std::vector<TourPanel::Step> TourController::steps() {
+  MainWindow* w = window_;
+  const auto item = [w](const QString& path) {
+    return [w, path](QString* why) {
+      if (w->selectItem(path)) return true;
+      *why = w->lastError();
+      return false;
+    };
+  };
+  const auto telling = [w](QString* why) {  // the demo's most telling call on its page
+    if (w->showTellingCall()) return true;
+    *why = tr("no analysed calls");
+    return false;
+  };
+  const auto central = [w] { return qobject_cast<QTabWidget*>(w->centralWidget()); };
+  std::vector<TourPanel::Step> steps;
+  steps.push_back({tr("1. Record training"),
+                   tr("<p><b>peat profile</b> trained LeNet on Fashion-MNIST with every GEMM of the network (the "
+                      "convolutions and linear layers, forward and both backward GEMMs) going through a <i>kernel "
+                      "slot</i>. Every 10th iteration's calls were recorded to the session (HDF5): operands, outputs "
+                      "and a checkpoint.</p><p>The <b>Training</b> tab shows the loss curve of this golden run.</p>"),
+                   [w, item, central](QString* why) {
+                     if (!item(QStringLiteral("golden"))(why)) return false;
+                     central()->setCurrentWidget(w->curvePanel());
+                     return true;
+                   }});
+  steps.push_back({tr("2. Replay a candidate kernel"),
+                   tr("<p><b>peat playback -k bf16</b> replayed each recorded call through a candidate kernel: "
+                      "here a GEMM that rounds its inputs to bfloat16. The candidate's output is compared with the "
+                      "recorded golden output, call by call.</p><p>The analysis named an error model for every call: "
+                      "the <b>Detector verdicts</b> table below.</p>"),
+                   item(QStringLiteral("bf16"))});
+  steps.push_back({tr("3. Read the error histogram"),
+                   tr("<p>One call's page. The <b>histogram</b> counts the elements by the size of their error "
+                      "(log2 |candidate - golden|): a narrow hump a few binades below the values is what rounding "
+                      "looks like. A bar far to the right would be a fault. Click a bar: the <i>Where</i> map shows "
+                      "where its elements are.</p>"),
+                   telling});
+  steps.push_back({tr("4. The verdict, and why"),
+                   tr("<p>The <b>verdict</b> (left) names the error model with its confidence and its evidence. "
+                      "For precision loss the detector replayed the call's recorded operands in the format and found "
+                      "the same errors; the <b>Bits</b> plot shades the fp32 mantissa bits that bfloat16 does not "
+                      "keep, where the differences are. The <b>Explain</b> dock says what each verdict means.</p>"),
+                   [w, telling](QString* why) {
+                     if (!telling(why)) return false;
+                     w->raiseExplain();
+                     return true;
+                   }});
+  steps.push_back({tr("5. SAVE's bit classes on one layer"),
+                   tr("<p>SAVE's sound range analysis bounds every activation over all inputs in the pixel box. "
+                      "Each bit of each value is then <span style='color:%1'><b>robust</b></span> (a flip "
+                      "cannot matter), <span style='color:%2'><b>ranging</b></span> (a flip leaves the range: "
+                      "the range check catches it) or <span style='color:%3'><b>vulnerable</b></span>. The map "
+                      "shows conv1, channel by channel; hatched tiles sit in reliable memory.</p>")
+                       .arg(palette::bitClassText(0), palette::bitClassText(1), palette::bitClassText(2)),
+                   item(QStringLiteral("SAVE/lenet-symbolic/conv1"))});
+  steps.push_back({tr("6. Flip a bit and see it caught"),
+                   tr("<p>The <b>bit explorer</b> opened the value of conv1.relu with the widest range, its bits "
+                      "coloured by class, and toggled bit 30, the top exponent bit (a value between 0 and 2 becomes "
+                      "2<sup>128</sup> times larger; a zero becomes 2). <b>Flip in the model</b> ran LeNet on test "
+                      "image 0 with that bit flipped in this value: the explorer now shows the image's value and "
+                      "its flip, with the logits before and after and which of SAVE's checks caught it. Toggle "
+                      "other bits and flip again.</p>"),
+                   [w](QString* why) {
+                     if (!w->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu"))) {
+                       *why = w->lastError();
+                       return false;
+                     }
+                     w->afterPages([w] {  // the layer's map, once its page has read it
+                       const save::LayerMap& m = w->savePanel()->layerMap()->layerMap();
+                       if (m.elements() == 0) {
+                         w->reportError(tr("the tour cannot flip a bit: conv1.relu has no values"));
+                         return;
+                       }
+                       const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
+                       w->openSaveValue(widest);
+                       w->bitExplorer()->toggleBit(30);
+                       w->bitExplorer()->setFlipImage(0);
+                       w->bitExplorer()->requestFlip();
+                     });
+                     return true;
+                   }});
+  steps.push_back({tr("7. What protection buys"),
+                   tr("<p><b>peat save campaign</b> injected memory bit flips into 500 inferences per point: "
+                      "accuracy against the number of flips for no protection, ECC, triple modular redundancy, "
+                      "Ranger and SAVE. What each line means depends on the fault model and the recovery model: "
+                      "see the Explain dock and docs/save.md.</p><p>That is the tour. Leave it, or go back to any "
+                      "step.</p>"),
+                   item(QStringLiteral("save-campaign"))});
+  return steps;
+}
+
+}  // namespace peat::views

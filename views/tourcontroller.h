@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Help > Tour's script and driver, and the demo session it runs on: the demo opened (or made first
+// with the run panel), then the steps, each selecting its page through the window's public API, as
+// a user (or a test) would.
+#include <QObject>
+
+#include <vector>
+
+#include "views/sessionstate.h"
+#include "views/tourpanel.h"
+
+class QDockWidget;
+
+namespace peat::views {
+
+class MainWindow;
+
+class TourController : public QObject {
+  Q_OBJECT
+ public:
+  TourController(MainWindow* window, const SessionState* session);
+  // Opens the demo session unless it is the one shown (making it first when it is missing);
+  // `ready` follows once it is open.
+  void start();
+  // Opens the demo session on its most telling page, making it first when it is missing; false only
+  // when an existing one does not open.
+  bool openDemo();
+  std::vector<TourPanel::Step> steps();
+  // The Tour dock (made on first use, beside the Devices dock), at the first step.
+  void show();
+  TourPanel* panel() const { return panel_; }  // null until first shown
+  static QString demoPath();  // in the application data directory
+
+ signals:
+  void ready();  // the demo session is open: the tour can begin
+
+ private:
+  TourPanel* panel_ = nullptr;
+  QDockWidget* dock_ = nullptr;
+  MainWindow* window_;
+  const SessionState* session_;
+};
+
+}  // namespace peat::views

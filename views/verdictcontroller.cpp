@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "views/verdictcontroller.h"
+
+#include <QHeaderView>
+#include <QTableView>
+#include <QTreeView>
+
+#include "core/analysis/call_view.h"
+#include "views/explainpanel.h"
+#include "views/sessiontreemodel.h"
+#include "views/verdicttablemodel.h"
+
+namespace peat::views {
+
+VerdictController::VerdictController(SessionTreeModel* sessionModel, QTreeView* tree, ExplainPanel* explain, QWidget* window)
+    : QObject(window), sessionModel_(sessionModel), tree_(tree), explain_(explain) {
+  model_ = new VerdictTableModel(window);
+  table_ = new QTableView(window);
+  table_->setModel(model_);
+  table_->horizontalHeader()->setSectionResizeMode(VerdictTableModel::EvidenceColumn, QHeaderView::Stretch);
+  table_->verticalHeader()->hide();
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    const int row = current.isValid() ? current.row() : -1;
+    if (const store::Verdict* v = model_->verdict(row)) explain_->showVerdict(QString::fromStdString(v->model));
+    selectCall(row);
+  });
+}
+
+void VerdictController::show(const QString& run, std::vector<store::Verdict> verdicts) {
+  shownRun_ = run;
+  // each call as the tree names it (the summary in memory: no read)
+  const store::SessionSummary& summary = sessionModel_->summary();
+  const std::string replayed = analyzer::candidateRunOf(summary, run.toStdString());
+  std::vector<QString> names;
+  for (const store::Verdict& v : verdicts)
+    names.push_back(QString::fromStdString(analyzer::callDisplayName(summary, replayed, v.call)));
+  model_->setVerdicts(std::move(verdicts), std::move(names));
+  for (int c = 0; c < VerdictTableModel::EvidenceColumn; ++c) table_->resizeColumnToContents(c);
+}
+
+void VerdictController::clear() {
+  shownRun_.clear();
+  model_->clear();
+}
+
+void VerdictController::highlight(const std::vector<analyzer::StoredCallReport>& reports) {
+  const QSignalBlocker block(table_->selectionModel());
+  table_->clearSelection();
+  for (const analyzer::StoredCallReport& rep : reports) {
+    const int r = model_->rowOf(QString::fromStdString(rep.call));
+    if (r < 0) continue;
+    table_->selectionModel()->select(model_->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    table_->scrollTo(model_->index(r, 0));
+  }
+}
+
+void VerdictController::choose(int row) {
+  const bool already = table_->currentIndex().row() == row;
+  table_->selectionModel()->setCurrentIndex(model_->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  if (already) selectCall(row);  // the row was current already: its call may not be the one shown
+}
+
+void VerdictController::selectCall(int row) {
+  const store::Verdict* verdict = model_->verdict(row);
+  if (!verdict) return;
+  const QString call = QString::fromStdString(verdict->call);  // a copy: the model may change below
+  const std::string run = analyzer::candidateRunOf(sessionModel_->summary(), shownRun_.toStdString());
+  if (run.empty()) return;
+  const QModelIndex node = sessionModel_->findCall(run, call);
+  if (!node.isValid()) return;
+  tree_->scrollTo(node);
+  // the call's page follows, with this verdict's evidence (its analysis's own verdict)
+  tree_->selectionModel()->setCurrentIndex(node, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+}  // namespace peat::views
