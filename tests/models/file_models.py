@@ -6,7 +6,8 @@
     file_models.py PEAT MODELDIR CASE
 
 MODELDIR holds the TorchScript files of export_models.py (architectures from torchvision and
-torch.nn, not the project's). CASE is one of resnet18, mobilenet_v2, vit, gpt, regression, bad-input.
+torch.nn, not the project's). CASE is one of resnet18, mobilenet_v2, vit, gpt, lstm, bert, regression,
+bad-input.
 """
 import json
 import os
@@ -19,7 +20,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from file_models_data import lm_tokens  # noqa: E402
+from file_models_data import lm_tokens, token_classes  # noqa: E402
 
 PEAT, MODELS, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 WORK = tempfile.mkdtemp(prefix=f"peat-models-{CASE}-")
@@ -135,6 +136,43 @@ def slot_case(name, shape, data, extra=()):
     error_line(["playback", "-s", s3, "-k", "bf16", "--resume", 1], "has changed since the session was recorded")
 
 
+def lstm_case():
+    """An LSTM language model: its gate GEMMs run inside aten::lstm, which the slot cannot enter;
+    they must be listed as left on ATen (never skipped silently), while its embedding's and head's
+    work goes through the slot; it trains, records and replays."""
+    model = os.path.join(MODELS, "lstm.pt")
+    data = os.path.join(WORK, "tokens.h5")
+    lm_tokens(data)
+    inspect = run_json("models", "--inspect", model, "--input-shape", "1,16", "--task", "lm")
+    left = [s for s in inspect["sites"] if not s["routed"]]
+    check(any(s["aten"] == "aten::lstm" and "gate GEMMs" in s["detail"] for s in left) and
+          "left on ATen" in inspect["summary"] and "aten::lstm" in inspect["summary"],
+          f"lstm: aten::lstm is listed as left on ATen with its gate GEMMs ({inspect['summary']})")
+    check(any(s["routed"] for s in inspect["sites"]), "lstm: the head's GEMM is routed")
+    s1 = os.path.join(WORK, "lstm.h5")
+    p = run_json("profile", "--model", model, "--data", data, "--batch", 4, "--seed", 3, "-n", 3, "--record-every", 1,
+                 "-o", s1)
+    check(p["recorded_calls"] > 0, f"lstm: profile recorded {p['recorded_calls']} calls")
+    golden = run_json("playback", "-s", s1, "-k", "golden")
+    check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p["recorded_calls"],
+          f"lstm: golden replay of {golden['replayed_calls']} calls is bit-exact")
+
+
+def bert_case():
+    """A BERT-style classifier on integer tokens [N, T] with class labels [N]: the tokens reach the
+    model as int64 (not Float), every GEMM site is routed, it trains, and replays are exact."""
+    data = os.path.join(WORK, "classes.h5")
+    token_classes(data)
+    with h5py.File(data, "r") as f:
+        check(f["train/x"].dtype == np.int64 and f["train/x"].ndim == 2 and f["train/y"].ndim == 1,
+              "bert: the data are int64 tokens [N, T] with labels [N]")
+    slot_case("bert", "1,16", data)
+    r = run_json("train", "--model", os.path.join(MODELS, "bert.pt"), "--data", data, "-n", 60, "--batch", 16,
+                 "--lr", 0.05, "--seed", 2, "-o", os.path.join(WORK, "bert-train.h5"))
+    check(r["test_accuracy"] > 0.5, f"bert: trains on integer tokens (test accuracy {r['test_accuracy']:.3f} after "
+                                    f"60 iterations; two balanced classes)")
+
+
 def regression_case():
     """Float targets from .npy files: mean squared error (synthetic data: a format test, not a claim)."""
     import torch
@@ -192,6 +230,10 @@ try:
         regression_case()
     elif CASE == "bad-input":
         bad_input_case()
+    elif CASE == "lstm":
+        lstm_case()
+    elif CASE == "bert":
+        bert_case()
     elif CASE == "gpt":
         data = os.path.join(WORK, "tokens.h5")
         lm_tokens(data)

@@ -23,3 +23,19 @@ def lm_tokens(path, context=16, train=512, test=128, vocabulary=64):
             x, y = windows(start, n)
             f[f"{split}/x"] = x
             f[f"{split}/y"] = y
+
+
+def token_classes(path, context=16, train=512, test=128, vocabulary=64):
+    """Token-id windows of Debian's fortunes text (int64 [N, T]) with a class label per window
+    (int64 [N]): 1 when the window holds more spaces than the median window, else 0. Real text, a
+    synthetic but learnable label: a format test for token classifiers, not a claim."""
+    lm_tokens(path, context, train, test, vocabulary)
+    text = open("/usr/share/games/fortunes/fortunes", "rb").read()
+    counts = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
+    space = int(np.where(np.argsort(-counts)[:vocabulary - 1] == ord(" "))[0][0])
+    with h5py.File(path, "r+") as f:
+        for split in ("train", "test"):
+            x = f[f"{split}/x"][()]
+            spaces = (x == space).sum(1)
+            del f[f"{split}/y"]
+            f[f"{split}/y"] = (spaces > np.median(spaces)).astype(np.int64)

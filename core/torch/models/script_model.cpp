@@ -160,6 +160,16 @@ const std::set<std::string>& unroutableKinds() {
   return kinds;
 }
 
+// Recurrent layers: each step's gate GEMMs happen inside one ATen op the slot cannot enter, so
+// they are listed as left on ATen (never skipped silently: `peat models --inspect` names them).
+const std::set<std::string>& recurrentKinds() {
+  static const std::set<std::string> kinds{
+      "aten::lstm",      "aten::gru",       "aten::rnn_tanh",  "aten::rnn_relu",
+      "aten::lstm_cell", "aten::gru_cell",  "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+      "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell", "aten::quantized_lstm", "aten::quantized_gru"};
+  return kinds;
+}
+
 void collectNodes(Block* block, std::vector<Node*>& out) {
   for (Node* n : block->nodes()) {
     out.push_back(n);
@@ -323,6 +333,9 @@ class Rewriter {
               "matmul (" + shortOp + ", then the addition outside the slot)");
     } else if (unroutableKinds().count(kind)) {
       leave(n, layerOf(n, {1}, kind.substr(6)), "the kernel slot has no op for " + kind);
+    } else if (recurrentKinds().count(kind)) {
+      leave(n, layerOf(n, {}, kind.substr(6)),
+            "the kernel slot has no op for " + kind + ": its gate GEMMs (input and hidden, every step) run on ATen, unchecked");
     }
   }
 
@@ -550,6 +563,10 @@ class FirstCalls final : public ops::CallObserver {
     index_[id.layer] = calls.size();
     calls.push_back(s);
   }
+  void reset() {  // a forward that failed part-way: its calls do not count
+    calls.clear();
+    index_.clear();
+  }
   std::vector<SiteCall> calls;
 
  private:
@@ -564,9 +581,20 @@ std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64
   FirstCalls observer;
   d.addObserver(&observer);
   model.setTrainingMode(false);
-  const at::Tensor input = model.task() == Task::Text ? at::zeros(inputShape, at::kLong) : at::zeros(inputShape);
+  at::Tensor input = model.task() == Task::Text ? at::zeros(inputShape, at::kLong) : at::zeros(inputShape);
   try {
-    model.forward(d, input);
+    try {
+      model.forward(d, input);
+    } catch (const std::exception& e) {  // c10::Error, or the model's own wrapping of it
+      // a token classifier's embedding wants ids: the same shape as int64 (as its data would be fed)
+      const std::string what = e.what();
+      if (input.scalar_type() != at::kFloat ||
+          (what.find("Long") == std::string::npos && what.find("indices") == std::string::npos))
+        throw;
+      observer.reset();
+      input = at::zeros(inputShape, at::kLong);
+      model.forward(d, input);
+    }
   } catch (const c10::Error& e) {
     throw std::invalid_argument("model file '" + model.modelName() + "' does not take an input of shape " +
                                 shapeText(inputShape) + ": " + interpreterMessage(e.what_without_backtrace()));

@@ -178,20 +178,29 @@ std::string numberText(double v) {
 struct Split {
   at::Tensor x, y;
   bool xInteger = false, yInteger = false;
+  bool xIds = false;  // x holds integers wider than a byte: token ids or indices, fed as int64
 };
 
+// Integer inputs wider than a byte (int16 to int64) are ids (tokens, categories, indices) and go
+// to the model as int64; bytes are pixels and go as float, as images are stored.
+bool holdsIds(const std::string& dtype) {
+  return dtype.find("int") != std::string::npos && dtype != "uint8" && dtype != "int8";
+}
+
 Split readSplit(const std::string& spec, const std::string& split) {
-  auto read = [&](const std::string& part, bool& integer) {
+  auto read = [&](const std::string& part, bool& integer, bool& ids) {
     const std::string source = io::splitSource(spec, split, part);
     io::FloatTensor t = io::readSource(source);
     integer = t.dtype.find("int") != std::string::npos;
+    ids = holdsIds(t.dtype);
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     if (shape.empty() || t.size() == 0) throw std::invalid_argument("data '" + source + "' is empty");
     return at::from_blob(const_cast<float*>(t.data()), shape, at::kFloat).clone();
   };
   Split s;
-  s.x = read("x", s.xInteger);
-  s.y = read("y", s.yInteger);
+  bool yIds = false;
+  s.x = read("x", s.xInteger, s.xIds);
+  s.y = read("y", s.yInteger, yIds);
   if (s.x.size(0) != s.y.size(0))
     throw std::invalid_argument("data '" + spec + "': " + split + "/x has " + std::to_string(s.x.size(0)) +
                                 " samples but " + split + "/y has " + std::to_string(s.y.size(0)));
@@ -224,6 +233,7 @@ class UserDataSource final : public DataSource {
       testY_ = test.y;
       xInteger_ = train.xInteger;
       yInteger_ = train.yInteger;
+      xIds_ = train.xIds;
       name_ = o.data;
       if (train.x.sizes().slice(1) != test.x.sizes().slice(1))
         throw std::invalid_argument("data '" + o.data + "': train/x samples are " + shapeText(train.x.sizes().slice(1)) +
@@ -245,7 +255,8 @@ class UserDataSource final : public DataSource {
     }
     if (!o.inputMean.empty() || !o.inputStd.empty()) {
       if (sampleShape().empty()) throw std::invalid_argument("--input-mean and --input-std need samples with a channel dimension");
-      if (task == models::Task::Text) throw std::invalid_argument("--input-mean and --input-std are for float inputs, not tokens");
+      if (task == models::Task::Text || xIds_)
+        throw std::invalid_argument("--input-mean and --input-std are for float inputs, not token ids");
       std::vector<double> mean = util::parseNumberList(o.inputMean.empty() ? "0" : o.inputMean, "--input-mean");
       std::vector<double> stdv = util::parseNumberList(o.inputStd.empty() ? "1" : o.inputStd, "--input-std");
       const int64_t channels = sampleShape().size() > 0 ? sampleShape()[0] : 1;
@@ -327,6 +338,8 @@ class UserDataSource final : public DataSource {
   // Casts follow the task: token ids and labels as int64, regression targets as float.
   Batch prepare(const at::Tensor& x, const at::Tensor& y) const {
     if (task_ == models::Task::Text) return {x.to(at::kLong), y.to(at::kLong)};  // token ids
+    const at::Tensor target = task_ == models::Task::Regression ? y.to(at::kFloat) : y.to(at::kLong);
+    if (xIds_) return {x.to(at::kLong), target};  // a token classifier's or an embedding's ids
     at::Tensor input = x.to(at::kFloat);
     if (!resize_.empty()) {  // Fashion-MNIST: [0, 1], resized, channel repeated, its own mean and deviation
       input = input / 255.0;
@@ -358,6 +371,7 @@ class UserDataSource final : public DataSource {
 
   at::Tensor trainX_, trainY_, testX_, testY_, mean_, std_;
   bool xInteger_ = false, yInteger_ = false;
+  bool xIds_ = false;  // inputs are ids (tokens, indices): fed as int64, never normalised
   models::Task task_ = models::Task::Images;
   std::vector<int64_t> resize_;
   std::string name_;
