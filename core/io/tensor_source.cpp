@@ -199,6 +199,7 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
     t.origin = file + ":" + dataset;
     return t;
   } catch (const h5::Error& e) {
+    if (e.call() == h5::kRefused) throw SourceError("'" + file + ":" + dataset + "' is refused: it " + e.detail());
     throw SourceError("cannot read '" + file + ":" + dataset + "': " + (e.detail().empty() ? e.what() : e.detail()));
   }
 }

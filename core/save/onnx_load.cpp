@@ -6,6 +6,12 @@
 
 #include <onnx/shape_inference/implementation.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -87,16 +93,38 @@ void Importer::readExternal(onnx::TensorProto& t) {
   if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
     throw SaveError(what + "names an external data file outside the model's folder ('" + location + "')");
   const std::size_t slash = path_.rfind('/');
-  const std::string file = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + location;
-  std::ifstream in(file, std::ios::binary | std::ios::ate);
-  if (!in) throw SaveError(what + "is kept in external data file '" + file + "', which is missing");
-  const int64_t size = int64_t(in.tellg());
+  const std::string folder = slash == std::string::npos ? std::string(".") : path_.substr(0, slash + 1);
+  const std::string file = (slash == std::string::npos ? std::string() : folder) + location;
+  // Resolved, links included: the bytes must come from a regular file inside the model's folder
+  // (a link to /etc/passwd, a FIFO, a device or a directory is refused before it is opened).
+  char resolvedFolder[PATH_MAX], resolvedFile[PATH_MAX];
+  if (!::realpath(folder.c_str(), resolvedFolder) || !::realpath(file.c_str(), resolvedFile))
+    throw SaveError(what + "is kept in external data file '" + file + "', which is missing");
+  const std::string inside = std::string(resolvedFolder) + "/";
+  if (std::strncmp(resolvedFile, inside.c_str(), inside.size()) != 0)
+    throw SaveError(what + "names external data file '" + file + "', which resolves to '" + resolvedFile +
+                    "', outside the model's folder");
+  const int fd = ::open(resolvedFile, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    throw SaveError(what + "names external data '" + file + "', which is not a regular file");
+  }
+  const int64_t size = int64_t(st.st_size);
   if (length < 0) length = size - offset;
-  if (offset < 0 || length < 0 || offset + length > size)
+  if (offset < 0 || length < 0 || offset > size || length > size - offset) {
+    ::close(fd);
     throw SaveError(what + "lies outside its external data file '" + file + "' (" + std::to_string(size) + " bytes)");
+  }
   std::string bytes(std::size_t(length), '\0');
-  in.seekg(offset);
-  if (!in.read(bytes.data(), length)) throw SaveError(what + "could not be read from '" + file + "'");
+  int64_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, std::size_t(length - done), off_t(offset + done));
+    if (n <= 0) break;
+    done += n;
+  }
+  ::close(fd);
+  if (done != length) throw SaveError(what + "could not be read from '" + file + "'");
   t.set_raw_data(std::move(bytes));
   t.clear_external_data();
   t.set_data_location(onnx::TensorProto::DEFAULT);

@@ -270,8 +270,37 @@ Group Group::createGroup(const std::string& name) {
                p);
 }
 
+namespace {
+
+// A file may come from someone else: a link to another file (external link) would make HDF5 open
+// that file (a device, a FIFO, /etc/shadow). Links inside the file are followed.
+void refuseExternalLink(hid_t group, const std::string& name, const std::string& path) {
+  H5L_info_t info{};
+  if (H5Lget_info(group, name.c_str(), &info, H5P_DEFAULT) < 0) return;  // no such link: the open says so
+  if (info.type == H5L_TYPE_EXTERNAL)
+    throw Error(kRefused, path, "is an external link to another file (a session holds its own data)");
+  if (info.type != H5L_TYPE_HARD && info.type != H5L_TYPE_SOFT)
+    throw Error(kRefused, path, "is a user-defined link");
+}
+
+// A dataset whose bytes live outside the file (external raw storage) or in other files (a virtual
+// dataset) is refused before anything reads it: its bytes would come from wherever it points.
+void refuseForeignStorage(hid_t dataset, const std::string& path) {
+  Handle dcpl(checkId(H5Dget_create_plist(dataset), "H5Dget_create_plist", path), H5Pclose);
+  const int external = H5Pget_external_count(dcpl.id());
+  if (external != 0)
+    throw Error(kRefused, path,
+                "stores its data in " + std::to_string(external < 0 ? 1 : external) +
+                    " file(s) outside the HDF5 file (external raw storage)");
+  if (H5Pget_layout(dcpl.id()) == H5D_VIRTUAL)
+    throw Error(kRefused, path, "is a virtual dataset that maps other files");
+}
+
+}  // namespace
+
 Group Group::openGroup(const std::string& name) const {
   const std::string p = childPath(name);
+  refuseExternalLink(id(), name, p);
   return Group(Handle(checkId(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", p), H5Gclose), p);
 }
 
@@ -284,6 +313,7 @@ bool Group::has(const std::string& name) const {
 
 bool Group::hasGroup(const std::string& name) const {
   if (!has(name)) return false;
+  refuseExternalLink(id(), name, childPath(name));
   Handle obj(checkId(H5Oopen(id(), name.c_str(), H5P_DEFAULT), "H5Oopen", childPath(name)), H5Oclose);
   return H5Iget_type(obj.id()) == H5I_GROUP;
 }
@@ -335,7 +365,10 @@ Dataset Group::createDataset(const std::string& name, Type t, const std::vector<
 
 Dataset Group::openDataset(const std::string& name) const {
   const std::string p = childPath(name);
-  return Dataset(Handle(checkId(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", p), H5Dclose), p);
+  refuseExternalLink(id(), name, p);
+  Handle ds(checkId(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", p), H5Dclose);
+  refuseForeignStorage(ds.id(), p);
+  return Dataset(std::move(ds), p);
 }
 
 bool Group::hasAttribute(const std::string& name) const {

@@ -14,6 +14,10 @@
 
 namespace peat::h5 {
 
+// The call of an Error that is no failure but a refusal of what a file from someone else holds (its
+// detail says what: an external link, external raw storage, a virtual dataset).
+inline constexpr const char* kRefused = "refuse";
+
 class Error : public std::runtime_error {
  public:
   Error(const std::string& call, const std::string& path, const std::string& detail);

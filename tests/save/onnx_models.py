@@ -326,6 +326,23 @@ try:
     escape = os.path.join(ext_dir, "escape.onnx")
     subprocess.run([EXTERNAL, lenet, escape, "../x.weights"], check=False, capture_output=True)
     one_error(["save", "analyze", "-m", escape], "outside the model's folder")
+    # the data file resolved, links included: a link to /etc/passwd inside the folder, a FIFO and a
+    # directory in its place are refused before anything is read (the FIFO never blocks)
+    weights = os.path.join(ext_dir, "lenet.weights")
+    os.symlink("/etc/passwd", weights)
+    one_error(["save", "analyze", "-m", ext], "resolves to '/etc/passwd'", "outside the model's folder")
+    os.remove(weights)
+    os.mkfifo(weights)
+    t0 = time.time()
+    one_error(["save", "analyze", "-m", ext], "not a regular file")
+    check(time.time() - t0 < 10, f"external data on a FIFO refused in {time.time() - t0:.2f} s")
+    os.remove(weights)
+    os.mkdir(weights)
+    one_error(["save", "analyze", "-m", ext], "not a regular file")
+    os.rmdir(weights)
+    os.symlink("moved.weights", weights)  # a link that stays inside the folder is followed
+    e2 = json.loads(peat("save", "analyze", "-m", ext, "--json").stdout)
+    check(e2["output"] == a["output"], "a link to a data file inside the model's folder is followed")
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
