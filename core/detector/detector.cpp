@@ -126,7 +126,7 @@ Detection detect(const float* golden, const std::vector<const float*>& candidate
   if (candidates.size() != 1) return rules::stochasticRounding(d, golden, candidates, report.elements);
   if (d.verdict.model == "exact") return d;
   d = rules::outliersOnBulk(d, golden, candidates.front(), shape, options, bound, report);
-  return rules::outliersOnGridReplay(d, golden, candidates.front(), report.elements);
+  return rules::outliersOnGridReplay(d, golden, candidates.front(), report.elements, report.maxRel);
 }
 
 }  // namespace peat::detector

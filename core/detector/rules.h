@@ -121,7 +121,9 @@ Detection stochasticRounding(const Detection& d, const float* golden, const std:
 
 // R13b (rules_outliers.cpp): a candidate on a format's grid that equals golden rounded to it in all
 // but a few elements, those few more than one step of the format away: the few are the fault.
-Detection outliersOnGridReplay(const Detection& d, const float* golden, const float* c, uint64_t n);
+// maxRel: the pair's largest relative error (the analyzer's), which skips the pass when no element
+// is more than half a step of the named format off.
+Detection outliersOnGridReplay(const Detection& d, const float* golden, const float* c, uint64_t n, double maxRel);
 
 // The neighbours of x in a format (x representable in it): one step up or down, zero crossed.
 float formatStep(const fp::Format& f, float x, bool up);

@@ -12,6 +12,7 @@
 
 #include "core/detector/rules.h"
 #include "core/fp/block.h"
+#include "core/util/parallel.h"
 
 namespace peat::detector::rules {
 
@@ -134,19 +135,39 @@ const std::pair<const char*, const fp::Format*> kGridFormats[] = {
 
 // Golden rounded to `f` against the candidate: the elements off by more than one step of f, or
 // nothing when more than `budget` are, or when some element is rounded another way (no exact replay).
+// Two ranges in parallel for large tensors, merged in order.
 std::vector<uint64_t> offTheReplay(const fp::Format& f, const float* golden, const float* c, uint64_t n, uint64_t budget,
                                    uint64_t& rounded) {
-  std::vector<uint64_t> off;
-  rounded = 0;  // elements where rounding golden changed it: the bulk of the replay
+  struct Part {
+    std::vector<uint64_t> off;
+    uint64_t rounded = 0;  // elements where rounding golden changed it: the bulk of the replay
+    bool fails = false;
+  };
+  const unsigned parts = n >= (uint64_t(1) << 20) ? 2 : 1;
+  std::vector<Part> part(parts);
   const fp::ElementRounder round(f);  // the codec's rounding of finite values in range
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!finite(golden[i])) continue;
-    const float r = round(golden[i]);
-    if (fp::bitsOf(r) != fp::bitsOf(golden[i])) ++rounded;
-    if (fp::bitsOf(r) == fp::bitsOf(c[i])) continue;
-    if (withinOneStep(f, golden[i], c[i]) || off.size() >= budget) return {};
-    off.push_back(i);
+  util::parallelRanges(int64_t(n), parts, [&](int64_t lo, int64_t hi, unsigned k) {
+    Part& p = part[k];
+    for (uint64_t i = uint64_t(lo); i < uint64_t(hi); ++i) {
+      if (!finite(golden[i])) continue;
+      const float r = round(golden[i]);
+      if (fp::bitsOf(r) != fp::bitsOf(golden[i])) ++p.rounded;
+      if (fp::bitsOf(r) == fp::bitsOf(c[i])) continue;
+      if (withinOneStep(f, golden[i], c[i]) || p.off.size() >= budget) {
+        p.fails = true;
+        return;
+      }
+      p.off.push_back(i);
+    }
+  });
+  std::vector<uint64_t> off;
+  rounded = 0;
+  for (const Part& p : part) {
+    if (p.fails) return {};
+    off.insert(off.end(), p.off.begin(), p.off.end());
+    rounded += p.rounded;
   }
+  if (off.size() > budget) return {};
   return off;
 }
 
@@ -159,9 +180,14 @@ std::vector<uint64_t> offTheReplay(const fp::Format& f, const float* golden, con
 // one step of the format, the replay of rounding is exact and the few did not come from it, however
 // representable their values are. Named by their bits against the replay: one bit each bit_flip,
 // one block of adjacent bits each multi_bit_flip, else random_value; the rounding is the finding.
-Detection outliersOnGridReplay(const Detection& d, const float* golden, const float* c, uint64_t n) {
+Detection outliersOnGridReplay(const Detection& d, const float* golden, const float* c, uint64_t n, double maxRel) {
   const Verdict& top = d.verdict;
   if (top.model != "precision_loss" || top.parameters.count("block") || n < 100) return d;
+  // golden rounded to the named format errs by at most half its step, relative: then nothing is off
+  for (const auto& [name, format] : kGridFormats)
+    if (top.parameters.count("format") && top.parameters.at("format") == name &&
+        maxRel <= std::ldexp(1.0, -format->manBits - 1) * 1.001)
+      return d;
   const uint64_t budget = std::max<uint64_t>(8, n / 1000);
   // the format named first, then the others: an outlier off the grid (a flipped exponent bit that
   // leaves fp16's range) makes the output-format rule name a wider one

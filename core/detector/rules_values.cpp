@@ -69,8 +69,11 @@ void scaleOnRounding(RuleContext& x) {
     if (v.model == "scaling") return;
   std::vector<double> ratios = m.ratios;
   std::nth_element(ratios.begin(), ratios.begin() + std::ptrdiff_t(ratios.size() / 2), ratios.end());
-  const double s = ratios[ratios.size() / 2];
+  double s = ratios[ratios.size() / 2];
   if (!(s != 0 && std::isfinite(s) && std::fabs(std::log2(std::fabs(s))) >= 0.125)) return;
+  // loss scales and MX scales are powers of two: a median within 2^-6 (in log2) of one is taken as it
+  const double log2s = std::log2(std::fabs(s));
+  if (std::fabs(log2s - std::round(log2s)) < 1.0 / 64) s = std::copysign(std::ldexp(1.0, int(std::round(log2s))), s);
   uint64_t near = 0;
   for (double q : m.ratios) near += std::fabs(q - s) <= 0.25 * std::fabs(s) ? 1 : 0;
   if (double(near) < 0.75 * double(m.ratios.size())) return;
@@ -80,8 +83,7 @@ void scaleOnRounding(RuleContext& x) {
   if (!legitimate(rest.verdict.model)) return;
   std::string secondary = rest.verdict.model;
   if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
-  const double p2 = std::log2(std::fabs(s));
-  const bool powerOfTwo = std::fabs(p2 - std::round(p2)) < 1e-9;
+  const bool powerOfTwo = std::fabs(std::log2(std::fabs(s)) - std::round(std::log2(std::fabs(s)))) < 1e-12;
   Verdict v = make("scaling", 0.93,
                    "candidate = " + number(s) + " x golden" + (powerOfTwo ? " (a power of two)" : "") + " up to " +
                        secondary + ": a wrong scale on top of reduced-precision rounding");

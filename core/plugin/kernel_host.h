@@ -4,6 +4,9 @@
 // and serves calls over shared memory (core/plugin/kernel_wire.h), so a kernel that crashes,
 // aborts, hangs or writes outside its output ends that one call with an outcome, never peat.
 // After such a call the host is started again for the next one. docs/plugins.md#crashes.
+// The host dies with the thread that started it (PR_SET_PDEATHSIG, so a hanging kernel never
+// outlives peat): make and call a KernelHost from threads that live as long as it, as peat's
+// main thread does (LibTorch runs a CPU backward on the calling thread).
 #include <sys/types.h>
 
 #include <cstdint>

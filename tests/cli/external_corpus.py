@@ -488,7 +488,7 @@ def main():
     failed = [r for r in rows if r["error"] is not None]
     summary = {
         "external": {"right": sum(r["correct"] for r in ext), "pairs": len(ext),
-                     "fault_verdicts_on_legitimate": len(fault_on_legit),
+                     "fault_verdicts_on_legitimate": sum(r in fault_on_legit for r in ext),
                      "format_right": sum(r["format_match"] is True for r in ext),
                      "format_checked": sum(r["format_match"] is not None for r in ext)},
         "own_injector": {"right": sum(r["correct"] for r in own), "pairs": len(own)},

@@ -6,15 +6,15 @@
 # calls with their outcome and NaN errors, the 14 others ok with their numbers, a session that
 # `peat info --verify` accepts. Then --stop-on-kernel-failure, a constructor that crashes after
 # the probe, runtime FI and --in-process.
-#   kernel_host.sh PEAT PLUGIN_DIR RECORDED_SESSION WORKDIR EXAMPLE_PLUGIN
+#   kernel_host.sh PEAT PLUGIN_DIR RECORDED_SESSION WORKDIR EXAMPLE_PLUGIN [PYTHON_WITH_H5PY]
 set -uo pipefail
-peat=$1 plugins=$2 recorded=$3 dir=$4/kernel-host example=$5
+peat=$1 plugins=$2 recorded=$3 dir=$4/kernel-host example=$5 python=${6:-python3}
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 
 # outcomes FILE RUN EXPECTED: fc3's forward calls have EXPECTED, every other call is ok with numbers
 outcomes() {
-  python3 - "$1" "$2" "$3" <<'PY' || fail "$2: outcomes in call_errors"
+  "$python" - "$1" "$2" "$3" <<'PY' || fail "$2: outcomes in call_errors"
 import sys, math, h5py
 path, run, expected = sys.argv[1:]
 t = h5py.File(path, "r")[f"runs/{run}/tables/call_errors"][()]
@@ -77,7 +77,7 @@ echo "ctor: $(cat ctor.err)"
   -o fi.h5 --force --json >fi.json 2>fi.err
 rc=$?
 [ $rc -eq 0 ] || { cat fi.err; fail "runtime-fi: exit $rc"; }
-python3 - <<'PY' || fail "runtime-fi: numbers"
+"$python" - <<'PY' || fail "runtime-fi: numbers"
 import json, math
 r = json.load(open("fi.json"))
 assert r["iterations"] == 3 and r["failed_calls"] >= 3 and r["failed_steps"] == 3, r
@@ -85,7 +85,7 @@ assert r["kernel_failures"].endswith(f"calls (crash:SIGSEGV {r['failed_calls']})
 assert math.isfinite(r["fi_loss"]), r
 PY
 "$peat" info --verify fi.h5 >/dev/null || fail "runtime-fi: the session does not verify"
-echo "runtime-fi: $(python3 -c 'import json; r=json.load(open("fi.json")); print(r["kernel_failures"], "in", r["failed_steps"], "steps")')"
+echo "runtime-fi: $("$python" -c 'import json; r=json.load(open("fi.json")); print(r["kernel_failures"], "in", r["failed_steps"], "steps")')"
 
 # --in-process keeps the old path for trusted kernels
 "$peat" playback -s "$recorded" -k "plugin:path=$example" --in-process --out inproc.h5 --name inproc >inproc.out 2>&1 \

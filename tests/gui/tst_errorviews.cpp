@@ -267,10 +267,13 @@ void TestErrorViews::indexErrorVerdictMarksItsStride() {
   }
   QVERIFY(worstMarked);
   QVERIFY(panel->mapPlot()->savePng(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-index-error.png"), 600, 400));
-  // a verdict without such evidence (fc3's first call is exact under tile-edge) clears the marks
-  const int exact = verdictRow(QStringLiteral("exact"), QString());
-  QVERIFY(exact >= 0);
-  verdicts->setCurrentIndex(m->index(exact, 0));
+  // a verdict without such evidence clears the marks: fc3's forward under tile-edge is exact or
+  // differs only in summation order, depending on how this CPU's OpenBLAS blocks the golden GEMM
+  int plain = verdictRow(QStringLiteral("exact"), QString());
+  if (plain < 0) plain = verdictRow(QStringLiteral("accumulation_order"), QString());
+  QVERIFY(plain >= 0);
+  QVERIFY(!m->index(plain, 3).data().toString().contains(QStringLiteral("repeat every")));
+  verdicts->setCurrentIndex(m->index(plain, 0));
   QVERIFY(peat::testsupport::settle(*window_));
   QCOMPARE(panel->patternMarks(), 0);
 }

@@ -74,6 +74,14 @@ class TestDetector : public QObject {
   void blockScaledInputsAreReproduced();
   void blockSchemesAreNamed();
   void missingTermsAreLowRankUnlikeBlockRounding();
+  // issue 32: classes met on kernels the project did not write
+  void nonFiniteRowsWinOverConfinement();
+  void scaleOnTopOfRounding();
+  void flushedSubnormalsAreLegitimate();
+  void weightOnlyGroupQuantisationIsReplayed();
+  void upsetOnTheGridIsAFault();
+  void maskOffByOneIsAnIndexError();
+  void stochasticRoundingRunsAreLegitimateFirst();
 };
 
 void TestDetector::exact() {
@@ -606,6 +614,196 @@ void TestDetector::missingTermsAreLowRankUnlikeBlockRounding() {
   const auto named = detector::detect(golden.data(), {quantised.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
   QCOMPARE(named.verdict.model, std::string("precision_loss"));
   QCOMPARE(named.verdict.parameters.at("format"), std::string("mxfp4"));
+}
+
+namespace {
+// c = a b, fp32 sums in order: a [m, k], b [k, n]
+std::vector<float> gemm(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n) {
+  return orderedGemm(a, b, m, k, n, false, nullptr);
+}
+
+// A small reference of weight-only quantisation written here (GPTQ/AWQ's scheme, as the external
+// corpus's NumPy one): b [k, n] per column in groups along K, scales rounded to fp16.
+std::vector<float> quantiseWeights(const std::vector<float>& b, int64_t k, int64_t n, int bits, int group, bool asym) {
+  std::vector<float> out(b);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t g0 = 0; g0 < k; g0 += group) {
+      float lo = 0, hi = 0, amax = 0;
+      for (int64_t q = g0; q < g0 + group; ++q) {
+        const float w = b[std::size_t(q * n + j)];
+        lo = std::min(lo, w), hi = std::max(hi, w), amax = std::max(amax, std::fabs(w));
+      }
+      const double levels = std::ldexp(1.0, bits) - 1, qmax = std::ldexp(1.0, bits - 1) - 1;
+      const float s = fp::roundTo(fp::kFp16, asym ? float((double(hi) - double(lo)) / levels) : float(double(amax) / qmax));
+      const double z = asym ? std::nearbyint(-double(lo) / double(s)) : 0.0;
+      for (int64_t q = g0; q < g0 + group; ++q) {
+        float& w = out[std::size_t(q * n + j)];
+        const double v = asym ? std::clamp(std::nearbyint(double(w) / double(s)) + z, 0.0, levels)
+                              : std::clamp(std::nearbyint(double(w) / double(s)), -qmax - 1, qmax);
+        w = float((v - z) * double(s));
+      }
+    }
+  return out;
+}
+
+// softmax(q k^T / sqrt(d)) v over [heads, t, d], key j visible to query i when j <= i + shift.
+std::vector<float> causalAttention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                   int heads, int t, int d, int shift) {
+  std::vector<float> out(q.size(), 0.0f);
+  std::vector<double> p(static_cast<std::size_t>(t));
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < t; ++i) {
+      const int last = std::min(t - 1, i + shift);
+      double mx = -1e300, sum = 0;
+      for (int j = 0; j <= last; ++j) {
+        double s = 0;
+        for (int e = 0; e < d; ++e) s += double(q[std::size_t((h * t + i) * d + e)]) * k[std::size_t((h * t + j) * d + e)];
+        p[std::size_t(j)] = s / std::sqrt(double(d));
+        mx = std::max(mx, p[std::size_t(j)]);
+      }
+      for (int j = 0; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      for (int e = 0; e < d; ++e) {
+        double o = 0;
+        for (int j = 0; j <= last; ++j) o += p[std::size_t(j)] / sum * v[std::size_t((h * t + j) * d + e)];
+        out[std::size_t((h * t + i) * d + e)] = float(o);
+      }
+    }
+  return out;
+}
+}  // namespace
+
+// Overflow to Inf in two rows of an fp16 output: the non-finite values are the finding, their rows
+// the evidence, not index_error's "confined to 2 rows".
+void TestDetector::nonFiniteRowsWinOverConfinement() {
+  const auto g = values(64 * 64, 41);
+  auto c = g;
+  fp::roundInPlace(fp::kFp16, c.data(), c.size());
+  for (int j = 0; j < 64; ++j) c[std::size_t(3 * 64 + j)] = c[std::size_t(40 * 64 + j)] = j % 2 ? INFINITY : NAN;
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("nan_inf"));
+  QCOMPARE(d.verdict.evidence.at("rows_hit"), 2.0);
+  QCOMPARE(d.verdict.parameters.at("kind"), std::string("inf+nan"));
+  // a few NaN on top of rounding: still nan_inf, with the rounding beside it (not R13's random_value)
+  auto few = g;
+  fp::roundInPlace(fp::kBf16, few.data(), few.size());
+  few[100] = few[2000] = NAN;
+  const auto e = run(g, few);
+  QCOMPARE(e.verdict.model, std::string("nan_inf"));
+  QVERIFY(!e.findings.empty() && e.findings.front().model == "precision_loss");
+}
+
+// An fp16 gradient never unscaled (x 1024), and fp8 values with their scale applied twice: a factor
+// on top of rounding is scaling, with the rounding as the finding.
+void TestDetector::scaleOnTopOfRounding() {
+  const auto g = values(4096, 42);
+  std::vector<float> c(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) c[i] = fp::roundTo(fp::kFp16, g[i] * 1024.0f);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("scaling"));
+  QCOMPARE(d.verdict.parameters.at("factor"), std::string("1024"));
+  QVERIFY(!d.findings.empty() && d.findings.front().model == "precision_loss");
+  const float s = 0.0137f;  // a per-tensor fp8 scale, applied once more than it should be
+  for (std::size_t i = 0; i < g.size(); ++i) c[i] = fp::roundTo(fp::kE4M3, g[i] / s) * s * s;
+  const auto e = run(g, c);
+  QCOMPARE(e.verdict.model, std::string("scaling"));
+  QVERIFY(std::fabs(e.verdict.evidence.at("factor") - double(s)) < 1e-3 * s);
+  // plain rounding never moves the median ratio: no scaling
+  for (std::size_t i = 0; i < g.size(); ++i) c[i] = fp::roundTo(fp::kE5M2, g[i]);
+  QCOMPARE(run(g, c).verdict.model, std::string("precision_loss"));
+}
+
+// Every mismatch 0 where golden is subnormal: FTZ, legitimate; zeros where golden is normal: zeroed.
+void TestDetector::flushedSubnormalsAreLegitimate() {
+  auto g = values(4096, 43);
+  for (std::size_t i = 0; i < g.size(); i += 7) g[i] *= 1e-39f;  // subnormal
+  auto c = g;
+  for (float& x : c)
+    if (std::fabs(x) < std::numeric_limits<float>::min()) x = 0.0f;
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("precision_loss"));
+  QCOMPARE(d.verdict.parameters.at("flush"), std::string("ftz"));
+  c[1] = 0.0f;  // one normal value zeroed too
+  QCOMPARE(run(g, c).verdict.model, std::string("zeroed"));
+}
+
+// int4 and int8 weights in groups along K, replayed with the operands; from outputs alone no fault.
+void TestDetector::weightOnlyGroupQuantisationIsReplayed() {
+  const int64_t m = 8, k = 512, n = 128;
+  const auto a = values(std::size_t(m * k), 44);
+  auto b = values(std::size_t(k * n), 45);
+  for (float& x : b) x *= 0.05f;
+  const auto golden = gemm(a, b, m, k, n);
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  struct Case {
+    int bits, group;
+    bool asym;
+  };
+  for (const Case& cs : {Case{4, 128, false}, Case{4, 64, true}, Case{8, 32, false}, Case{4, 32, true}}) {
+    const auto c = gemm(a, quantiseWeights(b, k, n, cs.bits, cs.group, cs.asym), m, k, n);
+    const auto d = detector::detect(golden.data(), {c.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+    const std::string label = "int" + std::to_string(cs.bits) + " g" + std::to_string(cs.group) + ": " +
+                              d.verdict.model + " " + d.verdict.explanation;
+    QVERIFY2(d.verdict.model == "precision_loss", label.c_str());
+    QCOMPARE(d.verdict.parameters.at("format"), "int" + std::to_string(cs.bits));
+    QCOMPARE(d.verdict.parameters.at("group"), std::to_string(cs.group));
+    QCOMPARE(d.verdict.parameters.at("weights"), std::string(cs.asym ? "-asym" : "-sym").insert(0, "int" + std::to_string(cs.bits)));
+    const auto alone = run(golden, c, {uint64_t(m), uint64_t(n)});
+    QVERIFY2(alone.verdict.model == "precision_loss", (alone.verdict.model + ": " + alone.verdict.explanation).c_str());
+  }
+  // a missing K block in such a kernel is replayed by no scheme: not precision loss
+  const auto partial = orderedGemm(a, quantiseWeights(b, k, n, 4, 128, false), m, k, n, false, nullptr, 64);
+  const auto d = detector::detect(golden.data(), {partial.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QVERIFY2(d.verdict.model != "precision_loss", d.verdict.explanation.c_str());
+}
+
+// A value divided by 16 by two adjacent exponent bits is still a bf16 number: golden rounded to bf16
+// reproduces every other element, so the one element is the fault.
+void TestDetector::upsetOnTheGridIsAFault() {
+  const auto g = values(64 * 64, 46);
+  auto c = g;
+  fp::roundInPlace(fp::kBf16, c.data(), c.size());
+  std::size_t at = 100;
+  while (!(std::fabs(c[at]) >= 0.0625f && std::fabs(c[at]) < 0.125f)) ++at;
+  c[at] = flip(c[at], 0x06000000u);  // exponent 123 -> 119
+  QCOMPARE(fp::roundTo(fp::kBf16, c[at]), c[at]);
+  const auto d = run(g, c);
+  QCOMPARE(d.verdict.model, std::string("multi_bit_flip"));
+  QCOMPARE(d.verdict.evidence.at("first_outlier"), double(at));
+  QVERIFY(!d.findings.empty() && d.findings.front().parameters.at("format") == "bf16");
+}
+
+// Each query sees one key too many: the last query of each head is exact, the others far off.
+void TestDetector::maskOffByOneIsAnIndexError() {
+  const int heads = 4, t = 32, dim = 16;
+  const auto q = values(std::size_t(heads * t * dim), 47), k = values(std::size_t(heads * t * dim), 48),
+             v = values(std::size_t(heads * t * dim), 49);
+  const auto g = causalAttention(q, k, v, heads, t, dim, 0);
+  const auto c = causalAttention(q, k, v, heads, t, dim, 1);
+  const auto d = run(g, c, {uint64_t(heads), uint64_t(t), uint64_t(dim)});
+  QVERIFY2(d.verdict.model == "index_error", (d.verdict.model + ": " + d.verdict.explanation).c_str());
+  QCOMPARE(d.verdict.evidence.at("exact_rows"), double(heads));
+}
+
+// Two runs of a kernel that rounds to bf16 stochastically: precision loss first, the runs' difference
+// beside it; two runs of an fp32 race stay nondeterministic.
+void TestDetector::stochasticRoundingRunsAreLegitimateFirst() {
+  const auto g = values(4096, 50);
+  std::mt19937 rng(3);
+  std::vector<std::vector<float>> runs(2, g);
+  for (auto& c : runs)
+    for (float& x : c) {
+      const uint32_t b = fp::bitsOf(x) + (rng() & 0xFFFFu);
+      x = fp::floatOf(b & 0xFFFF0000u);
+    }
+  const auto d = detector::detect(g.data(), {runs[0].data(), runs[1].data()}, {64, 64});
+  QCOMPARE(d.verdict.model, std::string("precision_loss"));
+  QCOMPARE(d.verdict.parameters.at("rounding"), std::string("stochastic"));
+  QCOMPARE(d.verdict.parameters.at("format"), std::string("bf16"));
+  QVERIFY(!d.findings.empty() && d.findings.front().model == "nondeterministic");
+  auto race = g;
+  race[7] = std::nextafter(race[7], 10.0f);
+  const auto e = detector::detect(g.data(), {g.data(), race.data()}, {64, 64});
+  QCOMPARE(e.verdict.model, std::string("nondeterministic"));
 }
 
 QTEST_GUILESS_MAIN(TestDetector)

@@ -187,7 +187,8 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
     }
     const at::Tensor g = golden.detach().contiguous();
     substitutions_.push_back({id, call.variant,
-                              analyzer::summarize(g.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(g.numel()))});
+                              analyzer::summarize(g.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(g.numel())),
+                              "ok", ""});
     for (kernels::Injection& inj : policy_->candidate->takeInjections()) injections_.push_back(std::move(inj));
     // The candidate's values flow on; element-wise ops keep golden's gradient path.
     out = golden.requires_grad() ? StraightThrough::apply(golden, candidate) : candidate;
