@@ -3,10 +3,17 @@
 //   peat-probe plugin PLUGIN           loads a user kernel and checks it
 //   peat-probe session FILE [--verify] reads a session file's structure (all its data, with --verify)
 //   peat-probe hdf5 FILE DATASET       reads one float dataset of any HDF5 file (file.h5:/path tensors)
-//   peat-probe torchscript FILE        loads and rewrites a TorchScript model file (through libpeat_torch.so)
+//   peat-probe torchscript FILE [SHAPE TASK]
+//                                      loads and rewrites a TorchScript model file (through libpeat_torch.so);
+//                                      with SHAPE ("2,3,32,32") and TASK, also runs its first forward on
+//                                      zeros of that shape, under a memory limit (PEAT_MODEL_MEMORY_MIB)
 //   peat-probe onnx FILE               reads an ONNX model into SAVE's graph (through libpeat_onnx.so)
 // Prints "ok..." or "error\treason"; a crash or a hang is seen by the parent.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,7 +27,65 @@
 #include "core/plugin/plugin_probe.h"
 #include "core/save/onnx_model.h"
 #include "core/torch_module.h"
+#include "core/util/helper_process.h"
 #include "core/store/session.h"
+
+namespace {
+
+// The torch module ends the process on an error (after printing it): the command runs in a child
+// of this helper, with its standard error in a file, so that its message can be passed on. The
+// child dies with this helper (a parent's time-out kills both); a signal that ends the child ends
+// this helper the same way, so the caller sees the crash.
+int runTorchScriptProbe(const peat::cli::TorchCommand& c, bool limited) {
+  char errors[] = "/tmp/peat-probe-XXXXXX";
+  const int errFd = ::mkstemp(errors);
+  if (errFd < 0) {
+    std::printf("error\tcannot make a temporary file for the model's messages\n");
+    return 1;
+  }
+  ::unlink(errors);
+  std::fflush(stdout);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(errFd, 2);
+    if (limited) {  // heap and anonymous mappings: a forward's tensors
+      const rlim_t mib = rlim_t(peat::sys::modelMemoryMiB());
+      const rlimit limit{mib << 20, mib << 20};
+      ::setrlimit(RLIMIT_DATA, &limit);
+    }
+    const int rc = peat::runTorchCommand(peat::cli::encode(c));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(rc);
+  }
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) {
+    std::printf("error\tcannot start the model's probe\n");
+    return 1;
+  }
+  if (WIFSIGNALED(status)) {  // the model crashed: so does this helper, for the caller to see
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::raise(WTERMSIG(status));
+    std::_Exit(128 + WTERMSIG(status));
+  }
+  if (WEXITSTATUS(status) == 0) {
+    std::printf("ok\t0\n");
+    return 0;
+  }
+  char buffer[8192] = {};
+  const ssize_t n = ::pread(errFd, buffer, sizeof buffer - 1, 0);
+  std::string message(buffer, std::size_t(n > 0 ? n : 0));
+  const std::size_t at = message.rfind("peat: error: ");
+  message = at == std::string::npos ? std::string("the model file was refused") : message.substr(at + 13);
+  message = message.substr(0, message.find('\n'));
+  std::printf("error\t%s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
@@ -48,22 +113,21 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (mode == "torchscript" && argc == 3) {
+    if (mode == "torchscript" && (argc == 3 || argc == 5)) {
       // LibTorch's loader and the graph rewrite on a model file from someone else: `peat models
-      // --inspect FILE` in this throw-away process, its report discarded (the caller loads the file
-      // again for the messages of a clean refusal); only a crash or a hang matters here.
+      // --inspect FILE` in this throw-away process, its report discarded; only a crash or a hang
+      // matters here (the caller loads the file again for the messages of a clean refusal). With a
+      // shape, the model's own code runs too (its first forward), under a memory limit, and a clean
+      // refusal's message is passed on: the caller must not run that forward itself to learn it.
       peat::cli::TorchCommand c;
       c.name = "models";
       c.inspect = argv[2];
       c.insideProbe = true;
-      std::fflush(stdout);
-      const int saved = ::dup(1), devnull = ::open("/dev/null", O_WRONLY);
-      ::dup2(devnull, 1);
-      const int rc = peat::runTorchCommand(peat::cli::encode(c));
-      std::fflush(stdout);
-      ::dup2(saved, 1);
-      std::printf(rc == 0 ? "ok\t0\n" : "error\tthe model file was refused (exit %d)\n", rc);
-      return rc == 0 ? 0 : 1;
+      if (argc == 5) {
+        c.inputShape = argv[3];
+        c.task = argv[4];
+      }
+      return runTorchScriptProbe(c, argc == 5);
     }
     if (mode == "onnx" && argc == 3) {  // protobuf, ONNX's checker and the mapping onto SAVE's graph
       const peat::save::Graph g = peat::save::onnxGraph(argv[2], peat::save::InsideProbe{});

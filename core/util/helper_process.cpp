@@ -87,6 +87,14 @@ double probeTimeout(double fallback) {
   return fallback;
 }
 
+int64_t modelMemoryMiB() {
+  const char* v = std::getenv("PEAT_MODEL_MEMORY_MIB");
+  if (!v || !*v) return 4096;
+  char* end = nullptr;
+  const long long mib = std::strtoll(v, &end, 10);
+  return end && *end == '\0' && mib >= 256 ? int64_t(mib) : 4096;
+}
+
 HelperResult runProbeHelper(const std::vector<std::string>& args, double seconds, const std::string& doing,
                             const std::string& crashed) {
   const std::string helper = moduleDirectory() + "/peat-probe";

@@ -3,6 +3,7 @@
 // Runs one of peat's helper programs (in the module directory) as a throw-away child process and
 // collects what it prints: work that may crash or hang (a user's plugin, a session file from
 // someone else read by the HDF5 library) happens there, never in the caller.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ std::string describeSignal(int signal);
 
 // `fallback` seconds, or what $PEAT_PROBE_TIMEOUT says (at least 0.1 s).
 double probeTimeout(double fallback);
+
+// The memory a model file's first forward may take in the probe helper, in MiB: 4096, or what
+// $PEAT_MODEL_MEMORY_MIB says (at least 256).
+int64_t modelMemoryMiB();
 
 // Runs peat-probe (in the module directory) with `args` on a file from someone else, for the model
 // loaders. Messages name the work: "`doing` did not finish within N s in the probe helper; it was

@@ -441,6 +441,7 @@ int runModelsCommand(const cli::TorchCommand& c) {
     const std::vector<int64_t> shape = parseCounts("--input-shape", c.inputShape);
     for (int64_t d : shape)
       if (d <= 0) throw std::invalid_argument("--input-shape '" + c.inputShape + "' has a dimension that is not positive");
+    if (!c.insideProbe) models::probeModelForward(c.inspect, shape, task);  // its code, where it cannot hurt
     calls = models::forwardCalls(*model, shape);
   }
   auto callOf = [&](const std::string& layer) -> const models::SiteCall* {

@@ -621,6 +621,32 @@ void probeModelFile(const std::string& path) {
   probed.insert(key);  // a clean refusal (exit 1) is loaded here again for its message
 }
 
+void probeModelForward(const std::string& path, const std::vector<int64_t>& inputShape, Task task) {
+  static std::mutex mutex;
+  static std::set<std::string> probed;
+  std::string shape;
+  for (int64_t d : inputShape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+  const std::string taskText = task == Task::Text ? "lm" : task == Task::Regression ? "regression" : "classification";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::invalid_argument("cannot read model file '" + path + "'");
+  const std::string key = path + "\t" + std::to_string(st.st_size) + "\t" + std::to_string(st.st_mtim.tv_sec) + "." +
+                          std::to_string(st.st_mtim.tv_nsec) + "\t" + shape + "\t" + taskText;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (probed.count(key)) return;
+  const double seconds = sys::probeTimeout(120);
+  const std::string limits = "under " + std::to_string(sys::modelMemoryMiB()) +
+                             " MiB (PEAT_MODEL_MEMORY_MIB) and " + std::to_string(int(seconds)) + " s (PEAT_PROBE_TIMEOUT)";
+  const sys::HelperResult r =
+      sys::runProbeHelper({"torchscript", path, shape, taskText}, seconds,
+                          "the first forward of model file '" + path + "' (" + limits + ")",
+                          "the first forward of model file '" + path + "' crashed");
+  if (r.exitCode != 0) {
+    const std::string why = r.output.rfind("error\t", 0) == 0 ? r.output.substr(6) : r.output;
+    throw std::invalid_argument(why + " (its first forward ran in the probe helper " + limits + ")");
+  }
+  probed.insert(key);
+}
+
 std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe) {
   if (probe == Probe::First) probeModelFile(path);
   return std::make_shared<ScriptedModel>(path, task);

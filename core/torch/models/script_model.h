@@ -72,6 +72,11 @@ std::string interpreterMessage(const std::string& what);
 // instead of taking this process down. `peat models --inspect` is what the helper runs: it loads
 // in place (Probe::Inside).
 enum class Probe { First, Inside };
+// The model's own code on an input of `inputShape` (zeros; int64 ids where its embedding wants them),
+// once, in the probe helper under a memory limit (PEAT_MODEL_MEMORY_MIB, 4096 MiB by default) and
+// a time limit (PEAT_PROBE_TIMEOUT, 120 s): a forward that crashes, hangs or takes too much memory
+// refuses the file with one line before this process runs it. Throws std::invalid_argument.
+void probeModelForward(const std::string& path, const std::vector<int64_t>& inputShape, Task task);
 std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe = Probe::First);
 
 }  // namespace peat::models

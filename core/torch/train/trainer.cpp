@@ -452,6 +452,9 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
       options_.dataSha256 = digest;
     }
     auto model = models::loadScriptedModel(options_.model, task);
+    std::vector<int64_t> probeShape{std::min<int64_t>(2, data->trainCount())};
+    for (int64_t d : data->sampleShape()) probeShape.push_back(d);
+    models::probeModelForward(options_.model, probeShape, task);  // its code, where it cannot hurt
     routing_ = model->routingSummary();
     model_ = model;
     checkModelAgainstData(*data);
