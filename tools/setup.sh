@@ -22,7 +22,7 @@ packages=(
   # the exact placement solver of tests/bench/save_placement_optimum.py (HiGHS through SciPy)
   python3-scipy
   # models written by others, exported at test time (TorchScript for PEAT, ONNX for SAVE)
-  python3-torch python3-torchvision libonnx-dev libprotobuf-dev protobuf-compiler
+  python3-torch python3-torchvision python3-onnx libonnx-dev libprotobuf-dev protobuf-compiler
   # MPI for --mpi campaigns and their mpirun test (optional at build time)
   libopenmpi-dev openmpi-bin
   # the libFuzzer target for the .npy reader

@@ -21,7 +21,12 @@
 
 namespace peat::save::onnx_import {
 
-inline constexpr int64_t kNewestOpset = 17;  // libonnx 1.12
+inline constexpr int64_t kNewestOpset = 17;      // libonnx 1.12 checks up to here
+inline constexpr int64_t kNewestLowered = 21;    // opsets 18-21 are lowered to 17 (onnx_opset.cpp)
+
+// Rewrites a model of opset 18-21 into its opset-17 form (onnx_opset.cpp); throws SaveError naming
+// a node that has none.
+void lowerToOpset17(onnx::ModelProto& model, const std::string& path);
 
 struct Constant {
   std::vector<int64_t> dims;
@@ -171,6 +176,7 @@ class Importer {
   // refuses the node
   static const OpMapping* mappingOf(const std::string& op);
   static bool keepsShape(const std::string& op);
+  static std::string unreadAttribute(const onnx::NodeProto& n);
   void nodeInner(const onnx::NodeProto& n);
   void mapIdentity(const onnx::NodeProto& n);
   bool foldConstants(const onnx::NodeProto& n);
@@ -194,7 +200,7 @@ class Importer {
   void mapHardSigmoid(const onnx::NodeProto& n);
   void mapHardSwish(const onnx::NodeProto& n);
   void mapReduceMean(const onnx::NodeProto& n);
-  int hardSigmoid(const onnx::NodeProto& n, const std::string& name, int x);
+  int hardSigmoid(const std::string& name, int x, float alpha, float beta);
   int avgPool(const onnx::NodeProto& n, int x, int64_t extra);
   int conv(const onnx::NodeProto& n, int x, int64_t extraPad = 0);
   int gemm(const onnx::NodeProto& n, int x);

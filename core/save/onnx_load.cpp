@@ -59,10 +59,15 @@ void Importer::load() {
   for (const auto& op : model_.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
   for (const auto& op : model_.opset_import())
-    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kNewestOpset)
+    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > kNewestLowered)
       throw SaveError("ONNX model '" + path_ + "' uses opset " + std::to_string(op.version()) +
-                      ", newer than this ONNX library supports (" + std::to_string(kNewestOpset) +
+                      ", newer than SAVE reads (" + std::to_string(kNewestLowered) +
                       "): export it with torch.onnx.export(..., opset_version=17)");
+  if (opset_ > kNewestOpset) lowerToOpset17(model_, path_);  // what exporters write now, in 17's words
+  if (model_.ir_version() > 8)  // libonnx 1.12 reads IR 8; a newer IR only adds what a float model lacks
+    throw SaveError("ONNX model '" + path_ + "' has IR version " + std::to_string(model_.ir_version()) +
+                    " with opset " + std::to_string(opset_) + ", newer than SAVE reads (8): export it with "
+                    "torch.onnx.export(..., opset_version=17)");
   for (onnx::TensorProto& t : *model_.mutable_graph()->mutable_initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL) readExternal(t);
   try {
