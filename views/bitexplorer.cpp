@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "views/bitexplorer.h"
 
+#include <QCheckBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -47,9 +48,16 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   context_->setWordWrap(true);
   context_->setMinimumHeight(2 * context_->fontMetrics().height() + 6);
   layout->addWidget(context_);
-  auto* row = new QHBoxLayout;
-  row->setSpacing(1);
+  // the 32 bits as a teacher draws them: numbered above, the fields named below
+  auto* grid = new QGridLayout;
+  grid->setHorizontalSpacing(1);
+  grid->setVerticalSpacing(1);
+  auto column = [](int b) { return 31 - b + (b < 31 ? 1 : 0) + (b < 23 ? 1 : 0); };  // a gap after the sign and the exponent
   for (int b = 31; b >= 0; --b) {
+    auto* number = new QLabel(QString::number(b), this);
+    number->setAlignment(Qt::AlignCenter);
+    bitNumbers_[std::size_t(b)] = number;
+    grid->addWidget(number, 0, column(b));
     auto* button = new QToolButton(this);
     button->setCheckable(true);
     button->setAutoRaise(false);
@@ -58,18 +66,65 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
     button->setToolTip(tr("bit %1 (%2): click to toggle").arg(b).arg(QLatin1String(field)));
     connect(button, &QToolButton::clicked, this, [this, b] { toggleBit(b); });
     buttons_[std::size_t(b)] = button;
-    row->addWidget(button);
-    if (b == 31 || b == 23) row->addSpacing(8);
+    grid->addWidget(button, 1, column(b));
   }
-  row->addStretch(1);
-  layout->addLayout(row);
+  grid->setColumnMinimumWidth(1, 8);
+  grid->setColumnMinimumWidth(10, 8);
+  const QString fieldNames[3] = {tr("sign"), tr("exponent (8 bits, bias 127)"), tr("mantissa (23 bits; the leading 1 is implicit)")};
+  const int spans[3][2] = {{column(31), 1}, {column(30), 8}, {column(22), 23}};
+  for (int f = 0; f < 3; ++f) {
+    auto* name = new QLabel(fieldNames[f], this);
+    name->setAlignment(Qt::AlignCenter);
+    name->setStyleSheet(QStringLiteral("border-top: 2px solid %1").arg(palette::bitField(f).name()));
+    fieldLabels_[std::size_t(f)] = name;
+    grid->addWidget(name, 2, spans[f][0], 1, spans[f][1]);
+  }
+  grid->setColumnStretch(column(0) + 1, 1);
+  layout->addLayout(grid);
+  // stepping along the value line, and the reading size
+  auto* steps = new QHBoxLayout;
+  previous_ = new QPushButton(tr("< Previous float"), this);
+  next_ = new QPushButton(tr("Next float >"), this);
+  previous_->setToolTip(tr("The largest fp32 value below this one (one ULP down)"));
+  next_->setToolTip(tr("The smallest fp32 value above this one (one ULP up)"));
+  large_ = new QCheckBox(tr("Large type"), this);
+  large_->setToolTip(tr("Bigger digits and bits, for a projector or a classroom"));
+  steps->addWidget(previous_);
+  steps->addWidget(next_);
+  steps->addStretch(1);
+  steps->addWidget(large_);
+  layout->addLayout(steps);
+  connect(previous_, &QPushButton::clicked, this, &BitExplorer::stepPrevious);
+  connect(next_, &QPushButton::clicked, this, &BitExplorer::stepNext);
+  connect(large_, &QCheckBox::toggled, this, &BitExplorer::setLargeType);
   value_ = new QLabel(this);
+  fp64_ = new QLabel(this);
+  fp64_->setToolTip(tr("The value typed, in fp64 (sign, 11 exponent bits with bias 1023, 52 mantissa bits): what fp32 rounds from"));
   change_ = new QLabel(this);
   formats_ = new QLabel(this);
   blocks_ = new QLabel(this);
   blocks_->setToolTip(tr("The block this value belongs to in each block-scaled format: the block's largest magnitude,\n"
                          "its shared scale, and what the value becomes. Shown for a value of a tensor (a compared pair)."));
-  for (QLabel* l : {value_, change_, formats_, blocks_}) {
+  auto* shown = new QHBoxLayout;
+  shown->addWidget(new QLabel(tr("Formats:"), this));
+  for (const fp::Format& f : fp::narrowFormats()) {
+    auto* box = new QCheckBox(QString::fromLatin1(f.name.data(), int(f.name.size())), this);
+    box->setChecked(f.name != fp::kE3M2.name && f.name != fp::kE2M3.name && f.name != fp::kE2M1.name);  // fp6/fp4 on demand
+    box->setToolTip(tr("Show this value rounded to %1 (as the candidate kernels round: fp8 saturates)")
+                        .arg(QString::fromLatin1(f.name.data(), int(f.name.size()))));
+    connect(box, &QCheckBox::toggled, this, [this] { refresh(); });
+    formatBoxes_.push_back(box);
+    shown->addWidget(box);
+  }
+  shown->addStretch(1);
+  for (QLabel* l : {value_, fp64_, change_}) {
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setWordWrap(true);
+    l->setMinimumHeight(2 * l->fontMetrics().height() + 4);
+    layout->addWidget(l);
+  }
+  layout->addLayout(shown);
+  for (QLabel* l : {formats_, blocks_}) {
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     l->setWordWrap(true);
     l->setMinimumHeight(2 * l->fontMetrics().height() + 4);  // a wrapped second line stays visible
@@ -80,6 +135,7 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   mono.setStyleHint(QFont::Monospace);
   formats_->setFont(mono);
   blocks_->setFont(mono);
+  fp64_->setFont(mono);
   flipRow_ = new QWidget(this);
   auto* flip = new QHBoxLayout(flipRow_);
   flip->setContentsMargins(0, 0, 0, 0);
@@ -121,10 +177,15 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
     }
     if (ok) {
       clearContexts();
+      bool decimal = false;
+      const double typed = input_->text().trimmed().toDouble(&decimal);
       setValue(v);
+      if (decimal && std::isfinite(typed)) typed_ = typed;  // fp64 shows what was typed, before fp32 rounds it
+      refresh();
     }
     else change_->setText(tr("'%1' is not a number (a decimal, inf, nan, or bits as 0x3f800000 or 0b...)").arg(input_->text()));
   });
+  baseFontSize_ = font().pointSizeF() > 0 ? font().pointSizeF() : 10.0;
   setValue(1.0f);
 }
 
@@ -203,8 +264,47 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
     w->resize(w->width(), w->sizeHint().height());
 }
 
+void BitExplorer::stepNext() {
+  const fp::Explained e = fp::explain(fp::kFp32, bits_);
+  if (!e.above) return;
+  clearContexts();
+  setValue(*e.above);
+}
+
+void BitExplorer::stepPrevious() {
+  const fp::Explained e = fp::explain(fp::kFp32, bits_);
+  if (!e.below) return;
+  clearContexts();
+  setValue(*e.below);
+}
+
+void BitExplorer::setFormatShown(const QString& name, bool shown) {
+  for (QCheckBox* box : formatBoxes_)
+    if (box->text() == name) box->setChecked(shown);
+}
+
+void BitExplorer::setLargeType(bool large) {
+  {
+    const QSignalBlocker block(large_);
+    large_->setChecked(large);
+  }
+  QFont f = QWidget::font();
+  f.setPointSizeF(large ? 1.6 * baseFontSize_ : baseFontSize_);
+  for (QWidget* w : findChildren<QWidget*>()) {
+    QFont wf = w->font();
+    wf.setPointSizeF(f.pointSizeF());
+    w->setFont(wf);
+  }
+  for (QToolButton* b : buttons_) b->setFixedSize(large ? 36 : 22, large ? 42 : 26);
+  adjustSize();
+}
+
+bool BitExplorer::largeType() const { return large_->isChecked(); }
+QString BitExplorer::fp64Text() const { return fp64_->text(); }
+
 void BitExplorer::setValue(float value) {
   reference_ = value;
+  typed_ = double(value);
   bits_ = fp::bitsOf(value);
   toggle_.reset();
   input_->setText(number(value));
@@ -335,13 +435,24 @@ void BitExplorer::refresh() {
   } else {
     change_->setText(tr("Click a bit to toggle it."));
   }
+  const fp::Explained64 d = fp::explain64(typed_);
+  QString bits64 = QString::number(d.bits, 2).rightJustified(64, QLatin1Char('0'));
+  bits64.insert(12, QLatin1Char(' ')).insert(1, QLatin1Char(' '));
+  fp64_->setText(tr("fp64  %1\n      = %2%3").arg(bits64, d.exact.empty() ? number(d.value) : QString::fromStdString(d.exact),
+                                              d.exact.empty() ? QString()
+                                                              : tr("  = %1%2 x 2^%3").arg(d.sign ? QStringLiteral("-") : QString(),
+                                                                                          QString::fromStdString(d.significand))
+                                                                    .arg(d.unbiasedExponent)));
   QStringList rows;
-  for (const fp::Format& f : {fp::kFp16, fp::kBf16, fp::kTf32, fp::kE4M3, fp::kE5M2}) {
-    const uint32_t code = fp::encode(f, e.value);
-    const float rounded = fp::decode(f, code);
-    rows << QStringLiteral("%1  %2  = %3  (rounding error %4)")
-                .arg(QString::fromLatin1(f.name.data(), int(f.name.size())).leftJustified(5), bitString(f, code).leftJustified(21),
-                     number(rounded), std::isfinite(rounded) && std::isfinite(e.value) ? number(double(rounded) - double(e.value)) : tr("-"));
+  const std::vector<fp::Format> formats = fp::narrowFormats();
+  for (std::size_t k = 0; k < formats.size(); ++k) {
+    if (!formatBoxes_[k]->isChecked()) continue;
+    const fp::Format& f = formats[k];
+    const fp::Narrowed n = fp::narrowAsCandidate(f, e.value);
+    rows << QStringLiteral("%1  %2  = %3  (rounding error %4)%5")
+                .arg(QString::fromLatin1(f.name.data(), int(f.name.size())).leftJustified(5), bitString(f, n.code).leftJustified(21),
+                     number(n.value), std::isfinite(n.value) && std::isfinite(e.value) ? number(double(n.value) - double(e.value)) : tr("-"),
+                     n.saturated ? tr(", saturated to its largest value as the fp8 candidate does") : QString());
   }
   formats_->setText(rows.join(QLatin1Char('\n')));
   QStringList blocks;

@@ -10,6 +10,7 @@
 #include "core/fp/explain.h"
 #include "core/save/flip_in_model.h"
 
+class QCheckBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -39,6 +40,12 @@ class BitExplorer : public QWidget {
   void setBlockContext(const std::vector<fp::BlockPlace>& places);
   void clearContexts();  // SAVE, pair and blocks: a typed value has none
   void toggleBit(int bit);  // as a click on the bit does
+  void stepNext();      // the next fp32 value up (the Next float button)
+  void stepPrevious();  // the next one down
+  void setFormatShown(const QString& name, bool shown);  // a narrow format's row ("e4m3", ...)
+  void setLargeType(bool large);
+  bool largeType() const;
+  QString fp64Text() const;  // the value typed, in fp64
   uint32_t bits() const { return bits_; }
   float referenceValue() const { return reference_; }
   const std::optional<fp::Toggle>& lastToggle() const { return toggle_; }
@@ -66,7 +73,14 @@ class BitExplorer : public QWidget {
   void refresh();
   QLineEdit* input_;
   std::array<QToolButton*, 32> buttons_{};
-  QLabel *context_, *value_, *change_, *formats_, *blocks_;
+  QLabel *context_, *value_, *fp64_, *change_, *formats_, *blocks_;
+  std::array<QLabel*, 32> bitNumbers_{};
+  std::array<QLabel*, 3> fieldLabels_{};
+  QPushButton *previous_, *next_;
+  QCheckBox* large_;
+  std::vector<QCheckBox*> formatBoxes_;  // one per fp::narrowFormats()
+  double typed_ = 1.0;  // the value as typed (fp64), before fp32 rounds it
+  double baseFontSize_ = 10;
   uint32_t bits_ = 0x3f800000u;
   float reference_ = 1.0f;
   std::optional<fp::Toggle> toggle_;

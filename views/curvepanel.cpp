@@ -37,6 +37,7 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   plot_ = new QCustomPlot(this);
   plot_->setMouseTracking(true);
   followPalette(plot_);
+  legendBelow(plot_);  // the loss and accuracy lines cross every corner
   plot_->setToolTip(tr("Training loss (left axis, solid) and accuracy (right axis, dashed) per iteration.\n"
                        "Runtime fault injection: the golden run (grey) and the run with the candidate kernel (red);\n"
                        "triangles mark iterations where the candidate replaced the golden kernel."));
@@ -57,7 +58,7 @@ void CurvePanel::showMessage(const QString& text) {
   summary_->hide();
   plot_->clearPlottables();
   plot_->clearItems();
-  plot_->legend->setVisible(false);
+  showLegendBelow(plot_, false);
   auto* item = new QCPItemText(plot_);
   item->position->setType(QCPItemPosition::ptAxisRectRatio);
   item->position->setCoords(0.5, 0.5);
@@ -140,7 +141,7 @@ void CurvePanel::showCurves(const store::TrainingCurve& run, const store::Traini
     if (other) losses.expand(g);
   }
   plot_->yAxis->setRange(0, found ? losses.upper * 1.1 : 1);
-  plot_->legend->setVisible(true);
+  showLegendBelow(plot_, true);
   plot_->replot();
 }
 

@@ -125,7 +125,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   for (QCustomPlot* p : {plot_, bits_, map_}) {
     p->clearPlottables();
     p->clearItems();
-    p->legend->setVisible(false);
+    showLegendBelow(p, false);
   }
   plot_->xAxis->setLabel(scaleBox_->currentText());
   plot_->yAxis->setLabel(tr("elements"));
@@ -212,7 +212,8 @@ void ErrorPlotPanel::draw() {
   wholeTicks(plot_->xAxis);  // bins are whole powers of two
   plot_->xAxis->setLabel(scale_ == Scale::Log2Abs ? tr("log2 |candidate - golden|") : tr("log2 ULP distance"));
   plot_->yAxis->setLabel(tr("elements (log)"));
-  plot_->legend->setVisible(true);
+  plot_->legend->setWrap(reports_.size() > 3 ? 2 : 1);  // call names are long: one or two to a row
+  showLegendBelow(plot_, true);
   plot_->replot();
 
   // bit positions of the first call, coloured by field
@@ -246,7 +247,7 @@ void ErrorPlotPanel::draw() {
   bits_->xAxis->setLabel(several ? tr("bit position, %1").arg(shortCall(r)) : tr("bit position"));
   bits_->yAxis->setRange(0, most * 1.1);
   bits_->yAxis->setLabel(tr("elements"));
-  bits_->legend->setVisible(true);
+  showLegendBelow(bits_, true);
   bits_->replot();
   drawMap();
 }
@@ -328,6 +329,7 @@ void ErrorPlotPanel::requestGrouping(int index) {
 void ErrorPlotPanel::drawMap() {
   map_->clearPlottables();
   map_->clearItems();
+  showLegendBelow(map_, false);  // back with the worst element's star
   marks_ = 0;
   const analyzer::StoredCallReport& r = reports_.front();
   if (r.tileMismatch.empty() || r.tilesDown == 0 || r.tilesAcross == 0) {
@@ -341,16 +343,17 @@ void ErrorPlotPanel::drawMap() {
   const bool oneBit = (mapBit_ >= 0 || mapBin_ != INT_MIN) && mapCounts_.size() == r.tileMismatch.size();
   const std::vector<uint64_t>& counts = oneBit ? mapCounts_ : r.tileMismatch;
   double most = 0;  // the scale runs over the data's own range, so a map of small shares is not all white
-  QCPColorMap* tiles = tileMap(map_, across, down, threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1)),
+  const QCPColorGradient blues = threeColors(QColor(0xf5, 0xf5, 0xf5), QColor(0x64, 0xb5, 0xf6), QColor(0x0d, 0x47, 0xa1));
+  QCPColorMap* tiles = tileMap(map_, across, down, blues,
                                [&](int row, int c) {
                                  const double share = double(counts[std::size_t(row) * std::size_t(across) + std::size_t(c)]) /
                                                       double(std::max<uint64_t>(1, tileElements(r, row, c)));
                                  most = std::max(most, share);
                                  return share;
                                });
-  QCPColorScale* scale = colorScaleOf(map_, tr("share of the tile's elements that differ"));
-  tiles->setColorScale(scale);
-  scale->setGradient(tiles->gradient());
+  QCPColorScale* scale = colorScaleOf(map_, tr("share differing"));
+  tiles->setColorScale(scale);  // the map takes the scale's gradient and range: set them there
+  scale->setGradient(blues);
   scale->setDataRange(QCPRange(0, most > 0 ? most : 1));
   if (oneBit) {
     auto* title = new QCPItemText(map_);
@@ -371,14 +374,14 @@ void ErrorPlotPanel::drawMap() {
     worst->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssStar, QPen(QColor(0xd3, 0x2f, 0x2f), 2), Qt::NoBrush, 14));
     worst->addData((double(r.worstCol) + 0.5) / double(r.tileCols), (double(r.worstRow) + 0.5) / double(r.tileRows));
     worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
-    map_->legend->setVisible(true);
+    showLegendBelow(map_, true);
   }
   if (r.tileRows == 1) {  // blocks along the rows
     map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
     map_->yAxis->setLabel(tr("row (%1 in all)").arg(r.rows));
   } else {
-    map_->xAxis->setLabel(tr("tile column (%1 columns each, %2 in all)").arg(r.tileCols).arg(r.cols));
-    map_->yAxis->setLabel(tr("tile row (%1 rows each, %2 in all)").arg(r.tileRows).arg(r.rows));
+    map_->xAxis->setLabel(tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
+    map_->yAxis->setLabel(tr("tile row (%1 rows each)").arg(r.tileRows));
   }
   map_->xAxis->setRange(0, across);
   map_->yAxis->setRange(0, down);
@@ -466,8 +469,14 @@ void ErrorPlotPanel::highlightBitSpan(int lowest, int highest, const QString& la
   auto* text = new QCPItemText(bits_);
   text->position->setTypeX(QCPItemPosition::ptPlotCoords);
   text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-  text->position->setCoords((lowest + highest) / 2.0, 0.03);
-  text->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+  // anchored at the span's end nearer the plot's edge, running inward, so it is never clipped there
+  const bool rightHalf = (lowest + highest) / 2.0 < 15.5;  // the axis runs 31 .. 0 from left to right
+  text->position->setCoords(rightHalf ? lowest - 0.5 : highest + 0.5, 0.03);
+  text->setPositionAlignment(Qt::AlignTop | (rightHalf ? Qt::AlignRight : Qt::AlignLeft));
+  text->setPadding(QMargins(3, 0, 3, 0));
+  text->setBrush(QBrush(QColor(255, 255, 255, 210)));  // readable where it meets a bar
+  const auto& counts = reports_.front().bitMismatch;  // headroom over the tallest bar: the label sits above the bars
+  bits_->yAxis->setRange(0, std::max(1.0, double(counts.empty() ? 1 : *std::max_element(counts.begin(), counts.end()))) * 1.3);
   text->setText(label);
   text->setColor(orange.darker(130));
   bits_->replot();

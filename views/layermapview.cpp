@@ -359,8 +359,12 @@ LayerMapView::LayerMapView(QWidget* parent) : QWidget(parent) {
   arrangeBox_->setToolTip(tr("Tiled: the layer as SAVE cuts it into tiles, [channels, positions] in bands of whole tiles, with\n"
                              "the tile grid and the reliable tiles framed. Per channel: each channel's spatial picture; a tile\n"
                              "is then a run of positions across rows, so no grid is drawn (hover a value for its tile)."));
-  controls->addWidget(viewBox_);
-  controls->addWidget(arrangeBox_);
+  for (QComboBox* box : {viewBox_, arrangeBox_}) {  // a narrow window elides the choices instead of widening
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(12);
+  }
+  controls->addWidget(viewBox_, 1);
+  controls->addWidget(arrangeBox_, 1);
   controls->addWidget(bitBox_);
   controls->addStretch(1);
   layout->addLayout(controls);
@@ -402,7 +406,7 @@ void LayerMapView::showLayer(const save::StoredAnalysis& analysis, save::LayerMa
   const save::LayerMap::Counts c = map_.counts();
   const int64_t n = map_.elements();
   QString text = tr("<b>%1</b> (%2), shape %3: %4 values, %5 type 2 (%6%), %7 vulnerable bits per value on average; "
-                    "tiles of %8 x %9 values, %10 x %11 of them, %12 in reliable memory (hatched), holding %13 values; "
+                    "tiles of %8 x %9 values, %10 x %11 of them, %12 in reliable memory (hatched, and framed when tiled), holding %13 values; "
                     "%14 type-2 values left in unreliable memory for the checks.")
                      .arg(qs(map_.name), qs(map_.op), shapeText(map_.shape))
                      .arg(n)

@@ -50,18 +50,31 @@ inline void wholeTicks(QCPAxis* axis) {
   axis->setTicker(whole);
 }
 
+// Shows or hides a legend kept below the axis rect. A hidden one leaves the layout: an invisible
+// element still holds its cell, and an empty legend's cell narrows the axis rect's column.
+inline void showLegendBelow(QCustomPlot* plot, bool shown) {
+  QCPLayoutGrid* grid = plot->plotLayout();
+  plot->legend->setVisible(shown);
+  const bool placed = plot->legend->layout() == grid;
+  if (shown && !placed) {
+    const int row = grid->rowCount();
+    grid->addElement(row, 0, plot->legend);
+    grid->setRowStretchFactor(row, 0.001);
+  } else if (!shown && placed) {
+    grid->take(plot->legend);
+    grid->simplify();
+  }
+}
+
 // The legend below the axis rect, in rows, so it never covers data or labels drawn on the plot.
-// Call once per plot.
-inline void legendBelow(QCustomPlot* plot) {
+// Call once per plot; `columns`: items per row (fewer for long names).
+inline void legendBelow(QCustomPlot* plot, int columns = 4) {
   if (plot->axisRect()->insetLayout()->elements(false).contains(plot->legend))
     plot->axisRect()->insetLayout()->take(plot->legend);
-  QCPLayoutGrid* grid = plot->plotLayout();
-  const int row = grid->rowCount();
-  grid->addElement(row, 0, plot->legend);
-  grid->setRowStretchFactor(row, 0.001);
   plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  plot->legend->setWrap(4);
+  plot->legend->setWrap(columns);
   plot->legend->setMargins(QMargins(4, 2, 4, 2));
+  showLegendBelow(plot, plot->legend->visible());
 }
 
 // A colour scale at the right of the axis rect, made once and kept (the plot owns it).

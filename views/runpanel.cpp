@@ -365,7 +365,8 @@ QList<QStringList> RunPanel::demoSteps(const QString& session) {
            QStringLiteral("--budget"), QStringLiteral("5%"), QStringLiteral("-s"), session},
           {QStringLiteral("save"), QStringLiteral("campaign"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
            weights, QStringLiteral("--images"), QStringLiteral("500"), QStringLiteral("--flips"),
-           QStringLiteral("1,16,256,1024,4096"), QStringLiteral("-s"), session}};
+           // the basis the README quotes: the same fault rate per byte of each scheme's unreliable memory
+           QStringLiteral("1,16,256,1024,4096"), QStringLiteral("--basis"), QStringLiteral("memory"), QStringLiteral("-s"), session}};
 }
 
 bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& session) {
@@ -445,12 +446,15 @@ bool RunPanel::launch(const QStringList& args) {
   // The child must not inherit this process's open files: an inherited HDF5 file keeps the
   // workbench's lock on a session the run wants to write. Qt's own pipes are close-on-exec.
   process_->setChildProcessModifier([] {
+    ::setpgid(0, 0);  // its own process group: Cancel reaches the helpers it starts (kernel host, probes) too
     for (int fd = 3; fd < 4096; ++fd) {
       const int flags = ::fcntl(fd, F_GETFD);
       if (flags >= 0 && !(flags & FD_CLOEXEC)) ::close(fd);
     }
   });
-  progress_->setRange(0, 0);  // busy until the first progress line
+  progress_->setRange(0, 1000);  // determinate: nothing done until the first progress event says more
+  progress_->setValue(0);
+  estimate_.reset();
   status_->setText((note_.isEmpty() ? QString() : note_ + QStringLiteral("\n")) +
                    tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
   note_.clear();
@@ -482,15 +486,18 @@ void RunPanel::handleEvent(const QByteArray& line) {
   if (type == QLatin1String("progress")) {
     const qint64 done = e.value(QLatin1String("done")).toInteger(), total = e.value(QLatin1String("total")).toInteger();
     if (total <= 0) return;
+    if (cancelled_) return;  // "Cancelling" stays until the run has ended
     progress_->setRange(0, 1000);
     progress_->setValue(int(1000 * done / total));
     const double elapsed = double(clock_.elapsed()) / 1000;
-    const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0;
+    estimate_.update(done, total, elapsed);
+    const double left = estimate_.secondsLeft();
     const QString what = e.contains(QLatin1String("status")) ? e.value(QLatin1String("status")).toString()
                                                             : e.value(QLatin1String("stage")).toString();
-    status_->setText(tr("%1 of %2 %3, %4 s elapsed, about %5 s left")
+    status_->setText(tr("%1 of %2 %3, %4 s elapsed, %5")
                          .arg(done).arg(total).arg(what)
-                         .arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 0));
+                         .arg(elapsed, 0, 'f', 1)
+                         .arg(left < 0 ? tr("estimating the time left") : tr("about %1 s left at this rate").arg(left, 0, 'f', left < 10 ? 1 : 0)));
     emit progressed(done, total);
   } else if (type == QLatin1String("point")) {
     emit livePoint(e.value(QLatin1String("scheme")).toString(), e.value(QLatin1String("flips")).toDouble(),
@@ -533,10 +540,21 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
 void RunPanel::cancel() {
   if (!running()) return;
   cancelled_ = true;
-  ::kill(pid_t(process_->processId()), SIGINT);  // the commands end their run cleanly
-  QTimer::singleShot(10000, process_, [this] {
-    if (running()) process_->kill();  // a second chance only
+  queue_.clear();
+  cancel_->setEnabled(false);
+  status_->setText(tr("Cancelling ..."));
+  const pid_t group = pid_t(process_->processId());
+  if (group > 0) ::kill(-group, SIGINT);  // the commands end their run cleanly
+  // A command finishing its point or iteration may take seconds: the session's journal keeps its
+  // last commit whole (docs/architecture.md, Trust), so a kill after a short grace loses only the
+  // work in flight, and Cancel answers within a second.
+  QTimer::singleShot(kCancelGraceMs, process_, [this, group] {
+    if (!running()) return;
+    if (group > 0) ::kill(-group, SIGKILL);
+    process_->kill();
   });
 }
+
+QString RunPanel::statusText() const { return status_->text(); }
 
 }  // namespace peat::views

@@ -7,6 +7,8 @@
 
 #include <functional>
 
+#include "views/progressestimate.h"
+
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -62,7 +64,10 @@ class RunPanel : public QWidget {
 
   bool running() const;
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
-  void cancel();
+  void cancel();  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs
+  static constexpr int kCancelGraceMs = 600;
+  QString statusText() const;
+  double secondsLeft() const { return estimate_.secondsLeft(); }  // the estimate shown, < 0: none yet
 
  signals:
   void progressed(qint64 done, qint64 total);
@@ -95,6 +100,7 @@ class RunPanel : public QWidget {
   QLabel* status_;
   QProcess* process_;
   QElapsedTimer clock_;
+  ProgressEstimate estimate_;
   QString lastError_, buffer_, runName_;
   bool cancelled_ = false;
   // The rest of a sequence: each step's arguments, made when the step before it has finished (an

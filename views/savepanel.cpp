@@ -96,7 +96,7 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   campaign_->setToolTip(tr("Top-1 accuracy on the test images against the number of bit flips per inference,\n"
                            "one line per protection scheme; the legend gives each scheme's fault-free latency and CPU time\n"
                            "(every thread: SAVE's checks run on a second core) against no protection."));
-  legendBelow(campaign_);  // the schemes' lines run through every corner of the plot
+  legendBelow(campaign_, 2);  // the schemes' lines run through every corner; their names are long
   tabs_->addTab(campaign_, tr("Campaign"));
 
   map_ = new LayerMapView(this);
@@ -349,7 +349,7 @@ void SavePanel::showCampaign(const save::StoredCampaign& c) {
   campaign_->xAxis->setRange(bottom > 0 ? bottom / 1.6 : 0.8, std::max(2.0, top * 1.25));
   campaign_->yAxis->setLabel(tr("top-1 accuracy (%)"));
   campaign_->yAxis->setRange(0, 100);
-  campaign_->legend->setVisible(true);
+  showLegendBelow(campaign_, true);
   followPalette(campaign_);
   campaign_->replot();
 }

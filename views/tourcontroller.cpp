@@ -7,6 +7,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 
 #include <algorithm>
 #include <memory>
@@ -15,6 +16,8 @@
 #include "views/curvepanel.h"
 #include "views/layermapview.h"
 #include "views/mainwindow.h"
+#include "views/overviewpanel.h"
+#include "views/sessiontreemodel.h"
 #include "views/palette.h"
 #include "views/runpanel.h"
 #include "views/savepanel.h"
@@ -47,10 +50,34 @@ void TourController::show() {
   panel_->goTo(0);
 }
 
+QStringList TourController::neededItems() {
+  return {QStringLiteral("golden"), QStringLiteral("bf16"), QStringLiteral("SAVE/lenet-symbolic/conv1"),
+          QStringLiteral("SAVE/lenet-symbolic/conv1.relu"), QStringLiteral("save-campaign")};
+}
+
+bool TourController::sessionHasTourItems() const {
+  if (!session_->reader) return false;
+  for (const QString& item : neededItems())
+    if (!window_->sessionModel()->findPath(item).isValid()) return false;
+  return true;
+}
+
 void TourController::start() {
   const QString demo = demoPath();
-  if (QFileInfo(session_->path) == QFileInfo(demo) && session_->reader) {
+  // the user's own session stays open: the tour runs on it when it holds every step's page
+  if ((QFileInfo(session_->path) == QFileInfo(demo) && session_->reader) || sessionHasTourItems()) {
     emit ready();
+    return;
+  }
+  if (!session_->path.isEmpty()) {  // otherwise on the demo session in a second window, beside this one
+    auto* other = new MainWindow;
+    other->setAttribute(Qt::WA_DeleteOnClose);
+    other->resize(window_->size());
+    other->move(window_->pos() + QPoint(40, 40));
+    other->show();
+    other->startTour();
+    window_->statusBar()->showMessage(
+        tr("The tour runs on the demo session in a second window; %1 stays open here").arg(QFileInfo(session_->path).fileName()));
     return;
   }
   if (QFileInfo::exists(demo)) {
@@ -104,6 +131,11 @@ std::vector<TourPanel::Step> TourController::steps() {
     return false;
   };
   const auto central = [w] { return qobject_cast<QTabWidget*>(w->centralWidget()); };
+  const auto overview = [central] {
+    for (int i = 0; i < central()->count(); ++i)
+      if (auto* page = qobject_cast<OverviewPanel*>(central()->widget(i))) return static_cast<QWidget*>(page);
+    return central()->widget(0);
+  };
   std::vector<TourPanel::Step> steps;
   steps.push_back({tr("1. Record training"),
                    tr("<p><b>peat profile</b> trained LeNet on Fashion-MNIST with every GEMM of the network (the "
@@ -120,7 +152,12 @@ std::vector<TourPanel::Step> TourController::steps() {
                       "here a GEMM that rounds its inputs to bfloat16. The candidate's output is compared with the "
                       "recorded golden output, call by call.</p><p>The analysis named an error model for every call: "
                       "the <b>Detector verdicts</b> table below.</p>"),
-                   item(QStringLiteral("bf16"))});
+                   [w, item, central, overview](QString* why) {  // a playback has no curve: the Overview, not step 1's page
+                     if (!item(QStringLiteral("bf16"))(why)) return false;
+                     central()->setCurrentWidget(overview());
+                     w->verdictTable()->setFocus();
+                     return true;
+                   }});
   steps.push_back({tr("3. Read the error histogram"),
                    tr("<p>One call's page. The <b>histogram</b> counts the elements by the size of their error "
                       "(log2 |candidate - golden|): a narrow hump a few binades below the values is what rounding "
@@ -152,12 +189,13 @@ std::vector<TourPanel::Step> TourController::steps() {
                       "image 0 with that bit flipped in this value: the explorer now shows the image's value and "
                       "its flip, with the logits before and after and which of SAVE's checks caught it. Toggle "
                       "other bits and flip again.</p>"),
-                   [w](QString* why) {
+                   [this, w](QString* why) {
                      if (!w->selectItem(QStringLiteral("SAVE/lenet-symbolic/conv1.relu"))) {
                        *why = w->lastError();
                        return false;
                      }
-                     w->afterPages([w] {  // the layer's map, once its page has read it
+                     w->afterPages([this, w] {  // the layer's map, once its page has read it
+                       if (!panel_ || panel_->step() != 5) return;  // the user moved on meanwhile
                        const save::LayerMap& m = w->savePanel()->layerMap()->layerMap();
                        if (m.elements() == 0) {
                          w->reportError(tr("the tour cannot flip a bit: conv1.relu has no values"));
@@ -172,12 +210,21 @@ std::vector<TourPanel::Step> TourController::steps() {
                      return true;
                    }});
   steps.push_back({tr("7. What protection buys"),
-                   tr("<p><b>peat save campaign</b> injected memory bit flips into 500 inferences per point: "
-                      "accuracy against the number of flips for no protection, ECC, triple modular redundancy, "
-                      "Ranger and SAVE. What each line means depends on the fault model and the recovery model: "
-                      "see the Explain dock and docs/save.md.</p><p>That is the tour. Leave it, or go back to any "
+                   tr("<p><b>peat save campaign --basis memory</b> injected memory bit flips into 500 inferences "
+                      "per point: accuracy against the number of flips for no protection, ECC, triple modular "
+                      "redundancy, Ranger and SAVE.</p><p><b>The basis:</b> the same fault rate per byte of each "
+                      "scheme's unreliable memory (the x axis counts the unprotected run's flips), the basis the "
+                      "README quotes, where SAVE keeps LeNet's fault-free accuracy (about 86%) up to 4096 flips. "
+                      "With the same flips per inference for every scheme (the default basis), SAVE's smaller "
+                      "unreliable memory would meet them many times denser. The fault and recovery models: the "
+                      "Explain dock and docs/save.md.</p><p>That is the tour. Leave it, or go back to any "
                       "step.</p>"),
                    item(QStringLiteral("save-campaign"))});
+  for (TourPanel::Step& s : steps)
+    s.show = [w, show = std::move(s.show)](QString* why) {
+      if (BitExplorer* explorer = w->bitExplorer()) explorer->window()->hide();  // opened by step 6: not over the next
+      return show(why);
+    };
   return steps;
 }
 

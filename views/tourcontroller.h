@@ -31,6 +31,10 @@ class TourController : public QObject {
   void show();
   TourPanel* panel() const { return panel_; }  // null until first shown
   static QString demoPath();  // in the application data directory
+  // The tree items the steps select; a session holding them all (the demo, or a copy) is toured as
+  // it is, any other open session stays open while the demo opens in a second window.
+  static QStringList neededItems();
+  bool sessionHasTourItems() const;
 
  signals:
   void ready();  // the demo session is open: the tour can begin

@@ -33,7 +33,9 @@ TourPanel::TourPanel(QWidget* parent) : QWidget(parent) {
   auto* buttons = new QHBoxLayout;
   back_ = new QPushButton(tr("< &Back"), this);
   next_ = new QPushButton(tr("&Next >"), this);
-  leave_ = new QPushButton(tr("&Leave tour"), this);
+  leave_ = new QPushButton(tr("&Leave"), this);
+  leave_->setToolTip(tr("Leave the tour (Help > Tour begins it again)"));
+  for (QPushButton* b : {back_, next_, leave_}) b->setMinimumWidth(48);  // the dock may be narrower than three buttons' hints
   buttons->addWidget(back_);
   buttons->addWidget(next_);
   buttons->addStretch(1);

@@ -193,7 +193,9 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
                        const std::string& tile, bool json, bool verdictsOnly) {
   analyzer::ReportOptions ro;
   std::tie(ro.tileRows, ro.tileCols) = parseTile(tile);
-  const analyzer::SessionAnalysis a = analyzer::analyzeSession(session, run, call, ro);
+  events::Progress lines("calls");  // the run panel's determinate bar
+  const analyzer::SessionAnalysis a =
+      analyzer::analyzeSession(session, run, call, ro, [&](int64_t done, int64_t total) { lines(done, total, {}, done == total); });
   if (json) {
     JsonWriter j(std::cout);
     j.beginObject().field("session", a.session).field("run", a.run).field("source_run", a.sourceRun);

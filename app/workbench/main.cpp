@@ -3,14 +3,53 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QTabWidget>
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "core/version.h"
 #include "views/mainwindow.h"
+#include "views/bitexplorer.h"
 #include "views/runpanel.h"
+#include "views/tourpanel.h"
+
+namespace {
+
+// --page: a tab by its title, a nested tab after a slash ("SAVE/Tiles", "Call/Where"); false when
+// there is none of that name.
+bool showPage(peat::views::MainWindow& window, const QString& path) {
+  QWidget* at = window.centralWidget();
+  for (const QString& name : path.split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
+    auto* tabs = qobject_cast<QTabWidget*>(at);
+    if (!tabs && at) tabs = at->findChild<QTabWidget*>();
+    if (!tabs) return false;
+    int found = -1;
+    for (int i = 0; i < tabs->count() && found < 0; ++i)
+      if (tabs->tabText(i).remove(QLatin1Char('&')).compare(name, Qt::CaseInsensitive) == 0) found = i;
+    if (found < 0) return false;
+    tabs->setCurrentIndex(found);
+    at = tabs->widget(found);
+  }
+  return true;
+}
+
+// Calls `then` once the pages have read what is selected (off the GUI thread), at most 30 s on.
+void whenSettled(peat::views::MainWindow& window, std::function<void()> then) {
+  auto* wait = new QTimer(&window);
+  auto waited = std::make_shared<int>(0);
+  QObject::connect(wait, &QTimer::timeout, &window, [&window, wait, waited, then] {
+    if (window.pagesLoading() && ++*waited < 600) return;
+    wait->stop();
+    wait->deleteLater();
+    then();
+  });
+  wait->start(50);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -39,6 +78,11 @@ int main(int argc, char** argv) {
                           QStringLiteral("Open the demo session (LeNet profiled, replayed through bf16 and analysed, with "
                                          "SAVE's selection and a campaign); it is made on first use, in about 10 seconds."));
   parser.addOption(demo);
+  QCommandLineOption page(QStringLiteral("page"),
+                          QStringLiteral("With --screenshot: the page to render, by its tab's title (\"SAVE/Tiles\", \"Call/Where\"); "
+                                         "\"Bit Explorer:VALUE\" renders the bit explorer on VALUE, \"Tour:N\" the tour at step N."),
+                          QStringLiteral("page"));
+  parser.addOption(page);
   parser.process(app);
 
   peat::views::MainWindow window;
@@ -52,22 +96,37 @@ int main(int argc, char** argv) {
 
   if (shooting) {
     const QString file = parser.value(screenshot);
-    auto shoot = [&window, file, &opened] {
-      // once the pages have read what is selected (they read off the GUI thread), then 300 ms to paint
-      auto* wait = new QTimer(&window);
-      auto waited = std::make_shared<int>(0);
-      QObject::connect(wait, &QTimer::timeout, &window, [&window, file, &opened, wait, waited] {
-        if (window.pagesLoading() && ++*waited < 600) return;  // at most 30 s
-        wait->stop();
-        QTimer::singleShot(300, &window, [&window, file, &opened] {
-          opened = opened && window.lastError().isEmpty();
-          const bool saved = window.grab().save(file, "PNG");
-          if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
-          if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
-          QApplication::exit(saved && opened ? 0 : 1);
+    const QString pageName = parser.value(page);
+    auto shoot = [&window, file, &opened, pageName] {
+      // once the pages have read what is selected, the page asked for, its reads, then 300 ms to paint
+      whenSettled(window, [&window, file, &opened, pageName] {
+        QWidget* target = &window;
+        if (pageName.startsWith(QLatin1String("Bit Explorer"), Qt::CaseInsensitive)) {
+          window.showBitExplorer();
+          bool number = false;
+          const float value = pageName.section(QLatin1Char(':'), 1).toFloat(&number);
+          if (number) window.bitExplorer()->setValue(value);
+          target = window.bitExplorer()->window();
+        } else if (pageName.startsWith(QLatin1String("Tour:"), Qt::CaseInsensitive)) {
+          window.startTour();
+          if (!window.tourPanel() || !window.tourPanel()->goTo(pageName.section(QLatin1Char(':'), 1).toInt() - 1)) {
+            std::fprintf(stderr, "peat-workbench: error: no tour step '%s'\n", qPrintable(pageName));
+            opened = false;
+          }
+        } else if (!pageName.isEmpty() && !showPage(window, pageName)) {
+          std::fprintf(stderr, "peat-workbench: error: no page '%s'\n", qPrintable(pageName));
+          opened = false;
+        }
+        whenSettled(window, [&window, file, &opened, target] {
+          QTimer::singleShot(300, &window, [&window, file, &opened, target] {
+            opened = opened && window.lastError().isEmpty();
+            const bool saved = target->grab().save(file, "PNG");
+            if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
+            if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+            QApplication::exit(saved && opened ? 0 : 1);
+          });
         });
       });
-      wait->start(50);
     };
     if (window.runPanel()->running()) {  // the demo is being made: shoot once it is open
       QObject::connect(window.runPanel(), &peat::views::RunPanel::finished, &window,

@@ -319,7 +319,7 @@ std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uin
 }
 
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
-                               const ReportOptions& options) {
+                               const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   SessionAnalysis out;
   out.session = session;
   out.run = run;
@@ -334,6 +334,10 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     std::map<std::string, const store::CallInfo*> recorded;
     for (const store::IterationInfo& it : source.iterations)
       for (const store::CallInfo& c : it.calls) recorded[c.path] = &c;
+    int64_t total = 0, done = 0;
+    for (const store::IterationInfo& it : cand.iterations)
+      for (const store::CallInfo& c : it.calls) total += call.empty() || c.path == call ? 1 : 0;
+    if (progress) progress(0, total);
     for (const store::IterationInfo& it : cand.iterations)
       for (const store::CallInfo& c : it.calls) {
         if (!call.empty() && c.path != call) continue;
@@ -383,6 +387,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           a.detection = detector::detect(golden.data(), {candidate.data()}, seen, options, bound ? &*bound : nullptr);
         }
         out.calls.push_back(std::move(a));
+        if (progress) progress(++done, total);
       }
     if (out.calls.empty())
       throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"

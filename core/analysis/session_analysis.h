@@ -4,6 +4,7 @@
 // call a playback run stored, against the call the profiler recorded), with per-call numbers, their
 // trend over iterations, and the stored reports and verdicts, written and read back here. It sits
 // above both core/analyzer and core/detector, which know nothing of sessions.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,8 +31,10 @@ struct SessionAnalysis {
 
 // `run` is a playback run made with --store-outputs; `call` (optional) limits it to one call path.
 // Writes a run "analysis-<run>" with a per-call table, one report per call and the verdicts.
+// `progress` (optional) hears (calls done, calls in all) after each call, for the run panel's bar.
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
-                               const ReportOptions& options);
+                               const ReportOptions& options,
+                               const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // A call's report as analyzeSession stored it, read back for plots.
 // A conv2d forward call as the GEMMs it is, one per group: A_g = im2col(x's channels of group g)

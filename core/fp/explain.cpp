@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "core/fp/block.h"
@@ -52,6 +54,47 @@ Toggle change(const Format& f, uint32_t from, uint32_t to) {
   t.relativeChange = a != 0 ? t.absoluteChange / std::fabs(a) : std::numeric_limits<double>::infinity();
   t.ulpChange = ulpDistance(f, before.bits, t.after.bits);
   return t;
+}
+
+Overflow candidateOverflow(const Format& f) {
+  return f.name == kE4M3.name || f.name == kE5M2.name ? Overflow::Saturate : Overflow::Standard;
+}
+
+Narrowed narrowAsCandidate(const Format& f, float x) {
+  Narrowed n;
+  n.overflow = candidateOverflow(f);
+  n.code = encode(f, x, n.overflow);
+  n.value = decode(f, n.code);
+  const uint32_t magnitude = n.code & (f.signMask() - 1);
+  const bool clampable = n.overflow == Overflow::Saturate || f.encoding == Encoding::FiniteOnly;
+  n.saturated = clampable && !std::isnan(x) && magnitude == maxFinite(f) && std::fabs(double(x)) > double(decode(f, maxFinite(f)));
+  return n;
+}
+
+std::vector<Format> narrowFormats() { return {kFp16, kBf16, kTf32, kE4M3, kE5M2, kE3M2, kE2M3, kE2M1}; }
+
+std::string exactDecimal(double value) {
+  if (!std::isfinite(value)) return {};
+  char text[1200];  // a double's longest exact expansion has 767 significant digits
+  std::snprintf(text, sizeof text, "%.1100g", value);
+  return text;
+}
+
+Explained64 explain64(double value) {
+  Explained64 e;
+  e.value = value;
+  std::memcpy(&e.bits, &value, sizeof value);
+  e.sign = (e.bits >> 63) != 0;
+  e.exponent = int((e.bits >> 52) & 0x7ff);
+  e.mantissa = e.bits & ((uint64_t(1) << 52) - 1);
+  e.unbiasedExponent = e.exponent == 0 ? -1022 : e.exponent - 1023;
+  e.exact = exactDecimal(value);
+  if (std::isfinite(value)) {
+    char sig[64];
+    std::snprintf(sig, sizeof sig, "%.17g", (e.exponent == 0 ? 0.0 : 1.0) + double(e.mantissa) / 4503599627370496.0);
+    e.significand = sig;
+  }
+  return e;
 }
 
 std::vector<BlockPlace> blockPlaces(const float* row, uint64_t length, uint64_t column, float tensorAmax) {

@@ -34,6 +34,36 @@ Toggle toggle(const Format& f, uint32_t bits, int bit);
 // The same numbers between any two encodings (a reference and what toggles made of it).
 Toggle change(const Format& f, uint32_t from, uint32_t to);
 
+// A value rounded to a narrow format the way the candidate kernels round it (core/torch/kernels'
+// registry): fp8 (E4M3, E5M2) saturates to its largest finite value (65504 is E4M3's 448, not
+// NaN); fp16, bf16 and tf32 overflow to Inf; the fp6/fp4 formats have no Inf or NaN and saturate.
+struct Narrowed {
+  uint32_t code = 0;       // the format's encoding
+  float value = 0;         // decoded
+  bool saturated = false;  // clamped to the largest finite magnitude
+  Overflow overflow = Overflow::Standard;
+};
+Overflow candidateOverflow(const Format& f);
+Narrowed narrowAsCandidate(const Format& f, float x);
+// The narrow formats the bit explorer offers, narrowest-exponent last: fp16, bf16, tf32, e4m3,
+// e5m2, e3m2, e2m3, e2m1.
+std::vector<Format> narrowFormats();
+
+// One fp64 value: its 64 bits' fields and the exact decimal it stands for.
+struct Explained64 {
+  uint64_t bits = 0;
+  double value = 0;
+  bool sign = false;
+  int exponent = 0;             // the biased field, 0-2047
+  int unbiasedExponent = 0;     // the power of two of a normal value (subnormals: -1022)
+  uint64_t mantissa = 0;        // 52 bits
+  std::string exact;            // every decimal digit of the value ("" for Inf and NaN)
+  std::string significand;      // 1.m (or 0.m for subnormals) in decimal, to 17 digits
+};
+Explained64 explain64(double value);
+// Every decimal digit of a finite binary float (a dyadic rational has a finite decimal expansion).
+std::string exactDecimal(double value);
+
 // Where a value sits in a block-scaled format (core/fp/block.h): the block of its row it belongs to,
 // the block's amax and shared scale, and what the value becomes, for each block format.
 struct BlockPlace {

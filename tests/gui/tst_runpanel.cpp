@@ -31,6 +31,7 @@
 #include "views/callpage.h"
 #include "views/bitexplorer.h"
 #include "views/errorplotpanel.h"
+#include "views/overviewpanel.h"
 #include "views/tourpanel.h"
 
 using peat::views::TourPanel;
@@ -374,6 +375,8 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QVERIFY(tour->next());
   QVERIFY(peat::testsupport::settle(again));
   QVERIFY(again.verdictTable()->model()->rowCount() > 0);  // the bf16 replay's verdicts
+  // step 2 changes the page: a playback has no training curve, so not step 1's Training tab
+  QVERIFY(qobject_cast<peat::views::OverviewPanel*>(central->currentWidget()));
   tour->leave();
   QVERIFY(!tour->parentWidget()->isVisible());
   again.startTour();
@@ -408,9 +411,12 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QVERIFY(!tour->text().contains(QStringLiteral("cannot show")));
   QVERIFY(again.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour.png")));
   QVERIFY(again.bitExplorer()->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour-flip.png")));
+  QVERIFY(again.bitExplorer()->window()->isVisible());
   QVERIFY(tour->next());
   QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::CampaignTab);
+  QVERIFY(!again.bitExplorer()->window()->isVisible());  // step 6's explorer does not cover step 7
+  QVERIFY(tour->text().contains(QStringLiteral("--basis memory")));  // the basis the README quotes, stated
   QVERIFY(!tour->next());  // the last step
   tour->leave();
   QCOMPARE(tour->step(), -1);

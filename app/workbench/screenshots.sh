@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Renders every page of the workbench at 1366x768 and 1920x1080 under Xvfb into docs/images/
+# (docs/workbench.md shows them): the demo session (made first, in a scratch data directory), and
+# the numerics fixture of a test run (build/tests/fixtures/numerics.h5) for the Numerics tab.
+#   app/workbench/screenshots.sh [BUILD_DIR] [OUT_DIR]
+set -eu
+build=${1:-build}
+out=${2:-docs/images}
+workbench=${WORKBENCH:-$build/bin/peat-workbench}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config"
+mkdir -p "$out"
+# the demo session: made on first use
+xvfb-run -a -s "-screen 0 1366x768x24" "$workbench" --demo --screenshot "$scratch/first.png" >/dev/null 2>&1
+demo="$XDG_DATA_HOME/PEAT/peat-workbench/demo.h5"  # --demo opens it on its telling call; --select needs the file
+shot() {  # SIZE NAME ARGS...
+  size=$1 name=$2
+  shift 2
+  xvfb-run -a -s "-screen 0 ${size}x24" "$workbench" --screenshot "$out/page-$name-$size.png" "$@"
+  echo "$out/page-$name-$size.png"
+}
+for size in 1366x768 1920x1080; do
+  shot $size overview "$demo" --select bf16 --page Overview
+  shot $size call --demo --page Call
+  shot $size call-where --demo --page Call/Where
+  shot $size training "$demo" --select golden --page Training
+  shot $size numerics "$build/tests/fixtures/numerics.h5" --select golden --page Numerics
+  shot $size save-bits "$demo" --select SAVE/lenet-symbolic --page "SAVE/Bit classes"
+  shot $size save-tiles "$demo" --select SAVE/lenet-symbolic/conv1 --page SAVE/Tiles
+  shot $size save-map "$demo" --select SAVE/lenet-symbolic/conv1 --page SAVE/Map
+  shot $size save-campaign "$demo" --select save-campaign --page SAVE/Campaign
+  shot $size compare --demo --page Compare
+  shot $size bitexplorer --demo --page "Bit Explorer:65504"
+  shot $size tour --demo --page Tour:7
+done

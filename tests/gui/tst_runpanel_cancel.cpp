@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// The run panel against a stand-in for `peat` (PEAT_CLI, a shell script writing the event stream
+// of docs/events.md): the bar is determinate from the start, the time left is estimated from the
+// rate of the run's own progress (not from its start-up), and Cancel ends a child that ignores
+// SIGINT within a second and says "Cancelled".
+#include <QElapsedTimer>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "views/runpanel.h"
+
+using peat::views::RunPanel;
+
+namespace {
+
+// A script that starts up for `startup` seconds, then counts `total` steps of `step` seconds,
+// ignoring SIGINT as a command busy with a long point would.
+QString fakePeat(const QTemporaryDir& dir, double startup, int total, double step) {
+  const QString path = dir.filePath(QStringLiteral("peat"));
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(QStringLiteral("#!/bin/sh\ntrap '' INT\nsleep %1\ni=0\nwhile [ $i -le %2 ]; do\n"
+                         "  echo '{\"v\":1,\"event\":\"progress\",\"done\":'$i',\"total\":%2,\"stage\":\"points\"}' >&2\n"
+                         "  i=$((i+1)); sleep %3\ndone\n")
+              .arg(startup)
+              .arg(total)
+              .arg(step)
+              .toUtf8());
+  f.close();
+  f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  return path;
+}
+
+}  // namespace
+
+class TestRunPanelCancel : public QObject {
+  Q_OBJECT
+ private slots:
+  void estimateComesFromTheRate();
+  void cancelEndsWithinASecond();
+};
+
+void TestRunPanelCancel::estimateComesFromTheRate() {
+  QTemporaryDir dir;
+  // 1.5 s of start-up, then 40 steps of 0.05 s: at step 10 about 1.5 s are left. Counting the
+  // start-up as work (the estimate before this) said about 5 s.
+  qputenv("PEAT_CLI", fakePeat(dir, 1.5, 40, 0.05).toUtf8());
+  RunPanel panel;
+  QSignalSpy progressed(&panel, &RunPanel::progressed);
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  QVERIFY(panel.startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5"))));
+  auto* bar = panel.findChild<QProgressBar*>();
+  QVERIFY(bar);
+  QVERIFY(bar->maximum() > 0);  // determinate before the first event
+  QTRY_VERIFY_WITH_TIMEOUT(!progressed.isEmpty() && progressed.last().at(0).toLongLong() >= 10, 10000);
+  const double left = panel.secondsLeft();
+  QVERIFY2(left > 0.5 && left < 3.5, qPrintable(QString::number(left)));
+  QVERIFY(panel.statusText().contains(QStringLiteral("at this rate")));
+  QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 15000);
+  QVERIFY(finished.at(0).at(0).toBool());
+  qunsetenv("PEAT_CLI");
+}
+
+void TestRunPanelCancel::cancelEndsWithinASecond() {
+  QTemporaryDir dir;
+  qputenv("PEAT_CLI", fakePeat(dir, 0.1, 1000, 0.1).toUtf8());
+  RunPanel panel;
+  QSignalSpy progressed(&panel, &RunPanel::progressed);
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  QVERIFY(panel.startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5"))));
+  QTRY_VERIFY_WITH_TIMEOUT(progressed.size() >= 2, 10000);
+  QElapsedTimer clock;
+  clock.start();
+  panel.cancel();
+  QVERIFY(panel.statusText().startsWith(QStringLiteral("Cancelling")));  // at once, not "Running"
+  QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 5000);
+  QVERIFY2(clock.elapsed() < 1000, qPrintable(QString::number(clock.elapsed())));
+  QVERIFY(!finished.at(0).at(0).toBool());
+  QVERIFY(finished.at(0).at(1).toString().startsWith(QStringLiteral("Cancelled")));
+  QVERIFY(panel.statusText().startsWith(QStringLiteral("Cancelled")));
+  QVERIFY(!panel.running());
+  qunsetenv("PEAT_CLI");
+}
+
+QTEST_MAIN(TestRunPanelCancel)
+#include "tst_runpanel_cancel.moc"
