@@ -60,6 +60,16 @@ void addProfileOptions(CLI::App* app, TorchCommand& c, bool isTrain) {
                 "fp4, plain, tensor- and block-scaled) as the run's table 'numerics'");
 }
 
+// Where a user kernel runs (docs/plugins.md): playback and runtime FI take the same two flags.
+void addKernelHostOptions(CLI::App* app, TorchCommand& c) {
+  app->add_flag("--in-process", c.inProcess,
+                "Run a user kernel (plugin:path=...) inside peat instead of a kernel host process: faster, but a "
+                "crash or hang of the kernel is one of peat (for trusted kernels)");
+  app->add_flag("--stop-on-kernel-failure", c.stopOnKernelFailure,
+                "Stop at the first call a user kernel crashes, hangs or writes out of bounds in (exit 1, the run "
+                "marked failed) instead of recording it and going on");
+}
+
 void addPlaybackOptions(CLI::App* app, TorchCommand& c) {
   app->add_option("--session,-s", c.session, "Session recorded by peat profile")->required();
   app->add_option("--kernel,-k", c.kernel, "Candidate kernel or fault model (see peat kernels)")->required();
@@ -76,12 +86,7 @@ void addPlaybackOptions(CLI::App* app, TorchCommand& c) {
                 "Keep the candidate's outputs in the session, for peat analyze/detect --session");
   app->add_option("--shard", c.shard, "Replay only this part of the calls, INDEX/COUNT (merge with 'peat merge')")
       ->capture_default_str();
-  app->add_flag("--in-process", c.inProcess,
-                "Run a user kernel (plugin:path=...) inside peat instead of a kernel host process: faster, but a "
-                "crash or hang of the kernel is one of peat (for trusted kernels)");
-  app->add_flag("--stop-on-kernel-failure", c.stopOnKernelFailure,
-                "Stop at the first call a user kernel crashes, hangs or writes out of bounds in (exit 1, the run "
-                "marked failed) instead of recording it and going on");
+  addKernelHostOptions(app, c);
   app->add_option("--out,-o", c.out, "Write the run into this session instead (created if missing)");
   app->add_flag("--mpi", c.mpi,
                 "Spread the calls over the ranks of an MPI job (mpirun -n N peat playback ... --mpi): each rank "
@@ -101,12 +106,7 @@ void addRuntimeFiOptions(CLI::App* app, TorchCommand& c) {
       ->capture_default_str();
   app->add_option("--prob", c.probability, "Substitute each matching call with probability p (seeded)")
       ->check(CLI::Range(0.0, 1.0));
-  app->add_flag("--in-process", c.inProcess,
-                "Run a user kernel (plugin:path=...) inside peat instead of a kernel host process: faster, but a "
-                "crash or hang of the kernel is one of peat (for trusted kernels)");
-  app->add_flag("--stop-on-kernel-failure", c.stopOnKernelFailure,
-                "Stop at the first call a user kernel crashes, hangs or writes out of bounds in (exit 1, the run "
-                "marked failed) instead of recording it and going on");
+  addKernelHostOptions(app, c);
   app->add_option("--phase", c.phase, "forward, backward or both")->capture_default_str()->check(
       CLI::IsMember({"forward", "backward", "both"}));
   app->add_option("--out,-o", c.out, "Session file to write")->required();

@@ -20,15 +20,13 @@ import h5py
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import Harness  # noqa: E402
+
 PEAT = sys.argv[1]
 WORK = tempfile.mkdtemp(prefix="peat-hostile-")
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+H = Harness(PEAT)
+check, failures = H.check, H.failures
 
 
 class Forever(torch.nn.Module):

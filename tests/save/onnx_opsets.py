@@ -23,30 +23,15 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import Harness  # noqa: E402
+
 PEAT, WEIGHTS = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = tempfile.mkdtemp(prefix="peat-opsets-")
 IR = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10}
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def peat(*args, expect=0):
-    p = subprocess.run([PEAT, *map(str, args)], capture_output=True, text=True, timeout=600)
-    if p.returncode != expect:
-        raise SystemExit(f"FAIL: peat {' '.join(map(str, args))} exited {p.returncode}: {p.stdout[-800:]} {p.stderr[-800:]}")
-    return p
-
-
-def one_error(args, *needles):
-    lines = [l for l in peat(*args, expect=1).stderr.splitlines() if l.strip()]
-    check(len(lines) == 1 and lines[0].startswith("peat: error: ") and all(n in lines[0] for n in needles),
-          f"one error line with {needles}: {lines[:2]}")
+H = Harness(PEAT)
+check, peat, one_error, failures = H.check, H.run, H.one_error, H.failures
 
 
 def save_model(graph, opset, name):

@@ -28,30 +28,13 @@ import torchvision
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_onnx  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import Harness  # noqa: E402
+
 PEAT, WEIGHTS = sys.argv[1], sys.argv[2]
 WORK = tempfile.mkdtemp(prefix="peat-save-run-")
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def peat(*args, expect=0):
-    p = subprocess.run([PEAT, *map(str, args)], capture_output=True, text=True, timeout=600)
-    if p.returncode != expect:
-        raise SystemExit(f"FAIL: peat {' '.join(map(str, args))} exited {p.returncode}, wanted {expect}: "
-                         f"{p.stdout[-1000:]} {p.stderr[-2000:]}")
-    return p
-
-
-def one_error(args, *needles):
-    p = peat(*args, expect=1)
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
-    ok = len(lines) == 1 and lines[0].startswith("peat: error: ") and all(n in lines[0] for n in needles)
-    check(ok, f"one error line with {needles}: {lines[:2]}")
+H = Harness(PEAT)
+check, peat, one_error, failures = H.check, H.run, H.one_error, H.failures
 
 
 def export(net, shape, name, dynamic=False):
