@@ -77,6 +77,9 @@ void addPlaybackOptions(CLI::App* app, TorchCommand& c) {
   app->add_option("--model", c.expectModel, "Refuse the session unless it was recorded from this model");
   app->add_option("--op", c.op, "Replay only this op (" + recordableOpList() + ", all)")->capture_default_str();
   app->add_option("--max-calls", c.maxCalls, "Replay at most N calls (0: all)");
+  app->add_option("--call", c.call,
+                  "Replay only this call, by its path in the session (iterations/000000/calls/000003): to "
+                  "reproduce one a kernel failed or a verdict names");
   app->add_option("--seed", c.seed, "Seed of fault models")->capture_default_str();
   app->add_option("--device", c.device, kDeviceHelp);
   app->add_option("--resume", c.resumeIterations, "Also resume training from a checkpoint for N iterations");

@@ -47,6 +47,7 @@ void forEachField(Command& c, F&& f) {
   f("expect_model", c.expectModel);
   f("op", c.op);
   f("max_calls", c.maxCalls);
+  f("call", c.call);
   f("resume_iterations", c.resumeIterations);
   f("resume_from", c.resumeFrom);
   f("run_name", c.runName);

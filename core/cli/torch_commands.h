@@ -42,6 +42,7 @@ struct TorchCommand {
   std::string session, run, kernel, expectModel, op = "all";
   int64_t maxCalls = 0, resumeIterations = 0, resumeFrom = -1;
   std::string runName, shard = "0/1", device;
+  std::string call;  // playback: replay only this call ("iterations/000000/calls/000003")
   bool storeOutputs = false;
   // playback, runtime-fi: a user kernel in peat, not in a kernel host; stop at a call it fails there
   bool inProcess = false, stopOnKernelFailure = false;

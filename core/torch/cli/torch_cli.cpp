@@ -219,6 +219,7 @@ int runPlaybackCommand(const cli::TorchCommand& c) {
   playback.run = c.run;
   playback.model = c.expectModel;
   playback.maxCalls = c.maxCalls;
+  playback.call = c.call;
   playback.seed = c.seed;
   playback.resumeIterations = c.resumeIterations;
   playback.resumeFrom = c.resumeFrom;

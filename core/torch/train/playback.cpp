@@ -82,12 +82,15 @@ std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const 
       for (const store::CallInfo& c : it.calls) {
         const auto kind = ops::opByName(c.id.op);
         if (!kind) throw std::invalid_argument("session holds a call of unknown op '" + c.id.op + "'");
-        if ((o.op && *o.op != *kind) || !kernel.supports(*kind)) {
+        if ((o.op && *o.op != *kind) || !kernel.supports(*kind) || (!o.call.empty() && c.path != o.call)) {
           ++skipped;
           continue;
         }
         calls.push_back(&c);
       }
+  if (!o.call.empty() && calls.empty())
+    throw std::invalid_argument("run '" + source.name + "' has no call '" + o.call + "' that kernel '" + kernel.name() +
+                                "' runs (peat info --calls lists them)");
   if (o.maxCalls > 0 && int64_t(calls.size()) > o.maxCalls) {
     skipped += int64_t(calls.size()) - o.maxCalls;
     calls.resize(std::size_t(o.maxCalls));

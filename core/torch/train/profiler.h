@@ -78,6 +78,7 @@ struct PlaybackOptions {
   std::string model;   // optional: refuse the session if it was recorded from another model
   std::optional<ops::OpKind> op;  // replay only calls of this op
   int64_t maxCalls = 0;           // 0: all
+  std::string call;               // replay only this call (its path); empty: all
   uint64_t seed = 1;              // for fault kernels
   int64_t resumeIterations = 0;   // > 0: also resume training from a checkpoint with the candidate
   int64_t resumeFrom = -1;        // checkpoint iteration; -1: the first one
