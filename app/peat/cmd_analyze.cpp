@@ -215,6 +215,13 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
       }
       j.endObject();
     }
+    j.endArray().key("kernel_failures").beginArray();
+    for (const analyzer::KernelFailure& f : a.failures) {
+      j.beginObject().field("call", f.call).field("layer", f.layer).field("op", f.op).field("iteration", f.iteration);
+      j.field("call_index", f.callIndex).field("verdict", f.detection.verdict.model);
+      j.field("outcome", f.detection.verdict.parameters.at("outcome"));
+      j.field("explanation", f.detection.verdict.explanation).endObject();
+    }
     j.endArray().endObject();
     std::cout << '\n';
     return 0;
@@ -226,6 +233,10 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
                 (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
                 c.detection.verdict.model.c_str(), parameters(c.detection.verdict).c_str(),
                 c.detection.verdict.confidence);
+  for (const analyzer::KernelFailure& f : a.failures)
+    std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", f.call.c_str(), f.layer.c_str(), f.op.c_str(), "-", "-",
+                "-", f.detection.verdict.model.c_str(), f.detection.verdict.parameters.at("outcome").c_str(),
+                f.detection.verdict.confidence);
   // The trend: the worst error of each iteration, first to last.
   std::map<int64_t, double> worst;
   for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);

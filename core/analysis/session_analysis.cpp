@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/session_analysis.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <map>
 
 #include <optional>
 #include <stdexcept>
@@ -318,6 +322,58 @@ std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uin
   return out;
 }
 
+namespace {
+
+// The calls a user kernel failed in its kernel host (outcome crash:SIG..., hang, out_of_bounds,
+// exit:N in the run's call_errors): no output to compare, so a verdict of their own with the
+// outcome and the call's recorded shapes, for a developer to reproduce it (peat playback --call).
+std::vector<KernelFailure> kernelFailures(const store::SessionReader& reader, const store::RunInfo& cand,
+                                          const store::RunInfo& source, const std::string& only) {
+  std::vector<KernelFailure> out;
+  if (std::find(cand.tables.begin(), cand.tables.end(), "call_errors") == cand.tables.end()) return out;
+  const std::vector<h5::Column> t = reader.table(cand.name, "call_errors");
+  const h5::Column *outcome = h5::findColumn(t, "outcome"), *iteration = h5::findColumn(t, "iteration"),
+                   *index = h5::findColumn(t, "call_index"), *layer = h5::findColumn(t, "layer"),
+                   *op = h5::findColumn(t, "op");
+  if (!outcome || !outcome->isText || !iteration || !index || !layer || !op) return out;
+  std::map<std::string, const store::CallInfo*> recorded;
+  for (const store::IterationInfo& it : source.iterations)
+    for (const store::CallInfo& c : it.calls) recorded[c.path] = &c;
+  for (std::size_t r = 0; r < outcome->size(); ++r) {
+    const std::string& what = outcome->text[r];
+    if (what == "ok" || what.empty()) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "iterations/%06lld/calls/%06lld", (long long)iteration->numbers[r],
+                  (long long)index->numbers[r]);
+    if (!only.empty() && only != path) continue;
+    KernelFailure f;
+    f.call = path;
+    f.layer = layer->text[r];
+    f.op = op->text[r];
+    f.iteration = int64_t(iteration->numbers[r]);
+    f.callIndex = int64_t(index->numbers[r]);
+    std::string shapes;
+    if (auto c = recorded.find(path); c != recorded.end())
+      for (const store::TensorInfo& tensor : c->second->tensors) {
+        shapes += (shapes.empty() ? "" : ", ") + tensor.name + " [";
+        for (std::size_t d = 0; d < tensor.shape.size(); ++d) shapes += (d ? "x" : "") + std::to_string(tensor.shape[d]);
+        shapes += "]";
+      }
+    detector::Verdict v;
+    v.model = what == "hang" ? "kernel_hang" : what == "out_of_bounds" ? "kernel_out_of_bounds" : "kernel_crash";
+    v.confidence = 1.0;
+    v.explanation = "the kernel failed this call in its kernel host (" + what + "); shapes " +
+                    (shapes.empty() ? std::string("unknown") : shapes) + "; replay it alone with peat playback --call " +
+                    f.call;
+    v.parameters["outcome"] = what;
+    f.detection.verdict = v;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   SessionAnalysis out;
@@ -389,7 +445,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         out.calls.push_back(std::move(a));
         if (progress) progress(++done, total);
       }
-    if (out.calls.empty())
+    out.failures = kernelFailures(reader, cand, source, call);
+    if (out.calls.empty() && out.failures.empty())
       throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"
                                                : "run '" + run + "' has no call '" + call + "'");
   }
@@ -428,6 +485,13 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (!r.tileMismatch.empty())
       rec.arrays.push_back({"tile_mismatch", {store::DType::U64, {r.tilesDown, r.tilesAcross}, r.tileMismatch.data()}});
     w.writeReport(reportId(a.call), rec);
+  }
+  for (const KernelFailure& f : out.failures) {
+    table.row({f.call, f.layer, f.op, f.detection.verdict.model},
+              {double(f.iteration), double(f.callIndex), std::nan(""), std::nan(""), std::nan(""), std::nan(""),
+               std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""),
+               f.detection.verdict.confidence});
+    verdicts.push_back(storedVerdict(f.call, f.detection));
   }
   w.writeTable("call_reports", table.columns());
   w.writeVerdicts(verdicts);

@@ -24,9 +24,18 @@ struct CallAnalysis {
   detector::Detection detection;
 };
 
+// A call the candidate kernel failed in its kernel host (crash, hang, out-of-bounds write): no
+// output to analyse, a verdict of its own (kernel_crash, kernel_hang, kernel_out_of_bounds).
+struct KernelFailure {
+  std::string call, layer, op;
+  int64_t iteration = 0, callIndex = 0;
+  detector::Detection detection;
+};
+
 struct SessionAnalysis {
   std::string session, run, sourceRun, resultRun;
   std::vector<CallAnalysis> calls;
+  std::vector<KernelFailure> failures;
 };
 
 // `run` is a playback run made with --store-outputs; `call` (optional) limits it to one call path.

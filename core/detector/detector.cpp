@@ -15,7 +15,7 @@ const std::vector<std::string>& verdictNames() {
   static const std::vector<std::string> names{"exact",        "precision_loss", "accumulation_order", "bit_flip",
                                               "multi_bit_flip", "stuck_at",     "random_value",       "zeroed",
                                               "index_error",  "nondeterministic", "nan_inf",          "scaling",
-                                              "unknown"};
+                                              "unknown", "kernel_crash", "kernel_hang", "kernel_out_of_bounds"};
   return names;
 }
 
@@ -48,7 +48,12 @@ std::string verdictExplanation(const std::string& verdict) {
       {"nan_inf", "Finite golden values became NaN or Inf: overflow in a narrower format, or a fault."},
       {"scaling", "The candidate is the golden output times one constant factor: a wrong alpha, scale or "
                   "normalisation."},
-      {"unknown", "No documented rule holds: look at the histograms and the bit positions by hand."}};
+      {"unknown", "No documented rule holds: look at the histograms and the bit positions by hand."},
+      {"kernel_crash", "The kernel crashed on this call in its kernel host (a signal, an abort, or an exit): there "
+                       "is no output to compare. Replay the call alone with peat playback --call and its shapes."},
+      {"kernel_hang", "The kernel did not return within its time-out on this call and its kernel host was stopped."},
+      {"kernel_out_of_bounds", "The kernel wrote outside its output (into a guard page, a canary, or a read-only "
+                               "input) on this call: a buffer overrun, usually a tile-edge or stride bug."}};
   const auto it = text.find(verdict);
   return it == text.end() ? std::string() : it->second;
 }

@@ -69,6 +69,43 @@ bool Importer::keepsShape(const std::string& op) {
   return same.count(op) > 0;
 }
 
+// The first attribute of `n` that its mapping or folding does not read ("" if none): an attribute
+// SAVE ignored could change what the node computes (old opsets' broadcast and axis on Add, a
+// batch norm's spatial=0), so a node carrying one is refused by name. Ops without a row are
+// refused or left to the mapper that reads them.
+std::string Importer::unreadAttribute(const onnx::NodeProto& n) {
+  static const std::map<std::string, std::set<std::string>> read{
+      {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}},
+      {"Gemm", {"alpha", "beta", "transA", "transB"}},
+      {"MatMul", {}},
+      {"BatchNormalization", {"epsilon", "momentum", "training_mode"}},  // momentum: training only
+      {"LayerNormalization", {"axis", "epsilon", "stash_type"}},        // stash_type: the statistics' precision
+      {"MaxPool", {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}},
+      {"AveragePool", {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}},
+      {"GlobalAveragePool", {}},
+      {"Add", {}}, {"Sub", {}}, {"Mul", {}}, {"Div", {}}, {"Pow", {}}, {"Sqrt", {}}, {"Erf", {}},
+      {"Relu", {}}, {"Sigmoid", {}}, {"Tanh", {}}, {"HardSwish", {}},
+      {"HardSigmoid", {"alpha", "beta"}},
+      {"Clip", {"min", "max"}},
+      {"Softmax", {"axis"}},
+      {"ReduceMean", {"axes", "keepdims", "noop_with_empty_axes"}},
+      {"Reshape", {"allowzero"}}, {"Flatten", {"axis"}}, {"Squeeze", {"axes"}}, {"Unsqueeze", {"axes"}},
+      {"Transpose", {"perm"}}, {"Slice", {}}, {"Gather", {"axis"}}, {"Expand", {}}, {"Concat", {"axis"}},
+      {"Split", {"axis", "split"}},
+      {"Pad", {"mode", "pads", "value"}},
+      {"Dropout", {"ratio", "seed"}},  // seed: which values a training-mode dropout drops
+      {"Identity", {}},
+      {"Shape", {"start", "end"}}, {"Cast", {"to"}}, {"ConstantOfShape", {"value"}}, {"Range", {}},
+      {"Where", {}}, {"Equal", {}}, {"Less", {}}, {"Greater", {}}, {"Neg", {}}, {"Not", {}},
+      {"Mod", {"fmod"}}, {"ScatterND", {"reduction"}},
+  };
+  const auto it = read.find(n.op_type());
+  if (it == read.end()) return {};
+  for (const auto& a : n.attribute())
+    if (!it->second.count(a.name())) return a.name();
+  return {};
+}
+
 void Importer::nodeInner(const onnx::NodeProto& n) {
   for (const auto& in : n.input())
     if (poisoned_.count(in)) {  // already reported upstream
@@ -78,6 +115,8 @@ void Importer::nodeInner(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   const std::string name = nameOf(n);  // here, before any refusal: duplicate names are numbered in graph order
   if (!n.domain().empty() && n.domain() != "ai.onnx") return refuse(n, "operator domain '" + n.domain() + "'");
+  if (const std::string a = unreadAttribute(n); !a.empty())
+    return refuse(n, "its attribute '" + a + "' is not read by SAVE's mapping (it could change what the node computes)");
   if (op == "Constant") {
     const auto* a = attribute(n, "value");
     if (!a || !a->has_t()) return refuse(n, "only tensor constants are read");
@@ -215,8 +254,7 @@ void Importer::mapSoftmax(const onnx::NodeProto& n) {
 }
 
 // HardSigmoid: clip(alpha x + beta, 0, 1), an affine map then a clip (ONNX's own definition).
-int Importer::hardSigmoid(const onnx::NodeProto& n, const std::string& name, int x) {
-  const float alpha = floatAttr(n, "alpha", 0.2f), beta = floatAttr(n, "beta", 0.5f);
+int Importer::hardSigmoid(const std::string& name, int x, float alpha, float beta) {
   const std::vector<int64_t> shape = b_.node(x).shape;  // a copy: adding nodes moves them
   const int flat = shaped(name + ".affine", x, {1, countOf(shape)});
   const int affine = b_.affine(name + ".affine", flat, {alpha}, {beta});
@@ -224,15 +262,15 @@ int Importer::hardSigmoid(const onnx::NodeProto& n, const std::string& name, int
 }
 
 void Importer::mapHardSigmoid(const onnx::NodeProto& n) {
-  values_[n.output(0)] = hardSigmoid(n, nameOf(n), first(n));
+  values_[n.output(0)] = hardSigmoid(nameOf(n), first(n), floatAttr(n, "alpha", 0.2f), floatAttr(n, "beta", 0.5f));
 }
 
-// HardSwish: x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (MobileNetV3); the product of two
-// activations (sound, if loose where x changes sign).
+// HardSwish: x * HardSigmoid(x) with ONNX's fixed alpha 1/6 and beta 1/2 (it has no attributes;
+// MobileNetV3); the product of two activations (sound, if loose where x changes sign).
 void Importer::mapHardSwish(const onnx::NodeProto& n) {
   const std::string name = nameOf(n);
   const int x = first(n);
-  values_[n.output(0)] = b_.mul(name, x, hardSigmoid(n, name + ".gate", x));
+  values_[n.output(0)] = b_.mul(name, x, hardSigmoid(name + ".gate", x, 1.0f / 6.0f, 0.5f));
 }
 
 // ReduceMean over trailing axes (after moving the reduced axes last with a Select where they are

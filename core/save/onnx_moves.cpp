@@ -272,6 +272,7 @@ void Importer::concatActivations(const onnx::NodeProto& n) {
     const std::size_t rank = dims[0].size();
     const std::size_t ax = std::size_t(axisOf(intAttr(n, "axis", 0), rank));
     if (ax >= rank) return refuse(n, "a concatenation axis out of range");
+    if (ax == 0 && dims[0][0] == 1) return refuse(n, "a concatenation along the batch axis (SAVE runs one sample at a time)");
     std::vector<int64_t> out = dims[0], start;
     out[ax] = 0;
     for (const auto& d : dims) {

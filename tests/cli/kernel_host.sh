@@ -50,6 +50,25 @@ grep -q "wrote past the end of output 2 \[16x10\] (640 bytes) at byte 640 of it 
 grep -q "wrote past the end of output 2 \[16x10\] (640 bytes) at byte 640 of it" tail.err || { cat tail.err; fail "tail: message"; }
 grep -q "did not return within 1 s (PEAT_KERNEL_TIMEOUT)" hang.err || { cat hang.err; fail "hang: message"; }
 
+# the analysis names the failed calls with verdicts of their own (and the call to replay)
+cp "$recorded" kept.h5
+"$peat" playback -s kept.h5 -k "plugin:path=$plugins/libpeat_late_segv.so" --store-outputs --name kept \
+  >kept.out 2>kept.err || fail "kept: exit $?"
+"$peat" analyze --session kept.h5 --run kept --json >kept.json || fail "kept: analyze"
+"$python" - kept.json <<'PY' || fail "kept: the failed calls' verdicts"
+import json, sys
+a = json.load(open(sys.argv[1]))
+failed = a["kernel_failures"]
+assert len(failed) == 2 and all(f["verdict"] == "kernel_crash" and f["outcome"] == "crash:SIGSEGV" for f in failed), failed
+assert all("peat playback --call " + f["call"] in f["explanation"] and "output [" in f["explanation"] for f in failed), failed
+assert len(a["calls"]) == 14 and not {f["call"] for f in failed} & {c["call"] for c in a["calls"]}
+print("analysis: 14 calls analysed, 2 kernel_crash verdicts:", failed[0]["explanation"][:120])
+PY
+"$peat" playback -s "$recorded" -k "plugin:path=$plugins/libpeat_late_segv.so" --out one.h5 --name one \
+  --call "$("$python" -c "import json,sys; print(json.load(open('kept.json'))['kernel_failures'][0]['call'])")" \
+  >one.out 2>one.err || fail "one call: exit $?"
+grep -q "the kernel failed 1 of 1 calls" one.err || { cat one.err; fail "one call: replayed alone"; }
+
 # --stop-on-kernel-failure: exit 1 with one line, the run keeps the calls before it, marked failed
 "$peat" playback -s "$recorded" -k "plugin:path=$plugins/libpeat_late_segv.so" --out stop.h5 --name stop \
   --stop-on-kernel-failure >stop.out 2>stop.err

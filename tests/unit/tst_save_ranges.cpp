@@ -3,6 +3,8 @@
 // soundness of the ranges on 10,000 inputs per zoo model.
 #include "tests/unit/tst_save_support.h"
 
+#include "core/save/graph_builder.h"
+
 using namespace peat;
 using namespace savetest;
 
@@ -15,6 +17,7 @@ class TestSaveRanges : public QObject {
   void rangesAreSound_data();
   void rangesAreSound();
   void transformerOpsAreSoundOnNarrowBoxes();
+  void importedCompositionsAreSound();
   void symbolicIsTighterThanIntervals();
 };
 
@@ -208,6 +211,89 @@ void TestSaveRanges::transformerOpsAreSoundOnNarrowBoxes() {
                                  .arg(out.hi[i], 0, 'g', 10)));
           ++checked;
         }
+    }
+  }
+  QVERIFY(checked > 1000000);
+}
+
+// The ONNX importer's compositions for the torchvision families, as it builds them from existing
+// ops: a concatenation of two computed tensors (a Select over both, with zeros), a product with a
+// constant tensor (one factor per element), HardSigmoid (affine, then clip), HardSwish (x times
+// its HardSigmoid), Sub (the addition of the negation), a ceil-mode max-pool and ReduceMean (a
+// global average over a [kept, reduced] view). Over 300 random boxes, narrow and wide, corners
+// included, every engine value of every node lies inside its interval in both modes, and each
+// element recomputed alone equals the full run bit for bit.
+void TestSaveRanges::importedCompositionsAreSound() {
+  std::mt19937_64 rng(30);
+  std::uniform_real_distribution<double> unit(0, 1);
+  save::Graph g;
+  g.model = "compositions";
+  const std::map<std::string, store::Tensor> none;
+  save::detail::Builder b(g, none);
+  const int x = b.input({2, 5, 5});
+  const int relu = b.relu("relu", x);
+  std::vector<float> factors;
+  for (int i = 0; i < 50; ++i) factors.push_back(float((unit(rng) - 0.5) * 4));
+  const int scaled = b.view("scaled.shape", b.affine("scaled", b.view("scaled.flat", x, {50, 1}), factors,
+                                                    std::vector<float>(50, 0.0f)), {2, 5, 5});
+  std::vector<int64_t> gather;  // [relu; scaled reversed], a few zeros
+  for (int64_t i = 0; i < 100; ++i) gather.push_back(i % 17 == 5 ? -1 : i < 50 ? i : 50 + (99 - i));
+  const int cat = b.select("concat", std::vector<int>{relu, scaled}, {4, 5, 5}, gather);
+  const int affine = b.view("hardsigmoid.shape", b.affine("hardsigmoid.affine", b.view("hardsigmoid.flat", cat, {1, 100}),
+                                                          {1.0f / 6}, {0.5f}), {4, 5, 5});
+  const int hardSwish = b.mul("hardswish", cat, b.clip("hardsigmoid", affine, 0.0f, 1.0f));
+  const int negated = b.view("neg.shape", b.affine("neg", b.view("neg.flat", hardSwish, {1, 100}), {-1.0f}, {0.0f}), {4, 5, 5});
+  const int sub = b.addNodes("sub", cat, negated);
+  const int pool = b.maxPool("pool", sub, 2, 2, 0, true);  // 5 -> 3 windows, the last one partial
+  QCOMPARE(g.nodes[std::size_t(pool)].shape, (std::vector<int64_t>{4, 3, 3}));
+  g.output = b.globalAvgPool("mean", b.view("mean.view", pool, {4, 9}));
+  uint64_t checked = 0;
+  for (int box = 0; box < 300; ++box) {
+    save::NodeRange r;
+    const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
+    for (int i = 0; i < 50; ++i) {
+      const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
+      r.lo.push_back(double(float(c - w)));
+      r.hi.push_back(double(float(c + w)));
+    }
+    save::RangeOptions o;
+    o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+    const save::RangeResult res = save::analyzeRanges(g, r, o);
+    std::vector<float> in(50 * 40);
+    for (int s = 0; s < 40; ++s)
+      for (int i = 0; i < 50; ++i) {
+        const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
+        in[std::size_t(s * 50 + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
+                                                 float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
+      }
+    const auto act = save::runAll(g, in.data(), 40);
+    for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+      const save::Node& n = g.nodes[v];
+      const std::size_t size = std::size_t(n.size());
+      for (int s = 0; s < 40; ++s) {
+        std::vector<const float*> ins;
+        for (int i : n.inputs) ins.push_back(act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size());
+        for (std::size_t i = 0; i < size; ++i) {
+          const float value = act[v][s * size + i];
+          const double lo = res.nodes[v].lo[i], hi = res.nodes[v].hi[i];
+          if (!(double(value) >= lo && double(value) <= hi))
+            QFAIL(qPrintable(QStringLiteral("%1 box %2 element %3: %4 outside [%5, %6]")
+                                 .arg(QString::fromStdString(n.name))
+                                 .arg(box)
+                                 .arg(i)
+                                 .arg(double(value), 0, 'g', 10)
+                                 .arg(lo, 0, 'g', 10)
+                                 .arg(hi, 0, 'g', 10)));
+          const float one = save::elementOf(g, int(v), ins, int64_t(i));
+          if (std::memcmp(&one, &value, 4) != 0)
+            QFAIL(qPrintable(QStringLiteral("%1 element %2 recomputed alone: %3 vs %4")
+                                 .arg(QString::fromStdString(n.name))
+                                 .arg(i)
+                                 .arg(double(one))
+                                 .arg(double(value))));
+          ++checked;
+        }
+      }
     }
   }
   QVERIFY(checked > 1000000);
