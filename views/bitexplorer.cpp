@@ -36,6 +36,8 @@ QString classText(fp::FpClass c) { return QString::fromLatin1(fp::className(c));
 
 }  // namespace
 
+// The whole explorer's widgets and connections, built once (about 150 lines of set-up, no logic: the
+// values and their texts come from core/fp/explain).
 BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* top = new QHBoxLayout;

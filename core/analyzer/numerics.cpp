@@ -69,6 +69,8 @@ ValueStats valueStats(const float* v, uint64_t n) {
   return s;
 }
 
+// One pass over the tensor for every format's statistics (plain, per-tensor and per-block scales):
+// long (about 140 lines) because the formats share the pass's per-element work and its block maxima.
 TensorNumerics tensorNumerics(const float* v, uint64_t n, uint64_t lastDim) {
   TensorNumerics t;
   t.count = n;

@@ -15,7 +15,7 @@ const std::vector<std::string>& verdictNames() {
   static const std::vector<std::string> names{"exact",        "precision_loss", "accumulation_order", "bit_flip",
                                               "multi_bit_flip", "stuck_at",     "random_value",       "zeroed",
                                               "index_error",  "nondeterministic", "nan_inf",          "scaling",
-                                              "unknown", "kernel_crash", "kernel_hang", "kernel_out_of_bounds"};
+                                              "kernel_crash", "kernel_hang", "kernel_out_of_bounds", "unknown"};
   return names;
 }
 

@@ -34,6 +34,10 @@ void checkOptions(const SelectionOptions& o) {
                     std::to_string(tileBytes) + " bytes)");
 }
 
+// The selection's stages in order (ranges, each layer's bit classes and tiles, liveness and in-place
+// outputs, the placement problem, the greedy placement and its random baseline) share their tables
+// of tiles, lifetimes and costs; one function (about 220 lines) keeps those tables local to it, and
+// each stage is marked by its comment.
 Selection selectBits(const Graph& g, const SelectionOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   checkOptions(o);
