@@ -8,6 +8,7 @@
 
 #include "core/detector/detector.h"
 #include "views/errorplotpanel.h"
+#include "views/heading.h"
 
 namespace peat::views {
 
@@ -32,10 +33,7 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   title_ = new QLabel(this);
   title_->setWordWrap(true);
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  QFont big = title_->font();
-  big.setPointSizeF(big.pointSizeF() * 1.2);
-  big.setBold(true);
-  title_->setFont(big);
+  makeHeading(title_, 1.2);
   layout->addWidget(title_);
   auto* split = new QSplitter(Qt::Horizontal, this);
   details_ = new QTextBrowser(split);

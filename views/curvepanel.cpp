@@ -34,9 +34,7 @@ void setCurve(QCPGraph* g, const std::vector<double>& x, const std::vector<doubl
 CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  plot_ = new QCustomPlot(this);
-  plot_->setMouseTracking(true);
-  followPalette(plot_);
+  plot_ = newTrackingPlot(this);
   legendBelow(plot_);  // the loss and accuracy lines cross every corner
   plot_->setToolTip(tr("Training loss (left axis, solid) and accuracy (right axis, dashed) per iteration.\n"
                        "Runtime fault injection: the golden run (grey) and the run with the candidate kernel (red);\n"

@@ -29,13 +29,6 @@ uint64_t tileElements(const analyzer::StoredCallReport& r, int row, int c) {
 }
 
 
-void label(QCustomPlot* plot, const QString& text) {
-  auto* item = new QCPItemText(plot);
-  item->position->setType(QCPItemPosition::ptAxisRectRatio);
-  item->position->setCoords(0.5, 0.5);
-  item->setText(text);
-  item->setColor(QColor(0x80, 0x80, 0x80));
-}
 
 // The call as the session tree names it ("#3 conv2 (iteration 0)"), or its path when unknown.
 QString shortCall(const analyzer::StoredCallReport& r) { return qs(r.displayName.empty() ? r.call : r.displayName); }
@@ -131,7 +124,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   plot_->yAxis->setLabel(tr("elements"));
   plot_->xAxis->setRange(-40, 10);
   plot_->yAxis->setRange(0, 1);
-  label(plot_, text);
+  centredNote(plot_, text);
   bits_->xAxis->setLabel(tr("bit position"));
   bits_->xAxis->setRange(-1, 32);
   bits_->xAxis->setRangeReversed(true);
@@ -201,7 +194,7 @@ void ErrorPlotPanel::draw() {
     }
   }
   if (lo > hi) {
-    label(plot_, tr("No element differs"));
+    centredNote(plot_, tr("No element differs"));
     lo = -1;
     hi = 1;
   }
@@ -333,7 +326,7 @@ void ErrorPlotPanel::drawMap() {
   marks_ = 0;
   const analyzer::StoredCallReport& r = reports_.front();
   if (r.tileMismatch.empty() || r.tilesDown == 0 || r.tilesAcross == 0) {
-    label(map_, tr("No tile map stored for this call"));
+    centredNote(map_, tr("No tile map stored for this call"));
     map_->replot();
     return;
   }

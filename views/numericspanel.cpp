@@ -27,10 +27,8 @@ NumericsPanel::NumericsPanel(QWidget* parent) : QWidget(parent) {
                            "or saturates in a format (plain, with one scale per tensor, or block-scaled), its dynamic range, or amax"));
   info_ = new QLabel(this);
   info_->setWordWrap(true);
-  plot_ = new QCustomPlot(this);
+  plot_ = newTrackingPlot(this);
   plot_->setMinimumSize(320, 240);
-  plot_->setMouseTracking(true);
-  followPalette(plot_);
   layout->addWidget(quantity_);
   layout->addWidget(info_);
   layout->addWidget(plot_, 1);

@@ -7,6 +7,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "views/heading.h"
+
 namespace peat::views {
 
 namespace {
@@ -16,10 +18,7 @@ QString qs(const std::string& s) { return s.empty() ? QStringLiteral("-") : QStr
 OverviewPanel::OverviewPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   title_ = new QLabel(this);
-  QFont f = title_->font();
-  f.setPointSizeF(f.pointSizeF() * 1.4);
-  f.setBold(true);
-  title_->setFont(f);
+  makeHeading(title_, 1.4);
   title_->setWordWrap(true);
   table_ = new QTableWidget(0, 2, this);
   table_->setHorizontalHeaderLabels({tr("Property"), tr("Value")});

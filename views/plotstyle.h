@@ -42,6 +42,23 @@ inline void followPalette(QCustomPlot* plot) {
   plot->installEventFilter(new Follower(plot));
 }
 
+// A new plot that follows the palette and tracks the mouse (for its tooltips).
+inline QCustomPlot* newTrackingPlot(QWidget* parent) {
+  auto* plot = new QCustomPlot(parent);
+  plot->setMouseTracking(true);
+  followPalette(plot);
+  return plot;
+}
+
+// A grey note in the middle of the plot, where there is nothing to draw.
+inline void centredNote(QCustomPlot* plot, const QString& text) {
+  auto* item = new QCPItemText(plot);
+  item->position->setType(QCPItemPosition::ptAxisRectRatio);
+  item->position->setCoords(0.5, 0.5);
+  item->setText(text);
+  item->setColor(QColor(0x80, 0x80, 0x80));
+}
+
 // Integer ticks only (bins, tiles).
 inline void wholeTicks(QCPAxis* axis) {
   QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);

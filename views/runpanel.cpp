@@ -44,6 +44,14 @@ QString shippedWeights(const QString& model) {
 
 const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign"};
 
+// A row of the form: `field`, stretched, with `button` beside it.
+void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field, QPushButton* button) {
+  auto* row = new QHBoxLayout;
+  row->addWidget(field, 1);
+  row->addWidget(button);
+  form->addRow(label, row);
+}
+
 }  // namespace
 
 // The whole form, built once (about 130 lines of widget set-up, no logic).
@@ -65,12 +73,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   model_->setCurrentText(QStringLiteral("lenet"));
   model_->setEditable(true);  // a zoo name, or a TorchScript file (docs/models.md)
   model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
-  auto* modelRow = new QHBoxLayout;
   modelFile_ = new QPushButton(tr("Model file..."), this);
   modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
-  modelRow->addWidget(model_, 1);
-  modelRow->addWidget(modelFile_);
-  form_->addRow(tr("Model"), modelRow);
+  addFieldWithButton(form_, tr("Model"), model_, modelFile_);
   connect(modelFile_, &QPushButton::clicked, this, [this] {
     const bool save = mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign;
     const QString path =
@@ -80,15 +85,12 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     if (!path.isEmpty()) model_->setCurrentText(path);
   });
 
-  auto* dataRow = new QHBoxLayout;
   data_ = new QLineEdit(this);
   data_->setPlaceholderText(tr("fashion-mnist:3x64x64, data.h5 or a folder of .npy files"));
   data_->setToolTip(tr("The model file's data: an HDF5 file with train/x, train/y, test/x, test/y; a folder of\n"
                        "train_x.npy ... test_y.npy; or Fashion-MNIST resized (fashion-mnist:CxHxW)"));
   auto* dataButton = new QPushButton(tr("Data..."), this);
-  dataRow->addWidget(data_, 1);
-  dataRow->addWidget(dataButton);
-  form_->addRow(tr("Data"), dataRow);
+  addFieldWithButton(form_, tr("Data"), data_, dataButton);
   connect(dataButton, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Training data"), QString(),
                                                       tr("HDF5 files (*.h5 *.hdf5);;NumPy files (*.npy)"));
@@ -97,7 +99,6 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     data_->setText(path.endsWith(QLatin1String(".npy")) ? QFileInfo(path).absolutePath() : path);
   });
 
-  auto* kernelRow = new QHBoxLayout;
   kernel_ = new QComboBox(this);
   kernel_->setEditable(true);
   kernel_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("tf32"), QStringLiteral("fp8-e4m3"),
@@ -112,9 +113,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
   plugin_ = new QPushButton(tr("Plugin..."), this);
   plugin_->setToolTip(tr("A GEMM kernel of your own, from a shared library built against peat/kernel_abi.h"));
-  kernelRow->addWidget(kernel_, 1);
-  kernelRow->addWidget(plugin_);
-  form_->addRow(tr("Kernel / fault"), kernelRow);
+  addFieldWithButton(form_, tr("Kernel / fault"), kernel_, plugin_);
   connect(plugin_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Kernel plugin"), QString(), tr("Shared libraries (*.so)"));
     if (path.isEmpty()) return;
@@ -166,13 +165,10 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                          "Training, the other kernels and SAVE run on the CPU."));
   form_->addRow(tr("Device"), device_);
 
-  auto* sessionRow = new QHBoxLayout;
   session_ = new QLineEdit(this);
   session_->setPlaceholderText(tr("session file (.h5)"));
   auto* browse = new QPushButton(tr("..."), this);
-  sessionRow->addWidget(session_, 1);
-  sessionRow->addWidget(browse);
-  form_->addRow(tr("Session"), sessionRow);
+  addFieldWithButton(form_, tr("Session"), session_, browse);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Session"), session_->text(), tr("PEAT sessions (*.h5)"),
                                                       nullptr, QFileDialog::DontConfirmOverwrite);

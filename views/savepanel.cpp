@@ -28,19 +28,9 @@ namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 
-void message(QCustomPlot* plot, const QString& text) {
-  auto* label = new QCPItemText(plot);
-  label->position->setType(QCPItemPosition::ptAxisRectRatio);
-  label->position->setCoords(0.5, 0.5);
-  label->setText(text);
-  label->setColor(QColor(0x80, 0x80, 0x80));
-}
-
 QCustomPlot* newPlot(QWidget* parent) {
-  auto* plot = new QCustomPlot(parent);
+  QCustomPlot* plot = newTrackingPlot(parent);
   plot->setMinimumSize(320, 240);
-  followPalette(plot);
-  plot->setMouseTracking(true);
   return plot;
 }
 
@@ -105,7 +95,7 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   connect(bits_, &QCustomPlot::mouseMove, this, &SavePanel::hoverBits);
   connect(tiles_, &QCustomPlot::mouseMove, this, &SavePanel::hoverTiles);
   connect(campaign_, &QCustomPlot::mouseMove, this, &SavePanel::hoverCampaign);
-  for (QCustomPlot* p : {bits_, tiles_, campaign_}) message(p, tr("Select a SAVE result or campaign in the session"));
+  for (QCustomPlot* p : {bits_, tiles_, campaign_}) centredNote(p, tr("Select a SAVE result or campaign in the session"));
   showBitsEmpty(tr("No SAVE analysis is selected, so there are no bit classes to show.\n\n"
                    "Select a SAVE result (SAVE > model in the session tree), or make one with Run > SAVE analyze."));
 }

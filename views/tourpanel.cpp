@@ -7,16 +7,15 @@
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include "views/heading.h"
+
 namespace peat::views {
 
 TourPanel::TourPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   counter_ = new QLabel(this);
   title_ = new QLabel(this);
-  QFont big = title_->font();
-  big.setPointSizeF(big.pointSizeF() * 1.25);
-  big.setBold(true);
-  title_->setFont(big);
+  makeHeading(title_, 1.25);
   title_->setWordWrap(true);
   body_ = new QLabel(this);
   body_->setWordWrap(true);

@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: MIT
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/analyzer/numerics_simd.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
+#include "core/fp/simd_target.h"  // IWYU pragma: keep
 
 #include <cmath>
 #include <cstring>
 
 #include "core/analyzer/numerics_simd.h"
 
-HWY_BEFORE_NAMESPACE();
-namespace peat::analyzer::detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+PEAT_SIMD_BEGIN(peat::analyzer::detail)
 
 void CountAtMostImpl(const float* HWY_RESTRICT values, uint64_t n, const uint32_t* limits, std::size_t thresholds,
                      uint64_t* counts) {
@@ -69,9 +65,7 @@ void BlockUnderOverImpl(const float* HWY_RESTRICT values, const uint64_t* begins
   *over += o;
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace peat::analyzer::detail
-HWY_AFTER_NAMESPACE();
+PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::analyzer::detail
 
 #if HWY_ONCE
 namespace peat::analyzer::detail {

@@ -3,22 +3,30 @@
 // the first call.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/analyzer/report_simd.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
+#include "core/fp/simd_target.h"  // IWYU pragma: keep
 
 #include <cstring>
 
 #include "core/analyzer/report_simd.h"
 
-HWY_BEFORE_NAMESPACE();
-namespace peat::analyzer::detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+PEAT_SIMD_BEGIN(peat::analyzer::detail)
 
 // Bit-position counting without a scatter: four accumulators hold 4-bit counters for bits s, s+4,
 // s+8, ... (s = 0..3). Every 15 vectors they are spread into 8-bit counters, and every 17 of those
 // spreads the bytes are added into the 64-bit totals, so no counter ever overflows.
 constexpr unsigned kNibbleRounds = 15, kByteRounds = 17;
+
+// The last, partial vector of a pair: its `left` values of g and c copied into zeroed pads, and g
+// and c pointed at the pads.
+HWY_INLINE void padTail(const float*& g, const float*& c, std::size_t left, float (&padG)[HWY_MAX_BYTES / 4],
+                        float (&padC)[HWY_MAX_BYTES / 4]) {
+  std::memset(padG, 0, sizeof padG);
+  std::memset(padC, 0, sizeof padC);
+  std::memcpy(padG, g, left * sizeof(float));
+  std::memcpy(padC, c, left * sizeof(float));
+  g = padG;
+  c = padC;
+}
 
 template <class DU, class V>
 HWY_INLINE void spreadNibbles(DU du, V (&nibbles)[4], V (&bytes)[8]) {
@@ -74,12 +82,7 @@ void ScanChunkImpl(const float* HWY_RESTRICT golden, const float* HWY_RESTRICT c
     std::size_t padding = 0;
     if (i + N > n) {  // the tail: zeros pad it as identical, finite pairs, taken out of the counts below
       padding = i + N - n;
-      std::memset(padG, 0, sizeof padG);
-      std::memset(padC, 0, sizeof padC);
-      std::memcpy(padG, g, (n - i) * sizeof(float));
-      std::memcpy(padC, c, (n - i) * sizeof(float));
-      g = padG;
-      c = padC;
+      padTail(g, c, n - i, padG, padC);
     }
     const auto gb = hn::BitCast(du, hn::LoadU(df, g)), cb = hn::BitCast(du, hn::LoadU(df, c));
     const auto same = hn::Eq(gb, cb);
@@ -199,14 +202,7 @@ void GatherKeysImpl(const float* HWY_RESTRICT golden, const float* HWY_RESTRICT 
   for (std::size_t i = 0; i < n; i += N) {
     const float* g = golden + i;
     const float* c = candidate + i;
-    if (i + N > n) {  // zero padding is identical: never an error
-      std::memset(padG, 0, sizeof padG);
-      std::memset(padC, 0, sizeof padC);
-      std::memcpy(padG, g, (n - i) * sizeof(float));
-      std::memcpy(padC, c, (n - i) * sizeof(float));
-      g = padG;
-      c = padC;
-    }
+    if (i + N > n) padTail(g, c, n - i, padG, padC);  // zero padding is identical: never an error
     const auto gv = hn::LoadU(df, g), cv = hn::LoadU(df, c);
     const auto gb = hn::BitCast(du, gv), cb = hn::BitCast(du, cv);
     const auto finite = hn::And(hn::Ne(hn::And(gb, expBits), expBits), hn::Ne(hn::And(cb, expBits), expBits));
@@ -225,9 +221,7 @@ void GatherKeysImpl(const float* HWY_RESTRICT golden, const float* HWY_RESTRICT 
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace peat::analyzer::detail
-HWY_AFTER_NAMESPACE();
+PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::analyzer::detail
 
 #if HWY_ONCE
 namespace peat::analyzer::detail {

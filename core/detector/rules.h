@@ -20,6 +20,17 @@
 
 namespace peat::detector::rules {
 
+// A detection whose verdict `v` takes the place of `d`'s: `finding` is shown as its finding, and
+// `d`'s verdict, then `d`'s alternatives, stay as its alternatives.
+inline Detection supersede(const Verdict& v, const Verdict& finding, const Detection& d) {
+  Detection out;
+  out.verdict = v;
+  out.findings.push_back(finding);
+  out.alternatives.push_back(d.verdict);
+  out.alternatives.insert(out.alternatives.end(), d.alternatives.begin(), d.alternatives.end());
+  return out;
+}
+
 // Facts about the mismatched elements that the report does not keep (mismatches.cpp).
 struct Mismatches {
   uint64_t count = 0;

@@ -74,12 +74,7 @@ Detection stochasticRounding(const Detection& d, const float* golden, const std:
     v.evidence["replays"] = double(candidates.size());
     v.evidence["elements"] = double(n);
     v.evidence["away_from_nearest"] = double(off);
-    Detection out;
-    out.verdict = v;
-    out.findings.push_back(d.verdict);
-    out.alternatives.push_back(d.verdict);
-    out.alternatives.insert(out.alternatives.end(), d.alternatives.begin(), d.alternatives.end());
-    return out;
+    return supersede(v, d.verdict, d);
   }
   return d;
 }

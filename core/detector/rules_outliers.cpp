@@ -120,12 +120,7 @@ Detection outliersOnBulk(const Detection& d, const float* golden, const float* c
   v.evidence["bulk_error_p99"] = outliers.bulk;
   v.evidence["elements"] = double(n);
   v.evidence["mismatched"] = double(outliers.mismatched);
-  Detection out;
-  out.verdict = v;
-  out.findings.push_back(rest.verdict);
-  out.alternatives.push_back(d.verdict);
-  out.alternatives.insert(out.alternatives.end(), d.alternatives.begin(), d.alternatives.end());
-  return out;
+  return supersede(v, rest.verdict, d);
 }
 
 namespace {
@@ -241,12 +236,7 @@ Detection outliersOnGridReplay(const Detection& d, const float* golden, const fl
   v.evidence["rounded_by_the_replay"] = double(rounded);
   Verdict rest = make("precision_loss", 0.96, "golden rounded to " + id + " reproduces every other element bit for bit");
   rest.parameters["format"] = id;
-  Detection out;
-  out.verdict = v;
-  out.findings.push_back(rest);
-  out.alternatives.push_back(d.verdict);
-  out.alternatives.insert(out.alternatives.end(), d.alternatives.begin(), d.alternatives.end());
-  return out;
+  return supersede(v, rest, d);
 }
 
 }  // namespace peat::detector::rules

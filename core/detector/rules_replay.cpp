@@ -103,6 +103,16 @@ BoundFit fitBound(const RuleContext& x) {
   return fit;
 }
 
+// Adds `v`, a replay on the operands that reproduced the candidate, with its evidence: K, then its
+// group or block size under `sizeKey`; the errors count as bounded.
+void addReproduced(RuleContext& x, Verdict v, const char* sizeKey, double size) {
+  v.evidence["k"] = double(x.bound->k);
+  v.evidence[sizeKey] = size;
+  v.evidence["reproduced"] = 1.0;
+  x.bounded = true;
+  x.add(v);
+}
+
 void addFp16Accumulation(RuleContext& x, const Fp16Accumulation& halfAcc) {
   Verdict v = make("precision_loss", 0.95,
                    "the candidate lies on fp16's grid (before the bias) and as close to the replay of fp16 inputs "
@@ -128,11 +138,7 @@ void addWeightQuant(RuleContext& x, const WeightQuantScheme& s) {
   v.parameters["group"] = std::to_string(s.group);
   v.parameters["scale_format"] = s.scaleFormat;
   v.parameters["activations"] = s.activations;
-  v.evidence["k"] = double(x.bound->k);
-  v.evidence["group"] = double(s.group);
-  v.evidence["reproduced"] = 1.0;
-  x.bounded = true;
-  x.add(v);
+  addReproduced(x, v, "group", double(s.group));
 }
 
 void addBlockScheme(RuleContext& x, const BlockMatch& match) {
@@ -162,11 +168,7 @@ void addBlockScheme(RuleContext& x, const BlockMatch& match) {
     for (const std::string& f : match.alsoReproducedBy) also += (also.empty() ? "" : ",") + f;
     v.parameters["also_reproduced_by"] = also;
   }
-  v.evidence["k"] = double(x.bound->k);
-  v.evidence["block"] = double(s.block);
-  v.evidence["reproduced"] = 1.0;
-  x.bounded = true;
-  x.add(v);
+  addReproduced(x, v, "block", double(s.block));
 }
 
 // Worst-case bounds are loose (rounding errors mostly cancel), so the smallest bound that holds

@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: MIT
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/fp/block_simd.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
+#include "core/fp/simd_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
 
 #include "core/fp/block_simd.h"
 
-HWY_BEFORE_NAMESPACE();
-namespace peat::fp::detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+PEAT_SIMD_BEGIN(peat::fp::detail)
 
 void ScaleRoundImpl(float* HWY_RESTRICT all, uint64_t count, uint64_t block, const float* HWY_RESTRICT steps,
                     bool powerOfTwo, const RoundingParameters& p, RoundingCounts* counts) {
@@ -77,9 +73,7 @@ void MaxMagnitudeImpl(const float* HWY_RESTRICT values, uint64_t count, uint64_t
   }
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace peat::fp::detail
-HWY_AFTER_NAMESPACE();
+PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::fp::detail
 
 #if HWY_ONCE
 namespace peat::fp::detail {

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/save/engine_simd.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
+#include "core/fp/simd_target.h"  // IWYU pragma: keep
 
 #include "core/save/engine_simd.h"
 
-HWY_BEFORE_NAMESPACE();
-namespace peat::save::detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+PEAT_SIMD_BEGIN(peat::save::detail)
 
 // Four output channels at a time keep their accumulators in registers across all taps; two
 // vectors of positions per pass share each weight's broadcast (8 accumulators). Every output is
@@ -93,9 +89,7 @@ void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t ta
     }
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace peat::save::detail
-HWY_AFTER_NAMESPACE();
+PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::save::detail
 
 #if HWY_ONCE
 namespace peat::save::detail {

@@ -300,6 +300,14 @@ inline float avgPoolElement(const Node& n, const Node& src, const float* x, int6
   return acc / float(n.kernel * n.kernel);
 }
 
+// Calls f(x, o, w) for every row of the batch that a LayerNorm or a Softmax normalises: x its w
+// inputs, o its w outputs.
+template <class F>
+void forEachFeatureRow(const Node& n, int64_t batch, const float* in, float* out, F&& f) {
+  const int64_t w = n.features();
+  for (int64_t r = 0; r < batch * n.rows(); ++r) f(in + r * w, out + r * w, w);
+}
+
 inline float matmulElement(const Node& n, int64_t k, const float* a, const float* b, int64_t e) {
   const int64_t rows = n.shape[1], cols = n.shape[2];
   const int64_t h = e / (rows * cols), m = (e / cols) % rows, c = e % cols;
@@ -521,26 +529,20 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       for (int64_t s = 0; s < batch; ++s)
         for (int64_t e = 0; e < size; ++e) out[s * size + e] = avgPoolElement(n, *src, in[0] + s * inSize, e);
       return;
-    case Op::LayerNorm: {
-      const int64_t w = n.features();
-      for (int64_t r = 0; r < batch * n.rows(); ++r) {
-        const float* x = in[0] + r * w;
+    case Op::LayerNorm:
+      forEachFeatureRow(n, batch, in[0], out, [&](const float* x, float* o, int64_t w) {
         float mean, rstd;
         layerNormStats(x, w, n.eps, mean, rstd);
-        for (int64_t i = 0; i < w; ++i) out[r * w + i] = layerNormOf(x[i], mean, rstd, n.weight[std::size_t(i)], n.bias[std::size_t(i)]);
-      }
+        for (int64_t i = 0; i < w; ++i) o[i] = layerNormOf(x[i], mean, rstd, n.weight[std::size_t(i)], n.bias[std::size_t(i)]);
+      });
       return;
-    }
-    case Op::Softmax: {
-      const int64_t w = n.features();
-      for (int64_t r = 0; r < batch * n.rows(); ++r) {
-        const float* x = in[0] + r * w;
+    case Op::Softmax:
+      forEachFeatureRow(n, batch, in[0], out, [](const float* x, float* o, int64_t w) {
         float max, sum;
         softmaxStats(x, w, max, sum);
-        for (int64_t i = 0; i < w; ++i) out[r * w + i] = softmaxOf(x[i], max, sum);
-      }
+        for (int64_t i = 0; i < w; ++i) o[i] = softmaxOf(x[i], max, sum);
+      });
       return;
-    }
     case Op::MatMul: {
       const int64_t k = src->shape[2], bSize = g.nodes[std::size_t(n.inputs[1])].size();
       for (int64_t s = 0; s < batch; ++s)

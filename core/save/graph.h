@@ -129,6 +129,17 @@ inline std::size_t selectPart(const std::vector<int64_t>& off, int64_t at) {
   while (k + 2 < off.size() && at >= off[k + 1]) ++k;
   return k;
 }
+// Back through the Select `n` (gradients, sensitivities): each output element's `out[i]` is added to
+// the input element it gathers, in `back` (one vector per node); a zero gathers nothing.
+template <class T>
+void addBackThroughSelect(const Graph& g, const Node& n, const std::vector<T>& out, std::vector<std::vector<T>>& back) {
+  const std::vector<int64_t> off = selectOffsets(g, n);  // several inputs: a concatenation
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (n.gather[i] >= 0) {
+      const std::size_t k = selectPart(off, n.gather[i]);
+      back[std::size_t(n.inputs[k])][std::size_t(n.gather[i] - off[k])] += out[i];
+    }
+}
 
 // The engine's clip (ReLU6): NaN goes to the lower end, as its ReLU maps NaN to 0.
 inline float clipOf(float x, float lo, float hi) { return x > lo ? (x < hi ? x : hi) : lo; }

@@ -3,18 +3,14 @@
 // target by Highway and chosen at run time. Integer arithmetic: every target gives the same sums.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/save/mixed_simd.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
+#include "core/fp/simd_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
 #include <limits>
 
 #include "core/save/mixed.h"
 
-HWY_BEFORE_NAMESPACE();
-namespace peat::save::detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+PEAT_SIMD_BEGIN(peat::save::detail)
 
 void MixedDotImpl(const uint64_t* HWY_RESTRICT wm, const int64_t* HWY_RESTRICT we, const uint64_t* HWY_RESTRICT ws,
                   int64_t taps, const uint64_t* HWY_RESTRICT xm, const int64_t* HWY_RESTRICT xe,
@@ -59,9 +55,7 @@ void MixedDotImpl(const uint64_t* HWY_RESTRICT wm, const int64_t* HWY_RESTRICT w
   }
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace peat::save::detail
-HWY_AFTER_NAMESPACE();
+PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::save::detail
 
 #if HWY_ONCE
 namespace peat::save::detail {

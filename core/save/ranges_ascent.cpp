@@ -139,15 +139,9 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
       for (int in : n.inputs)
         for (std::size_t i = 0; i < size; ++i) grad[std::size_t(in)][i] += gy[i];
       break;
-    case Op::Select: {
-      const std::vector<int64_t> off = selectOffsets(g, n);  // several inputs: a concatenation
-      for (std::size_t i = 0; i < size; ++i)
-        if (n.gather[i] >= 0) {
-          const std::size_t k = selectPart(off, n.gather[i]);
-          grad[std::size_t(n.inputs[k])][std::size_t(n.gather[i] - off[k])] += gy[i];
-        }
+    case Op::Select:
+      addBackThroughSelect(g, n, gy, grad);
       break;
-    }
     case Op::Max2: {
       const std::vector<float>& y = act[std::size_t(n.inputs[1])];
       for (std::size_t i = 0; i < size; ++i) grad[std::size_t(x[i] >= y[i] ? n.inputs[0] : n.inputs[1])][i] += gy[i];
@@ -199,12 +193,9 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
     case Op::MaxPool2d:
       gradientMaxPool(n, src, x, gy, gx);
       break;
-    case Op::AvgPool2d: {
-      const float k2 = float(n.kernel * n.kernel);
-      for (std::size_t j = 0; j < size; ++j)
-        if (gy[j] != 0) detail::forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { gx[i] += gy[j] / k2; });
+    case Op::AvgPool2d:
+      detail::addBackThroughAvgPool(n, src, gy, gx);
       break;
-    }
     case Op::Clip:
       for (std::size_t i = 0; i < size; ++i) gx[i] += x[i] > n.bias[0] && x[i] < n.bias[1] ? gy[i] : 0.0f;
       break;

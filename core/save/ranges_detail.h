@@ -65,6 +65,15 @@ inline void forEachPoolTap(const Node& n, const Node& src, int64_t j, F&& f) {
   }
 }
 
+// Back through the average pool `n` over `src` (gradients, sensitivities): each output element's
+// `out[j]`, divided by the window's size, is added to every input element of `back` it reads.
+template <class T>
+void addBackThroughAvgPool(const Node& n, const Node& src, const std::vector<T>& out, std::vector<T>& back) {
+  const T k2 = T(n.kernel * n.kernel);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    if (out[j] != 0) forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { back[i] += out[j] / k2; });
+}
+
 inline bool isAffine(Op op) {
   return op == Op::Linear || op == Op::Conv2d || op == Op::BatchNorm || op == Op::Add || op == Op::GlobalAvgPool ||
          op == Op::AddConst || op == Op::AvgPool2d;

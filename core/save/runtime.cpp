@@ -3,6 +3,10 @@
 // (core/save/runtime_parts.h).
 #include "core/save/runtime.h"
 
+#include <initializer_list>
+#include <string>
+#include <utility>
+
 #include "core/save/runtime_parts.h"
 
 namespace peat::save {
@@ -49,28 +53,45 @@ RunStats& RunStats::operator+=(const RunStats& o) {
   return *this;
 }
 
+namespace {
+
+// The value `names` gives `name`, or SaveError "unknown <what> '<name>' (<plural>: <every name>)".
+template <class E>
+E fromName(const std::string& name, std::initializer_list<std::pair<const char*, E>> names, const char* what,
+           const char* plural) {
+  std::string all;
+  for (const auto& [text, value] : names) {
+    if (name == text) return value;
+    all += (all.empty() ? "" : ", ") + std::string(text);
+  }
+  throw SaveError("unknown " + std::string(what) + " '" + name + "' (" + plural + ": " + all + ")");
+}
+
+}  // namespace
+
 VerifierPolicy verifierPolicyFromName(const std::string& name) {
-  if (name == "auto") return VerifierPolicy::Auto;
-  if (name == "recompute") return VerifierPolicy::Recompute;
-  if (name == "abft") return VerifierPolicy::Abft;
-  if (name == "mixed") return VerifierPolicy::Mixed;
-  throw SaveError("unknown verifier '" + name + "' (verifiers: auto, recompute, abft, mixed)");
+  return fromName<VerifierPolicy>(name,
+                                  {{"auto", VerifierPolicy::Auto},
+                                   {"recompute", VerifierPolicy::Recompute},
+                                   {"abft", VerifierPolicy::Abft},
+                                   {"mixed", VerifierPolicy::Mixed}},
+                                  "verifier", "verifiers");
 }
 
 FaultPattern patternFromName(const std::string& name) {
-  if (name == "random") return FaultPattern::Random;
-  if (name == "consecutive") return FaultPattern::Consecutive;
-  if (name == "region") return FaultPattern::Region;
-  if (name == "adjacent") return FaultPattern::Adjacent;
-  if (name == "burst") return FaultPattern::Burst;
-  throw SaveError("unknown fault pattern '" + name + "' (patterns: random, consecutive, region, adjacent, burst)");
+  return fromName<FaultPattern>(name,
+                                {{"random", FaultPattern::Random},
+                                 {"consecutive", FaultPattern::Consecutive},
+                                 {"region", FaultPattern::Region},
+                                 {"adjacent", FaultPattern::Adjacent},
+                                 {"burst", FaultPattern::Burst}},
+                                "fault pattern", "patterns");
 }
 
 FaultTarget targetFromName(const std::string& name) {
-  if (name == "both") return FaultTarget::Both;
-  if (name == "weights") return FaultTarget::Weights;
-  if (name == "activations") return FaultTarget::Activations;
-  throw SaveError("unknown fault target '" + name + "' (targets: both, weights, activations)");
+  return fromName<FaultTarget>(
+      name, {{"both", FaultTarget::Both}, {"weights", FaultTarget::Weights}, {"activations", FaultTarget::Activations}},
+      "fault target", "targets");
 }
 
 ProtectedRunner::ProtectedRunner(const Graph& g, const Selection& selection, std::vector<NodeRange> profiled,

@@ -43,15 +43,9 @@ void backward(const Graph& g, const std::vector<NodeRange>& r, int64_t k, std::v
       case Op::Gelu:
         for (std::size_t i = 0; i < size; ++i) si[i] += 1.13 * so[i];
         break;
-      case Op::Select: {
-        const std::vector<int64_t> off = selectOffsets(g, n);  // several inputs: a concatenation
-        for (std::size_t i = 0; i < size; ++i)
-          if (n.gather[i] >= 0) {
-            const std::size_t part = selectPart(off, n.gather[i]);
-            s[std::size_t(n.inputs[part])][std::size_t(n.gather[i] - off[part])] += so[i];
-          }
+      case Op::Select:
+        addBackThroughSelect(g, n, so, s);
         break;
-      }
       case Op::Add:
       case Op::Max2:
         for (int input : n.inputs)
@@ -67,12 +61,9 @@ void backward(const Graph& g, const std::vector<NodeRange>& r, int64_t k, std::v
         for (std::size_t i = 0; i < si.size(); ++i) si[i] += so[i / hw] / double(hw);
         break;
       }
-      case Op::AvgPool2d: {
-        const double k2 = double(n.kernel * n.kernel);
-        for (std::size_t j = 0; j < size; ++j)
-          if (so[j] != 0) detail::forEachPoolTap(n, src, int64_t(j), [&](std::size_t i) { si[i] += so[j] / k2; });
+      case Op::AvgPool2d:
+        detail::addBackThroughAvgPool(n, src, so, si);
         break;
-      }
       case Op::MaxPool2d: {  // a change of one element moves every window max that reads it by at most as much
         const int64_t c = n.shape[0], oh = n.shape[1], ow = n.shape[2], h = src.shape[1], wd = src.shape[2];
         for (int64_t ch = 0; ch < c; ++ch)

@@ -296,6 +296,14 @@ void refuseForeignStorage(hid_t dataset, const std::string& path) {
     throw Error(kRefused, path, "is a virtual dataset that maps other files");
 }
 
+// H5Literate's (Info H5L_info_t) and H5Aiterate2's (H5A_info_t) callback: adds each name to the
+// std::vector<std::string> at `out`.
+template <class Info>
+herr_t collectName(hid_t, const char* name, const Info*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
 }  // namespace
 
 Group Group::openGroup(const std::string& name) const {
@@ -320,12 +328,8 @@ bool Group::hasGroup(const std::string& name) const {
 
 std::vector<std::string> Group::children() const {
   std::vector<std::string> names;
-  auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-    return 0;
-  };
   hsize_t index = 0;
-  check(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names), "H5Literate", path_);
+  check(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collectName<H5L_info_t>, &names), "H5Literate", path_);
   return names;
 }
 
@@ -403,12 +407,8 @@ double Group::doubleAttribute(const std::string& name) const {
 
 std::vector<std::string> Group::attributeNames() const {
   std::vector<std::string> names;
-  auto collect = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-    return 0;
-  };
   hsize_t index = 0;
-  check(H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names), "H5Aiterate2", path_);
+  check(H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, &index, collectName<H5A_info_t>, &names), "H5Aiterate2", path_);
   return names;
 }
 

@@ -106,6 +106,13 @@ Shard readShard(const std::string& file) {
   return s;
 }
 
+// What every merge of shards checks first: there are files, and a session to merge into (else
+// `giveSession`, the error that says which).
+void requireMergeArguments(const std::vector<std::string>& files, const std::string& output, const char* giveSession) {
+  if (files.empty()) throw SessionError("no shard files to merge");
+  if (output.empty()) throw SessionError(giveSession);
+}
+
 }  // namespace
 
 TableBuilder callErrorTable() {
@@ -138,8 +145,7 @@ bool holdsPlaybackShard(const std::string& file) {
 }
 
 PlaybackMergeSummary mergePlaybackShards(const std::vector<std::string>& files, const std::string& output) {
-  if (files.empty()) throw SessionError("no shard files to merge");
-  if (output.empty()) throw SessionError("a playback's shards merge into a session: give --session (the recorded one)");
+  requireMergeArguments(files, output, "a playback's shards merge into a session: give --session (the recorded one)");
   std::vector<Shard> shards;
   std::vector<ShardTag> tags;
   for (const std::string& f : files) {
@@ -261,8 +267,7 @@ bool holdsRuntimeFiShard(const std::string& file) {
 }
 
 SweepMergeSummary mergeRuntimeFiShards(const std::vector<std::string>& files, const std::string& output) {
-  if (files.empty()) throw SessionError("no shard files to merge");
-  if (output.empty()) throw SessionError("a runtime-FI sweep's shards merge into a session: give --session");
+  requireMergeArguments(files, output, "a runtime-FI sweep's shards merge into a session: give --session");
   std::vector<ShardTag> tags;
   std::vector<std::vector<StoredRun>> runs(files.size());
   Provenance provenance;  // a new output session describes the campaign as the first shard does

@@ -42,28 +42,21 @@ void JsonWriter::separate() {
   }
 }
 
-JsonWriter& JsonWriter::beginObject() {
+JsonWriter& JsonWriter::open(char bracket) {
   separate();
-  out_ << '{';
+  out_ << bracket;
   first_.push_back(true);
   return *this;
 }
-JsonWriter& JsonWriter::endObject() {
-  out_ << '}';
+JsonWriter& JsonWriter::close(char bracket) {
+  out_ << bracket;
   first_.pop_back();
   return *this;
 }
-JsonWriter& JsonWriter::beginArray() {
-  separate();
-  out_ << '[';
-  first_.push_back(true);
-  return *this;
-}
-JsonWriter& JsonWriter::endArray() {
-  out_ << ']';
-  first_.pop_back();
-  return *this;
-}
+JsonWriter& JsonWriter::beginObject() { return open('{'); }
+JsonWriter& JsonWriter::endObject() { return close('}'); }
+JsonWriter& JsonWriter::beginArray() { return open('['); }
+JsonWriter& JsonWriter::endArray() { return close(']'); }
 JsonWriter& JsonWriter::key(const std::string& k) {
   separate();
   out_ << escape(k) << ':';

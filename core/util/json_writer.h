@@ -33,6 +33,8 @@ class JsonWriter {
 
  private:
   void separate();
+  JsonWriter& open(char bracket);   // '{' or '[' after a separator; a new container
+  JsonWriter& close(char bracket);  // '}' or ']'; the container ends
   std::ostream& out_;
   std::vector<bool> first_;  // per open container: nothing written yet
   bool afterKey_ = false;

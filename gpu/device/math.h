@@ -17,36 +17,31 @@
 #define PEAT_DEVICE_CODE 1
 #endif
 
+// PEAT_DEVICE_OR_HOST(device, host): the device's expression in device code, else the host's (which
+// the device compiler never sees).
+#ifdef PEAT_DEVICE_CODE
+#define PEAT_DEVICE_OR_HOST(device, host) (device)
+#else
+#define PEAT_DEVICE_OR_HOST(device, host) (host)
+#endif
+
 namespace peat::gpu::math {
 
-PEAT_HD inline uint32_t bitsOf(float f) {
-#ifdef PEAT_DEVICE_CODE
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
+#ifndef PEAT_DEVICE_CODE
+// The host's bit cast, where the device has an intrinsic: the bytes of `from` read as a To.
+template <class To, class From>
+inline To hostBitCast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "a bit cast keeps the size");
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
 }
-
-PEAT_HD inline float floatOf(uint32_t u) {
-#ifdef PEAT_DEVICE_CODE
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 #endif
-}
 
+PEAT_HD inline uint32_t bitsOf(float f) { return PEAT_DEVICE_OR_HOST(__float_as_uint(f), hostBitCast<uint32_t>(f)); }
+PEAT_HD inline float floatOf(uint32_t u) { return PEAT_DEVICE_OR_HOST(__uint_as_float(u), hostBitCast<float>(u)); }
 PEAT_HD inline uint64_t bitsOf(double d) {
-#ifdef PEAT_DEVICE_CODE
-  return static_cast<uint64_t>(__double_as_longlong(d));
-#else
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-#endif
+  return PEAT_DEVICE_OR_HOST(static_cast<uint64_t>(__double_as_longlong(d)), hostBitCast<uint64_t>(d));
 }
 
 // floor(log2 x) for x > 0.

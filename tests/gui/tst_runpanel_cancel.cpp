@@ -33,6 +33,23 @@ QString fakePeat(const QTemporaryDir& dir, double startup, int total, double ste
   return path;
 }
 
+// A run panel with spies on its progress and its end, whose runs start `fakePeat(startup, total,
+// step)`: PEAT_CLI names the script from before the panel is made until the run is over.
+struct FakeRun {
+  FakeRun(double startup, int total, double step)
+      : scriptSet(qputenv("PEAT_CLI", fakePeat(dir, startup, total, step).toUtf8())) {}
+  ~FakeRun() { qunsetenv("PEAT_CLI"); }
+  bool start() {
+    return panel.startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5")));
+  }
+
+  QTemporaryDir dir;
+  const bool scriptSet;
+  RunPanel panel;
+  QSignalSpy progressed{&panel, &RunPanel::progressed};
+  QSignalSpy finished{&panel, &RunPanel::finished};
+};
+
 }  // namespace
 
 class TestRunPanelCancel : public QObject {
@@ -43,14 +60,12 @@ class TestRunPanelCancel : public QObject {
 };
 
 void TestRunPanelCancel::estimateComesFromTheRate() {
-  QTemporaryDir dir;
   // 1.5 s of start-up, then 40 steps of 0.05 s: at step 10 about 1.5 s are left. Counting the
   // start-up as work (the estimate before this) said about 5 s.
-  qputenv("PEAT_CLI", fakePeat(dir, 1.5, 40, 0.05).toUtf8());
-  RunPanel panel;
-  QSignalSpy progressed(&panel, &RunPanel::progressed);
-  QSignalSpy finished(&panel, &RunPanel::finished);
-  QVERIFY(panel.startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5"))));
+  FakeRun run(1.5, 40, 0.05);
+  RunPanel& panel = run.panel;
+  const QSignalSpy &progressed = run.progressed, &finished = run.finished;
+  QVERIFY(run.start());
   auto* bar = panel.findChild<QProgressBar*>();
   QVERIFY(bar);
   QVERIFY(bar->maximum() > 0);  // determinate before the first event
@@ -60,16 +75,13 @@ void TestRunPanelCancel::estimateComesFromTheRate() {
   QVERIFY(panel.statusText().contains(QStringLiteral("at this rate")));
   QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 15000);
   QVERIFY(finished.at(0).at(0).toBool());
-  qunsetenv("PEAT_CLI");
 }
 
 void TestRunPanelCancel::cancelEndsWithinASecond() {
-  QTemporaryDir dir;
-  qputenv("PEAT_CLI", fakePeat(dir, 0.1, 1000, 0.1).toUtf8());
-  RunPanel panel;
-  QSignalSpy progressed(&panel, &RunPanel::progressed);
-  QSignalSpy finished(&panel, &RunPanel::finished);
-  QVERIFY(panel.startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5"))));
+  FakeRun run(0.1, 1000, 0.1);
+  RunPanel& panel = run.panel;
+  const QSignalSpy &progressed = run.progressed, &finished = run.finished;
+  QVERIFY(run.start());
   QTRY_VERIFY_WITH_TIMEOUT(progressed.size() >= 2, 10000);
   QElapsedTimer clock;
   clock.start();
@@ -81,7 +93,6 @@ void TestRunPanelCancel::cancelEndsWithinASecond() {
   QVERIFY(finished.at(0).at(1).toString().startsWith(QStringLiteral("Cancelled")));
   QVERIFY(panel.statusText().startsWith(QStringLiteral("Cancelled")));
   QVERIFY(!panel.running());
-  qunsetenv("PEAT_CLI");
 }
 
 QTEST_MAIN(TestRunPanelCancel)

@@ -21,6 +21,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from file_models_data import lm_tokens, token_classes  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import finish  # noqa: E402
 
 PEAT, MODELS, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 WORK = tempfile.mkdtemp(prefix=f"peat-models-{CASE}-")
@@ -244,7 +246,4 @@ try:
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish(failures)

@@ -37,7 +37,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_onnx  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from peattest import Harness  # noqa: E402
+from peattest import Harness, finish  # noqa: E402
 
 PEAT, WEIGHTS, EXTERNAL = sys.argv[1], sys.argv[2], sys.argv[3]
 WORK = tempfile.mkdtemp(prefix="peat-onnx-")
@@ -329,7 +329,4 @@ try:
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish(failures)

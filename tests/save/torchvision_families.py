@@ -30,6 +30,9 @@ import torch
 import torchvision
 from torchvision.models import convnext, efficientnet, regnet, resnet, swin_transformer, vision_transformer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import finish  # noqa: E402
+
 PEAT = sys.argv[1]
 ONLY = set(sys.argv[2:])
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -226,7 +229,4 @@ try:
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish(failures)

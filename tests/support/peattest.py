@@ -2,6 +2,7 @@
 """What the Python end-to-end tests share: a list of checks that prints each result, `peat` runs
 that stop the script on an unexpected exit status, and the one-error-line check for bad input."""
 import subprocess
+import sys
 
 
 class Harness:
@@ -30,3 +31,11 @@ class Harness:
     def exit(self):
         print(f"{len(self.failures)} failure(s)")
         raise SystemExit(1 if self.failures else 0)
+
+
+def finish(failures):
+    """The end of a script that keeps its own list of failed checks: exit 1 naming how many, or say all passed."""
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")

@@ -91,11 +91,10 @@ void TestSaveOracle::flipInModelAgreesWithTheOracleAndTheRuntime() {
 // Every outcome of the oracle (bound first, exact rerun otherwise) equals a full rerun of the
 // network with the flipped value, on flips chosen to include vulnerable ones.
 void TestSaveOracle::flipOracleMatchesBruteForce_data() {
-  QTest::addColumn<QString>("model");
-  QTest::newRow("lenet") << QStringLiteral("lenet");
-  QTest::newRow("resnet (batch norm, residual adds, pooling)") << QStringLiteral("resnet");
-  QTest::newRow("vit (layer norm, attention, gelu)") << QStringLiteral("vit");
-  QTest::newRow("grouped (dilated, depthwise and grouped convs, clips, average pool)") << QStringLiteral("grouped");
+  modelRows({{"lenet", "lenet"},
+             {"resnet (batch norm, residual adds, pooling)", "resnet"},
+             {"vit (layer norm, attention, gelu)", "vit"},
+             {"grouped (dilated, depthwise and grouped convs, clips, average pool)", "grouped"}});
 }
 
 void TestSaveOracle::flipOracleMatchesBruteForce() {

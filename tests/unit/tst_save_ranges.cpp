@@ -21,12 +21,46 @@ class TestSaveRanges : public QObject {
   void symbolicIsTighterThanIntervals();
 };
 
+namespace {
+
+// The random boxes of the soundness checks: n elements around centres of a random scale (10^-3 to
+// 10^3), each of a random width (down to 10^-8 of the scale); every third box spreads its centres
+// over the whole scale, the others over a hundredth of it or less.
+save::NodeRange randomBox(std::mt19937_64& rng, std::uniform_real_distribution<double>& unit, int box, int n) {
+  save::NodeRange r;
+  const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
+  for (int i = 0; i < n; ++i) {
+    const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
+    r.lo.push_back(double(float(c - w)));
+    r.hi.push_back(double(float(c + w)));
+  }
+  return r;
+}
+
+// The ranges of g over box r: symbolic for odd boxes, intervals for even ones.
+save::RangeResult rangesOfBox(const save::Graph& g, const save::NodeRange& r, int box) {
+  save::RangeOptions o;
+  o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
+  return save::analyzeRanges(g, r, o);
+}
+
+// 40 inputs inside box r: 20 random corners, then 20 random points inside.
+std::vector<float> pointsInBox(std::mt19937_64& rng, std::uniform_real_distribution<double>& unit, const save::NodeRange& r) {
+  const int n = int(r.lo.size());
+  std::vector<float> x(std::size_t(n) * 40);
+  for (int s = 0; s < 40; ++s)
+    for (int i = 0; i < n; ++i) {
+      const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
+      x[std::size_t(s * n + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
+                                             float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
+    }
+  return x;
+}
+
+}  // namespace
+
 void TestSaveRanges::engineMatchesTorch_data() {
-  QTest::addColumn<QString>("model");
-  QTest::newRow("mlp") << QStringLiteral("mlp");
-  QTest::newRow("lenet") << QStringLiteral("lenet");
-  QTest::newRow("resnet") << QStringLiteral("resnet");
-  QTest::newRow("vit") << QStringLiteral("vit");
+  modelRows({{"mlp", "mlp"}, {"lenet", "lenet"}, {"resnet", "resnet"}, {"vit", "vit"}});
 }
 
 void TestSaveRanges::engineMatchesTorch() {
@@ -178,24 +212,10 @@ void TestSaveRanges::transformerOpsAreSoundOnNarrowBoxes() {
     g.nodes.push_back(n);
     g.output = int(g.nodes.size()) - 1;
     for (int box = 0; box < 300; ++box) {
-      save::NodeRange r;
-      const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
-      for (int i = 0; i < 64; ++i) {
-        const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
-        r.lo.push_back(double(float(c - w)));
-        r.hi.push_back(double(float(c + w)));
-      }
-      save::RangeOptions o;
-      o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
-      const save::RangeResult res = save::analyzeRanges(g, r, o);
+      const save::NodeRange r = randomBox(rng, unit, box, 64);
+      const save::RangeResult res = rangesOfBox(g, r, box);
       const save::NodeRange& out = res.nodes[std::size_t(g.output)];
-      std::vector<float> x(64 * 40);
-      for (int s = 0; s < 40; ++s)
-        for (int i = 0; i < 64; ++i) {
-          const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
-          x[std::size_t(s * 64 + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
-                                                  float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
-        }
+      const std::vector<float> x = pointsInBox(rng, unit, r);
       const auto act = save::runAll(g, x.data(), 40);
       const std::size_t size = out.lo.size();
       for (int s = 0; s < 40; ++s)
@@ -249,23 +269,9 @@ void TestSaveRanges::importedCompositionsAreSound() {
   g.output = b.globalAvgPool("mean", b.view("mean.view", pool, {4, 9}));
   uint64_t checked = 0;
   for (int box = 0; box < 300; ++box) {
-    save::NodeRange r;
-    const double scale = std::pow(10.0, unit(rng) * 6 - 3), width = std::pow(10.0, -unit(rng) * 8);
-    for (int i = 0; i < 50; ++i) {
-      const double c = (unit(rng) - 0.5) * scale * (box % 3 == 0 ? 1 : 0.01 * (i % 8 + 1)), w = width * scale * unit(rng);
-      r.lo.push_back(double(float(c - w)));
-      r.hi.push_back(double(float(c + w)));
-    }
-    save::RangeOptions o;
-    o.mode = box % 2 ? save::RangeMode::Symbolic : save::RangeMode::Interval;
-    const save::RangeResult res = save::analyzeRanges(g, r, o);
-    std::vector<float> in(50 * 40);
-    for (int s = 0; s < 40; ++s)
-      for (int i = 0; i < 50; ++i) {
-        const double t = s < 20 ? double((rng() >> 7) & 1) : unit(rng);  // corners, then inside
-        in[std::size_t(s * 50 + i)] = std::clamp(float(r.lo[std::size_t(i)] + t * (r.hi[std::size_t(i)] - r.lo[std::size_t(i)])),
-                                                 float(r.lo[std::size_t(i)]), float(r.hi[std::size_t(i)]));
-      }
+    const save::NodeRange r = randomBox(rng, unit, box, 50);
+    const save::RangeResult res = rangesOfBox(g, r, box);
+    const std::vector<float> in = pointsInBox(rng, unit, r);
     const auto act = save::runAll(g, in.data(), 40);
     for (std::size_t v = 1; v < g.nodes.size(); ++v) {
       const save::Node& n = g.nodes[v];

@@ -9,8 +9,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include <hwy/targets.h>
 
@@ -108,6 +110,12 @@ inline float flipped(float v, int bit) {
   b ^= uint32_t(1) << bit;
   std::memcpy(&v, &b, 4);
   return v;
+}
+
+// The data of a test run once per model: a "model" column, and a row per (row name, model).
+inline void modelRows(std::initializer_list<std::pair<const char*, const char*>> rows) {
+  QTest::addColumn<QString>("model");
+  for (const auto& [name, model] : rows) QTest::newRow(name) << QString::fromLatin1(model);
 }
 
 }  // namespace savetest

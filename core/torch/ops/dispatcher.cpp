@@ -17,6 +17,18 @@ Dispatcher* dispatcherOf(AutogradContext* ctx) {
   return reinterpret_cast<Dispatcher*>(ctx->saved_data["dispatcher"].toInt());
 }
 
+// What every backward starts from: the dispatcher and the layer its forward saved, the tensors it
+// saved, and the gradient of the output (contiguous).
+struct BackwardInputs {
+  BackwardInputs(AutogradContext* ctx, const variable_list& grads)
+      : d(dispatcherOf(ctx)), layer(ctx->saved_data["layer"].toStringRef()), saved(ctx->get_saved_variables()),
+        dy(grads[0].contiguous()) {}
+  Dispatcher* d;
+  std::string layer;
+  variable_list saved;
+  at::Tensor dy;
+};
+
 at::Tensor orUndefined(bool present, const at::Tensor& t) { return present ? t : at::Tensor(); }
 
 // Custom autograd functions cannot take undefined tensors in LibTorch 1.13: "no bias" travels as an
@@ -36,10 +48,7 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    Dispatcher* d = dispatcherOf(ctx);
-    const std::string layer = ctx->saved_data["layer"].toStringRef();
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor dy = grads[0].contiguous();
+    const auto [d, layer, saved, dy] = BackwardInputs(ctx, grads);
     // Only the GEMMs autograd asks for run (a first layer's input needs no gradient), as in ATen.
     at::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) dx = d->run(layer, {OpKind::Linear, Variant::GradInput, {dy, saved[1]}, {}}, true);
@@ -65,13 +74,10 @@ struct Conv2dFunction : torch::autograd::Function<Conv2dFunction> {
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    Dispatcher* d = dispatcherOf(ctx);
-    const std::string layer = ctx->saved_data["layer"].toStringRef();
+    const auto [d, layer, saved, dy] = BackwardInputs(ctx, grads);
     const ConvGeometry g = geometryOf(ctx->saved_data["geometry"].toIntVector());
-    const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
     const at::Tensor& w = saved[1];
-    const at::Tensor dy = grads[0].contiguous();
     at::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) {
       OpCall call{OpKind::Conv2d, Variant::GradInput, {dy, w}, {{"in_h", x.size(2)}, {"in_w", x.size(3)}}};
@@ -97,10 +103,7 @@ struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, {OpKind::Matmul, Variant::Forward, {a, b}, {}}, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    Dispatcher* d = dispatcherOf(ctx);
-    const std::string layer = ctx->saved_data["layer"].toStringRef();
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor dc = grads[0].contiguous();
+    const auto [d, layer, saved, dc] = BackwardInputs(ctx, grads);
     at::Tensor da, db;
     if (ctx->needs_input_grad(0)) da = d->run(layer, {OpKind::Matmul, Variant::GradInput, {dc, saved[1]}, {}}, true);
     if (ctx->needs_input_grad(1)) db = d->run(layer, {OpKind::Matmul, Variant::GradWeight, {saved[0], dc}, {}}, true);
