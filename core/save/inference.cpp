@@ -101,6 +101,10 @@ OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor&
   OutputComparison c;
   c.samples = r.samples;
   const int64_t size = r.samples ? int64_t(r.outputs.size()) / r.samples : 0;
+  if (!r.outputs.empty()) {  // where no element differs, the worst is the first
+    c.worstValue = r.outputs[0];
+    c.worstReference = reference.data()[0];
+  }
   for (int64_t s = 0; s < r.samples; ++s) {
     const float* ref = reference.data() + s * size;
     if (topClass(ref, size) == r.predictions[std::size_t(s)] && r.predictions[std::size_t(s)] >= 0) ++c.top1Agree;
@@ -113,7 +117,7 @@ OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor&
       if (!std::isfinite(a)) continue;
       const double d = std::fabs(a - b);
       c.maxRel = std::max(c.maxRel, d / std::max(std::fabs(b), 1e-30));
-      if (d > c.maxAbs || (c.maxAbs == 0 && s == 0 && i == 0)) {
+      if (d > c.maxAbs) {
         c.maxAbs = d;
         c.worstSample = s;
         c.worstElement = i;

@@ -607,13 +607,23 @@ std::vector<SiteCall> forwardCalls(ScriptedModel& model, const std::vector<int64
   return observer.calls;
 }
 
-void probeModelFile(const std::string& path) {
-  static std::mutex mutex;
-  static std::set<std::string> probed;  // path, size and modification time: once per process
+namespace {
+
+// A model file as the probes remember it: its path, size and modification time (a changed file is
+// probed again).
+std::string probeKey(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw std::invalid_argument("cannot read model file '" + path + "'");
-  const std::string key = path + "\t" + std::to_string(st.st_size) + "\t" + std::to_string(st.st_mtim.tv_sec) + "." +
-                          std::to_string(st.st_mtim.tv_nsec);
+  return path + "\t" + std::to_string(st.st_size) + "\t" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
+void probeModelFile(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> probed;  // once per file per process
+  const std::string key = probeKey(path);
   std::lock_guard<std::mutex> lock(mutex);
   if (probed.count(key)) return;
   sys::runProbeHelper({"torchscript", path}, sys::probeTimeout(120), "loading model file '" + path + "'",
@@ -627,10 +637,7 @@ void probeModelForward(const std::string& path, const std::vector<int64_t>& inpu
   std::string shape;
   for (int64_t d : inputShape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
   const std::string taskText = task == Task::Text ? "lm" : task == Task::Regression ? "regression" : "classification";
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw std::invalid_argument("cannot read model file '" + path + "'");
-  const std::string key = path + "\t" + std::to_string(st.st_size) + "\t" + std::to_string(st.st_mtim.tv_sec) + "." +
-                          std::to_string(st.st_mtim.tv_nsec) + "\t" + shape + "\t" + taskText;
+  const std::string key = probeKey(path) + "\t" + shape + "\t" + taskText;
   std::lock_guard<std::mutex> lock(mutex);
   if (probed.count(key)) return;
   const double seconds = sys::probeTimeout(120);
