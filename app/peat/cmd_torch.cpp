@@ -52,7 +52,7 @@ void addProfileOptions(CLI::App* app, TorchCommand& c, bool isTrain) {
   if (isTrain) return;
   app->add_option("--record-every", c.recordEvery, "Record every Nth iteration")->capture_default_str()->check(
       CLI::NonNegativeNumber);
-  app->add_option("--record-ops", c.recordOps, "Ops to record, comma-separated: " + recordableOpList())
+  app->add_option("--record-ops", c.recordOps, "Ops to record, comma-separated: " + recordableOpList() + ", or all")
       ->capture_default_str();
   app->add_flag("--no-backward", c.noBackward, "Do not record the backward GEMMs");
   app->add_flag("--numerics", c.numerics,

@@ -136,7 +136,8 @@ std::string zooModelList() {
 }
 
 std::string recordableOpList() {
-  return "linear, conv2d, matmul, softmax, layernorm, gelu, relu, add, embedding, batchnorm, maxpool2d, avgpool2d";
+  return "linear, conv2d, matmul, softmax, layernorm, gelu, relu, add, embedding, batchnorm, maxpool2d, avgpool2d, "
+         "log_softmax, silu, tanh, sigmoid, dropout, cross_entropy, attention, sgd, adam";
 }
 
 std::string encode(const TorchCommand& command) {

@@ -61,8 +61,21 @@ def slot_case(name, shape, data, extra=()):
     task = ["--task", "lm"] if name == "gpt" else []
     inspect = run_json("models", "--inspect", model, "--input-shape", shape, *task)
     sites = inspect["sites"]
-    check(len(sites) > 0 and all(s["routed"] for s in sites), f"{name}: every GEMM site routed ({inspect['summary']})")
-    check(all("shapes" in s for s in sites), f"{name}: every site ran in the inspection forward")
+    gemm_kinds = {"aten::linear", "aten::conv1d", "aten::conv2d", "aten::_convolution", "aten::matmul", "aten::mm",
+                  "aten::bmm", "aten::addmm", "aten::baddbmm"}
+    gemms = [s for s in sites if s["aten"] in gemm_kinds]
+    check(len(gemms) > 0 and all(s["routed"] for s in gemms), f"{name}: every GEMM site routed ({inspect['summary']})")
+    routed = [s for s in sites if s["routed"]]
+    check(all("shapes" in s for s in routed), f"{name}: every routed site ran in the inspection forward")
+    left = [s for s in sites if not s["routed"]]
+    check(all(s["detail"] for s in left), f"{name}: every site left on ATen says why ({len(left)} sites)")
+    # the op-wise kernels ports rewrite: routed wherever the architecture has them
+    slot_ops = {s["aten"] for s in routed}
+    expected = {"vit": {"aten::softmax", "aten::layer_norm", "aten::gelu"},  # torchvision's ViT: dropout 0
+                "gpt": {"aten::softmax", "aten::layer_norm", "aten::gelu", "aten::dropout", "aten::embedding"},
+                "bert": {"aten::softmax", "aten::layer_norm", "aten::gelu", "aten::dropout", "aten::embedding"},
+                "resnet18": {"aten::relu_"}}.get(name, set())
+    check(expected <= slot_ops, f"{name}: op-wise sites routed: {sorted(expected - slot_ops) or 'all of'} {sorted(expected)}")
     layers = [s["layer"] for s in sites]
     if name == "resnet18":
         check("layer1.0.conv1" in layers and "fc" in layers and "layer2.0.downsample.0" in layers,
@@ -76,8 +89,9 @@ def slot_case(name, shape, data, extra=()):
 
     common = ["--model", model, "--data", data, "--batch", 4, "--seed", 3, *extra]
     s1, s2 = os.path.join(WORK, "a.h5"), os.path.join(WORK, "b.h5")
-    p1 = run_json("profile", *common, "-n", 3, "--record-every", 2, "--checkpoint-every", 1, "-o", s1)
-    p2 = run_json("profile", *common, "-n", 3, "--record-every", 2, "--checkpoint-every", 1, "-o", s2)
+    record = ["--record-every", 2, "--checkpoint-every", 1, "--record-ops", "all"]
+    p1 = run_json("profile", *common, "-n", 3, *record, "-o", s1)
+    p2 = run_json("profile", *common, "-n", 3, *record, "-o", s2)
     check(p1["recorded_calls"] > 0, f"{name}: profile recorded {p1['recorded_calls']} calls")
     check(p1["final_loss"] == p2["final_loss"] and p1["test_loss"] == p2["test_loss"],
           f"{name}: same-seed runs give the same losses bit for bit ({p1['final_loss']!r})")
@@ -95,6 +109,22 @@ def slot_case(name, shape, data, extra=()):
         phases = {it1[c].attrs["phase"].decode() if isinstance(it1[c].attrs["phase"], bytes) else str(it1[c].attrs["phase"])
                   for c in names}
         check("backward" in phases, f"{name}: backward GEMMs went through the slot and were recorded")
+        kinds = set()
+        for c in names:
+            a = it1[c].attrs
+            op = a["op"].decode() if isinstance(a["op"], bytes) else str(a["op"])
+            kinds.add((op, int(a.get("param.variant", 0))))
+        # forward and backward of every op-wise kind the model has, the loss and the optimiser's updates
+        want = {("cross_entropy", 0), ("cross_entropy", 1), ("sgd" if name in ("resnet18", "mobilenet_v2", "vit", "bert")
+                                                              else "adam", 4)}
+        if name in ("vit", "gpt", "bert"):
+            want |= {("softmax", 0), ("softmax", 1), ("layernorm", 0), ("layernorm", 1), ("layernorm", 2),
+                     ("layernorm", 3), ("gelu", 0), ("gelu", 1)}
+        if name in ("gpt", "bert"):
+            want |= {("embedding", 0), ("embedding", 2), ("dropout", 0), ("dropout", 1)}
+        if name == "resnet18":
+            want |= {("relu", 0), ("relu", 1)}
+        check(want <= kinds, f"{name}: recorded (op, variant) pairs include {sorted(want - kinds) or 'all of'} {len(want)}")
 
     golden = run_json("playback", "-s", s1, "-k", "golden")
     check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p1["recorded_calls"],

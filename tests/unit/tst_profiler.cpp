@@ -20,9 +20,15 @@ class Log final : public ops::CallObserver {
  public:
   std::vector<store::CallId> ids;
   std::vector<ops::Variant> variants;
-  void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor&) override {
+  std::vector<ops::OpCall> calls;     // detached copies, for replays
+  std::vector<at::Tensor> outputs;
+  void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& output) override {
     ids.push_back(id);
     variants.push_back(call.variant);
+    ops::OpCall copy = call;
+    for (at::Tensor& t : copy.inputs) t = t.detach().clone();
+    calls.push_back(copy);
+    outputs.push_back(output.detach().clone());
   }
 };
 
@@ -53,6 +59,8 @@ class TestProfiler : public QObject {
   void missingDatasetNamesThePackage();
   void linearRunsThreeGemmsThroughTheSlot();
   void slotGradientsMatchPlainAutograd();
+  void opWiseGradientsMatchAten();
+  void optimiserUpdatesAreSlotCalls();
   void everyKthCallIsSubstituted();
   void probabilityIsSeeded();
   void everyModelTrains_data();
@@ -127,11 +135,14 @@ void TestProfiler::linearRunsThreeGemmsThroughTheSlot() {
   const at::Tensor x = at::randn({3, 5}).set_requires_grad(true);
   const at::Tensor w = at::randn({2, 5}).set_requires_grad(true), b = at::randn({2}).set_requires_grad(true);
   d.relu("act", d.linear("fc", x, w, b)).sum().backward();
-  QCOMPARE(log.ids.size(), std::size_t(4));  // linear, relu, then linear's two backward GEMMs
+  // linear, relu, then relu's backward and linear's two backward GEMMs
+  QCOMPARE(log.ids.size(), std::size_t(5));
   QCOMPARE(log.ids[0].op, std::string("linear"));
   QCOMPARE(log.ids[1].op, std::string("relu"));
+  QCOMPARE(log.ids[2].op, std::string("relu"));
   QCOMPARE(int(log.variants[2]), int(ops::Variant::GradInput));
-  QCOMPARE(int(log.variants[3]), int(ops::Variant::GradWeight));
+  QCOMPARE(int(log.variants[3]), int(ops::Variant::GradInput));
+  QCOMPARE(int(log.variants[4]), int(ops::Variant::GradWeight));
   for (std::size_t i = 0; i < log.ids.size(); ++i) {
     QCOMPARE(log.ids[i].iteration, int64_t(4));
     QCOMPARE(log.ids[i].callIndex, int64_t(i));
@@ -140,7 +151,7 @@ void TestProfiler::linearRunsThreeGemmsThroughTheSlot() {
   d.beginIteration(5);
   const at::Tensor input = at::randn({3, 5});  // needs no gradient: only dW is computed, as in ATen
   d.linear("fc", input, w, b).sum().backward();
-  QCOMPARE(log.ids.size(), std::size_t(6));
+  QCOMPARE(log.ids.size(), std::size_t(7));
   QCOMPARE(log.ids.back().callIndex, int64_t(1));  // numbering restarts per iteration
   QCOMPARE(int(log.variants.back()), int(ops::Variant::GradWeight));
 }
@@ -162,6 +173,85 @@ void TestProfiler::slotGradientsMatchPlainAutograd() {
   const auto viaSlot = net(true), plain = net(false);
   for (std::size_t i = 0; i < plain.size(); ++i)
     QVERIFY2(at::allclose(viaSlot[i], plain[i], 1e-4, 1e-5), qPrintable(QString::number(i)));
+}
+
+// Every op-wise op's backward through the slot gives ATen's own gradients: the slot's golden
+// backward calls are ATen's backward kernels, so they agree bit for bit (dBeta is a plain sum
+// here, where ATen's fused kernel sums in its own order: equal within rounding).
+void TestProfiler::opWiseGradientsMatchAten() {
+  at::manual_seed(2);
+  const at::Tensor x = at::randn({3, 4, 6}).set_requires_grad(true);
+  const at::Tensor gamma = at::randn({6}).set_requires_grad(true), beta = at::randn({6}).set_requires_grad(true);
+  const at::Tensor table = at::randn({10, 6}).set_requires_grad(true);
+  const at::Tensor ids = at::randint(0, 10, {3, 4}, at::kLong);
+  const at::Tensor target = at::randint(0, 6, {12}, at::kLong);
+  auto net = [&](bool slot, ops::Dispatcher& d) {
+    at::Tensor h = slot ? d.embedding("e", ids, table, 1) : at::embedding(table, ids, 1);
+    h = h + x;
+    h = slot ? d.layerNorm("ln", h, gamma, beta) : at::layer_norm(h, {6}, gamma, beta, 1e-5);
+    h = slot ? d.gelu("g", h) : at::gelu(h);
+    h = slot ? d.gelu("gt", h, true) : at::gelu(h, "tanh");
+    h = slot ? d.silu("s", h) : at::silu(h);
+    h = slot ? d.tanh("t", h) : at::tanh(h);
+    h = slot ? d.sigmoid("sg", h) : at::sigmoid(h);
+    h = slot ? d.softmax("sm", h, 1) : at::softmax(h, 1);
+    h = slot ? d.logSoftmax("ls", h) : at::log_softmax(h, -1);
+    at::manual_seed(7);  // the same mask both ways: the slot draws ATen's
+    h = slot ? d.dropout("dr", h, 0.25) : at::dropout(h, 0.25, true);
+    h = h.reshape({12, 6});
+    const at::Tensor loss = slot ? d.crossEntropy("loss", h, target) : at::cross_entropy_loss(h, target);
+    return torch::autograd::grad({loss}, {x, gamma, beta, table});
+  };
+  ops::Dispatcher plainSlot, d;
+  Log log;
+  d.addObserver(&log);
+  const auto viaSlot = net(true, d), plain = net(false, plainSlot);
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    QVERIFY2(at::allclose(viaSlot[i], plain[i], 1e-5, 1e-7), qPrintable(QString::number(i)));
+  QVERIFY(at::equal(viaSlot[0], plain[0]));  // dX: ATen's backward kernels, the same bits
+  QVERIFY(at::equal(viaSlot[3], plain[3]));  // the embedding's scatter-add
+  std::map<std::string, int> backward;
+  for (std::size_t i = 0; i < log.ids.size(); ++i)
+    if (log.ids[i].phase == store::Phase::Backward) ++backward[log.ids[i].op + ":" + ops::variantName(log.variants[i])];
+  for (const char* key : {"cross_entropy:grad_input", "dropout:grad_input", "log_softmax:grad_input", "softmax:grad_input",
+                          "sigmoid:grad_input", "tanh:grad_input", "silu:grad_input", "gelu:grad_input",
+                          "layernorm:grad_input", "layernorm:grad_weight", "layernorm:grad_bias", "embedding:grad_weight"})
+    QVERIFY2(backward[key] >= 1, key);
+  QCOMPARE(backward["gelu:grad_input"], 2);
+
+  // Replaying each recorded call through golden gives its recorded output bit for bit.
+  for (std::size_t i = 0; i < log.calls.size(); ++i) {
+    const at::Tensor again = kernels::runGolden(log.calls[i]);
+    QVERIFY2(at::equal(again, log.outputs[i]), qPrintable(QString::fromStdString(log.ids[i].op)));
+  }
+}
+
+void TestProfiler::optimiserUpdatesAreSlotCalls() {
+  at::manual_seed(3);
+  const at::Tensor p = at::randn({4, 3}), g = at::randn({4, 3}), m = at::randn({4, 3}), v = at::rand({4, 3});
+  ops::Dispatcher d;
+  ops::OpCall adam{ops::OpKind::Adam, ops::Variant::Update, {p, g, m, v}, {{"step", 3}}};
+  adam.setReal("lr", 1e-3);
+  adam.setReal("beta1", 0.9);
+  adam.setReal("beta2", 0.999);
+  adam.setReal("eps", 1e-8);
+  const at::Tensor out = d.update("w", adam);
+  QCOMPARE(out.sizes().vec(), (std::vector<int64_t>{3, 4, 3}));
+  // The textbook Adam step, in double: the golden update agrees to fp32 rounding.
+  const at::Tensor gd = g.to(at::kDouble), m2 = 0.9 * m.to(at::kDouble) + 0.1 * gd;
+  const at::Tensor v2 = 0.999 * v.to(at::kDouble) + 0.001 * gd * gd;
+  const double c1 = 1 - std::pow(0.9, 3), c2 = 1 - std::pow(0.999, 3);
+  const at::Tensor p2 = p.to(at::kDouble) - 1e-3 * (m2 / c1) / ((v2 / c2).sqrt() + 1e-8);
+  QVERIFY(at::allclose(out[0].to(at::kDouble), p2, 1e-6, 1e-7));
+  QVERIFY(at::allclose(out[1].to(at::kDouble), m2, 1e-6, 1e-7));
+  QVERIFY(at::allclose(out[2].to(at::kDouble), v2, 1e-6, 1e-7));
+  ops::OpCall sgd{ops::OpKind::Sgd, ops::Variant::Update, {p, g, m}, {}};
+  sgd.setReal("lr", 0.1);
+  sgd.setReal("momentum", 0.9);
+  const at::Tensor s = d.update("w", sgd);
+  QVERIFY(at::allclose(s[1], m * 0.9 + g));
+  QVERIFY(at::allclose(s[0], p - 0.1 * (m * 0.9 + g)));
+  QCOMPARE(sgd.real("lr"), 0.1);  // real parameters travel exactly
 }
 
 void TestProfiler::everyKthCallIsSubstituted() {

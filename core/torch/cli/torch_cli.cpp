@@ -175,7 +175,13 @@ int runProfileCommand(train::ProfileOptions& o, bool force, bool json, bool isTr
   if (!isTrain) {
     o.recordOps.clear();
     std::stringstream s(recordOps);
-    for (std::string item; std::getline(s, item, ',');) o.recordOps.push_back(*parseOp(item, false));
+    for (std::string item; std::getline(s, item, ',');) {
+      if (item.empty()) continue;
+      if (const auto op = parseOp(item, true))
+        o.recordOps.push_back(*op);
+      else  // "all": every op the slot has
+        o.recordOps.insert(o.recordOps.end(), ops::allOps().begin(), ops::allOps().end());
+    }
   }
   o.mode = force ? store::WriteMode::Overwrite : store::WriteMode::Create;
   o.commandLine = commandLine;
@@ -469,9 +475,11 @@ int runModelsCommand(const cli::TorchCommand& c) {
   for (const auto& site : model->sites()) {
     std::printf("  %-44s %-20s %-6s %s\n", site.layer.c_str(), site.aten.c_str(), site.routed ? "routed" : "ATen",
                 site.detail.c_str());
-    if (const auto* call = callOf(site.layer))
-      std::printf("  %-44s %s, K = %lld, %lld forward call%s\n", "", call->shapes.c_str(), (long long)call->reduction,
+    if (const auto* call = callOf(site.layer)) {
+      const std::string reduction = call->reduction > 0 ? ", K = " + std::to_string(call->reduction) : "";
+      std::printf("  %-44s %s%s, %lld forward call%s\n", "", call->shapes.c_str(), reduction.c_str(),
                   (long long)call->calls, call->calls == 1 ? "" : "s");
+    }
   }
   for (const std::string& b : model->skippedBuffers())
     std::cout << "  buffer " << b << " is neither float32 nor int64: not checkpointed (constant during training?)\n";

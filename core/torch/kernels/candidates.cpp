@@ -75,7 +75,9 @@ class PrecisionKernel final : public Kernel {
   PrecisionKernel(std::string name, fp::Format format, fp::Overflow overflow)
       : name_(std::move(name)), format_(format), overflow_(overflow) {}
   std::string name() const override { return name_; }
-  bool supports(ops::OpKind) const override { return true; }
+  // Every op of the model; an optimiser's update is not (reduced-precision optimisers are
+  // candidates of their own: adam-bf16, ...).
+  bool supports(ops::OpKind kind) const override { return kind != ops::OpKind::Sgd && kind != ops::OpKind::Adam; }
   at::Tensor run(const ops::OpCall& call, const CallContext&) override {
     at::Tensor out = runGolden(roundedInputs(call, format_, overflow_));
     // Element-wise ops compute and store in the narrow format; GEMMs accumulate and store in fp32.

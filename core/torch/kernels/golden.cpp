@@ -2,6 +2,9 @@
 // The golden kernels (ATen) and the GEMM decomposition that candidate GEMMs run through.
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <limits>
+
 #include "core/torch/kernels/kernel.h"
 
 namespace peat::kernels {
@@ -15,6 +18,111 @@ std::vector<int64_t> pair(int64_t v) { return {v, v}; }
 
 at::Tensor flatten2d(const at::Tensor& t) { return t.reshape({-1, t.size(-1)}); }
 
+// Softmax and log-softmax over "dim" (the last by default). GradInput's inputs are (dy, y).
+at::Tensor softmaxGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const int64_t dim = c.paramOr("dim", -1);
+  const bool log = c.kind == OpKind::LogSoftmax;
+  if (c.variant == Variant::GradInput)
+    return log ? at::_log_softmax_backward_data(in[0], in[1], dim, at::kFloat)
+               : at::_softmax_backward_data(in[0], in[1], dim, at::kFloat);
+  return log ? at::log_softmax(in[0], dim) : at::softmax(in[0], dim);
+}
+
+// Layer norm over the last "normalized" dimensions (1 by default), eps 1e-5 by default, with
+// gamma and beta unless "weight" / "bias" say 0. Forward (x[, gamma][, beta]); GradInput
+// (dy, x[, gamma]); GradWeight (dy, x): dGamma; GradBias (dy): dBeta.
+at::Tensor layerNormGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const at::Tensor& x = c.variant == Variant::Forward ? in[0] : in[c.variant == Variant::GradBias ? 0 : 1];
+  const int64_t nd = c.paramOr("normalized", 1);
+  const std::vector<int64_t> shape(x.sizes().end() - nd, x.sizes().end());
+  const double eps = c.realOr("eps", 1e-5);
+  const bool weight = c.paramOr("weight", 1) != 0, bias = c.paramOr("bias", 1) != 0;
+  switch (c.variant) {
+    case Variant::Forward:
+      return at::layer_norm(x, shape, weight ? in[1] : at::Tensor(), bias ? in[weight ? 2 : 1] : at::Tensor(), eps);
+    case Variant::GradInput:
+    case Variant::GradWeight: {
+      const bool input = c.variant == Variant::GradInput;
+      const at::Tensor gamma = input && weight ? in[2] : at::ones(shape);
+      const auto stats = at::native_layer_norm(x, shape, gamma, at::Tensor(), eps);
+      const auto grads = at::native_layer_norm_backward(in[0], x, shape, std::get<1>(stats), std::get<2>(stats), gamma,
+                                                        at::Tensor(), {input, !input, false});
+      return input ? std::get<0>(grads) : std::get<1>(grads);
+    }
+    case Variant::GradBias: return in[0].reshape({-1, c10::multiply_integers(shape)}).sum(0).reshape(shape);
+    default: break;
+  }
+  throw std::invalid_argument("layernorm has no " + std::string(ops::variantName(c.variant)) + " call");
+}
+
+// GELU ("approximate" 1: the tanh form), ReLU, SiLU, tanh, sigmoid. GradInput's inputs are (dy, x)
+// for GELU and SiLU, (dy, y) for ReLU, tanh and sigmoid: what ATen's own backward keeps.
+at::Tensor activationGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const bool grad = c.variant == Variant::GradInput;
+  const char* approximate = c.paramOr("approximate", 0) ? "tanh" : "none";
+  switch (c.kind) {
+    case OpKind::Gelu: return grad ? at::gelu_backward(in[0], in[1], approximate) : at::gelu(in[0], approximate);
+    case OpKind::Relu: return grad ? at::threshold_backward(in[0], in[1], 0) : at::relu(in[0]);
+    case OpKind::Silu: return grad ? at::silu_backward(in[0], in[1]) : at::silu(in[0]);
+    case OpKind::Tanh: return grad ? at::tanh_backward(in[0], in[1]) : at::tanh(in[0]);
+    case OpKind::Sigmoid: return grad ? at::sigmoid_backward(in[0], in[1]) : at::sigmoid(in[0]);
+    default: break;
+  }
+  throw std::logic_error("activationGolden: not an activation");
+}
+
+// Mean cross-entropy of logits [N, C] and class ids [N] (ignore_index -100), as log-softmax and
+// NLL; the loss is stored as [1]. GradInput's inputs are (dLoss [1], logits, ids): dLogits.
+at::Tensor crossEntropyGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const bool grad = c.variant == Variant::GradInput;
+  const at::Tensor& logits = in[grad ? 1 : 0];
+  const at::Tensor& target = in[grad ? 2 : 1];
+  const int64_t ignore = c.paramOr("ignore_index", -100);
+  const at::Tensor ls = at::log_softmax(logits, -1);
+  const auto loss = at::nll_loss_forward(ls, target, at::Tensor(), at::Reduction::Mean, ignore);
+  if (!grad) return std::get<0>(loss).reshape({1});
+  const at::Tensor dls = at::nll_loss_backward(in[0].reshape({}), ls, target, at::Tensor(), at::Reduction::Mean, ignore,
+                                               std::get<1>(loss));
+  return at::_log_softmax_backward_data(dls, ls, -1, at::kFloat);
+}
+
+// Scaled dot-product attention: softmax(q k^T * scale + mask) v on [B, T, D] x [B, S, D] x [B, S, Dv],
+// an optional additive mask (broadcast to [B, T, S]) as the fourth input, "causal" 1 masking j > i.
+at::Tensor attentionGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  if (c.variant != Variant::Forward) throw std::invalid_argument("attention calls are forward only");
+  at::Tensor scores = at::matmul(in[0], in[1].transpose(-1, -2)) * c.realOr("scale", 1.0 / std::sqrt(double(in[0].size(-1))));
+  if (in.size() > 3) scores = scores + in[3];
+  if (c.paramOr("causal", 0)) {
+    const int64_t t = scores.size(-2), s = scores.size(-1);
+    scores = scores.masked_fill(at::ones({t, s}, at::kBool).triu(1), -std::numeric_limits<float>::infinity());
+  }
+  return at::matmul(at::softmax(scores, -1), in[2]);
+}
+
+// The optimisers' updates as kernels over a parameter, its gradient and its moments; the output
+// stacks the new parameter and the new moments ([2, ...] for SGD with momentum, [3, ...] for Adam).
+//   sgd (p, g, buf): buf' = momentum buf + g, p' = p - lr buf'
+//   adam (p, g, m, v): m' = beta1 m + (1-beta1) g, v' = beta2 v + (1-beta2) g^2,
+//                      p' = p - lr (m'/c1) / (sqrt(v'/c2) + eps), c_i = 1 - beta_i^step
+at::Tensor optimiserGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const double lr = c.real("lr");
+  if (c.kind == OpKind::Sgd) {
+    const at::Tensor buf = in[2].mul(c.real("momentum")).add_(in[1]);
+    return at::stack({in[0].add(buf, -lr), buf});
+  }
+  const double b1 = c.real("beta1"), b2 = c.real("beta2"), step = double(c.param("step"));
+  const double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
+  const at::Tensor m = in[2].mul(b1).add_(in[1], 1.0 - b1);
+  const at::Tensor v = in[3].mul(b2).addcmul_(in[1], in[1], 1.0 - b2);
+  return at::stack({in[0].addcdiv(m / c1, (v / c2).sqrt_().add_(c.real("eps")), -lr), m, v});
+}
+
 }  // namespace
 
 at::Tensor runGolden(const ops::OpCall& c) {
@@ -25,6 +133,7 @@ at::Tensor runGolden(const ops::OpCall& c) {
         case Variant::Forward: return at::linear(in[0], in[1], in.size() > 2 ? in[2] : at::Tensor());
         case Variant::GradInput: return at::matmul(in[0], in[1]);
         case Variant::GradWeight: return at::mm(flatten2d(in[0]).t(), flatten2d(in[1]));
+        default: break;  // no other variant
       }
       break;
     case OpKind::Conv2d: {
@@ -49,6 +158,7 @@ at::Tensor runGolden(const ops::OpCall& c) {
                                                 g.dilation(), false, pair(0), g.groups, {false, true, false});
           return std::get<1>(grads);
         }
+        default: break;  // no other variant
       }
       break;
     }
@@ -57,14 +167,28 @@ at::Tensor runGolden(const ops::OpCall& c) {
         case Variant::Forward: return at::matmul(in[0], in[1]);
         case Variant::GradInput: return at::matmul(in[0], in[1].transpose(-1, -2));
         case Variant::GradWeight: return at::matmul(in[0].transpose(-1, -2), in[1]);
+        default: break;  // no other variant
       }
       break;
-    case OpKind::Softmax: return at::softmax(in[0], -1);
-    case OpKind::LayerNorm: return at::layer_norm(in[0], {in[0].size(-1)}, in[1], in[2], 1e-5);
-    case OpKind::Gelu: return at::gelu(in[0]);
-    case OpKind::Relu: return at::relu(in[0]);
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax: return softmaxGolden(c);
+    case OpKind::LayerNorm: return layerNormGolden(c);
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Silu:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid: return activationGolden(c);
     case OpKind::Add: return at::add(in[0], in[1]);
-    case OpKind::Embedding: return at::embedding(in[1], in[0]);
+    case OpKind::Embedding:
+      if (c.variant == Variant::GradWeight)  // a scatter-add of the output's gradient rows
+        return at::embedding_dense_backward(in[0], in[1], c.param("num_weights"), c.paramOr("padding_idx", -1),
+                                            c.paramOr("scale_grad_by_freq", 0) != 0);
+      return at::embedding(in[1], in[0], c.paramOr("padding_idx", -1));
+    case OpKind::Dropout: return in[0] * in[1];  // x or dy times the recorded mask (already scaled by 1/(1-p))
+    case OpKind::CrossEntropy: return crossEntropyGolden(c);
+    case OpKind::Attention: return attentionGolden(c);
+    case OpKind::Sgd:
+    case OpKind::Adam: return optimiserGolden(c);
     case OpKind::BatchNorm:
       if (c.param("training"))  // batch statistics: the output depends on the batch only
         return at::batch_norm(in[0], in[1], in[2], at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false);
@@ -94,6 +218,7 @@ at::Tensor runThroughGemm(const ops::OpCall& c, const GemmEngine& gemm) {
           return mm(flatten2d(in[0]), in[1]).reshape(shape);
         }
         case Variant::GradWeight: return mm(flatten2d(in[0]).t(), flatten2d(in[1]));
+        default: break;  // no other variant
       }
       break;
     case OpKind::Conv2d: {
@@ -153,6 +278,7 @@ at::Tensor runThroughGemm(const ops::OpCall& c, const GemmEngine& gemm) {
           }
           return groups == 1 ? parts[0] : at::cat(parts, 0);
         }
+        default: break;  // no other variant
       }
       break;
     }

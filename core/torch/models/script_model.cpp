@@ -121,6 +121,42 @@ at::Tensor routedAddmm(const at::Tensor& self, const at::Tensor& a, const at::Te
   return beta.toDouble() == 1.0 ? self + product : self * beta + product;
 }
 
+
+// The op-wise ops: activations, softmax, layer norm, dropout and embedding through the slot, their
+// backward too (ops::Dispatcher's autograd functions).
+at::Tensor routedSoftmax(const at::Tensor& x, int64_t dim, bool log, std::string layer) {
+  return log ? slot().logSoftmax(layer, x, dim) : slot().softmax(layer, x, dim);
+}
+
+at::Tensor routedLayerNorm(const at::Tensor& x, c10::IntArrayRef normalizedShape, const c10::optional<at::Tensor>& w,
+                           const c10::optional<at::Tensor>& b, double eps, std::string layer) {
+  const int64_t nd = int64_t(normalizedShape.size());
+  if (nd == 0 || nd > x.dim() || x.sizes().slice(std::size_t(x.dim() - nd)) != normalizedShape)
+    throw std::invalid_argument("peat::layer_norm on layer '" + layer + "': normalized shape does not end the input's");
+  return slot().layerNorm(layer, x, w ? *w : at::Tensor(), b ? *b : at::Tensor(), nd, eps);
+}
+
+at::Tensor routedActivation(const at::Tensor& x, std::string kind, std::string layer) {
+  ops::Dispatcher& d = slot();
+  if (kind == "relu") return d.relu(layer, x);
+  if (kind == "gelu") return d.gelu(layer, x, false);
+  if (kind == "gelu_tanh") return d.gelu(layer, x, true);
+  if (kind == "silu") return d.silu(layer, x);
+  if (kind == "tanh") return d.tanh(layer, x);
+  if (kind == "sigmoid") return d.sigmoid(layer, x);
+  throw std::invalid_argument("peat::activation: unknown kind '" + kind + "'");
+}
+
+at::Tensor routedDropout(const at::Tensor& x, double p, bool train, std::string layer) {
+  if (!train || p <= 0) return x;  // as ATen: no kernel runs
+  if (p > 1) throw std::invalid_argument("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  return slot().dropout(layer, x, p);
+}
+
+at::Tensor routedEmbedding(const at::Tensor& weight, const at::Tensor& ids, int64_t paddingIdx, std::string layer) {
+  return slot().embedding(layer, ids, weight, paddingIdx);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(peat, m) {
@@ -129,6 +165,11 @@ TORCH_LIBRARY(peat, m) {
         "str layer) -> Tensor");
   m.def("matmul(Tensor self, Tensor other, str layer) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, str layer) -> Tensor");
+  m.def("softmax(Tensor self, int dim, bool log, str layer) -> Tensor");
+  m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, str layer) -> Tensor");
+  m.def("activation(Tensor self, str kind, str layer) -> Tensor");
+  m.def("dropout(Tensor input, float p, bool train, str layer) -> Tensor");
+  m.def("embedding(Tensor weight, Tensor indices, int padding_idx, str layer) -> Tensor");
 }
 
 // Composite: autograd sees the slot's own autograd functions inside.
@@ -137,6 +178,11 @@ TORCH_LIBRARY_IMPL(peat, CompositeImplicitAutograd, m) {
   m.impl("conv", TORCH_FN(routedConv));
   m.impl("matmul", TORCH_FN(routedMatmul));
   m.impl("addmm", TORCH_FN(routedAddmm));
+  m.impl("softmax", TORCH_FN(routedSoftmax));
+  m.impl("layer_norm", TORCH_FN(routedLayerNorm));
+  m.impl("activation", TORCH_FN(routedActivation));
+  m.impl("dropout", TORCH_FN(routedDropout));
+  m.impl("embedding", TORCH_FN(routedEmbedding));
 }
 
 namespace {
@@ -167,6 +213,33 @@ const std::set<std::string>& recurrentKinds() {
       "aten::lstm",      "aten::gru",       "aten::rnn_tanh",  "aten::rnn_relu",
       "aten::lstm_cell", "aten::gru_cell",  "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
       "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell", "aten::quantized_lstm", "aten::quantized_gru"};
+  return kinds;
+}
+
+// Kernels a port rewrites that the slot has no op for yet: listed as left on ATen, one site each.
+const std::set<std::string>& otherComputeKinds() {
+  static const std::set<std::string> kinds{
+      "aten::add",        "aten::add_",        "aten::sub",          "aten::sub_",         "aten::mul",
+      "aten::mul_",       "aten::div",         "aten::div_",         "aten::batch_norm",   "aten::group_norm",
+      "aten::instance_norm", "aten::hardtanh", "aten::hardtanh_",    "aten::hardswish",    "aten::hardswish_",
+      "aten::hardsigmoid", "aten::hardsigmoid_", "aten::leaky_relu", "aten::leaky_relu_", "aten::elu",
+      "aten::elu_",       "aten::mish",        "aten::softplus",     "aten::relu6",        "aten::max_pool1d",
+      "aten::max_pool2d", "aten::avg_pool2d",  "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d",
+      "aten::adaptive_max_pool2d", "aten::mean", "aten::sum",        "aten::amax",         "aten::cat",
+      "aten::pow",        "aten::sqrt",        "aten::rsqrt",        "aten::exp",          "aten::log",
+      "aten::erf",        "aten::cumsum",      "aten::masked_fill",  "aten::where",        "aten::clamp",
+      "aten::feature_dropout", "aten::alpha_dropout", "aten::cross_entropy_loss", "aten::nll_loss",
+      "aten::mse_loss",   "aten::upsample_nearest2d", "aten::upsample_bilinear2d", "aten::norm",
+      "aten::linalg_vector_norm", "aten::var", "aten::std", "aten::glu", "aten::prelu"};
+  return kinds;
+}
+
+// Activations the slot routes, by their ATen kind (in-place forms too): the kind peat::activation takes.
+const std::map<std::string, std::string>& activationKinds() {
+  static const std::map<std::string, std::string> kinds{
+      {"aten::relu", "relu"},       {"aten::relu_", "relu"},   {"aten::silu", "silu"},
+      {"aten::silu_", "silu"},      {"aten::tanh", "tanh"},    {"aten::tanh_", "tanh"},
+      {"aten::sigmoid", "sigmoid"}, {"aten::sigmoid_", "sigmoid"}};
   return kinds;
 }
 
@@ -299,18 +372,18 @@ class Rewriter {
   }
 
   void leave(Node* n, const std::string& layer, const std::string& reason) {
-    sites_.push_back({layer, n->kind().toQualString(), false, reason});
+    sites_.push_back({layer, n->kind().toQualString(), false, reason, ""});
   }
 
   void replace(Node* n, const char* op, std::vector<NamedValue> args, const std::string& layer,
-               const std::string& detail) {
+               const std::string& detail, const std::string& slotOp) {
     torch::jit::WithInsertPoint guard(n);
     args.emplace_back(graph_->insertConstant(layer));
     Value* out = graph_->insert(c10::Symbol::fromQualString(op), args);
     out->setType(n->output()->type());
     n->output()->replaceAllUsesWith(out);
     n->destroy();
-    sites_.push_back({layer, lastKind_, true, detail});
+    sites_.push_back({layer, lastKind_, true, detail, slotOp});
   }
 
   void visit(Node* n) {
@@ -318,25 +391,135 @@ class Rewriter {
     lastKind_ = kind;
     if (kind == "aten::linear") {
       const std::string layer = layerOf(n, {1}, "linear");
-      replace(n, "peat::linear", {n->input(0), n->input(1), n->input(2)}, layer, "linear");
+      replace(n, "peat::linear", {n->input(0), n->input(1), n->input(2)}, layer, "linear", "linear");
     } else if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::_convolution") {
       visitConv(n, kind);
     } else if (kind == "aten::matmul" || kind == "aten::mm" || kind == "aten::bmm") {
       const std::string shortOp = kind.substr(6);
       const std::string layer = layerOf(n, {1, 0}, shortOp);
-      replace(n, "peat::matmul", {n->input(0), n->input(1)}, layer, "matmul (" + shortOp + ")");
+      replace(n, "peat::matmul", {n->input(0), n->input(1)}, layer, "matmul (" + shortOp + ")", "matmul");
     } else if (kind == "aten::addmm" || kind == "aten::baddbmm") {
       const std::string shortOp = kind.substr(6);
       const std::string layer = layerOf(n, {2, 1}, shortOp);
       if (n->inputs().size() != 5) return leave(n, layer, "an overload with " + std::to_string(n->inputs().size()) + " inputs");
       replace(n, "peat::addmm", {n->input(0), n->input(1), n->input(2), n->input(3), n->input(4)}, layer,
-              "matmul (" + shortOp + ", then the addition outside the slot)");
+              "matmul (" + shortOp + ", then the addition outside the slot)", "matmul");
+    } else if (kind == "aten::softmax" || kind == "aten::log_softmax") {
+      visitSoftmax(n, kind);
+    } else if (kind == "aten::layer_norm") {
+      visitLayerNorm(n);
+    } else if (kind == "aten::gelu" || kind == "aten::gelu_" || activationKinds().count(kind)) {
+      visitActivation(n, kind);
+    } else if (kind == "aten::dropout" || kind == "aten::dropout_") {
+      const std::string layer = layerOf(n, {}, "dropout");
+      const auto p = constantOf(n->input(1));
+      if (n->inputs().size() != 3 || !p) return leave(n, layer, "its probability is not a constant");
+      if (p->toDouble() == 0) return leave(n, layer, "p = 0: the identity, no kernel runs");
+      if (kind == "aten::dropout_" && !inPlaceSafe(n)) return leave(n, layer, inPlaceReason());
+      replace(n, "peat::dropout", {n->input(0), n->input(1), n->input(2)}, layer,
+              "dropout p " + number(p->toDouble()) + ", its mask recorded with the call", "dropout");
+    } else if (kind == "aten::embedding") {
+      const std::string layer = layerOf(n, {0}, "embedding");
+      const auto scale = constantOf(n->input(3)), sparse = constantOf(n->input(4));
+      if (!scale || !sparse || scale->toBool() || sparse->toBool())
+        return leave(n, layer, "scale_grad_by_freq or sparse gradients are not routed");
+      replace(n, "peat::embedding", {n->input(0), n->input(1), n->input(2)}, layer,
+              "embedding (its backward a scatter-add through the slot)", "embedding");
     } else if (unroutableKinds().count(kind)) {
       leave(n, layerOf(n, {1}, kind.substr(6)), "the kernel slot has no op for " + kind);
     } else if (recurrentKinds().count(kind)) {
       leave(n, layerOf(n, {}, kind.substr(6)),
             "the kernel slot has no op for " + kind + ": its gate GEMMs (input and hidden, every step) run on ATen, unchecked");
+    } else if (otherComputeKinds().count(kind) && !bookkeeping(n, kind)) {
+      leave(n, layerOf(n, {}, kind.substr(6)), "the kernel slot has no op for " + kind + ": it runs on ATen, unchecked");
     }
+  }
+
+  // A constant inserted before `n` (its insertion point ends here: replace() destroys `n`).
+  Value* constantAt(Node* n, const c10::IValue& value) {
+    torch::jit::WithInsertPoint guard(n);
+    return graph_->insertConstant(value);
+  }
+
+  // A module's counter updated in place (batch norm's num_batches_tracked += 1): not a kernel.
+  static bool bookkeeping(Node* n, const std::string& kind) {
+    return kind.back() == '_' && n->input(0)->node()->kind() == c10::prim::GetAttr;
+  }
+
+  static std::string number(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  }
+
+  // An in-place op (relu_) becomes its functional form only where nothing can see the mutation:
+  // its input is computed in the graph (not a parameter or the model's input), is not a view of
+  // another tensor, and is read by no node after it.
+  bool inPlaceSafe(Node* n) {
+    static const std::set<std::string> views{
+        "aten::view",    "aten::reshape", "aten::slice",  "aten::select",    "aten::transpose", "aten::permute",
+        "aten::narrow",  "aten::expand",  "aten::flatten", "aten::squeeze",  "aten::unsqueeze", "aten::t",
+        "aten::chunk",   "aten::split",   "aten::unbind", "aten::as_strided", "aten::detach",   "aten::alias",
+        "aten::__getitem__", "prim::ListUnpack", "prim::TupleUnpack", "prim::GetAttr", "prim::Param"};
+    Value* x = n->input(0);
+    if (views.count(x->node()->kind().toQualString())) return false;
+    for (const torch::jit::Use& u : x->uses())
+      if (u.user != n && !u.user->isBefore(n)) return false;
+    return true;
+  }
+  static std::string inPlaceReason() {
+    return "in place on a tensor that is a view, a parameter or read again later: routing it would change what the "
+           "model computes";
+  }
+
+  void visitSoftmax(Node* n, const std::string& kind) {
+    const bool log = kind == "aten::log_softmax";
+    const std::string layer = layerOf(n, {}, log ? "log_softmax" : "softmax");
+    if (n->inputs().size() != 3) return leave(n, layer, "an overload with " + std::to_string(n->inputs().size()) + " inputs");
+    const auto dim = constantOf(n->input(1));
+    if (!dim || !dim->isInt()) return leave(n, layer, "its dimension is not a constant");
+    const auto dtype = constantOf(n->input(2));
+    if (!dtype || !(dtype->isNone() || (dtype->isInt() && dtype->toInt() == int64_t(at::kFloat))))
+      return leave(n, layer, "it casts to another dtype");
+    replace(n, "peat::softmax", {n->input(0), n->input(1), constantAt(n, log)}, layer,
+            std::string(log ? "log-softmax" : "softmax") + " over dimension " + std::to_string(dim->toInt()),
+            log ? "log_softmax" : "softmax");
+  }
+
+  void visitLayerNorm(Node* n) {
+    const std::string layer = layerOf(n, {2}, "layer_norm");
+    if (n->inputs().size() != 6) return leave(n, layer, "an overload with " + std::to_string(n->inputs().size()) + " inputs");
+    // normalized_shape: an int[] constant, or a list built from sizes (traced graphs)
+    Value* shape = n->input(1);
+    const auto constantShape = constantOf(shape);
+    std::size_t dims = 0;
+    if (constantShape && constantShape->isIntList())
+      dims = constantShape->toIntVector().size();
+    else if (shape->node()->kind() == c10::prim::ListConstruct)
+      dims = shape->node()->inputs().size();
+    const auto eps = constantOf(n->input(4));
+    if (dims == 0 || !eps || !eps->isDouble()) return leave(n, layer, "its normalized shape or eps is not known");
+    replace(n, "peat::layer_norm", {n->input(0), n->input(1), n->input(2), n->input(3), n->input(4)}, layer,
+            "layer norm over " + std::to_string(dims) + " dimension(s), eps " +
+                number(eps->toDouble()) + "; backward dX, dGamma, dBeta through the slot",
+            "layernorm");
+  }
+
+  void visitActivation(Node* n, const std::string& kind) {
+    const bool gelu = kind == "aten::gelu" || kind == "aten::gelu_";
+    std::string which = gelu ? "gelu" : activationKinds().at(kind);
+    const std::string layer = layerOf(n, {}, which);
+    if (kind.back() == '_' && !inPlaceSafe(n)) return leave(n, layer, inPlaceReason());
+    if (gelu && n->inputs().size() == 2) {
+      const auto approximate = constantOf(n->input(1));
+      if (!approximate || !approximate->isString()) return leave(n, layer, "its approximation is not a constant");
+      if (approximate->toStringRef() == "tanh") which = "gelu_tanh";
+      else if (approximate->toStringRef() != "none") return leave(n, layer, "approximate='" + approximate->toStringRef() + "'");
+    } else if (n->inputs().size() != 1) {
+      return leave(n, layer, "an overload with " + std::to_string(n->inputs().size()) + " inputs");
+    }
+    replace(n, "peat::activation", {n->input(0), constantAt(n, which)}, layer,
+            (which == "gelu_tanh" ? std::string("gelu (tanh form)") : which) + ", forward and backward", gelu ? "gelu" : which);
   }
 
   void visitConv(Node* n, const std::string& kind) {
@@ -388,7 +571,7 @@ class Rewriter {
     const auto g = constantOf(groups)->toInt();
     if (g != 1) detail << ", groups " << g << (w && g == w->size(0) ? " (depthwise)" : "");
     replace(n, "peat::conv", {n->input(0), n->input(1), n->input(2), stride, padding, dilation, groups}, layer,
-            detail.str());
+            detail.str(), "conv2d");
   }
 
   torch::jit::Module& module_;
@@ -477,7 +660,7 @@ ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::ma
   // PEAT_BENCH_NO_SLOT=1 (benchmarks only: tests/bench/models.sh) leaves the graph on ATen, to time
   // the slot against plain LibTorch on the same module, data and training loop.
   if (const char* plain = std::getenv("PEAT_BENCH_NO_SLOT"); plain && *plain == '1')
-    sites_.push_back({"(all)", "-", false, "PEAT_BENCH_NO_SLOT=1: the graph runs on ATen, nothing is routed"});
+    sites_.push_back({"(all)", "-", false, "PEAT_BENCH_NO_SLOT=1: the graph runs on ATen, nothing is routed", ""});
   else
     sites_ = Rewriter(m, graph).run();
   std::set<const void*> seen;  // a tied parameter (one tensor under two names) is trained once
@@ -516,19 +699,35 @@ at::Tensor ScriptedModel::forward(ops::Dispatcher& ops, const at::Tensor& input)
 }
 
 std::string ScriptedModel::routingSummary() const {
-  int64_t routed = 0;
-  std::string left;
-  int64_t leftCount = 0;
+  // routed sites counted by slot op; GEMMs and recurrent layers left on ATen named one by one with
+  // their reason; the other kernels left on ATen counted by kind
+  std::map<std::string, int64_t> routed, others;
+  int64_t routedCount = 0, leftCount = 0;
+  std::string namedLeft;
   for (const ScriptSite& s : sites_) {
     if (s.routed) {
-      ++routed;
+      ++routedCount;
+      ++routed[s.op.empty() ? s.aten : s.op];
       continue;
     }
     ++leftCount;
-    left += (left.empty() ? "" : "; ") + s.layer + " (" + s.aten + "): " + s.detail;
+    if (otherComputeKinds().count(s.aten))
+      ++others[s.aten];
+    else
+      namedLeft += (namedLeft.empty() ? "" : "; ") + s.layer + " (" + s.aten + "): " + s.detail;
   }
-  std::string out = "routed " + std::to_string(routed) + " GEMM site" + (routed == 1 ? "" : "s");
-  if (leftCount > 0) out += ", " + std::to_string(leftCount) + " left on ATen: " + left;
+  std::string out = "routed " + std::to_string(routedCount) + " op site" + (routedCount == 1 ? "" : "s");
+  if (!routed.empty()) {
+    std::string parts;
+    for (const auto& [op, n] : routed) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + op;
+    out += " (" + parts + ")";
+  }
+  if (leftCount > 0) {
+    out += ", " + std::to_string(leftCount) + " left on ATen: " + namedLeft;
+    std::string counted;
+    for (const auto& [kind, n] : others) counted += (counted.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    if (!counted.empty()) out += (namedLeft.empty() ? "" : "; ") + std::string("no slot op for ") + counted;
+  }
   return out;
 }
 
@@ -543,24 +742,33 @@ std::string shapeText(at::IntArrayRef shape) {
 class FirstCalls final : public ops::CallObserver {
  public:
   void onCall(const store::CallId& id, const ops::OpCall& call, const at::Tensor& output) override {
-    if (!ops::isGemmOp(call.kind)) return;
-    auto it = index_.find(id.layer);
+    const std::string key = id.layer + "\t" + ops::opName(call.kind);
+    auto it = index_.find(key);
     if (it != index_.end()) {
       ++calls[it->second].calls;
       return;
     }
     SiteCall s{id.layer, ops::opName(call.kind), "", 0, 1};
-    const at::Tensor& a = call.inputs[0];
-    const at::Tensor& b = call.inputs[1];
-    s.shapes = (call.kind == ops::OpKind::Matmul ? "a " : "x ") + shapeText(a.sizes()) +
-               (call.kind == ops::OpKind::Matmul ? " b " : " w ") + shapeText(b.sizes()) + " -> " + shapeText(output.sizes());
-    if (call.kind == ops::OpKind::Linear) s.reduction = b.size(1);
-    if (call.kind == ops::OpKind::Matmul) s.reduction = a.size(-1);
-    if (call.kind == ops::OpKind::Conv2d) {
-      s.reduction = b.size(1) * b.size(2) * b.size(3);
-      s.shapes += ", " + ops::convGeometry(call).text();
+    if (ops::isGemmOp(call.kind)) {
+      const at::Tensor& a = call.inputs[0];
+      const at::Tensor& b = call.inputs[1];
+      s.shapes = (call.kind == ops::OpKind::Matmul ? "a " : "x ") + shapeText(a.sizes()) +
+                 (call.kind == ops::OpKind::Matmul ? " b " : " w ") + shapeText(b.sizes()) + " -> " + shapeText(output.sizes());
+      if (call.kind == ops::OpKind::Linear) s.reduction = b.size(1);
+      if (call.kind == ops::OpKind::Matmul) s.reduction = a.size(-1);
+      if (call.kind == ops::OpKind::Conv2d) {
+        s.reduction = b.size(1) * b.size(2) * b.size(3);
+        s.shapes += ", " + ops::convGeometry(call).text();
+      }
+    } else {
+      for (std::size_t i = 0; i < call.inputs.size(); ++i)
+        s.shapes += (i ? " " : "") + std::string(i == 0 ? "x " : "in" + std::to_string(i) + " ") + shapeText(call.inputs[i].sizes());
+      s.shapes += " -> " + shapeText(output.sizes());
+      if (call.kind == ops::OpKind::Softmax || call.kind == ops::OpKind::LogSoftmax)
+        s.reduction = call.inputs[0].size(call.paramOr("dim", call.inputs[0].dim() - 1));
+      if (call.kind == ops::OpKind::LayerNorm) s.reduction = call.inputs[0].size(-1);
     }
-    index_[id.layer] = calls.size();
+    index_[key] = calls.size();
     calls.push_back(s);
   }
   void reset() {  // a forward that failed part-way: its calls do not count

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // A user's TorchScript module (torch.jit.trace or torch.jit.script, saved with .save), trained with
-// every GEMM through the kernel slot. The forward graph is inlined and each GEMM-based node
-// (aten::linear, conv1d/conv2d/_convolution, matmul, mm, bmm, addmm, baddbmm) is replaced by a
-// registered op (peat::linear, peat::conv, peat::matmul, peat::addmm) that calls ops::Dispatcher,
-// whose autograd functions send the backward GEMMs through the slot too. The layer of a call is the
-// module path of its weight ("layer1.0.conv1"); a GEMM without a weight (attention's bmm) is named
-// after the module it runs in ("encoder.layers.0.self_attn.bmm", "#2" for the second one there).
-// docs/models.md describes the rewrite, what is routed and what is not.
+// every GEMM and every op the slot has through the kernel slot. The forward graph is inlined and each
+// GEMM-based node (aten::linear, conv1d/conv2d/_convolution, matmul, mm, bmm, addmm, baddbmm) is
+// replaced by a registered op (peat::linear, peat::conv, peat::matmul, peat::addmm), and so are
+// softmax and log-softmax, layer norm, GELU (both forms), ReLU, SiLU, tanh, sigmoid, dropout and
+// embedding (peat::softmax, peat::layer_norm, peat::activation, peat::dropout, peat::embedding);
+// they call ops::Dispatcher, whose autograd functions send the backward through the slot too. The
+// trainer adds the loss (cross-entropy) and the optimiser's update of each parameter. The layer of a
+// call is the module path of its weight ("layer1.0.conv1"); an op without a weight (attention's bmm,
+// a softmax) is named after the module it runs in ("encoder.layers.0.self_attn.bmm", "#2" for the
+// second one there). Kernels the slot has no op for (norms, pools, arithmetic, recurrent layers) are
+// listed as left on ATen. docs/models.md describes the rewrite, what is routed and what is not.
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -18,12 +22,14 @@
 
 namespace peat::models {
 
-// One GEMM-based node of the forward graph.
+// One op site of the forward graph: a node the slot routes, or a kernel it leaves on ATen (GEMMs
+// it cannot take, recurrent layers, norms, pools and arithmetic it has no op for), named with why.
 struct ScriptSite {
   std::string layer;   // the name its calls carry
   std::string aten;    // the node's op, "aten::_convolution"
   bool routed = false;
   std::string detail;  // routed: the slot op and geometry; not routed: the reason
+  std::string op;      // routed: the slot's op ("linear", "softmax", ...)
 };
 
 // True unless `spec` is one of the zoo's names: a model file.
@@ -39,7 +45,8 @@ class ScriptedModel final : public Model {
   void setTrainingMode(bool training) override;
 
   const std::vector<ScriptSite>& sites() const { return sites_; }
-  std::string routingSummary() const;  // "routed 57 GEMM sites, 2 left on ATen: ..."
+  // "routed 57 sites (21 linear, 12 softmax, ...); left on ATen: 2 aten::lstm, 30 aten::add"
+  std::string routingSummary() const;
   std::vector<std::string> skippedBuffers() const { return skippedBuffers_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <map>
 
 namespace peat::ops {
 
@@ -108,6 +109,126 @@ struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
     if (ctx->needs_input_grad(0)) da = d->run(layer, {OpKind::Matmul, Variant::GradInput, {dc, saved[1]}, {}}, true);
     if (ctx->needs_input_grad(1)) db = d->run(layer, {OpKind::Matmul, Variant::GradWeight, {saved[0], dc}, {}}, true);
     return {da, db, at::Tensor(), at::Tensor()};
+  }
+};
+
+// An op call's integer parameters through an autograd context (as "key=value;" text).
+std::string encodeParams(const std::map<std::string, int64_t>& params) {
+  std::string out;
+  for (const auto& [k, v] : params) out += k + "=" + std::to_string(v) + ";";
+  return out;
+}
+std::map<std::string, int64_t> decodeParams(const std::string& text) {
+  std::map<std::string, int64_t> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t eq = text.find('=', start), end = text.find(';', start);
+    out[text.substr(start, eq - start)] = std::stoll(text.substr(eq + 1, end - eq - 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+// An op whose backward is one GradInput call from (dy, kept): activations, softmax and log-softmax
+// (kept: x or y, as ATen's own backward keeps it) and dropout (kept: the mask, an input that needs
+// no gradient).
+struct OneGradientFunction : torch::autograd::Function<OneGradientFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& mask, int64_t kind,
+                            const std::string& params, bool keepOutput, int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["kind"] = kind;
+    ctx->saved_data["params"] = params;
+    OpCall call{OpKind(kind), Variant::Forward, {x}, decodeParams(params)};
+    if (mask.numel() > 0) call.inputs.push_back(mask);
+    at::Tensor y = reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+    ctx->save_for_backward({mask.numel() > 0 ? mask : keepOutput ? y : x});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto [d, layer, saved, dy] = BackwardInputs(ctx, grads);
+    at::Tensor dx;
+    if (ctx->needs_input_grad(0))
+      dx = d->run(layer,
+                  {OpKind(ctx->saved_data["kind"].toInt()), Variant::GradInput, {dy, saved[0]},
+                   decodeParams(ctx->saved_data["params"].toStringRef())},
+                  true);
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Layer norm: GradInput dX (dy, x[, gamma]), GradWeight dGamma (dy, x), GradBias dBeta (dy).
+struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                            const std::string& params, int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["params"] = params;
+    ctx->save_for_backward({x, gamma});
+    OpCall call{OpKind::LayerNorm, Variant::Forward, {x}, decodeParams(params)};
+    if (gamma.numel() > 0) call.inputs.push_back(gamma);
+    if (beta.numel() > 0) call.inputs.push_back(beta);
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto [d, layer, saved, dy] = BackwardInputs(ctx, grads);
+    const auto params = decodeParams(ctx->saved_data["params"].toStringRef());
+    const at::Tensor& x = saved[0];
+    const at::Tensor& gamma = saved[1];
+    at::Tensor dx, dgamma, dbeta;
+    if (ctx->needs_input_grad(0)) {
+      OpCall call{OpKind::LayerNorm, Variant::GradInput, {dy, x}, params};
+      if (gamma.numel() > 0) call.inputs.push_back(gamma);
+      dx = d->run(layer, call, true);
+    }
+    if (ctx->needs_input_grad(1)) dgamma = d->run(layer, {OpKind::LayerNorm, Variant::GradWeight, {dy, x}, params}, true);
+    if (ctx->needs_input_grad(2)) dbeta = d->run(layer, {OpKind::LayerNorm, Variant::GradBias, {dy}, params}, true);
+    return {dx, dgamma, dbeta, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Embedding: forward (ids, table); GradWeight (dy, ids), a scatter-add into a [num_weights, D] table.
+struct EmbeddingFunction : torch::autograd::Function<EmbeddingFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& table, const at::Tensor& ids, int64_t paddingIdx,
+                            int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["rows"] = table.size(0);
+    ctx->saved_data["padding"] = paddingIdx;
+    ctx->save_for_backward({ids});
+    OpCall call{OpKind::Embedding, Variant::Forward, {ids, table}, {}};
+    if (paddingIdx >= 0) call.params["padding_idx"] = paddingIdx;
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto [d, layer, saved, dy] = BackwardInputs(ctx, grads);
+    at::Tensor dtable;
+    if (ctx->needs_input_grad(0)) {
+      OpCall call{OpKind::Embedding, Variant::GradWeight, {dy, saved[0]}, {{"num_weights", ctx->saved_data["rows"].toInt()}}};
+      if (ctx->saved_data["padding"].toInt() >= 0) call.params["padding_idx"] = ctx->saved_data["padding"].toInt();
+      dtable = d->run(layer, call, true);
+    }
+    return {dtable, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Mean cross-entropy over logits [N, C] and ids [N]: the loss as [1]; GradInput (dLoss, logits, ids).
+struct CrossEntropyFunction : torch::autograd::Function<CrossEntropyFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& target,
+                            int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->save_for_backward({logits, target});
+    return reinterpret_cast<Dispatcher*>(dispatcher)
+        ->run(layer, {OpKind::CrossEntropy, Variant::Forward, {logits, target}, {}}, false)
+        .reshape({});
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto [d, layer, saved, dloss] = BackwardInputs(ctx, grads);
+    at::Tensor dlogits;
+    if (ctx->needs_input_grad(0))
+      dlogits = d->run(layer, {OpKind::CrossEntropy, Variant::GradInput, {dloss.reshape({1}), saved[0], saved[1]}, {}}, true);
+    return {dlogits, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -224,24 +345,69 @@ at::Tensor Dispatcher::matmul(const std::string& layer, const at::Tensor& a, con
   return MatmulFunction::apply(a, b, self(this), layer);
 }
 
-at::Tensor Dispatcher::relu(const std::string& layer, const at::Tensor& x) {
-  return elementwise(layer, {OpKind::Relu, Variant::Forward, {x}, {}});
+at::Tensor Dispatcher::oneGradient(const std::string& layer, OpKind kind, const at::Tensor& x,
+                                   const std::map<std::string, int64_t>& params, bool keepOutput) {
+  return OneGradientFunction::apply(x, at::empty({0}), int64_t(kind), encodeParams(params), keepOutput, self(this), layer);
 }
-at::Tensor Dispatcher::gelu(const std::string& layer, const at::Tensor& x) {
-  return elementwise(layer, {OpKind::Gelu, Variant::Forward, {x}, {}});
+
+at::Tensor Dispatcher::relu(const std::string& layer, const at::Tensor& x) { return oneGradient(layer, OpKind::Relu, x, {}, true); }
+at::Tensor Dispatcher::gelu(const std::string& layer, const at::Tensor& x, bool tanhApproximation) {
+  std::map<std::string, int64_t> params;
+  if (tanhApproximation) params["approximate"] = 1;
+  return oneGradient(layer, OpKind::Gelu, x, params, false);
 }
-at::Tensor Dispatcher::softmax(const std::string& layer, const at::Tensor& x) {
-  return elementwise(layer, {OpKind::Softmax, Variant::Forward, {x}, {}});
+at::Tensor Dispatcher::silu(const std::string& layer, const at::Tensor& x) { return oneGradient(layer, OpKind::Silu, x, {}, false); }
+at::Tensor Dispatcher::tanh(const std::string& layer, const at::Tensor& x) { return oneGradient(layer, OpKind::Tanh, x, {}, true); }
+at::Tensor Dispatcher::sigmoid(const std::string& layer, const at::Tensor& x) {
+  return oneGradient(layer, OpKind::Sigmoid, x, {}, true);
+}
+at::Tensor Dispatcher::softmax(const std::string& layer, const at::Tensor& x, int64_t dim) {
+  std::map<std::string, int64_t> params;
+  if (dim != -1 && dim != x.dim() - 1) params["dim"] = dim < 0 ? dim + x.dim() : dim;
+  return oneGradient(layer, OpKind::Softmax, x, params, true);
+}
+at::Tensor Dispatcher::logSoftmax(const std::string& layer, const at::Tensor& x, int64_t dim) {
+  std::map<std::string, int64_t> params;
+  if (dim != -1 && dim != x.dim() - 1) params["dim"] = dim < 0 ? dim + x.dim() : dim;
+  return oneGradient(layer, OpKind::LogSoftmax, x, params, true);
+}
+at::Tensor Dispatcher::dropout(const std::string& layer, const at::Tensor& x, double p) {
+  if (p <= 0) return x;
+  // The mask ATen's CPU dropout draws (the same generator calls), kept as an input of the call, so
+  // that a replay multiplies by what training did and a candidate sees the mask it was given.
+  at::Tensor mask;
+  {
+    at::NoGradGuard noGrad;
+    mask = at::empty_like(x, at::MemoryFormat::Contiguous).bernoulli_(1 - p);
+    if (p < 1) mask.div_(1 - p);
+  }
+  OpCall probe{OpKind::Dropout, Variant::Forward, {}, {}};
+  probe.setReal("p", p);
+  return OneGradientFunction::apply(x, mask, int64_t(OpKind::Dropout), encodeParams(probe.params), false, self(this),
+                                    layer);
 }
 at::Tensor Dispatcher::layerNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma,
-                                 const at::Tensor& beta) {
-  return elementwise(layer, {OpKind::LayerNorm, Variant::Forward, {x, gamma, beta}, {}});
+                                 const at::Tensor& beta, int64_t normalizedDims, double eps) {
+  OpCall call{OpKind::LayerNorm, Variant::Forward, {}, {}};
+  if (normalizedDims != 1) call.params["normalized"] = normalizedDims;
+  if (eps != 1e-5) call.setReal("eps", eps);
+  if (!hasBias(gamma)) call.params["weight"] = 0;
+  if (!hasBias(beta)) call.params["bias"] = 0;
+  return LayerNormFunction::apply(x, biasArgument(gamma), biasArgument(beta), encodeParams(call.params), self(this), layer);
 }
 at::Tensor Dispatcher::add(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
   return elementwise(layer, {OpKind::Add, Variant::Forward, {a, b}, {}});
 }
-at::Tensor Dispatcher::embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table) {
-  return elementwise(layer, {OpKind::Embedding, Variant::Forward, {indices, table}, {}});
+at::Tensor Dispatcher::embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table,
+                                 int64_t paddingIdx) {
+  return EmbeddingFunction::apply(table, indices, paddingIdx, self(this), layer);
+}
+at::Tensor Dispatcher::crossEntropy(const std::string& layer, const at::Tensor& logits, const at::Tensor& target) {
+  return CrossEntropyFunction::apply(logits, target, self(this), layer);
+}
+at::Tensor Dispatcher::update(const std::string& layer, const OpCall& call) {
+  at::NoGradGuard noGrad;
+  return run(layer, call, true);
 }
 at::Tensor Dispatcher::batchNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma,
                                  const at::Tensor& beta, at::Tensor& runningMean, at::Tensor& runningVar) {

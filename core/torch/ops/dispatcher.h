@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -76,12 +77,27 @@ class Dispatcher {
   at::Tensor conv2d(const std::string& layer, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                     const ConvGeometry& geometry);  // groups, dilation, unequal strides and padding
   at::Tensor matmul(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
+  // Activations, softmax, layer norm, dropout, embedding and the loss send their backward through
+  // the slot too (GradInput; layer norm's GradWeight and GradBias; embedding's GradWeight).
   at::Tensor relu(const std::string& layer, const at::Tensor& x);
-  at::Tensor gelu(const std::string& layer, const at::Tensor& x);
-  at::Tensor softmax(const std::string& layer, const at::Tensor& x);  // over the last dimension
-  at::Tensor layerNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta);
+  at::Tensor gelu(const std::string& layer, const at::Tensor& x, bool tanhApproximation = false);
+  at::Tensor silu(const std::string& layer, const at::Tensor& x);
+  at::Tensor tanh(const std::string& layer, const at::Tensor& x);
+  at::Tensor sigmoid(const std::string& layer, const at::Tensor& x);
+  at::Tensor softmax(const std::string& layer, const at::Tensor& x, int64_t dim = -1);
+  at::Tensor logSoftmax(const std::string& layer, const at::Tensor& x, int64_t dim = -1);
+  // Training-mode dropout with probability p: draws ATen's CPU mask, which the call records.
+  at::Tensor dropout(const std::string& layer, const at::Tensor& x, double p);
+  // Over the last `normalizedDims` dimensions; gamma and beta may be undefined (no affine).
+  at::Tensor layerNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                       int64_t normalizedDims = 1, double eps = 1e-5);
   at::Tensor add(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
-  at::Tensor embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table);
+  at::Tensor embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table,
+                       int64_t paddingIdx = -1);
+  // Mean cross-entropy of logits [N, C] against class ids [N]: a 0-dim loss.
+  at::Tensor crossEntropy(const std::string& layer, const at::Tensor& logits, const at::Tensor& target);
+  // An optimiser's update (Sgd, Adam; Variant::Update), outside autograd: the stacked new values.
+  at::Tensor update(const std::string& layer, const OpCall& call);
   // In training mode, uses batch statistics and updates the running ones (outside the slot).
   at::Tensor batchNorm(const std::string& layer, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
                        at::Tensor& runningMean, at::Tensor& runningVar);
@@ -90,6 +106,8 @@ class Dispatcher {
 
  private:
   at::Tensor elementwise(const std::string& layer, OpCall call);
+  at::Tensor oneGradient(const std::string& layer, OpKind kind, const at::Tensor& x,
+                         const std::map<std::string, int64_t>& params, bool keepOutput);
   bool shouldSubstitute(OpKind kind, const std::string& layer, bool backward);
 
   int64_t iteration_ = 0;

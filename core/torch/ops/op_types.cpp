@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/torch/ops/op_types.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace peat::ops {
@@ -8,7 +9,10 @@ namespace peat::ops {
 const std::vector<OpKind>& allOps() {
   static const std::vector<OpKind> ops{OpKind::Linear,    OpKind::Conv2d, OpKind::Matmul, OpKind::Softmax,
                                        OpKind::LayerNorm, OpKind::Gelu,   OpKind::Relu,   OpKind::Add,
-                                       OpKind::Embedding, OpKind::BatchNorm, OpKind::MaxPool2d, OpKind::AvgPool2d};
+                                       OpKind::Embedding, OpKind::BatchNorm, OpKind::MaxPool2d, OpKind::AvgPool2d,
+                                       OpKind::LogSoftmax, OpKind::Silu, OpKind::Tanh, OpKind::Sigmoid,
+                                       OpKind::Dropout, OpKind::CrossEntropy, OpKind::Attention, OpKind::Sgd,
+                                       OpKind::Adam};
   return ops;
 }
 
@@ -26,6 +30,15 @@ const char* opName(OpKind k) {
     case OpKind::BatchNorm: return "batchnorm";
     case OpKind::MaxPool2d: return "maxpool2d";
     case OpKind::AvgPool2d: return "avgpool2d";
+    case OpKind::LogSoftmax: return "log_softmax";
+    case OpKind::Silu: return "silu";
+    case OpKind::Tanh: return "tanh";
+    case OpKind::Sigmoid: return "sigmoid";
+    case OpKind::Dropout: return "dropout";
+    case OpKind::CrossEntropy: return "cross_entropy";
+    case OpKind::Attention: return "attention";
+    case OpKind::Sgd: return "sgd";
+    case OpKind::Adam: return "adam";
   }
   return "?";
 }
@@ -44,13 +57,52 @@ std::string opList() {
 
 bool isGemmOp(OpKind k) { return k == OpKind::Linear || k == OpKind::Conv2d || k == OpKind::Matmul; }
 
+bool isElementwiseOp(OpKind k) {
+  return k == OpKind::Gelu || k == OpKind::Relu || k == OpKind::Silu || k == OpKind::Tanh || k == OpKind::Sigmoid ||
+         k == OpKind::Add || k == OpKind::Dropout;
+}
+
 const char* variantName(Variant v) {
   switch (v) {
     case Variant::Forward: return "forward";
     case Variant::GradInput: return "grad_input";
     case Variant::GradWeight: return "grad_weight";
+    case Variant::GradBias: return "grad_bias";
+    case Variant::Update: return "update";
   }
   return "?";
+}
+
+std::optional<Variant> variantByName(const std::string& name) {
+  for (Variant v : {Variant::Forward, Variant::GradInput, Variant::GradWeight, Variant::GradBias, Variant::Update})
+    if (name == variantName(v)) return v;
+  return std::nullopt;
+}
+
+void OpCall::setReal(const std::string& name, double value) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  params[name + "_f64"] = bits;
+}
+
+double OpCall::real(const std::string& name) const {
+  auto it = params.find(name + "_f64");
+  if (it == params.end()) throw std::invalid_argument(std::string(opName(kind)) + " call lacks parameter '" + name + "'");
+  double value = 0;
+  std::memcpy(&value, &it->second, sizeof value);
+  return value;
+}
+
+double OpCall::realOr(const std::string& name, double fallback) const {
+  return params.count(name + "_f64") ? real(name) : fallback;
+}
+
+bool realParameter(const std::string& key, int64_t stored, std::string& name, double& value) {
+  const std::string suffix = "_f64";
+  if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  name = key.substr(0, key.size() - suffix.size());
+  std::memcpy(&value, &stored, sizeof value);
+  return true;
 }
 
 int64_t OpCall::param(const std::string& name) const {

@@ -11,20 +11,31 @@
 
 namespace peat::ops {
 
-enum class OpKind { Linear, Conv2d, Matmul, Softmax, LayerNorm, Gelu, Relu, Add, Embedding, BatchNorm, MaxPool2d, AvgPool2d };
+enum class OpKind {
+  Linear, Conv2d, Matmul, Softmax, LayerNorm, Gelu, Relu, Add, Embedding, BatchNorm, MaxPool2d, AvgPool2d,
+  // added with op-wise routing of user models (issue 31); appended, so that stored kinds keep their names
+  LogSoftmax, Silu, Tanh, Sigmoid, Dropout, CrossEntropy, Attention, Sgd, Adam
+};
 
-// Forward, or one of the two GEMMs of a GEMM-based op's backward pass.
+// Forward, or one of the gradients of an op's backward pass, or an optimiser's update.
 //   Linear:  GradInput dX = dY W,          GradWeight dW = dY^T X
 //   Conv2d:  GradInput (transposed conv),  GradWeight (correlation of dY with X)
 //   Matmul:  GradInput dA = dC B^T,        GradWeight dB = A^T dC
-enum class Variant { Forward = 0, GradInput = 1, GradWeight = 2 };
+//   LayerNorm: GradInput dX, GradWeight dGamma, GradBias dBeta; Embedding: GradWeight (a scatter-add)
+//   element-wise ops, softmax, dropout, cross-entropy: GradInput
+//   Sgd, Adam: Update (the new parameter and moments, stacked)
+// docs/models.md lists each op's inputs per variant.
+enum class Variant { Forward = 0, GradInput = 1, GradWeight = 2, GradBias = 3, Update = 4 };
 
 const char* opName(OpKind k);
 std::optional<OpKind> opByName(const std::string& name);
 const std::vector<OpKind>& allOps();
 std::string opList();  // "linear, conv2d, ..." for error messages
 bool isGemmOp(OpKind k);
+// Ops whose forward maps each element on its own (a candidate's errors stay where they are made).
+bool isElementwiseOp(OpKind k);
 const char* variantName(Variant v);
+std::optional<Variant> variantByName(const std::string& name);
 
 // Everything needed to execute, record and later replay one call.
 struct OpCall {
@@ -34,7 +45,14 @@ struct OpCall {
   std::map<std::string, int64_t> params;  // stride, padding, sizes: integers only, stored with the call
   int64_t param(const std::string& name) const;  // throws when missing
   int64_t paramOr(const std::string& name, int64_t fallback) const;
+  // Real parameters (eps, a dropout probability, a learning rate) travel as the bits of a double
+  // under "NAME_f64", so that the session's integer parameters hold them exactly.
+  void setReal(const std::string& name, double value);
+  double real(const std::string& name) const;  // throws when missing
+  double realOr(const std::string& name, double fallback) const;
 };
+// The value of a "NAME_f64" parameter as stored (for displays); false when `key` is not one.
+bool realParameter(const std::string& key, int64_t stored, std::string& name, double& value);
 
 // A 2-D convolution's geometry. Stored in a call's params as "stride" and "padding" (height, and
 // width too when equal, as the zoo's calls always were), plus "stride_w", "padding_w", "dilation_h",

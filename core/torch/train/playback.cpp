@@ -113,7 +113,10 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
   ops::OpCall call;
   call.kind = *ops::opByName(c.id.op);
   call.params = c.params;
-  call.variant = ops::Variant(call.params.count("variant") ? call.params.at("variant") : 0);
+  const int64_t variant = call.params.count("variant") ? call.params.at("variant") : 0;
+  if (variant < 0 || variant > int64_t(ops::Variant::Update))
+    throw std::runtime_error("recorded call " + c.path + " has variant " + std::to_string(variant) + ", which no op has");
+  call.variant = ops::Variant(variant);
   call.params.erase("variant");
   // Straight from HDF5 into tensor memory: no intermediate copies.
   auto load = [&](const store::TensorInfo& t) {

@@ -510,34 +510,41 @@ StepStats Trainer::step(int64_t iteration) {
     if (grad.defined()) grad.zero_();
   }
   const at::Tensor logits = model_->forward(ops_, b.input);
-  const at::Tensor loss = lossOf(logits, b.target);
+  // Classification and language models: the loss is a slot call ("loss", cross_entropy); regression's
+  // MSE stays on ATen (docs/models.md).
+  const at::Tensor loss = b.target.scalar_type() == at::kFloat
+                              ? lossOf(logits, b.target)
+                              : ops_.crossEntropy("loss", logits.reshape({-1, logits.size(-1)}), b.target.reshape({-1}));
   loss.backward();
   StepStats stats{loss.item<double>(), accuracyOf(logits.detach(), b.target)};
 
+  // The update of each parameter is a slot call (its name, op sgd or adam, variant update) over the
+  // parameter, its gradient and its moments; the output stacks their new values.
   at::NoGradGuard noGrad;
   const double lr = options_.learningRate;
-  if (model_->task() == models::Task::Text) {  // Adam, beta1 0.9, beta2 0.999
-    ++adamStep_;
-    const double c1 = 1.0 - std::pow(0.9, double(adamStep_)), c2 = 1.0 - std::pow(0.999, double(adamStep_));
-    std::size_t i = 0;
-    for (const auto& [name, p] : model_->parameters()) {
-      const at::Tensor g = p.grad();
-      at::Tensor& m = optimizerState_[i++].second;
-      at::Tensor& v = optimizerState_[i++].second;
-      if (!g.defined()) continue;
-      m.mul_(0.9).add_(g, 0.1);
-      v.mul_(0.999).addcmul_(g, g, 0.001);
-      p.addcdiv_(m / c1, (v / c2).sqrt_().add_(1e-8), -lr);
+  const bool adam = model_->task() == models::Task::Text;
+  if (adam) ++adamStep_;
+  std::size_t i = 0;
+  for (const auto& [name, p] : model_->parameters()) {
+    const at::Tensor g = p.grad();
+    at::Tensor& first = optimizerState_[i++].second;
+    at::Tensor* second = adam ? &optimizerState_[i++].second : nullptr;
+    if (!g.defined()) continue;
+    ops::OpCall call{adam ? ops::OpKind::Adam : ops::OpKind::Sgd, ops::Variant::Update, {p.detach(), g, first}, {}};
+    call.setReal("lr", lr);
+    if (adam) {  // beta1 0.9, beta2 0.999, eps 1e-8
+      call.inputs.push_back(*second);
+      call.setReal("beta1", 0.9);
+      call.setReal("beta2", 0.999);
+      call.setReal("eps", 1e-8);
+      call.params["step"] = adamStep_;
+    } else {  // SGD with momentum 0.9
+      call.setReal("momentum", 0.9);
     }
-  } else {  // SGD with momentum 0.9
-    std::size_t i = 0;
-    for (const auto& [name, p] : model_->parameters()) {
-      const at::Tensor g = p.grad();
-      at::Tensor& buf = optimizerState_[i++].second;
-      if (!g.defined()) continue;
-      buf.mul_(0.9).add_(g);
-      p.add_(buf, -lr);
-    }
+    const at::Tensor updated = ops_.update(name, call);
+    p.copy_(updated[0]);
+    first.copy_(updated[1]);
+    if (adam) second->copy_(updated[2]);
   }
   return stats;
 }
