@@ -10,6 +10,7 @@
 #include "core/plugin/kernel_host.h"
 #include "core/plugin/plugin_probe.h"
 #include "core/torch/kernels/candidates.h"
+#include "core/torch/kernels/op_candidates.h"
 #include "core/torch/kernels/faults.h"
 #include "core/torch/kernels/kernel.h"
 
@@ -40,6 +41,23 @@ const std::vector<KernelDescription>& kernelCatalog() {
       {"zeroed-tail", "bug", "gemm", "fraction=0.0625", "the last fraction of the output is never written"},
       {"stale-race", "bug", "gemm", "prob=0.02,tile=8",
        "random output tiles hold half-accumulated sums; differs on every call"},
+      {"softmax-exp2", "precision", "softmax", "", "softmax with exp as exp2(x log2 e) in fp32, a reciprocal of the sum"},
+      {"softmax-poly", "precision", "softmax", "degree=3",
+       "softmax with a fast exp: 2^t by range reduction and a polynomial (degree 3 or 5) in fp32"},
+      {"softmax-online", "order", "softmax", "", "one-pass (online) softmax: the sum rescaled as the running max grows"},
+      {"softmax-nomax", "bug", "softmax", "", "softmax without max subtraction: exp overflows for logits above 88"},
+      {"layernorm-onepass", "order", "layernorm", "", "layer norm with one-pass variance E[x^2] - E[x]^2 in fp32"},
+      {"layernorm-fp16stats", "precision", "layernorm", "", "layer norm with its mean and variance kept in fp16"},
+      {"layernorm-eps-outside", "bug", "layernorm", "", "layer norm dividing by sqrt(var) + eps instead of sqrt(var + eps)"},
+      {"layernorm-bessel", "bug", "layernorm", "", "layer norm with Bessel's correction (N-1) where the reference has none"},
+      {"rmsnorm", "bug", "layernorm", "", "RMSNorm in place of layer norm: no mean subtraction"},
+      {"gelu-tanh", "precision", "gelu", "", "GELU by its tanh approximation, forward and backward"},
+      {"adam-bf16", "precision", "adam", "", "Adam with its moments stored in bf16"},
+      {"adam-eps-inside", "order", "adam", "", "Adam with epsilon inside the square root: sqrt(v_hat + eps)"},
+      {"embedding-atomic", "order", "embedding", "",
+       "embedding backward as atomic adds in an unordered (random) sequence: differs on every call"},
+      {"dropout-reuse", "bug", "dropout", "", "dropout that reuses the first mask it saw for a shape at every step"},
+      {"grad-unscaled", "bug", "all", "scale=1024", "backward outputs still carry the loss scale (never unscaled)"},
       {"bitflip", "fault", "all", "bit=random,count=1,target=output", "flip one bit of `count` random elements"},
       {"multibit", "fault", "all", "bits=2,start=random,count=1,target=output", "flip adjacent bits of one element"},
       {"stuckat0", "fault", "all", "bit=random,region=0.01,target=output", "force a bit to 0 over a contiguous region"},
@@ -258,6 +276,17 @@ std::unique_ptr<Kernel> makeKernel(const std::string& text, uint64_t seed, Plugi
   if (n == "zeroed-tail") return makeZeroedTailKernel(spec.text, o.real("fraction", 0.0625, 1e-9, 1.0));
   if (n == "stale-race")
     return makeGemmCandidate(spec.text, staleRaceEngine(o.real("prob", 0.02, 0.0, 1.0), o.integer("tile", 8, 1, 4096)));
+  if (n == "softmax-poly" || n == "grad-unscaled") {
+    std::map<std::string, double> numbers;
+    if (n == "softmax-poly") {
+      numbers["degree"] = double(o.integer("degree", 3, 3, 5));
+      if (numbers["degree"] != 3 && numbers["degree"] != 5) throw KernelError("kernel option degree must be 3 or 5");
+    } else {
+      numbers["scale"] = o.real("scale", 1024, 1e-30, 1e30);
+    }
+    return makeOpCandidate(n, spec.text, numbers);
+  }
+  if (auto op = makeOpCandidate(n, spec.text, {})) return op;
   if (n == "bitflip") return makeFaultKernel(spec.text, faultSpec(FaultModel::BitFlip, o), seed);
   if (n == "multibit") return makeFaultKernel(spec.text, faultSpec(FaultModel::MultiBitFlip, o), seed);
   if (n == "stuckat0") return makeFaultKernel(spec.text, faultSpec(FaultModel::StuckAt0, o), seed);

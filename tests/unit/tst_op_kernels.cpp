@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// The op-wise candidates (issue 31) against references written here in double precision: each
+// legitimate port within the error its method is known to make, each planted bug showing the
+// effect that names it (an overflow, a constant factor, a reused mask), on inputs where it shows.
+#include <ATen/ATen.h>  // before Qt: LibTorch uses `slots` as a name
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/torch/kernels/kernel.h"
+
+using namespace peat;
+using kernels::makeKernel;
+using ops::OpCall;
+using ops::OpKind;
+using ops::Variant;
+
+namespace {
+at::Tensor run(const std::string& spec, const OpCall& c) { return makeKernel(spec, 7)->run(c, {"test", 0, 0}); }
+double maxAbs(const at::Tensor& a, const at::Tensor& b) { return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>(); }
+double maxRel(const at::Tensor& a, const at::Tensor& ref) {
+  return ((a.to(at::kDouble) - ref) / ref.abs().clamp_min(1e-300)).abs().max().item<double>();
+}
+// softmax over the last dimension, in double, from its definition
+at::Tensor softmaxReference(const at::Tensor& x) {
+  const at::Tensor d = x.to(at::kDouble);
+  const at::Tensor e = (d - std::get<0>(d.max(-1, true))).exp();
+  return e / e.sum(-1, true);
+}
+// layer norm over the last dimension, in double: biased variance, eps inside the square root
+at::Tensor layerNormReference(const at::Tensor& x, const at::Tensor& g, const at::Tensor& b, double eps, bool bessel = false,
+                              bool epsOutside = false, bool rms = false) {
+  const at::Tensor d = x.to(at::kDouble);
+  const int64_t n = x.size(-1);
+  const at::Tensor mean = rms ? at::zeros_like(d.select(-1, 0)).unsqueeze(-1) : d.mean(-1, true);
+  const at::Tensor var = (d - mean).square().sum(-1, true) / double(bessel ? n - 1 : n);
+  const at::Tensor norm = epsOutside ? (d - mean) / (var.sqrt() + eps) : (d - mean) / (var + eps).sqrt();
+  return norm * g.to(at::kDouble) + b.to(at::kDouble);
+}
+}  // namespace
+
+class TestOpKernels : public QObject {
+  Q_OBJECT
+ private slots:
+  void softmaxPortsAreWithinTheirMethodsError();
+  void softmaxWithoutMaxOverflows();
+  void layerNormPortsAndBugs();
+  void geluByTanhIsTheTanhForm();
+  void adamPorts();
+  void atomicEmbeddingBackwardDiffersBetweenCalls();
+  void dropoutReuseKeepsTheFirstMask();
+  void unscaledGradientCarriesTheScale();
+  void catalogNamesEveryOpCandidate();
+};
+
+void TestOpKernels::softmaxPortsAreWithinTheirMethodsError() {
+  at::manual_seed(1);
+  const OpCall c{OpKind::Softmax, Variant::Forward, {at::randn({64, 200}) * 4}, {}};
+  const at::Tensor ref = softmaxReference(c.inputs[0]);
+  // fp32 kernels: a few units of rounding per element (exp, sum of 200 terms, one division)
+  for (const char* k : {"softmax-exp2", "softmax-online", "golden"}) {
+    const double rel = maxRel(run(k, c), ref);
+    QVERIFY2(rel < 2e-5, qPrintable(QStringLiteral("%1: %2").arg(QString::fromLatin1(k)).arg(rel)));
+  }
+  QVERIFY(maxAbs(run("softmax-online", c), run("golden", c)) > 0);  // another order: not golden's bits
+  // the polynomial's own error dominates: 1.4e-4 (degree 3) and 1.7e-7 (degree 5), plus rounding
+  const double p3 = maxRel(run("softmax-poly", c), ref), p5 = maxRel(run("softmax-poly:degree=5", c), ref);
+  QVERIFY2(p3 > 2e-5 && p3 < 4e-4, qPrintable(QString::number(p3)));
+  QVERIFY2(p5 < 5e-6 && p5 < p3 / 10, qPrintable(QString::number(p5)));
+  // a softmax over another dimension goes there
+  OpCall d1{OpKind::Softmax, Variant::Forward, {at::randn({8, 30, 5})}, {{"dim", 1}}};
+  QVERIFY(maxAbs(run("softmax-online", d1), at::softmax(d1.inputs[0], 1)) < 1e-6);
+  // backward calls run golden's backward
+  const OpCall back{OpKind::Softmax, Variant::GradInput, {at::randn({4, 9}), at::softmax(at::randn({4, 9}), -1)}, {}};
+  QVERIFY(at::equal(run("softmax-poly", back), run("golden", back)));
+}
+
+void TestOpKernels::softmaxWithoutMaxOverflows() {
+  at::manual_seed(2);
+  const at::Tensor small = at::randn({16, 50});
+  const OpCall ok{OpKind::Softmax, Variant::Forward, {small}, {}};
+  QVERIFY(maxRel(run("softmax-nomax", ok), softmaxReference(small)) < 2e-5);  // harmless on small logits
+  at::Tensor big = small.clone();
+  big.index_put_({3, 7}, 100.f);  // exp(100) overflows fp32: Inf / Inf
+  const at::Tensor y = run("softmax-nomax", {OpKind::Softmax, Variant::Forward, {big}, {}});
+  QVERIFY(y[3].isnan().any().item<bool>());
+  QVERIFY(y[2].isfinite().all().item<bool>());  // other rows intact
+  QVERIFY(run("golden", {OpKind::Softmax, Variant::Forward, {big}, {}}).isfinite().all().item<bool>());
+}
+
+void TestOpKernels::layerNormPortsAndBugs() {
+  at::manual_seed(3);
+  const int64_t n = 256;
+  at::Tensor x = at::randn({32, n}) * 0.5 + 3;  // a mean far from zero: one-pass variance cancels
+  const at::Tensor g = at::randn({n}), b = at::randn({n});
+  const OpCall c{OpKind::LayerNorm, Variant::Forward, {x, g, b}, {}};
+  const at::Tensor ref = layerNormReference(x, g, b, 1e-5);
+  const double golden = maxAbs(run("golden", c), ref);
+  QVERIFY2(golden < 1e-5, qPrintable(QString::number(golden)));
+  const double onePass = maxAbs(run("layernorm-onepass", c), ref);
+  QVERIFY2(onePass > 5 * golden && onePass < 0.05, qPrintable(QString::number(onePass)));  // cancellation, bounded
+  const double fp16 = maxAbs(run("layernorm-fp16stats", c), ref);
+  QVERIFY2(fp16 > golden && fp16 < 0.05, qPrintable(QString::number(fp16)));
+  // the bugs are other formulas: each matches its own reference to fp32 rounding
+  QVERIFY(maxAbs(run("layernorm-bessel", c), layerNormReference(x, g, b, 1e-5, true)) < 1e-4);
+  QVERIFY(maxAbs(run("layernorm-bessel", c), ref) > 1e-3);
+  QVERIFY(maxAbs(run("layernorm-eps-outside", c), layerNormReference(x, g, b, 1e-5, false, true)) < 1e-4);
+  QVERIFY(maxAbs(run("rmsnorm", c), layerNormReference(x, g, b, 1e-5, false, false, true)) < 1e-4);
+  QVERIFY(maxAbs(run("rmsnorm", c), ref) > 1);
+  // eps outside the square root matters where the variance is small next to eps
+  const at::Tensor flat = at::randn({4, n}) * 1e-3;
+  const OpCall s{OpKind::LayerNorm, Variant::Forward, {flat, g, b}, {}};
+  QVERIFY(maxAbs(run("layernorm-eps-outside", s), layerNormReference(flat, g, b, 1e-5)) > 0.01);
+}
+
+void TestOpKernels::geluByTanhIsTheTanhForm() {
+  at::manual_seed(4);
+  const at::Tensor x = at::randn({1000}) * 3;
+  const OpCall c{OpKind::Gelu, Variant::Forward, {x}, {}};
+  const at::Tensor d = x.to(at::kDouble);
+  const at::Tensor tanhForm = 0.5 * d * (1 + (std::sqrt(2 / M_PI) * (d + 0.044715 * d.pow(3))).tanh());
+  QVERIFY(maxAbs(run("gelu-tanh", c), tanhForm) < 1e-5);
+  const double fromExact = maxAbs(run("gelu-tanh", c), run("golden", c));
+  QVERIFY2(fromExact > 1e-5 && fromExact < 1e-3, qPrintable(QString::number(fromExact)));  // the approximation's error
+  const OpCall back{OpKind::Gelu, Variant::GradInput, {at::randn({1000}), x}, {}};
+  QVERIFY(maxAbs(run("gelu-tanh", back), run("golden", back)) > 0);  // its backward is the tanh form's too
+}
+
+void TestOpKernels::adamPorts() {
+  at::manual_seed(5);
+  const at::Tensor p = at::randn({64, 32}), g = at::randn({64, 32}) * 1e-2, m = at::randn({64, 32}) * 1e-2,
+                   v = at::rand({64, 32}) * 1e-4;
+  OpCall c{OpKind::Adam, Variant::Update, {p, g, m, v}, {{"step", 10}}};
+  c.setReal("lr", 1e-3);
+  c.setReal("beta1", 0.9);
+  c.setReal("beta2", 0.999);
+  c.setReal("eps", 1e-8);
+  const at::Tensor golden = run("golden", c), bf16 = run("adam-bf16", c), inside = run("adam-eps-inside", c);
+  // bf16 moments: m and v within bf16's half unit (2^-9 relative); the parameter moves by lr at most
+  QVERIFY(maxRel(bf16[1], golden[1].to(at::kDouble)) <= std::ldexp(1.0, -8));
+  QVERIFY(maxAbs(bf16[0], golden[0]) < 1e-3 * 0.05);
+  // eps inside the square root: the same step where v_hat >> eps
+  QVERIFY(at::equal(inside[1], golden[1]) && at::equal(inside[2], golden[2]));
+  QVERIFY(maxAbs(inside[0], golden[0]) > 0 && maxAbs(inside[0], golden[0]) < 1e-3 * 0.1);
+}
+
+void TestOpKernels::atomicEmbeddingBackwardDiffersBetweenCalls() {
+  at::manual_seed(6);
+  const at::Tensor ids = at::randint(0, 4, {512}, at::kLong);  // few rows: many additions per row
+  const OpCall c{OpKind::Embedding, Variant::GradWeight, {at::randn({512, 16}), ids}, {{"num_weights", 6}}};
+  auto k = makeKernel("embedding-atomic", 1);
+  const at::Tensor a = k->run(c, {"t", 0, 0}), b = k->run(c, {"t", 0, 1}), golden = run("golden", c);
+  QVERIFY(!at::equal(a, b));  // unordered sums: another result each call
+  QVERIFY(maxAbs(a, golden) < 1e-4 && maxAbs(a, golden) > 0);
+  QVERIFY(at::equal(a.slice(0, 4, 6), at::zeros({2, 16})));  // rows no id names stay zero
+}
+
+void TestOpKernels::dropoutReuseKeepsTheFirstMask() {
+  at::manual_seed(7);
+  auto k = makeKernel("dropout-reuse", 1);
+  const at::Tensor x = at::randn({64, 64});
+  const at::Tensor m1 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9), m2 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9);
+  const at::Tensor first = k->run({OpKind::Dropout, Variant::Forward, {x, m1}, {}}, {"t", 0, 0});
+  const at::Tensor second = k->run({OpKind::Dropout, Variant::Forward, {x, m2}, {}}, {"t", 1, 0});
+  QVERIFY(at::equal(first, x * m1));
+  QVERIFY(at::equal(second, x * m1));  // the step's own mask is ignored
+  QVERIFY(!at::equal(second, run("golden", {OpKind::Dropout, Variant::Forward, {x, m2}, {}})));
+}
+
+void TestOpKernels::unscaledGradientCarriesTheScale() {
+  at::manual_seed(8);
+  const at::Tensor y = at::softmax(at::randn({8, 10}), -1), dy = at::randn({8, 10});
+  const OpCall back{OpKind::Softmax, Variant::GradInput, {dy, y}, {}};
+  QVERIFY(at::allclose(run("grad-unscaled:scale=512", back), run("golden", back) * 512));
+  const OpCall fwd{OpKind::Softmax, Variant::Forward, {dy}, {}};
+  QVERIFY(at::equal(run("grad-unscaled", fwd), run("golden", fwd)));
+  QVERIFY(!makeKernel("grad-unscaled", 1)->supports(OpKind::Adam));
+}
+
+void TestOpKernels::catalogNamesEveryOpCandidate() {
+  const auto& catalog = kernels::kernelCatalog();
+  for (const char* name : {"softmax-exp2", "softmax-poly", "softmax-online", "softmax-nomax", "layernorm-onepass",
+                           "layernorm-fp16stats", "layernorm-eps-outside", "layernorm-bessel", "rmsnorm", "gelu-tanh",
+                           "adam-bf16", "adam-eps-inside", "embedding-atomic", "dropout-reuse", "grad-unscaled"}) {
+    bool found = false;
+    for (const auto& d : catalog) found = found || d.name == name;
+    QVERIFY2(found, name);
+    QVERIFY(makeKernel(name, 1) != nullptr);
+  }
+  QVERIFY_THROWS_EXCEPTION(kernels::KernelError, makeKernel("softmax-poly:degree=4", 1));
+  QVERIFY(!makeKernel("softmax-online", 1)->supports(OpKind::Linear));
+  QVERIFY(!makeKernel("bf16", 1)->supports(OpKind::Adam));  // reduced-precision optimisers are their own
+}
+
+QTEST_APPLESS_MAIN(TestOpKernels)
+#include "tst_op_kernels.moc"
