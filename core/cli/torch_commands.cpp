@@ -64,6 +64,7 @@ void forEachField(Command& c, F&& f) {
   f("phase", c.phase);
   f("probability", c.probability);
   f("eval_seeds", c.evalSeeds);
+  f("eval_external", c.evalExternal);
 }
 
 std::string escape(const std::string& s) {
@@ -117,7 +118,8 @@ const std::vector<TorchCommandInfo>& torchCommands() {
       {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
       {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
       {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
-      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels"},
+      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels (and on one "
+                      "made elsewhere, --external)"},
       {"kernels", "List candidate kernels and fault models"},
       {"models", "List the model zoo, or inspect a TorchScript file's GEMM sites"},
   };
@@ -137,7 +139,7 @@ std::string zooModelList() {
 
 std::string recordableOpList() {
   return "linear, conv2d, matmul, softmax, layernorm, gelu, relu, add, embedding, batchnorm, maxpool2d, avgpool2d, "
-         "log_softmax, silu, tanh, sigmoid, dropout, cross_entropy, attention, sgd, adam";
+         "log_softmax, silu, tanh, sigmoid, dropout, cross_entropy, sgd, adam";
 }
 
 std::string encode(const TorchCommand& command) {

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
-#include <limits>
 
 #include "core/torch/kernels/kernel.h"
 
@@ -90,20 +89,6 @@ at::Tensor crossEntropyGolden(const ops::OpCall& c) {
   return at::_log_softmax_backward_data(dls, ls, -1, at::kFloat);
 }
 
-// Scaled dot-product attention: softmax(q k^T * scale + mask) v on [B, T, D] x [B, S, D] x [B, S, Dv],
-// an optional additive mask (broadcast to [B, T, S]) as the fourth input, "causal" 1 masking j > i.
-at::Tensor attentionGolden(const ops::OpCall& c) {
-  const auto& in = c.inputs;
-  if (c.variant != Variant::Forward) throw std::invalid_argument("attention calls are forward only");
-  at::Tensor scores = at::matmul(in[0], in[1].transpose(-1, -2)) * c.realOr("scale", 1.0 / std::sqrt(double(in[0].size(-1))));
-  if (in.size() > 3) scores = scores + in[3];
-  if (c.paramOr("causal", 0)) {
-    const int64_t t = scores.size(-2), s = scores.size(-1);
-    scores = scores.masked_fill(at::ones({t, s}, at::kBool).triu(1), -std::numeric_limits<float>::infinity());
-  }
-  return at::matmul(at::softmax(scores, -1), in[2]);
-}
-
 // The optimisers' updates as kernels over a parameter, its gradient and its moments; the output
 // stacks the new parameter and the new moments ([2, ...] for SGD with momentum, [3, ...] for Adam).
 //   sgd (p, g, buf): buf' = momentum buf + g, p' = p - lr buf'
@@ -186,7 +171,6 @@ at::Tensor runGolden(const ops::OpCall& c) {
       return at::embedding(in[1], in[0], c.paramOr("padding_idx", -1));
     case OpKind::Dropout: return in[0] * in[1];  // x or dy times the recorded mask (already scaled by 1/(1-p))
     case OpKind::CrossEntropy: return crossEntropyGolden(c);
-    case OpKind::Attention: return attentionGolden(c);
     case OpKind::Sgd:
     case OpKind::Adam: return optimiserGolden(c);
     case OpKind::BatchNorm:

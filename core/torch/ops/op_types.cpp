@@ -11,7 +11,7 @@ const std::vector<OpKind>& allOps() {
                                        OpKind::LayerNorm, OpKind::Gelu,   OpKind::Relu,   OpKind::Add,
                                        OpKind::Embedding, OpKind::BatchNorm, OpKind::MaxPool2d, OpKind::AvgPool2d,
                                        OpKind::LogSoftmax, OpKind::Silu, OpKind::Tanh, OpKind::Sigmoid,
-                                       OpKind::Dropout, OpKind::CrossEntropy, OpKind::Attention, OpKind::Sgd,
+                                       OpKind::Dropout, OpKind::CrossEntropy, OpKind::Sgd,
                                        OpKind::Adam};
   return ops;
 }
@@ -36,7 +36,6 @@ const char* opName(OpKind k) {
     case OpKind::Sigmoid: return "sigmoid";
     case OpKind::Dropout: return "dropout";
     case OpKind::CrossEntropy: return "cross_entropy";
-    case OpKind::Attention: return "attention";
     case OpKind::Sgd: return "sgd";
     case OpKind::Adam: return "adam";
   }

@@ -14,7 +14,7 @@ namespace peat::ops {
 enum class OpKind {
   Linear, Conv2d, Matmul, Softmax, LayerNorm, Gelu, Relu, Add, Embedding, BatchNorm, MaxPool2d, AvgPool2d,
   // added with op-wise routing of user models (issue 31); appended, so that stored kinds keep their names
-  LogSoftmax, Silu, Tanh, Sigmoid, Dropout, CrossEntropy, Attention, Sgd, Adam
+  LogSoftmax, Silu, Tanh, Sigmoid, Dropout, CrossEntropy, Sgd, Adam
 };
 
 // Forward, or one of the gradients of an op's backward pass, or an optimiser's update.
