@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "views/callpage.h"
 
+#include <QApplication>
+#include <QClipboard>
+#include <QHBoxLayout>
+#include <QFontDatabase>
 #include <QLabel>
+#include <QPushButton>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
 #include "core/detector/detector.h"
 #include "views/errorplotpanel.h"
+#include "views/failedcalls.h"
 #include "views/heading.h"
+#include "views/pageloads.h"
 
 namespace peat::views {
 
@@ -35,28 +43,97 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   makeHeading(title_, 1.2);
   layout->addWidget(title_);
-  auto* split = new QSplitter(Qt::Horizontal, this);
-  details_ = new QTextBrowser(split);
+  replayRow_ = new QWidget(this);
+  auto* replay = new QHBoxLayout(replayRow_);
+  replay->setContentsMargins(0, 0, 0, 0);
+  replay->addWidget(new QLabel(tr("Replay it alone:"), replayRow_), 0, Qt::AlignTop);
+  replay_ = new QLabel(replayRow_);
+  replay_->setWordWrap(true);
+  replay_->setTextFormat(Qt::PlainText);
+  replay_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  replay_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  replay_->setToolTip(tr("Replays this call alone through the same kernel, in a kernel host, into a session beside this one"));
+  replay->addWidget(replay_, 1);
+  copy_ = new QPushButton(tr("Copy command"), replayRow_);
+  replay->addWidget(copy_, 0, Qt::AlignTop);
+  connect(copy_, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(replay_->text()); });
+  replayRow_->hide();
+  layout->addWidget(replayRow_);
+  // a stack, not a hidden plot: a plot hidden in the splitter is resized to nothing and redrawn so
+  stack_ = new QStackedWidget(this);
+  split_ = new QSplitter(Qt::Horizontal, stack_);
+  details_ = new QTextBrowser(split_);
   details_->setOpenLinks(false);
   details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 30);
-  plots_ = new ErrorPlotPanel(split);
-  split->addWidget(details_);
-  split->addWidget(plots_);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 5);
-  layout->addWidget(split, 1);
+  plots_ = new ErrorPlotPanel(split_);
+  split_->addWidget(details_);
+  split_->addWidget(plots_);
+  split_->setStretchFactor(0, 2);
+  split_->setStretchFactor(1, 5);
+  failure_ = new QTextBrowser(stack_);
+  failure_->setOpenLinks(false);
+  stack_->addWidget(split_);
+  stack_->addWidget(failure_);
+  layout->addWidget(stack_, 1);
   showMessage(tr("Select an analysed call in the session tree: its page opens here"));
 }
 
 void CallPage::showMessage(const QString& text) {
   title_->setText(text);
   details_->clear();
+  replay_->clear();
+  replayRow_->hide();
+  stack_->setCurrentWidget(split_);
   plots_->showMessage(text);
 }
+
+void CallPage::showKernelFailure(const FailedCallPage& page, const QString& title) {
+  const FailedCall& f = page.failed;
+  title_->setText(title);
+  QString html = tr("<h3>Call</h3><p>%1 %2 %3, iteration %4, call %5 (%6)</p>")
+                     .arg(qs(f.layer).toHtmlEscaped(), qs(f.op).toHtmlEscaped(), qs(f.phase).toHtmlEscaped())
+                     .arg(f.iteration)
+                     .arg(f.callIndex)
+                     .arg(qs(f.call).toHtmlEscaped());
+  html += page.tensors.empty()
+              ? tr("<p>The recorded call's tensors are not in the session (run %1).</p>").arg(qs(page.sourceRun).toHtmlEscaped())
+              : tr("<p>As recorded in run %1:<br>%2</p>")
+                    .arg(qs(page.sourceRun).toHtmlEscaped(),
+                         tensorListText(page.tensors).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+  html += tr("<h3>Kernel failure: %1</h3>").arg(qs(f.outcome).toHtmlEscaped());
+  if (!page.failure.empty())
+    html += QStringLiteral("<p>%1</p>").arg(qs(page.failure).toHtmlEscaped());
+  else
+    html += tr("<p>The kernel failed this call in its kernel host; the run keeps the line of its first failure "
+               "only: %1</p>").arg(qs(page.firstFailure).toHtmlEscaped());
+  html += tr("<p>Kernel: %1</p>").arg(qs(page.kernel).toHtmlEscaped());
+  if (page.verdict) {
+    const store::Verdict& v = *page.verdict;
+    html += tr("<h3>Verdict: %1 (%2)</h3><p>%3</p>").arg(qs(v.model).toHtmlEscaped(), number(v.confidence),
+                                                       qs(v.evidence).toHtmlEscaped());
+    const std::string why = detector::verdictExplanation(v.model);
+    if (!why.empty()) html += QStringLiteral("<p><i>%1</i></p>").arg(qs(why).toHtmlEscaped());
+  } else if (page.analysisRun.empty()) {
+    html += tr("<h3>Verdict</h3><p>The run has no analysis yet: <tt>%1</tt> gives each failed call its verdict "
+               "(kernel_crash, kernel_hang, kernel_out_of_bounds).</p>").arg(page.analyze.toHtmlEscaped());
+  } else {
+    html += tr("<h3>Verdict</h3><p>Analysis %1 gave this call no verdict (it was made before the failure was "
+               "recorded, or for other calls).</p>").arg(qs(page.analysisRun).toHtmlEscaped());
+  }
+  failure_->setHtml(html);
+  replay_->setText(page.replay);
+  replayRow_->show();
+  stack_->setCurrentWidget(failure_);  // no output to plot: the failure takes the page
+}
+
+QString CallPage::replayCommand() const { return replayRow_->isHidden() ? QString() : replay_->text(); }
 
 void CallPage::showCall(const analyzer::StoredCallReport& r, const QString& title, const QString& description,
                         const store::Verdict* verdict) {
   title_->setText(title.isEmpty() ? qs(r.call) : title);
+  replay_->clear();
+  replayRow_->hide();
+  stack_->setCurrentWidget(split_);
   QString html;
   if (!description.isEmpty())
     html += tr("<h3>Call</h3><p>%1</p>").arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
@@ -117,6 +194,8 @@ void CallPage::showNoPairStats(const QString& why) {
 }
 
 QString CallPage::titleText() const { return title_->text(); }
-QString CallPage::detailsText() const { return details_->toPlainText(); }
+QString CallPage::detailsText() const {
+  return (stack_->currentWidget() == failure_ ? failure_ : details_)->toPlainText();
+}
 
 }  // namespace peat::views

@@ -49,6 +49,7 @@
 #include "views/recentsessions.h"
 #include "views/runpanel.h"
 #include "views/savepanel.h"
+#include "views/saveruncontroller.h"
 #include "views/selectioncontroller.h"
 #include "views/sessioncontroller.h"
 #include "views/sessiontreemodel.h"
@@ -176,6 +177,7 @@ void MainWindow::createControllers() {
   connect(comparisons_, &CompareController::errorRaised, this, &MainWindow::reportError);
   connect(comparisons_, &CompareController::errorCleared, this, clearError);
   live_ = new LiveRun(runPanel_, savePanel_, curves_, central_, this);
+  saveRuns_ = new SaveRunController(runPanel_, savePanel_, central_, this);
   exports_ = std::make_unique<PageExport>(central_, savePanel_, curves_, numerics_, compare_, errorPlot_, verdicts_->model());
   tourScript_ = new TourController(this, &session_);
 }
@@ -221,6 +223,7 @@ void MainWindow::createDocks() {
 // LiveRun); the session reopens when it ends.
 void MainWindow::connectRun() {
   connect(runPanel_, &RunPanel::started, this, [this] {
+    if (!runPanel_->writesSession()) return;  // a SAVE run: its outputs go to a file of their own
     // A run that writes the session this window reads needs the file: HDF5 lets one writer in
     // only when no one else has it open. The window lets go, and reopens it when the run ends.
     sessions_->cancel();  // an open still in flight must not take the file back during the run
@@ -355,7 +358,7 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   session_.reader = opened.reader;
   session_.summary = std::make_shared<const store::SessionSummary>(summary);
   session_.path = path;
-  model_->setSummary(summary);
+  model_->setSummary(summary, opened.failed);
   history_->clear();  // the old session's pages
   tree_->expandToDepth(0);
   tree_->resizeColumnToContents(0);
@@ -403,7 +406,7 @@ void MainWindow::afterPages(std::function<void()> then) {
   });
 }
 
-bool MainWindow::pagesLoading() const { return selection_->loading() || sessions_->busy(); }
+bool MainWindow::pagesLoading() const { return selection_->loading() || sessions_->busy() || saveRuns_->loading(); }
 
 QString MainWindow::currentItemPath() const { return SessionTreeModel::pathOf(tree_->currentIndex()); }
 

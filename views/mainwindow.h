@@ -54,6 +54,7 @@ class HistoryController;
 class FlipController;
 class CompareController;
 class LiveRun;
+class SaveRunController;
 class PageExport;
 class RecentSessions;
 struct OpenedSession;
@@ -92,6 +93,7 @@ class MainWindow : public QMainWindow {
   bool goForward();
   CurvePanel* curvePanel() const { return curves_; }
   RunPanel* runPanel() const { return runPanel_; }
+  SaveRunController* saveRuns() const { return saveRuns_; }  // a SAVE run's outputs to the SAVE tab
   void showRunPanel();  // brings the Run dock to the front
   // Opens the demo session (in the application data directory), making it first with the run
   // panel when it is missing; false only when an existing one does not open.
@@ -188,6 +190,7 @@ class MainWindow : public QMainWindow {
   FlipController* flips_;
   CompareController* comparisons_;
   LiveRun* live_;
+  SaveRunController* saveRuns_;
   TourController* tourScript_;
   std::function<void()> firstLayout_;  // the docks' first-run proportions, applied when first shown
   RecentSessions* recent_ = nullptr;

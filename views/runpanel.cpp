@@ -16,11 +16,13 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QJsonParseError>
 #include <QTimer>
 
+#include <algorithm>
 #include <cmath>
 
 #include <csignal>
@@ -42,7 +44,26 @@ QString shippedWeights(const QString& model) {
   return {};
 }
 
-const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign"};
+// SAVE's model arguments: an ONNX file carries its weights (docs/save.md); a zoo model takes the
+// shipped ones. Empty, with `why` set, when neither is at hand.
+QStringList saveModelArguments(const QString& model, QString* why) {
+  if (model.endsWith(QLatin1String(".onnx"))) {
+    if (!QFileInfo(model).isFile()) *why = RunPanel::tr("ONNX model %1 does not exist").arg(model);
+    return why->isEmpty() ? QStringList{QStringLiteral("-m"), model} : QStringList();
+  }
+  const QString weights = shippedWeights(model);
+  if (weights.isEmpty()) {
+    *why = RunPanel::tr("no trained weights of %1 are shipped: SAVE runs on lenet, vit or an ONNX file here").arg(model);
+    return {};
+  }
+  return {QStringLiteral("-m"), model, QStringLiteral("-w"), weights};
+}
+
+const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run"};
+
+bool isSave(RunPanel::Mode m) {
+  return m == RunPanel::Mode::SaveAnalyze || m == RunPanel::Mode::SaveCampaign || m == RunPanel::Mode::SaveRun;
+}
 
 // A row of the form: `field`, stretched, with `button` beside it.
 void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field, QPushButton* button) {
@@ -50,6 +71,21 @@ void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field,
   row->addWidget(field, 1);
   row->addWidget(button);
   form->addRow(label, row);
+}
+
+// A row naming a file: a line edit with a "..." button that asks for it (to read, or to write).
+QLineEdit* addFileRow(QWidget* owner, QFormLayout* form, const QString& label, const QString& placeholder,
+                      const QString& filter, bool write) {
+  auto* edit = new QLineEdit(owner);
+  edit->setPlaceholderText(placeholder);
+  auto* browse = new QPushButton(QObject::tr("..."), owner);
+  addFieldWithButton(form, label, edit, browse);
+  QObject::connect(browse, &QPushButton::clicked, owner, [owner, edit, label, filter, write] {
+    const QString path = write ? QFileDialog::getSaveFileName(owner, label, edit->text(), filter)
+                               : QFileDialog::getOpenFileName(owner, label, edit->text(), filter);
+    if (!path.isEmpty()) edit->setText(path);
+  });
+  return edit;
 }
 
 }  // namespace
@@ -64,7 +100,8 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   for (const char* m : kModes) mode_->addItem(tr(m));
   mode_->setToolTip(tr("profile: train and record every op into a session; playback: replay recorded calls through a\n"
                        "candidate kernel; runtime FI: train twice, the second time with the candidate every k-th call;\n"
-                       "SAVE analyze: ranges, bit classes and tiles of a model; SAVE campaign: accuracy under bit flips"));
+                       "SAVE analyze: ranges, bit classes and tiles of a model; SAVE campaign: accuracy under bit flips;\n"
+                       "SAVE run: the model on your inputs with SAVE's engine, plain or protected, its outputs shown"));
   form_->addRow(tr("Mode"), mode_);
 
   model_ = new QComboBox(this);
@@ -77,13 +114,33 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
   addFieldWithButton(form_, tr("Model"), model_, modelFile_);
   connect(modelFile_, &QPushButton::clicked, this, [this] {
-    const bool save = mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign;
+    const bool save = isSave(mode());
     const QString path =
         save ? QFileDialog::getOpenFileName(this, tr("ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"))
              : QFileDialog::getOpenFileName(this, tr("TorchScript model"), QString(),
                                             tr("TorchScript archives (*.pt *.pth *.ts *.zip);;All files (*)"));
     if (!path.isEmpty()) model_->setCurrentText(path);
   });
+
+  // SAVE run: the inputs, a reference, the protection and its faults, and where the outputs go
+  const QString tensors = tr("NumPy arrays (*.npy);;HDF5 files (*.h5 *.hdf5);;All files (*)");
+  input_ = addFileRow(this, form_, tr("Input"), tr("x.npy or x.h5:/dataset: one sample or [N, sample...]"), tensors, false);
+  input_->setToolTip(tr("The model's input as it takes it (already normalised); an HDF5 file names its dataset after a colon"));
+  expect_ = addFileRow(this, form_, tr("Expected outputs"), tr("optional: a reference, e.g. PyTorch's outputs"), tensors, false);
+  expect_->setToolTip(tr("The outputs another runtime gives on the same inputs: the largest difference is reported"));
+  protect_ = new QComboBox(this);
+  protect_->addItems({QStringLiteral("none"), QStringLiteral("save"), QStringLiteral("tmr"), QStringLiteral("ranger"),
+                      QStringLiteral("ecc")});
+  protect_->setToolTip(tr("none: the plain engine; save: SAVE's range checks and recomputation; tmr: three copies "
+                          "voted;\nranger: values clipped to profiled bounds; ecc: SEC-DED on the words in memory"));
+  form_->addRow(tr("Protection"), protect_);
+  faults_ = new QSpinBox(this);
+  faults_->setRange(0, 100000000);
+  faults_->setSuffix(tr(" bit flips"));
+  faults_->setToolTip(tr("Faults injected over the whole inference (every sample in one batch), drawn with the seed"));
+  form_->addRow(tr("Faults"), faults_);
+  outputs_ = addFileRow(this, form_, tr("Outputs"), tr("optional: write the outputs as .npy here"),
+                        tr("NumPy arrays (*.npy)"), true);
 
   data_ = new QLineEdit(this);
   data_->setPlaceholderText(tr("fashion-mnist:3x64x64, data.h5 or a folder of .npy files"));
@@ -232,6 +289,7 @@ bool RunPanel::modelIsFile() const {
 }
 void RunPanel::setKernel(const QString& kernel) { kernel_->setCurrentText(kernel); }
 void RunPanel::setIterations(int n) { iterations_->setValue(n); }
+void RunPanel::setSeed(int seed) { seed_->setValue(seed); }
 void RunPanel::setFlips(const QString& flips) { flips_->setText(flips); }
 void RunPanel::setImages(int n) { images_->setValue(n); }
 void RunPanel::setAnalyzeAfterPlayback(bool on) { analyze_->setChecked(on); }
@@ -240,23 +298,24 @@ bool RunPanel::running() const { return process_->state() != QProcess::NotRunnin
 void RunPanel::updateFields() {
   updateRows();
   const bool onnx = model_->currentText().trimmed().endsWith(QLatin1String(".onnx"));
-  if ((mode() == Mode::SaveAnalyze || mode() == Mode::SaveCampaign) && !onnx)
+  if (isSave(mode()) && !onnx)
     model_->setCurrentText(model_->currentText() == QLatin1String("vit") ? QStringLiteral("vit") : QStringLiteral("lenet"));
 }
 
 void RunPanel::updateRows() {
   const Mode m = mode();
   const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
-  // rows: mode, model, data, kernel, op, frequency, iterations, seed, flips, images, device, session, analyse, replace
-  const bool rows[] = {true, m != Mode::Playback, (trains || m == Mode::SaveCampaign) && modelIsFile(),
+  const bool run = m == Mode::SaveRun;
+  // rows: mode, model, input, expected, protection, faults, outputs (SAVE run), data, kernel, op,
+  // frequency, iterations, seed, flips, images, device, session, analyse, replace
+  const bool rows[] = {true, m != Mode::Playback, run, run, run, run, run, (trains || m == Mode::SaveCampaign) && modelIsFile(),
                        m == Mode::Playback || m == Mode::RuntimeFi,
                        m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
-                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, true, true, m == Mode::Playback, trains};
+                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, !run, !run, m == Mode::Playback, trains};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
-  modelFile_->setToolTip(m == Mode::SaveAnalyze || m == Mode::SaveCampaign
-                             ? tr("An ONNX model of your own: SAVE analyses it with its initializers as weights")
-                             : tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
+  modelFile_->setToolTip(isSave(m) ? tr("An ONNX model of your own: SAVE reads it with its initializers as weights")
+                                   : tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
 }
 
 QString RunPanel::program() const {
@@ -278,9 +337,10 @@ QStringList RunPanel::arguments(QString* error) const {
     if (error) *error = why;
     return QStringList();
   };
+  const QString model = model_->currentText().trimmed(), kernel = kernel_->currentText().trimmed();
+  if (mode() == Mode::SaveRun) return saveRunArguments(model, error);  // writes no session
   const QString session = session_->text().trimmed();
   if (session.isEmpty()) return fail(tr("choose a session file"));
-  const QString model = model_->currentText().trimmed(), kernel = kernel_->currentText().trimmed();
   // a model file trains on the data the user names (docs/models.md)
   QStringList modelArguments{QStringLiteral("--model"), model};
   if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && modelIsFile()) {
@@ -324,15 +384,12 @@ QStringList RunPanel::arguments(QString* error) const {
     }
     case Mode::SaveAnalyze:
     case Mode::SaveCampaign: {
-      QStringList a{QStringLiteral("save"), mode() == Mode::SaveAnalyze ? QStringLiteral("analyze") : QStringLiteral("campaign"),
-                    QStringLiteral("-m"), model};
-      if (model.endsWith(QLatin1String(".onnx"))) {  // an ONNX model carries its weights (docs/save.md)
-        if (!QFileInfo(model).isFile()) return fail(tr("ONNX model %1 does not exist").arg(model));
-      } else {
-        const QString weights = shippedWeights(model);
-        if (weights.isEmpty()) return fail(tr("no trained weights of %1 are shipped: SAVE runs on lenet, vit or an ONNX file here").arg(model));
-        a << QStringLiteral("-w") << weights;
-      }
+      QString why;
+      const QStringList modelArgs = saveModelArguments(model, &why);
+      if (modelArgs.isEmpty()) return fail(why);
+      QStringList a = QStringList{QStringLiteral("save"),
+                                  mode() == Mode::SaveAnalyze ? QStringLiteral("analyze") : QStringLiteral("campaign")} +
+                      modelArgs;
       a << QStringLiteral("-s") << session;
       if (mode() == Mode::SaveCampaign) {
         a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
@@ -343,9 +400,57 @@ QStringList RunPanel::arguments(QString* error) const {
       }
       return a;
     }
+    case Mode::SaveRun: break;  // above
   }
   return fail(tr("unknown mode"));
 }
+
+// peat save run on the user's input, with --json: the panel reads its summary, and the outputs
+// from the file it names.
+QStringList RunPanel::saveRunArguments(const QString& model, QString* error) const {
+  QString why;
+  const QStringList modelArgs = saveModelArguments(model, &why);
+  const QString input = input_->text().trimmed(), expect = expect_->text().trimmed();
+  // FILE.h5:/dataset names a file before the colon
+  const auto file = [](const QString& spec) {
+    const qsizetype colon = spec.indexOf(QStringLiteral(":/"));
+    return colon > 0 ? spec.left(colon) : spec;
+  };
+  if (why.isEmpty() && input.isEmpty()) why = tr("choose the model's input (.npy or FILE.h5:/dataset)");
+  if (why.isEmpty() && !QFileInfo(file(input)).isFile()) why = tr("input %1 does not exist").arg(file(input));
+  if (why.isEmpty() && !expect.isEmpty() && !QFileInfo(file(expect)).isFile())
+    why = tr("expected outputs %1 do not exist").arg(file(expect));
+  if (why.isEmpty() && outputsPath().isEmpty()) why = tr("no folder for the outputs: name an outputs file");
+  if (!why.isEmpty()) {
+    if (error) *error = why;
+    return {};
+  }
+  QStringList a = QStringList{QStringLiteral("save"), QStringLiteral("run")} + modelArgs;
+  a << QStringLiteral("--input") << input << QStringLiteral("--output") << outputsPath() << QStringLiteral("--protect")
+    << protect_->currentText() << QStringLiteral("--flips") << QString::number(faults_->value()) << QStringLiteral("--seed")
+    << QString::number(seed_->value()) << QStringLiteral("--json");
+  if (!expect.isEmpty()) a << QStringLiteral("--expect") << expect;
+  return a;
+}
+
+QString RunPanel::outputsPath() const {
+  const QString named = outputs_->text().trimmed();
+  if (!named.isEmpty()) return named;
+  if (!scratch_) scratch_ = std::make_unique<QTemporaryDir>();
+  // a file per run: the outputs of the run before may still be read while the next one writes
+  return scratch_->isValid() ? scratch_->filePath(QStringLiteral("outputs-%1.npy").arg(saveRuns_ + 1)) : QString();
+}
+
+void RunPanel::setInput(const QString& input) { input_->setText(input); }
+void RunPanel::setExpected(const QString& expected) { expect_->setText(expected); }
+bool RunPanel::setProtection(const QString& scheme) {
+  if (protect_->findText(scheme) < 0) return false;
+  protect_->setCurrentText(scheme);
+  return true;
+}
+void RunPanel::setFaults(qint64 faults) { faults_->setValue(int(std::min<qint64>(faults, faults_->maximum()))); }
+void RunPanel::setOutputs(const QString& outputs) { outputs_->setText(outputs); }
+bool RunPanel::writesSession() const { return running() ? !saveRun_ : mode() != Mode::SaveRun; }
 
 QList<QStringList> RunPanel::demoSteps(const QString& session) {
   const QString weights = shippedWeights(QStringLiteral("lenet"));
@@ -371,6 +476,7 @@ bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& ses
     return false;
   }
   session_->setText(session);
+  saveRun_ = false;  // the steps write the session
   queue_.clear();
   for (int i = 1; i < steps.size(); ++i) queue_ << [args = steps[i]] { return args; };
   steps_ = int(steps.size());
@@ -413,6 +519,13 @@ bool RunPanel::start() {
     status_->setText(error);
     emit finished(false, error, session_->text());
     return false;
+  }
+  saveRun_ = mode() == Mode::SaveRun;
+  if (saveRun_) {
+    launchedInput_ = input_->text().trimmed();
+    launchedOutputs_ = outputsPath();
+    ++saveRuns_;
+    result_ = QJsonObject();
   }
   queue_.clear();
   steps_ = 1;
@@ -477,7 +590,12 @@ void RunPanel::readOutput() {
 void RunPanel::handleEvent(const QByteArray& line) {
   QJsonParseError error{};
   const QJsonObject e = QJsonDocument::fromJson(line, &error).object();
-  if (error.error != QJsonParseError::NoError || e.value(QLatin1String("v")).toInt() < 1) return;
+  if (error.error != QJsonParseError::NoError) return;
+  if (!e.contains(QLatin1String("event"))) {  // a command's --json summary, not an event
+    if (saveRun_ && e.contains(QLatin1String("output_shape"))) result_ = e;
+    return;
+  }
+  if (e.value(QLatin1String("v")).toInt() < 1) return;
   const QString type = e.value(QLatin1String("event")).toString();
   if (type == QLatin1String("progress")) {
     const qint64 done = e.value(QLatin1String("done")).toInteger(), total = e.value(QLatin1String("total")).toInteger();
@@ -525,12 +643,17 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   progress_->setValue(ok ? 1 : 0);
   QString message;
   if (ok) message = tr("Finished in %1 s").arg(double(clock_.elapsed()) / 1000, 0, 'f', 1);
-  else if (cancelled_) message = tr("Cancelled; the session keeps what was finished");
+  else if (cancelled_) message = saveRun_ ? tr("Cancelled") : tr("Cancelled; the session keeps what was finished");
   else if (!lastError_.isEmpty()) message = lastError_;
   else if (process_->error() == QProcess::FailedToStart) message = tr("could not start %1").arg(program());
   else message = tr("peat ended with exit code %1").arg(code);
   status_->setText(message);
-  emit finished(ok, message, session_->text());
+  emit finished(ok, message, saveRun_ ? QString() : session_->text());
+  if (saveRun_) {
+    const bool summarised = ok && !result_.isEmpty();
+    emit saveRunEnded(summarised, ok && !summarised ? tr("peat save run printed no summary") : message, result_,
+                      launchedInput_, launchedOutputs_);
+  }
 }
 
 void RunPanel::cancel() {

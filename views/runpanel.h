@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 #include <QElapsedTimer>
+#include <QJsonObject>
 #include <QProcess>
 #include <QStringList>
 #include <QWidget>
 
 #include <functional>
+#include <memory>
 
 #include "views/progressestimate.h"
 
@@ -17,11 +19,12 @@ class QPushButton;
 class QSpinBox;
 class QCheckBox;
 class QFormLayout;
+class QTemporaryDir;
 
 namespace peat::views {
 
-// Starts the work the CLI does (profile, playback, runtime fault injection, SAVE analysis and
-// campaigns) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
+// Starts the work the CLI does (profile, playback, runtime fault injection, SAVE analysis,
+// campaigns and protected inference on the user's inputs) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
 // crash or a cancel there cannot take the workbench down. Progress, live results and errors come
 // as the child's event stream (PEAT_EVENTS=jsonl, docs/events.md), never from its human text;
 // Cancel sends SIGINT, which the commands answer by ending the run with a readable session (a
@@ -29,7 +32,7 @@ namespace peat::views {
 class RunPanel : public QWidget {
   Q_OBJECT
  public:
-  enum class Mode { Profile, Playback, RuntimeFi, SaveAnalyze, SaveCampaign };
+  enum class Mode { Profile, Playback, RuntimeFi, SaveAnalyze, SaveCampaign, SaveRun };
 
   explicit RunPanel(QWidget* parent = nullptr);
   ~RunPanel() override;
@@ -44,9 +47,19 @@ class RunPanel : public QWidget {
   void setData(const QString& data);    // a model file's --data
   void setKernel(const QString& kernel);
   void setIterations(int n);
+  void setSeed(int seed);
   void setFlips(const QString& flips);
   void setImages(int n);
   void setAnalyzeAfterPlayback(bool on);
+  // SAVE run: the model's input (.npy or FILE.h5:/dataset, as the model takes it), an optional
+  // reference for its outputs, the protection (none, save, tmr, ranger, ecc), the faults injected
+  // over the inference, and where the outputs go (empty: a file of the panel's own).
+  void setInput(const QString& input);
+  void setExpected(const QString& expected);
+  bool setProtection(const QString& scheme);  // false: no such scheme (the choice stays)
+  void setFaults(qint64 faults);
+  void setOutputs(const QString& outputs);
+  QString outputsPath() const;  // where the next SAVE run writes its outputs
   // The devices to offer ("cpu:0", "cuda:0", ...), as the Devices panel found them. The gpu-*
   // kernels run on the chosen one; every other kernel runs on the CPU.
   void setDevices(const QStringList& devices);
@@ -63,6 +76,7 @@ class RunPanel : public QWidget {
   static QList<QStringList> demoSteps(const QString& session);
 
   bool running() const;
+  bool writesSession() const;  // the run going (or the form, when idle) writes the session file
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
   void cancel();  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs
   static constexpr int kCancelGraceMs = 600;
@@ -77,6 +91,10 @@ class RunPanel : public QWidget {
   void livePoint(const QString& scheme, double flips, double accuracy);
   void liveLoss(double iteration, double loss, double candidateLoss);
   void finished(bool ok, const QString& message, const QString& session);
+  // A SAVE run on `input` ended: ok with `result` (its JSON summary, `peat save run --json`) and the
+  // outputs it wrote at `outputs`; else `message` says why in one line (or that it was cancelled).
+  void saveRunEnded(bool ok, const QString& message, const QJsonObject& result, const QString& input,
+                    const QString& outputs);
 
  private:
   void updateFields();  // on a mode change: rows, and SAVE's models
@@ -86,6 +104,7 @@ class RunPanel : public QWidget {
   void processEnded(int code, QProcess::ExitStatus status);
   bool launch(const QStringList& args);
   bool modelIsFile() const;  // not one of the zoo's names
+  QStringList saveRunArguments(const QString& model, QString* error) const;
 
   QFormLayout* form_;
   QComboBox *mode_, *model_, *kernel_, *op_, *device_;
@@ -96,6 +115,14 @@ class RunPanel : public QWidget {
   QString note_;  // what start() chose for the user (a free session name), shown with the run
   QPushButton *start_, *cancel_, *plugin_, *modelFile_;
   QLineEdit* data_;
+  QLineEdit *input_, *expect_, *outputs_;  // SAVE run
+  QComboBox* protect_;
+  QSpinBox* faults_;
+  mutable std::unique_ptr<QTemporaryDir> scratch_;  // a SAVE run's outputs when no file is named
+  int saveRuns_ = 0;
+  bool saveRun_ = false;  // the run going (or the last one) is a SAVE run
+  QJsonObject result_;    // its JSON summary, once printed
+  QString launchedInput_, launchedOutputs_;  // its input, and where it writes its outputs
   QProgressBar* progress_;
   QLabel* status_;
   QProcess* process_;

@@ -20,6 +20,7 @@
 #include "views/palette.h"
 #include "views/plotstyle.h"
 #include "views/savepanel.h"
+#include "views/saverunview.h"
 
 namespace peat::views {
 
@@ -91,6 +92,8 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
 
   map_ = new LayerMapView(this);
   tabs_->addTab(map_, tr("Map"));
+  run_ = new SaveRunView(this);
+  tabs_->addTab(run_, tr("Run outputs"));
 
   connect(bits_, &QCustomPlot::mouseMove, this, &SavePanel::hoverBits);
   connect(tiles_, &QCustomPlot::mouseMove, this, &SavePanel::hoverTiles);
@@ -352,18 +355,21 @@ QCustomPlot* SavePanel::currentPlot() const {
     case BitsTab: return bits_;
     case TilesTab: return tiles_;
     case CampaignTab: return campaign_;
-    case MapTab: return nullptr;  // a widget, not a plot: currentPicture()
+    case MapTab:
+    case RunTab: return nullptr;  // a widget, not a plot: currentPicture()
   }
   return bits_;
 }
 
 QWidget* SavePanel::currentPicture() const {
   if (currentTab() == MapTab) return map_;
+  if (currentTab() == RunTab) return run_;
   return currentPlot();
 }
 
 QString SavePanel::currentCsv() const {
   if (currentTab() == MapTab) return map_->csv();
+  if (currentTab() == RunTab) return run_->csv();
   QStringList lines;
   if (currentTab() == BitsTab) {
     lines << QStringLiteral("layer,op,elements,robust_bits,ranging_bits,vulnerable_bits,type2");

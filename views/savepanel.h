@@ -20,16 +20,18 @@ class QStackedWidget;
 namespace peat::views {
 
 class LayerMapView;
+class SaveRunView;
 
 // SAVE's results: per-layer stacked bars of robust, ranging and vulnerable bits; the per-tile
 // share of type-2 values of one layer as a heatmap with the reliable-memory placement overlaid;
 // a campaign's accuracy against faults per inference, one line per protection scheme, log x; and the
-// selected layer's map, value by value (LayerMapView). It only draws what core::save's records
-// read; hovering a plot shows the values under the mouse.
+// selected layer's map, value by value (LayerMapView); and the outputs of a model run on the user's
+// inputs (SaveRunView). It only draws what core::save's records read; hovering a plot shows the
+// values under the mouse.
 class SavePanel : public QWidget {
   Q_OBJECT
  public:
-  enum Tab { BitsTab, TilesTab, CampaignTab, MapTab };
+  enum Tab { BitsTab, TilesTab, CampaignTab, MapTab, RunTab };
   // Reads one layer of the analysis shown, value by value (the main window reads the session);
   // without one the map tab says it has no data.
   using LayerMapLoader = std::function<save::LayerMap(const std::string& analysis, const std::string& layer)>;
@@ -52,8 +54,9 @@ class SavePanel : public QWidget {
   QCustomPlot* tilePlot() const { return tiles_; }
   QCustomPlot* campaignPlot() const { return campaign_; }
   LayerMapView* layerMap() const { return map_; }
-  QCustomPlot* currentPlot() const;  // null on the map tab
-  QWidget* currentPicture() const;    // the current tab's plot or map
+  SaveRunView* runView() const { return run_; }
+  QCustomPlot* currentPlot() const;  // null on the map and run tabs
+  QWidget* currentPicture() const;    // the current tab's plot, map or run outputs
   int layerCount() const { return int(analysis_.layers.size()); }
   int currentLayer() const { return layer_; }
   // The values behind the current tab's plot (or map), as CSV (header line first).
@@ -77,6 +80,7 @@ class SavePanel : public QWidget {
   QComboBox* layerBox_;
   QLabel* tileInfo_;
   LayerMapView* map_;
+  SaveRunView* run_;
   LayerMapLoader loadMap_;
   save::StoredAnalysis analysis_;
   save::StoredCampaign campaignData_;

@@ -13,6 +13,7 @@
 #include "views/curvepanel.h"
 #include "views/errorplotpanel.h"
 #include "views/explainpanel.h"
+#include "views/failedcalls.h"
 #include "views/jobtracker.h"
 #include "views/numericspanel.h"
 #include "views/overviewpanel.h"
@@ -143,14 +144,27 @@ void SelectionController::showSelectedCalls() {
   pairs_->cancelReads();  // the statistics of a call shown before are not this one's
   using Kind = SessionTreeModel::NodeKind;
   std::vector<CallRequest> requests;
+  const FailedCall* failed = nullptr;  // the first selected call the kernel failed: no output to overlay
+  QString failedTitle;
   for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
     if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
     const QString detail = index.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
     const QString run = index.data(SessionTreeModel::KeyRole).toString();
-    requests.push_back({run.toStdString(), index.data(SessionTreeModel::PathRole).toString().toStdString(),
-                        tr("%1 %2 (run %3, %4)").arg(index.data().toString(), detail, run,
-                                                    index.data(SessionTreeModel::PathRole).toString())});
+    const QString title = tr("%1 %2 (run %3, %4)").arg(index.data().toString(), detail, run,
+                                                       index.data(SessionTreeModel::PathRole).toString());
+    if (const FailedCall* f = model_->failedCall(index)) {
+      if (!failed) {
+        failed = f;
+        failedTitle = title;
+      }
+      continue;
+    }
+    requests.push_back({run.toStdString(), index.data(SessionTreeModel::PathRole).toString().toStdString(), title});
     if (requests.size() >= 6) break;  // a readable overlay
+  }
+  if (requests.empty() && failed && session_->reader) {
+    showFailedCall(*failed, failedTitle);
+    return;
   }
   if (requests.empty() || !session_->reader) {
     pages_.call->showMessage(tr("Select an analysed call in the session tree: its page opens here"));
@@ -208,6 +222,32 @@ void SelectionController::applySelectedCalls(const SelectedCalls& selected, cons
                              (selected.missing.isEmpty() ? QString() : QStringLiteral("; ") + selected.missing));
   }
   emit pageShown();
+}
+
+void SelectionController::showFailedCall(const FailedCall& failed, const QString& title) {
+  pages_.call->showMessage(tr("Loading %1 ...").arg(title));
+  pages_.dock->showMessage(tr("%1: the kernel failed this call in its kernel host, so it has no output to plot").arg(title));
+  auto reader = session_->reader;
+  auto summary = session_->summary;
+  const QString path = session_->path;
+  callJobs_->start<FailedCallPage>(
+      [reader, summary, path, failed] { return loadFailedCallPage(*reader, *summary, path, failed); },
+      [this, title](const FailedCallPage& page) {
+        if (!page.analysisRun.empty() && QString::fromStdString(page.analysisRun) != verdicts_->shownRun())
+          verdicts_->show(QString::fromStdString(page.analysisRun), page.verdicts);
+        analyzer::StoredCallReport shown;
+        shown.call = page.failed.call;
+        verdicts_->highlight({shown});
+        pages_.call->showKernelFailure(page, title);
+        pages_.central->setCurrentWidget(pages_.call);
+        if (page.verdict) pages_.explain->showVerdict(QString::fromStdString(page.verdict->model));
+        emit pageShown();
+      },
+      [this](const QString& why) {
+        pages_.call->showMessage(tr("The call could not be read: %1").arg(why));
+        emit errorRaised(why);
+        emit pageShown();
+      });
 }
 
 bool SelectionController::showTellingCall() {

@@ -31,6 +31,7 @@ class SavePanel;
 class SessionTreeModel;
 class VerdictController;
 struct CallRequest;
+struct FailedCall;
 struct ItemData;
 struct SelectedCalls;
 
@@ -67,6 +68,7 @@ class SelectionController : public QObject {
   void applyItem(const ItemData& item, const std::string& id, const QString& layer);
   void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
   void applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests);
+  void showFailedCall(const FailedCall& failed, const QString& title);  // a call the kernel failed
 
   const SessionState* session_;
   SessionTreeModel* model_;

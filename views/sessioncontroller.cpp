@@ -20,6 +20,7 @@ OpenedSession SessionController::read(const QString& path) {
   try {
     out.reader = std::make_shared<store::SessionReader>(path.toStdString());  // probes it first
     out.summary = out.reader->summaryWithoutTensors();
+    out.failed = readFailedCalls(*out.reader, out.summary);
     if (!out.summary.runs.empty()) {
       const std::string first = out.summary.runs.front().name;
       const std::string analysis = analyzer::analysisRunOf(out.summary, first);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/store/session.h"
+#include "views/failedcalls.h"
 
 namespace peat::views {
 
@@ -24,6 +25,7 @@ struct OpenedSession {
   store::SessionSummary summary;      // without each call's tensor list (read on demand)
   std::string verdictRun;             // the run whose verdicts are shown first ("": none)
   std::vector<store::Verdict> verdicts;
+  std::vector<FailedCall> failed;     // the calls a user kernel failed in its kernel host
   QString error;                      // not empty: the open failed, and why (one line)
 };
 

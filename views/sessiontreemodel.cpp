@@ -8,12 +8,16 @@
 #include <QBrush>
 #include <QColor>
 
+#include <algorithm>
+
 namespace peat::views {
 
 struct SessionTreeModel::Node {
   NodeKind kind;
   QString name, detail, tooltip, key, path;
   bool incomplete = false;
+  int failed = -1;  // a failed call: its index in failed_
+  int64_t order = 0;  // a call's index in its iteration (failed calls are placed by it)
   Node* parent = nullptr;
   int row = 0;
   std::vector<std::unique_ptr<Node>> children;
@@ -36,12 +40,49 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 
+// The run's failed calls among its calls, in call order (an iteration where every call failed
+// gets its node); each iteration says how many of its calls failed.
+void SessionTreeModel::addFailedCalls(Node* node, const store::RunInfo& run) {
+  for (std::size_t f = 0; f < failed_.size(); ++f) {
+    const FailedCall& fc = failed_[f];
+    if (fc.run != run.name) continue;
+    const QString iterationName = tr("iteration %1").arg(fc.iteration);
+    Node* it = nullptr;
+    for (const auto& c : node->children)
+      if (c->name == iterationName) it = c.get();
+    if (!it) it = node->add(NodeKind::Iteration, iterationName, QString());
+    Node* call = it->add(NodeKind::Call, tr("#%1 %2").arg(fc.callIndex).arg(qs(fc.layer)),
+                         tr("%1 %2: kernel %3").arg(qs(fc.op), qs(fc.phase), qs(fc.outcome)),
+                         tr("The kernel failed this call in its kernel host (%1): it has no output. Select it for "
+                            "its shapes and the command that replays it.").arg(qs(fc.outcome)));
+    call->path = qs(fc.call);
+    call->order = fc.callIndex;
+    call->failed = int(f);
+  }
+  for (const auto& it : node->children) {
+    auto& calls = it->children;
+    const auto failedHere = std::count_if(calls.begin(), calls.end(), [](const auto& c) { return c->failed >= 0; });
+    if (failedHere == 0) continue;
+    std::stable_sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a->order < b->order; });
+    for (std::size_t i = 0; i < calls.size(); ++i) calls[i]->row = int(i);
+    it->detail = tr("%n call(s), %1 failed", nullptr, int(calls.size())).arg(failedHere);
+  }
+  const auto attribute = [&](const char* key) {
+    const auto at = run.attributes.find(key);
+    return at == run.attributes.end() ? QString() : qs(at->second);
+  };
+  if (!attribute("kernel_failures").isEmpty())
+    node->tooltip += tr("\nThe kernel failed %1 in its kernel host; the first: %2")
+                         .arg(attribute("kernel_failures"), attribute("first_kernel_failure"));
+}
+
 SessionTreeModel::SessionTreeModel(QObject* parent) : QAbstractItemModel(parent), root_(std::make_unique<Node>()) {}
 SessionTreeModel::~SessionTreeModel() = default;
 
-void SessionTreeModel::setSummary(const store::SessionSummary& summary) {
+void SessionTreeModel::setSummary(const store::SessionSummary& summary, std::vector<FailedCall> failed) {
   beginResetModel();
   summary_ = summary;
+  failed_ = std::move(failed);
   rebuild();
   endResetModel();
 }
@@ -71,8 +112,10 @@ void SessionTreeModel::rebuild() {
                             qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
                             tensors);
         call->path = qs(c.path);
+        call->order = c.id.callIndex;
       }
     }
+    addFailedCalls(r, run);
   }
   if (!summary_.saveResults.empty()) {
     // A result "<id>.<layer>" is a layer of the result "<id>": listed under it.
@@ -152,8 +195,9 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
     case KindRole: return int(n->kind);
     case KeyRole: return n->key;
     case PathRole: return n->path;
+    case OutcomeRole: return n->failed >= 0 ? qs(failed_[std::size_t(n->failed)].outcome) : QString();
     case Qt::ForegroundRole:
-      if (n->incomplete) return QBrush(QColor(0xb0, 0x40, 0x20));
+      if (n->incomplete || n->failed >= 0) return QBrush(QColor(0xb0, 0x40, 0x20));
       return {};
     default: return {};
   }
@@ -162,6 +206,11 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
 QVariant SessionTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   return section == NameColumn ? tr("Item") : tr("Details");
+}
+
+const FailedCall* SessionTreeModel::failedCall(const QModelIndex& index) const {
+  const Node* n = index.isValid() ? nodeOf(index) : nullptr;
+  return n && n->failed >= 0 ? &failed_[std::size_t(n->failed)] : nullptr;
 }
 
 QModelIndex SessionTreeModel::findCall(const std::string& run, const QString& path) const {

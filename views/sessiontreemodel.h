@@ -7,24 +7,30 @@
 #include <vector>
 
 #include "core/store/session.h"
+#include "views/failedcalls.h"
 
 namespace peat::views {
 
 // The session as a tree: runs -> iterations -> calls, plus SAVE results. Takes an immutable
-// snapshot of a SessionSummary in one step (reset), so it never reads the file itself.
+// snapshot of a SessionSummary in one step (reset), so it never reads the file itself. The calls a
+// user kernel failed in its kernel host (read with the summary) sit among the calls that ran,
+// marked, with their outcome.
 class SessionTreeModel : public QAbstractItemModel {
   Q_OBJECT
  public:
   enum Column { NameColumn, DetailColumn, ColumnCount };
   enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult, SaveLayer };
   // KindRole: the NodeKind (as int); KeyRole: the run name (runs and below), or the SAVE result id.
-  // PathRole: a call's path inside its run ("iterations/000010/calls/000003").
-  enum Role { KindRole = Qt::UserRole + 1, KeyRole, PathRole };
+  // PathRole: a call's path inside its run ("iterations/000010/calls/000003"). OutcomeRole: a call
+  // the kernel failed, its outcome ("crash:SIGSEGV"); empty for the others.
+  enum Role { KindRole = Qt::UserRole + 1, KeyRole, PathRole, OutcomeRole };
 
   explicit SessionTreeModel(QObject* parent = nullptr);
   ~SessionTreeModel() override;
 
-  void setSummary(const store::SessionSummary& summary);
+  void setSummary(const store::SessionSummary& summary, std::vector<FailedCall> failed = {});
+  // The failed call at `index`, or null for any other node.
+  const FailedCall* failedCall(const QModelIndex& index) const;
   // Reads one call's tensor list when its tooltip is first asked for (a summary made without them
   // opens a large session much faster).
   using TensorLister = std::function<std::vector<store::TensorInfo>(const std::string& run, const std::string& call)>;
@@ -47,9 +53,11 @@ class SessionTreeModel : public QAbstractItemModel {
  private:
   struct Node;
   void rebuild();
+  void addFailedCalls(Node* node, const store::RunInfo& run);
   Node* nodeOf(const QModelIndex& index) const;
 
   store::SessionSummary summary_;
+  std::vector<FailedCall> failed_;
   std::unique_ptr<Node> root_;
   TensorLister lister_;
 };

@@ -34,8 +34,14 @@ void VerdictController::show(const QString& run, std::vector<store::Verdict> ver
   const store::SessionSummary& summary = sessionModel_->summary();
   const std::string replayed = analyzer::candidateRunOf(summary, run.toStdString());
   std::vector<QString> names;
-  for (const store::Verdict& v : verdicts)
-    names.push_back(QString::fromStdString(analyzer::callDisplayName(summary, replayed, v.call)));
+  for (const store::Verdict& v : verdicts) {
+    QString name = QString::fromStdString(analyzer::callDisplayName(summary, replayed, v.call));
+    // a call the kernel failed is not among the run's calls, but the tree lists it
+    if (name == QString::fromStdString(v.call))
+      if (const QModelIndex node = sessionModel_->findCall(replayed, name); node.isValid())
+        name = tr("%1 (%2)").arg(node.data().toString(), node.parent().data().toString());
+    names.push_back(name);
+  }
   model_->setVerdicts(std::move(verdicts), std::move(names));
   for (int c = 0; c < VerdictTableModel::EvidenceColumn; ++c) table_->resizeColumnToContents(c);
 }

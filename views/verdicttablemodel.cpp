@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "views/verdicttablemodel.h"
 
+#include <QBrush>
+#include <QColor>
 #include <QStringList>
 
 #include "core/detector/detector.h"
@@ -53,6 +55,8 @@ QVariant VerdictTableModel::data(const QModelIndex& index, int role) const {
     if (index.column() == ModelColumn) return QString::fromStdString(detector::verdictExplanation(v->model));
     if (index.column() == EvidenceColumn) return QString::fromStdString(v->evidence);
   }
+  // a kernel that crashed, hung or wrote out of bounds: the tree marks that call the same way
+  if (role == Qt::ForegroundRole && v->model.rfind("kernel_", 0) == 0) return QBrush(QColor(0xb0, 0x40, 0x20));
   if (role == Qt::TextAlignmentRole && index.column() == ConfidenceColumn)
     return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
   return {};

@@ -3,11 +3,13 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QProcess>
 #include <QTabWidget>
 #include <QTimer>
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "core/version.h"
@@ -32,6 +34,49 @@ bool showPage(peat::views::MainWindow& window, const QString& path) {
     if (found < 0) return false;
     tabs->setCurrentIndex(found);
     at = tabs->widget(found);
+  }
+  return true;
+}
+
+// --save-run: the run panel's form for `peat save run` from that command's arguments; false with
+// `error` set for an argument the form does not take.
+bool fillSaveRun(peat::views::RunPanel& panel, const QStringList& args, QString* error) {
+  using Setter = std::function<bool(const QString&)>;  // false: a value the form does not take
+  const auto number = [](const QString& v, auto set) {
+    bool ok = false;
+    const qlonglong n = v.toLongLong(&ok);
+    if (ok && n >= 0) set(n);
+    return ok && n >= 0;
+  };
+  const auto text = [](auto set) {
+    return [set](const QString& v) {
+      set(v);
+      return true;
+    };
+  };
+  const std::map<QString, Setter> setters{
+      {QStringLiteral("-m"), text([&](const QString& v) { panel.setModel(v); })},
+      {QStringLiteral("--model"), text([&](const QString& v) { panel.setModel(v); })},
+      {QStringLiteral("-i"), text([&](const QString& v) { panel.setInput(v); })},
+      {QStringLiteral("--input"), text([&](const QString& v) { panel.setInput(v); })},
+      {QStringLiteral("--expect"), text([&](const QString& v) { panel.setExpected(v); })},
+      {QStringLiteral("-o"), text([&](const QString& v) { panel.setOutputs(v); })},
+      {QStringLiteral("--output"), text([&](const QString& v) { panel.setOutputs(v); })},
+      {QStringLiteral("--protect"), [&](const QString& v) { return panel.setProtection(v); }},
+      {QStringLiteral("--flips"), [&](const QString& v) { return number(v, [&](qlonglong n) { panel.setFaults(n); }); }},
+      {QStringLiteral("--seed"), [&](const QString& v) { return number(v, [&](qlonglong n) { panel.setSeed(int(n)); }); }}};
+  panel.setMode(peat::views::RunPanel::Mode::SaveRun);
+  for (int i = 0; i < args.size(); i += 2) {
+    const auto it = setters.find(args[i]);
+    if (it == setters.end() || i + 1 >= args.size()) {
+      *error = QStringLiteral("--save-run takes -m, -i, --expect, --protect, --flips, --seed and -o, each with a value, "
+                              "not '%1'").arg(args[i]);
+      return false;
+    }
+    if (!it->second(args[i + 1])) {
+      *error = QStringLiteral("--save-run: %1 does not take '%2'").arg(args[i], args[i + 1]);
+      return false;
+    }
   }
   return true;
 }
@@ -83,6 +128,12 @@ int main(int argc, char** argv) {
                                          "\"Bit Explorer:VALUE\" renders the bit explorer on VALUE, \"Tour:N\" the tour at step N."),
                           QStringLiteral("page"));
   parser.addOption(page);
+  QCommandLineOption saveRun(QStringLiteral("save-run"),
+                             QStringLiteral("Run `peat save run` from the run panel with these arguments (\"-m MODEL -i "
+                                            "INPUT [--expect Y.npy] [--protect P] [--flips N] [--seed S] [-o Y.npy]\") "
+                                            "and show its outputs on the SAVE tab."),
+                             QStringLiteral("arguments"));
+  parser.addOption(saveRun);
   parser.process(app);
 
   peat::views::MainWindow window;
@@ -93,6 +144,15 @@ int main(int argc, char** argv) {
   if (!parser.positionalArguments().isEmpty()) opened = window.openFiles(parser.positionalArguments());
   if (parser.isSet(demo)) opened = window.openDemo();
   if (opened && parser.isSet(select)) opened = window.selectItem(parser.value(select));
+  if (opened && parser.isSet(saveRun)) {
+    QString error;
+    window.showRunPanel();  // the form it runs, beside its outputs
+    opened = fillSaveRun(*window.runPanel(), QProcess::splitCommand(parser.value(saveRun)), &error) &&
+             window.runPanel()->start();
+    if (!error.isEmpty() || !opened)
+      std::fprintf(stderr, "peat-workbench: error: %s\n",
+                   qPrintable(error.isEmpty() ? window.runPanel()->statusText() : error));
+  }
 
   if (shooting) {
     const QString file = parser.value(screenshot);
@@ -122,13 +182,14 @@ int main(int argc, char** argv) {
             opened = opened && window.lastError().isEmpty();
             const bool saved = target->grab().save(file, "PNG");
             if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
-            if (!opened) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+            if (!opened && !window.lastError().isEmpty())
+              std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
             QApplication::exit(saved && opened ? 0 : 1);
           });
         });
       });
     };
-    if (window.runPanel()->running()) {  // the demo is being made: shoot once it is open
+    if (window.runPanel()->running()) {  // the demo is being made, or a SAVE run goes: shoot once it ends
       QObject::connect(window.runPanel(), &peat::views::RunPanel::finished, &window,
                        [&opened, shoot](bool ok, const QString& message) {
                          if (!ok) std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(message));

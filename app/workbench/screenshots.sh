@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Renders every page of the workbench at 1366x768 and 1920x1080 under Xvfb into docs/images/
-# (docs/workbench.md shows them): the demo session (made first, in a scratch data directory), and
-# the numerics fixture of a test run (build/tests/fixtures/numerics.h5) for the Numerics tab.
+# (docs/workbench.md shows them): the demo session (made first, in a scratch data directory), the
+# fixtures of a test run for the Numerics tab (build/tests/fixtures/numerics.h5) and a kernel that
+# crashed (build/tests/fixtures/kernel-host/kept.h5, from ctest cli_kernel_host), and a SAVE run
+# of a small classifier that python3 with torch exports here (tests/gui/save_run_models.py).
 #   app/workbench/screenshots.sh [BUILD_DIR] [OUT_DIR]
 set -eu
 build=${1:-build}
@@ -15,6 +17,9 @@ mkdir -p "$out"
 # the demo session: made on first use
 xvfb-run -a -s "-screen 0 1366x768x24" "$workbench" --demo --screenshot "$scratch/first.png" >/dev/null 2>&1
 demo="$XDG_DATA_HOME/PEAT/peat-workbench/demo.h5"  # --demo opens it on its telling call; --select needs the file
+models="$scratch/save-run"
+mkdir -p "$models"
+"${PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../tests/gui/save_run_models.py" "$models" >/dev/null
 shot() {  # SIZE NAME ARGS...
   size=$1 name=$2
   shift 2
@@ -31,6 +36,9 @@ for size in 1366x768 1920x1080; do
   shot $size save-tiles "$demo" --select SAVE/lenet-symbolic/conv1 --page SAVE/Tiles
   shot $size save-map "$demo" --select SAVE/lenet-symbolic/conv1 --page SAVE/Map
   shot $size save-campaign "$demo" --select save-campaign --page SAVE/Campaign
+  shot $size save-run --save-run "-m $models/classifier.onnx -i $models/x.npy --expect $models/ref.npy --protect save --flips 20 --seed 3" \
+    --page "SAVE/Run outputs"
+  shot $size call-kernel-failure "$build/tests/fixtures/kernel-host/kept.h5" --select "kept/iteration 0/#4 fc3" --page Call
   shot $size compare --demo --page Compare
   shot $size bitexplorer --demo --page "Bit Explorer:65504"
   shot $size tour --demo --page Tour:7

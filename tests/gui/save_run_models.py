@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Models and inputs for tst_saverun, with PyTorch's own outputs to compare the page against:
+
+    save_run_models.py DIR
+
+- classifier.onnx: a small MLP (1x4x4 -> 7 scores), dynamic batch; x.npy holds 6 inputs, ref.npy
+  PyTorch's outputs on them, top_index.npy and top_value.npy torch.topk(ref, 5) per sample;
+- conv.onnx: a conv and a ReLU (1x4x4 -> 2x2x2, not a vector of scores); conv_ref.npy its outputs;
+- wrong.npy: an input of another shape (3x3), which the model refuses.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+out = sys.argv[1]
+torch.manual_seed(7)
+x = torch.randn(6, 1, 4, 4).clamp(-0.8, 2.0)  # inside SAVE's default input box (ONNX mean and std)
+
+
+def export(net, name):
+    torch.onnx.export(net.eval(), torch.zeros(1, 1, 4, 4), os.path.join(out, name), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+
+
+classifier = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 12), torch.nn.ReLU(), torch.nn.Linear(12, 7))
+export(classifier, "classifier.onnx")
+conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU())
+export(conv, "conv.onnx")
+with torch.no_grad():
+    ref = classifier.eval()(x)
+    top = torch.topk(ref, 5, dim=1)
+    conv_ref = conv.eval()(x)
+np.save(os.path.join(out, "x.npy"), x.numpy())
+np.save(os.path.join(out, "ref.npy"), ref.numpy())
+np.save(os.path.join(out, "top_index.npy"), top.indices.numpy().astype(np.float32))
+np.save(os.path.join(out, "top_value.npy"), top.values.numpy())
+np.save(os.path.join(out, "conv_ref.npy"), conv_ref.numpy())
+np.save(os.path.join(out, "wrong.npy"), np.zeros((3, 3), np.float32))
+print("classes per sample:", top.indices[:, 0].tolist())
