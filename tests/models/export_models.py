@@ -44,11 +44,11 @@ class LstmLm(torch.nn.Module):
     def __init__(self, vocabulary, width, layers):
         super().__init__()
         self.embed = torch.nn.Embedding(vocabulary, width)
-        self.lstm = torch.nn.LSTM(width, width, layers, batch_first=True)
+        self.rnn = torch.nn.LSTM(width, width, layers, batch_first=True)
         self.head = torch.nn.Linear(width, vocabulary)
 
     def forward(self, tokens):
-        h, _ = self.lstm(self.embed(tokens))
+        h, _ = self.rnn(self.embed(tokens))
         return self.head(h)
 
 

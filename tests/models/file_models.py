@@ -168,26 +168,102 @@ def slot_case(name, shape, data, extra=()):
     error_line(["playback", "-s", s3, "-k", "bf16", "--resume", 1], "has changed since the session was recorded")
 
 
+def recurrent_matches_torch(name, model_path, data, task):
+    """The decomposed recurrent layer computes what PyTorch's fused one does: the head's recorded
+    input (the recurrent output, iteration 0, before any update) against the module run by PyTorch
+    on the recorded token ids."""
+    import torch
+    session = os.path.join(WORK, f"{name}-check.h5")
+    run("profile", "--model", model_path, "--data", data, "--batch", 4, "--seed", 3, "-n", 1, "--record-every", 1,
+        "--record-ops", "all", *task, "-o", session)
+    with h5py.File(session, "r") as f:
+        calls = f["runs/golden/iterations/000000/calls"]
+        def attr(c, key):
+            v = calls[c].attrs[key]
+            return v.decode() if isinstance(v, bytes) else str(v)
+        ids = head_in = None
+        layers = set()
+        for c in sorted(calls.keys()):
+            layers.add(attr(c, "layer"))
+            if attr(c, "phase") != "forward":
+                continue
+            if attr(c, "layer") == "embed" and ids is None:
+                ids = calls[c]["input_0"][()]
+            if attr(c, "layer") == "head" and head_in is None:
+                head_in = calls[c]["input_0"][()]
+    module = torch.jit.load(model_path)
+    with torch.no_grad():
+        out = module.rnn(module.embed(torch.from_numpy(ids)))  # a traced submodule returns what was used
+        expected = (out[0] if isinstance(out, tuple) else out).numpy()
+    diff = float(np.abs(expected - head_in).max())
+    check(diff < 1e-5, f"{name}: the slot's decomposition gives PyTorch's output (largest difference {diff:.2g})")
+    return layers
+
+
 def lstm_case():
-    """An LSTM language model: its gate GEMMs run inside aten::lstm, which the slot cannot enter;
-    they must be listed as left on ATen (never skipped silently), while its embedding's and head's
-    work goes through the slot; it trains, records and replays."""
+    """An LSTM language model: aten::lstm is decomposed so that its gate GEMMs go through the slot
+    (each layer's input projection over all steps, each step's hidden projection), and a
+    two-layer bidirectional GRU the same way; both compute PyTorch's outputs, train, record and
+    replay; the packed-sequence form stays listed as left on ATen."""
+    import torch
     model = os.path.join(MODELS, "lstm.pt")
     data = os.path.join(WORK, "tokens.h5")
     lm_tokens(data)
     inspect = run_json("models", "--inspect", model, "--input-shape", "1,16", "--task", "lm")
-    left = [s for s in inspect["sites"] if not s["routed"]]
-    check(any(s["aten"] == "aten::lstm" and "gate GEMMs" in s["detail"] for s in left) and
-          "left on ATen" in inspect["summary"] and "aten::lstm" in inspect["summary"],
-          f"lstm: aten::lstm is listed as left on ATen with its gate GEMMs ({inspect['summary']})")
-    check(any(s["routed"] for s in inspect["sites"]), "lstm: the head's GEMM is routed")
+    sites = {s["aten"]: s for s in inspect["sites"]}
+    check("aten::lstm" in sites and sites["aten::lstm"]["routed"] and "hh_l0" in sites["aten::lstm"]["detail"],
+          f"lstm: aten::lstm is routed, its gate GEMMs through the slot ({inspect['summary']})")
     s1 = os.path.join(WORK, "lstm.h5")
     p = run_json("profile", "--model", model, "--data", data, "--batch", 4, "--seed", 3, "-n", 3, "--record-every", 1,
                  "-o", s1)
     check(p["recorded_calls"] > 0, f"lstm: profile recorded {p['recorded_calls']} calls")
+    with h5py.File(s1, "r") as f:
+        calls = f["runs/golden/iterations/000000/calls"]
+        layers = {(calls[c].attrs["layer"].decode() if isinstance(calls[c].attrs["layer"], bytes)
+                   else str(calls[c].attrs["layer"])) for c in calls}
+    check({"rnn.ih_l0", "rnn.hh_l0"} <= layers, f"lstm: the gate GEMMs are recorded ({sorted(layers)})")
     golden = run_json("playback", "-s", s1, "-k", "golden")
     check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p["recorded_calls"],
           f"lstm: golden replay of {golden['replayed_calls']} calls is bit-exact")
+
+    class Rnn(torch.nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.embed = torch.nn.Embedding(64, 24)
+            self.rnn = (torch.nn.GRU if kind == "gru" else torch.nn.LSTM)(24, 16, 2, batch_first=True,
+                                                                           bidirectional=True)
+            self.head = torch.nn.Linear(32, 64)
+
+        def forward(self, tokens):
+            return self.head(self.rnn(self.embed(tokens))[0])
+
+    for kind in ("gru", "lstm"):
+        torch.manual_seed(5)
+        path = os.path.join(WORK, f"{kind}2.pt")
+        torch.jit.trace(Rnn(kind).train(), torch.zeros(2, 16, dtype=torch.long)).save(path)
+        layers = recurrent_matches_torch(f"{kind} (2 layers, bidirectional)", path, data, ["--task", "lm"])
+        check({"rnn.ih_l1_reverse", "rnn.hh_l1_reverse"} <= layers,
+              f"{kind}: both layers and directions recorded ({sorted(l for l in layers if 'rnn' in l)})")
+    recurrent_matches_torch("lstm", model, data, ["--task", "lm"])
+
+    class Packed(torch.nn.Module):  # the packed-sequence overload: listed, never skipped silently
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(64, 16)
+            self.rnn = torch.nn.LSTM(16, 16, batch_first=True)
+            self.head = torch.nn.Linear(16, 64)
+
+        def forward(self, tokens):
+            lengths = torch.full((tokens.shape[0],), tokens.shape[1], dtype=torch.long)
+            packed = torch.nn.utils.rnn.pack_padded_sequence(self.embed(tokens), lengths, batch_first=True)
+            out, _ = self.rnn(packed)
+            return self.head(torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0])
+
+    packed = os.path.join(WORK, "packed.pt")
+    torch.jit.script(Packed()).save(packed)
+    inspect = run_json("models", "--inspect", packed, "--input-shape", "1,16", "--task", "lm")
+    check(any(s["aten"] == "aten::lstm" and not s["routed"] and "gate GEMMs" in s["detail"] for s in inspect["sites"]),
+          f"lstm (packed): listed as left on ATen with its gate GEMMs ({inspect['summary']})")
 
 
 def bert_case():

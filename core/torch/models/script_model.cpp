@@ -157,6 +157,96 @@ at::Tensor routedEmbedding(const at::Tensor& weight, const at::Tensor& ids, int6
   return slot().embedding(layer, ids, weight, paddingIdx);
 }
 
+
+// Recurrent layers decomposed, so that their gate GEMMs go through the slot: per layer and
+// direction, the input projection of every step as one linear call ("<prefix>.ih_l0", its
+// "_reverse" twin), then each step's hidden projection ("<prefix>.hh_l0"); the gates' element-wise
+// maths on ATen, as in cuDNN's split. Dropout between layers (training) through the slot.
+struct Recurrent {
+  bool gru = false;
+  int64_t layers = 1, directions = 1;
+  bool biases = true;
+  double dropout = 0;
+  bool train = false;
+  std::string prefix;
+};
+
+std::vector<at::Tensor> runRecurrent(const Recurrent& r, const at::Tensor& input0, const std::vector<at::Tensor>& h0s,
+                                     at::TensorList params, bool batchFirst) {
+  ops::Dispatcher& d = slot();
+  const bool unbatched = input0.dim() == 2;
+  at::Tensor x = unbatched ? input0.unsqueeze(1) : batchFirst ? input0.transpose(0, 1) : input0;  // [T, N, I]
+  const int64_t stride = r.biases ? 4 : 2;
+  if (int64_t(params.size()) != r.layers * r.directions * stride)
+    throw std::invalid_argument("peat::" + std::string(r.gru ? "gru" : "lstm") + " on '" + r.prefix +
+                                "': unexpected parameter count (projections are not routed)");
+  const int64_t steps = x.size(0);
+  std::vector<at::Tensor> lastH, lastC;
+  for (int64_t l = 0; l < r.layers; ++l) {
+    std::vector<at::Tensor> outputs;
+    for (int64_t dir = 0; dir < r.directions; ++dir) {
+      const int64_t idx = l * r.directions + dir;
+      const at::Tensor& wih = params[std::size_t(idx * stride)];
+      const at::Tensor& whh = params[std::size_t(idx * stride + 1)];
+      const at::Tensor bih = r.biases ? params[std::size_t(idx * stride + 2)] : at::Tensor();
+      const at::Tensor bhh = r.biases ? params[std::size_t(idx * stride + 3)] : at::Tensor();
+      const std::string suffix = "_l" + std::to_string(l) + (dir ? "_reverse" : "");
+      const at::Tensor xs = d.linear(r.prefix + ".ih" + suffix, x, wih, bih);  // [T, N, G*H]
+      at::Tensor h = h0s[0][idx];
+      at::Tensor c = r.gru ? at::Tensor() : h0s[1][idx];
+      if (unbatched) {
+        h = h.unsqueeze(0);
+        if (c.defined()) c = c.unsqueeze(0);
+      }
+      std::vector<at::Tensor> out(static_cast<std::size_t>(steps));
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = dir ? steps - 1 - k : k;
+        const at::Tensor gh = d.linear(r.prefix + ".hh" + suffix, h, whh, bhh);
+        const at::Tensor gi = xs[t];
+        if (r.gru) {  // r, z, n
+          const auto a = gi.chunk(3, 1), b = gh.chunk(3, 1);
+          const at::Tensor reset = at::sigmoid(a[0] + b[0]), update = at::sigmoid(a[1] + b[1]);
+          const at::Tensor n = at::tanh(a[2] + reset * b[2]);
+          h = (1 - update) * n + update * h;
+        } else {  // i, f, g, o
+          const auto g = (gi + gh).chunk(4, 1);
+          c = at::sigmoid(g[1]) * c + at::sigmoid(g[0]) * at::tanh(g[2]);
+          h = at::sigmoid(g[3]) * at::tanh(c);
+        }
+        out[std::size_t(t)] = h;
+      }
+      outputs.push_back(at::stack(out));
+      lastH.push_back(h);
+      if (c.defined()) lastC.push_back(c);
+    }
+    x = r.directions == 1 ? outputs[0] : at::cat(outputs, 2);
+    if (r.train && r.dropout > 0 && l + 1 < r.layers) x = d.dropout(r.prefix + ".dropout_l" + std::to_string(l), x, r.dropout);
+  }
+  at::Tensor y = unbatched ? x.squeeze(1) : batchFirst ? x.transpose(0, 1) : x;
+  at::Tensor hn = at::stack(lastH), cn = lastC.empty() ? at::Tensor() : at::stack(lastC);
+  if (unbatched) {
+    hn = hn.squeeze(1);
+    if (cn.defined()) cn = cn.squeeze(1);
+  }
+  return {y, hn, cn};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> routedLstm(const at::Tensor& input, at::TensorList hx, at::TensorList params,
+                                                          bool hasBiases, int64_t numLayers, double dropout, bool train,
+                                                          bool bidirectional, bool batchFirst, std::string prefix) {
+  const Recurrent r{false, numLayers, bidirectional ? 2 : 1, hasBiases, dropout, train, prefix};
+  const auto out = runRecurrent(r, input, {hx[0], hx[1]}, params, batchFirst);
+  return {out[0], out[1], out[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor> routedGru(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                             bool hasBiases, int64_t numLayers, double dropout, bool train,
+                                             bool bidirectional, bool batchFirst, std::string prefix) {
+  const Recurrent r{true, numLayers, bidirectional ? 2 : 1, hasBiases, dropout, train, prefix};
+  const auto out = runRecurrent(r, input, {hx}, params, batchFirst);
+  return {out[0], out[1]};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(peat, m) {
@@ -170,6 +260,10 @@ TORCH_LIBRARY(peat, m) {
   m.def("activation(Tensor self, str kind, str layer) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train, str layer) -> Tensor");
   m.def("embedding(Tensor weight, Tensor indices, int padding_idx, str layer) -> Tensor");
+  m.def("lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+        "bool bidirectional, bool batch_first, str layer) -> (Tensor, Tensor, Tensor)");
+  m.def("gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+        "bool bidirectional, bool batch_first, str layer) -> (Tensor, Tensor)");
 }
 
 // Composite: autograd sees the slot's own autograd functions inside.
@@ -183,6 +277,8 @@ TORCH_LIBRARY_IMPL(peat, CompositeImplicitAutograd, m) {
   m.impl("activation", TORCH_FN(routedActivation));
   m.impl("dropout", TORCH_FN(routedDropout));
   m.impl("embedding", TORCH_FN(routedEmbedding));
+  m.impl("lstm", TORCH_FN(routedLstm));
+  m.impl("gru", TORCH_FN(routedGru));
 }
 
 namespace {
@@ -427,6 +523,8 @@ class Rewriter {
               "embedding (its backward a scatter-add through the slot)", "embedding");
     } else if (unroutableKinds().count(kind)) {
       leave(n, layerOf(n, {1}, kind.substr(6)), "the kernel slot has no op for " + kind);
+    } else if ((kind == "aten::lstm" || kind == "aten::gru") && visitRecurrent(n, kind)) {
+      // routed: decomposed into slot GEMMs
     } else if (recurrentKinds().count(kind)) {
       leave(n, layerOf(n, {}, kind.substr(6)),
             "the kernel slot has no op for " + kind + ": its gate GEMMs (input and hidden, every step) run on ATen, unchecked");
@@ -439,6 +537,38 @@ class Rewriter {
   Value* constantAt(Node* n, const c10::IValue& value) {
     torch::jit::WithInsertPoint guard(n);
     return graph_->insertConstant(value);
+  }
+
+  // aten::lstm / aten::gru (the padded, not the packed, overload) as peat::lstm / peat::gru; false
+  // (the node is then listed as left on ATen) when its form is not one the decomposition takes.
+  bool visitRecurrent(Node* n, const std::string& kind) {
+    const bool gru = kind == "aten::gru";
+    if (n->inputs().size() != 9 || (!gru && n->input(1)->type()->kind() != c10::TypeKind::ListType) ||
+        (gru && n->input(1)->type()->kind() != c10::TypeKind::TensorType))
+      return false;  // the packed-sequence overload
+    Value* params = n->input(2);
+    const auto biases = constantOf(n->input(3)), layers = constantOf(n->input(4)), bidirectional = constantOf(n->input(7));
+    if (!biases || !layers || !bidirectional || params->node()->kind() != c10::prim::ListConstruct) return false;
+    const int64_t expected = layers->toInt() * (bidirectional->toBool() ? 2 : 1) * (biases->toBool() ? 4 : 2);
+    if (int64_t(params->node()->inputs().size()) != expected) return false;  // projections (proj_size)
+    std::vector<std::string> path = attributePath(params->node()->input(0), graph_->inputs()[0]);
+    std::string prefix = path.size() > 1 ? join(path, path.size() - 1) : layerOf(n, {}, kind.substr(6));
+    Value* name = constantAt(n, prefix);
+    std::vector<Value*> args(n->inputs().begin(), n->inputs().end());
+    args.push_back(name);
+    Node* routed = graph_->create(c10::Symbol::fromQualString(gru ? "peat::gru" : "peat::lstm"), args, n->outputs().size());
+    routed->insertBefore(n);
+    for (std::size_t i = 0; i < n->outputs().size(); ++i) {
+      routed->output(i)->setType(n->output(i)->type());
+      n->output(i)->replaceAllUsesWith(routed->output(i));
+    }
+    n->destroy();
+    sites_.push_back({prefix, kind, true,
+                      std::string(gru ? "GRU" : "LSTM") + " decomposed: each layer's input projection (" + prefix +
+                          ".ih_l0, one linear call over all steps) and each step's hidden projection (" + prefix +
+                          ".hh_l0) through the slot; the gates' element-wise maths on ATen",
+                      "linear"});
+    return true;
   }
 
   // A module's counter updated in place (batch norm's num_batches_tracked += 1): not a kernel.
