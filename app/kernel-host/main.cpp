@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: MIT
-// peat-kernel-host PLUGIN PARENT_PID: the process a user kernel runs in (core/plugin/kernel_host.h).
-// Descriptor 3 is the shared memory (core/plugin/kernel_wire.h), 4 a socket to peat. Loads the
-// plugin, replies "ready", then serves one call per sequence number received, until the socket
-// ends. A fault, an abort or any other deadly signal is reported in the reply block before this
-// process dies of it; a fault on a guard page or on an input's read-only pages is `out_of_bounds`.
+// peat-kernel-host PLUGIN PARENT_PID MEMORY_MIB: the process a user kernel runs in
+// (core/plugin/kernel_host.h). Descriptor 3 is the shared memory (core/plugin/kernel_wire.h), 4 a
+// socket to peat. Sets its memory limit (RLIMIT_DATA: heap and private mappings; the shared
+// tensors are not counted), loads the plugin, replies "ready", then serves one call per sequence
+// number received, until the socket ends. A fault, an abort or any other deadly signal is reported
+// in the reply block before this process dies of it; a fault on a guard page or on an input's
+// read-only pages is `out_of_bounds`; an allocation refused under the limit is reported with it.
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +27,69 @@
 #include "base/sys.h"
 #include "core/plugin/kernel_wire.h"
 #include "core/plugin/peat/kernel_abi.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PEAT_HOST_SANITIZED 1  // the sanitizer owns malloc and reserves terabytes of shadow memory
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define PEAT_HOST_SANITIZED 1
+#endif
+#endif
+
+namespace {
+// Bytes of the first allocation refused in the call in flight (0: none). A kernel that runs out of
+// memory then usually dies on the null pointer or of std::bad_alloc; with this its outcome is
+// out_of_memory instead of a crash. Lock-free: the signal handler reads it.
+std::atomic<uint64_t> g_failedAllocation{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+void noteFailedAllocation(std::size_t bytes) {
+  uint64_t none = 0;
+  g_failedAllocation.compare_exchange_strong(none, bytes ? uint64_t(bytes) : 1);
+}
+}  // namespace
+
+#if !defined(PEAT_HOST_SANITIZED)
+// This executable's allocation functions come first for every library it loads, the plugin's
+// included: they forward to glibc's and note a refusal. free() stays glibc's (the same heap).
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+
+void* malloc(std::size_t n) noexcept {
+  void* p = __libc_malloc(n);
+  if (!p && n) noteFailedAllocation(n);
+  return p;
+}
+void* calloc(std::size_t count, std::size_t n) noexcept {
+  void* p = __libc_calloc(count, n);
+  if (!p && count && n) noteFailedAllocation(n > SIZE_MAX / count ? SIZE_MAX : count * n);
+  return p;
+}
+void* realloc(void* old, std::size_t n) noexcept {
+  using Realloc = void* (*)(void*, std::size_t);
+  static const Realloc next = reinterpret_cast<Realloc>(::dlsym(RTLD_NEXT, "realloc"));
+  void* p = next(old, n);
+  if (!p && n) noteFailedAllocation(n);
+  return p;
+}
+void* memalign(std::size_t alignment, std::size_t n) noexcept {
+  void* p = __libc_memalign(alignment, n);
+  if (!p && n && errno == ENOMEM) noteFailedAllocation(n);
+  return p;
+}
+void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept { return memalign(alignment, n); }
+void* valloc(std::size_t n) noexcept { return memalign(std::size_t(::sysconf(_SC_PAGESIZE)), n); }
+int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept {
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = memalign(alignment, n);
+  if (!p && n) return ENOMEM;
+  *out = p;
+  return 0;
+}
+}
+#endif
 
 namespace {
 
@@ -60,6 +128,7 @@ void onDeadlySignal(int signal, siginfo_t* info, void* context) {
   r.faultOffset = 0;
   r.loading = g_loading;
   r.message[0] = '\0';
+  r.failedAllocation = g_failedAllocation.load();
   if ((signal == SIGSEGV || signal == SIGBUS) && g_inCall && info->si_code > 0) {
     const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
     const uintptr_t begin = reinterpret_cast<uintptr_t>(arena()), end = reinterpret_cast<uintptr_t>(g_base) + g_mapped;
@@ -129,6 +198,7 @@ void reply(uint64_t sequence, int32_t status, const char* message = nullptr, int
   r.tensor = -1;
   r.write = -1;
   r.loading = 0;
+  r.failedAllocation = g_failedAllocation.load();
   copyMessage(r, message);
   std::atomic_thread_fence(std::memory_order_release);
   sendSequence(sequence);
@@ -181,6 +251,7 @@ void serve(const Plugin& plugin, const wire::Request& r) {
   }
   g_tensorCount = r.tensorCount;
   ::mprotect(g_base, wire::arenaStart(), PROT_READ);  // the request and the reply: not the kernel's
+  g_failedAllocation.store(0);
   g_inCall = 1;
   const int rc = plugin.gemm(reinterpret_cast<const float*>(a + r.tensors[0].offset),
                              reinterpret_cast<const float*>(a + r.tensors[1].offset),
@@ -201,6 +272,7 @@ void serve(const Plugin& plugin, const wire::Request& r) {
       out.write = 1;
       out.loading = 0;
       out.message[0] = '\0';
+      out.failedAllocation = g_failedAllocation.load();
       std::atomic_thread_fence(std::memory_order_release);
       sendSequence(r.sequence);
       return;
@@ -217,10 +289,18 @@ void serve(const Plugin& plugin, const wire::Request& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 4) return 2;
   // Dies with peat, even when peat is killed outright: a hanging kernel must not outlive it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (std::to_string(::getppid()) != argv[2]) return 3;
+  char* end = nullptr;
+  const unsigned long long memoryMiB = std::strtoull(argv[3], &end, 10);
+  if (end == argv[3] || *end != '\0' || memoryMiB == 0 || memoryMiB > (1ULL << 40)) return 2;
+#if !defined(PEAT_HOST_SANITIZED)
+  // before the plugin loads: its constructors count too
+  const rlimit limit{rlim_t(memoryMiB) << 20, rlim_t(memoryMiB) << 20};
+  if (::setrlimit(RLIMIT_DATA, &limit) != 0) return 6;
+#endif
   installHandlers();
   if (!mapFile(wire::arenaStart())) return 4;
   Plugin plugin;

@@ -137,7 +137,8 @@ const char* longDescription(const std::string& name) {
            "with the candidate kernel substituted every k-th call of the target op.";
   if (name == "detect-eval")
     return "Run the detector over a labelled corpus made with the project's own candidates and fault models (GEMM, "
-           "conv, softmax, layernorm; several seeds) and print the confusion matrix.";
+           "conv, softmax, layernorm; several seeds) and print the confusion matrix; with --external DIR, also over "
+           "pairs made elsewhere (tests/cli/external_corpus.py writes one), reported beside it.";
   return "";
 }
 
@@ -164,8 +165,14 @@ std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, Tor
       sub->add_option("--task", c.task, "With --inspect and --input-shape: lm feeds token ids")
           ->check(CLI::IsMember({"classification", "regression", "lm"}));
     }
-    if (name == "detect-eval")
-      sub->add_option("--seeds", c.evalSeeds, "Seeds per case")->capture_default_str()->check(CLI::Range(1, 100));
+    if (name == "detect-eval") {
+      sub->add_option("--seeds", c.evalSeeds, "Seeds per case (0: only the --external corpus)")
+          ->capture_default_str()
+          ->check(CLI::Range(0, 100));
+      sub->add_option("--external", c.evalExternal,
+                      "Also judge a labelled corpus made elsewhere: DIR/labels.tsv, one pair a line (part, name, "
+                      "expected, format, golden, candidates; docs/analyzer-detector.md)");
+    }
     sub->add_flag("--json", c.json, "Print a JSON summary");
     out.push_back(sub);
   }

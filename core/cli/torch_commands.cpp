@@ -118,8 +118,7 @@ const std::vector<TorchCommandInfo>& torchCommands() {
       {"profile", "Golden profiling: train and record op calls and checkpoints into a session"},
       {"playback", "Playback FI: replay recorded calls through a candidate kernel"},
       {"runtime-fi", "Runtime FI: substitute a candidate every k-th call during live training"},
-      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels (and on one "
-                      "made elsewhere, --external)"},
+      {"detect-eval", "Confusion matrix of the detector on a labelled corpus of the project's own kernels"},
       {"kernels", "List candidate kernels and fault models"},
       {"models", "List the model zoo, or inspect a TorchScript file's GEMM sites"},
   };

@@ -53,6 +53,7 @@ struct TorchCommand {
   double probability = 0;
   // detect-eval
   int evalSeeds = 3;
+  std::string evalExternal;  // --external DIR: a labelled corpus made elsewhere (DIR/labels.tsv)
 };
 
 // The commands, in the order `peat --help` lists them, with their one-line summaries.

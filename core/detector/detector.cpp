@@ -82,6 +82,7 @@ const Rule kMismatchRules[] = {
     zeroed,              // R6   every mismatch reads 0
     scaling,             // R7   c = s g
     scaleOnRounding,     // R7b  c = s g up to rounding (after R7: only when R7 found no exact factor)
+    channelScaling,      // R7c  c = s_j g per column (or row) up to rounding (after R7, R7b: no one factor)
     randomValue,         // R8   large errors without structure
     confinedIndexError,  // R9   large errors periodic or confined to rows / columns
     exactRowsAmidLarge,  // R9c  whole rows exact, the others far off
@@ -122,13 +123,16 @@ Detection detectOne(const float* golden, const std::vector<const float*>& candid
 
 // Every rule on the pair, then R13 and R13b (rules_outliers.cpp): a fault in a few elements on top of
 // legitimate dense errors is named as the fault, with the rounding beside it as a finding; or, for
-// several replays, R1b (rules_exact.cpp): replays that differ only by stochastic rounding.
+// several replays, R1b and R1c (rules_exact.cpp): replays that differ only by stochastic rounding, or
+// only by their summation order.
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
                  const analyzer::ReportOptions& options, const GemmBound* bound) {
   if (candidates.empty()) throw std::invalid_argument("detect needs at least one candidate");
   analyzer::Report report;
   Detection d = rules::detectOne(golden, candidates, shape, options, bound, &report);
-  if (candidates.size() != 1) return rules::stochasticRounding(d, golden, candidates, report.elements);
+  if (candidates.size() != 1)
+    return rules::reorderedReplays(rules::stochasticRounding(d, golden, candidates, report.elements), golden,
+                                   candidates, shape, options, bound);
   if (d.verdict.model == "exact") return d;
   d = rules::outliersOnBulk(d, golden, candidates.front(), shape, options, bound, report);
   return rules::outliersOnGridReplay(d, golden, candidates.front(), report.elements, report.maxRel);

@@ -21,44 +21,109 @@ struct MismatchPart {
   int64_t firstLarge = -1, lastLarge = -1;
 };
 
+// The first single-bit mismatch in [lo, hi): its bit and the value the candidate holds there.
+void firstSingleBit(const float* g, const float* c, uint64_t lo, uint64_t hi, Mismatches& m) {
+  for (uint64_t i = lo; i < hi; ++i) {
+    const uint32_t x = bitsOf(g[i]) ^ bitsOf(c[i]);
+    if (x == 0 || (x & (x - 1)) != 0) continue;
+    m.bit = __builtin_ctz(x);
+    m.newValue = (bitsOf(c[i]) & x) != 0 ? 1 : 0;
+    return;
+  }
+}
+
+// The large mismatches of one word (bit k: element base + k), in order: the gaps between them, their
+// rows and columns. row and rowStart: the row of the last one walked and its first element.
+inline void walkLarge(MismatchPart& p, uint64_t base, uint64_t largeBits, uint64_t cols, uint64_t lastRow,
+                      uint64_t lastCol, uint64_t& row, uint64_t& rowStart, uint64_t& large, int64_t& firstLarge,
+                      int64_t& lastLarge) {
+  for (; largeBits; largeBits &= largeBits - 1) {
+    const uint64_t i = base + uint64_t(__builtin_ctzll(largeBits));
+    ++large;
+    if (lastLarge >= 0 && i - uint64_t(lastLarge) <= 4096) ++p.gaps[i - uint64_t(lastLarge)];
+    if (firstLarge < 0) firstLarge = int64_t(i);
+    lastLarge = int64_t(i);
+    while (i >= rowStart + cols) rowStart += cols, ++row;
+    p.rowHit[std::min(row, lastRow)] = 1;
+    p.colHit[std::min(i - rowStart, lastCol)] = 1;
+  }
+}
+
+// Without branches on the elements: on a dense pair about half the mismatches are "large" at random,
+// and branches on that mispredicted on most elements (half of peat detect's time on a 16 M-element
+// pair). Each 64 elements leave a word of large-mismatch bits, whose set bits are then walked for
+// the gaps, rows and columns.
 void inspectRange(const float* g, const float* c, uint64_t lo, uint64_t hi, const analyzer::Report& r, double threshold,
                   MismatchPart& p) {
   Mismatches& m = p.m;
-  p.rowHit.assign(std::min<uint64_t>(r.rows, 1 << 20), 0);
-  p.colHit.assign(std::min<uint64_t>(r.cols, 1 << 20), 0);
-  int64_t lastLarge = -1;
-  for (uint64_t i = lo; i < hi; ++i) {
-    const uint32_t gb = bitsOf(g[i]), cb = bitsOf(c[i]);
-    if (gb == cb) continue;
-    ++m.count;
-    const uint32_t x = gb ^ cb;
-    const int high = 31 - __builtin_clz(x), low = __builtin_ctz(x);
-    m.highestBit = std::max(m.highestBit, high);
-    const bool single = (x & (x - 1)) == 0;
-    // contiguous: the set bits form one block
-    if ((x >> low) & ((x >> low) + 1)) m.allContiguousBits = false;
-    if (!single) {
-      m.allSingleBit = false;
-    } else {
-      if (m.bit < 0) m.bit = low;
-      if (m.bit != low) m.sameBit = false;
-      const int v = int((cb >> low) & 1);
-      if (m.newValue < 0) m.newValue = v;
-      if (m.newValue != v) m.sameNewValue = false;
+  p.rowHit.assign(std::clamp<uint64_t>(r.rows, 1, 1 << 20), 0);
+  p.colHit.assign(std::clamp<uint64_t>(r.cols, 1, 1 << 20), 0);
+  const uint64_t lastRow = p.rowHit.size() - 1, lastCol = p.colHit.size() - 1;
+  const uint64_t cols = std::max<uint64_t>(r.cols, 1);
+  uint64_t row = lo / cols, rowStart = row * cols;  // the row of the last large mismatch walked
+  uint64_t count = 0, large = 0;
+  uint32_t anyBits = 0, singleBits = 0;  // every differing bit; the bits of the single-bit mismatches
+  bool contiguous = true, single = true, zero = true, subnormal = true, singleOne = false, singleZero = false;
+  int64_t firstLarge = -1, lastLarge = -1;
+  uint64_t ratiosLeft = 100000 - std::min<uint64_t>(m.ratios.size(), 100000);
+  for (uint64_t base = lo; base < hi; base += 64) {
+    const uint64_t end = std::min(base + 64, hi);
+    uint64_t largeBits = 0;
+    // every "all" fact already false and the ratios taken: only the differing bits and the large
+    // mismatches are left to find (most of a dense pair)
+    if (!contiguous && !single && !zero && !subnormal && ratiosLeft == 0) {
+      for (uint64_t i = base; i < end; ++i) {
+        const float gi = g[i], ci = c[i];
+        const uint32_t gb = bitsOf(gi), cb = bitsOf(ci), x = gb ^ cb;
+        count += x != 0;
+        anyBits |= x;
+        const bool bothFinite = ((gb & 0x7F800000u) != 0x7F800000u) & ((cb & 0x7F800000u) != 0x7F800000u);
+        largeBits |= uint64_t(bothFinite & (std::fabs(double(ci) - double(gi)) > threshold)) << (i - base);
+      }
+      walkLarge(p, base, largeBits, cols, lastRow, lastCol, row, rowStart, large, firstLarge, lastLarge);
+      continue;
     }
-    if (c[i] != 0.0f) m.allZeroCandidate = false;
-    if (!(g[i] != 0.0f && std::fabs(g[i]) < std::numeric_limits<float>::min())) m.allSubnormalGolden = false;
-    if (finite(g[i]) && finite(c[i]) && std::fabs(g[i]) > 1e-30f && m.ratios.size() < 100000)
-      m.ratios.push_back(double(c[i]) / double(g[i]));
-    if (finite(g[i]) && finite(c[i]) && std::fabs(double(c[i]) - double(g[i])) > threshold) {
-      ++m.large;
-      if (lastLarge >= 0 && i - uint64_t(lastLarge) <= 4096) ++p.gaps[i - uint64_t(lastLarge)];
-      if (p.firstLarge < 0) p.firstLarge = int64_t(i);
-      lastLarge = int64_t(i);
-      p.rowHit[std::min<uint64_t>(i / r.cols, p.rowHit.size() - 1)] = 1;
-      p.colHit[std::min<uint64_t>(i % r.cols, p.colHit.size() - 1)] = 1;
+    for (uint64_t i = base; i < end; ++i) {
+      const float gi = g[i], ci = c[i];
+      const uint32_t gb = bitsOf(gi), cb = bitsOf(ci), x = gb ^ cb;
+      const bool mis = x != 0;
+      count += mis;
+      anyBits |= x;
+      contiguous &= !mis | ((((x | (x - 1)) + 1) & x) == 0);  // the set bits form one block
+      const bool one = mis & ((x & (x - 1)) == 0);
+      single &= !mis | one;
+      singleBits |= x & (0u - uint32_t(one));
+      const bool value = (cb & x) != 0;
+      singleOne |= one & value;
+      singleZero |= one & !value;
+      zero &= !mis | ((cb << 1) == 0);
+      subnormal &= !mis | ((gb & 0x7FFFFFFFu) - 1u < 0x7FFFFFu);  // nonzero, below 2^-126
+      const bool bothFinite = ((gb & 0x7F800000u) != 0x7F800000u) & ((cb & 0x7F800000u) != 0x7F800000u);
+      if (ratiosLeft && mis && bothFinite && std::fabs(gi) > 1e-30f) {
+        m.ratios.push_back(double(ci) / double(gi));
+        --ratiosLeft;
+      }
+      const bool isLarge = mis & bothFinite & (std::fabs(double(ci) - double(gi)) > threshold);
+      largeBits |= uint64_t(isLarge) << (i - base);
     }
+    walkLarge(p, base, largeBits, cols, lastRow, lastCol, row, rowStart, large, firstLarge, lastLarge);
   }
+  m.count = count;
+  m.large = large;
+  m.highestBit = anyBits ? 31 - __builtin_clz(anyBits) : 0;
+  m.allContiguousBits = contiguous;
+  m.allSingleBit = single;
+  m.allZeroCandidate = zero;
+  m.allSubnormalGolden = subnormal;
+  m.sameBit = (singleBits & (singleBits - 1)) == 0;
+  m.sameNewValue = !(singleOne && singleZero);
+  if (singleBits != 0 && m.sameBit && m.sameNewValue) {
+    m.bit = __builtin_ctz(singleBits);
+    m.newValue = singleOne ? 1 : 0;
+  } else if (singleBits != 0 && single) {
+    firstSingleBit(g, c, lo, hi, m);  // which of several bits or values came first
+  }
+  p.firstLarge = firstLarge;
   p.lastLarge = lastLarge;
 }
 
@@ -110,6 +175,32 @@ Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::R
   for (char h : first.rowHit) m.largeRowsHit += h ? 1 : 0;
   for (char h : first.colHit) m.largeColsHit += h ? 1 : 0;
   return m;
+}
+
+ChannelSums channelSums(const float* g, const float* c, uint64_t rows, uint64_t cols) {
+  ChannelSums s;
+  const bool byRow = rows >= 2 && rows <= (uint64_t(1) << 20), byCol = cols >= 2 && cols <= (uint64_t(1) << 20);
+  auto size = [](ChannelSums::Axis& a, uint64_t lines, uint64_t samples) {
+    for (std::vector<double>* v : {&a.g, &a.gg, &a.cg, &a.cc, &a.ee}) v->assign(lines, 0.0);
+    a.samples = samples;
+  };
+  if (byRow) size(s.rows, rows, cols);
+  if (byCol) size(s.cols, cols, rows);
+  for (uint64_t i = 0; i < rows; ++i) {
+    double rg = 0, rgg = 0, rcg = 0, rcc = 0, ree = 0;
+    for (uint64_t j = 0; j < cols; ++j) {
+      const float gf = g[i * cols + j], cf = c[i * cols + j];
+      if (!finite(gf) || !finite(cf)) continue;
+      const double gv = gf, cv = cf, e = cv - gv;
+      rg += gv, rgg += gv * gv, rcg += cv * gv, rcc += cv * cv, ree += e * e;
+      if (byCol) {
+        s.cols.g[j] += gv, s.cols.gg[j] += gv * gv, s.cols.cg[j] += cv * gv;
+        s.cols.cc[j] += cv * cv, s.cols.ee[j] += e * e;
+      }
+    }
+    if (byRow) s.rows.g[i] = rg, s.rows.gg[i] = rgg, s.rows.cg[i] = rcg, s.rows.cc[i] = rcc, s.rows.ee[i] = ree;
+  }
+  return s;
 }
 
 int medianLog2Ulp(const analyzer::Report& r) {

@@ -16,6 +16,7 @@
 #include "core/analyzer/report.h"
 #include "core/detector/block_replay.h"
 #include "core/detector/detector.h"
+#include "core/fp/block.h"
 #include "core/fp/format.h"
 
 namespace peat::detector::rules {
@@ -36,6 +37,8 @@ struct Mismatches {
   uint64_t count = 0;
   bool allSingleBit = true, sameBit = true, sameNewValue = true, allZeroCandidate = true, allContiguousBits = true;
   bool allSubnormalGolden = true;  // every mismatched golden value is an fp32 subnormal (FTZ, R6)
+  // bit, newValue (of the first single-bit mismatch) and sameBit, sameNewValue: read only where
+  // allSingleBit holds (a dense pair's pass stops tracking them once it does not)
   int bit = -1, newValue = -1, highestBit = 0;
   std::vector<double> ratios;  // c / g where both are finite and |g| is normal
   // "Large" mismatches, above any fp32 reordering noise: |c - g| > golden rms * 2^-10.
@@ -46,6 +49,18 @@ struct Mismatches {
 
 // One pass over the pair (two ranges in parallel for large tensors), the same as one pass in order.
 Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r);
+
+// Sums over each row and each column of the pair seen as [rows, cols] (finite pairs only), for the
+// rules that ask whether the error depends on the channel (R7c, R9d). An axis with fewer than 2 or
+// more than 2^20 lines is left empty.
+struct ChannelSums {
+  struct Axis {
+    std::vector<double> g, gg, cg, cc, ee;  // per line: sum g, g^2, c g, c^2, (c - g)^2
+    uint64_t samples = 0;                   // elements per line (the other axis' length)
+  };
+  Axis rows, cols;  // rows: one entry per row (its sums over the columns); cols: one per column
+};
+ChannelSums channelSums(const float* g, const float* c, uint64_t rows, uint64_t cols);
 
 // Median floor(log2 ULP) over mismatched pairs: how many low bits a typical mismatch disturbs.
 int medianLog2Ulp(const analyzer::Report& r);
@@ -75,6 +90,13 @@ struct RuleContext {
     m = inspect(golden, c, n, r);
     sparse = mis <= std::max<uint64_t>(8, n / 1000);
     ulpMedian = medianLog2Ulp(r);
+  }
+
+  // per-row and per-column sums, made on first use (channelSums)
+  std::optional<ChannelSums> channelSums_;
+  const ChannelSums& channels() {
+    if (!channelSums_) channelSums_ = channelSums(golden, c, r.rows, r.cols);
+    return *channelSums_;
   }
 
   // decided by earlier rules, read by later ones
@@ -108,6 +130,7 @@ void multiBitFlip(RuleContext& x);       // R5   rules_bitflip.cpp
 void zeroed(RuleContext& x);             // R6   rules_values.cpp
 void scaling(RuleContext& x);            // R7   rules_values.cpp
 void scaleOnRounding(RuleContext& x);    // R7b  rules_values.cpp
+void channelScaling(RuleContext& x);     // R7c  rules_values.cpp
 void randomValue(RuleContext& x);        // R8   rules_confinement.cpp
 void confinedIndexError(RuleContext& x); // R9   rules_confinement.cpp
 void exactRowsAmidLarge(RuleContext& x); // R9c  rules_confinement.cpp
@@ -130,6 +153,13 @@ Detection outliersOnBulk(const Detection& d, const float* golden, const float* c
 Detection stochasticRounding(const Detection& d, const float* golden, const std::vector<const float*>& candidates,
                              uint64_t n);
 
+// R1c (rules_exact.cpp): replays that differ, each of them on its own another summation order of
+// golden's (exact or accumulation_order), are accumulation_order first, with the nondeterminism
+// beside it: a reduction whose order changes from run to run (atomic adds of split-K partials).
+Detection reorderedReplays(const Detection& d, const float* golden, const std::vector<const float*>& candidates,
+                           const std::vector<uint64_t>& shape, const analyzer::ReportOptions& options,
+                           const GemmBound* bound);
+
 // R13b (rules_outliers.cpp): a candidate on a format's grid that equals golden rounded to it in all
 // but a few elements, those few more than one step of the format away: the few are the fault.
 // maxRel: the pair's largest relative error (the analyzer's), which skips the pass when no element
@@ -141,6 +171,12 @@ float formatStep(const fp::Format& f, float x, bool up);
 // Whether v is golden value g rounded to f in either direction: v on f's grid and no step of f
 // between v and g.
 bool withinOneStep(const fp::Format& f, float g, float v);
+
+// Rounds v[0, m) to a format into out (the block quantiser's vectorised loop with a step of 1: the
+// rounding ElementRounder gives, nearest even, saturating); non-finite values come out as some
+// value of the format and are the caller's to skip. rules_rounding.cpp.
+void roundChunk(const fp::ElementRounder& round, const float* v, float* out, uint64_t m);
+constexpr uint64_t kRoundChunk = 4096;  // elements per roundChunk call in the passes over a tensor
 
 // Small shared helpers.
 inline bool finite(float x) { return std::isfinite(x); }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Whether the candidate is the golden output bit for bit, and whether its replays agree (R0, R1).
+#include <algorithm>
+
 #include "core/detector/rules.h"
 
 namespace peat::detector::rules {
@@ -77,6 +79,34 @@ Detection stochasticRounding(const Detection& d, const float* golden, const std:
     return supersede(v, d.verdict, d);
   }
   return d;
+}
+
+// R1c: replays that differ, each of them alone within another summation order of golden. A kernel
+// whose reduction order changes from run to run (split-K partials added with atomics, a scatter-add)
+// is nondeterministic by design and correct in every run; a race that reads stale or uninitialised
+// data leaves some run with errors beyond any reordering (its own verdict is then index_error,
+// random_value, zeroed ...), and stays nondeterministic.
+Detection reorderedReplays(const Detection& d, const float* golden, const std::vector<const float*>& candidates,
+                           const std::vector<uint64_t>& shape, const analyzer::ReportOptions& options,
+                           const GemmBound* bound) {
+  if (d.verdict.model != "nondeterministic") return d;
+  double confidence = 1;
+  for (const float* c : candidates) {
+    const Detection alone = detect(golden, {c}, shape, options, bound);
+    const std::string& model = alone.verdict.model;
+    if (model != "exact" && model != "accumulation_order") return d;
+    confidence = std::min(confidence, alone.verdict.confidence);
+  }
+  Verdict v = make("accumulation_order", std::max(0.9, confidence),
+                   "each of the " + std::to_string(candidates.size()) +
+                       " runs alone is golden summed in another order, and the runs differ from each other: a "
+                       "reduction whose order changes from run to run (atomic adds), correct in every run");
+  v.parameters["order"] = "nondeterministic";
+  v.evidence["replays"] = double(candidates.size());
+  v.evidence["elements_differing_between_replays"] = d.verdict.evidence.count("elements_differing_between_replays")
+                                                         ? d.verdict.evidence.at("elements_differing_between_replays")
+                                                         : 0.0;
+  return supersede(v, d.verdict, d);
 }
 
 }  // namespace peat::detector::rules

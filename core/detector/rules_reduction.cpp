@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// R9b: dense errors too large for any per-element format's rounding: part of a reduction is missing.
+// R9b: dense errors too large for any per-element format's rounding: part of a reduction is missing,
+// or (R9d) the error's size depends on the position.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/detector/rules.h"
 
@@ -65,6 +67,21 @@ double shareOfValue(const float* g, const float* c, uint64_t n) {
   return varE > 0 ? -cov / varE : 1.0;
 }
 
+// R9d: how far apart the lines' relative errors lie along one axis: the 90th percentile of
+// sqrt(sum (c - g)^2 / sum g^2) over the lines (rows or columns with a nonzero golden) over its 10th
+// percentile (infinite when the 10th is exact). 0 when the axis has fewer than 16 such lines or
+// fewer than 16 elements a line (a line's error from a handful of values is noise).
+double lineSpread(const ChannelSums::Axis& a) {
+  if (a.samples < 16) return 0;
+  std::vector<double> rel;
+  for (std::size_t k = 0; k < a.gg.size(); ++k)
+    if (a.gg[k] > 0) rel.push_back(std::sqrt(a.ee[k] / a.gg[k]));
+  if (rel.size() < 16) return 0;
+  std::sort(rel.begin(), rel.end());
+  const double lo = rel[rel.size() / 10], hi = rel[rel.size() * 9 / 10];
+  return lo > 0 ? hi / lo : std::numeric_limits<double>::infinity();
+}
+
 }  // namespace
 
 // R9b: dense errors larger than rounding to any per-element format makes (fp8 e5m2 gives a mean
@@ -87,17 +104,30 @@ void missingReduction(RuleContext& x) {
   const int rank = r.cols > 1 ? numericalRank(x.golden, x.c, slab, r.cols, 192, size) : 0;
   const int goldenRank = r.cols > 1 ? numericalRank(nullptr, x.golden, slab, r.cols, 192, size) : 0;
   const bool lowRank = size >= 16 && rank * 2 <= goldenRank;
-  const bool fp4Sized = r.meanAbsOverScale <= 0.3 && !x.bounded && !x.blocksReplayed && !lowRank;
+  // R9d: rounding to one format, of the inputs or the output, gives every column (and every row) errors
+  // of that format's relative size; lines whose errors are 64 times smaller than others' beside errors
+  // of 4-bit size were computed differently (a rotary embedding at the wrong position turns its low
+  // frequencies by almost nothing and its high ones by a radian)
+  const bool band = r.meanAbsOverScale <= 0.3 && !x.bounded && !x.blocksReplayed && !lowRank;
+  const double spreadCols = band ? lineSpread(x.channels().cols) : 0;
+  const double spreadRows = band ? lineSpread(x.channels().rows) : 0;
+  const bool byLine = std::max(spreadCols, spreadRows) >= 64;
+  const bool fp4Sized = band && !byLine;
   const double share = fp4Sized ? shareOfValue(x.golden, x.c, n) : 1.0;
   const bool uncorrelated = std::fabs(share) < 0.35;
-  Verdict v = make("index_error", fp4Sized ? 0.5 : lowRank ? 0.8 : 0.7,
+  const bool colsSpread = spreadCols >= spreadRows;
+  Verdict v = make("index_error", fp4Sized ? 0.5 : lowRank ? 0.8 : byLine ? 0.75 : 0.7,
                    "dense errors averaging " + number(r.meanAbsOverScale) +
                        " of the tensor's scale, beyond any per-element format's rounding" +
                        (lowRank ? ", of rank " + std::to_string(rank) + " where the golden output's is " +
                                       std::to_string(goldenRank) + " (rounded inputs give errors of rank up to twice it)"
                                 : std::string()) +
-                       ": part of a reduction is missing");
+                       (byLine ? std::string(", their relative size ") + number(std::max(spreadCols, spreadRows)) +
+                                     " times larger in some " + (colsSpread ? "columns" : "rows") + " than in others" +
+                                     " (rounding errs alike in all): computed differently by position"
+                               : std::string(": part of a reduction is missing")));
   v.evidence["mean_abs_over_scale"] = r.meanAbsOverScale;
+  if (byLine) v.evidence[colsSpread ? "column_error_spread" : "row_error_spread"] = std::max(spreadCols, spreadRows);
   if (size > 0) v.evidence["error_rank"] = rank, v.evidence["golden_rank"] = goldenRank;
   x.add(v);
   if (fp4Sized && uncorrelated) {

@@ -1,25 +1,47 @@
 // SPDX-License-Identifier: MIT
 // Dense small errors: rounding of the output to a narrower format or a block-scaled grid (R10b, R10),
 // or the rounding of the inputs and another summation order, told apart by their size (R10, R11).
+#include <cstring>
+
 #include "core/detector/rules.h"
+#include "core/fp/block.h"
+#include "core/fp/block_simd.h"
 
 namespace peat::detector::rules {
+
+void roundChunk(const fp::ElementRounder& round, const float* v, float* out, uint64_t m) {
+  std::memcpy(out, v, m * sizeof(float));
+  const float one = 1.0f;  // x * 1 and r * 1 are exact: the loop's rounding alone
+  fp::detail::scaleRoundBlocks(out, m, m, &one, true, round.parameters());
+}
 
 namespace {
 
 using fp::bitsOf;
 
+// Whether every finite value of v[0, m) is on the grid `round` rounds to (`buffer`: m floats).
+bool onGrid(const fp::ElementRounder& round, const float* v, uint64_t m, float* buffer) {
+  roundChunk(round, v, buffer, m);
+  if (std::memcmp(buffer, v, m * sizeof(float)) == 0) return true;
+  for (uint64_t i = 0; i < m; ++i)
+    if (finite(v[i]) && bitsOf(buffer[i]) != bitsOf(v[i])) return false;
+  return true;
+}
+
 // The narrowest format in which every finite candidate value is exactly representable, if the
 // golden values are not all representable in it too (then rounding of the output is what changed them).
+// In chunks rounded by the vectorised loop: the element-at-a-time rounding was a sixth of peat
+// detect's time on a 16 M-element pair.
 const fp::Format* outputFormat(const float* g, const float* c, uint64_t n) {
   static const fp::Format order[] = {fp::kE4M3, fp::kE5M2, fp::kBf16, fp::kFp16, fp::kTf32};
+  std::vector<float> buffer(kRoundChunk);
   for (const fp::Format& f : order) {
     const fp::ElementRounder round(f);  // the codec's rounding of finite values (tst_fp checks it)
     bool candidateFits = true, goldenFits = true;
-    for (uint64_t i = 0; i < n && candidateFits; ++i) {
-      if (!finite(c[i])) continue;
-      if (bitsOf(round(c[i])) != bitsOf(c[i])) candidateFits = false;
-      if (goldenFits && finite(g[i]) && bitsOf(round(g[i])) != bitsOf(g[i])) goldenFits = false;
+    for (uint64_t lo = 0; lo < n && candidateFits; lo += kRoundChunk) {
+      const uint64_t m = std::min(kRoundChunk, n - lo);
+      candidateFits = onGrid(round, c + lo, m, buffer.data());
+      if (candidateFits && goldenFits) goldenFits = onGrid(round, g + lo, m, buffer.data());
     }
     if (candidateFits && !goldenFits) return &f;
   }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Whole values replaced in a regular way: by zeros, or by the golden values times one factor (R6, R7,
-// R7b), and zeros that are flushed subnormals (R6's legitimate reading, FTZ).
+// R7b), or each channel by a factor of its own (R7c), and zeros that are flushed subnormals (R6's
+// legitimate reading, FTZ).
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "core/detector/rules.h"
 
@@ -91,6 +94,91 @@ void scaleOnRounding(RuleContext& x) {
   v.parameters["secondary"] = secondary;
   v.evidence["factor"] = s;
   v.evidence["ratios_within_quarter"] = double(near) / double(m.ratios.size());
+  x.add(v);
+  x.findingOf.emplace_back("scaling", rest.verdict);
+}
+
+namespace {
+
+// One axis' reading of R7c: per line (row or column) the factor s = <c, g> / <g, g> that fits the
+// candidate to golden best, and how much of the error such factors leave.
+struct ChannelFit {
+  std::vector<double> factor;  // per line; 1 where the line's golden is all zero
+  double errorBefore = 0, errorAfter = 0;  // sum (c - g)^2, and sum (c - s g)^2 with each line's s
+  uint64_t off = 0;       // lines whose values vary and whose factor is at least 2^(1/4) away from 1
+  double lo = 1, hi = 1;  // the smallest and largest factor of those lines
+};
+
+ChannelFit fitChannels(const ChannelSums::Axis& a) {
+  ChannelFit f;
+  const uint64_t lines = a.gg.size();
+  f.factor.assign(lines, 1.0);
+  for (uint64_t k = 0; k < lines; ++k) {
+    f.errorBefore += a.ee[k];
+    if (!(a.gg[k] > 0)) {
+      f.errorAfter += a.ee[k];
+      continue;
+    }
+    const double s = a.cg[k] / a.gg[k];
+    f.factor[k] = s;
+    f.errorAfter += std::max(0.0, a.cc[k] - s * a.cg[k]);  // sum (c - s g)^2 at the best s
+    const double mean = a.g[k] / double(a.samples);
+    const bool varies = a.gg[k] - double(a.samples) * mean * mean >= 0.25 * a.gg[k];  // not a constant line
+    if (varies && s > 0 && std::fabs(std::log2(s)) >= 0.25) {
+      if (f.off == 0) f.lo = f.hi = s;
+      f.lo = std::min(f.lo, s), f.hi = std::max(f.hi, s);
+      ++f.off;
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+// R7c scaling per channel: each output channel (column) or each row off by a factor of its own, on
+// top of rounding: per-channel or per-token scales applied to the wrong channel, or wrong for some.
+// Rounding errs independently of the value it rounds, so a factor per line can take away only about
+// one part in (elements per line) of its squared error; here the factors take at least 15/16 of it,
+// at least two lines whose values vary are off by 2^(1/4) or more (a scale or a normaliser rounded
+// to any format, e5m2 at the coarsest, errs by at most 2^-3: a bf16 softmax's row sums make per-row
+// factors too, within 2^-8), and the candidate with the factors divided out is legitimate by every
+// rule. R7 and R7b find one factor for all; this finds many.
+void channelScaling(RuleContext& x) {
+  const analyzer::Report& r = x.r;
+  if (x.fraction < 0.5 || r.newlyNonFinite > 0 || r.meanAbsOverScale < std::ldexp(1.0, -8)) return;
+  for (const Verdict& v : x.found)
+    if (v.model == "scaling") return;
+  const ChannelSums& sums = x.channels();
+  std::optional<ChannelFit> best;
+  bool byColumn = true;
+  for (const bool columns : {true, false}) {
+    const ChannelSums::Axis& a = columns ? sums.cols : sums.rows;
+    if (a.gg.size() < 2 || a.samples < 16) continue;
+    ChannelFit f = fitChannels(a);
+    if (f.off < 2 || !(f.errorAfter * 16 <= f.errorBefore)) continue;
+    if (!best || f.errorAfter < best->errorAfter) best = std::move(f), byColumn = columns;
+  }
+  if (!best) return;
+  const uint64_t rows = r.rows, cols = r.cols;
+  std::vector<float> rescaled(x.c, x.c + x.n);
+  for (uint64_t i = 0; i < rows; ++i)
+    for (uint64_t j = 0; j < cols; ++j) rescaled[i * cols + j] = float(double(rescaled[i * cols + j]) /
+                                                                      best->factor[byColumn ? j : i]);
+  const Detection rest = detectOne(x.golden, {rescaled.data()}, x.shape, x.options, x.bound);
+  if (!legitimate(rest.verdict.model)) return;
+  std::string secondary = rest.verdict.model;
+  if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
+  const char* line = byColumn ? "column" : "row";
+  Verdict v = make("scaling", 0.92,
+                   std::string("each ") + line + " is golden times a factor of its own (" + std::to_string(best->off) +
+                       " " + line + "s off by 2^(1/4) or more, from " + number(best->lo) + " to " + number(best->hi) +
+                       ") up to " + secondary + ": per-channel scales wrong or applied to the wrong channel");
+  v.parameters["per"] = line;
+  v.parameters["secondary"] = secondary;
+  v.evidence["channels_off"] = double(best->off);
+  v.evidence["factor_min"] = best->lo;
+  v.evidence["factor_max"] = best->hi;
+  v.evidence["error_left_by_factors"] = best->errorBefore > 0 ? best->errorAfter / best->errorBefore : 0.0;
   x.add(v);
   x.findingOf.emplace_back("scaling", rest.verdict);
 }

@@ -179,7 +179,7 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
                          type == h5::Type::I64 || type == h5::Type::U16 || type == h5::Type::U32 || type == h5::Type::U64;
     if (type != h5::Type::F32 && type != h5::Type::F16 && type != h5::Type::BF16 && type != h5::Type::F64 && !integer)
       throw SourceError("'" + file + ":" + dataset + "' holds " + h5::typeName(type) + ", not numbers");
-    const uint64_t n = ds.elementCount();
+    const uint64_t n = ds.checkedElementCount();  // before allocating for what it declares
     if (n > (uint64_t(1) << 34)) throw SourceError("'" + file + ":" + dataset + "' is implausibly large");
     std::vector<float> values(n);
     if (integer) {  // through doubles: every value must be exact in fp32 (labels, token ids)
@@ -199,7 +199,8 @@ FloatTensor readHdf5Dataset(const std::string& file, const std::string& dataset,
     t.origin = file + ":" + dataset;
     return t;
   } catch (const h5::Error& e) {
-    if (e.call() == h5::kRefused) throw SourceError("'" + file + ":" + dataset + "' is refused: it " + e.detail());
+    if (e.call() == h5::kRefused || e.call() == h5::kImplausibleSize)
+      throw SourceError("'" + file + ":" + dataset + "' is refused: it " + e.detail());
     throw SourceError("cannot read '" + file + ":" + dataset + "': " + (e.detail().empty() ? e.what() : e.detail()));
   }
 }

@@ -72,12 +72,22 @@ std::string CallOutcome::text() const {
     case Crashed: return "crash:" + signalName(signal);
     case Hung: return "hang";
     case Exited: return "exit:" + std::to_string(exitCode);
+    case OutOfMemory: return "out_of_memory";
   }
   return "unknown";
 }
 
 HostLimits hostLimitsFromEnvironment() {
   HostLimits limits;
+  if (const char* mib = std::getenv("PEAT_KERNEL_MEMORY_MIB"); mib && *mib) {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(mib, &end, 10);
+    if (end == mib || *end != '\0' || errno != 0 || n < 64 || n > (int64_t(1) << 40))
+      throw PluginError("PEAT_KERNEL_MEMORY_MIB='" + std::string(mib) +
+                        "' is not a number of MiB from 64 up, e.g. 4096 (the default)");
+    limits.memoryMiB = n;
+  }
   const char* text = std::getenv("PEAT_KERNEL_TIMEOUT");
   if (!text || !*text) return limits;
   const std::string s = text;
@@ -175,9 +185,9 @@ void KernelHost::start() {
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setpgroup(&attributes, 0);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  const std::string parent = std::to_string(::getpid());
+  const std::string parent = std::to_string(::getpid()), memory = std::to_string(limits_.memoryMiB);
   std::vector<char*> argv{const_cast<char*>(helper.c_str()), const_cast<char*>(path_.c_str()),
-                          const_cast<char*>(parent.c_str()), nullptr};
+                          const_cast<char*>(parent.c_str()), const_cast<char*>(memory.c_str()), nullptr};
   pid_t child = -1;
   const int rc = ::posix_spawn(&child, helper.c_str(), &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -269,6 +279,11 @@ std::string KernelHost::describe(const CallOutcome& o, const wire::Reply& reply,
     case CallOutcome::Hung: return who + " did not return within " + seconds(limits_.seconds(0)) + " s";
     case CallOutcome::Exited: return who + " ended its kernel host (exit code " + std::to_string(o.exitCode) + ")";
     case CallOutcome::Crashed: return who + " crashed in the kernel host (" + sys::describeSignal(o.signal) + ")";
+    case CallOutcome::OutOfMemory:
+      return who + " ran out of memory in the kernel host: an allocation of " + bytesText(int64_t(o.failedAllocation)) +
+             " failed under its limit of " + std::to_string(limits_.memoryMiB) + " MiB (PEAT_KERNEL_MEMORY_MIB), then " +
+             (o.signal ? "it crashed (" + sys::describeSignal(o.signal) + ")"
+                       : "it failed (code " + std::to_string(o.returnCode) + ")");
     case CallOutcome::OutOfBounds: break;
   }
   if (reply.tensor < 0 || uint32_t(reply.tensor) >= request.tensorCount)
@@ -379,9 +394,18 @@ CallOutcome KernelHost::call(uint32_t opKind, const std::vector<Arg>& args, cons
     hostAlive = false;
     outcome.kind = timedOut ? CallOutcome::Hung : CallOutcome::Crashed;
   }
+  // A crash or an error after an allocation failed under the memory limit: the kernel ran out of
+  // memory. Its host is not reused (the kernel may hold all it got).
+  const bool outOfMemory = replied && reply.failedAllocation > 0 &&
+                           (outcome.kind == CallOutcome::Crashed || outcome.kind == CallOutcome::KernelFailed);
+  if (outOfMemory) {
+    outcome.kind = CallOutcome::OutOfMemory;
+    outcome.failedAllocation = reply.failedAllocation;
+    hostAlive = false;
+  }
   if (!hostAlive) {
     int signal = 0, exitCode = 0;
-    reap(timedOut, 2.0, signal, exitCode);
+    reap(timedOut || outOfMemory, 2.0, signal, exitCode);
     if (outcome.kind == CallOutcome::Crashed && outcome.signal == 0) {
       outcome.signal = signal;
       if (signal == 0) outcome.kind = CallOutcome::Exited, outcome.exitCode = exitCode;

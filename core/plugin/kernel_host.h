@@ -20,26 +20,34 @@ namespace peat::plugin {
 
 // How long a call may take before it counts as a hang: floorSeconds plus secondsPerGflop per
 // 10^9 floating-point operations of the call. PEAT_KERNEL_TIMEOUT=FLOOR[,PER_GFLOP] sets them.
+// The memory the kernel may take besides its tensors (which live in shared memory): the host runs
+// under RLIMIT_DATA of memoryMiB, so a kernel that allocates without bound fails an allocation
+// instead of taking the machine. PEAT_KERNEL_MEMORY_MIB=N sets it (at least 64).
 struct HostLimits {
   double floorSeconds = 5;
   double secondsPerGflop = 10;  // allows 0.1 GFLOP/s, ten times slower than a naive loop
   double loadSeconds = 30;      // loading the plugin (its constructors) in the host
+  int64_t memoryMiB = 4096;     // heap and private mappings of the host, the plugin's included
   double seconds(double flops) const { return floorSeconds + secondsPerGflop * flops * 1e-9; }
 };
-// The defaults, or PEAT_KERNEL_TIMEOUT's; PluginError when it is malformed.
+// The defaults, or PEAT_KERNEL_TIMEOUT's and PEAT_KERNEL_MEMORY_MIB's; PluginError when one is malformed.
 HostLimits hostLimitsFromEnvironment();
 
 // What became of one call.
 struct CallOutcome {
-  enum Kind { Ok, KernelFailed, OutOfBounds, Crashed, Hung, Exited };
+  // OutOfMemory: an allocation failed under HostLimits::memoryMiB, then the kernel crashed, aborted
+  // (std::bad_alloc), ended the host or returned an error.
+  enum Kind { Ok, KernelFailed, OutOfBounds, Crashed, Hung, Exited, OutOfMemory };
   Kind kind = Ok;
   int signal = 0;      // Crashed (and OutOfBounds by a fault)
   int exitCode = 0;    // Exited: the host ended with this code in the call
-  int returnCode = 0;  // KernelFailed: the kernel's return code
+  int returnCode = 0;  // KernelFailed (and OutOfMemory after an error return): the kernel's return code
+  uint64_t failedAllocation = 0;  // OutOfMemory: bytes of the first allocation that failed
   std::string message; // one line: what happened, for the user
 
   bool ok() const { return kind == Ok; }
-  // For the session's records: "ok", "kernel_error", "out_of_bounds", "crash:SIGSEGV", "hang", "exit:3"
+  // For the session's records: "ok", "kernel_error", "out_of_bounds", "crash:SIGSEGV", "hang", "exit:3",
+  // "out_of_memory"
   std::string text() const;
 };
 

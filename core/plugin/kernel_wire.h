@@ -16,7 +16,7 @@
 namespace peat::plugin::wire {
 
 inline constexpr uint32_t kMagic = 0x50454154;  // "PEAT"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr int kMaxTensors = 16, kMaxRank = 8, kMaxParams = 16, kMaxScalars = 8;
 inline constexpr uint8_t kCanary = 0xA5;  // around outputs: -2.9e-16 as fp32, never a result by chance
 inline constexpr uint64_t kOutputAlignment = 64;
@@ -64,6 +64,7 @@ struct Reply {
   int32_t write;        // kOutOfBounds: 1 a write, 0 a read, -1 unknown
   int32_t loading;      // kCrashed: 1 while loading the plugin, 0 in a call
   char message[256];    // NUL-terminated
+  uint64_t failedAllocation;  // bytes of the first allocation the kernel was refused in the call (0: none)
 };
 
 struct Control {

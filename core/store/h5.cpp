@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <zlib.h>
 
 #include "core/fp/format.h"
+#include "core/util/text.h"
 #include "core/store/journal.h"
 
 namespace peat::h5 {
@@ -499,14 +501,58 @@ void Dataset::read(Type t, void* out) const {
   std::memcpy(out, buffer.data(), std::size_t(n * typeSize(t)));
 }
 
+namespace {
+
+// "4.0 TiB": a size as people read it; `exact` adds the byte count ("4.0 TiB (4398046511104 bytes)").
+std::string bytesText(uint64_t bytes, bool exact) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, ++u;
+  char text[64];
+  if (u == 0) std::snprintf(text, sizeof text, "%llu bytes", (unsigned long long)bytes);
+  else if (exact) std::snprintf(text, sizeof text, "%.1f %s (%llu bytes)", v, units[u], (unsigned long long)bytes);
+  else std::snprintf(text, sizeof text, "%.1f %s", v, units[u]);
+  return text;
+}
+
+uint64_t physicalMemory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+}
+
+uint64_t fileSize(hid_t object, const std::string& path) {
+  Handle file(checkId(H5Iget_file_id(object), "H5Iget_file_id", path), H5Fclose);
+  hsize_t size = 0;
+  check(H5Fget_filesize(file.id(), &size), "H5Fget_filesize", path);
+  return size;
+}
+
+}  // namespace
+
 uint64_t Dataset::checkedElementCount() const {
-  // A file may come from someone else: the element count it claims must fit the bytes it stores
-  // before anyone allocates for it.
-  const uint64_t n = elementCount();
+  // A file may come from someone else: the size it declares must be possible, and fit the bytes it
+  // stores, before anyone allocates for it.
+  const std::vector<uint64_t> dims = shape();
   Handle type(checkId(H5Dget_type(id()), "H5Dget_type", path_), H5Tclose);
   const uint64_t size = std::max<std::size_t>(H5Tget_size(type.id()), 1);
-  if (n > (uint64_t(1) << 62) / size) throw Error("size", path_, "claims " + std::to_string(n) + " elements");
-  const uint64_t claimed = n * size, stored = H5Dget_storage_size(id());
+  const std::string declared = "declares " + util::shapeText(dims) + " elements of " + std::to_string(size) + " bytes";
+  uint64_t n = 1;
+  bool overflow = false;
+  for (uint64_t d : dims) {
+    if (d != 0 && n > UINT64_MAX / d) overflow = true;
+    n *= d;
+  }
+  if (n == 0) return 0;
+  if (overflow || n > (uint64_t(1) << 62) / size)
+    throw Error(kImplausibleSize, path_, declared + ": more than 2^62 bytes");
+  const uint64_t claimed = n * size;
+  if (claimed > physicalMemory())
+    throw Error(kImplausibleSize, path_,
+                declared + ": " + bytesText(claimed, true) + ", more than this machine's memory of " +
+                    bytesText(physicalMemory(), false));
+  // a chunk index names the sizes of its chunks: they cannot add up to more than the whole file
+  const uint64_t stored = std::min<uint64_t>(H5Dget_storage_size(id()), fileSize(id(), path_));
   Handle dcpl(checkId(H5Dget_create_plist(id()), "H5Dget_create_plist", path_), H5Pclose);
   const bool chunked = H5Pget_layout(dcpl.id()) == H5D_CHUNKED;
   // deflate expands at most about 1032:1, chunks add their own overhead; variable-length members
@@ -514,10 +560,11 @@ uint64_t Dataset::checkedElementCount() const {
   const bool varying = H5Tdetect_class(type.id(), H5T_VLEN) > 0 || H5Tdetect_class(type.id(), H5T_STRING) > 0;
   const bool plausible = chunked   ? claimed <= stored * 1100 + (uint64_t(1) << 20)
                          : varying ? claimed <= stored * 2 + 4096
-                                   : claimed == stored || claimed == 0;
+                                   : claimed == stored;
   if (!plausible)
-    throw Error("size", path_,
-                "claims " + std::to_string(claimed) + " bytes of data but the file stores " + std::to_string(stored));
+    throw Error(kImplausibleSize, path_,
+                declared + ": " + bytesText(claimed, true) + ", but the file stores " + bytesText(stored, true) +
+                    " of it");
   return n;
 }
 

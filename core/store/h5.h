@@ -17,6 +17,9 @@ namespace peat::h5 {
 // The call of an Error that is no failure but a refusal of what a file from someone else holds (its
 // detail says what: an external link, external raw storage, a virtual dataset).
 inline constexpr const char* kRefused = "refuse";
+// The call of an Error for a dataset whose declared size cannot be true (more bytes than the file
+// stores for it, more than this machine's memory, or an overflow): raised before anything allocates.
+inline constexpr const char* kImplausibleSize = "size";
 
 class Error : public std::runtime_error {
  public:
@@ -104,8 +107,9 @@ class Dataset {
   const std::string& path() const { return path_; }
   std::vector<uint64_t> shape() const;
   uint64_t elementCount() const;
-  // elementCount(), after checking that the file stores enough bytes for it (a damaged or hostile
-  // file cannot make a reader allocate more than its data could hold); throws Error otherwise.
+  // elementCount(), after checking that its byte count does not overflow, fits this machine's
+  // memory and that the file stores enough bytes for it (a damaged or hostile file cannot make a
+  // reader allocate more than its data could hold); throws Error(kImplausibleSize) otherwise.
   uint64_t checkedElementCount() const;
   Type storedType() const;  // from the file type, with the "dtype" attribute telling bf16 from u16
   // Reads the whole dataset converted to `t`; `out` must hold elementCount() * typeSize(t) bytes.

@@ -45,7 +45,16 @@ struct JournalFile {
   uint64_t protectedPages = 0;  // pages below this index belong to the last committed state
   std::map<uint64_t, std::vector<unsigned char>> held;  // page -> its new bytes, until the next commit
   uint64_t truncateTo = kNoSize;
+  // A write or a commit failed (a full disk): HDF5's structures in memory may now point at bytes the
+  // file never got, so nothing more is committed; the file keeps the state of the last commit.
+  bool failed = false;
+  int failedErrno = 0;  // why, for the message of each commit refused after it
 };
+
+void markFailed(JournalFile& f, int err) {
+  if (!f.failed) f.failedErrno = err;
+  f.failed = true;
+}
 
 void pushError(const char* func, H5E_major_t maj, H5E_minor_t min, const std::string& text) {
   H5Epush2(H5E_DEFAULT, __FILE__, func, __LINE__, H5E_ERR_CLS, maj, min, "%s", text.c_str());
@@ -216,9 +225,22 @@ bool recover(JournalFile& f, unsigned flags) {
   return ok;
 }
 
-// Makes everything written since the last commit part of the file, atomically (see journal.h).
+bool commitNow(JournalFile& f);
+
+// Makes everything written since the last commit part of the file, atomically (see journal.h);
+// after a failure, never again.
 bool commit(JournalFile& f) {
   if (!f.writable) return true;
+  if (f.failed) {
+    errno = EIO;
+    return false;
+  }
+  if (commitNow(f)) return true;
+  markFailed(f, errno);
+  return false;
+}
+
+bool commitNow(JournalFile& f) {
   if (f.held.empty() && f.truncateTo == kNoSize) {
     f.protectedPages = std::max(f.protectedPages, pagesCovering(f.eoa));
     return !f.durable || ::fdatasync(f.fd) == 0;
@@ -408,6 +430,7 @@ herr_t jWrite(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, const 
       if (it == f->held.end()) {
         std::vector<unsigned char> bytes(kPage);
         if (!readAll(f->fd, page * kPage, bytes.data(), kPage)) {
+          markFailed(*f, errno);
           pushError("jWrite", H5E_IO, H5E_READERROR, osError("file read failed", errno));
           return -1;
         }
@@ -418,12 +441,14 @@ herr_t jWrite(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, const 
       at = stop;
     }
   } catch (const std::bad_alloc&) {
+    markFailed(*f, ENOMEM);
     pushError("jWrite", H5E_RESOURCE, H5E_NOSPACE, "out of memory holding changed pages");
     return -1;
   }
   if (end > protectedEnd) {
     const uint64_t from = std::max(addr, protectedEnd);
     if (!writeAll(f->fd, from, in + (from - addr), end - from)) {
+      markFailed(*f, errno);
       pushError("jWrite", H5E_IO, H5E_WRITEERROR, osError("file write failed: addr = " + std::to_string(from), errno));
       return -1;
     }
@@ -433,8 +458,13 @@ herr_t jWrite(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, const 
 }
 
 herr_t jFlush(H5FD_t* file, hid_t, hbool_t) {
-  if (commit(*self(file))) return 0;
-  pushError("jFlush", H5E_IO, H5E_WRITEERROR, osError("unable to commit the changes", errno));
+  JournalFile* f = self(file);
+  const bool refused = f->failed;
+  if (commit(*f)) return 0;
+  pushError("jFlush", H5E_IO, H5E_WRITEERROR,
+            refused ? std::string("a write failed earlier (") + std::strerror(f->failedErrno) +
+                          "), so the file keeps its last committed state"
+                    : osError("unable to commit the changes", errno));
   return -1;
 }
 

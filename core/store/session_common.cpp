@@ -44,6 +44,8 @@ void requireSafeName(const std::string& what, const std::string& name) {
 void damaged(const std::string& path, const h5::Error& e) {
   if (e.call() == h5::kRefused)  // crafted, not damaged: it points outside itself
     throw SessionError("session '" + path + "' is refused: '" + e.path() + "' " + e.detail());
+  if (e.call() == h5::kImplausibleSize)  // damaged or crafted: refused before anything is allocated
+    throw SessionError("session '" + path + "' is refused: tensor '" + e.path() + "' " + e.detail());
   throw SessionError("session '" + path + "' is damaged: " + e.what());
 }
 

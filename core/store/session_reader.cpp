@@ -46,6 +46,7 @@ CallInfo readCall(const h5::Group& cg, const std::string& path, const IterationI
   if (withTensors)
     for (const std::string& tensorName : cg.children()) {
       h5::Dataset ds = cg.openDataset(tensorName);
+      ds.checkedElementCount();  // callers allocate for this shape before they read
       call.tensors.push_back({tensorName, h5::typeName(ds.storedType()), ds.shape()});
     }
   return call;
@@ -203,6 +204,7 @@ std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const
     h5::Group cg = openCall(*d->file, run, callPath);
     for (const std::string& name : cg.children()) {
       h5::Dataset ds = cg.openDataset(name);
+      ds.checkedElementCount();  // callers allocate for this shape before they read
       out.push_back({name, h5::typeName(ds.storedType()), ds.shape()});
     }
   } catch (const h5::Error& e) {

@@ -139,10 +139,28 @@ bool SessionWriter::hasRun(const std::string& name) const {
 }
 
 SessionWriter::~SessionWriter() {
-  if (!d) return;
+  if (!d || !d->run) return;
+  const std::string runName = d->run->path().substr(d->run->path().rfind('/') + 1);
   try {
     // A run still open here was abandoned (an exception unwound past it): say so in the file.
-    if (d->run) endRun(RunStatus::Failed);
+    endRun(RunStatus::Failed);
+    return;
+  } catch (...) {
+  }
+  // The file refused that commit too: a write failed (a full disk), and the journal keeps the file
+  // at its last commit. Closed there and opened again, the run is marked failed in a small commit
+  // of its own when the disk takes it; else it stays "running", as a killed writer's would.
+  try {
+    Lock lock;
+    const std::string path = d->file.path();
+    d.reset();
+    h5::File file(lock, path, h5::File::Mode::ReadWrite);
+    h5::Group run = file.root().openGroup("runs").openGroup(runName);
+    if (run.hasAttribute("status") && run.stringAttribute("status") == runStatusName(RunStatus::Running)) {
+      run.setAttribute("status", runStatusName(RunStatus::Failed));
+      run.setAttribute("finished", utcNow());
+      file.flush();
+    }
   } catch (...) {
   }
 }

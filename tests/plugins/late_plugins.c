@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* User kernels that pass their probe (a 7x5 by 5x6 GEMM) and then fail on a later call: on every
  * GEMM with 10 output columns (the MLP's fc3 forward), or, for the constructor, whenever loaded
- * outside the probe. One file, one library per -D; tests/cli/kernel_host.sh runs them. */
+ * outside the probe. HUNGRY and GREEDY allocate without bound (tests/cli/kernel_memory.py). One file, one library per -D; tests/cli/kernel_host.sh runs them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <peat/kernel_abi.h>
@@ -20,6 +20,10 @@ __attribute__((constructor)) static void crashOutsideTheProbe(void) {
 }
 #endif
 
+#if defined(PEAT_LATE_HUNGRY) || defined(PEAT_LATE_GREEDY)
+static char* volatile hoard; /* keeps the allocations alive for the compiler */
+#endif
+
 int peat_kernel_gemm_v1(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
   if (n == 10) {
 #if defined(PEAT_LATE_SEGV)
@@ -35,6 +39,22 @@ int peat_kernel_gemm_v1(const float* a, const float* b, float* c, int64_t m, int
     for (int64_t i = 0; i < 1024; ++i) c[m * n + i] = 1.0f;
 #elif defined(PEAT_LATE_TAIL)
     c[m * n] = 1.0f; /* one element past the output: the canary behind it */
+#elif defined(PEAT_LATE_HUNGRY)
+    /* allocates and touches 64 MiB after 64 MiB without bound, never checking: all of the machine's
+     * memory in peat; in the kernel host a refused allocation, then a fault on the null pointer */
+    for (;;) {
+      char* block = malloc(64 << 20);
+      memset(block, 1, 64 << 20);
+      hoard = block;
+    }
+#elif defined(PEAT_LATE_GREEDY)
+    /* the same, but it checks: it returns an error once an allocation is refused */
+    for (;;) {
+      char* block = malloc(64 << 20);
+      if (!block) return 12;
+      memset(block, 1, 64 << 20);
+      hoard = block;
+    }
 #endif
   }
   for (int64_t i = 0; i < m; ++i)

@@ -360,7 +360,7 @@ void writeDetectEval(JsonWriter& j, const train::DetectEvalResult& r) {
   }
   j.endObject().key("misses").beginArray();
   for (const auto& miss : r.cases)
-    if (miss.got != miss.expected)
+    if (!miss.correct)
       j.beginObject().field("op", miss.op).field("kernel", miss.kernel).field("expected", miss.expected).field("got", miss.got)
           .endObject();
   j.endArray();
@@ -390,7 +390,7 @@ void printDetectEval(const train::DetectEvalResult& r) {
                 "(also_reproduced_by), identical rounding on these inputs\n",
                 r.formatTied, r.formatChecked - r.formatCorrect);
   for (const auto& miss : r.cases)
-    if (miss.got != miss.expected)
+    if (!miss.correct)
       std::printf("  miss: %s %s expected %s, got %s\n", miss.op.c_str(), miss.kernel.c_str(), miss.expected.c_str(),
                   miss.got.c_str());
 }
@@ -398,20 +398,55 @@ void printDetectEval(const train::DetectEvalResult& r) {
 }  // namespace
 
 int runDetectEvalCommand(const cli::TorchCommand& c) {
+  if (c.evalSeeds == 0 && c.evalExternal.empty()) throw std::invalid_argument("--seeds 0 judges no corpus: add --external DIR");
   const train::DetectEvalRun run = train::runDetectEval(c.evalSeeds);
+  // the external corpus, read before anything is printed so that a bad labels file is one error line
+  std::optional<train::ExternalEvalRun> external;
+  if (!c.evalExternal.empty()) external = train::runExternalEval(c.evalExternal);
   if (c.json) {
     JsonWriter j(std::cout);
     j.beginObject();
     writeDetectEval(j, run.outputsOnly);  // the whole corpus from outputs alone (the keys it always had)
     j.key("with_operands").beginObject();  // the linear and conv2d pairs again, with their operands
     writeDetectEval(j, run.withOperands);
-    j.endObject().endObject();
+    j.endObject();
+    if (external) {  // beside it, never mixed in: the pairs made elsewhere, every part and each
+      j.key("external").beginObject().field("labels", external->labels);
+      writeDetectEval(j, external->all);
+      j.key("parts").beginObject();
+      for (const auto& [part, r] : external->parts) {
+        j.key(part).beginObject();
+        writeDetectEval(j, r);
+        j.endObject();
+      }
+      j.endObject().key("pairs").beginArray();
+      for (const auto& p : external->all.cases) {
+        j.beginObject().field("part", p.op).field("name", p.kernel).field("expected", p.expected).field("got", p.got);
+        j.field("format", p.gotFormat).field("expected_format", p.expectedFormat).field("confidence", p.confidence);
+        j.field("correct", p.correct).key("alternatives").beginArray();
+        for (const std::string& a : p.alternatives) j.value(a);
+        j.endArray().endObject();
+      }
+      j.endArray().endObject();
+    }
+    j.endObject();
     std::cout << '\n';
   } else {
-    std::printf("From the outputs alone (every op):\n");
-    printDetectEval(run.outputsOnly);
-    std::printf("\nWith the operands (linear and conv2d, as a session's recorded calls give them to the detector):\n");
-    printDetectEval(run.withOperands);
+    if (c.evalSeeds > 0) {
+      std::printf("Self-made corpus, from the outputs alone (every op):\n");
+      printDetectEval(run.outputsOnly);
+      std::printf("\nSelf-made corpus, with the operands (linear and conv2d, as a session's recorded calls give them "
+                  "to the detector):\n");
+      printDetectEval(run.withOperands);
+    }
+    if (external) {
+      std::printf("%sExternal corpus (%s), from the outputs alone:\n", c.evalSeeds > 0 ? "\n" : "",
+                  external->labels.c_str());
+      printDetectEval(external->all);
+      for (const auto& [part, r] : external->parts)
+        std::printf("  %-20s top-1 %d/%zu; fault or unknown verdicts on legitimate pairs %d/%d\n", part.c_str(),
+                    r.correct, r.cases.size(), r.legitimateFaultVerdicts, r.legitimate);
+    }
   }
   return 0;
 }

@@ -964,9 +964,12 @@ void probeModelFile(const std::string& path) {
   const std::string key = probeKey(path);
   std::lock_guard<std::mutex> lock(mutex);
   if (probed.count(key)) return;
-  sys::runProbeHelper({"torchscript", path}, sys::probeTimeout(120), "loading model file '" + path + "'",
-                      "LibTorch's loader crashed on model file '" + path + "'");
-  probed.insert(key);  // a clean refusal (exit 1) is loaded here again for its message
+  const sys::HelperResult r =
+      sys::runProbeHelper({"torchscript", path}, sys::probeTimeout(120), "loading model file '" + path + "'",
+                          "LibTorch's loader crashed on model file '" + path + "'");
+  if (r.exitCode != 0)  // the helper's refusal, passed on: a file it refused is never loaded here
+    throw std::invalid_argument(r.output.rfind("error\t", 0) == 0 ? r.output.substr(6) : r.output);
+  probed.insert(key);
 }
 
 void probeModelForward(const std::string& path, const std::vector<int64_t>& inputShape, Task task) {

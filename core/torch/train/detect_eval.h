@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // A labelled corpus from the project's own candidates and fault models across ops and seeds, run
-// through the detector: the confusion matrix behind `peat detect-eval`.
+// through the detector: the confusion matrix behind `peat detect-eval`; and a labelled corpus made
+// elsewhere (--external), judged beside it.
 #include <map>
 #include <string>
 #include <vector>
@@ -9,9 +10,11 @@
 namespace peat::train {
 
 struct DetectEvalCase {
-  std::string op, kernel, expected, got, gotFormat, expectedFormat;
+  std::string op, kernel, expected, got, gotFormat, expectedFormat;  // external pairs: op = part, kernel = name
   double confidence = 0;
   std::string alsoReproducedBy;  // formats whose replay reproduced the candidate as well (with operands), comma-separated
+  bool correct = false;          // got == expected, or for "legitimate" any of exact, precision_loss, accumulation_order
+  std::vector<std::string> alternatives;  // the other readings, by confidence
 };
 
 struct DetectEvalResult {
@@ -23,6 +26,7 @@ struct DetectEvalResult {
   int formatTied = 0;
   std::map<std::string, std::map<std::string, int>> formatConfusion;  // expected format -> named format -> count
   int legitimate = 0, legitimateFaultVerdicts = 0;  // pairs that differ legitimately, and fault verdicts on them
+                                                    // (unknown counts as one)
 };
 
 // `operands`: the GEMM ops' cases (linear, conv2d) judged again with the calls' operands given to the
@@ -31,5 +35,18 @@ struct DetectEvalRun {
   DetectEvalResult outputsOnly, withOperands;
 };
 DetectEvalRun runDetectEval(int seeds);
+
+// A corpus made elsewhere (tests/cli/external_corpus.py writes one from NumPy's and PyTorch's
+// kernels): DIR/labels.tsv, one pair a line, tab-separated, '#' lines skipped:
+//   part  name  expected  format  golden  candidates
+// expected: a verdict name, or "legitimate" (any of exact, precision_loss, accumulation_order is
+// right); format: the expected precision format or "-"; golden and candidates (comma-separated,
+// replays of one input): .npy files or file.h5:/path, relative to DIR. Judged from the outputs alone.
+struct ExternalEvalRun {
+  std::string labels;                             // the labels file read
+  DetectEvalResult all;                           // every pair
+  std::vector<std::pair<std::string, DetectEvalResult>> parts;  // by part, in the file's order
+};
+ExternalEvalRun runExternalEval(const std::string& dir);
 
 }  // namespace peat::train
