@@ -89,12 +89,58 @@ void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t ta
     }
 }
 
+// The range analysis's double GEMM on packed panels (see packedGemmF64). Four rows by two vectors
+// of columns per pass keep eight accumulators in registers; fused multiply-adds where the target
+// has them (the callers bound the rounding of either form by gamma_taps, see ranges_interval.cpp).
+void PackedGemmF64Impl(const double* HWY_RESTRICT a, int64_t rowBlocks, int64_t taps, const double* HWY_RESTRICT b,
+                       int64_t colBlocks, double* HWY_RESTRICT c, int64_t ldc) {
+  const hn::CappedTag<double, 8> d;  // 16 columns hold a whole number of pairs of vectors
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t cb = 0; cb < colBlocks; ++cb) {
+    const double* bp = b + cb * taps * 16;
+    for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+      const double* ap = a + rb * taps * 4;
+      double* cp = c + rb * 4 * ldc + cb * 16;
+      for (int64_t q = 0; q < 16; q += 2 * N) {
+        auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t t = 0; t < taps; ++t) {
+          const auto x = hn::LoadU(d, bp + t * 16 + q), y = hn::LoadU(d, bp + t * 16 + q + N);
+          const auto k0 = hn::Set(d, ap[t * 4]), k1 = hn::Set(d, ap[t * 4 + 1]);
+          const auto k2 = hn::Set(d, ap[t * 4 + 2]), k3 = hn::Set(d, ap[t * 4 + 3]);
+          a0 = hn::MulAdd(k0, x, a0);
+          b0 = hn::MulAdd(k0, y, b0);
+          a1 = hn::MulAdd(k1, x, a1);
+          b1 = hn::MulAdd(k1, y, b1);
+          a2 = hn::MulAdd(k2, x, a2);
+          b2 = hn::MulAdd(k2, y, b2);
+          a3 = hn::MulAdd(k3, x, a3);
+          b3 = hn::MulAdd(k3, y, b3);
+        }
+        hn::StoreU(a0, d, cp + q);
+        hn::StoreU(b0, d, cp + q + N);
+        hn::StoreU(a1, d, cp + ldc + q);
+        hn::StoreU(b1, d, cp + ldc + q + N);
+        hn::StoreU(a2, d, cp + 2 * ldc + q);
+        hn::StoreU(b2, d, cp + 2 * ldc + q + N);
+        hn::StoreU(a3, d, cp + 3 * ldc + q);
+        hn::StoreU(b3, d, cp + 3 * ldc + q + N);
+      }
+    }
+  }
+}
+
 PEAT_SIMD_END  // namespace HWY_NAMESPACE, namespace peat::save::detail
 
 #if HWY_ONCE
 namespace peat::save::detail {
 
 HWY_EXPORT(ConvGemmImpl);
+HWY_EXPORT(PackedGemmF64Impl);
+
+void packedGemmF64(const double* a, int64_t rowBlocks, int64_t taps, const double* b, int64_t colBlocks, double* c,
+                   int64_t ldc) {
+  HWY_DYNAMIC_DISPATCH(PackedGemmF64Impl)(a, rowBlocks, taps, b, colBlocks, c, ldc);
+}
 
 void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions,
               const float* bias, float* out) {

@@ -15,7 +15,7 @@
 namespace peat::save::detail {
 
 // The analysis itself runs in double; this relative margin covers its own rounding, which is
-// smaller than the fp32 error bounds it adds by a factor of about 10^8.
+// smaller than the fp32 error bounds it adds by a factor of 2^29 = u_32 / u_64 (widenByRounding).
 inline constexpr double kDoubleMargin = 1e-9;
 
 // Runs body(first, last) over [0, count) split between the cores (for the big layers only).

@@ -2,9 +2,11 @@
 // Interval ranges: each op's exact real interval from its inputs' intervals, widened by a bound on
 // its fp32 rounding error (roundingRadius), one node at a time.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
+#include "core/save/engine_simd.h"
 #include "core/save/ranges_detail.h"
 
 namespace peat::save {
@@ -12,6 +14,202 @@ namespace peat::save {
 using detail::forEachPoolTap;
 using detail::forEachTap;
 using detail::parallelFor;
+
+namespace {
+
+// Convolutions and token-wise linear layers in centre-radius form, as three plain GEMMs in double.
+// With [lo, hi] inside [m - r, m + r] per input element, the exact range of bias + sum w x is
+// inside bias + W m -+ |W| r, and the fp32 rounding radius needs |W| mag, mag = max(|lo|, |hi|).
+// Each double GEMM (any order, FMA or not) is within gamma64(taps) sum |a||b| + taps 2^-1074 of its
+// exact value (the standard bound with underflow), so the three computed sums Sm, Sr, Sg give
+//   |Sm - W m| + |Sr - |W| r| <= gamma64(taps) (|W| |m| + |W| r) + 2 taps 2^-1074, where |m| <= mag
+// (m lies in [lo, hi]) and |W| mag <= (Sg + taps 2^-1074) / (1 - gamma64(taps)), the same for |W| r.
+// That bound (errD) widens the exact interval; the few roundings after the GEMMs (bias + Sm, -+ Sr,
+// -+ errD, -+ the fp32 radius) stay below 5 u_64 (|lo| + |hi|), far under the kDoubleMargin that
+// widenByRounding's form adds at the end. Endpoint loops remain for infinite or NaN bounds.
+constexpr double kU64 = 0x1p-53;       // double's unit roundoff
+constexpr double kTiny64 = 0x1p-1074;  // double's smallest subnormal: the most one product loses to underflow
+double gamma64(int64_t n) { return double(n) * kU64 / (1 - double(n) * kU64); }
+
+// Whether every bound is in order and at most DBL_MAX / 4 in magnitude, so that no centre or
+// radius overflows (the endpoint loops handle infinite and NaN bounds).
+bool centreRadiusUsable(const NodeRange& x) {
+  const double limit = std::numeric_limits<double>::max() / 4;
+  bool usable = true;
+  for (std::size_t i = 0; i < x.lo.size(); ++i)
+    usable = usable && x.lo[i] <= x.hi[i] && x.lo[i] >= -limit && x.hi[i] <= limit;  // false for a NaN
+  return usable;
+}
+
+// [lo, hi] inside [mid - rad, mid + rad]. lo + hi rounds into [2 lo, 2 hi] and halving stays in
+// [lo, hi] (rounding is monotone). Each distance rounds down by at most a relative u (or not at all
+// below the normal range): the factor 1 + 2^-50 > 1 / (1 - u)^2 lifts rad over both exact distances.
+inline void centreRadius(double lo, double hi, double& mid, double& rad) {
+  mid = 0.5 * (lo + hi);
+  rad = std::max(hi - mid, mid - lo) * (1 + 0x1p-50);
+}
+
+// One affine op as `groups` GEMMs: output (g, o, p) = bias[g rows + o] + sum over t < taps of
+// weight[(g rows + o) taps + t] x[i] for the input elements i that source(g, t, p0, count, i) lists
+// for columns p0 .. p0 + count - 1 of tap t (-1: a zero of the padding), written at element
+// target(g, o, p).
+struct AffineGemm {
+  int64_t groups = 1, rows = 0, taps = 0, positions = 0;
+  const float* weight = nullptr;
+  const float* bias = nullptr;  // or null
+};
+
+// Fills lo and hi with the widened interval (as widenByRounding would) and e with the fp32 rounding
+// radius, or e alone when lo is null (one GEMM instead of three). False: a bound was not finite.
+template <class Source, class Target>
+bool affineCentreRadius(const AffineGemm& a, const NodeRange& x, Source source, Target target, double* lo,
+                        double* hi, double* e) {
+  if (!centreRadiusUsable(x)) return false;
+  const bool bounds = lo != nullptr;
+  const int64_t taps = a.taps, colBlocks = (a.positions + 15) / 16, rowBlocks = (a.rows + 3) / 4;
+  // Column chunks whose three packed panels take at most 1 MiB; rows split between parts only
+  // when there are too few (group, chunk) pairs to share between the cores.
+  const int64_t chunkBlocks = std::clamp<int64_t>((int64_t(1) << 17) / (3 * 16 * taps), 1, colBlocks);
+  const int64_t chunks = (colBlocks + chunkBlocks - 1) / chunkBlocks;
+  const bool big = a.groups * a.rows * taps * a.positions >= (int64_t(1) << 20);
+  const unsigned threads = big ? util::hardwareThreads() : 1u;
+  const int64_t pairs = a.groups * chunks;
+  const int64_t wanted = 2 * int64_t(threads);
+  const int64_t rowParts = pairs >= wanted ? 1 : std::min(rowBlocks, (wanted + pairs - 1) / pairs);
+  const int64_t items = pairs * rowParts;
+  const double gd = gamma64(taps), g32 = gamma32(taps + 1), tiny = double(taps) * kTiny64;
+  std::atomic<int64_t> next{0};
+  auto work = [&](unsigned) {
+    std::vector<double> wm, wa, bm, br, bg, cm, cr, cg;  // packed weights, panels, products
+    int64_t packed = -1;  // the (group, part) whose weights wm and wa hold
+    for (int64_t item; (item = next.fetch_add(1)) < items;) {
+      // in order of group, part, chunk: a worker mostly takes the next chunk of the same weights
+      const int64_t g = item / (chunks * rowParts), part = item / chunks % rowParts, chunk = item % chunks;
+      const int64_t rb0 = rowBlocks * part / rowParts, rbs = rowBlocks * (part + 1) / rowParts - rb0;
+      const int64_t p0 = chunk * chunkBlocks * 16, cbs = std::min(chunkBlocks, colBlocks - chunk * chunkBlocks);
+      if (rbs == 0) continue;
+      if (packed != item / chunks) {
+        packed = item / chunks;
+        wm.assign(std::size_t(rbs * taps * 4), 0.0);
+        wa.assign(wm.size(), 0.0);
+        for (int64_t rb = 0; rb < rbs; ++rb)
+          for (int64_t i = 0; i < 4; ++i) {
+            const int64_t o = (rb0 + rb) * 4 + i;
+            if (o >= a.rows) break;
+            const float* w = a.weight + (g * a.rows + o) * taps;
+            for (int64_t t = 0; t < taps; ++t) {
+              wm[std::size_t((rb * taps + t) * 4 + i)] = double(w[t]);
+              wa[std::size_t((rb * taps + t) * 4 + i)] = std::fabs(double(w[t]));
+            }
+          }
+      }
+      const std::size_t panel = std::size_t(cbs * taps * 16);
+      bg.resize(panel);  // every entry is written below
+      if (bounds) {
+        bm.resize(panel);
+        br.resize(panel);
+      }
+      int64_t at[16];
+      for (int64_t cb = 0; cb < cbs; ++cb) {
+        const int64_t first = p0 + cb * 16, count = std::min<int64_t>(16, a.positions - first);
+        std::fill(at + count, at + 16, -1);  // columns past the end
+        for (int64_t t = 0; t < taps; ++t) {
+          source(g, t, first, count, at);
+          const std::size_t to = std::size_t((cb * taps + t) * 16);
+          for (std::size_t q = 0; q < 16; ++q) {
+            const bool zero = at[q] < 0;  // the padding
+            const double l = zero ? 0.0 : x.lo[std::size_t(at[q])], h = zero ? 0.0 : x.hi[std::size_t(at[q])];
+            bg[to + q] = std::max(std::fabs(l), std::fabs(h));
+            if (bounds) centreRadius(l, h, bm[to + q], br[to + q]);
+          }
+        }
+      }
+      const int64_t ldc = cbs * 16;
+      cg.resize(std::size_t(rbs * 4 * ldc));
+      detail::packedGemmF64(wa.data(), rbs, taps, bg.data(), cbs, cg.data(), ldc);
+      if (bounds) {
+        cm.resize(cg.size());
+        cr.resize(cg.size());
+        detail::packedGemmF64(wm.data(), rbs, taps, bm.data(), cbs, cm.data(), ldc);
+        detail::packedGemmF64(wa.data(), rbs, taps, br.data(), cbs, cr.data(), ldc);
+      }
+      for (int64_t o = rb0 * 4; o < std::min(a.rows, (rb0 + rbs) * 4); ++o) {
+        const double b = a.bias ? double(a.bias[g * a.rows + o]) : 0.0;
+        for (int64_t p = p0; p < std::min(a.positions, p0 + ldc); ++p) {
+          const std::size_t k = std::size_t((o - rb0 * 4) * ldc + (p - p0));
+          const std::size_t j = std::size_t(target(g, o, p));
+          const double magSum = (cg[k] + tiny) / (1 - gd);  // >= |W| mag
+          const double radius = g32 * (std::fabs(b) + magSum) + double(taps + 1) * kTiny32;
+          e[j] = radius;
+          if (!bounds) continue;
+          const double radSum = (cr[k] + tiny) / (1 - gd);  // >= |W| r
+          const double errD = gd * (magSum + radSum) + 2 * tiny;
+          const double centre = b + cm[k];
+          const double l = centre - cr[k] - errD, h = centre + cr[k] + errD;
+          const double margin = (std::fabs(l) + std::fabs(h) + radius) * detail::kDoubleMargin;
+          lo[j] = l - (radius + margin);
+          hi[j] = h + (radius + margin);
+        }
+      }
+    }
+  };
+  util::parallelFor(threads, work);
+  return true;
+}
+
+// A conv node's GEMMs: per group, output channels by output positions over (channel, kernel row,
+// kernel column) taps, as forEachTap walks them.
+template <class F>
+bool convCentreRadius(const Node& n, const Node& src, F&& run) {
+  AffineGemm a;
+  a.groups = n.groups;
+  a.rows = n.shape[0] / n.groups;
+  a.taps = convTaps(n, src);
+  a.positions = n.shape[1] * n.shape[2];
+  a.weight = n.weight.data();
+  a.bias = n.bias.empty() ? nullptr : n.bias.data();
+  const int64_t cg = groupChannels(n, src), h = src.shape[1], w = src.shape[2], k = n.kernel, ow = n.shape[2];
+  const int64_t plane = a.positions, rows = a.rows;
+  // each position's window corner
+  std::vector<int64_t> top(static_cast<std::size_t>(plane)), left(static_cast<std::size_t>(plane));
+  for (int64_t p = 0; p < plane; ++p) {
+    top[std::size_t(p)] = (p / ow) * n.stride - n.padding;
+    left[std::size_t(p)] = (p % ow) * n.stride - n.padding;
+  }
+  auto source = [&](int64_t g, int64_t t, int64_t first, int64_t count, int64_t* at) {
+    const int64_t ch = t / (k * k), dy = (t / k) % k * n.dilation, dx = t % k * n.dilation;
+    const int64_t base = (g * cg + ch) * h * w;
+    for (int64_t q = 0; q < count; ++q) {
+      const int64_t iy = top[std::size_t(first + q)] + dy, ix = left[std::size_t(first + q)] + dx;
+      at[q] = iy < 0 || iy >= h || ix < 0 || ix >= w ? -1 : base + iy * w + ix;
+    }
+  };
+  auto target = [&](int64_t g, int64_t o, int64_t p) { return (g * rows + o) * plane + p; };
+  return run(a, source, target);
+}
+
+// A linear node applied to many rows (tokens) as one GEMM: outputs by rows over the inputs.
+// Single rows (a classifier's head) keep the endpoint loops: padded to 16 columns, the GEMM would
+// do 16 times their work.
+bool linearCentreRadius(const Node& n, const NodeRange& x, NodeRange& out) {
+  AffineGemm a;
+  a.rows = n.features();
+  a.taps = int64_t(n.weight.size()) / a.rows;
+  a.positions = n.size() / a.rows;
+  a.weight = n.weight.data();
+  a.bias = n.bias.empty() ? nullptr : n.bias.data();
+  if (a.positions < 8) return false;
+  const int64_t in = a.taps, features = a.rows;
+  std::vector<double> e(out.lo.size());
+  return affineCentreRadius(
+      a, x,
+      [&](int64_t, int64_t t, int64_t first, int64_t count, int64_t* at) {
+        for (int64_t q = 0; q < count; ++q) at[q] = (first + q) * in + t;
+      },
+      [&](int64_t, int64_t o, int64_t p) { return p * features + o; }, out.lo.data(), out.hi.data(), e.data());
+}
+
+}  // namespace
 
 // A bound on |fp32 result - exact result| for each output element of `node`, given its inputs' ranges:
 // gamma_{n+1} (|bias| + sum |w||x|) for a length-n dot product plus bias, and the like.
@@ -79,6 +277,10 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
       std::fill(e.begin(), e.end(), std::numeric_limits<double>::infinity());
       break;
     case Op::Conv2d: {
+      const bool done = convCentreRadius(n, src, [&](const AffineGemm& a, auto source, auto target) {
+        return affineCentreRadius(a, x, source, target, nullptr, nullptr, e.data());
+      });
+      if (done) break;
       const int64_t taps = convTaps(n, src), plane = n.shape[1] * n.shape[2];
       const double gm = gamma32(taps + 1);
       parallelFor(n.shape[0], int64_t(size) * taps, [&](int64_t first, int64_t last) {
@@ -431,11 +633,14 @@ void intervalMatMul(const Node& n, const Node& src, const NodeRange& x, const No
   }
 }
 
-// The exact interval widened by the op's fp32 rounding radius and the double margin.
+// The exact interval widened by the op's fp32 rounding radius and the double margin. The double
+// sums behind out (n terms: within gamma64(n) of their sum of magnitudes) err by at most
+// u_64 / u_32 = 2^-29 < 2 kDoubleMargin of the fp32 radius e, which bounds the same sum with
+// gamma32(n): hence 2 e in the margin; |lo| + |hi| covers the last few roundings.
 void widenByRounding(const Graph& g, int index, const std::vector<NodeRange>& r, NodeRange& out) {
   const std::vector<double> e = roundingRadius(g, index, r);
   for (std::size_t i = 0; i < out.lo.size(); ++i) {
-    const double m = (std::fabs(out.lo[i]) + std::fabs(out.hi[i]) + e[i]) * kDoubleMargin;
+    const double m = (std::fabs(out.lo[i]) + std::fabs(out.hi[i]) + 2 * e[i]) * kDoubleMargin;
     out.lo[i] -= e[i] + m;
     out.hi[i] += e[i] + m;
   }
@@ -472,6 +677,7 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
       intervalMaxPool(n, src, x, out);
       return out;
     case Op::Linear:
+      if (linearCentreRadius(n, x, out)) return out;  // widened already
       intervalLinear(n, x, out);
       break;
     case Op::AddConst:
@@ -496,9 +702,15 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
     case Op::Softmax:
       softmaxInterval(n, x, out);
       return out;
-    case Op::Conv2d:
+    case Op::Conv2d: {
+      std::vector<double> e(size);
+      const bool done = convCentreRadius(n, src, [&](const AffineGemm& a, auto source, auto target) {
+        return affineCentreRadius(a, x, source, target, out.lo.data(), out.hi.data(), e.data());
+      });
+      if (done) return out;  // widened already
       intervalConv(n, src, x, out);
       break;
+    }
     case Op::BatchNorm:
       intervalBatchNorm(n, x, out);
       break;

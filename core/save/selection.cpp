@@ -97,16 +97,27 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     BitContext context{o.tau, l.feedsRelu, s.sensitivity != nullptr, o.rtol};
     const std::vector<double>* sens = s.sensitivity ? &s.sensitivity->activation[v] : nullptr;
     double width = 0;
+    // The bit counts add up a run of equal masks at once (neighbouring elements mostly share theirs):
+    // 32 class look-ups per element were a tenth of a ResNet-50 selection's time.
+    BitProperties run;
+    uint64_t runLength = 0;
+    auto countRun = [&] {
+      if (runLength == 0) return;
+      l.robustBits += runLength * uint64_t(__builtin_popcount(run.robust));
+      l.rangingBits += runLength * uint64_t(__builtin_popcount(run.ranging));
+      l.vulnerableBits += runLength * uint64_t(__builtin_popcount(run.vulnerable));
+      for (int b = 0; b < 32; ++b) l.perBit[std::size_t(b)][std::size_t(run.classOf(b))] += runLength;
+      runLength = 0;
+    };
     for (int64_t i = 0; i < l.elements; ++i) {
       // the output criterion: this element's own tau, the change its flip may make
       if (sens) context.tau = allowedChange(*s.sensitivity, s.sensitivity->roundingFrom[v + 1], (*sens)[std::size_t(i)], o.epsilon);
       const BitProperties p = classifyBits(r.lo[std::size_t(i)], r.hi[std::size_t(i)], context);
       l.robustMask[std::size_t(i)] = p.robust;
       l.rangingMask[std::size_t(i)] = p.ranging;
-      l.robustBits += uint64_t(__builtin_popcount(p.robust));
-      l.rangingBits += uint64_t(__builtin_popcount(p.ranging));
-      l.vulnerableBits += uint64_t(__builtin_popcount(p.vulnerable));
-      for (int b = 0; b < 32; ++b) ++l.perBit[std::size_t(b)][std::size_t(p.classOf(b))];
+      if (runLength > 0 && (p.robust != run.robust || p.ranging != run.ranging)) countRun();
+      run = p;
+      ++runLength;
       width += r.hi[std::size_t(i)] - r.lo[std::size_t(i)];
       const std::size_t tile = std::size_t((i / l.cols / o.tileRows) * l.tilesAcross + (i % l.cols) / o.tileCols);
       ++tileCount[tile];
@@ -115,6 +126,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
         ++tileType2[tile];
       }
     }
+    countRun();
     l.meanWidth = width / double(l.elements);
     tileBytes.emplace_back();
     l.tileShare.resize(tileType2.size());

@@ -42,6 +42,38 @@ def resnext():  # ResNeXt's grouped bottleneck, one block per stage
     return resnet.ResNet(resnet.Bottleneck, [1, 1, 1, 1], groups=8, width_per_group=4, num_classes=10)
 
 
+def wide_resnet():  # Wide-ResNet's bottleneck (twice ResNet's inner width: width_per_group 128), one block per stage
+    class Narrow(resnet.ResNet):  # torchvision's ResNet and blocks at an eighth of the planes
+        def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
+            return super()._make_layer(block, planes // 8, blocks, stride, dilate)
+    model = Narrow(resnet.Bottleneck, [1, 1, 1, 1], width_per_group=128, num_classes=10)
+    model.fc = torch.nn.Linear(512 // 8 * resnet.Bottleneck.expansion, 10)
+    return model
+
+
+def vgg():  # VGG-11's layers ("A": 8 convs, 5 max-pools) at an eighth of the widths; its classifier's layers narrower
+    from torchvision.models import vgg as tv_vgg
+    model = tv_vgg.VGG(tv_vgg.make_layers([8, "M", 16, "M", 32, 32, "M", 64, 64, "M", 64, 64, "M"]), num_classes=10)
+    model.classifier = torch.nn.Sequential(torch.nn.Linear(64 * 7 * 7, 64), torch.nn.ReLU(True), torch.nn.Dropout(),
+                                           torch.nn.Linear(64, 64), torch.nn.ReLU(True), torch.nn.Dropout(),
+                                           torch.nn.Linear(64, 10))
+    return model
+
+
+def alexnet():  # AlexNet's layers (11x11 stride-4 stem, overlapping 3x3 max-pools) at a quarter of the widths
+    nn = torch.nn
+    model = torchvision.models.AlexNet(num_classes=10)
+    model.features = nn.Sequential(
+        nn.Conv2d(3, 16, kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(kernel_size=3, stride=2),
+        nn.Conv2d(16, 48, kernel_size=5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(kernel_size=3, stride=2),
+        nn.Conv2d(48, 96, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+        nn.Conv2d(96, 64, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+        nn.Conv2d(64, 64, kernel_size=3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(kernel_size=3, stride=2))
+    model.classifier = nn.Sequential(nn.Dropout(), nn.Linear(64 * 6 * 6, 64), nn.ReLU(inplace=True), nn.Dropout(),
+                                     nn.Linear(64, 64), nn.ReLU(inplace=True), nn.Linear(64, 10))
+    return model
+
+
 def efficientnet_b0():
     return torchvision.models.efficientnet_b0(num_classes=10)
 
@@ -76,6 +108,10 @@ def swin():  # two blocks per stage: the second shifts its windows (roll, the at
 FAMILIES = {
     "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), 64),
     "resnext": (resnext, 64),
+    "wide_resnet": (wide_resnet, 64),
+    # 224: their adaptive average pools (7x7, 6x6) take the last feature map as it is at full size
+    "vgg": (vgg, 224),
+    "alexnet": (alexnet, 224),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25), 64),
     "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(num_classes=10, width_mult=0.25), 64),
     "efficientnet_b0": (efficientnet_b0, 64),
@@ -118,10 +154,16 @@ def randomised(model):
     return model
 
 
+built = {}  # the family last built: its four exports share one model (VGG's constructor alone takes seconds)
+
+
 def export(family, opset, dynamic):
     make, side = FAMILIES[family]
-    torch.manual_seed(0)
-    model = randomised(make()).eval()
+    if family not in built:
+        built.clear()
+        torch.manual_seed(0)
+        built[family] = randomised(make()).eval()
+    model = built[family]
     path = os.path.join(WORK, f"{family}-{opset}-{'dyn' if dynamic else '1'}.onnx")
     axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
     with warnings.catch_warnings():

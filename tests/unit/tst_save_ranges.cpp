@@ -18,6 +18,7 @@ class TestSaveRanges : public QObject {
   void rangesAreSound();
   void transformerOpsAreSoundOnNarrowBoxes();
   void importedCompositionsAreSound();
+  void affineGemmBoundsHoldTheEndpointForm();
   void symbolicIsTighterThanIntervals();
 };
 
@@ -303,6 +304,117 @@ void TestSaveRanges::importedCompositionsAreSound() {
     }
   }
   QVERIFY(checked > 1000000);
+}
+
+// Convolutions (dense, strided, padded, dilated, grouped, depthwise, 1x1) and linear layers (on 36
+// token rows, and on one row) with random weights, over 300 random boxes, narrow and wide. The
+// interval step runs them as centre-radius GEMMs in double (ranges_interval.cpp); against the
+// endpoint form computed here in long double (each weight takes the end of its input's interval
+// that moves the sum its way, then gamma_{n+1} (|bias| + sum |w| max|x|) for fp32), on every SIMD
+// target this CPU runs: the bounds hold the endpoint form's and are no more than 10^-8 (of the
+// magnitudes) looser, the rounding radius is the endpoint form's, and every engine value of the
+// box's corners and inner points lies inside (symbolic boxes too).
+void TestSaveRanges::affineGemmBoundsHoldTheEndpointForm() {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> unit(0, 1);
+  save::Graph g;
+  g.model = "affine";
+  const std::map<std::string, store::Tensor> none;
+  save::detail::Builder b(g, none);
+  b.randomFill(31);
+  const int x = b.input({4, 9, 9});
+  const std::vector<int> affine = {
+      b.conv("dense", x, 8, 3, 1, 1, true),          b.conv("dilated", x, 6, 3, 2, 2, false, 2, 2),
+      b.conv("depthwise", x, 4, 3, 1, 1, true, 4),  b.conv("pointwise", x, 5, 1, 1, 0, true),
+      b.linear("tokens", b.view("rows", x, {36, 9}), 7), b.linear("head", b.flatten("flat", x), 3)};
+  g.output = affine.back();
+  uint64_t checked = 0, compared = 0;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int box = 0; box < 300; ++box) {
+      const save::NodeRange r = randomBox(rng, unit, box, 324);
+      const save::RangeResult res = rangesOfBox(g, r, box);
+      for (int v : affine) {
+        const save::Node& n = g.nodes[std::size_t(v)];
+        const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
+        const save::NodeRange& in = res.nodes[std::size_t(n.inputs[0])];
+        const save::NodeRange& out = res.nodes[std::size_t(v)];
+        const std::vector<double> radius = save::roundingRadius(g, v, res.nodes);
+        const int64_t outs = n.op == save::Op::Linear ? n.features() : n.shape[0];
+        const int64_t taps = int64_t(n.weight.size()) / outs;
+        for (int64_t j = 0; j < n.size(); ++j) {
+          long double lo = 0, hi = 0, mag = 0;
+          int64_t o = 0;
+          auto tap = [&](float wf, std::size_t i) {
+            const long double w = wf;
+            lo += w * (w >= 0 ? in.lo[i] : in.hi[i]);
+            hi += w * (w >= 0 ? in.hi[i] : in.lo[i]);
+            mag += std::fabs(w) * std::max(std::fabs(in.lo[i]), std::fabs(in.hi[i]));
+          };
+          if (n.op == save::Op::Linear) {
+            o = j % outs;
+            for (int64_t t = 0; t < taps; ++t)
+              tap(n.weight[std::size_t(o * taps + t)], std::size_t(j / outs * taps + t));
+          } else {
+            const int64_t oh = n.shape[1], ow = n.shape[2], h = src.shape[1], w = src.shape[2];
+            const int64_t cg = src.shape[0] / n.groups, k = n.kernel;
+            o = j / (oh * ow);
+            const int64_t y = j / ow % oh, xx = j % ow, c0 = o / (outs / n.groups) * cg;
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t ky = 0; ky < k; ++ky)
+                for (int64_t kx = 0; kx < k; ++kx) {
+                  const int64_t iy = y * n.stride + ky * n.dilation - n.padding;
+                  const int64_t ix = xx * n.stride + kx * n.dilation - n.padding;
+                  if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                    tap(n.weight[std::size_t(((o * cg + c) * k + ky) * k + kx)], std::size_t(((c0 + c) * h + iy) * w + ix));
+                }
+          }
+          const long double bias = n.bias.empty() ? 0 : n.bias[std::size_t(o)];
+          const long double e = save::gamma32(taps + 1) * (std::fabs(bias) + mag) + (taps + 1) * 0x1p-149L;
+          const long double wantLo = bias + lo - e, wantHi = bias + hi + e;
+          const long double scale = std::fabs(wantLo) + std::fabs(wantHi) + e;
+          const double gotLo = out.lo[std::size_t(j)], gotHi = out.hi[std::size_t(j)];
+          const double got = radius[std::size_t(j)];
+          // (symbolic boxes, odd ones, may be tighter: their linear bounds are intersected)
+          const bool holds = box % 2 || (gotLo <= wantLo + 1e-15L * scale && gotHi >= wantHi - 1e-15L * scale);
+          const bool tight = box % 2 || (gotLo >= wantLo - 1e-8L * scale && gotHi <= wantHi + 1e-8L * scale);
+          if (!holds || !tight || !(got >= e * (1 - 1e-12L) && got <= e * (1 + 1e-12L)))
+            QFAIL(qPrintable(QStringLiteral("%1 box %2 element %3 on %4: [%5, %6] radius %7 against [%8, %9] radius %10")
+                                 .arg(QString::fromStdString(n.name))
+                                 .arg(box)
+                                 .arg(j)
+                                 .arg(QLatin1String(hwy::TargetName(target)))
+                                 .arg(gotLo, 0, 'g', 17)
+                                 .arg(gotHi, 0, 'g', 17)
+                                 .arg(got, 0, 'g', 17)
+                                 .arg(double(wantLo), 0, 'g', 17)
+                                 .arg(double(wantHi), 0, 'g', 17)
+                                 .arg(double(e), 0, 'g', 17)));
+          ++compared;
+        }
+      }
+      const std::vector<float> points = pointsInBox(rng, unit, r);
+      const auto act = save::runAll(g, points.data(), 40);
+      for (int v : affine) {
+        const std::size_t size = std::size_t(g.nodes[std::size_t(v)].size());
+        for (std::size_t s = 0; s < 40; ++s)
+          for (std::size_t i = 0; i < size; ++i) {
+            const double value = act[std::size_t(v)][s * size + i];
+            if (!(value >= res.nodes[std::size_t(v)].lo[i] && value <= res.nodes[std::size_t(v)].hi[i]))
+              QFAIL(qPrintable(QStringLiteral("%1 box %2 element %3: %4 outside [%5, %6]")
+                                   .arg(QString::fromStdString(g.nodes[std::size_t(v)].name))
+                                   .arg(box)
+                                   .arg(i)
+                                   .arg(value, 0, 'g', 10)
+                                   .arg(res.nodes[std::size_t(v)].lo[i], 0, 'g', 10)
+                                   .arg(res.nodes[std::size_t(v)].hi[i], 0, 'g', 10)));
+            ++checked;
+          }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  QVERIFY(compared > 300 * 1000 && checked > 300 * 40 * 1000);
 }
 
 void TestSaveRanges::symbolicIsTighterThanIntervals() {
