@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "core/detector/detector.h"
+#include "views/calltext.h"
 #include "views/errorplotpanel.h"
 #include "views/failedcalls.h"
 #include "views/heading.h"
@@ -95,11 +96,17 @@ void CallPage::showKernelFailure(const FailedCallPage& page, const QString& titl
                      .arg(f.iteration)
                      .arg(f.callIndex)
                      .arg(qs(f.call).toHtmlEscaped());
+  const store::CallDescription& d = page.description;
+  if (d.knownOp) {
+    const std::string parameters = d.parameterLine(true);
+    html += QStringLiteral("<p>%1%2</p>").arg(qs(d.kind(f.phase) + ": " + d.text()).toHtmlEscaped(),
+                                              parameters.empty() ? QString() : QStringLiteral("<br>") + qs(parameters).toHtmlEscaped());
+  }
   html += page.tensors.empty()
               ? tr("<p>The recorded call's tensors are not in the session (run %1).</p>").arg(qs(page.sourceRun).toHtmlEscaped())
               : tr("<p>As recorded in run %1:<br>%2</p>")
                     .arg(qs(page.sourceRun).toHtmlEscaped(),
-                         tensorListText(page.tensors).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+                         namedTensorText(page.tensors, d).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
   html += tr("<h3>Kernel failure: %1</h3>").arg(qs(f.outcome).toHtmlEscaped());
   if (!page.failure.empty())
     html += QStringLiteral("<p>%1</p>").arg(qs(page.failure).toHtmlEscaped());
@@ -130,13 +137,25 @@ QString CallPage::replayCommand() const { return replayRow_->isHidden() ? QStrin
 
 void CallPage::showCall(const analyzer::StoredCallReport& r, const QString& title, const QString& description,
                         const store::Verdict* verdict) {
+  showReport(r, title,
+             description.isEmpty() ? QString()
+                                   : tr("<h3>Call</h3><p>%1</p>")
+                                         .arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))),
+             verdict);
+}
+
+void CallPage::showCall(const analyzer::StoredCallReport& r, const QString& title, const CallOp& op,
+                        const std::vector<store::TensorInfo>& tensors, const store::Verdict* verdict) {
+  showReport(r, title, callSectionHtml(op, tensors), verdict);
+}
+
+void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& title, const QString& callHtml,
+                          const store::Verdict* verdict) {
   title_->setText(title.isEmpty() ? qs(r.call) : title);
   replay_->clear();
   replayRow_->hide();
   stack_->setCurrentWidget(split_);
-  QString html;
-  if (!description.isEmpty())
-    html += tr("<h3>Call</h3><p>%1</p>").arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+  QString html = callHtml;
   html += tr("<h3>Error</h3><table cellspacing=2>"
              "<tr><td nowrap>elements</td><td>%1</td></tr><tr><td nowrap>mismatched</td><td>%2 (%3%)</td></tr>"
              "<tr><td nowrap>max |error|</td><td>%4</td></tr><tr><td nowrap>mean |error|</td><td>%5</td></tr>"

@@ -3,6 +3,7 @@
 #include <QWidget>
 
 #include <string>
+#include <vector>
 
 #include "core/analysis/session_analysis.h"
 #include "core/analyzer/numerics.h"
@@ -17,6 +18,7 @@ class QTextBrowser;
 namespace peat::views {
 
 class ErrorPlotPanel;
+struct CallOp;
 struct FailedCallPage;
 
 // One analysed call at the centre of the window (issue 18's call page): its identity, the error
@@ -32,6 +34,10 @@ class CallPage : public QWidget {
   // session knows of it (its tensors and their shapes), one item a line.
   void showCall(const analyzer::StoredCallReport& report, const QString& title, const QString& description,
                 const store::Verdict* verdict);
+  // A recorded call: its op kind, variant and parameters, and its tensors with each input named by
+  // its role (the recorded call's inputs beside a playback's outputs).
+  void showCall(const analyzer::StoredCallReport& report, const QString& title, const CallOp& op,
+                const std::vector<store::TensorInfo>& tensors, const store::Verdict* verdict);
   void showMessage(const QString& text);
   // A call the kernel failed in its kernel host (no output, so no plots): its tensors' shapes, the
   // failure, its verdict, and the command that replays it alone, with a button that copies it.
@@ -47,6 +53,8 @@ class CallPage : public QWidget {
   QString detailsText() const;  // statistics and verdict (or a failed call's page), as plain text
 
  private:
+  void showReport(const analyzer::StoredCallReport& report, const QString& title, const QString& callHtml,
+                  const store::Verdict* verdict);
   QLabel* title_;
   QTextBrowser* details_;
   QStackedWidget* stack_;   // the details beside the plots, or a failed call's page (no plots)

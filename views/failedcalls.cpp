@@ -10,6 +10,7 @@
 
 #include "core/analysis/session_analysis.h"
 #include "core/store/h5.h"
+#include "views/calltext.h"
 
 namespace peat::views {
 
@@ -86,6 +87,8 @@ FailedCallPage loadFailedCallPage(const store::SessionReader& reader, const stor
   page.sourceRun = attribute(*run, "source_run");
   page.kernel = run->spec.kernel.empty() ? attribute(*run, "kernel") : run->spec.kernel;
   if (findRun(summary, page.sourceRun)) page.tensors = reader.callTensors(page.sourceRun, failed.call);
+  const store::CallInfo* recorded = findCallInfo(summary, page.sourceRun, failed.call);
+  page.description = store::describeCall(failed.op, recorded ? recorded->params : std::map<std::string, int64_t>{});
   // the run keeps the line of its first failure ("it 0 call 4 fc3 linear forward: plugin ... crashed ...")
   const std::string first = attribute(*run, "first_kernel_failure");
   const std::string mine = "it " + std::to_string(failed.iteration) + " call " + std::to_string(failed.callIndex) + " ";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/store/call_params.h"
 #include "core/store/session.h"
 
 namespace peat::views {
@@ -32,6 +33,7 @@ struct FailedCallPage {
   FailedCall failed;
   std::string sourceRun, kernel;           // the recorded run it replayed, and the kernel
   std::vector<store::TensorInfo> tensors;  // the recorded call's tensors and their shapes
+  store::CallDescription description;      // the recorded call's op, variant and parameters
   std::string failure;                     // the run's own line for this failure ("" when it kept none)
   std::string firstFailure;                // the run's first failure, when it is another call's
   std::string analysisRun;                 // the run's newest analysis ("" when there is none)

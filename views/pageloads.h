@@ -15,6 +15,7 @@
 #include "core/save/campaign_record.h"
 #include "core/store/curves.h"
 #include "core/store/session.h"
+#include "views/calltext.h"
 
 namespace peat::views {
 
@@ -26,6 +27,7 @@ struct CallRequest {
 
 struct SelectedCalls {
   std::vector<analyzer::CallView> calls;  // those that could be read, in selection order
+  std::vector<CallOp> ops;                // each one's op, parameters and recorded inputs (as calls)
   QString missing;                        // why a selected call is not among them (the first reason)
   std::string verdictRun;                 // the first call's analysis, whose verdicts fill the table
   std::vector<store::Verdict> verdicts;

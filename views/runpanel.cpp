@@ -27,6 +27,8 @@
 
 #include <csignal>
 
+#include "core/store/call_params.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -60,6 +62,34 @@ QStringList saveModelArguments(const QString& model, QString* why) {
 }
 
 const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run"};
+
+// What `peat profile` records without --record-ops: the GEMMs.
+const QString kGemmOps = QStringLiteral("linear,conv2d,matmul");
+
+// The candidates written for one op (`peat kernels`, column "ops"), by their names' prefixes.
+struct KernelOp {
+  const char* prefix;
+  const char* op;
+};
+const KernelOp kKernelOps[] = {{"softmax-", "softmax"},     {"layernorm-", "layernorm"}, {"rmsnorm", "layernorm"},
+                               {"gelu-", "gelu"},           {"adam-", "adam"},           {"embedding-", "embedding"},
+                               {"dropout-", "dropout"}};
+
+QString opNamesText() {
+  QStringList names;
+  for (const std::string& op : store::opNames()) names << QString::fromStdString(op);
+  return names.join(QStringLiteral(", "));
+}
+
+// "all" and every op of the kernel slot, each with what it computes as its tooltip.
+void addOps(QComboBox* box) {
+  box->addItem(QStringLiteral("all"));
+  box->setItemData(0, RunPanel::tr("every op the kernel takes"), Qt::ToolTipRole);
+  for (const std::string& op : store::opNames()) {
+    box->addItem(QString::fromStdString(op));
+    box->setItemData(box->count() - 1, QString::fromStdString(store::opSummary(op)), Qt::ToolTipRole);
+  }
+}
 
 bool isSave(RunPanel::Mode m) {
   return m == RunPanel::Mode::SaveAnalyze || m == RunPanel::Mode::SaveCampaign || m == RunPanel::Mode::SaveRun;
@@ -167,6 +197,13 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                      QStringLiteral("nan"), QStringLiteral("inf"), QStringLiteral("gpu-tiled"), QStringLiteral("gpu-naive"),
                      QStringLiteral("gpu-half"), QStringLiteral("gpu-splitk:parts=4"), QStringLiteral("gpu-tile-edge"),
                      QStringLiteral("gpu-golden")});
+  // the candidates written for one op (docs/kernels.md): choosing one chooses its op
+  kernel_->addItems({QStringLiteral("softmax-exp2"), QStringLiteral("softmax-poly"), QStringLiteral("softmax-online"),
+                     QStringLiteral("softmax-nomax"), QStringLiteral("layernorm-onepass"), QStringLiteral("layernorm-fp16stats"),
+                     QStringLiteral("layernorm-eps-outside"), QStringLiteral("layernorm-bessel"), QStringLiteral("rmsnorm"),
+                     QStringLiteral("gelu-tanh"), QStringLiteral("adam-bf16"), QStringLiteral("adam-eps-inside"),
+                     QStringLiteral("embedding-atomic"), QStringLiteral("dropout-reuse"), QStringLiteral("grad-unscaled")});
+  kernel_->setObjectName(QStringLiteral("kernel"));
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
   plugin_ = new QPushButton(tr("Plugin..."), this);
   plugin_->setToolTip(tr("A GEMM kernel of your own, from a shared library built against peat/kernel_abi.h"));
@@ -183,8 +220,28 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   });
 
   op_ = new QComboBox(this);
-  op_->addItems({QStringLiteral("linear"), QStringLiteral("conv2d"), QStringLiteral("matmul"), QStringLiteral("all")});
+  op_->setObjectName(QStringLiteral("op"));
+  addOps(op_);
+  op_->setCurrentText(QStringLiteral("linear"));
+  op_->setToolTip(tr("playback: replay only the recorded calls of this op; runtime FI: swap the candidate in for calls\n"
+                     "of this op. A model's softmax, layer norm, ... calls are recorded with Record ops 'all'."));
   form_->addRow(tr("Op"), op_);
+  // profile: the ops whose calls are recorded (--record-ops), a list of them or all
+  recordOps_ = new QComboBox(this);
+  recordOps_->setObjectName(QStringLiteral("recordOps"));
+  recordOps_->setEditable(true);
+  recordOps_->addItem(kGemmOps);
+  recordOps_->setItemData(0, tr("the GEMMs (the default)"), Qt::ToolTipRole);
+  addOps(recordOps_);
+  recordOps_->setCurrentText(kGemmOps);
+  recordOps_->setToolTip(tr("The ops whose calls the profile records, comma-separated: the GEMMs by default; 'all' also\n"
+                            "records softmax, layer norm, activations, dropout (with its mask), embedding, the loss and\n"
+                            "the optimiser's update of a model file"));
+  form_->addRow(tr("Record ops"), recordOps_);
+  connect(kernel_, &QComboBox::currentTextChanged, this, [this](const QString& kernel) {
+    const QString op = kernelOp(kernel);
+    if (!op.isEmpty() && op_->currentText() != QLatin1String("all")) op_->setCurrentText(op);
+  });
 
   auto* freq = new QHBoxLayout;
   every_ = new QSpinBox(this);
@@ -288,6 +345,20 @@ bool RunPanel::modelIsFile() const {
   return !model_->currentText().trimmed().isEmpty();
 }
 void RunPanel::setKernel(const QString& kernel) { kernel_->setCurrentText(kernel); }
+
+bool RunPanel::setOp(const QString& op) {
+  if (op_->findText(op) < 0) return false;
+  op_->setCurrentText(op);
+  return true;
+}
+void RunPanel::setRecordOps(const QString& ops) { recordOps_->setCurrentText(ops); }
+
+QString RunPanel::kernelOp(const QString& kernel) {
+  const std::string name = kernel.section(QLatin1Char(':'), 0, 0).toStdString();
+  for (const KernelOp& k : kKernelOps)
+    if (name.rfind(k.prefix, 0) == 0) return QString::fromLatin1(k.op);
+  return {};
+}
 void RunPanel::setIterations(int n) { iterations_->setValue(n); }
 void RunPanel::setSeed(int seed) { seed_->setValue(seed); }
 void RunPanel::setFlips(const QString& flips) { flips_->setText(flips); }
@@ -307,10 +378,11 @@ void RunPanel::updateRows() {
   const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
   const bool run = m == Mode::SaveRun;
   // rows: mode, model, input, expected, protection, faults, outputs (SAVE run), data, kernel, op,
-  // frequency, iterations, seed, flips, images, device, session, analyse, replace
+  // record ops, frequency, iterations, seed, flips, images, device, session, analyse, replace
   const bool rows[] = {true, m != Mode::Playback, run, run, run, run, run, (trains || m == Mode::SaveCampaign) && modelIsFile(),
                        m == Mode::Playback || m == Mode::RuntimeFi,
-                       m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::RuntimeFi, trains, m != Mode::SaveAnalyze,
+                       m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::Profile, m == Mode::RuntimeFi, trains,
+                       m != Mode::SaveAnalyze,
                        m == Mode::SaveCampaign, m == Mode::SaveCampaign, !run, !run, m == Mode::Playback, trains};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
@@ -357,12 +429,23 @@ QStringList RunPanel::arguments(QString* error) const {
   if ((mode() == Mode::Playback || mode() == Mode::RuntimeFi) && !onDevice && !device.startsWith(QLatin1String("cpu")))
     return fail(tr("%1 runs on the CPU: choose a gpu-* kernel to use %2").arg(kernel.section(QLatin1Char(':'), 0, 0), device));
   switch (mode()) {
-    case Mode::Profile:
-      return QStringList{QStringLiteral("profile")} + modelArguments +
-             QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
-                         QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
-                         QStringLiteral("--out"), session} +
-             (replace_->isChecked() ? QStringList{QStringLiteral("--force")} : QStringList());
+    case Mode::Profile: {
+      QStringList a = QStringList{QStringLiteral("profile")} + modelArguments +
+                      QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
+                                  QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
+                                  QStringLiteral("--out"), session};
+      if (replace_->isChecked()) a << QStringLiteral("--force");
+      // the ops to record, each one the slot knows (the default, the GEMMs, goes without the option)
+      QStringList ops = recordOps_->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts);
+      for (QString& op : ops) {
+        op = op.trimmed();
+        if (op != QLatin1String("all") && store::opSummary(op.toStdString()).empty())
+          return fail(tr("record ops: no op '%1' (%2, or all)").arg(op, opNamesText()));
+      }
+      if (ops.isEmpty()) return fail(tr("record ops: name at least one op, or all"));
+      if (ops.join(QLatin1Char(',')) != kGemmOps) a << QStringLiteral("--record-ops") << ops.join(QLatin1Char(','));
+      return a;
+    }
     case Mode::Playback:
       if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
       return QStringList{QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,

@@ -46,6 +46,12 @@ class RunPanel : public QWidget {
   void setModel(const QString& model);  // a zoo name or a TorchScript file
   void setData(const QString& data);    // a model file's --data
   void setKernel(const QString& kernel);
+  // playback's and runtime FI's --op: any op of the kernel slot, or "all"; false: no such op
+  bool setOp(const QString& op);
+  // profile's --record-ops: comma-separated ops, or "all" (the GEMMs by default)
+  void setRecordOps(const QString& ops);
+  // The op a candidate is written for ("softmax" for softmax-online); "" for kernels of every op or of GEMMs.
+  static QString kernelOp(const QString& kernel);
   void setIterations(int n);
   void setSeed(int seed);
   void setFlips(const QString& flips);
@@ -107,7 +113,7 @@ class RunPanel : public QWidget {
   QStringList saveRunArguments(const QString& model, QString* error) const;
 
   QFormLayout* form_;
-  QComboBox *mode_, *model_, *kernel_, *op_, *device_;
+  QComboBox *mode_, *model_, *kernel_, *op_, *recordOps_, *device_;
   QSpinBox *iterations_, *seed_, *every_, *images_;
   QLineEdit *flips_, *session_, *prob_;
   QCheckBox* analyze_;

@@ -148,7 +148,9 @@ void SelectionController::showSelectedCalls() {
   QString failedTitle;
   for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
     if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
-    const QString detail = index.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString();
+    // a recorded call by its op and variant (its parameters are on its page); a failed one as the tree says
+    const QString kind = index.data(SessionTreeModel::CallKindRole).toString();
+    const QString detail = kind.isEmpty() ? index.siblingAtColumn(SessionTreeModel::DetailColumn).data().toString() : kind;
     const QString run = index.data(SessionTreeModel::KeyRole).toString();
     const QString title = tr("%1 %2 (run %3, %4)").arg(index.data().toString(), detail, run,
                                                        index.data(SessionTreeModel::PathRole).toString());
@@ -209,7 +211,7 @@ void SelectionController::applySelectedCalls(const SelectedCalls& selected, cons
   if (requests.size() == 1) {
     const analyzer::CallView& c = selected.calls.front();
     const store::Verdict* verdict = c.verdict ? &*c.verdict : nullptr;
-    pages_.call->showCall(reports.front(), requests.front().title, tensorListText(c.tensors), verdict);
+    pages_.call->showCall(reports.front(), requests.front().title, selected.ops.front(), c.tensors, verdict);
     pages_.central->setCurrentWidget(pages_.call);
     if (verdict && !verdict->findings.empty()) {  // the evidence, where the plots can show it
       pages_.dock->showFinding(verdict->findings.front());

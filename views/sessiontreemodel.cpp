@@ -3,7 +3,7 @@
 
 #include <QStringList>
 
-#include "views/pageloads.h"
+#include "views/calltext.h"
 
 #include <QBrush>
 #include <QColor>
@@ -15,6 +15,8 @@ namespace peat::views {
 struct SessionTreeModel::Node {
   NodeKind kind;
   QString name, detail, tooltip, key, path;
+  QString callKind;                       // a recorded call's op and variant
+  const store::CallInfo* call = nullptr;  // a recorded call, in summary_
   bool incomplete = false;
   int failed = -1;  // a failed call: its index in failed_
   int64_t order = 0;  // a call's index in its iteration (failed calls are placed by it)
@@ -107,10 +109,12 @@ void SessionTreeModel::rebuild() {
                        it.complete ? QString() : tr("The writer stopped during this iteration; its data is partial."));
       i->incomplete = !it.complete;
       for (const store::CallInfo& c : it.calls) {
-        const QString tensors = tensorListText(c.tensors);
-        Node* call = i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)),
-                            qs(c.id.op) + QLatin1Char(' ') + QString::fromLatin1(store::phaseName(c.id.phase)),
-                            tensors);
+        const store::CallDescription d = store::describeCall(c.id.op, c.params);
+        const std::string phase = store::phaseName(c.id.phase);
+        // the tooltip (what the call computes, its tensors named) is written when first asked for
+        Node* call = i->add(NodeKind::Call, tr("#%1 %2").arg(c.id.callIndex).arg(qs(c.id.layer)), callDetailText(d, phase));
+        call->callKind = qs(d.kind(phase));
+        call->call = &c;
         call->path = qs(c.path);
         call->order = c.id.callIndex;
       }
@@ -184,9 +188,12 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
     case Qt::ToolTipRole:
-      if (n->tooltip.isEmpty() && n->kind == NodeKind::Call && lister_) {
+      if (n->tooltip.isEmpty() && n->call) {
         try {
-          const_cast<Node*>(n)->tooltip = tensorListText(lister_(n->key.toStdString(), n->path.toStdString()));
+          const store::CallInfo& c = *n->call;
+          const std::vector<store::TensorInfo> tensors =
+              c.tensors.empty() && lister_ ? lister_(n->key.toStdString(), n->path.toStdString()) : c.tensors;
+          const_cast<Node*>(n)->tooltip = callToolTip(store::describeCall(c.id.op, c.params), tensors);
         } catch (const std::exception& e) {
           return QString::fromStdString(e.what());
         }
@@ -196,6 +203,7 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
     case KeyRole: return n->key;
     case PathRole: return n->path;
     case OutcomeRole: return n->failed >= 0 ? qs(failed_[std::size_t(n->failed)].outcome) : QString();
+    case CallKindRole: return n->callKind;
     case Qt::ForegroundRole:
       if (n->incomplete || n->failed >= 0) return QBrush(QColor(0xb0, 0x40, 0x20));
       return {};

@@ -22,8 +22,11 @@ class SessionTreeModel : public QAbstractItemModel {
   enum class NodeKind { Run, Iteration, Call, SaveGroup, SaveResult, SaveLayer };
   // KindRole: the NodeKind (as int); KeyRole: the run name (runs and below), or the SAVE result id.
   // PathRole: a call's path inside its run ("iterations/000010/calls/000003"). OutcomeRole: a call
-  // the kernel failed, its outcome ("crash:SIGSEGV"); empty for the others.
-  enum Role { KindRole = Qt::UserRole + 1, KeyRole, PathRole, OutcomeRole };
+  // the kernel failed, its outcome ("crash:SIGSEGV"); empty for the others. CallKindRole: a recorded
+  // call's op and variant ("layernorm grad_bias"; the phase where no variant is stored), empty for
+  // other nodes; the Details column adds its stored parameters, the tooltip all of them and its
+  // tensors with each input named by its role.
+  enum Role { KindRole = Qt::UserRole + 1, KeyRole, PathRole, OutcomeRole, CallKindRole };
 
   explicit SessionTreeModel(QObject* parent = nullptr);
   ~SessionTreeModel() override;

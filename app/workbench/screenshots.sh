@@ -4,7 +4,9 @@
 # (docs/workbench.md shows them): the demo session (made first, in a scratch data directory), the
 # fixtures of a test run for the Numerics tab (build/tests/fixtures/numerics.h5) and a kernel that
 # crashed (build/tests/fixtures/kernel-host/kept.h5, from ctest cli_kernel_host), and a SAVE run
-# of a small classifier that python3 with torch exports here (tests/gui/save_run_models.py).
+# of a small classifier that python3 with torch exports here (tests/gui/save_run_models.py), and
+# a GPT-style model file (tests/models/export_models.py) profiled with every op recorded, its
+# softmax and layer norm calls replayed through op-specific candidates.
 #   app/workbench/screenshots.sh [BUILD_DIR] [OUT_DIR]
 set -eu
 build=${1:-build}
@@ -20,11 +22,31 @@ demo="$XDG_DATA_HOME/PEAT/peat-workbench/demo.h5"  # --demo opens it on its tell
 models="$scratch/save-run"
 mkdir -p "$models"
 "${PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../tests/gui/save_run_models.py" "$models" >/dev/null
+ops="$scratch/ops"
+mkdir -p "$ops"
+tests="$(dirname "$0")/../../tests"
+"${PYTHON:-/usr/bin/python3}" "$tests/models/export_models.py" "$ops" --models gpt >/dev/null
+"${PYTHON:-/usr/bin/python3}" -c "import sys; sys.path.insert(0, sys.argv[1]); from file_models_data import lm_tokens; lm_tokens(sys.argv[2])" \
+  "$tests/models" "$ops/tokens.h5"
+peat=${PEAT:-$build/bin/peat}
+"$peat" profile --model "$ops/gpt.pt" --data "$ops/tokens.h5" --batch 4 -n 3 --record-every 1 --record-ops all \
+  -o "$ops/gpt.h5" >/dev/null 2>&1
+for kernel in softmax-online layernorm-onepass; do
+  "$peat" playback -s "$ops/gpt.h5" -k $kernel --store-outputs --name ${kernel%%-*} >/dev/null 2>&1
+  "$peat" analyze --session "$ops/gpt.h5" --run ${kernel%%-*} >/dev/null 2>&1
+done
 shot() {  # SIZE NAME ARGS...
   size=$1 name=$2
   shift 2
   xvfb-run -a -s "-screen 0 ${size}x24" "$workbench" --screenshot "$out/page-$name-$size.png" "$@"
   echo "$out/page-$name-$size.png"
+}
+fresh_shot() {  # as shot, with the first-run layout (no saved one): the session tree at its full width
+  saved=$XDG_CONFIG_HOME
+  XDG_CONFIG_HOME="$scratch/config-$2-$1"
+  export XDG_CONFIG_HOME
+  shot "$@"
+  XDG_CONFIG_HOME=$saved
 }
 for size in 1366x768 1920x1080; do
   shot $size overview "$demo" --select bf16 --page Overview
@@ -39,6 +61,8 @@ for size in 1366x768 1920x1080; do
   shot $size save-run --save-run "-m $models/classifier.onnx -i $models/x.npy --expect $models/ref.npy --protect save --flips 20 --seed 3" \
     --page "SAVE/Run outputs"
   shot $size call-kernel-failure "$build/tests/fixtures/kernel-host/kept.h5" --select "kept/iteration 0/#4 fc3" --page Call
+  fresh_shot $size call-softmax "$ops/gpt.h5" --select "softmax/iteration 0/#4 blocks.layers.0.self_attn.softmax" --page Call
+  fresh_shot $size call-layernorm "$ops/gpt.h5" --select "layernorm/iteration 0/#1 blocks.layers.0.norm1" --page Call
   shot $size compare --demo --page Compare
   shot $size bitexplorer --demo --page "Bit Explorer:65504"
   shot $size tour --demo --page Tour:7
