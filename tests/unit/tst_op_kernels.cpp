@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/detector/op_replay.h"
 #include "core/torch/kernels/kernel.h"
 
 using namespace peat;
@@ -51,6 +52,7 @@ class TestOpKernels : public QObject {
   void dropoutReuseKeepsTheFirstMask();
   void unscaledGradientCarriesTheScale();
   void catalogNamesEveryOpCandidate();
+  void opReplayNamesEachFormula();
 };
 
 void TestOpKernels::softmaxPortsAreWithinTheirMethodsError() {
@@ -190,6 +192,61 @@ void TestOpKernels::catalogNamesEveryOpCandidate() {
   QVERIFY_THROWS_EXCEPTION(kernels::KernelError, makeKernel("softmax-poly:degree=4", 1));
   QVERIFY(!makeKernel("softmax-online", 1)->supports(OpKind::Linear));
   QVERIFY(!makeKernel("bf16", 1)->supports(OpKind::Adam));  // reduced-precision optimisers are their own
+}
+
+namespace {
+// The detector's op replay on one call: golden's output, the candidate's, and the call's inputs.
+std::string replayed(const std::string& spec, const OpCall& c, const std::string& op) {
+  const at::Tensor golden = run("golden", c).contiguous(), candidate = run(spec, c).contiguous();
+  detector::OpOperands operands{op, int64_t(c.variant), c.params, {}, {}};
+  for (const at::Tensor& t : c.inputs) {
+    const at::Tensor f = t.contiguous().to(at::kFloat);
+    operands.inputs.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    operands.shapes.emplace_back(t.sizes().begin(), t.sizes().end());
+  }
+  const auto v = detector::replayOp(golden.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(golden.numel()), operands);
+  return v ? v->model + ": " + v->parameters.at("formula") : "none";
+}
+}  // namespace
+
+// The replay names the formula each candidate follows, from the recorded inputs, where the
+// outputs alone cannot (a Bessel factor of 1.002 looks like rounding; epsilon inside the root
+// like a fault where v is tiny); legitimate ports it does not claim are left to the detector.
+void TestOpKernels::opReplayNamesEachFormula() {
+  at::manual_seed(9);
+  const int64_t n = 64;
+  const at::Tensor x = at::randn({16, n}), g = at::randn({n}), b = at::randn({n});
+  const OpCall ln{OpKind::LayerNorm, Variant::Forward, {x, g, b}, {}};
+  QCOMPARE(replayed("layernorm-bessel", ln, "layernorm"), std::string("scaling: variance with Bessel's correction (N-1)"));
+  QCOMPARE(replayed("layernorm-eps-outside", ln, "layernorm"), std::string("scaling: epsilon outside the square root"));
+  QCOMPARE(replayed("rmsnorm", ln, "layernorm"), std::string("scaling: no mean subtraction (RMSNorm's formula)"));
+  QCOMPARE(replayed("layernorm-onepass", ln, "layernorm"), std::string("none"));  // legitimate: the detector's call
+  QCOMPARE(replayed("golden", ln, "layernorm"), std::string("none"));
+  const OpCall ge{OpKind::Gelu, Variant::Forward, {at::randn({2000}) * 3}, {}};
+  QCOMPARE(replayed("gelu-tanh", ge, "gelu"), std::string("precision_loss: GELU by its tanh approximation"));
+  const OpCall gg{OpKind::Gelu, Variant::GradInput, {at::randn({2000}), at::randn({2000}) * 3}, {}};
+  QCOMPARE(replayed("gelu-tanh", gg, "gelu"), std::string("precision_loss: GELU by its tanh approximation"));
+  OpCall adam{OpKind::Adam, Variant::Update, {at::randn({512}), at::randn({512}) * 1e-3, at::randn({512}) * 1e-4,
+                                              at::rand({512}) * 1e-12}, {{"step", 5}}};  // v near eps: the forms differ
+  adam.setReal("lr", 1e-3);
+  adam.setReal("beta1", 0.9);
+  adam.setReal("beta2", 0.999);
+  adam.setReal("eps", 1e-8);
+  QCOMPARE(replayed("adam-eps-inside", adam, "adam"), std::string("accumulation_order: epsilon inside the square root"));
+  const at::Tensor dx = at::randn({64, 64});
+  auto reuse = makeKernel("dropout-reuse", 1);
+  const at::Tensor m1 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9), m2 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9);
+  reuse->run({OpKind::Dropout, Variant::Forward, {dx, m1}, {}}, {"t", 0, 0});
+  const OpCall second{OpKind::Dropout, Variant::Forward, {dx, m2}, {}};
+  const at::Tensor golden = run("golden", second), stale = reuse->run(second, {"t", 1, 0});
+  detector::OpOperands operands{"dropout", 0, {}, {}, {}};
+  for (const at::Tensor& t : second.inputs) {
+    operands.inputs.emplace_back(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    operands.shapes.push_back({64, 64});
+  }
+  const auto v = detector::replayOp(golden.data_ptr<float>(), stale.data_ptr<float>(), 4096, operands);
+  QVERIFY(v && v->model == "index_error");
+  QVERIFY(!detector::replayOp(golden.data_ptr<float>(), golden.data_ptr<float>(), 4096, operands));  // its own mask
 }
 
 QTEST_APPLESS_MAIN(TestOpKernels)
