@@ -217,7 +217,8 @@ bool canaryHit(const wire::Tensor& t, int64_t& at) {
 
 struct Plugin {
   std::unique_ptr<peat::sys::SharedLibrary> library;
-  int (*gemm)(const float*, const float*, float*, int64_t, int64_t, int64_t) = nullptr;
+  int (*gemm)(const float*, const float*, float*, int64_t, int64_t, int64_t) = nullptr;  // ABI v1
+  int (*run)(const peat_call*) = nullptr;                                                 // ABI v2
   const char* (*lastError)() = nullptr;
 };
 
@@ -232,6 +233,18 @@ const char* checkGemm(const wire::Request& r) {
   if (a.shape[0] != m || a.shape[1] != k || b.shape[0] != k || b.shape[1] != n || c.shape[0] != m || c.shape[1] != n)
     return "a gemm's shapes do not match m, n, k";
   return nullptr;
+}
+
+// ABI v2: the op kind and variant are the kernel's to check (it declared them); here only that
+// inputs come before outputs and there is an output.
+const char* checkV2(const wire::Request& r) {
+  if (r.opKind < PEAT_OP_GEMM || r.opKind > PEAT_OP_KIND_COUNT) return "an unknown op kind";
+  bool output = false;
+  for (uint32_t i = 0; i < r.tensorCount; ++i) {
+    if (r.tensors[i].role == wire::kOutput) output = true;
+    else if (output) return "an input after an output";
+  }
+  return output ? nullptr : "a call without an output";
 }
 
 void serve(const Plugin& plugin, const wire::Request& r) {
@@ -251,11 +264,33 @@ void serve(const Plugin& plugin, const wire::Request& r) {
   }
   g_tensorCount = r.tensorCount;
   ::mprotect(g_base, wire::arenaStart(), PROT_READ);  // the request and the reply: not the kernel's
+  // ABI v2: the tensors in the request's order, inputs first, as peat_tensor descriptions
+  peat_tensor inputs[wire::kMaxTensors], outputs[wire::kMaxTensors];
+  peat_call call{};
+  if (r.abiVersion == 2) {
+    for (uint32_t i = 0; i < r.tensorCount; ++i) {
+      const wire::Tensor& t = r.tensors[i];
+      peat_tensor& p = t.role == wire::kInput ? inputs[call.input_count++] : outputs[call.output_count++];
+      p = peat_tensor{};
+      p.data = a + t.offset;
+      p.dtype = t.dtype;
+      p.rank = t.rank;
+      for (uint32_t d = 0; d < t.rank; ++d) p.shape[d] = t.shape[d];
+      p.scale = t.role == wire::kInput ? t.scale : 1.0f;
+    }
+    call.op_kind = r.opKind;
+    call.variant = r.variant;
+    call.inputs = inputs;
+    call.outputs = outputs;
+    call.params = r.abiParams;
+  }
   g_failedAllocation.store(0);
   g_inCall = 1;
-  const int rc = plugin.gemm(reinterpret_cast<const float*>(a + r.tensors[0].offset),
-                             reinterpret_cast<const float*>(a + r.tensors[1].offset),
-                             reinterpret_cast<float*>(a + r.tensors[2].offset), r.params[0], r.params[1], r.params[2]);
+  const int rc = r.abiVersion == 2 ? plugin.run(&call)
+                                   : plugin.gemm(reinterpret_cast<const float*>(a + r.tensors[0].offset),
+                                                 reinterpret_cast<const float*>(a + r.tensors[1].offset),
+                                                 reinterpret_cast<float*>(a + r.tensors[2].offset), r.params[0],
+                                                 r.params[1], r.params[2]);
   g_inCall = 0;
   ::mprotect(g_base, g_mapped, PROT_READ | PROT_WRITE);
   g_tensorCount = 0;
@@ -283,6 +318,8 @@ void serve(const Plugin& plugin, const wire::Request& r) {
     reply(r.sequence, wire::kKernelFailed, why, rc);
     return;
   }
+  for (uint32_t i = 0, o = 0; i < r.tensorCount && i < uint32_t(wire::kMaxTensors); ++i)
+    control()->reply.scales[i] = r.tensors[i].role == wire::kOutput && r.abiVersion == 2 ? outputs[o++].scale : 1.0f;
   reply(r.sequence, wire::kOk);
 }
 
@@ -307,11 +344,22 @@ int main(int argc, char** argv) {
   g_loading = 1;
   try {
     plugin.library = std::make_unique<peat::sys::SharedLibrary>(argv[1]);
-    plugin.gemm = reinterpret_cast<decltype(plugin.gemm)>(plugin.library->symbol("peat_kernel_gemm_v1"));
-    try {
-      plugin.lastError = reinterpret_cast<decltype(plugin.lastError)>(plugin.library->symbol("peat_kernel_last_error_v1"));
-    } catch (const std::exception&) {
+    auto optional = [&](const char* name) -> void* {
+      try {
+        return plugin.library->symbol(name);
+      } catch (const std::exception&) {
+        return nullptr;
+      }
+    };
+    // a library exporting the v2 info is a v2 plugin (as the probe decided)
+    if (optional("peat_kernel_info_v2")) {
+      plugin.run = reinterpret_cast<decltype(plugin.run)>(plugin.library->symbol("peat_kernel_run_v2"));
+      plugin.lastError = reinterpret_cast<decltype(plugin.lastError)>(optional("peat_kernel_last_error_v2"));
+    } else {
+      plugin.gemm = reinterpret_cast<decltype(plugin.gemm)>(plugin.library->symbol("peat_kernel_gemm_v1"));
     }
+    if (!plugin.lastError)
+      plugin.lastError = reinterpret_cast<decltype(plugin.lastError)>(optional("peat_kernel_last_error_v1"));
   } catch (const std::exception& e) {
     reply(0, wire::kBadRequest, e.what());
     return 1;
@@ -337,7 +385,10 @@ int main(int argc, char** argv) {
       continue;
     }
     const std::string bad = wire::checkRequest(r, r.arenaBytes);
-    const char* opBad = r.opKind == PEAT_OP_GEMM ? checkGemm(r) : "an op kind this host does not serve";
+    const char* opBad = r.abiVersion == 2 ? (plugin.run ? checkV2(r) : "a v1 plugin takes no v2 call")
+                        : !plugin.gemm       ? "a v2 plugin takes no v1 call"
+                        : r.opKind == PEAT_OP_GEMM ? checkGemm(r)
+                                                   : "an op kind this host does not serve";
     if (!bad.empty() || opBad) {
       reply(sequence, wire::kBadRequest, !bad.empty() ? bad.c_str() : opBad);
       continue;

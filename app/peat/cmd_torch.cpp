@@ -37,6 +37,11 @@ void addTrainOptions(CLI::App* app, TorchCommand& t) {
   app->add_option("--eval-every", t.evalEvery, "Evaluate on the test split every N iterations (0: at the end)");
   app->add_option("--eval-batches", t.evalBatches, "Test batches per evaluation")->capture_default_str();
   app->add_option("--context", t.context, "chargpt context length")->capture_default_str();
+  app->add_option("--attention", t.attention,
+                  "Attention in the kernel slot: parts (scores, softmax and values, each a call) or fused (one "
+                  "attention call, where the graph allows; for attention kernels)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"parts", "fused"}));
   app->add_option("--init", t.init, "Finetune from a checkpoint: FILE[:RUN[:ITERATION]]");
 }
 
@@ -160,6 +165,9 @@ std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, Tor
     }
     if (name == "models") {
       sub->add_option("--inspect", c.inspect, "List a TorchScript file's GEMM sites and whether each is routed");
+      sub->add_option("--attention", c.attention, "With --inspect: parts or fused (see peat profile --help)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"parts", "fused"}));
       sub->add_option("--input-shape", c.inputShape, "With --inspect: run one forward of this input shape, e.g. 1,3,64,64")
           ->needs("--inspect");
       sub->add_option("--task", c.task, "With --inspect and --input-shape: lm feeds token ids")

@@ -213,8 +213,7 @@ int main(int argc, char** argv) {
   try {
     if (mode == "plugin" && argc == 3) {
       const peat::plugin::PluginInfo info = peat::plugin::checkPluginInProcess(argv[2]);
-      std::printf("ok\t%s\t%u\t%u\t%u\t%u\t%u\t%.9g\t%d\n", info.name.c_str(), info.abiVersion, info.opKind, info.dtype,
-                  info.memory, info.probeMismatches, info.probeMaxAbsError, info.probeFirstMismatch);
+      std::printf("%s\n", peat::plugin::probeAnswer(info).c_str());  // v1 or v2 (parseProbeAnswer)
       return 0;
     }
     if (mode == "session" && (argc == 3 || (argc == 4 && std::strcmp(argv[3], "--verify") == 0))) {

@@ -26,6 +26,7 @@ void forEachField(Command& c, F&& f) {
   f("eval_every", c.evalEvery);
   f("eval_batches", c.evalBatches);
   f("context", c.context);
+  f("attention", c.attention);
   f("init", c.init);
   f("data", c.data);
   f("task", c.task);
@@ -138,7 +139,7 @@ std::string zooModelList() {
 
 std::string recordableOpList() {
   return "linear, conv2d, matmul, softmax, layernorm, gelu, relu, add, embedding, batchnorm, maxpool2d, avgpool2d, "
-         "log_softmax, silu, tanh, sigmoid, dropout, cross_entropy, sgd, adam";
+         "log_softmax, silu, tanh, sigmoid, dropout, cross_entropy, sgd, adam, attention";
 }
 
 std::string encode(const TorchCommand& command) {

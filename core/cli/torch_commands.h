@@ -23,6 +23,7 @@ struct TorchCommand {
   uint64_t seed = 1;
   int threads = 1;
   int64_t evalEvery = 0, evalBatches = 8, context = 64;
+  std::string attention = "parts";  // "fused": attention as one call (train::TrainOptions::attention)
   std::string init;
   // a model file's data (train::TrainOptions)
   std::string data, task, inputMean, inputStd;

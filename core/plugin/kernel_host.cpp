@@ -311,9 +311,29 @@ CallOutcome KernelHost::gemm(const float* a, const float* b, float* c, int64_t m
 
 CallOutcome KernelHost::call(uint32_t opKind, const std::vector<Arg>& args, const std::vector<int64_t>& params,
                              double flops) {
+  if (params.size() > std::size_t(wire::kMaxParams)) throw PluginError("a kernel host call takes at most 16 parameters");
+  wire::Request request{};
+  request.abiVersion = 1;
+  request.opKind = opKind;
+  for (std::size_t i = 0; i < params.size(); ++i) request.params[i] = params[i];
+  std::vector<Arg> copy = args;
+  return exchange(request, copy, flops);
+}
+
+CallOutcome KernelHost::callV2(uint32_t opKind, uint32_t variant, std::vector<Arg>& args, const peat_params& params,
+                               double flops) {
+  wire::Request request{};
+  request.abiVersion = 2;
+  request.opKind = opKind;
+  request.variant = variant;
+  request.abiParams = params;
+  return exchange(request, args, flops);
+}
+
+CallOutcome KernelHost::exchange(wire::Request& request, std::vector<Arg>& args, double flops) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (args.empty() || args.size() > std::size_t(wire::kMaxTensors) || params.size() > std::size_t(wire::kMaxParams))
-    throw PluginError("a kernel host call takes 1 to 16 tensors and at most 16 parameters");
+  if (args.empty() || args.size() > std::size_t(wire::kMaxTensors))
+    throw PluginError("a kernel host call takes 1 to 16 tensors");
   CallOutcome outcome;
   if (pid_ <= 0) {  // the last call ended the host: a new one for this call
     try {
@@ -327,13 +347,10 @@ CallOutcome KernelHost::call(uint32_t opKind, const std::vector<Arg>& args, cons
       return outcome;
     }
   }
-  wire::Request request{};
   request.magic = wire::kMagic;
   request.version = wire::kVersion;
   request.sequence = ++sequence_;
-  request.opKind = opKind;
   request.tensorCount = uint32_t(args.size());
-  for (std::size_t i = 0; i < params.size(); ++i) request.params[i] = params[i];
   for (std::size_t i = 0; i < args.size(); ++i) {
     wire::Tensor& t = request.tensors[i];
     const Arg& a = args[i];
@@ -341,6 +358,7 @@ CallOutcome KernelHost::call(uint32_t opKind, const std::vector<Arg>& args, cons
     t.role = a.role;
     t.dtype = a.dtype;
     t.rank = uint32_t(a.shape.size());
+    t.scale = a.scale;
     uint64_t count = 1;
     for (std::size_t d = 0; d < a.shape.size(); ++d) {
       t.shape[d] = a.shape[d];
@@ -419,8 +437,10 @@ CallOutcome KernelHost::call(uint32_t opKind, const std::vector<Arg>& args, cons
   }
   if (outcome.ok())
     for (std::size_t i = 0; i < args.size(); ++i)
-      if (args[i].role == wire::kOutput && request.tensors[i].bytes)
-        std::memcpy(args[i].out, arena + request.tensors[i].offset, request.tensors[i].bytes);
+      if (args[i].role == wire::kOutput) {
+        if (request.tensors[i].bytes) std::memcpy(args[i].out, arena + request.tensors[i].offset, request.tensors[i].bytes);
+        args[i].scale = reply.scales[i];
+      }
   return outcome;
 }
 

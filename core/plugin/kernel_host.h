@@ -70,17 +70,22 @@ class KernelHost {
     std::vector<int64_t> shape;
     const void* in = nullptr;
     void* out = nullptr;
+    float scale = 1;  // an fp8 input's scale; for an output, set to the scale it came back with
   };
   // Runs one call of op `opKind` with `params` in the host, within limits.seconds(flops). A host
   // that died or hung in the call is started again before the next; PluginError when it can no
   // longer be started (three times in a row).
   CallOutcome call(uint32_t opKind, const std::vector<Arg>& args, const std::vector<int64_t>& params, double flops);
+  // One call of an ABI v2 plugin (peat_kernel_run_v2): op kind, variant, its tensors in the op's
+  // order (inputs, then outputs) and its parameters. Outputs and their scales are written when ok.
+  CallOutcome callV2(uint32_t opKind, uint32_t variant, std::vector<Arg>& args, const peat_params& params, double flops);
   // c[m,n] = a[m,k] b[k,n], fp32 row-major (peat_kernel_gemm_v1).
   CallOutcome gemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
 
   int64_t starts() const { return starts_; }  // hosts started so far
 
  private:
+  CallOutcome exchange(wire::Request& request, std::vector<Arg>& args, double flops);
   void start();  // PluginError when it fails
   void reap(bool kill, double waitSeconds, int& signal, int& exitCode);
   void stop();

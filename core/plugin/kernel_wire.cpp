@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "core/plugin/dtypes.h"
 #include "core/plugin/peat/kernel_abi.h"
 
 namespace peat::plugin::wire {
@@ -21,8 +22,7 @@ std::size_t pageSize() {
 std::size_t arenaStart() { return std::size_t(roundUp(sizeof(Control), pageSize())); }
 
 uint64_t dtypeBytes(uint32_t dtype) {
-  // ABI v2 adds f16 and bf16 (2 bytes) and the fp8 formats (1 byte) here
-  return dtype == PEAT_DTYPE_F32 ? 4 : 0;
+  return dtypeSize(dtype);
 }
 
 uint64_t layout(Request& r) {
@@ -43,6 +43,7 @@ std::string checkRequest(const Request& r, uint64_t arenaBytes) {
   if (r.magic != kMagic || r.version != kVersion) return "not a request of this wire version";
   if (r.tensorCount == 0 || r.tensorCount > uint32_t(kMaxTensors)) return "bad tensor count";
   if (r.arenaBytes != arenaBytes) return "the arena's size differs from the request's";
+  if (r.abiVersion != 1 && r.abiVersion != 2) return "bad ABI version";
   const uint64_t page = pageSize();
   uint64_t cursor = 0;
   for (uint32_t i = 0; i < r.tensorCount; ++i) {

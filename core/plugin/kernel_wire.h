@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/plugin/peat/kernel_abi.h"
+
 namespace peat::plugin::wire {
 
 inline constexpr uint32_t kMagic = 0x50454154;  // "PEAT"
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 inline constexpr int kMaxTensors = 16, kMaxRank = 8, kMaxParams = 16, kMaxScalars = 8;
 inline constexpr uint8_t kCanary = 0xA5;  // around outputs: -2.9e-16 as fp32, never a result by chance
 inline constexpr uint64_t kOutputAlignment = 64;
@@ -27,7 +29,7 @@ struct Tensor {
   uint32_t role;   // Role
   uint32_t dtype;  // enum peat_dtype (peat/kernel_abi.h)
   uint32_t rank;
-  uint32_t reserved;
+  float scale;     // fp8: the tensor's scale (peat_tensor::scale); 1 otherwise
   int64_t shape[kMaxRank];
   uint64_t bytes;
   uint64_t offset;                  // of its first byte, from the start of the arena
@@ -39,9 +41,12 @@ struct Request {
   uint64_t sequence;
   uint32_t opKind;  // enum peat_op_kind
   uint32_t tensorCount;
+  uint32_t abiVersion;  // 1: peat_kernel_gemm_v1 (params m, n, k); 2: peat_kernel_run_v2 (variant, abiParams)
+  uint32_t variant;     // enum peat_variant
   uint64_t arenaBytes;              // the arena's size (the file is arenaStart() + arenaBytes)
   int64_t params[kMaxParams];       // the op's integer parameters (gemm: m, n, k)
-  double scalars[kMaxScalars];      // its real ones (for ABI v2: alpha, beta, scales)
+  double scalars[kMaxScalars];      // its real ones (unused so far)
+  peat_params abiParams;            // ABI v2: the call's parameters, as the kernel receives them
   Tensor tensors[kMaxTensors];
 };
 
@@ -65,6 +70,7 @@ struct Reply {
   int32_t loading;      // kCrashed: 1 while loading the plugin, 0 in a call
   char message[256];    // NUL-terminated
   uint64_t failedAllocation;  // bytes of the first allocation the kernel was refused in the call (0: none)
+  float scales[kMaxTensors];  // kOk: each tensor's scale after the call (an fp8 output's, as the kernel set it)
 };
 
 struct Control {

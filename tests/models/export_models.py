@@ -94,6 +94,10 @@ def build(name, size):
         if small:
             return Gpt(64, 32, 2, 2, 16, 0.1), torch.randint(0, 64, (2, 16))
         return Gpt(96, 256, 6, 4, 128, 0.1), torch.randint(0, 96, (2, 128))
+    if name == "gpt-nodrop":  # no dropout: nn.MultiheadAttention's scores, softmax and values fuse (--attention fused)
+        if small:
+            return Gpt(64, 32, 2, 2, 16, 0.0), torch.randint(0, 64, (2, 16))
+        return Gpt(96, 256, 6, 4, 128, 0.0), torch.randint(0, 96, (2, 128))
     if name == "lstm":
         return LstmLm(64, 32 if small else 256, 1 if small else 2), torch.randint(0, 64, (2, 16))
     if name == "bert":
@@ -107,7 +111,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--size", default="small", choices=["small", "full"])
-    ap.add_argument("--models", default="resnet18,mobilenet_v2,vit,gpt,lstm,bert")
+    ap.add_argument("--models", default="resnet18,mobilenet_v2,vit,gpt,gpt-nodrop,lstm,bert")
     args = ap.parse_args()
     os.makedirs(args.outdir, exist_ok=True)
     for name in args.models.split(","):

@@ -9,6 +9,7 @@ MODELDIR holds the TorchScript files of export_models.py (architectures from tor
 torch.nn, not the project's). CASE is one of resnet18, mobilenet_v2, vit, gpt, lstm, bert, regression,
 bad-input.
 """
+import collections
 import json
 import os
 import shutil
@@ -334,8 +335,97 @@ def bad_input_case():
     error_line(["models", "--inspect", os.path.join(WORK, "missing.pt")], "cannot read model file")
 
 
+def call_kinds(session):
+    """(op, variant, wrt) of every recorded call of a session's golden run."""
+    kinds = collections.Counter()
+    with h5py.File(session, "r") as f:
+        for it in f["runs/golden/iterations"].values():
+            for c in it["calls"].values():
+                a = c.attrs
+                op = a["op"].decode() if isinstance(a["op"], bytes) else str(a["op"])
+                kinds[(op, int(a.get("param.variant", 0)), int(a.get("param.wrt", 0)))] += 1
+    return kinds
+
+
+def attention_case():
+    """--attention fused: nn.MultiheadAttention's scores, softmax and values (GPT-style model without
+    dropout, torchvision's ViT) as one attention call; the same values as the parts, bit for bit."""
+    data = os.path.join(WORK, "tokens.h5")
+    lm_tokens(data)
+    for name, shape, model_data, task in (("gpt-nodrop", "1,16", data, ["--task", "lm"]),
+                                          ("vit", "1,3,32,32", "fashion-mnist:3x32x32", [])):
+        model = os.path.join(MODELS, f"{name}.pt")
+        sites = run_json("models", "--inspect", model, "--input-shape", shape, "--attention", "fused", *task)["sites"]
+        fused = [s for s in sites if s.get("slot_op") == "attention" or "as one call" in s["detail"]]
+        check(len(fused) == 2 and all(s["routed"] and "shapes" in s for s in fused),
+              f"{name}: both layers' attention fused into one routed call ({[s['layer'] for s in fused]})")
+        check(not any(s["aten"] == "aten::softmax" and not s in fused for s in sites),
+              f"{name}: no softmax left beside the fused attention")
+        common = ["--model", model, "--data", model_data, "--batch", 4, "--seed", 5, "-n", 3, "--record-every", 2,
+                  "--record-ops", "all"]
+        fs, ps = os.path.join(WORK, f"{name}-fused.h5"), os.path.join(WORK, f"{name}-parts.h5")
+        f = run_json("profile", *common, "--attention", "fused", "-o", fs)
+        p = run_json("profile", *common, "-o", ps)
+        check(f["final_loss"] == p["final_loss"] and f["test_loss"] == p["test_loss"],
+              f"{name}: fused attention trains bit for bit as its parts ({f['final_loss']!r} vs {p['final_loss']!r})")
+        kinds = call_kinds(fs)
+        want = {("attention", 0, 0), ("attention", 1, 0), ("attention", 1, 1), ("attention", 1, 2)}
+        check(want <= set(kinds), f"{name}: attention forward, dq, dk and dv recorded ({sorted(k for k in kinds if k[0] == 'attention')})")
+        golden = run_json("playback", "-s", fs, "-k", "golden", "--op", "attention")
+        check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == sum(
+            n for k, n in kinds.items() if k[0] == "attention"), f"{name}: golden replay of the attention calls is bit-exact")
+
+
+def plugins_case():
+    """The ABI v2 example plugins (core/plugin/examples) on the GPT-style model from
+    nn.TransformerEncoderLayer: playback over its recorded calls with the detector's verdicts, and
+    runtime FI in live training."""
+    plugins = os.environ["PEAT_PLUGIN_DIR"]
+    lib = lambda n: "plugin:path=" + os.path.join(plugins, f"libpeat_example_{n}.so")
+    data = os.path.join(WORK, "tokens.h5")
+    lm_tokens(data)
+    verdicts = {}
+    for name, attention in (("gpt", "parts"), ("gpt-nodrop", "fused")):
+        model = os.path.join(MODELS, f"{name}.pt")
+        common = ["--model", model, "--data", data, "--batch", 4, "--seed", 5, "--attention", attention]
+        s = os.path.join(WORK, f"{name}.h5")
+        run_json("profile", *common, "-n", 3, "--record-every", 2, "--record-ops", "all", "-o", s)
+        runs = {"gpt": [("bf16_gemm", "linear"), ("bf16_gemm", "matmul"), ("online_softmax", "softmax")],
+                "gpt-nodrop": [("flash_attention", "attention"), ("flash_attention_causalbug", "attention")]}[name]
+        for plugin, op in runs:
+            rn = f"{plugin}-{op}"
+            r = run_json("playback", "-s", s, "-k", lib(plugin), "--op", op, "--store-outputs", "--name", rn)
+            check(r["replayed_calls"] > 0 and not r.get("kernel_failures"),
+                  f"{name}: {plugin} replayed {r['replayed_calls']} {op} calls without a failure")
+            calls = run_json("detect", "-s", s, "--run", rn)["calls"]
+            verdicts[rn] = collections.Counter((c["op"] if "op" in c else op, c.get("variant", "?"), c["verdict"])
+                                               for c in calls)
+            print(f"  {rn}: {dict(verdicts[rn])}")
+            fi = run_json("runtime-fi", *common, "-n", 2, "-k", lib(plugin), "--every", 3, "--op", op, "-o",
+                          os.path.join(WORK, f"fi-{rn}.h5"))
+            check(fi["substituted_calls"] > 0 and fi.get("failed_steps", 0) == 0,
+                  f"{name}: runtime FI swapped {plugin} into {fi['substituted_calls']} live {op} calls")
+    faults = {"index_error", "random_value", "zeroed", "nan_inf", "bit_flip", "scaling", "unknown"}
+    for rn in ("bf16_gemm-linear", "bf16_gemm-matmul", "online_softmax-softmax", "flash_attention-attention"):
+        bad = {k: n for k, n in verdicts[rn].items() if k[2] in faults}
+        check(not bad, f"{rn}: a legitimate port, no call named a fault ({bad or dict(verdicts[rn])})")
+    bf16 = sum(n for k, n in verdicts["bf16_gemm-linear"].items() if k[2] == "precision_loss")
+    check(bf16 > 0, f"bf16_gemm-linear: calls named precision_loss ({bf16})")
+    bug = verdicts["flash_attention_causalbug-attention"]
+    named = sum(n for k, n in bug.items() if k[2] == "index_error")
+    check(named == sum(bug.values()), f"flash_attention_causalbug: every call (forward, dq, dk, dv) named index_error "
+                                      f"({dict(bug)})")
+    flash = verdicts["flash_attention-attention"]
+    check(sum(n for k, n in flash.items() if k[2] == "precision_loss") == sum(flash.values()),
+          f"flash_attention: every call named precision_loss (its bf16 inputs) ({dict(flash)})")
+
+
 try:
-    if CASE == "regression":
+    if CASE == "attention":
+        attention_case()
+    elif CASE == "plugins":
+        plugins_case()
+    elif CASE == "regression":
         regression_case()
     elif CASE == "bad-input":
         bad_input_case()

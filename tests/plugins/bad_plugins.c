@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 #if defined(PEAT_BAD_CRASH)
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "crasher", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "crasher", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }
 int peat_kernel_gemm_v1(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
   volatile float* nowhere = NULL;
@@ -20,10 +20,10 @@ int peat_kernel_gemm_v1(const float* a, const float* b, float* c, int64_t m, int
   return 0;
 }
 #elif defined(PEAT_BAD_MISSING)
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "no-gemm", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "no-gemm", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }
 #elif defined(PEAT_BAD_WRONG)
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "wrong", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "wrong", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }
 int peat_kernel_gemm_v1(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
   (void)a, (void)b, (void)k;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "late-failure", PEAT_OP_GEMM, PEAT_DTYPE_F32,
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "late-failure", PEAT_OP_GEMM, PEAT_DTYPE_F32,
                                       PEAT_MEMORY_HOST};
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }
 

@@ -53,6 +53,7 @@ class TestOpKernels : public QObject {
   void unscaledGradientCarriesTheScale();
   void catalogNamesEveryOpCandidate();
   void opReplayNamesEachFormula();
+  void attentionGoldenAndItsMaskOffByOne();
 };
 
 void TestOpKernels::softmaxPortsAreWithinTheirMethodsError() {
@@ -247,6 +248,57 @@ void TestOpKernels::opReplayNamesEachFormula() {
   const auto v = detector::replayOp(golden.data_ptr<float>(), stale.data_ptr<float>(), 4096, operands);
   QVERIFY(v && v->model == "index_error");
   QVERIFY(!detector::replayOp(golden.data_ptr<float>(), golden.data_ptr<float>(), 4096, operands));  // its own mask
+}
+
+// Attention as one call: golden (the ATen ops of an unfused graph) against double-precision
+// autograd written here, forward and dq, dk, dv, causal by flag and by mask; then a causal limit
+// one key late, written here in ATen (not one of the project's kernels), named by the replay as
+// index_error in every variant, and golden's own output not.
+void TestOpKernels::attentionGoldenAndItsMaskOffByOne() {
+  at::manual_seed(11);
+  const int64_t b = 6, t = 12, d = 8;
+  const at::Tensor q = at::randn({b, t, d}), k = at::randn({b, t, d}), v = at::randn({b, t, d}), dO = at::randn({b, t, d});
+  const at::Tensor causalMask = at::full({t, t}, -INFINITY).triu(1);
+  auto reference = [&](int64_t shift) {  // double autograd; query i sees keys up to i + shift
+    std::vector<at::Tensor> leaves;
+    for (const at::Tensor& x : {q, k, v}) leaves.push_back(x.to(at::kDouble).requires_grad_());
+    const at::Tensor limit = at::ones({t, t}, at::kBool).triu(1 + shift);
+    const at::Tensor s = at::matmul(leaves[0], leaves[1].transpose(-1, -2)).masked_fill(limit, -INFINITY);
+    const at::Tensor o = at::matmul(at::softmax(s, -1), leaves[2]);
+    o.backward(dO.to(at::kDouble));
+    return std::vector<at::Tensor>{o.detach(), leaves[0].grad(), leaves[1].grad(), leaves[2].grad()};
+  };
+  const std::vector<at::Tensor> exact = reference(0), late = reference(1);
+  for (const bool byMask : {false, true}) {
+    OpCall fwd{OpKind::Attention, Variant::Forward, {q, k, v}, {}};
+    if (byMask) fwd.inputs.push_back(causalMask), fwd.params["mask"] = 1;
+    else fwd.params["causal"] = 1;
+    QVERIFY(maxAbs(run("golden", fwd), exact[0]) < 1e-5);
+    for (int64_t wrt = 0; wrt < 3; ++wrt) {
+      OpCall g{OpKind::Attention, Variant::GradInput, {dO, q, k, v}, fwd.params};
+      if (byMask) g.inputs.push_back(causalMask);
+      if (wrt) g.params["wrt"] = wrt;
+      QVERIFY2(maxAbs(run("golden", g), exact[std::size_t(wrt + 1)]) < 1e-4, std::to_string(wrt).c_str());
+    }
+  }
+  auto named = [&](const OpCall& c, const at::Tensor& candidate) {
+    const at::Tensor golden = run("golden", c).contiguous(), cand = candidate.to(at::kFloat).contiguous();
+    detector::OpOperands operands{"attention", int64_t(c.variant), c.params, {}, {}};
+    for (const at::Tensor& x : c.inputs) {
+      const at::Tensor f = x.contiguous();
+      operands.inputs.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+      operands.shapes.emplace_back(x.sizes().begin(), x.sizes().end());
+    }
+    const auto verdict = detector::replayOp(golden.data_ptr<float>(), cand.data_ptr<float>(), uint64_t(golden.numel()), operands);
+    return verdict ? verdict->model : std::string("none");
+  };
+  OpCall fwd{OpKind::Attention, Variant::Forward, {q, k, v, causalMask}, {{"mask", 1}}};
+  QCOMPARE(named(fwd, late[0]), std::string("index_error"));
+  QCOMPARE(named(fwd, run("golden", fwd)), std::string("none"));
+  for (int64_t wrt = 0; wrt < 3; ++wrt) {
+    OpCall g{OpKind::Attention, Variant::GradInput, {dO, q, k, v}, {{"causal", 1}, {"wrt", wrt}}};
+    QVERIFY2(named(g, late[std::size_t(wrt + 1)]) == "index_error", ("wrt " + std::to_string(wrt) + ": " + named(g, late[std::size_t(wrt + 1)])).c_str());
+  }
 }
 
 QTEST_APPLESS_MAIN(TestOpKernels)

@@ -4,7 +4,7 @@
 #include <peat/kernel_abi.h>
 #include <string.h>
 
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "example-blocked-gemm", PEAT_OP_GEMM,
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "example-blocked-gemm", PEAT_OP_GEMM,
                                       PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
 
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }

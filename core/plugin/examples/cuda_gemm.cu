@@ -32,7 +32,7 @@ bool ok(cudaError_t rc, const char* what) {
   return false;
 }
 
-const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "example-cuda-tiled-gemm", PEAT_OP_GEMM, PEAT_DTYPE_F32,
+const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "example-cuda-tiled-gemm", PEAT_OP_GEMM, PEAT_DTYPE_F32,
                                PEAT_MEMORY_HOST};
 }  // namespace
 

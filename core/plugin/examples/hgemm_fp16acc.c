@@ -6,7 +6,7 @@
 #include <peat/kernel_abi.h>
 #include <stddef.h>
 
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "example-hgemm-fp16acc", PEAT_OP_GEMM,
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "example-hgemm-fp16acc", PEAT_OP_GEMM,
                                       PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
 
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }

@@ -6,7 +6,7 @@
 #include <peat/kernel_abi.h>
 #include <stddef.h>
 
-static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION, "user-tilebug", PEAT_OP_GEMM, PEAT_DTYPE_F32,
+static const peat_kernel_info info = {PEAT_KERNEL_ABI_VERSION_1, "user-tilebug", PEAT_OP_GEMM, PEAT_DTYPE_F32,
                                       PEAT_MEMORY_HOST};
 
 const peat_kernel_info* peat_kernel_info_v1(void) { return &info; }

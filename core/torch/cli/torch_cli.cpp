@@ -156,6 +156,7 @@ train::TrainOptions trainOptions(const cli::TorchCommand& c) {
   t.evalEvery = c.evalEvery;
   t.evalBatches = c.evalBatches;
   t.context = c.context;
+  t.attention = c.attention;
   t.init = c.init;
   t.data = c.data;
   t.task = c.task;
@@ -477,7 +478,8 @@ int runModelsCommand(const cli::TorchCommand& c) {
   }
   const models::Task task = c.task == "lm" ? models::Task::Text : c.task == "regression" ? models::Task::Regression
                                                                                         : models::Task::Images;
-  auto model = models::loadScriptedModel(c.inspect, task, c.insideProbe ? models::Probe::Inside : models::Probe::First);
+  auto model = models::loadScriptedModel(c.inspect, task, c.insideProbe ? models::Probe::Inside : models::Probe::First,
+                                         c.attention == "fused");
   std::vector<models::SiteCall> calls;
   if (!c.inputShape.empty()) {
     const std::vector<int64_t> shape = parseCounts("--input-shape", c.inputShape);
@@ -498,6 +500,7 @@ int runModelsCommand(const cli::TorchCommand& c) {
     for (const auto& site : model->sites()) {
       j.beginObject().field("layer", site.layer).field("aten", site.aten).field("routed", site.routed);
       j.field("detail", site.detail);
+      if (site.routed) j.field("slot_op", site.op);
       if (const auto* call = callOf(site.layer))
         j.field("shapes", call->shapes).field("reduction", call->reduction).field("forward_calls", call->calls);
       j.endObject();

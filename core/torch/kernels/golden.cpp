@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/torch/kernels/kernel.h"
 
@@ -108,6 +109,45 @@ at::Tensor optimiserGolden(const ops::OpCall& c) {
   return at::stack({in[0].addcdiv(m / c1, (v / c2).sqrt_().add_(c.real("eps")), -lr), m, v});
 }
 
+// Scaled dot-product attention, the ATen ops an unfused graph runs (bmm or baddbmm with the mask,
+// softmax, bmm), so that routing a graph's attention as one call changes none of its values.
+// Forward (q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv][, mask]) with "mask" 1 when the additive mask
+// (broadcast to the scores) is there, "causal" 1 for the causal limit (query i sees keys
+// j <= i + Tk - Tq), "scale_f64" (1 by default). GradInput (dO, q, k, v[, mask]): dq, dk or dv ("wrt").
+at::Tensor attentionProbabilities(const ops::OpCall& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor* mask) {
+  const double scale = c.realOr("scale", 1.0);
+  const at::Tensor kt = k.transpose(-1, -2);
+  at::Tensor s;
+  if (mask && scale == 1.0 && q.dim() == 3) s = at::baddbmm(*mask, q, kt);
+  else {
+    s = at::matmul(q, kt);
+    if (scale != 1.0) s = s * scale;
+    if (mask) s = s + *mask;
+  }
+  if (c.paramOr("causal", 0)) {
+    const int64_t tq = q.size(-2), tk = k.size(-2);
+    s = s.masked_fill(at::ones({tq, tk}, at::kBool).triu(1 + tk - tq), -std::numeric_limits<float>::infinity());
+  }
+  return at::softmax(s, -1);
+}
+
+at::Tensor attentionGolden(const ops::OpCall& c) {
+  const auto& in = c.inputs;
+  const bool grad = c.variant == Variant::GradInput;
+  const std::size_t base = grad ? 1 : 0;
+  const at::Tensor &q = in.at(base), &k = in.at(base + 1), &v = in.at(base + 2);
+  const at::Tensor* mask = c.paramOr("mask", 0) ? &in.at(base + 3) : nullptr;
+  const at::Tensor p = attentionProbabilities(c, q, k, mask);
+  if (!grad) return at::matmul(p, v);
+  const at::Tensor& dO = in[0];
+  const int64_t wrt = c.paramOr("wrt", 0);
+  if (wrt == 2) return at::matmul(p.transpose(-1, -2), dO);
+  const at::Tensor ds = at::_softmax_backward_data(at::matmul(dO, v.transpose(-1, -2)), p, -1, at::kFloat);
+  const double scale = c.realOr("scale", 1.0);
+  at::Tensor g = wrt == 0 ? at::matmul(ds, k) : at::matmul(ds.transpose(-1, -2), q);
+  return scale == 1.0 ? g : g * scale;
+}
+
 }  // namespace
 
 at::Tensor runGolden(const ops::OpCall& c) {
@@ -173,6 +213,7 @@ at::Tensor runGolden(const ops::OpCall& c) {
     case OpKind::CrossEntropy: return crossEntropyGolden(c);
     case OpKind::Sgd:
     case OpKind::Adam: return optimiserGolden(c);
+    case OpKind::Attention: return attentionGolden(c);
     case OpKind::BatchNorm:
       if (c.param("training"))  // batch statistics: the output depends on the batch only
         return at::batch_norm(in[0], in[1], in[2], at::Tensor(), at::Tensor(), true, 0.1, 1e-5, false);

@@ -58,6 +58,8 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual std::string name() const = 0;
   virtual bool supports(ops::OpKind kind) const = 0;
+  // Whether it runs this variant of the op (a user kernel may implement only some of them).
+  virtual bool supports(ops::OpKind kind, ops::Variant) const { return supports(kind); }
   // Returns a new fp32 tensor; never modifies the call's inputs.
   virtual at::Tensor run(const ops::OpCall& call, const CallContext& context) = 0;
   // Injections made since the last call, handed over once.

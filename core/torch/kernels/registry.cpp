@@ -11,6 +11,7 @@
 #include "core/plugin/plugin_probe.h"
 #include "core/torch/kernels/candidates.h"
 #include "core/torch/kernels/op_candidates.h"
+#include "core/torch/kernels/plugin_kernel.h"
 #include "core/torch/kernels/faults.h"
 #include "core/torch/kernels/kernel.h"
 
@@ -66,7 +67,9 @@ const std::vector<KernelDescription>& kernelCatalog() {
       {"zero", "fault", "all", "count=1,target=output", "set elements to zero"},
       {"nan", "fault", "all", "count=1,target=output", "set elements to NaN"},
       {"inf", "fault", "all", "count=1,target=output", "set elements to +Inf"},
-      {"plugin", "plugin", "gemm", "path=FILE", "a user GEMM from a shared library (peat/kernel_abi.h)"},
+      {"plugin", "plugin", "gemm (v1); the op kinds it exports (v2)", "path=FILE",
+       "a user kernel from a shared library (peat/kernel_abi.h): an fp32 GEMM (ABI v1), or GEMMs, convolutions, "
+       "softmax, layer norm, attention, activations and optimiser steps in f32, f16, bf16 or fp8 (ABI v2)"},
       {"gpu-naive", "device", "gemm", "device=cpu", "gpu/ GEMM, one thread per output, fmaf over k in order"},
       {"gpu-tiled", "device", "gemm", "device=cpu", "gpu/ GEMM, 16x16 shared-memory tiles (the same sums as gpu-naive)"},
       {"gpu-half", "device", "gemm", "device=cpu", "gpu/ GEMM, fp16 inputs, fp32 sums: tensor cores (WMMA) on CUDA"},
@@ -148,65 +151,6 @@ class Options {
  private:
   const KernelSpec& spec_;
 };
-
-// A user GEMM. In a kernel host process by default: a call that crashes, hangs or writes outside
-// its output throws KernelCallFailed and the next call gets a new host. In this process with
-// --in-process, for trusted kernels (and to measure the host's cost, docs/benchmarks.md).
-class PluginKernel final : public Kernel {
- public:
-  PluginKernel(plugin::PluginInfo info, plugin::LoadedPlugin inProcess) : info_(std::move(info)), local_(inProcess) {}
-  PluginKernel(plugin::PluginInfo info, std::unique_ptr<plugin::KernelHost> host)
-      : info_(std::move(info)), host_(std::move(host)) {}
-  std::string name() const override { return "plugin:" + info_.name; }
-  bool supports(ops::OpKind kind) const override { return ops::isGemmOp(kind); }
-  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
-    return runThroughGemm(call, [this](const at::Tensor& a, const at::Tensor& b) {
-      // NaN first, in both places: an element the kernel leaves unwritten shows as NaN
-      at::Tensor c = at::full({a.size(0), b.size(1)}, std::numeric_limits<float>::quiet_NaN());
-      const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
-      float* pc = c.data_ptr<float>();
-      if (host_) {
-        const plugin::CallOutcome o = host_->gemm(pa, pb, pc, a.size(0), b.size(1), a.size(1));
-        if (o.kind == plugin::CallOutcome::KernelFailed) throw KernelError(o.message);
-        if (!o.ok()) throw KernelCallFailed(o.text(), o.message);
-        return c;
-      }
-      const int rc = local_.gemm(pa, pb, pc, a.size(0), b.size(1), a.size(1));
-      if (rc != 0) {
-        const char* why = local_.lastError ? local_.lastError() : nullptr;
-        throw KernelError("plugin '" + info_.name + "' failed (code " + std::to_string(rc) + ")" +
-                          (why ? std::string(": ") + why : std::string()));
-      }
-      return c;
-    });
-  }
-
- private:
-  plugin::PluginInfo info_;
-  plugin::LoadedPlugin local_;
-  std::unique_ptr<plugin::KernelHost> host_;
-};
-
-std::unique_ptr<Kernel> makePluginKernel(const std::string& path, PluginPlacement placement) {
-  if (path.empty()) throw KernelError("kernel 'plugin' needs path=FILE, e.g. plugin:path=./libmykernel.so");
-  try {
-    if (placement == PluginPlacement::InProcess) {
-      plugin::LoadedPlugin loaded = plugin::loadProbedPlugin(path);
-      if (const std::string warning = plugin::probeWarning(loaded.info); !warning.empty())
-        std::cerr << "peat: warning: " << warning << "\n";
-      plugin::PluginInfo info = loaded.info;
-      return std::make_unique<PluginKernel>(std::move(info), std::move(loaded));
-    }
-    const plugin::HostLimits limits = plugin::hostLimitsFromEnvironment();
-    plugin::PluginInfo info = plugin::probePlugin(path);
-    if (const std::string warning = plugin::probeWarning(info); !warning.empty())
-      std::cerr << "peat: warning: " << warning << "\n";
-    auto host = std::make_unique<plugin::KernelHost>(path, info.name, limits);
-    return std::make_unique<PluginKernel>(std::move(info), std::move(host));
-  } catch (const plugin::PluginError& e) {
-    throw KernelError(e.what());
-  }
-}
 
 FaultSpec faultSpec(FaultModel model, const Options& o) {
   FaultSpec f;

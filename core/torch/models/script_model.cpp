@@ -122,6 +122,12 @@ at::Tensor routedAddmm(const at::Tensor& self, const at::Tensor& a, const at::Te
 }
 
 
+// Attention fused from its parts (Rewriter::fuseAttention): one slot call, q already scaled.
+at::Tensor routedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const c10::optional<at::Tensor>& mask, std::string layer) {
+  return slot().attention(layer, q, k, v, mask ? *mask : at::Tensor(), 1.0, false);
+}
+
 // The op-wise ops: activations, softmax, layer norm, dropout and embedding through the slot, their
 // backward too (ops::Dispatcher's autograd functions).
 at::Tensor routedSoftmax(const at::Tensor& x, int64_t dim, bool log, std::string layer) {
@@ -256,6 +262,7 @@ TORCH_LIBRARY(peat, m) {
   m.def("matmul(Tensor self, Tensor other, str layer) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, str layer) -> Tensor");
   m.def("softmax(Tensor self, int dim, bool log, str layer) -> Tensor");
+  m.def("attention(Tensor q, Tensor k, Tensor v, Tensor? mask, str layer) -> Tensor");
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, str layer) -> Tensor");
   m.def("activation(Tensor self, str kind, str layer) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train, str layer) -> Tensor");
@@ -273,6 +280,7 @@ TORCH_LIBRARY_IMPL(peat, CompositeImplicitAutograd, m) {
   m.impl("matmul", TORCH_FN(routedMatmul));
   m.impl("addmm", TORCH_FN(routedAddmm));
   m.impl("softmax", TORCH_FN(routedSoftmax));
+  m.impl("attention", TORCH_FN(routedAttention));
   m.impl("layer_norm", TORCH_FN(routedLayerNorm));
   m.impl("activation", TORCH_FN(routedActivation));
   m.impl("dropout", TORCH_FN(routedDropout));
@@ -422,10 +430,19 @@ std::optional<c10::IValue> constantOf(Value* v) { return torch::jit::toIValue(v)
 
 class Rewriter {
  public:
-  Rewriter(torch::jit::Module& module, std::shared_ptr<Graph> graph) : module_(module), graph_(std::move(graph)) {}
+  Rewriter(torch::jit::Module& module, std::shared_ptr<Graph> graph, bool fuseAttention)
+      : module_(module), graph_(std::move(graph)), fuseAttention_(fuseAttention) {}
 
   std::vector<ScriptSite> run() {
     std::vector<Node*> nodes;
+    if (fuseAttention_) {
+      collectNodes(graph_->block(), nodes);
+      std::vector<Node*> softmaxes;  // first: a fusion destroys other nodes of the list
+      for (Node* n : nodes)
+        if (n->kind().toQualString() == std::string("aten::softmax")) softmaxes.push_back(n);
+      for (Node* n : softmaxes) fuseAttention(n);
+      nodes.clear();
+    }
     collectNodes(graph_->block(), nodes);
     for (Node* n : nodes) visit(n);
     torch::jit::EliminateDeadCode(graph_);
@@ -531,6 +548,70 @@ class Rewriter {
     } else if (otherComputeKinds().count(kind) && !bookkeeping(n, kind)) {
       leave(n, layerOf(n, {}, kind.substr(6)), "the kernel slot has no op for " + kind + ": it runs on ATen, unchecked");
     }
+  }
+
+  // --attention fused: softmax(bmm(q, k^T) | baddbmm(mask, q, k^T) | matmul(q, k^T)) over the last
+  // dimension, then (dropout with p 0 or not training) a product with v, becomes one peat::attention
+  // call, as nn.MultiheadAttention's graph has it. Anything else (a dropout that drops, a scale or
+  // mask applied between, a score read elsewhere) keeps its parts, routed one by one.
+  bool fuseAttention(Node* sm) {
+    if (sm->inputs().size() != 3 || sm->output()->uses().size() != 1) return false;
+    const auto dim = constantOf(sm->input(1)), dtype = constantOf(sm->input(2));
+    if (!dim || !dim->isInt() || !dtype || !dtype->isNone()) return false;
+    Value* scores = sm->input(0);
+    Node* s = scores->node();
+    const std::string sk = s->kind().toQualString();
+    Value *q = nullptr, *kt = nullptr, *mask = nullptr;
+    if ((sk == "aten::bmm" || sk == "aten::matmul") && s->inputs().size() == 2) {
+      q = s->input(0), kt = s->input(1);
+    } else if (sk == "aten::baddbmm" && s->inputs().size() == 5) {
+      const auto beta = constantOf(s->input(3)), alpha = constantOf(s->input(4));
+      if (!beta || !alpha || beta->toScalar().toDouble() != 1.0 || alpha->toScalar().toDouble() != 1.0) return false;
+      mask = s->input(0), q = s->input(1), kt = s->input(2);
+    } else {
+      return false;
+    }
+    if (scores->uses().size() != 1) return false;
+    const bool threeD = sk != "aten::matmul";
+    if (!(dim->toInt() == -1 || (threeD && dim->toInt() == 2))) return false;
+    Node* t = kt->node();
+    if (t->kind().toQualString() != std::string("aten::transpose")) return false;
+    const auto d0 = constantOf(t->input(1)), d1 = constantOf(t->input(2));
+    if (!d0 || !d1) return false;
+    const std::set<int64_t> swapped{d0->toInt(), d1->toInt()};
+    if (swapped != std::set<int64_t>{-2, -1} && !(threeD && swapped == std::set<int64_t>{1, 2})) return false;
+    Value* k = t->input(0);
+    Node* u = sm->output()->uses()[0].user;
+    Node* drop = nullptr;
+    if (u->kind().toQualString() == std::string("aten::dropout")) {
+      const auto p = constantOf(u->input(1)), train = constantOf(u->input(2));
+      if (!p || !train || (p->toDouble() != 0 && train->toBool())) return false;
+      if (u->output()->uses().size() != 1) return false;
+      drop = u;
+      u = drop->output()->uses()[0].user;
+    }
+    const std::string uk = u->kind().toQualString();
+    if ((uk != "aten::bmm" && uk != "aten::matmul") || u->inputs().size() != 2 ||
+        u->input(0) != (drop ? drop->output() : sm->output()))
+      return false;
+    const std::string scope = modulePathOf(sm, module_);
+    const std::string layer = (scope.empty() ? "" : scope + ".") + "attention";
+    torch::jit::WithInsertPoint guard(u);
+    Value* maskValue = mask ? mask : graph_->insertConstant(c10::IValue());
+    Value* out = graph_->insert(c10::Symbol::fromQualString("peat::attention"),
+                                {q, k, u->input(1), maskValue, graph_->insertConstant(layer)});
+    out->setType(u->output()->type());
+    u->output()->replaceAllUsesWith(out);
+    u->destroy();
+    if (drop) drop->destroy();
+    sm->destroy();
+    s->destroy();
+    if (t->output()->uses().empty()) t->destroy();
+    sites_.push_back({layer, "aten::softmax", true,
+                      std::string("attention: scores (") + sk.substr(6) + (mask ? ", with its mask" : "") +
+                          "), softmax and values as one call (--attention fused); backward dq, dk, dv",
+                      "attention"});
+    return true;
   }
 
   // A constant inserted before `n` (its insertion point ends here: replace() destroys `n`).
@@ -709,6 +790,7 @@ class Rewriter {
   std::vector<ScriptSite> sites_;
   std::map<std::string, int> unnamed_;
   std::string lastKind_;
+  bool fuseAttention_ = false;
 };
 
 // What a file that torch::jit::load refused is, for a message that says what to do.
@@ -763,7 +845,8 @@ struct ScriptedModel::Impl {
   torch::jit::Module module;
 };
 
-ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::make_unique<Impl>()), path_(path), task_(task) {
+ScriptedModel::ScriptedModel(const std::string& path, Task task, bool fuseAttention)
+    : impl_(std::make_unique<Impl>()), path_(path), task_(task) {
   {
     std::ifstream probe(path, std::ios::binary);
     if (!probe) throw std::invalid_argument("cannot read model file '" + path + "'");
@@ -792,7 +875,7 @@ ScriptedModel::ScriptedModel(const std::string& path, Task task) : impl_(std::ma
   if (const char* plain = std::getenv("PEAT_BENCH_NO_SLOT"); plain && *plain == '1')
     sites_.push_back({"(all)", "-", false, "PEAT_BENCH_NO_SLOT=1: the graph runs on ATen, nothing is routed", ""});
   else
-    sites_ = Rewriter(m, graph).run();
+    sites_ = Rewriter(m, graph, fuseAttention).run();
   std::set<const void*> seen;  // a tied parameter (one tensor under two names) is trained once
   for (const auto& p : m.named_parameters(true)) {
     const at::Tensor& t = p.value;
@@ -995,9 +1078,9 @@ void probeModelForward(const std::string& path, const std::vector<int64_t>& inpu
   probed.insert(key);
 }
 
-std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe) {
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe, bool fuseAttention) {
   if (probe == Probe::First) probeModelFile(path);
-  return std::make_shared<ScriptedModel>(path, task);
+  return std::make_shared<ScriptedModel>(path, task, fuseAttention);
 }
 
 }  // namespace peat::models

@@ -37,7 +37,8 @@ bool isModelFile(const std::string& spec);
 
 class ScriptedModel final : public Model {
  public:
-  ScriptedModel(const std::string& path, Task task);
+  // fuseAttention: route attention (scores, softmax, values) as one call where the graph allows (--attention fused)
+  ScriptedModel(const std::string& path, Task task, bool fuseAttention = false);
   ~ScriptedModel() override;
   std::string modelName() const override { return path_; }
   Task task() const override { return task_; }
@@ -84,6 +85,7 @@ enum class Probe { First, Inside };
 // a time limit (PEAT_PROBE_TIMEOUT, 120 s): a forward that crashes, hangs or takes too much memory
 // refuses the file with one line before this process runs it. Throws std::invalid_argument.
 void probeModelForward(const std::string& path, const std::vector<int64_t>& inputShape, Task task);
-std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe = Probe::First);
+std::shared_ptr<ScriptedModel> loadScriptedModel(const std::string& path, Task task, Probe probe = Probe::First,
+                                                 bool fuseAttention = false);
 
 }  // namespace peat::models

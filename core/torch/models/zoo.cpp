@@ -177,16 +177,23 @@ struct TransformerLayer {
     up.init(m, name + ".mlp.up", width, 4 * width);
     down.init(m, name + ".mlp.down", 4 * width, width);
   }
+  bool fused = false;  // attention as one call (ModelOptions::fusedAttention)
   // x: [n, t, width]; mask: [t, t] added to the scores, or undefined.
   at::Tensor operator()(ops::Dispatcher& d, at::Tensor x, int64_t heads, const at::Tensor& mask) const {
     const int64_t n = x.size(0), t = x.size(1), width = x.size(2), hd = width / heads;
     at::Tensor h = d.layerNorm(name + ".ln1", x, ln1.gamma, ln1.beta);
     at::Tensor qkvOut = qkv(d, name + ".attn.qkv", h).reshape({n, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
     at::Tensor q = qkvOut[0] * (1.0 / std::sqrt(double(hd))), k = qkvOut[1], v = qkvOut[2];  // [n, heads, t, hd]
-    at::Tensor scores = d.matmul(name + ".attn.scores", q, k.transpose(-1, -2));
-    if (mask.defined()) scores = d.add(name + ".attn.mask", scores, mask);
-    at::Tensor att = d.softmax(name + ".attn.softmax", scores);
-    at::Tensor y = d.matmul(name + ".attn.values", att, v).permute({0, 2, 1, 3}).reshape({n, t, width});
+    at::Tensor y;
+    if (fused) {
+      y = d.attention(name + ".attn.attention", q, k, v, mask);
+    } else {
+      at::Tensor scores = d.matmul(name + ".attn.scores", q, k.transpose(-1, -2));
+      if (mask.defined()) scores = d.add(name + ".attn.mask", scores, mask);
+      at::Tensor att = d.softmax(name + ".attn.softmax", scores);
+      y = d.matmul(name + ".attn.values", att, v);
+    }
+    y = y.permute({0, 2, 1, 3}).reshape({n, t, width});
     x = d.add(name + ".attn.residual", x, proj(d, name + ".attn.proj", y));
     h = d.layerNorm(name + ".ln2", x, ln2.gamma, ln2.beta);
     h = down(d, name + ".mlp.down", d.gelu(name + ".mlp.gelu", up(d, name + ".mlp.up", h)));
@@ -198,13 +205,14 @@ struct TransformerLayer {
 // a GELU MLP, a final layer norm and a linear head.
 class CharGpt final : public Model {
  public:
-  CharGpt(int64_t vocabulary, int64_t context) : vocab_(vocabulary), context_(context) {
+  CharGpt(int64_t vocabulary, int64_t context, bool fused) : vocab_(vocabulary), context_(context) {
     if (vocabulary < 2) throw std::invalid_argument("chargpt needs a vocabulary of at least 2 characters");
     tokens = registerParameter("tok_emb.weight", torch::randn({vocab_, width_}) * 0.02);
     positions = registerParameter("pos_emb.weight", torch::randn({context_, width_}) * 0.02);
     for (int64_t i = 0; i < depth_; ++i) {
       layers.emplace_back();
       layers.back().init(*this, "blocks." + std::to_string(i), width_);
+      layers.back().fused = fused;
     }
     lnf.initLayerNorm(*this, "ln_f", width_);
     head.init(*this, "head", width_, vocab_);
@@ -236,12 +244,13 @@ class CharGpt final : public Model {
 // mean pooling over the tokens and a linear head.
 class Vit final : public Model {
  public:
-  Vit() {
+  explicit Vit(bool fused) {
     patch.init(*this, "patch_embed", 1, width_, 7, 7, 0);
     positions = registerParameter("pos_emb", torch::randn({16, width_}) * 0.02);
     for (int64_t i = 0; i < depth_; ++i) {
       layers.emplace_back();
       layers.back().init(*this, "blocks." + std::to_string(i), width_);
+      layers.back().fused = fused;
     }
     lnf.initLayerNorm(*this, "ln_f", width_);
     head.init(*this, "head", width_, 10);
@@ -303,8 +312,8 @@ std::shared_ptr<Model> makeModel(const std::string& name, const ModelOptions& op
   if (name == "mlp") return std::make_shared<Mlp>();
   if (name == "lenet") return std::make_shared<LeNet>();
   if (name == "resnet") return std::make_shared<ResNet>();
-  if (name == "vit") return std::make_shared<Vit>();
-  if (name == "chargpt") return std::make_shared<CharGpt>(options.vocabulary, options.context);
+  if (name == "vit") return std::make_shared<Vit>(options.fusedAttention);
+  if (name == "chargpt") return std::make_shared<CharGpt>(options.vocabulary, options.context, options.fusedAttention);
   throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
 }
 

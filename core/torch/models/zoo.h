@@ -20,6 +20,7 @@ enum class Task {
 struct ModelOptions {
   int64_t vocabulary = 0;  // Text: number of distinct characters
   int64_t context = 64;    // Text: window length
+  bool fusedAttention = false;  // transformers: attention as one slot call, not scores, softmax and values
 };
 
 class Model {

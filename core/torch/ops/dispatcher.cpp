@@ -187,6 +187,34 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
   }
 };
 
+// Scaled dot-product attention as one call: forward (q, k, v[, mask]); GradInput (dO, q, k, v[, mask])
+// three times, "wrt" 0, 1, 2 for dq, dk, dv. The mask takes no gradient (a constant of the graph).
+struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& mask, const std::string& params, int64_t dispatcher, const std::string& layer) {
+    ctx->saved_data["dispatcher"] = dispatcher;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["params"] = params;
+    ctx->save_for_backward({q, k, v, mask});
+    OpCall call{OpKind::Attention, Variant::Forward, {q, k, v}, decodeParams(params)};
+    if (mask.numel() > 0) call.inputs.push_back(mask);
+    return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto [d, layer, saved, dO] = BackwardInputs(ctx, grads);
+    variable_list out{at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    for (int64_t wrt = 0; wrt < 3; ++wrt) {
+      if (!ctx->needs_input_grad(std::size_t(wrt))) continue;
+      OpCall call{OpKind::Attention, Variant::GradInput, {dO, saved[0], saved[1], saved[2]},
+                  decodeParams(ctx->saved_data["params"].toStringRef())};
+      if (saved[3].numel() > 0) call.inputs.push_back(saved[3]);
+      if (wrt) call.params["wrt"] = wrt;
+      out[std::size_t(wrt)] = d->run(layer, call, true);
+    }
+    return out;
+  }
+};
+
 // Embedding: forward (ids, table); GradWeight (dy, ids), a scatter-add into a [num_weights, D] table.
 struct EmbeddingFunction : torch::autograd::Function<EmbeddingFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& table, const at::Tensor& ids, int64_t paddingIdx,
@@ -276,8 +304,8 @@ std::vector<kernels::Injection> Dispatcher::takeInjections() {
   return out;
 }
 
-bool Dispatcher::shouldSubstitute(OpKind kind, const std::string& layer, bool backward) {
-  if (!policy_ || !policy_->candidate->supports(kind)) return false;
+bool Dispatcher::shouldSubstitute(OpKind kind, Variant variant, const std::string& layer, bool backward) {
+  if (!policy_ || !policy_->candidate->supports(kind, variant)) return false;
   if (policy_->op && *policy_->op != kind) return false;
   if (!policy_->layer.empty() && policy_->layer != layer) return false;
   if (backward ? !policy_->backward : !policy_->forward) return false;
@@ -291,7 +319,7 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
                          iteration_, callIndex_++};
   at::Tensor golden = kernels::runGolden(call);
   at::Tensor out = golden;
-  if (shouldSubstitute(call.kind, layer, backward)) {
+  if (shouldSubstitute(call.kind, call.variant, layer, backward)) {
     OpCall detached = call;
     for (at::Tensor& t : detached.inputs)
       if (t.defined()) t = t.detach();
@@ -394,6 +422,15 @@ at::Tensor Dispatcher::layerNorm(const std::string& layer, const at::Tensor& x, 
   if (!hasBias(gamma)) call.params["weight"] = 0;
   if (!hasBias(beta)) call.params["bias"] = 0;
   return LayerNormFunction::apply(x, biasArgument(gamma), biasArgument(beta), encodeParams(call.params), self(this), layer);
+}
+at::Tensor Dispatcher::attention(const std::string& layer, const at::Tensor& q, const at::Tensor& k,
+                                 const at::Tensor& v, const at::Tensor& mask, double scale, bool causal) {
+  OpCall call{OpKind::Attention, Variant::Forward, {}, {}};
+  if (scale != 1.0) call.setReal("scale", scale);
+  if (causal) call.params["causal"] = 1;
+  if (mask.defined() && mask.numel() > 0) call.params["mask"] = 1;
+  return AttentionFunction::apply(q, k, v, mask.defined() ? mask.detach() : at::empty({0}), encodeParams(call.params),
+                                  self(this), layer);
 }
 at::Tensor Dispatcher::add(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
   return elementwise(layer, {OpKind::Add, Variant::Forward, {a, b}, {}});

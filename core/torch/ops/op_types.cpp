@@ -12,7 +12,7 @@ const std::vector<OpKind>& allOps() {
                                        OpKind::Embedding, OpKind::BatchNorm, OpKind::MaxPool2d, OpKind::AvgPool2d,
                                        OpKind::LogSoftmax, OpKind::Silu, OpKind::Tanh, OpKind::Sigmoid,
                                        OpKind::Dropout, OpKind::CrossEntropy, OpKind::Sgd,
-                                       OpKind::Adam};
+                                       OpKind::Adam, OpKind::Attention};
   return ops;
 }
 
@@ -38,6 +38,7 @@ const char* opName(OpKind k) {
     case OpKind::CrossEntropy: return "cross_entropy";
     case OpKind::Sgd: return "sgd";
     case OpKind::Adam: return "adam";
+    case OpKind::Attention: return "attention";
   }
   return "?";
 }

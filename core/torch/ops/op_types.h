@@ -14,7 +14,9 @@ namespace peat::ops {
 enum class OpKind {
   Linear, Conv2d, Matmul, Softmax, LayerNorm, Gelu, Relu, Add, Embedding, BatchNorm, MaxPool2d, AvgPool2d,
   // added with op-wise routing of user models (issue 31); appended, so that stored kinds keep their names
-  LogSoftmax, Silu, Tanh, Sigmoid, Dropout, CrossEntropy, Sgd, Adam
+  LogSoftmax, Silu, Tanh, Sigmoid, Dropout, CrossEntropy, Sgd, Adam,
+  // scaled dot-product attention as one call (plugin ABI v2's attention kernels)
+  Attention
 };
 
 // Forward, or one of the gradients of an op's backward pass, or an optimiser's update.
@@ -24,6 +26,7 @@ enum class OpKind {
 //   LayerNorm: GradInput dX, GradWeight dGamma, GradBias dBeta; Embedding: GradWeight (a scatter-add)
 //   element-wise ops, softmax, dropout, cross-entropy: GradInput
 //   Sgd, Adam: Update (the new parameter and moments, stacked)
+//   Attention: GradInput with "wrt" 0, 1, 2: dQ, dK or dV
 // docs/models.md lists each op's inputs per variant.
 enum class Variant { Forward = 0, GradInput = 1, GradWeight = 2, GradBias = 3, Update = 4 };
 

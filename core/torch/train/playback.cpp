@@ -82,7 +82,9 @@ std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const 
       for (const store::CallInfo& c : it.calls) {
         const auto kind = ops::opByName(c.id.op);
         if (!kind) throw std::invalid_argument("session holds a call of unknown op '" + c.id.op + "'");
-        if ((o.op && *o.op != *kind) || !kernel.supports(*kind) || (!o.call.empty() && c.path != o.call)) {
+        const auto variant = c.params.find("variant");
+        const auto v = ops::Variant(variant == c.params.end() ? 0 : variant->second);
+        if ((o.op && *o.op != *kind) || !kernel.supports(*kind, v) || (!o.call.empty() && c.path != o.call)) {
           ++skipped;
           continue;
         }
@@ -169,6 +171,7 @@ TrainOptions recordedTrainOptions(const std::map<std::string, std::string>& a) {
   t.learningRate = std::stod(a.at("learning_rate"));
   t.threads = std::stoi(a.at("threads"));
   t.context = std::stoll(a.at("context"));
+  t.attention = a.count("attention") ? a.at("attention") : "parts";  // sessions before --attention: parts
   t.evalBatches = a.count("eval_batches") ? std::stoll(a.at("eval_batches")) : 8;
   auto text = [&](const char* key) { return a.count(key) ? a.at(key) : std::string(); };
   t.data = text("data");

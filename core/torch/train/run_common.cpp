@@ -89,6 +89,7 @@ void setTrainAttributes(store::SessionWriter& w, const TrainOptions& o, const st
   w.setRunAttribute("learning_rate", std::to_string(o.learningRate));
   w.setRunAttribute("threads", std::to_string(o.threads));
   w.setRunAttribute("context", std::to_string(o.context));
+  w.setRunAttribute("attention", o.attention);
   w.setRunAttribute("eval_batches", std::to_string(o.evalBatches));
   w.setRunAttribute("init", init);
   if (!o.data.empty() || !o.modelSha256.empty()) {  // a model file: what resume and playback check

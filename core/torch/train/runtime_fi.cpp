@@ -48,6 +48,7 @@ std::string runtimeFiCampaign(const RuntimeFiOptions& o) {
       .add("eval_every", t.evalEvery)
       .add("eval_batches", t.evalBatches)
       .add("context", t.context)
+      .add("attention", t.attention)
       .add("init", t.init)
       .text();
 }

@@ -451,7 +451,7 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
       checkDigest("data", options_.data, options_.dataSha256, digest);
       options_.dataSha256 = digest;
     }
-    auto model = models::loadScriptedModel(options_.model, task);
+    auto model = models::loadScriptedModel(options_.model, task, models::Probe::First, options_.attention == "fused");
     std::vector<int64_t> probeShape{std::min<int64_t>(2, data->trainCount())};
     for (int64_t d : data->sampleShape()) probeShape.push_back(d);
     models::probeModelForward(options_.model, probeShape, task);  // its code, where it cannot hurt
@@ -466,6 +466,7 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
     task = models::taskOf(options_.model);
     models::ModelOptions mo;
     mo.context = options_.context;
+    mo.fusedAttention = options_.attention == "fused";
     if (task == models::Task::Images) {
       data_ = std::make_unique<FashionMnistSource>();
     } else {
@@ -476,6 +477,8 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
     torch::manual_seed(options_.seed);
     model_ = models::makeModel(options_.model, mo);
   }
+  if (options_.attention != "parts" && options_.attention != "fused")
+    throw std::invalid_argument("--attention '" + options_.attention + "' is not parts or fused");
   if (options_.learningRate <= 0)
     options_.learningRate = task == models::Task::Text ? 3e-3 : modelFile_ ? 0.01 : 0.05;
   for (const auto& [name, p] : model_->parameters()) {

@@ -25,6 +25,7 @@ struct TrainOptions {
   int64_t evalEvery = 0;    // evaluate on the test split every N iterations (0: only at the end)
   int64_t evalBatches = 8;  // test batches per evaluation (fixed, so evaluations compare)
   int64_t context = 64;     // chargpt window
+  std::string attention = "parts";  // "fused": attention (scores, softmax, values) as one slot call
   std::string init;         // finetune from "FILE[:RUN[:ITERATION]]"; empty: random init (pretraining)
   // A model file (`model` is a TorchScript path, models::isModelFile) trains on `data`: an HDF5 file
   // with train/x, train/y, test/x, test/y; a folder of train_x.npy, train_y.npy, test_x.npy,
