@@ -16,7 +16,9 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTemporaryDir>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QJsonParseError>
@@ -73,7 +75,7 @@ struct KernelOp {
 };
 const KernelOp kKernelOps[] = {{"softmax-", "softmax"},     {"layernorm-", "layernorm"}, {"rmsnorm", "layernorm"},
                                {"gelu-", "gelu"},           {"adam-", "adam"},           {"embedding-", "embedding"},
-                               {"dropout-", "dropout"}};
+                               {"dropout-", "dropout"},       {"attention-", "attention"}};
 
 QString opNamesText() {
   QStringList names;
@@ -142,7 +144,17 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
   modelFile_ = new QPushButton(tr("Model file..."), this);
   modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
-  addFieldWithButton(form_, tr("Model"), model_, modelFile_);
+  fusedAttention_ = new QCheckBox(tr("attention as one call"), this);
+  fusedAttention_->setObjectName(QStringLiteral("fusedAttention"));
+  fusedAttention_->setToolTip(tr("--attention fused: a transformer's scores, softmax and values reach the slot as one\n"
+                                 "'attention' call (for attention kernels) instead of three (docs/models.md)"));
+  {
+    auto* row = new QHBoxLayout;
+    row->addWidget(model_, 1);
+    row->addWidget(fusedAttention_);
+    row->addWidget(modelFile_);
+    form_->addRow(tr("Model"), row);
+  }
   connect(modelFile_, &QPushButton::clicked, this, [this] {
     const bool save = isSave(mode());
     const QString path =
@@ -199,15 +211,31 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                      QStringLiteral("gpu-golden")});
   // the candidates written for one op (docs/kernels.md): choosing one chooses its op
   kernel_->addItems({QStringLiteral("softmax-exp2"), QStringLiteral("softmax-poly"), QStringLiteral("softmax-online"),
-                     QStringLiteral("softmax-nomax"), QStringLiteral("layernorm-onepass"), QStringLiteral("layernorm-fp16stats"),
+                     QStringLiteral("softmax-nomax"), QStringLiteral("softmax-bf16"), QStringLiteral("softmax-fp16"),
+                     QStringLiteral("attention-flash"), QStringLiteral("attention-causal-off"), QStringLiteral("layernorm-onepass"), QStringLiteral("layernorm-fp16stats"),
                      QStringLiteral("layernorm-eps-outside"), QStringLiteral("layernorm-bessel"), QStringLiteral("rmsnorm"),
                      QStringLiteral("gelu-tanh"), QStringLiteral("adam-bf16"), QStringLiteral("adam-eps-inside"),
                      QStringLiteral("embedding-atomic"), QStringLiteral("dropout-reuse"), QStringLiteral("grad-unscaled")});
   kernel_->setObjectName(QStringLiteral("kernel"));
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
   plugin_ = new QPushButton(tr("Plugin..."), this);
-  plugin_->setToolTip(tr("A GEMM kernel of your own, from a shared library built against peat/kernel_abi.h"));
-  addFieldWithButton(form_, tr("Kernel / fault"), kernel_, plugin_);
+  plugin_->setToolTip(tr("A kernel of your own (GEMM, softmax, layer norm, attention, ...), from a shared library\n"
+                         "built against peat/kernel_abi.h (docs/plugins.md)"));
+  pluginOps_ = new QLabel(this);
+  pluginOps_->setObjectName(QStringLiteral("pluginOps"));
+  pluginOps_->setWordWrap(true);
+  pluginOps_->setVisible(false);
+  {
+    auto* row = new QHBoxLayout;
+    row->addWidget(kernel_, 1);
+    row->addWidget(plugin_);
+    auto* column = new QVBoxLayout;
+    column->addLayout(row);
+    column->addWidget(pluginOps_);
+    form_->addRow(tr("Kernel / fault"), column);
+  }
+  pluginProbe_ = new QProcess(this);
+  connect(pluginProbe_, &QProcess::finished, this, &RunPanel::pluginProbed);
   connect(plugin_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Kernel plugin"), QString(), tr("Shared libraries (*.so)"));
     if (path.isEmpty()) return;
@@ -241,6 +269,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   connect(kernel_, &QComboBox::currentTextChanged, this, [this](const QString& kernel) {
     const QString op = kernelOp(kernel);
     if (!op.isEmpty() && op_->currentText() != QLatin1String("all")) op_->setCurrentText(op);
+    describePlugin(kernel);
   });
 
   auto* freq = new QHBoxLayout;
@@ -386,9 +415,87 @@ void RunPanel::updateRows() {
                        m == Mode::SaveCampaign, m == Mode::SaveCampaign, !run, !run, m == Mode::Playback, trains};
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
+  fusedAttention_->setVisible(trains);
   modelFile_->setToolTip(isSave(m) ? tr("An ONNX model of your own: SAVE reads it with its initializers as weights")
                                    : tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
 }
+
+// A user kernel chosen as the candidate: `peat kernels --probe FILE --json` (the probe runs it in a
+// child process) says which op kinds and dtypes it exports; the op list offers the slot ops it runs.
+void RunPanel::describePlugin(const QString& kernel) {
+  if (pluginProbe_->state() != QProcess::NotRunning) {
+    pluginProbe_->disconnect(this);
+    pluginProbe_->kill();
+    pluginProbe_->waitForFinished(1000);
+    pluginProbe_->deleteLater();
+    pluginProbe_ = new QProcess(this);
+    connect(pluginProbe_, &QProcess::finished, this, &RunPanel::pluginProbed);
+  }
+  const QString prefix = QStringLiteral("plugin:path=");
+  pluginSlotOps_.clear();
+  if (!kernel.startsWith(prefix)) {
+    pluginOps_->setVisible(false);
+    restrictOps({});
+    return;
+  }
+  const QString path = kernel.mid(prefix.size());
+  pluginOps_->setVisible(true);
+  if (!QFileInfo(path).isFile()) {
+    pluginOps_->setText(tr("no such plugin: %1").arg(path));
+    return;
+  }
+  pluginOps_->setText(tr("probing %1 ...").arg(QFileInfo(path).fileName()));
+  pluginProbe_->setProgram(program());
+  pluginProbe_->setArguments({QStringLiteral("kernels"), QStringLiteral("--probe"), path, QStringLiteral("--json")});
+  pluginProbe_->start();
+}
+
+void RunPanel::pluginProbed(int code, QProcess::ExitStatus status) {
+  const QByteArray out = pluginProbe_->readAllStandardOutput(), err = pluginProbe_->readAllStandardError();
+  QJsonParseError parse{};
+  const QJsonDocument doc = QJsonDocument::fromJson(out, &parse);
+  if (status != QProcess::NormalExit || code != 0 || !doc.isObject()) {
+    const QString line = QString::fromUtf8(err).trimmed().section(QLatin1Char('\n'), -1);
+    pluginOps_->setText(tr("refused: %1").arg(line.isEmpty() ? tr("the probe failed") : line));
+    restrictOps({});
+    return;
+  }
+  const QJsonObject o = doc.object();
+  QStringList kinds;
+  for (const QJsonValue& v : o.value(QStringLiteral("ops")).toArray()) {
+    const QJsonObject op = v.toObject();
+    QStringList variants;
+    for (const QJsonValue& x : op.value(QStringLiteral("variants")).toArray()) variants << x.toString();
+    const int cases = op.value(QStringLiteral("cases")).toInt(), failed = op.value(QStringLiteral("failed_cases")).toInt();
+    kinds << tr("%1 (%2; %3 -> %4%5)")
+                 .arg(op.value(QStringLiteral("kind")).toString(), variants.join(QStringLiteral(", ")),
+                      op.value(QStringLiteral("input_dtype")).toString(), op.value(QStringLiteral("output_dtype")).toString(),
+                      failed ? tr("; probe: %1 of %2 cases wrong").arg(failed).arg(cases) : QString());
+  }
+  for (const QJsonValue& v : o.value(QStringLiteral("slot_ops")).toArray()) pluginSlotOps_ << v.toString();
+  pluginOps_->setText(tr("%1, ABI v%2: %3.\nRuns the slot's %4 calls.")
+                          .arg(o.value(QStringLiteral("name")).toString())
+                          .arg(o.value(QStringLiteral("abi")).toInt())
+                          .arg(kinds.join(QStringLiteral("; ")), pluginSlotOps_.join(QStringLiteral(", "))));
+  pluginOps_->setToolTip(o.value(QStringLiteral("warning")).toString());
+  restrictOps(pluginSlotOps_);
+}
+
+// Only these ops (and "all") can be chosen; every op when `ops` is empty.
+void RunPanel::restrictOps(const QStringList& ops) {
+  auto* model = qobject_cast<QStandardItemModel*>(op_->model());
+  if (!model) return;
+  for (int i = 0; i < op_->count(); ++i) {
+    const QString op = op_->itemText(i);
+    if (QStandardItem* item = model->item(i)) item->setEnabled(ops.isEmpty() || op == QLatin1String("all") || ops.contains(op));
+  }
+  if (!ops.isEmpty() && op_->currentText() != QLatin1String("all") && !ops.contains(op_->currentText()))
+    op_->setCurrentText(ops.first());
+}
+
+QStringList RunPanel::pluginOps() const { return pluginSlotOps_; }
+
+void RunPanel::setFusedAttention(bool on) { fusedAttention_->setChecked(on); }
 
 QString RunPanel::program() const {
   const QString env = qEnvironmentVariable("PEAT_CLI");
@@ -420,6 +527,8 @@ QStringList RunPanel::arguments(QString* error) const {
     if (data_->text().trimmed().isEmpty()) return fail(tr("choose the model file's data"));
     modelArguments << QStringLiteral("--data") << data_->text().trimmed();
   }
+  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && fusedAttention_->isChecked())
+    modelArguments << QStringLiteral("--attention") << QStringLiteral("fused");
   const QString seed = QString::number(seed_->value()), iterations = QString::number(iterations_->value());
   // the gpu-* kernels run on the chosen device; the others only on the CPU
   const QString device = device_->currentText();

@@ -50,6 +50,9 @@ class RunPanel : public QWidget {
   bool setOp(const QString& op);
   // profile's --record-ops: comma-separated ops, or "all" (the GEMMs by default)
   void setRecordOps(const QString& ops);
+  void setFusedAttention(bool on);  // --attention fused
+  // The slot ops the chosen plugin runs, once its probe answered (empty: not a plugin, or not yet).
+  QStringList pluginOps() const;
   // The op a candidate is written for ("softmax" for softmax-online); "" for kernels of every op or of GEMMs.
   static QString kernelOp(const QString& kernel);
   void setIterations(int n);
@@ -111,6 +114,9 @@ class RunPanel : public QWidget {
   bool launch(const QStringList& args);
   bool modelIsFile() const;  // not one of the zoo's names
   QStringList saveRunArguments(const QString& model, QString* error) const;
+  void describePlugin(const QString& kernel);
+  void pluginProbed(int code, QProcess::ExitStatus status);
+  void restrictOps(const QStringList& ops);
 
   QFormLayout* form_;
   QComboBox *mode_, *model_, *kernel_, *op_, *recordOps_, *device_;
@@ -120,6 +126,10 @@ class RunPanel : public QWidget {
   QCheckBox* replace_;
   QString note_;  // what start() chose for the user (a free session name), shown with the run
   QPushButton *start_, *cancel_, *plugin_, *modelFile_;
+  QCheckBox* fusedAttention_;
+  QLabel* pluginOps_;
+  QProcess* pluginProbe_;
+  QStringList pluginSlotOps_;
   QLineEdit* data_;
   QLineEdit *input_, *expect_, *outputs_;  // SAVE run
   QComboBox* protect_;

@@ -173,6 +173,10 @@ std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, Tor
       sub->add_option("--task", c.task, "With --inspect and --input-shape: lm feeds token ids")
           ->check(CLI::IsMember({"classification", "regression", "lm"}));
     }
+    if (name == "kernels")
+      sub->add_option("--probe", c.probe,
+                      "Probe a user kernel (a shared library, peat/kernel_abi.h) in a child process and list its op "
+                      "kinds, dtypes, probe results and the slot ops it runs");
     if (name == "detect-eval") {
       sub->add_option("--seeds", c.evalSeeds, "Seeds per case (0: only the --external corpus)")
           ->capture_default_str()

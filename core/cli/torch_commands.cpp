@@ -33,6 +33,7 @@ void forEachField(Command& c, F&& f) {
   f("input_mean", c.inputMean);
   f("input_std", c.inputStd);
   f("inspect", c.inspect);
+  f("probe", c.probe);
   f("input_shape", c.inputShape);
   f("inside_probe", c.insideProbe);
   f("out", c.out);

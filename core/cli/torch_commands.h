@@ -30,6 +30,7 @@ struct TorchCommand {
   // models --inspect FILE [--input-shape 1,3,64,64]; insideProbe: the probe helper's own run (it
   // loads in place; a user's inspect loads the file in the helper first)
   std::string inspect, inputShape;
+  std::string probe;  // peat kernels --probe: a plugin to describe
   bool insideProbe = false;
   // train, profile
   std::string out;

@@ -526,4 +526,25 @@ LoadedPlugin loadProbedPlugin(const std::string& path) {
   return p;
 }
 
+std::vector<std::string> slotOpsOf(const PluginInfo& info) {
+  if (info.abiVersion < 2) return {"linear", "conv2d", "matmul"};
+  std::vector<std::string> out;
+  auto add = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names)
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  for (const PluginOp& o : info.ops) switch (o.kind) {
+      case PEAT_OP_GEMM:
+      case PEAT_OP_BATCHED_GEMM: add({"linear", "conv2d", "matmul"}); break;
+      case PEAT_OP_CONV2D: add({"conv2d"}); break;
+      case PEAT_OP_SOFTMAX: add({"softmax", "log_softmax"}); break;
+      case PEAT_OP_LAYER_NORM: add({"layernorm"}); break;
+      case PEAT_OP_ATTENTION: add({"attention"}); break;
+      case PEAT_OP_ACTIVATION: add({"gelu", "relu", "silu", "tanh", "sigmoid"}); break;
+      case PEAT_OP_OPTIMIZER: add({"sgd", "adam"}); break;
+      default: break;
+    }
+  return out;
+}
+
 }  // namespace peat::plugin

@@ -85,6 +85,11 @@ PluginInfo validatePluginInfo(const ::peat_kernel_info* info, const std::string&
 PluginInfo validatePluginInfoV2(const ::peat_plugin_info* info, const std::string& path);
 PluginInfo parseProbeAnswer(const std::string& text, const std::string& path);
 
+// The slot's ops (ops::opName) whose calls a plugin runs: linear, conv2d and matmul through a GEMM
+// (v1, or v2's GEMM / batched GEMM), conv2d through its own kernel, softmax and log_softmax, layernorm,
+// attention, the activations, sgd and adam.
+std::vector<std::string> slotOpsOf(const PluginInfo& info);
+
 // After a successful probe: loads the plugin into this process and returns its entry points.
 struct LoadedPlugin {
   PluginInfo info;

@@ -78,6 +78,7 @@ class TestRunPanel : public QObject {
   void incompleteFormIsRefused();
   void gpuKernelsRunOnTheChosenDevice();
   void modelFileNeedsItsData();
+  void pluginOffersItsOpKinds();
   void saveAnalysisAppearsInTheWindow();
   void cancelledCampaignKeepsItsPoints();
   void profileThenPlaybackWithAnalysis();
@@ -150,6 +151,43 @@ void TestRunPanel::gpuKernelsRunOnTheChosenDevice() {
   panel.setKernel(QStringLiteral("gpu-half"));
   args = panel.arguments(&error);
   QCOMPARE(args.mid(args.indexOf(QStringLiteral("--device")), 2), (QStringList{QStringLiteral("--device"), QStringLiteral("cpu:0")}));
+}
+
+// A user kernel chosen as the candidate: the panel probes it (peat kernels --probe, in a child
+// process), says which op kinds and dtypes it exports and offers only the slot ops it runs; a fused
+// attention run asks for --attention fused.
+void TestRunPanel::pluginOffersItsOpKinds() {
+  const QString plugins = qEnvironmentVariable("PEAT_PLUGIN_DIR");
+  const QString flash = plugins + QStringLiteral("/libpeat_example_flash_attention.so");
+  QVERIFY2(QFileInfo::exists(flash), qPrintable(flash));
+  RunPanel panel;
+  panel.setSessionPath(dir_.filePath(QStringLiteral("p.h5")));
+  panel.setMode(RunPanel::Mode::RuntimeFi);
+  panel.setModel(QStringLiteral("chargpt"));
+  panel.setFusedAttention(true);
+  panel.setKernel(QStringLiteral("plugin:path=") + flash);
+  QTRY_VERIFY_WITH_TIMEOUT(!panel.pluginOps().isEmpty(), 30000);
+  QCOMPARE(panel.pluginOps(), QStringList{QStringLiteral("attention")});
+  QString error;
+  QStringList args = panel.arguments(&error);
+  QVERIFY2(!args.isEmpty(), qPrintable(error));
+  QCOMPARE(args.mid(args.indexOf(QStringLiteral("--op")), 2), (QStringList{QStringLiteral("--op"), QStringLiteral("attention")}));
+  QCOMPARE(args.mid(args.indexOf(QStringLiteral("--attention")), 2),
+           (QStringList{QStringLiteral("--attention"), QStringLiteral("fused")}));
+  auto* label = panel.findChild<QLabel*>(QStringLiteral("pluginOps"));
+  QVERIFY(label && label->text().contains(QStringLiteral("flash-attention")) && label->text().contains(QStringLiteral("bf16")));
+  if (const QString shots = qEnvironmentVariable("PEAT_SHOT_DIR"); !shots.isEmpty()) {  // to look at it
+    panel.resize(640, 720);
+    panel.grab().save(shots + QStringLiteral("/runpanel-plugin.png"));
+  }
+  // the bf16 GEMM runs the GEMM-based ops
+  panel.setKernel(QStringLiteral("plugin:path=") + plugins + QStringLiteral("/libpeat_example_bf16_gemm.so"));
+  QTRY_VERIFY_WITH_TIMEOUT(panel.pluginOps().contains(QStringLiteral("linear")), 30000);
+  QCOMPARE(panel.pluginOps(), (QStringList{QStringLiteral("linear"), QStringLiteral("conv2d"), QStringLiteral("matmul")}));
+  // a library that is no plugin: refused with the probe's line, every op offered again
+  panel.setKernel(QStringLiteral("plugin:path=") + qEnvironmentVariable("PEAT_CLI"));
+  QTRY_VERIFY_WITH_TIMEOUT(label->text().startsWith(QStringLiteral("refused")), 30000);
+  QVERIFY(panel.pluginOps().isEmpty());
 }
 
 // A TorchScript file instead of a zoo name: the Data row appears, and the command needs --data.

@@ -295,6 +295,22 @@ void TestOpKernels::attentionGoldenAndItsMaskOffByOne() {
   OpCall fwd{OpKind::Attention, Variant::Forward, {q, k, v, causalMask}, {{"mask", 1}}};
   QCOMPARE(named(fwd, late[0]), std::string("index_error"));
   QCOMPARE(named(fwd, run("golden", fwd)), std::string("none"));
+  // the project's candidates: FlashAttention's forward is within bf16 rounding of P (relative 2^-8 of
+  // the output's scale) and not a moved limit; the planted bug is the moved limit exactly
+  const at::Tensor flash = run("attention-flash", fwd);
+  QVERIFY2(maxAbs(flash, exact[0]) < 1e-2 * exact[0].abs().max().item<double>() && maxAbs(flash, exact[0]) > 0,
+           std::to_string(maxAbs(flash, exact[0])).c_str());
+  QCOMPARE(named(fwd, flash), std::string("none"));
+  QVERIFY(maxAbs(run("attention-causal-off", fwd), late[0]) < 1e-5);
+  QCOMPARE(named(fwd, run("attention-causal-off", fwd)), std::string("index_error"));
+  OpCall flagged{OpKind::Attention, Variant::GradInput, {dO, q, k, v}, {{"causal", 1}, {"wrt", 1}}};
+  QVERIFY(maxAbs(run("attention-causal-off", flagged), late[2]) < 1e-4);
+  // a bf16 softmax: every output on bf16's grid, within its rounding of the exact softmax
+  const at::Tensor logits = at::randn({32, 50}) * 3;
+  const at::Tensor sb = run("softmax-bf16", {OpKind::Softmax, Variant::Forward, {logits}, {}});
+  QVERIFY(at::equal(sb, sb.to(at::kBFloat16).to(at::kFloat)));
+  // against the exact softmax of its bf16-rounded input: only the output's rounding (2^-9 relative) is left
+  QVERIFY(maxRel(sb, softmaxReference(logits.to(at::kBFloat16).to(at::kFloat))) <= std::ldexp(1.0, -8));
   for (int64_t wrt = 0; wrt < 3; ++wrt) {
     OpCall g{OpKind::Attention, Variant::GradInput, {dO, q, k, v}, {{"causal", 1}, {"wrt", wrt}}};
     QVERIFY2(named(g, late[std::size_t(wrt + 1)]) == "index_error", ("wrt " + std::to_string(wrt) + ": " + named(g, late[std::size_t(wrt + 1)])).c_str());

@@ -18,6 +18,9 @@
 
 #include "core/cli/torch_commands.h"
 #include "core/util/events.h"
+#include "core/plugin/plugin_probe.h"
+#include "core/plugin/dtypes.h"
+#include "core/plugin/peat/kernel_abi.h"
 #include "core/torch/kernels/kernel.h"
 #include "core/torch/models/script_model.h"
 #include "core/torch/models/zoo.h"
@@ -452,7 +455,67 @@ int runDetectEvalCommand(const cli::TorchCommand& c) {
   return 0;
 }
 
+// peat kernels --probe FILE: what a user kernel declares and how its probe went.
+int describePlugin(const cli::TorchCommand& c) {
+  plugin::PluginInfo info;
+  try {
+    info = plugin::probePlugin(c.probe);
+  } catch (const plugin::PluginError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  const std::vector<std::string> slot = plugin::slotOpsOf(info);
+  const std::string warning = plugin::probeWarning(info);
+  auto variants = [](uint32_t mask) {
+    std::vector<std::string> out;
+    for (uint32_t v = 0; v < 5; ++v)
+      if (mask & (1u << v)) out.push_back(plugin::abiVariantName(v));
+    return out;
+  };
+  if (c.json) {
+    JsonWriter j(std::cout);
+    j.beginObject().field("name", info.name).field("path", info.path).field("abi", int64_t(info.abiVersion));
+    j.field("memory", info.memory == PEAT_MEMORY_HOST ? "host" : "device").key("ops").beginArray();
+    if (info.abiVersion < 2) {
+      j.beginObject().field("kind", "gemm").key("variants").beginArray().value("forward").endArray();
+      j.field("input_dtype", "f32").field("output_dtype", "f32").field("cases", int64_t(1));
+      j.field("failed_cases", int64_t(info.probeMismatches ? 1 : 0)).endObject();
+    }
+    for (const plugin::PluginOp& o : info.ops) {
+      j.beginObject().field("kind", plugin::abiOpName(o.kind)).key("variants").beginArray();
+      for (const std::string& v : variants(o.variants)) j.value(v);
+      j.endArray().field("input_dtype", plugin::dtypeName(o.inputDtype)).field("output_dtype", plugin::dtypeName(o.outputDtype));
+      j.field("cases", int64_t(o.cases)).field("failed_cases", int64_t(o.failedCases));
+      if (!o.firstFailure.empty()) j.field("first_failure", o.firstFailure);
+      j.endObject();
+    }
+    j.endArray().key("slot_ops").beginArray();
+    for (const std::string& s : slot) j.value(s);
+    j.endArray().field("warning", warning).endObject();
+    std::cout << '\n';
+    return 0;
+  }
+  std::cout << info.name << " (" << info.path << "): ABI v" << info.abiVersion << ", "
+            << (info.memory == PEAT_MEMORY_HOST ? "host" : "device") << " memory\n";
+  if (info.abiVersion < 2)
+    std::cout << "  gemm        forward                     f32 -> f32   probe "
+              << (info.probeMismatches ? "wrong" : "right") << "\n";
+  for (const plugin::PluginOp& o : info.ops) {
+    std::string vs;
+    for (const std::string& v : variants(o.variants)) vs += (vs.empty() ? "" : ",") + v;
+    std::printf("  %-12s %-40s %s -> %s   probe %u of %u cases right\n", plugin::abiOpName(o.kind).c_str(), vs.c_str(),
+                plugin::dtypeName(o.inputDtype).c_str(), plugin::dtypeName(o.outputDtype).c_str(), o.cases - o.failedCases,
+                o.cases);
+    if (!o.firstFailure.empty()) std::printf("  %-12s first wrong case: %s\n", "", o.firstFailure.c_str());
+  }
+  std::string ops;
+  for (const std::string& s : slot) ops += (ops.empty() ? "" : ", ") + s;
+  std::cout << "  runs the slot's " << ops << " calls (peat playback / runtime-fi --op)\n";
+  if (!warning.empty()) std::cout << "  warning: " << warning << '\n';
+  return 0;
+}
+
 int runKernelsCommand(const cli::TorchCommand& c) {
+  if (!c.probe.empty()) return describePlugin(c);
   const bool json = c.json;
   if (json) {
     JsonWriter j(std::cout);

@@ -191,6 +191,140 @@ class GeluTanh final : public OpCandidate {
   }
 };
 
+// A softmax kernel in a 16-bit format: its input rounded to it, the sums in fp32, its output stored
+// in it (bf16 or fp16 activations); forward only.
+class SoftmaxLowPrecision final : public OpCandidate {
+ public:
+  SoftmaxLowPrecision(std::string name, const fp::Format& format)
+      : OpCandidate(std::move(name), {OpKind::Softmax, OpKind::LogSoftmax}), format_(format) {}
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
+    if (call.variant != Variant::Forward) return runGolden(call);
+    ops::OpCall rounded = call;
+    at::Tensor x = call.inputs[0].to(at::kFloat).contiguous().clone();
+    fp::roundInPlace(format_, x.data_ptr<float>(), std::size_t(x.numel()), fp::Overflow::Standard);
+    rounded.inputs[0] = x;
+    at::Tensor y = runGolden(rounded).contiguous();
+    fp::roundInPlace(format_, y.data_ptr<float>(), std::size_t(y.numel()), fp::Overflow::Standard);
+    return y;
+  }
+
+ private:
+  fp::Format format_;
+};
+
+// ------------------------------------------------------------------------------ attention
+
+// The causal limit of an attention call as a [tq, tk] boolean "masked" matrix, moved by `shift`
+// keys; empty when the call is not causal (neither its flag nor a mask that is exactly causal).
+at::Tensor causalMasked(const ops::OpCall& call, int64_t tq, int64_t tk, int64_t shift, bool& fromMask) {
+  fromMask = false;
+  const std::size_t base = call.variant == Variant::GradInput ? 1 : 0;
+  bool causal = call.paramOr("causal", 0) != 0;
+  if (!causal && call.paramOr("mask", 0) && call.inputs.size() > base + 3 && call.inputs[base + 3].numel() == tq * tk) {
+    const at::Tensor m = call.inputs[base + 3].reshape({tq, tk});
+    const at::Tensor want = at::full({tq, tk}, -INFINITY).triu(1 + tk - tq);
+    causal = at::equal(m.to(at::kFloat), want);
+    fromMask = causal;
+  }
+  if (!causal) return at::Tensor();
+  return at::ones({tq, tk}, at::kBool).triu(1 + tk - tq + shift);
+}
+
+// A planted bug: the causal limit one key late (query i also sees key i+1), forward and backward,
+// as golden with the moved limit. Calls that are not causal run golden.
+class AttentionCausalOffByOne final : public OpCandidate {
+ public:
+  explicit AttentionCausalOffByOne(std::string name) : OpCandidate(std::move(name), {OpKind::Attention}) {}
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
+    const std::size_t base = call.variant == Variant::GradInput ? 1 : 0;
+    const int64_t tq = call.inputs[base].size(-2), tk = call.inputs[base + 1].size(-2);
+    bool fromMask = false;
+    const at::Tensor masked = causalMasked(call, tq, tk, 1, fromMask);
+    if (!masked.defined()) return runGolden(call);
+    ops::OpCall moved = call;
+    moved.params.erase("causal");
+    moved.params["mask"] = 1;
+    const at::Tensor mask = at::zeros({tq, tk}).masked_fill(masked, -INFINITY);
+    if (fromMask) moved.inputs[base + 3] = mask;
+    else moved.inputs.insert(moved.inputs.begin() + std::ptrdiff_t(base + 3), mask);
+    return runGolden(moved);
+  }
+};
+
+// Attention as FlashAttention computes it: per query, the keys in blocks of 16 with a running
+// maximum and sum, the unnormalised probabilities rounded to bf16 before they multiply V (bf16 P),
+// the sum kept in fp32, one division at the end. Forward only (a forward-only port keeps ATen's backward).
+class AttentionFlash final : public OpCandidate {
+ public:
+  explicit AttentionFlash(std::string name) : OpCandidate(std::move(name), {OpKind::Attention}) {}
+  at::Tensor run(const ops::OpCall& call, const CallContext&) override {
+    if (call.variant != Variant::Forward) return runGolden(call);
+    const at::Tensor &q0 = call.inputs[0], &k0 = call.inputs[1], &v0 = call.inputs[2];
+    const int64_t tq = q0.size(-2), tk = k0.size(-2), d = q0.size(-1), dv = v0.size(-1);
+    std::vector<int64_t> batch = at::infer_size(q0.sizes().slice(0, std::size_t(q0.dim() - 2)),
+                                                k0.sizes().slice(0, std::size_t(k0.dim() - 2)));
+    batch = at::infer_size(batch, v0.sizes().slice(0, std::size_t(v0.dim() - 2)));
+    int64_t b = 1;
+    for (int64_t x : batch) b *= x;
+    auto flat = [&](const at::Tensor& t) {
+      std::vector<int64_t> shape = batch;
+      shape.insert(shape.end(), {t.size(-2), t.size(-1)});
+      return t.to(at::kFloat).expand(shape).contiguous().reshape({b, t.size(-2), t.size(-1)});
+    };
+    const at::Tensor q = flat(q0), k = flat(k0), v = flat(v0);
+    at::Tensor mask;
+    if (call.paramOr("mask", 0)) {
+      std::vector<int64_t> shape = batch;
+      shape.insert(shape.end(), {tq, tk});
+      mask = call.inputs[3].to(at::kFloat).expand(shape).contiguous().reshape({b, tq, tk});
+    }
+    const bool causal = call.paramOr("causal", 0) != 0;
+    const float scale = float(call.realOr("scale", 1.0));
+    at::Tensor out = at::empty({b, tq, dv});
+    const float *pq = q.data_ptr<float>(), *pk = k.data_ptr<float>(), *pv = v.data_ptr<float>();
+    const float* pm = mask.defined() ? mask.data_ptr<float>() : nullptr;
+    float* po = out.data_ptr<float>();
+    std::vector<float> acc(std::size_t(dv), 0.f), s(16);
+    constexpr int64_t kBlock = 16;
+    for (int64_t bb = 0; bb < b; ++bb)
+      for (int64_t i = 0; i < tq; ++i) {
+        const float* qi = pq + (bb * tq + i) * d;
+        float m = -INFINITY, l = 0.f;
+        std::fill(acc.begin(), acc.end(), 0.f);
+        const int64_t last = causal ? std::min(tk - 1, i + tk - tq) : tk - 1;
+        for (int64_t j0 = 0; j0 <= last; j0 += kBlock) {
+          const int64_t j1 = std::min(last + 1, j0 + kBlock);
+          float blockMax = -INFINITY;
+          for (int64_t j = j0; j < j1; ++j) {
+            const float* kj = pk + (bb * tk + j) * d;
+            float dot = 0.f;
+            for (int64_t e = 0; e < d; ++e) dot += qi[e] * kj[e];
+            s[std::size_t(j - j0)] = dot * scale + (pm ? pm[(bb * tq + i) * tk + j] : 0.f);
+            blockMax = std::max(blockMax, s[std::size_t(j - j0)]);
+          }
+          const float m2 = std::max(m, blockMax);
+          if (m2 == -INFINITY) continue;  // every key so far masked out
+          const float correction = m == -INFINITY ? 0.f : std::exp(m - m2);
+          l *= correction;
+          for (float& a : acc) a *= correction;
+          for (int64_t j = j0; j < j1; ++j) {
+            const float p = std::exp(s[std::size_t(j - j0)] - m2);
+            l += p;
+            const float pb = fp::roundTo(fp::kBf16, p);
+            const float* vj = pv + (bb * tk + j) * dv;
+            for (int64_t e = 0; e < dv; ++e) acc[std::size_t(e)] += pb * vj[e];
+          }
+          m = m2;
+        }
+        float* oi = po + (bb * tq + i) * dv;
+        for (int64_t e = 0; e < dv; ++e) oi[e] = l > 0 ? acc[std::size_t(e)] / l : NAN;
+      }
+    std::vector<int64_t> shape = batch;
+    shape.insert(shape.end(), {tq, dv});
+    return out.reshape(shape);
+  }
+};
+
 // ----------------------------------------------------------------------------------- Adam
 
 class AdamCandidate final : public OpCandidate {
@@ -303,6 +437,10 @@ std::unique_ptr<Kernel> makeOpCandidate(const std::string& name, const std::stri
   if (name == "softmax-poly") return std::make_unique<SoftmaxCandidate>(text, S::Poly, int(number("degree", 3)));
   if (name == "softmax-online") return std::make_unique<SoftmaxCandidate>(text, S::Online, 0);
   if (name == "softmax-nomax") return std::make_unique<SoftmaxCandidate>(text, S::NoMax, 0);
+  if (name == "softmax-bf16") return std::make_unique<SoftmaxLowPrecision>(text, fp::kBf16);
+  if (name == "softmax-fp16") return std::make_unique<SoftmaxLowPrecision>(text, fp::kFp16);
+  if (name == "attention-flash") return std::make_unique<AttentionFlash>(text);
+  if (name == "attention-causal-off") return std::make_unique<AttentionCausalOffByOne>(text);
   if (name == "layernorm-onepass") return std::make_unique<LayerNormCandidate>(text, L::OnePass);
   if (name == "layernorm-fp16stats") return std::make_unique<LayerNormCandidate>(text, L::Fp16Stats);
   if (name == "layernorm-eps-outside") return std::make_unique<LayerNormCandidate>(text, L::EpsOutside);
