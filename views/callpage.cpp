@@ -122,7 +122,7 @@ void CallPage::showKernelFailure(const FailedCallPage& page, const QString& titl
     if (!why.empty()) html += QStringLiteral("<p><i>%1</i></p>").arg(qs(why).toHtmlEscaped());
   } else if (page.analysisRun.empty()) {
     html += tr("<h3>Verdict</h3><p>The run has no analysis yet: <tt>%1</tt> gives each failed call its verdict "
-               "(kernel_crash, kernel_hang, kernel_out_of_bounds).</p>").arg(page.analyze.toHtmlEscaped());
+               "(kernel_crash, kernel_hang, kernel_out_of_bounds, kernel_out_of_memory).</p>").arg(page.analyze.toHtmlEscaped());
   } else {
     html += tr("<h3>Verdict</h3><p>Analysis %1 gave this call no verdict (it was made before the failure was "
                "recorded, or for other calls).</p>").arg(qs(page.analysisRun).toHtmlEscaped());

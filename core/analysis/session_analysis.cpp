@@ -361,7 +361,10 @@ std::vector<KernelFailure> kernelFailures(const store::SessionReader& reader, co
         shapes += "]";
       }
     detector::Verdict v;
-    v.model = what == "hang" ? "kernel_hang" : what == "out_of_bounds" ? "kernel_out_of_bounds" : "kernel_crash";
+    v.model = what == "hang"            ? "kernel_hang"
+              : what == "out_of_bounds" ? "kernel_out_of_bounds"
+              : what == "out_of_memory" ? "kernel_out_of_memory"
+                                        : "kernel_crash";
     v.confidence = 1.0;
     v.explanation = "the kernel failed this call in its kernel host (" + what + "); shapes " +
                     (shapes.empty() ? std::string("unknown") : shapes) + "; replay it alone with peat playback --call " +

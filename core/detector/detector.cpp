@@ -15,7 +15,8 @@ const std::vector<std::string>& verdictNames() {
   static const std::vector<std::string> names{"exact",        "precision_loss", "accumulation_order", "bit_flip",
                                               "multi_bit_flip", "stuck_at",     "random_value",       "zeroed",
                                               "index_error",  "nondeterministic", "nan_inf",          "scaling",
-                                              "kernel_crash", "kernel_hang", "kernel_out_of_bounds", "unknown"};
+                                              "kernel_crash", "kernel_hang", "kernel_out_of_bounds",
+                                              "kernel_out_of_memory", "unknown"};
   return names;
 }
 
@@ -53,7 +54,11 @@ std::string verdictExplanation(const std::string& verdict) {
                        "is no output to compare. Replay the call alone with peat playback --call and its shapes."},
       {"kernel_hang", "The kernel did not return within its time-out on this call and its kernel host was stopped."},
       {"kernel_out_of_bounds", "The kernel wrote outside its output (into a guard page, a canary, or a read-only "
-                               "input) on this call: a buffer overrun, usually a tile-edge or stride bug."}};
+                               "input) on this call: a buffer overrun, usually a tile-edge or stride bug."},
+      {"kernel_out_of_memory", "An allocation of the kernel failed under its kernel host's memory limit "
+                               "(PEAT_KERNEL_MEMORY_MIB) on this call, and the kernel then crashed or returned an "
+                               "error: a workspace sized from the shapes, a leak across calls, or an unbounded "
+                               "allocation."}};
   const auto it = text.find(verdict);
   return it == text.end() ? std::string() : it->second;
 }

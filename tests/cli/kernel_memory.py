@@ -9,6 +9,7 @@ allocation and the limit, a session `peat info --verify` accepts, and no process
 
     kernel_memory.py PEAT PLUGIN_DIR RECORDED_MLP_SESSION
 """
+import json
 import math
 import os
 import resource
@@ -57,6 +58,18 @@ for kind, then in (("hungry", "then it crashed (signal 11, Segmentation fault)")
             f"{kind}: 2 calls out_of_memory (fc3 forward), 14 ok: {[r[2] for r in rows]}")
     v = subprocess.run([PEAT, "info", "--verify", out], capture_output=True, text=True, timeout=120)
     H.check(v.returncode == 0, f"{kind}: peat info --verify accepts the session: {v.stderr.strip()[:200]}")
+    # the detector gives the two calls a verdict of their own, with the outcome and the call's shapes
+    # (a replay into a copy of the recording, with its outputs stored, as detect needs them)
+    kept = os.path.join(WORK, kind + "-kept.h5")
+    shutil.copy(RECORDED, kept)
+    subprocess.run([PEAT, "playback", "-s", kept, "-k", f"plugin:path={PLUGINS}/libpeat_late_{kind}.so",
+                    "--store-outputs", "--name", kind], capture_output=True, text=True, timeout=120, env=ENV)
+    d = subprocess.run([PEAT, "detect", "-s", kept, "--run", kind, "--json"], capture_output=True, text=True, timeout=120)
+    named = [c for c in json.loads(d.stdout).get("kernel_failures", []) if c.get("verdict") == "kernel_out_of_memory"] \
+        if d.returncode == 0 else []
+    H.check(len(named) == 2 and all(c["outcome"] == "out_of_memory" and "shapes input_0 [" in c["explanation"]
+                                    for c in named),
+            f"{kind}: peat detect names the 2 calls kernel_out_of_memory ({d.returncode}, {len(named)})")
 
 # every process the replays started, peat and its kernel hosts: none above 1 GiB
 largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

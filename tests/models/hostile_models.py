@@ -189,5 +189,22 @@ for path, limit, needle in ((bomb, "4096", "holds a compressed bomb: record 'arc
           f"{os.path.basename(path)} ({os.path.getsize(path) >> 10} KiB): peat-probe refused it in {seconds:.2f} s "
           f"(at most {rss:.0f} MiB), exit {p.returncode}: {p.stdout.strip()[:300]}")
 
+    # the same files as users meet them: peat models --inspect and peat profile, end to end
+    for args in (["models", "--inspect", path], ["profile", "--model", path, "--data", "fashion-mnist:3x32x32", "-n", "1",
+                                                  "-o", os.path.join(WORK, "never.h5")]):
+        t0 = time.time()
+        with tempfile.TemporaryFile("w+") as err:
+            q = subprocess.Popen([PEAT, *args], stdout=subprocess.DEVNULL, stderr=err,
+                                 env=dict(env, PEAT_MODEL_MEMORY_MIB=limit))
+            _, status, usage = os.wait4(q.pid, 0)  # peat and the helpers it waited for
+            seconds, rss, code = time.time() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            lines = [l for l in err.read().splitlines() if l.strip()]
+        errors = [l for l in lines if l.startswith("peat: error: ")]
+        check(code == 1 and len(errors) == 1 and needle in errors[0] and seconds < 5 and rss < 1024 and
+              not os.path.exists(os.path.join(WORK, "never.h5")),
+              f"{os.path.basename(path)}: peat {args[0]} refused it in {seconds:.2f} s (at most {rss:.0f} MiB), exit "
+              f"{code}: {errors[:1] or lines[-1:]}")
+
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
