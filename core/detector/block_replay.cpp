@@ -104,15 +104,35 @@ bool compareRows(const float* c, const GemmBound& g, const BlockScheme& s, const
   return true;
 }
 
+// GEMM t of a batched bound, as a bound of its own: a block-scaled kernel quantises each GEMM of a
+// batch on its own (its tensor amax, its blocks), as runThroughGemm and batched GEMM kernels do.
+std::optional<GemmBound> batchEntry(const GemmBound& g, int64_t t) {
+  const int64_t m = g.rows / g.batch, n = g.cols, k = g.k;
+  if (m * g.batch != g.rows || int64_t(g.a.size()) != g.rows * k || int64_t(g.b.size()) != g.batch * k * n)
+    return std::nullopt;
+  GemmBound s;
+  s.rows = m, s.cols = n, s.k = k, s.batch = 1;
+  s.a.assign(g.a.begin() + t * m * k, g.a.begin() + (t + 1) * m * k);
+  s.b.assign(g.b.begin() + t * k * n, g.b.begin() + (t + 1) * k * n);
+  if (int64_t(g.bias.size()) == n) s.bias = g.bias;
+  else if (int64_t(g.bias.size()) == g.batch * n) s.bias.assign(g.bias.begin() + t * n, g.bias.begin() + (t + 1) * n);
+  return s;
+}
+
 }  // namespace
 
 bool replaysBlockScheme(const float* c, const GemmBound& g, const BlockScheme& s) {
-  if (g.a.empty() || g.rows <= 0 || g.cols <= 0 || g.k <= 0 || g.batch != 1) return false;  // batched: not replayed
-  return compareRows(c, g, s, quantiseOperands(g, s));
+  if (g.a.empty() || g.rows <= 0 || g.cols <= 0 || g.k <= 0 || g.batch < 1) return false;
+  if (g.batch == 1) return compareRows(c, g, s, quantiseOperands(g, s));
+  for (int64_t t = 0; t < g.batch; ++t) {  // a batched GEMM: each of its GEMMs replayed on its own
+    const std::optional<GemmBound> one = batchEntry(g, t);
+    if (!one || !compareRows(c + t * one->rows * one->cols, *one, s, quantiseOperands(*one, s))) return false;
+  }
+  return true;
 }
 
 std::optional<BlockMatch> reproducingBlockScheme(const float* c, const GemmBound& g) {
-  if (g.a.empty() || g.batch != 1 || double(g.rows) * double(g.cols) * double(g.k) > 5e8) return std::nullopt;
+  if (g.a.empty() || double(g.rows) * double(g.cols) * double(g.k) > 5e8) return std::nullopt;
   std::vector<BlockScheme> schemes;
   auto addFor = [&](bool output, fp::BlockBug bug, bool wrongDimension) {
     for (const int size : {0, 16, 32, 64, 128})

@@ -51,8 +51,8 @@ struct GemmBound {
 // |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).
 GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias = nullptr);
 // `batch` GEMMs c_i = a_i b_i, a [batch, m, k] and b [batch, k, n] row-major (`aShared` / `bShared`:
-// one a or one b for every batch, as matmul broadcasts it). The block-scaled replay is not run on
-// batched bounds (batch > 1); the error bounds and the formats' replay are.
+// one a or one b for every batch, as matmul broadcasts it). The block-scaled replay runs each GEMM
+// of the batch on its own (its own tensor amax and blocks), as a batched kernel quantises them.
 GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
                            bool bShared);
 
