@@ -23,6 +23,17 @@ bool legitimate(const std::string& model) {
 // kernels do): a legitimate loss of precision below 2^-126, not a part of the output left unwritten.
 void zeroed(RuleContext& x) {
   if (!x.m.allZeroCandidate) return;
+  // Every mismatch is a zero against a zero of the other sign (|c - g| = 0 everywhere): the values are
+  // equal (IEEE -0 == +0); another order or formula gives an exact zero the other sign (GELU's tanh
+  // form underflows to +0 where the erf form keeps -0).
+  if (x.r.maxAbs == 0) {
+    Verdict v = make("accumulation_order", 0.95,
+                     std::to_string(x.mis) + " zero(s) differ from golden only in their sign (-0 and +0 are equal)");
+    v.evidence["signed_zeros"] = double(x.mis);
+    x.add(v);
+    x.add(make("zeroed", 0.2, "every mismatch reads 0, but golden is a zero of the other sign there"));
+    return;
+  }
   if (x.m.allSubnormalGolden) {
     Verdict v = make("precision_loss", 0.95,
                      std::to_string(x.mis) + " subnormal golden value(s) read 0: subnormals flushed to zero (FTZ)");

@@ -726,6 +726,15 @@ void TestDetector::flushedSubnormalsAreLegitimate() {
   QCOMPARE(d.verdict.parameters.at("flush"), std::string("ftz"));
   c[1] = 0.0f;  // one normal value zeroed too
   QCOMPARE(run(g, c).verdict.model, std::string("zeroed"));
+  // zeros whose sign differs (-0 in golden, +0 in the candidate): equal values, not a cleared output
+  auto z = values(4096, 46);
+  for (std::size_t i = 0; i < z.size(); i += 97) z[i] = -0.0f;
+  auto plus = z;
+  for (float& x : plus)
+    if (x == 0.0f) x = 0.0f;
+  QCOMPARE(run(z, plus).verdict.model, std::string("accumulation_order"));
+  plus[5] = 0.0f;  // and one real value cleared: zeroed again
+  QCOMPARE(run(z, plus).verdict.model, std::string("zeroed"));
 }
 
 // int4 and int8 weights in groups along K, replayed with the operands; from outputs alone no fault.
