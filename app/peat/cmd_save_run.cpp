@@ -98,9 +98,10 @@ void printText(const SaveRunOptions& o, const save::Graph& g, const save::Infere
 }
 
 void printJsonResult(const SaveRunOptions& o, const save::Graph& g, const save::InferenceResult& r,
-                     const save::OutputComparison* c) {
+                     const std::string& note, const save::OutputComparison* c) {
   printJson([&](JsonWriter& j) {
     j.beginObject().field("model", g.model).field("samples", r.samples).field("protect", o.protect);
+    if (!note.empty()) j.field("note", note);  // where Ranger's bounds came from
     j.field("flips", o.flips).field("seconds", r.seconds);
     j.key("output_shape").beginArray();
     for (int64_t d : r.outputShape) j.value(d);
@@ -167,7 +168,7 @@ int runSaveRun(const SaveRunOptions& o) {
   std::unique_ptr<save::OutputComparison> c;
   if (reference) c = std::make_unique<save::OutputComparison>(save::compareOutputs(r, *reference));
   if (o.analysis.json)
-    printJsonResult(o, g, r, c.get());
+    printJsonResult(o, g, r, note, c.get());
   else
     printText(o, g, r, note, c.get());
   if (c && o.maxDiff >= 0 && (c->maxAbs > o.maxDiff || c->nonFinite > 0)) {

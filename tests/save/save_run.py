@@ -123,6 +123,11 @@ try:
           f"recovers ({faulty['save']['stats']['recoveries']}), keeping the fault-free prediction on {keep['save']}/64; "
           f"unprotected {keep['none']}/64")
 
+    # Ranger's bounds, profiled on these inputs (an ONNX file's run has no train split): said, in JSON too
+    ranger = json.loads(peat("save", "run", "-m", lenet, "-i", lx, "--protect", "ranger", "--json").stdout)
+    check("inputs themselves" in ranger.get("note", ""), f"LeNet, --protect ranger --json: the note says where Ranger's "
+          f"bounds come from ({ranger.get('note')!r})")
+
     # bad input
     np.save(os.path.join(WORK, "wrong.npy"), np.zeros((2, 3, 32, 32), np.float32))
     one_error(["save", "run", "-m", r18, "-i", os.path.join(WORK, "wrong.npy")], "[2,3,32,32]", "[3,64,64]")
