@@ -67,6 +67,7 @@ struct Hypothesis {
   std::string model;       // the verdict it gives: a legitimate reading or a fault
   std::string explanation;
   std::vector<double> values;
+  std::string format;  // a precision_loss reading's format ("bf16"), for the verdict's parameters
 };
 
 struct Replay {
@@ -259,6 +260,85 @@ std::optional<Verdict> dropout(const float* candidate, uint64_t count, const OpO
   return v;
 }
 
+double roundTo16(double v, bool bf16) {  // fp32, then to nearest even on bf16 or fp16 (fp16 saturates to inf)
+  if (bf16) return roundBf16(v);
+  const float f = float(v);
+  if (!std::isfinite(f)) return f;
+  const double a = std::fabs(double(f));
+  if (a >= 65520.0) return std::copysign(std::numeric_limits<double>::infinity(), f);
+  // fp16: 10 fraction bits, subnormals below 2^-14 with a fixed step of 2^-24
+  int e = 0;
+  std::frexp(a, &e);
+  const double step = std::ldexp(1.0, std::max(e - 11, -24));
+  return std::copysign(std::nearbyint(a / step) * step, f);
+}
+
+// Softmax and log-softmax forward over "dim": the reference in double from the recorded input, and
+// the 16-bit kernels' formulas: input and output in bf16 or fp16 (the sums in fp32), or only the
+// output stored in it. A candidate that follows one is precision_loss with that format. Kernels that
+// compute in fp32 another way (a fast exp, one pass) fit none and keep the detector's verdict.
+std::optional<Replay> softmax(const OpOperands& c, uint64_t count) {
+  if (c.inputs.empty() || c.inputs[0].size() != count || c.shapes[0].empty()) return std::nullopt;
+  const std::vector<uint64_t>& shape = c.shapes[0];
+  int64_t d = intParam(c, "dim", -1);
+  if (d < 0) d += int64_t(shape.size());
+  if (d < 0 || d >= int64_t(shape.size())) return std::nullopt;
+  const uint64_t n = shape[std::size_t(d)];
+  uint64_t inner = 1;
+  for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  if (n < 2 || count % (n * inner)) return std::nullopt;
+  const uint64_t outer = count / (n * inner);
+  const bool log = c.op == "log_softmax";
+  const float* x = c.inputs[0].data();
+  Replay r;
+  r.robust = true;  // a 16-bit output may round the other way where fp32's sum sits at a midpoint
+  r.reference.resize(count);
+  r.scale.resize(count);
+  // hypotheses: 0 bf16 in+out, 1 fp16 in+out, 2 bf16 out, 3 fp16 out
+  std::vector<std::vector<double>> h(4, std::vector<double>(count));
+  std::vector<double> row(n);
+  auto rowSoftmax = [&](uint64_t o, uint64_t i, int roundInput, double* out) {
+    double mx = -std::numeric_limits<double>::infinity();
+    for (uint64_t j = 0; j < n; ++j) {
+      const double v = x[(o * n + j) * inner + i];
+      row[j] = roundInput < 0 ? v : roundTo16(v, roundInput == 0);
+      mx = std::max(mx, row[j]);
+    }
+    double sum = 0;
+    for (uint64_t j = 0; j < n; ++j) sum += std::exp(row[j] - mx);
+    for (uint64_t j = 0; j < n; ++j) out[j] = log ? row[j] - mx - std::log(sum) : std::exp(row[j] - mx) / sum;
+  };
+  std::vector<double> tmp(n);
+  for (uint64_t o = 0; o < outer; ++o)
+    for (uint64_t i = 0; i < inner; ++i) {
+      rowSoftmax(o, i, -1, tmp.data());
+      double rowScale = 0;
+      for (uint64_t j = 0; j < n; ++j) rowScale = std::max(rowScale, std::fabs(tmp[j]));
+      for (uint64_t j = 0; j < n; ++j) {
+        const uint64_t at = (o * n + j) * inner + i;
+        r.reference[at] = tmp[j];
+        r.scale[at] = rowScale;
+        h[2][at] = roundTo16(tmp[j], true);
+        h[3][at] = roundTo16(tmp[j], false);
+      }
+      for (int f = 0; f < 2; ++f) {
+        rowSoftmax(o, i, f, tmp.data());
+        for (uint64_t j = 0; j < n; ++j) h[std::size_t(f)][(o * n + j) * inner + i] = roundTo16(tmp[j], f == 0);
+      }
+    }
+  const std::string what = log ? "log-softmax" : "softmax";
+  r.alternatives = {
+      {what + " with its input and output in bf16", "precision_loss",
+       "the input rounded to bf16, the sums in fp32, the output stored in bf16: a bf16 kernel", std::move(h[0]), "bf16"},
+      {what + " with its input and output in fp16", "precision_loss",
+       "the input rounded to fp16, the sums in fp32, the output stored in fp16: an fp16 kernel", std::move(h[1]), "fp16"},
+      {what + " with its output in bf16", "precision_loss", "computed from the fp32 input, the output stored in bf16",
+       std::move(h[2]), "bf16"},
+      {what + " with its output in fp16", "precision_loss", "computed from the fp32 input, the output stored in fp16",
+       std::move(h[3]), "fp16"}};
+  return r;
+}
+
 // Attention forward: q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv][, mask]. The reference is the exact
 // op in double; the hypotheses move the causal limit by one key either way (a mask off by one). A
 // causal limit is the call's "causal" flag or a recorded mask that is exactly the causal one. Attention
@@ -383,6 +463,7 @@ bool opReplayCovers(const std::string& op, int64_t variant) {
   if (op == "adam") return variant == 4;
   if (op == "dropout") return variant == 0 || variant == 1;
   if (op == "attention") return variant == 0 || variant == 1;
+  if (op == "softmax" || op == "log_softmax") return variant == 0;
   return false;
 }
 
@@ -392,6 +473,7 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
   std::optional<Replay> r = call.op == "layernorm"   ? layerNorm(call, count)
                             : call.op == "gelu"      ? gelu(call, count)
                             : call.op == "attention" ? attention(call, count)
+                            : call.op == "softmax" || call.op == "log_softmax" ? softmax(call, count)
                                                      : adam(call, count);
   if (!r) return std::nullopt;
   // golden must be the replayed op itself: otherwise the call's semantics are not the replay's
@@ -412,6 +494,7 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
       v.model = h.model;
       v.confidence = 0.9;
       v.parameters["formula"] = h.name;
+      if (!h.format.empty()) v.parameters["format"] = h.format;
       v.evidence["misfit_formula"] = fit;
       v.evidence["misfit_reference"] = reference;
       v.evidence["misfit_golden"] = goldenMisfit;

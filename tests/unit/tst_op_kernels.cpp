@@ -234,6 +234,21 @@ void TestOpKernels::opReplayNamesEachFormula() {
   adam.setReal("beta2", 0.999);
   adam.setReal("eps", 1e-8);
   QCOMPARE(replayed("adam-eps-inside", adam, "adam"), std::string("accumulation_order: epsilon inside the square root"));
+  // softmax in 16 bits: the project's candidates and ATen's own bf16 softmax (a kernel not written here)
+  const OpCall sm{OpKind::Softmax, Variant::Forward, {at::randn({32, 80}) * 4}, {}};
+  QCOMPARE(replayed("softmax-bf16", sm, "softmax"), std::string("precision_loss: softmax with its input and output in bf16"));
+  QCOMPARE(replayed("softmax-fp16", sm, "softmax"), std::string("precision_loss: softmax with its input and output in fp16"));
+  QCOMPARE(replayed("softmax-online", sm, "softmax"), std::string("none"));  // fp32, another order: the detector's call
+  {
+    const at::Tensor golden = run("golden", sm).contiguous();
+    const at::Tensor aten = at::softmax(sm.inputs[0].to(at::kBFloat16), -1).to(at::kFloat).contiguous();
+    detector::OpOperands operands{"softmax", 0, {}, {}, {}};
+    const at::Tensor in = sm.inputs[0].contiguous();
+    operands.inputs.emplace_back(in.data_ptr<float>(), in.data_ptr<float>() + in.numel());
+    operands.shapes.push_back({32, 80});
+    const auto v = detector::replayOp(golden.data_ptr<float>(), aten.data_ptr<float>(), uint64_t(golden.numel()), operands);
+    QVERIFY(v && v->model == "precision_loss" && v->parameters.at("format") == "bf16");
+  }
   const at::Tensor dx = at::randn({64, 64});
   auto reuse = makeKernel("dropout-reuse", 1);
   const at::Tensor m1 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9), m2 = at::empty({64, 64}).bernoulli_(0.9).div_(0.9);
