@@ -138,15 +138,15 @@ std::optional<Replay> layerNorm(const OpOperands& c, uint64_t count) {
   r.alternatives = {
       {"variance with Bessel's correction (N-1)", "scaling",
        "every row is the layer norm with its variance divided by N-1 instead of N: a per-row factor sqrt(N/(N-1))",
-       std::move(bessel)},
+       std::move(bessel), ""},
       {"epsilon outside the square root", "scaling",
        "every row is (x - mean) / (sqrt(var) + eps) instead of / sqrt(var + eps): a per-row factor, large where the "
        "variance is small next to eps",
-       std::move(outside)},
+       std::move(outside), ""},
       {"no mean subtraction (RMSNorm's formula)", "scaling",
        "every row is x / sqrt(mean(x^2) + eps): RMSNorm's formula where the reference is layer norm (a per-row affine "
        "error: the mean was never subtracted)",
-       std::move(rms)}};
+       std::move(rms), ""}};
   return r;
 }
 
@@ -182,7 +182,7 @@ std::optional<Replay> gelu(const OpOperands& c, uint64_t count) {
                      std::string("the candidate is GELU's ") + (tanhCall ? "exact (erf) form" : "tanh approximation") +
                          " to fp32 precision, where the call asked for the other: the approximation's own error, "
                          "legitimate",
-                     std::move(other)}};
+                     std::move(other), ""}};
   return r;
 }
 
@@ -221,11 +221,11 @@ std::optional<Replay> adam(const OpOperands& c, uint64_t count) {
       {"epsilon inside the square root", "accumulation_order",
        "the update divides by sqrt(v_hat + eps) instead of sqrt(v_hat) + eps, to fp32 precision: a legitimate "
        "formulation of Adam that differs only where v_hat is near eps",
-       std::move(inside)},
+       std::move(inside), ""},
       {"moments stored in bf16", "precision_loss",
        "the new moments are the exact ones rounded to bf16, and the parameter moves by the step they give: "
        "reduced-precision optimiser state, legitimate",
-       std::move(bf16)}};
+       std::move(bf16), ""}};
   return r;
 }
 
@@ -449,9 +449,9 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
   }
   r.alternatives = {
       {"causal limit one key late (query i sees key i+1)", "index_error",
-       "every query but the last attends to one key past its causal limit: a causal mask off by one", std::move(later)},
+       "every query but the last attends to one key past its causal limit: a causal mask off by one", std::move(later), ""},
       {"causal limit one key early (query i does not see key i)", "index_error",
-       "every query but the first misses the last key it may see: a causal mask off by one", std::move(earlier)}};
+       "every query but the first misses the last key it may see: a causal mask off by one", std::move(earlier), ""}};
   return r;
 }
 
