@@ -397,6 +397,8 @@ def plugins_case():
             r = run_json("playback", "-s", s, "-k", lib(plugin), "--op", op, "--store-outputs", "--name", rn)
             check(r["replayed_calls"] > 0 and not r.get("kernel_failures"),
                   f"{name}: {plugin} replayed {r['replayed_calls']} {op} calls without a failure")
+            local = run_json("playback", "-s", s, "-k", lib(plugin), "--op", op, "--in-process", "--name", rn + "-local")
+            check(local["worst"] == r["worst"], f"{name}: {plugin} in process gives the kernel host's numbers")
             calls = run_json("detect", "-s", s, "--run", rn)["calls"]
             verdicts[rn] = collections.Counter((c["op"] if "op" in c else op, c.get("variant", "?"), c["verdict"])
                                                for c in calls)
