@@ -367,6 +367,9 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
   bool causal = intParam(c, "causal", 0) != 0;
   const std::vector<float>* mask = intParam(c, "mask", 0) && c.inputs.size() > base + 3 ? &c.inputs[base + 3] : nullptr;
   if (mask && mask->size() != tq * tk) return std::nullopt;  // a mask per batch entry: not replayed
+  const std::size_t keepAt = base + 3 + (intParam(c, "mask", 0) ? 1 : 0);
+  const std::vector<float>* keep = intParam(c, "dropout", 0) && c.inputs.size() > keepAt ? &c.inputs[keepAt] : nullptr;
+  if (intParam(c, "dropout", 0) && (!keep || keep->size() != b * tq * tk)) return std::nullopt;
   const int64_t offset = int64_t(tk) - int64_t(tq);
   if (mask && !causal) {
     bool isCausal = true;
@@ -398,10 +401,12 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
         double sum = 0;
         for (uint64_t j = 0; j < tk; ++j) sum += pr[j] = std::isfinite(pr[j]) ? std::exp(pr[j] - mx) : 0.0;
         for (uint64_t j = 0; j < tk; ++j) pr[j] = sum > 0 ? pr[j] / sum : 0.0;
+        const float* kr = keep ? keep->data() + (batch * tq + i) * tk : nullptr;  // the dropout's multipliers
         if (!grad) {
           for (uint64_t j = 0; j < tk; ++j)
             if (pr[j] != 0)
-              for (uint64_t e = 0; e < dv; ++e) out[(batch * tq + i) * dv + e] += pr[j] * vb[j * dv + e];
+              for (uint64_t e = 0; e < dv; ++e)
+                out[(batch * tq + i) * dv + e] += pr[j] * (kr ? kr[j] : 1.0) * vb[j * dv + e];
           continue;
         }
         const float* dO = c.inputs[0].data() + (batch * tq + i) * dv;
@@ -409,6 +414,7 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
         for (uint64_t j = 0; j < tk; ++j) {
           double dp = 0;
           for (uint64_t e = 0; e < dv; ++e) dp += double(dO[e]) * vb[j * dv + e];
+          if (kr) dp *= kr[j];
           ds[i * tk + j] = dp;
           dot += pr[j] * dp;
         }
@@ -419,7 +425,7 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
       double* ob = out.data() + batch * rowsPerBatch * width;
       for (uint64_t i = 0; i < tq; ++i)
         for (uint64_t j = 0; j < tk; ++j) {
-          const double pij = p[i * tk + j], sij = ds[i * tk + j];
+          const double pij = p[i * tk + j] * (keep ? (*keep)[(batch * tq + i) * tk + j] : 1.0f), sij = ds[i * tk + j];
           if (wrt == 0 && sij != 0)
             for (uint64_t e = 0; e < d; ++e) ob[i * d + e] += sij * kb[j * d + e];
           else if (wrt == 1 && sij != 0)

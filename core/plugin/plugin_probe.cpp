@@ -141,11 +141,17 @@ PluginInfo validatePluginInfoV2(const peat_plugin_info* info, const std::string&
     if (!knownDtype(d.input_dtype) || !knownDtype(d.output_dtype))
       throw PluginError(what + "(" + abiOpName(d.op_kind) + ") declares the unknown " +
                         dtypeName(knownDtype(d.input_dtype) ? d.output_dtype : d.input_dtype) + " (1 to 5 are known)");
+    const uint32_t knownFeatures = d.op_kind == PEAT_OP_ATTENTION ? PEAT_FEATURE_ATTENTION_DROPOUT : 0u;
+    if (d.features & ~knownFeatures)
+      throw PluginError(what + "(" + abiOpName(d.op_kind) + ") declares features " + std::to_string(d.features) +
+                        (knownFeatures ? "; attention knows only PEAT_FEATURE_ATTENTION_DROPOUT (1)"
+                                       : "; this op kind has none (0)"));
     PluginOp op;
     op.kind = d.op_kind;
     op.variants = d.variants;
     op.inputDtype = d.input_dtype;
     op.outputDtype = d.output_dtype;
+    op.features = d.features;
     out.ops.push_back(op);
   }
   return out;
@@ -283,7 +289,7 @@ PluginInfo checkV2(const sys::SharedLibrary& lib, const std::string& path) {
   for (PluginOp& op : info.ops)
     for (uint32_t v = 0; v < 32; ++v)  // variant by variant, so that a failure names the first variant
       if (op.variants & (1u << v))
-        for (const ProbeCase& c : probeCases(op.kind, 1u << v)) runCase(run, lib, info.name, op, c);
+        for (const ProbeCase& c : probeCases(op.kind, 1u << v, op.features)) runCase(run, lib, info.name, op, c);
   return info;
 }
 
@@ -380,8 +386,8 @@ std::string probeAnswer(const PluginInfo& info) {
   std::snprintf(line, sizeof line, "ok2\t%s\t%u\t%zu", info.name.c_str(), info.memory, info.ops.size());
   std::string text = line;
   for (const PluginOp& op : info.ops) {
-    std::snprintf(line, sizeof line, "\nop\t%u\t%u\t%u\t%u\t%u\t%u\t%.9g\t", op.kind, op.variants, op.inputDtype,
-                  op.outputDtype, op.cases, op.failedCases, op.maxError);
+    std::snprintf(line, sizeof line, "\nop\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%.9g\t", op.kind, op.variants, op.inputDtype,
+                  op.outputDtype, op.features, op.cases, op.failedCases, op.maxError);
     text += line + oneLine(op.firstFailure, kMaxFailureText);
   }
   return text;
@@ -415,7 +421,8 @@ double answerError(const std::string& f) {
   return v;
 }
 
-// "ok2\tname\tmemory\top_count", then op_count lines "op\tkind\tvariants\tin\tout\tcases\tfailed\tmax_error\tfirst"
+// "ok2\tname\tmemory\top_count", then op_count lines
+// "op\tkind\tvariants\tin\tout\tfeatures\tcases\tfailed\tmax_error\tfirst"
 PluginInfo parseProbeAnswerV2(const std::string& text, const std::string& path) {
   const std::vector<std::string> lines = split(text, '\n');
   const std::vector<std::string> head = split(lines[0], '\t', 4);
@@ -427,16 +434,17 @@ PluginInfo parseProbeAnswerV2(const std::string& text, const std::string& path) 
   for (std::size_t l = 1; l < lines.size(); ++l) {
     if (lines[l].rfind("op\t", 0) != 0) unknownFormat();
     const std::vector<std::string> f = split(lines[l], '\t', 3);
-    if (f.size() != 8) unknownFormat();
+    if (f.size() != 9) unknownFormat();
     PluginOp op;
     op.kind = answerNumber(f[0]);
     op.variants = answerNumber(f[1]);
     op.inputDtype = answerNumber(f[2]);
     op.outputDtype = answerNumber(f[3]);
-    op.cases = answerNumber(f[4]);
-    op.failedCases = answerNumber(f[5]);
-    op.maxError = answerError(f[6]);
-    op.firstFailure = f[7];
+    op.features = answerNumber(f[4]);
+    op.cases = answerNumber(f[5]);
+    op.failedCases = answerNumber(f[6]);
+    op.maxError = answerError(f[7]);
+    op.firstFailure = f[8];
     // every declared variant ran at least one case; a failed case had an error, and its description
     int declared = 0;
     for (uint32_t v = op.variants; v; v &= v - 1) ++declared;
@@ -445,7 +453,7 @@ PluginInfo parseProbeAnswerV2(const std::string& text, const std::string& path) 
     if (op.firstFailure.size() > kMaxFailureText) unknownFormat();
     for (char c : op.firstFailure)
       if (c < 0x20 || c > 0x7e) unknownFormat();
-    descs.push_back(peat_op_desc{op.kind, op.variants, op.inputDtype, op.outputDtype});
+    descs.push_back(peat_op_desc{op.kind, op.variants, op.inputDtype, op.outputDtype, op.features});
     ops.push_back(op);
   }
   // the same rules as in the probe: a lying or broken probe cannot smuggle in what it refuses

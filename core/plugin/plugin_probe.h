@@ -20,7 +20,7 @@ class PluginError : public std::runtime_error {
 
 // One op kind of an ABI v2 plugin, as it declares it and as its probe found it.
 struct PluginOp {
-  uint32_t kind = 0, variants = 0, inputDtype = 0, outputDtype = 0;  // peat_op_desc
+  uint32_t kind = 0, variants = 0, inputDtype = 0, outputDtype = 0, features = 0;  // peat_op_desc
   // The probe ran every declared variant on small cases against a double-precision reference,
   // with a tolerance for the declared dtypes: how many cases, how many had an element wrong.
   uint32_t cases = 0, failedCases = 0;

@@ -228,8 +228,8 @@ std::vector<Values> layerNorm(uint32_t variant, const peat_params& p, const std:
 std::vector<Values> attention(uint32_t variant, const peat_params& p, const std::vector<Shape>& inShapes,
                               const std::vector<Values>& in, const std::vector<Shape>& outShapes) {
   const std::size_t first = variant == PEAT_VARIANT_FORWARD ? 0 : 1;  // where q is
-  need(variant <= PEAT_VARIANT_GRAD_INPUT && in.size() == first + 3 + (p.has_mask ? 1 : 0),
-       "attention: q, k, v[, mask] (forward) or do, q, k, v[, mask] (grad input) in");
+  need(variant <= PEAT_VARIANT_GRAD_INPUT && in.size() == first + 3 + (p.has_mask ? 1 : 0) + (p.has_dropout ? 1 : 0),
+       "attention: q, k, v[, mask][, keep] (forward) or do, q, k, v[, mask][, keep] (grad input) in");
   const Shape &qs = inShapes[first], &ks = inShapes[first + 1], &vs = inShapes[first + 2];
   need(qs.size() == 3 && ks.size() == 3 && vs.size() == 3, "attention: q, k and v are [B, T, D]");
   const int64_t B = qs[0], Tq = qs[1], D = qs[2], Tk = ks[1], Dv = vs[2];
@@ -238,6 +238,9 @@ std::vector<Values> attention(uint32_t variant, const peat_params& p, const std:
   need(outShapes.size() == (variant == PEAT_VARIANT_FORWARD ? 1u : 3u), "attention: o out, or dq, dk, dv");
   const Values &q = in[first], &k = in[first + 1], &v = in[first + 2];
   const Values* mask = p.has_mask ? &in[first + 3] : nullptr;
+  // the dropout's multipliers of the probabilities, [B, Tq, Tk]
+  const Values* keep = p.has_dropout ? &in[first + 3 + (p.has_mask ? 1 : 0)] : nullptr;
+  need(!keep || int64_t(keep->size()) == B * Tq * Tk, "attention: keep is [B, Tq, Tk]");
   Values o(std::size_t(B * Tq * Dv), 0.0), dq, dk, dv;
   if (variant == PEAT_VARIANT_GRAD_INPUT) {
     need(int64_t(in[0].size()) == B * Tq * Dv, "attention grad input: do is [B, Tq, Dv]");
@@ -264,8 +267,9 @@ std::vector<Values> attention(uint32_t variant, const peat_params& p, const std:
       }
       for (int64_t j = 0; j < Tk; ++j) prob[std::size_t(j)] = sum > 0 ? prob[std::size_t(j)] / sum : 0.0;
       double* oi = o.data() + (b * Tq + i) * Dv;
+      auto kept = [&](int64_t j) { return keep ? (*keep)[std::size_t((b * Tq + i) * Tk + j)] : 1.0; };
       for (int64_t j = 0; j < Tk; ++j)
-        for (int64_t d = 0; d < Dv; ++d) oi[d] += prob[std::size_t(j)] * v[std::size_t((b * Tk + j) * Dv + d)];
+        for (int64_t d = 0; d < Dv; ++d) oi[d] += prob[std::size_t(j)] * kept(j) * v[std::size_t((b * Tk + j) * Dv + d)];
       if (variant == PEAT_VARIANT_FORWARD) continue;
       // dP = dO V^T, dS = P (dP - rowsum(dO o)), dq = scale dS K, dk = scale dS^T Q, dv = P^T dO
       const double* doi = in[0].data() + (b * Tq + i) * Dv;
@@ -277,9 +281,10 @@ std::vector<Values> attention(uint32_t variant, const peat_params& p, const std:
         double dp = 0;
         for (int64_t d = 0; d < Dv; ++d) {
           dp += doi[d] * v[std::size_t((b * Tk + j) * Dv + d)];
-          dv[std::size_t((b * Tk + j) * Dv + d)] += pj * doi[d];
+          dv[std::size_t((b * Tk + j) * Dv + d)] += pj * kept(j) * doi[d];
         }
-        const double ds = pj * (dp - rowDot) * p.scale;
+        // with dropout, dP = (dO V^T) keep, and rowsum(P dP) is still rowsum(dO o)
+        const double ds = pj * (kept(j) * dp - rowDot) * p.scale;
         for (int64_t d = 0; d < D; ++d) {
           dq[std::size_t((b * Tq + i) * D + d)] += ds * k[std::size_t((b * Tk + j) * D + d)];
           dk[std::size_t((b * Tk + j) * D + d)] += ds * q[std::size_t((b * Tq + i) * D + d)];
@@ -544,7 +549,7 @@ void addLayerNormCases(std::vector<ProbeCase>& out, uint32_t variants, Draw& dra
   }
 }
 
-void addAttentionCases(std::vector<ProbeCase>& out, uint32_t variants, Draw& draw) {
+void addAttentionCases(std::vector<ProbeCase>& out, uint32_t variants, uint32_t features, Draw& draw) {
   struct Shape4 {
     const char* label;
     int64_t B, Tq, Tk, D, Dv;
@@ -575,6 +580,15 @@ void addAttentionCases(std::vector<ProbeCase>& out, uint32_t variants, Draw& dra
       if (v == PEAT_VARIANT_FORWARD) c.outputShapes = {{s.B, s.Tq, s.Dv}};
       else c.outputShapes = {{s.B, s.Tq, s.D}, {s.B, s.Tk, s.D}, {s.B, s.Tk, s.Dv}};
       out.push_back(c);
+      if (!(features & PEAT_FEATURE_ATTENTION_DROPOUT)) continue;
+      // the same case with dropout p = 0.25 on the probabilities: keep is 0 or 4/3
+      ProbeCase d = c;
+      d.label = std::string(s.label) + ", dropout";
+      d.params.has_dropout = 1;
+      std::vector<float> keep = draw.values(s.B * s.Tq * s.Tk, 0, 1);
+      for (float& x : keep) x = x < 0.25f ? 0.0f : 4.0f / 3.0f;
+      d.inputs.push_back(input({s.B, s.Tq, s.Tk}, keep, true));
+      out.push_back(d);
     }
   }
 }
@@ -644,7 +658,7 @@ void addOptimizerCases(std::vector<ProbeCase>& out, uint32_t variants, Draw& dra
 
 }  // namespace
 
-std::vector<ProbeCase> probeCases(uint32_t opKind, uint32_t variants) {
+std::vector<ProbeCase> probeCases(uint32_t opKind, uint32_t variants, uint32_t features) {
   std::vector<ProbeCase> out;
   Draw draw(opKind);
   switch (opKind) {
@@ -666,7 +680,7 @@ std::vector<ProbeCase> probeCases(uint32_t opKind, uint32_t variants) {
     case PEAT_OP_CONV2D: addConvCases(out, variants, draw); break;
     case PEAT_OP_SOFTMAX: addSoftmaxCases(out, variants, draw); break;
     case PEAT_OP_LAYER_NORM: addLayerNormCases(out, variants, draw); break;
-    case PEAT_OP_ATTENTION: addAttentionCases(out, variants, draw); break;
+    case PEAT_OP_ATTENTION: addAttentionCases(out, variants, features, draw); break;
     case PEAT_OP_ACTIVATION: addActivationCases(out, variants, draw); break;
     case PEAT_OP_OPTIMIZER: addOptimizerCases(out, variants, draw); break;
     default: break;

@@ -31,7 +31,7 @@ struct ProbeCase {
 // The cases of one op kind for each variant in `variants` (bits PEAT_VARIANT_BIT), a few per
 // variant and each small: the probe runs all of them under a 30 s limit, and the kernel may be slow.
 // The same cases on every machine.
-std::vector<ProbeCase> probeCases(uint32_t opKind, uint32_t variants);
+std::vector<ProbeCase> probeCases(uint32_t opKind, uint32_t variants, uint32_t features = 0);
 
 // The outputs of one call in double, from its inputs (the values the kernel got) and the shapes of
 // its inputs and outputs, by the formulas of peat/kernel_abi.h. NaN marks an element no kernel is

@@ -15,7 +15,7 @@ namespace {
 const char* const kVariants[] = {"forward", "grad_input", "grad_weight", "grad_bias", "update"};
 
 // An input only some calls of the op have: layer norm's gamma and beta (params "weight", "bias").
-enum class When { Always, Weight, Bias, Mask };
+enum class When { Always, Weight, Bias, Mask, Dropout };
 
 struct InputSpec {
   const char* name;
@@ -139,12 +139,16 @@ const std::vector<OpSpec>& opSpecs() {
          {{"p", "the parameter"}, {"g", "its gradient"}, {"m", "the first moment"}, {"v", "the second moment"}},
          "p', m', v'"}}},
       {"attention", "scaled dot-product attention, one call",
-       {{"scale", true}, {"causal", false, true, 0}, {"mask", false, true, 0}, {"wrt", false, true, 0}},
-       {{Forward, "attention", "o = softmax(scale q k^T + mask) v",
-         {{"q", "the queries"}, {"k", "the keys"}, {"v", "the values"}, {"mask", "the additive mask", When::Mask}}, "o"},
-        {GradInput, "attention, gradient of q, k or v (wrt 0, 1, 2)", "dq, dk or dv of o = softmax(scale q k^T + mask) v",
+       {{"scale", true}, {"causal", false, true, 0}, {"mask", false, true, 0}, {"dropout", false, true, 0}, {"p", true},
+        {"wrt", false, true, 0}},
+       {{Forward, "attention", "o = (softmax(scale q k^T + mask) keep) v",
+         {{"q", "the queries"}, {"k", "the keys"}, {"v", "the values"}, {"mask", "the additive mask", When::Mask},
+          {"keep", "the dropout's multipliers of the probabilities", When::Dropout}},
+         "o"},
+        {GradInput, "attention, gradient of q, k or v (wrt 0, 1, 2)",
+         "dq, dk or dv of o = (softmax(scale q k^T + mask) keep) v",
          {{"do", "the gradient of o"}, {"q", "the queries"}, {"k", "the keys"}, {"v", "the values"},
-          {"mask", "the additive mask", When::Mask}},
+          {"mask", "the additive mask", When::Mask}, {"keep", "the dropout's multipliers", When::Dropout}},
          "dq | dk | dv"}}},
   };
   return specs;
@@ -166,6 +170,7 @@ std::string codeMeaning(const std::string& op, const std::string& name, int64_t 
   if (name == "training") return v ? "batch statistics" : "running statistics";
   if (op == "attention" && name == "causal") return v ? "causal" : "not causal";
   if (op == "attention" && name == "mask") return v ? "an additive mask" : "no mask";
+  if (op == "attention" && name == "dropout") return v ? "dropout on the probabilities" : "no dropout";
   if (op == "attention" && name == "wrt") return v == 0 ? "dq" : v == 1 ? "dk" : "dv";
   if (name == "scale_grad_by_freq") return v ? "scaled by frequency" : "not scaled";
   return {};
@@ -257,7 +262,7 @@ CallDescription describeCall(const std::string& op, const std::map<std::string, 
       d.formula = "y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))";
     for (const InputSpec& in : vs->inputs) {
       if ((in.when == When::Weight && !stored("weight", 1)) || (in.when == When::Bias && !stored("bias", 1)) ||
-          (in.when == When::Mask && !stored("mask", 0)))
+          (in.when == When::Mask && !stored("mask", 0)) || (in.when == When::Dropout && !stored("dropout", 0)))
         continue;
       d.inputs.push_back({in.name, in.meaning});
     }

@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<peat_op_desc> ops;
       for (uint32_t i = 0; i < count && at + 16 <= size; ++i, at += 16)
         ops.push_back(peat_op_desc{word(data + at, 10), word(data + at + 4, 32), word(data + at + 8, 7),
-                                   word(data + at + 12, 7)});
+                                   word(data + at + 12, 7), 0});
       std::vector<char> name(data + at, data + size);
       name.push_back('\0');
       // an op count past 8 must be refused before any op is read; below it, the ops given are declared

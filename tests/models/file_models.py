@@ -348,11 +348,13 @@ def call_kinds(session):
 
 
 def attention_case():
-    """--attention fused: nn.MultiheadAttention's scores, softmax and values (GPT-style model without
-    dropout, torchvision's ViT) as one attention call; the same values as the parts, bit for bit."""
+    """--attention fused: nn.MultiheadAttention's scores, softmax and values (GPT-style model with and
+    without dropout, torchvision's ViT) as one attention call; the same values as the parts, bit for bit
+    (the dropout's multipliers drawn by the call as the unfused dropout draws them)."""
     data = os.path.join(WORK, "tokens.h5")
     lm_tokens(data)
     for name, shape, model_data, task in (("gpt-nodrop", "1,16", data, ["--task", "lm"]),
+                                          ("gpt", "1,16", data, ["--task", "lm"]),
                                           ("vit", "1,3,32,32", "fashion-mnist:3x32x32", [])):
         model = os.path.join(MODELS, f"{name}.pt")
         sites = run_json("models", "--inspect", model, "--input-shape", shape, "--attention", "fused", *task)["sites"]
@@ -371,6 +373,11 @@ def attention_case():
         kinds = call_kinds(fs)
         want = {("attention", 0, 0), ("attention", 1, 0), ("attention", 1, 1), ("attention", 1, 2)}
         check(want <= set(kinds), f"{name}: attention forward, dq, dk and dv recorded ({sorted(k for k in kinds if k[0] == 'attention')})")
+        if name == "gpt":  # its attention dropouts are inside the calls: two dropout sites fewer than the parts
+            parts = run_json("models", "--inspect", model, "--input-shape", shape, *task)["sites"]
+            drops = lambda ss: sum(1 for s in ss if s["routed"] and s.get("slot_op") == "dropout")
+            check(drops(parts) - drops(sites) == 2 and "dropout" in fused[0]["detail"],
+                  f"gpt: the attention's dropout went into the fused call ({drops(parts)} -> {drops(sites)} dropout sites)")
         golden = run_json("playback", "-s", fs, "-k", "golden", "--op", "attention")
         check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == sum(
             n for k, n in kinds.items() if k[0] == "attention"), f"{name}: golden replay of the attention calls is bit-exact")
@@ -385,15 +392,17 @@ def plugins_case():
     data = os.path.join(WORK, "tokens.h5")
     lm_tokens(data)
     verdicts = {}
-    for name, attention in (("gpt", "parts"), ("gpt-nodrop", "fused")):
+    for name, attention in (("gpt", "parts"), ("gpt-nodrop", "fused"), ("gpt", "fused")):
         model = os.path.join(MODELS, f"{name}.pt")
         common = ["--model", model, "--data", data, "--batch", 4, "--seed", 5, "--attention", attention]
-        s = os.path.join(WORK, f"{name}.h5")
+        s = os.path.join(WORK, f"{name}-{attention}.h5")
         run_json("profile", *common, "-n", 3, "--record-every", 2, "--record-ops", "all", "-o", s)
-        runs = {"gpt": [("bf16_gemm", "linear"), ("bf16_gemm", "matmul"), ("online_softmax", "softmax")],
-                "gpt-nodrop": [("flash_attention", "attention"), ("flash_attention_causalbug", "attention")]}[name]
-        for plugin, op in runs:
-            rn = f"{plugin}-{op}"
+        runs = {("gpt", "parts"): [("bf16_gemm", "linear"), ("bf16_gemm", "matmul"), ("online_softmax", "softmax")],
+                ("gpt-nodrop", "fused"): [("flash_attention", "attention"), ("flash_attention_causalbug", "attention")],
+                # attention with dropout inside the call: the flash example declares the feature
+                ("gpt", "fused"): [("flash_attention", "attention"), ("flash_attention_causalbug", "attention")]}
+        for plugin, op in runs[(name, attention)]:
+            rn = f"{plugin}-{op}" + ("-dropout" if name == "gpt" and attention == "fused" else "")
             r = run_json("playback", "-s", s, "-k", lib(plugin), "--op", op, "--store-outputs", "--name", rn)
             check(r["replayed_calls"] > 0 and not r.get("kernel_failures"),
                   f"{name}: {plugin} replayed {r['replayed_calls']} {op} calls without a failure")
@@ -408,18 +417,20 @@ def plugins_case():
             check(fi["substituted_calls"] > 0 and fi.get("failed_steps", 0) == 0,
                   f"{name}: runtime FI swapped {plugin} into {fi['substituted_calls']} live {op} calls")
     faults = {"index_error", "random_value", "zeroed", "nan_inf", "bit_flip", "scaling", "unknown"}
-    for rn in ("bf16_gemm-linear", "bf16_gemm-matmul", "online_softmax-softmax", "flash_attention-attention"):
+    for rn in ("bf16_gemm-linear", "bf16_gemm-matmul", "online_softmax-softmax", "flash_attention-attention",
+               "flash_attention-attention-dropout"):
         bad = {k: n for k, n in verdicts[rn].items() if k[2] in faults}
         check(not bad, f"{rn}: a legitimate port, no call named a fault ({bad or dict(verdicts[rn])})")
     bf16 = sum(n for k, n in verdicts["bf16_gemm-linear"].items() if k[2] == "precision_loss")
     check(bf16 > 0, f"bf16_gemm-linear: calls named precision_loss ({bf16})")
-    bug = verdicts["flash_attention_causalbug-attention"]
-    named = sum(n for k, n in bug.items() if k[2] == "index_error")
-    check(named == sum(bug.values()), f"flash_attention_causalbug: every call (forward, dq, dk, dv) named index_error "
-                                      f"({dict(bug)})")
-    flash = verdicts["flash_attention-attention"]
-    check(sum(n for k, n in flash.items() if k[2] == "precision_loss") == sum(flash.values()),
-          f"flash_attention: every call named precision_loss (its bf16 inputs) ({dict(flash)})")
+    for suffix in ("", "-dropout"):
+        bug = verdicts["flash_attention_causalbug-attention" + suffix]
+        named = sum(n for k, n in bug.items() if k[2] == "index_error")
+        check(named == sum(bug.values()), f"flash_attention_causalbug{suffix}: every call (forward, dq, dk, dv) named "
+                                          f"index_error ({dict(bug)})")
+        flash = verdicts["flash_attention-attention" + suffix]
+        check(sum(n for k, n in flash.items() if k[2] == "precision_loss") == sum(flash.values()),
+              f"flash_attention{suffix}: every call named precision_loss (its bf16 inputs) ({dict(flash)})")
 
 
 try:

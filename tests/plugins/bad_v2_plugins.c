@@ -7,20 +7,20 @@
 #define FWD PEAT_VARIANT_BIT(PEAT_VARIANT_FORWARD)
 
 #if defined(PEAT_BAD_V2_ZEROOPS)
-static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
+static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "zero-ops", PEAT_MEMORY_HOST, 0, ops};
 #elif defined(PEAT_BAD_V2_DUPOP)
-static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32},
-                                   {PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_BF16, PEAT_DTYPE_F32}};
+static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0},
+                                   {PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_BF16, PEAT_DTYPE_F32, 0}};
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "dup-op", PEAT_MEMORY_HOST, 2, ops};
 #elif defined(PEAT_BAD_V2_DTYPE)
-static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, 9, PEAT_DTYPE_F32}};
+static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, 9, PEAT_DTYPE_F32, 0}};
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "dtype-9", PEAT_MEMORY_HOST, 1, ops};
 #elif defined(PEAT_BAD_V2_DEVICE)
-static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
+static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "device", PEAT_MEMORY_DEVICE, 1, ops};
 #elif defined(PEAT_BAD_V2_NORUN) || defined(PEAT_BAD_V2_FAILING)
-static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
+static const peat_op_desc ops[] = {{PEAT_OP_SOFTMAX, FWD, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "no-run-or-failing", PEAT_MEMORY_HOST, 1, ops};
 #else
 #error "choose a broken plugin"

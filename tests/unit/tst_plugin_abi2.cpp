@@ -276,17 +276,17 @@ void TestPluginAbi2::brokenV2PluginsAreRefused() {
 }
 
 void TestPluginAbi2::declarationsAreChecked() {
-  const peat_op_desc good[] = {{PEAT_OP_LAYER_NORM, 15, PEAT_DTYPE_BF16, PEAT_DTYPE_FP8_E5M2},
-                               {PEAT_OP_OPTIMIZER, PEAT_VARIANT_BIT(PEAT_VARIANT_UPDATE), PEAT_DTYPE_F32, PEAT_DTYPE_F16}};
+  const peat_op_desc good[] = {{PEAT_OP_LAYER_NORM, 15, PEAT_DTYPE_BF16, PEAT_DTYPE_FP8_E5M2, 0},
+                               {PEAT_OP_OPTIMIZER, PEAT_VARIANT_BIT(PEAT_VARIANT_UPDATE), PEAT_DTYPE_F32, PEAT_DTYPE_F16, 0}};
   peat_plugin_info info{PEAT_KERNEL_ABI_VERSION, "ok.name_1-x", PEAT_MEMORY_HOST, 2, good};
   const plugin::PluginInfo checked = plugin::validatePluginInfoV2(&info, "p.so");
   QCOMPARE(checked.ops.size(), std::size_t(2));
   QCOMPARE(checked.ops[0].variants, 15u);
   QCOMPARE(checked.ops[1].outputDtype, uint32_t(PEAT_DTYPE_F16));
-  const peat_op_desc gradGemm[] = {{PEAT_OP_GEMM, kF | kGI, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
-  const peat_op_desc noVariant[] = {{PEAT_OP_CONV2D, 0, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
-  const peat_op_desc kind9[] = {{9, kF, PEAT_DTYPE_F32, PEAT_DTYPE_F32}};
-  const peat_op_desc outDtype0[] = {{PEAT_OP_SOFTMAX, kF, PEAT_DTYPE_F32, 0}};
+  const peat_op_desc gradGemm[] = {{PEAT_OP_GEMM, kF | kGI, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
+  const peat_op_desc noVariant[] = {{PEAT_OP_CONV2D, 0, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
+  const peat_op_desc kind9[] = {{9, kF, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
+  const peat_op_desc outDtype0[] = {{PEAT_OP_SOFTMAX, kF, PEAT_DTYPE_F32, 0, 0}};
   std::vector<std::pair<peat_plugin_info, std::string>> bad(10, {info, ""});
   bad[0].first.abi_version = 1, bad[0].second = "declares ABI version 1 in peat_kernel_info_v2";
   bad[1].first.name = "a b", bad[1].second = "a name with characters other than";
@@ -366,40 +366,42 @@ void TestPluginAbi2::answersRoundTrip() {
 
 void TestPluginAbi2::malformedAnswersAreRefused_data() {
   QTest::addColumn<QString>("answer");
-  const QString op = QStringLiteral("\nop\t4\t3\t1\t1\t4\t0\t0\t");  // softmax, both variants, right
+  const QString op = QStringLiteral("\nop\t4\t3\t1\t1\t0\t4\t0\t0\t");  // softmax, both variants, right
   QTest::newRow("good (control)") << QString(QStringLiteral("ok2\tx\t1\t1") + op);
   QTest::newRow("head: 2 fields") << QString(QStringLiteral("ok2\tx\t1") + op);
   QTest::newRow("head: 4 fields") << QString(QStringLiteral("ok2\tx\t1\t1\t0") + op);
-  QTest::newRow("op: 7 fields") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t0\t0");
-  QTest::newRow("op: 9 fields") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t0\t0\t\t");
+  QTest::newRow("op: 8 fields") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t0\t0");
+  QTest::newRow("op: 10 fields") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t0\t0\t\t");
   QTest::newRow("op count 2, one op") << QString(QStringLiteral("ok2\tx\t1\t2") + op);
   QTest::newRow("op count 0") << QStringLiteral("ok2\tx\t1\t0");
   QTest::newRow("op count 9") << QString(QStringLiteral("ok2\tx\t1\t9") + op);
   QTest::newRow("a trailing line") << QString(QStringLiteral("ok2\tx\t1\t1") + op + QLatin1Char('\n'));
   QTest::newRow("not an op line") << QStringLiteral("ok2\tx\t1\t1\nop2\t4\t3\t1\t1\t4\t0\t0\t");
-  QTest::newRow("op kind 9") << QStringLiteral("ok2\tx\t1\t1\nop\t9\t1\t1\t1\t4\t0\t0\t");
-  QTest::newRow("op kind 0") << QStringLiteral("ok2\tx\t1\t1\nop\t0\t1\t1\t1\t4\t0\t0\t");
+  QTest::newRow("op kind 9") << QStringLiteral("ok2\tx\t1\t1\nop\t9\t1\t1\t1\t0\t4\t0\t0\t");
+  QTest::newRow("op kind 0") << QStringLiteral("ok2\tx\t1\t1\nop\t0\t1\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("duplicate op") << QString(QStringLiteral("ok2\tx\t1\t2") + op + op);
-  QTest::newRow("variants 0") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t0\t1\t1\t4\t0\t0\t");
-  QTest::newRow("unknown input dtype") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t6\t1\t4\t0\t0\t");
-  QTest::newRow("unknown output dtype") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t0\t4\t0\t0\t");
-  QTest::newRow("gemm grad input") << QStringLiteral("ok2\tx\t1\t1\nop\t1\t3\t1\t1\t4\t0\t0\t");
-  QTest::newRow("softmax grad weight") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t4\t1\t1\t4\t0\t0\t");
+  QTest::newRow("variants 0") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t0\t1\t1\t0\t4\t0\t0\t");
+  QTest::newRow("unknown input dtype") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t6\t1\t0\t4\t0\t0\t");
+  QTest::newRow("unknown output dtype") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t0\t0\t4\t0\t0\t");
+  QTest::newRow("gemm grad input") << QStringLiteral("ok2\tx\t1\t1\nop\t1\t3\t1\t1\t0\t4\t0\t0\t");
+  QTest::newRow("features on softmax") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t1\t4\t0\t0\t");
+  QTest::newRow("unknown attention feature") << QStringLiteral("ok2\tx\t1\t1\nop\t6\t3\t1\t1\t2\t8\t0\t0\t");
+  QTest::newRow("softmax grad weight") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t4\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("device memory") << QString(QStringLiteral("ok2\tx\t2\t1") + op);
   QTest::newRow("bad name") << QString(QStringLiteral("ok2\tx y\t1\t1") + op);
   QTest::newRow("empty name") << QString(QStringLiteral("ok2\t\t1\t1") + op);
-  QTest::newRow("more failed than cases") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t5\t1\tf");
-  QTest::newRow("fewer cases than variants") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t1\t0\t0\t");
-  QTest::newRow("failed without text") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t1\t");
-  QTest::newRow("failed without error") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t0\tf");
-  QTest::newRow("error without failure") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t0\t0.5\t");
-  QTest::newRow("text without failure") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t0\t0\tf");
-  QTest::newRow("negative error") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t-1\tf");
-  QTest::newRow("error not a number") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t1x\tf");
-  QTest::newRow("control character") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t1\tf\rg");
-  QTest::newRow("text too long") << QString(QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t4\t1\t1\t") + QString(201, QLatin1Char('f')));
-  QTest::newRow("number too long") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t99999999999\t0\t0\t");
-  QTest::newRow("signed number") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t+3\t1\t1\t4\t0\t0\t");
+  QTest::newRow("more failed than cases") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t5\t1\tf");
+  QTest::newRow("fewer cases than variants") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t1\t0\t0\t");
+  QTest::newRow("failed without text") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t1\t");
+  QTest::newRow("failed without error") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t0\tf");
+  QTest::newRow("error without failure") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t0\t0.5\t");
+  QTest::newRow("text without failure") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t0\t0\tf");
+  QTest::newRow("negative error") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t-1\tf");
+  QTest::newRow("error not a number") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t1x\tf");
+  QTest::newRow("control character") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t1\tf\rg");
+  QTest::newRow("text too long") << QString(QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t4\t1\t1\t") + QString(201, QLatin1Char('f')));
+  QTest::newRow("number too long") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t3\t1\t1\t0\t99999999999\t0\t0\t");
+  QTest::newRow("signed number") << QStringLiteral("ok2\tx\t1\t1\nop\t4\t+3\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("v1 with version 2") << QStringLiteral("ok\tg\t2\t1\t1\t1\t0\t0\t-1");
   QTest::newRow("unknown form") << QStringLiteral("ok3\tx\t1\t1");
 }

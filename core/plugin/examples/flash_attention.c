@@ -6,7 +6,9 @@
  * multiply V (the sum keeps them in fp32), and q, k and v come in bf16 (declared below; PEAT rounds
  * its fp32 values before the call): errors of bf16's size, a legitimate port. The backward recomputes
  * the probabilities exactly in fp32 and writes dq, dk and dv with the standard formulas. Causal
- * (query i sees keys j <= i + Tk - Tq), an additive f32 mask and the scale are supported.
+ * (query i sees keys j <= i + Tk - Tq), an additive f32 mask, the scale and dropout on the
+ * probabilities (PEAT_FEATURE_ATTENTION_DROPOUT: the call's `keep` multipliers, applied to P after its
+ * normalisation as FlashAttention applies its dropout; the sum l stays undropped) are supported.
  *
  * Built a second time with -DPEAT_PLANT_CAUSAL_OFF_BY_ONE as "flash-attention-causalbug": the causal
  * limit is off by one (query i also sees key i + 1 + Tk - Tq), in the forward and the backward. That
@@ -28,7 +30,7 @@
 
 static const peat_op_desc ops[] = {
     {PEAT_OP_ATTENTION, PEAT_VARIANT_BIT(PEAT_VARIANT_FORWARD) | PEAT_VARIANT_BIT(PEAT_VARIANT_GRAD_INPUT),
-     PEAT_DTYPE_BF16, PEAT_DTYPE_F32},
+     PEAT_DTYPE_BF16, PEAT_DTYPE_F32, PEAT_FEATURE_ATTENTION_DROPOUT},
 };
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, KERNEL_NAME, PEAT_MEMORY_HOST, 1, ops};
 
@@ -84,8 +86,13 @@ typedef struct {
   int64_t B, Tq, Tk, D, Dv;
   float scale;
   const float* mask; /* [Tq, Tk] or NULL */
+  const float* keep; /* [B, Tq, Tk]: the dropout's multipliers, or NULL */
   int causal;
 } dims;
+
+static float kept(const dims* g, int64_t b, int64_t i, int64_t j) {
+  return g->keep ? g->keep[(b * g->Tq + i) * g->Tk + j] : 1.0f;
+}
 
 static float score(const dims* g, const float* q, const float* k, int64_t i, int64_t j) {
   float dot = 0.0f;
@@ -115,7 +122,7 @@ static void forward(const dims* g, const float* q, const float* k, const float* 
         for (int64_t j = j0; j < j1; ++j) {
           const float p = expf(s[j - j0] - m_new);
           l += p;                          /* the sum in fp32 */
-          const float p16 = round_bf16(p); /* P in bf16 for the product with V */
+          const float p16 = round_bf16(p) * kept(g, b, i, j); /* P in bf16 for the product with V, dropped */
           const float* vj = v + (b * g->Tk + j) * g->Dv;
           for (int64_t d = 0; d < g->Dv; ++d) acc[d] += p16 * vj[d];
         }
@@ -151,18 +158,19 @@ static void backward(const dims* g, const float* dout, const float* q, const flo
       for (int64_t j = 0; j <= last; ++j) {
         p[j] /= l;
         const float* vj = v + (b * g->Tk + j) * g->Dv;
-        for (int64_t d = 0; d < g->Dv; ++d) oi[d] += p[j] * vj[d];
+        for (int64_t d = 0; d < g->Dv; ++d) oi[d] += p[j] * kept(g, b, i, j) * vj[d];
       }
       float row = 0.0f;
       for (int64_t d = 0; d < g->Dv; ++d) row += doi[d] * oi[d];
       for (int64_t j = 0; j <= last; ++j) {
         const float* vj = v + (b * g->Tk + j) * g->Dv;
         float dp = 0.0f;
+        const float keep = kept(g, b, i, j);
         for (int64_t d = 0; d < g->Dv; ++d) {
           dp += doi[d] * vj[d];
-          dv[(b * g->Tk + j) * g->Dv + d] += p[j] * doi[d];
+          dv[(b * g->Tk + j) * g->Dv + d] += p[j] * keep * doi[d];
         }
-        const float ds = p[j] * (dp - row) * g->scale;
+        const float ds = p[j] * (keep * dp - row) * g->scale; /* dP = (dO V^T) keep; row = rowsum(dO o) */
         const float* kj = k + (b * g->Tk + j) * g->D;
         for (int64_t d = 0; d < g->D; ++d) {
           dq[(b * g->Tq + i) * g->D + d] += ds * kj[d];
@@ -182,8 +190,9 @@ int peat_kernel_run_v2(const peat_call* call) {
   if (!back && call->variant != PEAT_VARIANT_FORWARD) return fail("forward and grad input only");
   const peat_params* p = &call->params;
   const uint32_t first = back ? 1 : 0; /* where q is */
-  if (call->input_count != first + 3 + (p->has_mask ? 1u : 0u) || call->output_count != (back ? 3u : 1u))
-    return fail("q, k, v[, mask] in (grad input: do first), o out (grad input: dq, dk, dv)");
+  if (call->input_count != first + 3 + (p->has_mask ? 1u : 0u) + (p->has_dropout ? 1u : 0u) ||
+      call->output_count != (back ? 3u : 1u))
+    return fail("q, k, v[, mask][, keep] in (grad input: do first), o out (grad input: dq, dk, dv)");
   const peat_tensor *tq = &call->inputs[first], *tk = &call->inputs[first + 1], *tv = &call->inputs[first + 2];
   if (tq->rank != 3 || tk->rank != 3 || tv->rank != 3) return fail("q, k and v are [B, T, D]");
   dims g;
@@ -191,6 +200,7 @@ int peat_kernel_run_v2(const peat_call* call) {
   g.scale = (float)p->scale;
   g.causal = p->causal;
   g.mask = NULL;
+  g.keep = NULL;
   if (!shaped(tk, g.B, g.Tk, g.D) || !shaped(tv, g.B, g.Tk, g.Dv)) return fail("q, k and v do not fit");
   for (uint32_t i = 0; i < first + 3; ++i)
     if (call->inputs[i].dtype != PEAT_DTYPE_BF16 && call->inputs[i].dtype != PEAT_DTYPE_F32)
@@ -200,6 +210,11 @@ int peat_kernel_run_v2(const peat_call* call) {
     if (tm->dtype != PEAT_DTYPE_F32 || tm->rank != 2 || tm->shape[0] != g.Tq || tm->shape[1] != g.Tk)
       return fail("the mask is f32 [Tq, Tk]");
     g.mask = (const float*)tm->data;
+  }
+  if (p->has_dropout) {
+    const peat_tensor* tkeep = &call->inputs[first + 3 + (p->has_mask ? 1u : 0u)];
+    if (tkeep->dtype != PEAT_DTYPE_F32 || !shaped(tkeep, g.B, g.Tq, g.Tk)) return fail("keep is f32 [B, Tq, Tk]");
+    g.keep = (const float*)tkeep->data;
   }
   for (uint32_t i = 0; i < call->output_count; ++i)
     if (call->outputs[i].dtype != PEAT_DTYPE_F32) return fail("outputs must be f32");

@@ -12,7 +12,7 @@
 
 static const peat_op_desc ops[] = {
     {PEAT_OP_SOFTMAX, PEAT_VARIANT_BIT(PEAT_VARIANT_FORWARD) | PEAT_VARIANT_BIT(PEAT_VARIANT_GRAD_INPUT),
-     PEAT_DTYPE_F32, PEAT_DTYPE_F32},
+     PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0},
 };
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "online-softmax", PEAT_MEMORY_HOST, 1, ops};
 

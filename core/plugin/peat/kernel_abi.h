@@ -114,7 +114,13 @@ typedef struct peat_op_desc {
   uint32_t variants;      /* PEAT_VARIANT_BIT of each variant it implements */
   uint32_t input_dtype;   /* the dtype of its floating inputs (the attention mask stays f32) */
   uint32_t output_dtype;  /* the dtype of its outputs */
+  uint32_t features;      /* PEAT_FEATURE_* it implements beyond the op's basic form; 0 for none */
 } peat_op_desc;
+
+/* Attention with dropout on its probabilities (FlashAttention's dropout): the call carries the
+ * dropout's multipliers (`has_dropout`); a kernel without this feature gets no such call (PEAT
+ * replays those calls through it only when it declares the feature). */
+#define PEAT_FEATURE_ATTENTION_DROPOUT 1u
 
 typedef struct peat_plugin_info {
   uint32_t abi_version;     /* PEAT_KERNEL_ABI_VERSION (2) */
@@ -159,7 +165,9 @@ typedef struct peat_params {
   int32_t has_mask;  /* 1: an additive f32 mask [Tq, Tk] follows v */
   /* optimiser: enum peat_optimizer */
   int32_t optimizer;
-  int32_t reserved0;
+  /* attention: 1 when the dropout's multipliers `keep` [B, Tq, Tk] (f32: 0 or 1/(1-p) per probability)
+   * follow v (and the mask, when there is one): o = (softmax(...) * keep) v */
+  int32_t has_dropout;
   double lr, momentum, beta1, beta2, weight_decay;
   int64_t step;  /* Adam: 1 on the first step */
   int64_t reserved[8];
@@ -179,8 +187,9 @@ typedef struct peat_params {
  *                    grad input:  in dy, x, gamma                         out dx
  *                    grad weight: in dy, x                                out dgamma [n]
  *                    grad bias:   in dy                                   out dbeta [n]
- *   ATTENTION        forward:     in q [B,Tq,D], k [B,Tk,D], v [B,Tk,Dv][, mask [Tq,Tk] f32]  out o [B,Tq,Dv]
- *                    grad input:  in do [B,Tq,Dv], q, k, v[, mask]        out dq, dk, dv
+ *   ATTENTION        forward:     in q [B,Tq,D], k [B,Tk,D], v [B,Tk,Dv][, mask [Tq,Tk] f32][, keep [B,Tq,Tk] f32]
+ *                                 out o [B,Tq,Dv]   (keep: has_dropout, PEAT_FEATURE_ATTENTION_DROPOUT)
+ *                    grad input:  in do [B,Tq,Dv], q, k, v[, mask][, keep] out dq, dk, dv
  *   ACTIVATION       forward:     in x                                    out y
  *                    grad input:  in dy, s                                out dx; s is x for GELU, GELU_TANH
  *                                 and SILU, the forward's output y for RELU, TANH and SIGMOID

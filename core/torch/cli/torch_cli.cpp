@@ -484,7 +484,9 @@ int describePlugin(const cli::TorchCommand& c) {
       j.beginObject().field("kind", plugin::abiOpName(o.kind)).key("variants").beginArray();
       for (const std::string& v : variants(o.variants)) j.value(v);
       j.endArray().field("input_dtype", plugin::dtypeName(o.inputDtype)).field("output_dtype", plugin::dtypeName(o.outputDtype));
-      j.field("cases", int64_t(o.cases)).field("failed_cases", int64_t(o.failedCases));
+      j.key("features").beginArray();
+      if (o.features & PEAT_FEATURE_ATTENTION_DROPOUT) j.value("attention_dropout");
+      j.endArray().field("cases", int64_t(o.cases)).field("failed_cases", int64_t(o.failedCases));
       if (!o.firstFailure.empty()) j.field("first_failure", o.firstFailure);
       j.endObject();
     }
@@ -502,6 +504,7 @@ int describePlugin(const cli::TorchCommand& c) {
   for (const plugin::PluginOp& o : info.ops) {
     std::string vs;
     for (const std::string& v : variants(o.variants)) vs += (vs.empty() ? "" : ",") + v;
+    if (o.features & PEAT_FEATURE_ATTENTION_DROPOUT) vs += " (+dropout)";
     std::printf("  %-12s %-40s %s -> %s   probe %u of %u cases right\n", plugin::abiOpName(o.kind).c_str(), vs.c_str(),
                 plugin::dtypeName(o.inputDtype).c_str(), plugin::dtypeName(o.outputDtype).c_str(), o.cases - o.failedCases,
                 o.cases);

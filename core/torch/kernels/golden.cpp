@@ -113,7 +113,9 @@ at::Tensor optimiserGolden(const ops::OpCall& c) {
 // softmax, bmm), so that routing a graph's attention as one call changes none of its values.
 // Forward (q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv][, mask]) with "mask" 1 when the additive mask
 // (broadcast to the scores) is there, "causal" 1 for the causal limit (query i sees keys
-// j <= i + Tk - Tq), "scale_f64" (1 by default). GradInput (dO, q, k, v[, mask]): dq, dk or dv ("wrt").
+// j <= i + Tk - Tq), "scale_f64" (1 by default), and with "dropout" 1 the dropout's multipliers
+// keep [.., Tq, Tk] (0 or 1/(1-p), drawn as ATen's CPU dropout draws them) after the mask: o = (P keep) v.
+// GradInput (dO, q, k, v[, mask][, keep]): dq, dk or dv ("wrt").
 at::Tensor attentionProbabilities(const ops::OpCall& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor* mask) {
   const double scale = c.realOr("scale", 1.0);
   const at::Tensor kt = k.transpose(-1, -2);
@@ -137,12 +139,16 @@ at::Tensor attentionGolden(const ops::OpCall& c) {
   const std::size_t base = grad ? 1 : 0;
   const at::Tensor &q = in.at(base), &k = in.at(base + 1), &v = in.at(base + 2);
   const at::Tensor* mask = c.paramOr("mask", 0) ? &in.at(base + 3) : nullptr;
+  const at::Tensor* keep = c.paramOr("dropout", 0) ? &in.at(base + 3 + (mask ? 1 : 0)) : nullptr;
   const at::Tensor p = attentionProbabilities(c, q, k, mask);
-  if (!grad) return at::matmul(p, v);
+  const at::Tensor dropped = keep ? p * *keep : p;  // as the unfused graph's dropout: its input times the mask
+  if (!grad) return at::matmul(dropped, v);
   const at::Tensor& dO = in[0];
   const int64_t wrt = c.paramOr("wrt", 0);
-  if (wrt == 2) return at::matmul(p.transpose(-1, -2), dO);
-  const at::Tensor ds = at::_softmax_backward_data(at::matmul(dO, v.transpose(-1, -2)), p, -1, at::kFloat);
+  if (wrt == 2) return at::matmul(dropped.transpose(-1, -2), dO);
+  at::Tensor dp = at::matmul(dO, v.transpose(-1, -2));
+  if (keep) dp = dp * *keep;
+  const at::Tensor ds = at::_softmax_backward_data(dp, p, -1, at::kFloat);
   const double scale = c.realOr("scale", 1.0);
   at::Tensor g = wrt == 0 ? at::matmul(ds, k) : at::matmul(ds.transpose(-1, -2), q);
   return scale == 1.0 ? g : g * scale;

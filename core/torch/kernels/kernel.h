@@ -60,6 +60,11 @@ class Kernel {
   virtual bool supports(ops::OpKind kind) const = 0;
   // Whether it runs this variant of the op (a user kernel may implement only some of them).
   virtual bool supports(ops::OpKind kind, ops::Variant) const { return supports(kind); }
+  // Whether it runs a call with these parameters (an attention kernel without dropout does not run
+  // a call that has it).
+  virtual bool supports(ops::OpKind kind, ops::Variant variant, const std::map<std::string, int64_t>&) const {
+    return supports(kind, variant);
+  }
   // Returns a new fp32 tensor; never modifies the call's inputs.
   virtual at::Tensor run(const ops::OpCall& call, const CallContext& context) = 0;
   // Injections made since the last call, handed over once.

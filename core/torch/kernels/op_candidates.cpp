@@ -278,11 +278,18 @@ class AttentionFlash final : public OpCandidate {
       shape.insert(shape.end(), {tq, tk});
       mask = call.inputs[3].to(at::kFloat).expand(shape).contiguous().reshape({b, tq, tk});
     }
+    at::Tensor keep;  // the dropout's multipliers, applied to P after its normalisation (FlashAttention's dropout)
+    if (call.paramOr("dropout", 0)) {
+      std::vector<int64_t> shape = batch;
+      shape.insert(shape.end(), {tq, tk});
+      keep = call.inputs[3 + (mask.defined() ? 1 : 0)].to(at::kFloat).expand(shape).contiguous().reshape({b, tq, tk});
+    }
     const bool causal = call.paramOr("causal", 0) != 0;
     const float scale = float(call.realOr("scale", 1.0));
     at::Tensor out = at::empty({b, tq, dv});
     const float *pq = q.data_ptr<float>(), *pk = k.data_ptr<float>(), *pv = v.data_ptr<float>();
     const float* pm = mask.defined() ? mask.data_ptr<float>() : nullptr;
+    const float* pkeep = keep.defined() ? keep.data_ptr<float>() : nullptr;
     float* po = out.data_ptr<float>();
     std::vector<float> acc(std::size_t(dv), 0.f), s(16);
     constexpr int64_t kBlock = 16;
@@ -310,7 +317,7 @@ class AttentionFlash final : public OpCandidate {
           for (int64_t j = j0; j < j1; ++j) {
             const float p = std::exp(s[std::size_t(j - j0)] - m2);
             l += p;
-            const float pb = fp::roundTo(fp::kBf16, p);
+            const float pb = fp::roundTo(fp::kBf16, p) * (pkeep ? pkeep[(bb * tq + i) * tk + j] : 1.f);
             const float* vj = pv + (bb * tk + j) * dv;
             for (int64_t e = 0; e < dv; ++e) acc[std::size_t(e)] += pb * vj[e];
           }

@@ -101,11 +101,20 @@ class PluginKernel final : public Kernel {
     }
   }
 
+  bool supports(OpKind kind, Variant v, const std::map<std::string, int64_t>& params) const override {
+    if (!supports(kind, v)) return false;
+    if (kind != OpKind::Attention) return true;
+    const auto dropout = params.find("dropout");
+    const plugin::PluginOp* op = info_.op(PEAT_OP_ATTENTION);
+    return dropout == params.end() || dropout->second == 0 || (op->features & PEAT_FEATURE_ATTENTION_DROPOUT);
+  }
+
   at::Tensor run(const OpCall& call, const CallContext&) override {
     if (info_.abiVersion < 2) return runThroughGemm(call, [this](const at::Tensor& a, const at::Tensor& b) { return gemmV1(a, b); });
-    if (!supports(call.kind, call.variant))
+    if (!supports(call.kind, call.variant, call.params))
       throw KernelError("plugin '" + info_.name + "' does not implement " + ops::opName(call.kind) + " " +
-                        ops::variantName(call.variant));
+                        ops::variantName(call.variant) +
+                        (call.kind == OpKind::Attention && call.paramOr("dropout", 0) ? " with dropout" : ""));
     switch (call.kind) {
       case OpKind::Linear: return linear(call);
       case OpKind::Matmul: return matmul(call);
@@ -466,6 +475,12 @@ class PluginKernel final : public Kernel {
     const at::Tensor q3 = batched(q), k3 = batched(k), v3 = batched(v);
     const at::Tensor dO3 = grad ? batched(in[0]) : at::Tensor();
     bool causal = call.paramOr("causal", 0) != 0;
+    at::Tensor keep;  // the dropout's multipliers, [b, tq, tk]
+    if (call.paramOr("dropout", 0)) {
+      std::vector<int64_t> shape = batchShape;
+      shape.insert(shape.end(), {tq, tk});
+      keep = f32(in.at(base + 3 + (call.paramOr("mask", 0) ? 1 : 0)).expand(shape)).reshape({b, tq, tk});
+    }
     at::Tensor mask;  // [tq, tk], or [b, tq, tk] when it differs per batch entry
     if (call.paramOr("mask", 0)) {
       const at::Tensor& m = in.at(base + 3);
@@ -478,18 +493,20 @@ class PluginKernel final : public Kernel {
       }
     }
     auto once = [&](const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv, const at::Tensor& dd,
-                    const at::Tensor& mm) {
+                    const at::Tensor& mm, const at::Tensor& kp) {
       AbiCall c;
       c.kind = PEAT_OP_ATTENTION;
       c.variant = abiVariant(call.variant);
       c.params.scale = call.realOr("scale", 1.0);
       c.params.causal = causal;
       c.params.has_mask = mm.defined();
+      c.params.has_dropout = kp.defined();
       if (grad) c.in(dd);
       c.in(qq);
       c.in(kk);
       c.in(vv);
       if (mm.defined()) c.in(mm, AbiCall::As::F32);
+      if (kp.defined()) c.in(kp, AbiCall::As::F32);
       const int64_t bb = qq.size(0);
       if (grad) c.outputs = {sizesOf(qq), sizesOf(kk), sizesOf(vv)};
       else c.outputs = {{bb, tq, dv}};
@@ -498,12 +515,13 @@ class PluginKernel final : public Kernel {
     };
     std::vector<at::Tensor> outs;
     if (!mask.defined() || mask.dim() == 2) {
-      outs = once(q3, k3, v3, dO3, mask);
+      outs = once(q3, k3, v3, dO3, mask, keep);
     } else {
       std::vector<std::vector<at::Tensor>> parts;
       for (int64_t i = 0; i < b; ++i)
         parts.push_back(once(q3.slice(0, i, i + 1), k3.slice(0, i, i + 1), v3.slice(0, i, i + 1),
-                             grad ? dO3.slice(0, i, i + 1) : at::Tensor(), mask[i].contiguous()));
+                             grad ? dO3.slice(0, i, i + 1) : at::Tensor(), mask[i].contiguous(),
+                             keep.defined() ? keep.slice(0, i, i + 1) : at::Tensor()));
       for (std::size_t o = 0; o < parts[0].size(); ++o) {
         std::vector<at::Tensor> col;
         for (auto& p : parts) col.push_back(p[o]);

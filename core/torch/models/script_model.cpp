@@ -124,8 +124,9 @@ at::Tensor routedAddmm(const at::Tensor& self, const at::Tensor& a, const at::Te
 
 // Attention fused from its parts (Rewriter::fuseAttention): one slot call, q already scaled.
 at::Tensor routedAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                           const c10::optional<at::Tensor>& mask, std::string layer) {
-  return slot().attention(layer, q, k, v, mask ? *mask : at::Tensor(), 1.0, false);
+                           const c10::optional<at::Tensor>& mask, double dropout, bool train, std::string layer) {
+  if (dropout > 1) throw std::invalid_argument("dropout probability has to be between 0 and 1, but got " + std::to_string(dropout));
+  return slot().attention(layer, q, k, v, mask ? *mask : at::Tensor(), 1.0, false, train ? dropout : 0.0);
 }
 
 // The op-wise ops: activations, softmax, layer norm, dropout and embedding through the slot, their
@@ -262,7 +263,7 @@ TORCH_LIBRARY(peat, m) {
   m.def("matmul(Tensor self, Tensor other, str layer) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, str layer) -> Tensor");
   m.def("softmax(Tensor self, int dim, bool log, str layer) -> Tensor");
-  m.def("attention(Tensor q, Tensor k, Tensor v, Tensor? mask, str layer) -> Tensor");
+  m.def("attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float dropout, bool train, str layer) -> Tensor");
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, str layer) -> Tensor");
   m.def("activation(Tensor self, str kind, str layer) -> Tensor");
   m.def("dropout(Tensor input, float p, bool train, str layer) -> Tensor");
@@ -551,9 +552,10 @@ class Rewriter {
   }
 
   // --attention fused: softmax(bmm(q, k^T) | baddbmm(mask, q, k^T) | matmul(q, k^T)) over the last
-  // dimension, then (dropout with p 0 or not training) a product with v, becomes one peat::attention
-  // call, as nn.MultiheadAttention's graph has it. Anything else (a dropout that drops, a scale or
-  // mask applied between, a score read elsewhere) keeps its parts, routed one by one.
+  // dimension, then (a dropout, its probability a constant) a product with v, becomes one
+  // peat::attention call, as nn.MultiheadAttention's graph has it; a dropout's multipliers are drawn by
+  // the call, as the dropout would have drawn them. Anything else (a scale or mask applied between, a
+  // score read elsewhere) keeps its parts, routed one by one.
   bool fuseAttention(Node* sm) {
     if (sm->inputs().size() != 3 || sm->output()->uses().size() != 1) return false;
     const auto dim = constantOf(sm->input(1)), dtype = constantOf(sm->input(2));
@@ -584,9 +586,9 @@ class Rewriter {
     Node* u = sm->output()->uses()[0].user;
     Node* drop = nullptr;
     if (u->kind().toQualString() == std::string("aten::dropout")) {
-      const auto p = constantOf(u->input(1)), train = constantOf(u->input(2));
-      if (!p || !train || (p->toDouble() != 0 && train->toBool())) return false;
-      if (u->output()->uses().size() != 1) return false;
+      // its probability a constant, as peat::dropout wants it; its mask drawn by the fused call
+      const auto p = constantOf(u->input(1));
+      if (u->inputs().size() != 3 || !p || u->output()->uses().size() != 1) return false;
       drop = u;
       u = drop->output()->uses()[0].user;
     }
@@ -598,8 +600,10 @@ class Rewriter {
     const std::string layer = (scope.empty() ? "" : scope + ".") + "attention";
     torch::jit::WithInsertPoint guard(u);
     Value* maskValue = mask ? mask : graph_->insertConstant(c10::IValue());
+    Value* dropP = drop ? drop->input(1) : graph_->insertConstant(0.0);
+    Value* dropTrain = drop ? drop->input(2) : graph_->insertConstant(false);
     Value* out = graph_->insert(c10::Symbol::fromQualString("peat::attention"),
-                                {q, k, u->input(1), maskValue, graph_->insertConstant(layer)});
+                                {q, k, u->input(1), maskValue, dropP, dropTrain, graph_->insertConstant(layer)});
     out->setType(u->output()->type());
     u->output()->replaceAllUsesWith(out);
     u->destroy();
@@ -609,7 +613,8 @@ class Rewriter {
     if (t->output()->uses().empty()) t->destroy();
     sites_.push_back({layer, "aten::softmax", true,
                       std::string("attention: scores (") + sk.substr(6) + (mask ? ", with its mask" : "") +
-                          "), softmax and values as one call (--attention fused); backward dq, dk, dv",
+                          "), softmax" + (drop ? ", dropout (its multipliers recorded)" : "") +
+                          " and values as one call (--attention fused); backward dq, dk, dv",
                       "attention"});
     return true;
   }

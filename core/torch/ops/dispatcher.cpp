@@ -191,23 +191,26 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
 // three times, "wrt" 0, 1, 2 for dq, dk, dv. The mask takes no gradient (a constant of the graph).
 struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const at::Tensor& mask, const std::string& params, int64_t dispatcher, const std::string& layer) {
+                            const at::Tensor& mask, const at::Tensor& keep, const std::string& params, int64_t dispatcher,
+                            const std::string& layer) {
     ctx->saved_data["dispatcher"] = dispatcher;
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["params"] = params;
-    ctx->save_for_backward({q, k, v, mask});
+    ctx->save_for_backward({q, k, v, mask, keep});
     OpCall call{OpKind::Attention, Variant::Forward, {q, k, v}, decodeParams(params)};
     if (mask.numel() > 0) call.inputs.push_back(mask);
+    if (keep.numel() > 0) call.inputs.push_back(keep);
     return reinterpret_cast<Dispatcher*>(dispatcher)->run(layer, call, false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto [d, layer, saved, dO] = BackwardInputs(ctx, grads);
-    variable_list out{at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    variable_list out(8);
     for (int64_t wrt = 0; wrt < 3; ++wrt) {
       if (!ctx->needs_input_grad(std::size_t(wrt))) continue;
       OpCall call{OpKind::Attention, Variant::GradInput, {dO, saved[0], saved[1], saved[2]},
                   decodeParams(ctx->saved_data["params"].toStringRef())};
       if (saved[3].numel() > 0) call.inputs.push_back(saved[3]);
+      if (saved[4].numel() > 0) call.inputs.push_back(saved[4]);
       if (wrt) call.params["wrt"] = wrt;
       out[std::size_t(wrt)] = d->run(layer, call, true);
     }
@@ -304,8 +307,9 @@ std::vector<kernels::Injection> Dispatcher::takeInjections() {
   return out;
 }
 
-bool Dispatcher::shouldSubstitute(OpKind kind, Variant variant, const std::string& layer, bool backward) {
-  if (!policy_ || !policy_->candidate->supports(kind, variant)) return false;
+bool Dispatcher::shouldSubstitute(const OpCall& call, const std::string& layer, bool backward) {
+  const OpKind kind = call.kind;
+  if (!policy_ || !policy_->candidate->supports(kind, call.variant, call.params)) return false;
   if (policy_->op && *policy_->op != kind) return false;
   if (!policy_->layer.empty() && policy_->layer != layer) return false;
   if (backward ? !policy_->backward : !policy_->forward) return false;
@@ -319,7 +323,7 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
                          iteration_, callIndex_++};
   at::Tensor golden = kernels::runGolden(call);
   at::Tensor out = golden;
-  if (shouldSubstitute(call.kind, call.variant, layer, backward)) {
+  if (shouldSubstitute(call, layer, backward)) {
     OpCall detached = call;
     for (at::Tensor& t : detached.inputs)
       if (t.defined()) t = t.detach();
@@ -424,13 +428,27 @@ at::Tensor Dispatcher::layerNorm(const std::string& layer, const at::Tensor& x, 
   return LayerNormFunction::apply(x, biasArgument(gamma), biasArgument(beta), encodeParams(call.params), self(this), layer);
 }
 at::Tensor Dispatcher::attention(const std::string& layer, const at::Tensor& q, const at::Tensor& k,
-                                 const at::Tensor& v, const at::Tensor& mask, double scale, bool causal) {
+                                 const at::Tensor& v, const at::Tensor& mask, double scale, bool causal,
+                                 double dropout) {
   OpCall call{OpKind::Attention, Variant::Forward, {}, {}};
   if (scale != 1.0) call.setReal("scale", scale);
   if (causal) call.params["causal"] = 1;
   if (mask.defined() && mask.numel() > 0) call.params["mask"] = 1;
-  return AttentionFunction::apply(q, k, v, mask.defined() ? mask.detach() : at::empty({0}), encodeParams(call.params),
-                                  self(this), layer);
+  at::Tensor keep = at::empty({0});
+  if (dropout > 0) {
+    // the multipliers ATen's CPU dropout draws for the probabilities [.., Tq, Tk] (the same generator
+    // calls as the unfused graph's dropout at this point), an input of the call
+    std::vector<int64_t> shape = at::infer_size(q.sizes().slice(0, std::size_t(q.dim() - 2)),
+                                                k.sizes().slice(0, std::size_t(k.dim() - 2)));
+    shape.insert(shape.end(), {q.size(-2), k.size(-2)});
+    at::NoGradGuard noGrad;
+    keep = at::empty(shape).bernoulli_(1 - dropout);
+    if (dropout < 1) keep.div_(1 - dropout);
+    call.params["dropout"] = 1;
+    call.setReal("p", dropout);
+  }
+  return AttentionFunction::apply(q, k, v, mask.defined() ? mask.detach() : at::empty({0}), keep,
+                                  encodeParams(call.params), self(this), layer);
 }
 at::Tensor Dispatcher::add(const std::string& layer, const at::Tensor& a, const at::Tensor& b) {
   return elementwise(layer, {OpKind::Add, Variant::Forward, {a, b}, {}});

@@ -93,9 +93,10 @@ class Dispatcher {
                        int64_t normalizedDims = 1, double eps = 1e-5);
   at::Tensor add(const std::string& layer, const at::Tensor& a, const at::Tensor& b);
   // softmax(scale q k^T + mask) v as one call (mask undefined: none; causal: query i sees keys up to
-  // i + Tk - Tq); backward dq, dk, dv through the slot.
+  // i + Tk - Tq; dropout > 0: training-mode dropout of the probabilities, its multipliers drawn as
+  // ATen's CPU dropout draws them and recorded with the call); backward dq, dk, dv through the slot.
   at::Tensor attention(const std::string& layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                       const at::Tensor& mask, double scale = 1.0, bool causal = false);
+                       const at::Tensor& mask, double scale = 1.0, bool causal = false, double dropout = 0);
   at::Tensor embedding(const std::string& layer, const at::Tensor& indices, const at::Tensor& table,
                        int64_t paddingIdx = -1);
   // Mean cross-entropy of logits [N, C] against class ids [N]: a 0-dim loss.
@@ -112,7 +113,7 @@ class Dispatcher {
   at::Tensor elementwise(const std::string& layer, OpCall call);
   at::Tensor oneGradient(const std::string& layer, OpKind kind, const at::Tensor& x,
                          const std::map<std::string, int64_t>& params, bool keepOutput);
-  bool shouldSubstitute(OpKind kind, Variant variant, const std::string& layer, bool backward);
+  bool shouldSubstitute(const OpCall& call, const std::string& layer, bool backward);
 
   int64_t iteration_ = 0;
   int64_t callIndex_ = 0;

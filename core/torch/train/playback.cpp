@@ -84,7 +84,7 @@ std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const 
         if (!kind) throw std::invalid_argument("session holds a call of unknown op '" + c.id.op + "'");
         const auto variant = c.params.find("variant");
         const auto v = ops::Variant(variant == c.params.end() ? 0 : variant->second);
-        if ((o.op && *o.op != *kind) || !kernel.supports(*kind, v) || (!o.call.empty() && c.path != o.call)) {
+        if ((o.op && *o.op != *kind) || !kernel.supports(*kind, v, c.params) || (!o.call.empty() && c.path != o.call)) {
           ++skipped;
           continue;
         }
