@@ -177,13 +177,10 @@ void installHandlers() {
 bool mapFile(uint64_t bytes) {
   struct stat st {};
   if (::fstat(kMemory, &st) != 0 || uint64_t(st.st_size) < bytes) return false;
-  if (g_base) ::munmap(g_base, g_mapped);
+  // the new mapping first: on failure the old one (and the reply block in it) stays usable
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kMemory, 0);
-  if (p == MAP_FAILED) {
-    g_base = nullptr;
-    g_mapped = 0;
-    return false;
-  }
+  if (p == MAP_FAILED) return false;
+  if (g_base) ::munmap(g_base, g_mapped);
   g_base = static_cast<unsigned char*>(p);
   g_mapped = bytes;
   return true;

@@ -286,7 +286,7 @@ std::optional<Replay> softmax(const OpOperands& c, uint64_t count) {
   const uint64_t n = shape[std::size_t(d)];
   uint64_t inner = 1;
   for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  if (n < 2 || count % (n * inner)) return std::nullopt;
+  if (n < 2 || inner == 0 || count % (n * inner)) return std::nullopt;
   const uint64_t outer = count / (n * inner);
   const bool log = c.op == "log_softmax";
   const float* x = c.inputs[0].data();
@@ -366,7 +366,10 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
   if (count != b * rowsPerBatch * width) return std::nullopt;  // broadcast batch dimensions: not replayed
   bool causal = intParam(c, "causal", 0) != 0;
   const std::vector<float>* mask = intParam(c, "mask", 0) && c.inputs.size() > base + 3 ? &c.inputs[base + 3] : nullptr;
-  if (mask && mask->size() != tq * tk) return std::nullopt;  // a mask per batch entry: not replayed
+  if (mask) {  // one [Tq, Tk] mask (or [1, .., Tq, Tk]); a mask per batch entry is not replayed
+    const std::vector<uint64_t>& ms = c.shapes[base + 3];
+    if (mask->size() != tq * tk || ms.size() < 2 || ms[ms.size() - 2] != tq || ms.back() != tk) return std::nullopt;
+  }
   const std::size_t keepAt = base + 3 + (intParam(c, "mask", 0) ? 1 : 0);
   const std::vector<float>* keep = intParam(c, "dropout", 0) && c.inputs.size() > keepAt ? &c.inputs[keepAt] : nullptr;
   if (intParam(c, "dropout", 0) && (!keep || keep->size() != b * tq * tk)) return std::nullopt;

@@ -67,7 +67,11 @@ void encodeValues(const float* values, std::size_t n, uint32_t dtype, float scal
   const fp::Format& f = formatOf(dtype);
   if (isFp8(dtype)) {
     auto* out = static_cast<uint8_t*>(dst);
-    for (std::size_t i = 0; i < n; ++i) out[i] = uint8_t(fp::encode(f, values[i] / scale, fp::Overflow::Saturate));
+    // finite values saturate, as a port's cast does; an infinity (a mask's -inf) stays one in E5M2 and
+    // becomes NaN in E4M3, which has none, rather than a finite value
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = uint8_t(fp::encode(f, values[i] / scale,
+                                  std::isfinite(values[i]) ? fp::Overflow::Saturate : fp::Overflow::Standard));
     return;
   }
   auto* out = static_cast<uint16_t*>(dst);

@@ -310,6 +310,19 @@ void TestOpKernels::attentionGoldenAndItsMaskOffByOne() {
   OpCall fwd{OpKind::Attention, Variant::Forward, {q, k, v, causalMask}, {{"mask", 1}}};
   QCOMPARE(named(fwd, late[0]), std::string("index_error"));
   QCOMPARE(named(fwd, run("golden", fwd)), std::string("none"));
+  // a query shared by the batch ([t, d] against [b, t, d] keys): dq summed over the batch, as autograd
+  // gives it, in the operand's own shape
+  {
+    const at::Tensor q2 = at::randn({t, d});
+    OpCall g{OpKind::Attention, Variant::GradInput, {dO, q2, k, v}, {{"causal", 1}}};
+    const at::Tensor dq = run("golden", g);
+    at::Tensor qd = q2.to(at::kDouble).requires_grad_();
+    const at::Tensor s = at::matmul(qd, k.to(at::kDouble).transpose(-1, -2))
+                             .masked_fill(at::ones({t, t}, at::kBool).triu(1), -INFINITY);
+    at::matmul(at::softmax(s, -1), v.to(at::kDouble)).backward(dO.to(at::kDouble));
+    QCOMPARE(dq.sizes(), q2.sizes());
+    QVERIFY(maxAbs(dq, qd.grad()) < 1e-4);
+  }
   // the project's candidates: FlashAttention's forward is within bf16 rounding of P (relative 2^-8 of
   // the output's scale) and not a moved limit; the planted bug is the moved limit exactly
   const at::Tensor flash = run("attention-flash", fwd);

@@ -53,6 +53,7 @@ std::string refusal(const std::string& answer) {
 class TestPluginAbi2 : public QObject {
   Q_OBJECT
  private slots:
+  void fp8KeepsInfinities();
   void examplesReadAsDeclared();
   void examplesAreRight_data();
   void examplesAreRight();
@@ -71,6 +72,22 @@ class TestPluginAbi2 : public QObject {
   void everyDeclaredVariantHasCases();
   void referenceOfSmallCalls();
 };
+
+// A mask's -inf through an fp8 input: an infinity in E5M2, NaN in E4M3 (it has none), never a finite
+// value that would let masked keys through; finite values beyond the range saturate.
+void TestPluginAbi2::fp8KeepsInfinities() {
+  const float values[] = {1.0f, -INFINITY, 0.5f};
+  for (const uint32_t dtype : {uint32_t(PEAT_DTYPE_FP8_E5M2), uint32_t(PEAT_DTYPE_FP8_E4M3)}) {
+    const float scale = plugin::chooseScale(values, 3, dtype);
+    uint8_t codes[3];
+    plugin::encodeValues(values, 3, dtype, scale, codes);
+    float back[3];
+    plugin::decodeValues(codes, 3, dtype, scale, back);
+    QCOMPARE(back[0], 1.0f);  // the largest finite value maps to the format's largest, exactly
+    if (dtype == PEAT_DTYPE_FP8_E5M2) QVERIFY(std::isinf(back[1]) && back[1] < 0);
+    else QVERIFY(std::isnan(back[1]));
+  }
+}
 
 void TestPluginAbi2::examplesReadAsDeclared() {
   const plugin::PluginInfo gemm = plugin::checkPluginInProcess(example("bf16_gemm"));
@@ -107,7 +124,8 @@ void TestPluginAbi2::examplesReadAsDeclared() {
   QCOMPARE(attention.ops[0].variants, kF | kGI);
   QCOMPARE(attention.ops[0].inputDtype, uint32_t(PEAT_DTYPE_BF16));
   QCOMPARE(attention.ops[0].outputDtype, uint32_t(PEAT_DTYPE_F32));
-  QCOMPARE(attention.ops[0].cases, 8u);
+  QCOMPARE(attention.ops[0].features, uint32_t(PEAT_FEATURE_ATTENTION_DROPOUT));
+  QCOMPARE(attention.ops[0].cases, 16u);  // 4 shapes, each also with dropout, forward and grad input
 }
 
 void TestPluginAbi2::examplesAreRight_data() {
@@ -135,14 +153,14 @@ void TestPluginAbi2::causalBugIsFound() {
   QCOMPARE(info.name, std::string("flash-attention-causalbug"));
   const plugin::PluginOp* op = info.op(PEAT_OP_ATTENTION);
   QVERIFY(op);
-  QCOMPARE(op->cases, 8u);
-  QCOMPARE(op->failedCases, 4u);  // the two causal shapes, forward and grad input
-  QCOMPARE(failedCases(info), 4u);
+  QCOMPARE(op->cases, 16u);
+  QCOMPARE(op->failedCases, 8u);  // the two causal shapes, with and without dropout, forward and grad input
+  QCOMPARE(failedCases(info), 8u);
   QVERIFY(op->maxError > 0.01);
   QVERIFY2(contains(op->firstFailure, "forward, causal 5x18: "), op->firstFailure.c_str());
   QVERIFY2(contains(op->firstFailure, "elements wrong (max abs error "), op->firstFailure.c_str());
   const std::string warning = plugin::probeWarning(info);
-  QVERIFY2(contains(warning, "plugin 'flash-attention-causalbug' got 4 of 8 probe cases wrong: "
+  QVERIFY2(contains(warning, "plugin 'flash-attention-causalbug' got 8 of 16 probe cases wrong: "
                              "attention forward, causal 5x18: "),
            warning.c_str());
   QVERIFY2(contains(warning, "; loaded anyway: replay calls through it and read the verdicts (docs/plugins.md)"),
@@ -164,6 +182,7 @@ void TestPluginAbi2::helperAnswersLikeTheProcess() {
       QCOMPARE(there.ops[i].variants, here.ops[i].variants);
       QCOMPARE(there.ops[i].inputDtype, here.ops[i].inputDtype);
       QCOMPARE(there.ops[i].outputDtype, here.ops[i].outputDtype);
+      QCOMPARE(there.ops[i].features, here.ops[i].features);
       QCOMPARE(there.ops[i].cases, here.ops[i].cases);
       QCOMPARE(there.ops[i].failedCases, here.ops[i].failedCases);
       QCOMPARE(float(there.ops[i].maxError), float(here.ops[i].maxError));

@@ -161,7 +161,7 @@ typedef struct peat_params {
   double eps;
   /* attention */
   double scale;
-  int32_t causal;    /* 1: query i sees keys 0..i (+ Tk - Tq when the keys are more) */
+  int32_t causal;    /* 1: query i sees keys 0..i + Tk - Tq (a query that sees none gets an undefined row) */
   int32_t has_mask;  /* 1: an additive f32 mask [Tq, Tk] follows v */
   /* optimiser: enum peat_optimizer */
   int32_t optimizer;

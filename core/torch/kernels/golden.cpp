@@ -145,13 +145,15 @@ at::Tensor attentionGolden(const ops::OpCall& c) {
   if (!grad) return at::matmul(dropped, v);
   const at::Tensor& dO = in[0];
   const int64_t wrt = c.paramOr("wrt", 0);
-  if (wrt == 2) return at::matmul(dropped.transpose(-1, -2), dO);
+  // an operand broadcast over batch dimensions gets the sum of its gradients, as autograd gives it
+  if (wrt == 2) return at::matmul(dropped.transpose(-1, -2), dO).sum_to_size(v.sizes());
   at::Tensor dp = at::matmul(dO, v.transpose(-1, -2));
   if (keep) dp = dp * *keep;
   const at::Tensor ds = at::_softmax_backward_data(dp, p, -1, at::kFloat);
   const double scale = c.realOr("scale", 1.0);
   at::Tensor g = wrt == 0 ? at::matmul(ds, k) : at::matmul(ds.transpose(-1, -2), q);
-  return scale == 1.0 ? g : g * scale;
+  if (scale != 1.0) g = g * scale;
+  return g.sum_to_size(wrt == 0 ? q.sizes() : k.sizes());
 }
 
 }  // namespace

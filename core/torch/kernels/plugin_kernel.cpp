@@ -50,8 +50,14 @@ uint32_t abiVariant(Variant v) { return uint32_t(v); }  // the same numbers (pea
 
 // Whether a [tq, tk] additive mask is exactly the causal one (0 where key j <= i + tk - tq, -inf above):
 // then an attention kernel gets it as its causal flag, as ports call theirs (is_causal).
+// One mask for every batch entry: [tq, tk], or [1, .., 1, tq, tk] (not a [B, 1, tk] padding mask whose
+// element count happens to be tq tk).
+bool oneMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
+  return mask.dim() >= 2 && mask.size(-2) == tq && mask.size(-1) == tk && mask.numel() == tq * tk;
+}
+
 bool isCausalMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
-  if (mask.numel() != tq * tk) return false;
+  if (!oneMask(mask, tq, tk)) return false;
   const at::Tensor m = f32(mask).reshape({tq, tk});
   const float* p = m.data_ptr<float>();
   for (int64_t i = 0; i < tq; ++i)
@@ -157,6 +163,8 @@ class PluginKernel final : public Kernel {
   std::vector<at::Tensor> execute(AbiCall& c) {
     const plugin::PluginOp* op = info_.op(c.kind);
     if (!op) throw KernelError("plugin '" + info_.name + "' has no " + plugin::abiOpName(c.kind) + " kernel");
+    for (const at::Tensor& t : c.inputs)
+      if (t.dim() > 8) throw KernelError("a tensor of " + std::to_string(t.dim()) + " dimensions for plugin '" + info_.name + "' (at most 8)");
     std::vector<std::vector<unsigned char>> buffers(c.inputs.size() + c.outputs.size());
     std::vector<plugin::KernelHost::Arg> args;
     for (std::size_t i = 0; i < c.inputs.size(); ++i) {
@@ -247,6 +255,8 @@ class PluginKernel final : public Kernel {
         at::infer_size(a.sizes().slice(0, std::size_t(a.dim() - 2)), b.sizes().slice(0, std::size_t(b.dim() - 2)));
     int64_t count = 1;
     for (int64_t d : batch) count *= d;
+    if (a.numel() == 0 || b.numel() == 0)  // an empty operand: the product of nothing (K 0) or an empty result
+      return at::matmul(f32(ta ? a.transpose(-1, -2) : a), f32(tb ? b.transpose(-1, -2) : b));
     auto stack = [&](const at::Tensor& t, int64_t& stride) {
       const int64_t own = t.numel() / (t.size(-2) * t.size(-1));
       if (own == 1) {
@@ -427,10 +437,10 @@ class PluginKernel final : public Kernel {
       case OpKind::Tanh: c.params.activation = PEAT_ACTIVATION_TANH; break;
       default: c.params.activation = PEAT_ACTIVATION_SIGMOID; break;
     }
-    for (const at::Tensor& t : call.inputs) c.in(t);
-    c.outputs = {sizesOf(call.inputs[0])};
+    for (const at::Tensor& t : call.inputs) c.in(t.reshape({-1}));  // element-wise: any rank, as one row
+    c.outputs = {{call.inputs[0].numel()}};
     c.flops = 10.0 * double(call.inputs[0].numel());
-    return execute(c)[0];
+    return execute(c)[0].reshape(call.inputs[0].sizes());
   }
 
   at::Tensor optimizer(const OpCall& call) {
@@ -447,10 +457,12 @@ class PluginKernel final : public Kernel {
       p.beta1 = call.real("beta1"), p.beta2 = call.real("beta2"), p.eps = call.real("eps");
       p.step = call.param("step");
     }
-    for (const at::Tensor& t : call.inputs) c.in(t);
-    for (std::size_t i = 0; i + 1 < call.inputs.size(); ++i) c.outputs.push_back(sizesOf(call.inputs[0]));
+    for (const at::Tensor& t : call.inputs) c.in(t.reshape({-1}));  // element-wise over the parameter
+    for (std::size_t i = 0; i + 1 < call.inputs.size(); ++i) c.outputs.push_back({call.inputs[0].numel()});
     c.flops = 10.0 * double(call.inputs[0].numel());
-    return at::stack(execute(c));
+    std::vector<at::Tensor> outs = execute(c);
+    for (at::Tensor& o : outs) o = o.reshape(call.inputs[0].sizes());
+    return at::stack(outs);
   }
 
   // q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv] as [B, T, D]; a mask that is exactly causal becomes
@@ -467,6 +479,7 @@ class PluginKernel final : public Kernel {
                        v.sizes().slice(0, std::size_t(v.dim() - 2)));
     int64_t b = 1;
     for (int64_t x : batchShape) b *= x;
+    if (b == 0 || tq == 0 || tk == 0) return runGolden(call);  // nothing for a kernel to compute
     auto batched = [&](const at::Tensor& t) {
       std::vector<int64_t> shape = batchShape;
       shape.insert(shape.end(), {t.size(-2), t.size(-1)});
@@ -485,7 +498,7 @@ class PluginKernel final : public Kernel {
     if (call.paramOr("mask", 0)) {
       const at::Tensor& m = in.at(base + 3);
       if (!causal && isCausalMask(m, tq, tk)) causal = true;
-      else if (m.numel() == tq * tk) mask = f32(m).reshape({tq, tk});
+      else if (oneMask(m, tq, tk)) mask = f32(m).reshape({tq, tk});
       else {
         std::vector<int64_t> shape = batchShape;
         shape.insert(shape.end(), {tq, tk});
@@ -534,6 +547,7 @@ class PluginKernel final : public Kernel {
       return outs[0].reshape(shape);
     }
     const int64_t wrt = call.paramOr("wrt", 0);
+    if (wrt < 0 || wrt > 2) throw KernelError("attention call with wrt " + std::to_string(wrt) + " (0, 1 or 2: dq, dk, dv)");
     const at::Tensor& which = wrt == 0 ? q : wrt == 1 ? k : v;
     at::Tensor g = outs[std::size_t(wrt)];
     std::vector<int64_t> shape = batchShape;

@@ -596,8 +596,7 @@ class Rewriter {
     if ((uk != "aten::bmm" && uk != "aten::matmul") || u->inputs().size() != 2 ||
         u->input(0) != (drop ? drop->output() : sm->output()))
       return false;
-    const std::string scope = modulePathOf(sm, module_);
-    const std::string layer = (scope.empty() ? "" : scope + ".") + "attention";
+    const std::string layer = layerOf(sm, {}, "attention");  // "#2" for a module's second attention
     torch::jit::WithInsertPoint guard(u);
     Value* maskValue = mask ? mask : graph_->insertConstant(c10::IValue());
     Value* dropP = drop ? drop->input(1) : graph_->insertConstant(0.0);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 namespace peat::ops {
 
@@ -342,6 +343,15 @@ at::Tensor Dispatcher::run(const std::string& layer, const OpCall& call, bool ba
       return golden;
     }
     const at::Tensor g = golden.detach().contiguous();
+    if (candidate.sizes() != g.sizes()) {  // never compared element by element past its end
+      std::ostringstream why;
+      why << "kernel '" << policy_->candidate->name() << "' returned " << candidate.sizes() << " where golden is "
+          << g.sizes();
+      substitutions_.push_back({id, call.variant, {}, "wrong_shape", why.str()});
+      policy_->candidate->takeInjections();
+      for (CallObserver* o : observers_) o->onCall(id, call, golden);
+      return golden;
+    }
     substitutions_.push_back({id, call.variant,
                               analyzer::summarize(g.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(g.numel())),
                               "ok", ""});
@@ -410,8 +420,9 @@ at::Tensor Dispatcher::dropout(const std::string& layer, const at::Tensor& x, do
   at::Tensor mask;
   {
     at::NoGradGuard noGrad;
-    mask = at::empty_like(x, at::MemoryFormat::Contiguous).bernoulli_(1 - p);
-    if (p < 1) mask.div_(1 - p);
+    // p = 1: ATen's dropout multiplies by zero and draws nothing; so does this
+    mask = p >= 1 ? at::zeros_like(x, at::MemoryFormat::Contiguous)
+                  : at::empty_like(x, at::MemoryFormat::Contiguous).bernoulli_(1 - p).div_(1 - p);
   }
   OpCall probe{OpKind::Dropout, Variant::Forward, {}, {}};
   probe.setReal("p", p);
@@ -442,8 +453,7 @@ at::Tensor Dispatcher::attention(const std::string& layer, const at::Tensor& q, 
                                                 k.sizes().slice(0, std::size_t(k.dim() - 2)));
     shape.insert(shape.end(), {q.size(-2), k.size(-2)});
     at::NoGradGuard noGrad;
-    keep = at::empty(shape).bernoulli_(1 - dropout);
-    if (dropout < 1) keep.div_(1 - dropout);
+    keep = dropout >= 1 ? at::zeros(shape) : at::empty(shape).bernoulli_(1 - dropout).div_(1 - dropout);
     call.params["dropout"] = 1;
     call.setReal("p", dropout);
   }
