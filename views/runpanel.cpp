@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// The run panel's form: its rows per mode, the kernel and op choices (a plugin probed and described),
+// the setters the window and the tour use. Its commands are in runpanelcommands.cpp, the child
+// process that runs them in runpanelprocess.cpp.
 #include "views/runpanel.h"
 
 #include <QCheckBox>
@@ -38,35 +41,7 @@ namespace peat::views {
 
 namespace {
 
-// The trained weights shipped for a SAVE model: installed beside the program, else in the sources.
-QString shippedWeights(const QString& model) {
-  const QString name = model + QStringLiteral("-fashion-mnist.h5");
-  const QStringList dirs{QCoreApplication::applicationDirPath() + QStringLiteral("/../share/peat/data"),
-                         QStringLiteral(PEAT_SOURCE_DATA_DIR)};
-  for (const QString& d : dirs)
-    if (QFileInfo::exists(d + QLatin1Char('/') + name)) return QDir::cleanPath(d + QLatin1Char('/') + name);
-  return {};
-}
-
-// SAVE's model arguments: an ONNX file carries its weights (docs/save.md); a zoo model takes the
-// shipped ones. Empty, with `why` set, when neither is at hand.
-QStringList saveModelArguments(const QString& model, QString* why) {
-  if (model.endsWith(QLatin1String(".onnx"))) {
-    if (!QFileInfo(model).isFile()) *why = RunPanel::tr("ONNX model %1 does not exist").arg(model);
-    return why->isEmpty() ? QStringList{QStringLiteral("-m"), model} : QStringList();
-  }
-  const QString weights = shippedWeights(model);
-  if (weights.isEmpty()) {
-    *why = RunPanel::tr("no trained weights of %1 are shipped: SAVE runs on lenet, vit or an ONNX file here").arg(model);
-    return {};
-  }
-  return {QStringLiteral("-m"), model, QStringLiteral("-w"), weights};
-}
-
 const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run"};
-
-// What `peat profile` records without --record-ops: the GEMMs.
-const QString kGemmOps = QStringLiteral("linear,conv2d,matmul");
 
 // The candidates written for one op (`peat kernels`, column "ops"), by their names' prefixes.
 struct KernelOp {
@@ -76,12 +51,6 @@ struct KernelOp {
 const KernelOp kKernelOps[] = {{"softmax-", "softmax"},     {"layernorm-", "layernorm"}, {"rmsnorm", "layernorm"},
                                {"gelu-", "gelu"},           {"adam-", "adam"},           {"embedding-", "embedding"},
                                {"dropout-", "dropout"},       {"attention-", "attention"}};
-
-QString opNamesText() {
-  QStringList names;
-  for (const std::string& op : store::opNames()) names << QString::fromStdString(op);
-  return names.join(QStringLiteral(", "));
-}
 
 // "all" and every op of the kernel slot, each with what it computes as its tooltip.
 void addOps(QComboBox* box) {
@@ -258,10 +227,10 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   recordOps_ = new QComboBox(this);
   recordOps_->setObjectName(QStringLiteral("recordOps"));
   recordOps_->setEditable(true);
-  recordOps_->addItem(kGemmOps);
+  recordOps_->addItem(gemmOps());
   recordOps_->setItemData(0, tr("the GEMMs (the default)"), Qt::ToolTipRole);
   addOps(recordOps_);
-  recordOps_->setCurrentText(kGemmOps);
+  recordOps_->setCurrentText(gemmOps());
   recordOps_->setToolTip(tr("The ops whose calls the profile records, comma-separated: the GEMMs by default; 'all' also\n"
                             "records softmax, layer norm, activations, dropout (with its mask), embedding, the loss and\n"
                             "the optimiser's update of a model file"));
@@ -495,6 +464,9 @@ void RunPanel::restrictOps(const QStringList& ops) {
 
 QStringList RunPanel::pluginOps() const { return pluginSlotOps_; }
 
+// What `peat profile` records without --record-ops: the GEMMs.
+QString RunPanel::gemmOps() { return QStringLiteral("linear,conv2d,matmul"); }
+
 void RunPanel::setFusedAttention(bool on) { fusedAttention_->setChecked(on); }
 
 QString RunPanel::program() const {
@@ -511,128 +483,6 @@ void RunPanel::setDevices(const QStringList& devices) {
 
 void RunPanel::setDevice(const QString& device) { device_->setCurrentText(device); }
 
-QStringList RunPanel::arguments(QString* error) const {
-  auto fail = [&](const QString& why) {
-    if (error) *error = why;
-    return QStringList();
-  };
-  const QString model = model_->currentText().trimmed(), kernel = kernel_->currentText().trimmed();
-  if (mode() == Mode::SaveRun) return saveRunArguments(model, error);  // writes no session
-  const QString session = session_->text().trimmed();
-  if (session.isEmpty()) return fail(tr("choose a session file"));
-  // a model file trains on the data the user names (docs/models.md)
-  QStringList modelArguments{QStringLiteral("--model"), model};
-  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && modelIsFile()) {
-    if (!QFileInfo(model).isFile()) return fail(tr("model file %1 does not exist").arg(model));
-    if (data_->text().trimmed().isEmpty()) return fail(tr("choose the model file's data"));
-    modelArguments << QStringLiteral("--data") << data_->text().trimmed();
-  }
-  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && fusedAttention_->isChecked())
-    modelArguments << QStringLiteral("--attention") << QStringLiteral("fused");
-  const QString seed = QString::number(seed_->value()), iterations = QString::number(iterations_->value());
-  // the gpu-* kernels run on the chosen device; the others only on the CPU
-  const QString device = device_->currentText();
-  const bool onDevice = kernel.startsWith(QLatin1String("gpu-"));
-  QStringList deviceArguments;
-  if (onDevice) deviceArguments << QStringLiteral("--device") << device;
-  if ((mode() == Mode::Playback || mode() == Mode::RuntimeFi) && !onDevice && !device.startsWith(QLatin1String("cpu")))
-    return fail(tr("%1 runs on the CPU: choose a gpu-* kernel to use %2").arg(kernel.section(QLatin1Char(':'), 0, 0), device));
-  switch (mode()) {
-    case Mode::Profile: {
-      QStringList a = QStringList{QStringLiteral("profile")} + modelArguments +
-                      QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
-                                  QStringLiteral("--record-every"), QString::number(std::max(1, iterations_->value() / 5)),
-                                  QStringLiteral("--out"), session};
-      if (replace_->isChecked()) a << QStringLiteral("--force");
-      // the ops to record, each one the slot knows (the default, the GEMMs, goes without the option)
-      QStringList ops = recordOps_->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts);
-      for (QString& op : ops) {
-        op = op.trimmed();
-        if (op != QLatin1String("all") && store::opSummary(op.toStdString()).empty())
-          return fail(tr("record ops: no op '%1' (%2, or all)").arg(op, opNamesText()));
-      }
-      if (ops.isEmpty()) return fail(tr("record ops: name at least one op, or all"));
-      if (ops.join(QLatin1Char(',')) != kGemmOps) a << QStringLiteral("--record-ops") << ops.join(QLatin1Char(','));
-      return a;
-    }
-    case Mode::Playback:
-      if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
-      return QStringList{QStringLiteral("playback"), QStringLiteral("--session"), session, QStringLiteral("--kernel"), kernel,
-                         QStringLiteral("--op"), op_->currentText(), QStringLiteral("--seed"), seed,
-                         QStringLiteral("--store-outputs")} +
-             deviceArguments;
-    case Mode::RuntimeFi: {
-      if (kernel.isEmpty()) return fail(tr("choose a kernel or fault model"));
-      QStringList a = QStringList{QStringLiteral("runtime-fi")} + modelArguments +
-                      QStringList{QStringLiteral("--iterations"), iterations, QStringLiteral("--seed"), seed,
-                                  QStringLiteral("-k"), kernel, QStringLiteral("--op"), op_->currentText(),
-                                  QStringLiteral("--out"), session};
-      if (replace_->isChecked()) a << QStringLiteral("--force");
-      a << deviceArguments;
-      const QString p = prob_->text().trimmed();
-      if (p.isEmpty()) a << QStringLiteral("--every") << QString::number(every_->value());
-      else a << QStringLiteral("--prob") << p;
-      return a;
-    }
-    case Mode::SaveAnalyze:
-    case Mode::SaveCampaign: {
-      QString why;
-      const QStringList modelArgs = saveModelArguments(model, &why);
-      if (modelArgs.isEmpty()) return fail(why);
-      QStringList a = QStringList{QStringLiteral("save"),
-                                  mode() == Mode::SaveAnalyze ? QStringLiteral("analyze") : QStringLiteral("campaign")} +
-                      modelArgs;
-      a << QStringLiteral("-s") << session;
-      if (mode() == Mode::SaveCampaign) {
-        a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
-          << QStringLiteral("--seed") << seed;
-        // an ONNX model's labelled samples (empty: Fashion-MNIST resized to its input, docs/save.md)
-        if (model.endsWith(QLatin1String(".onnx")) && !data_->text().trimmed().isEmpty())
-          a << QStringLiteral("--data") << data_->text().trimmed();
-      }
-      return a;
-    }
-    case Mode::SaveRun: break;  // above
-  }
-  return fail(tr("unknown mode"));
-}
-
-// peat save run on the user's input, with --json: the panel reads its summary, and the outputs
-// from the file it names.
-QStringList RunPanel::saveRunArguments(const QString& model, QString* error) const {
-  QString why;
-  const QStringList modelArgs = saveModelArguments(model, &why);
-  const QString input = input_->text().trimmed(), expect = expect_->text().trimmed();
-  // FILE.h5:/dataset names a file before the colon
-  const auto file = [](const QString& spec) {
-    const qsizetype colon = spec.indexOf(QStringLiteral(":/"));
-    return colon > 0 ? spec.left(colon) : spec;
-  };
-  if (why.isEmpty() && input.isEmpty()) why = tr("choose the model's input (.npy or FILE.h5:/dataset)");
-  if (why.isEmpty() && !QFileInfo(file(input)).isFile()) why = tr("input %1 does not exist").arg(file(input));
-  if (why.isEmpty() && !expect.isEmpty() && !QFileInfo(file(expect)).isFile())
-    why = tr("expected outputs %1 do not exist").arg(file(expect));
-  if (why.isEmpty() && outputsPath().isEmpty()) why = tr("no folder for the outputs: name an outputs file");
-  if (!why.isEmpty()) {
-    if (error) *error = why;
-    return {};
-  }
-  QStringList a = QStringList{QStringLiteral("save"), QStringLiteral("run")} + modelArgs;
-  a << QStringLiteral("--input") << input << QStringLiteral("--output") << outputsPath() << QStringLiteral("--protect")
-    << protect_->currentText() << QStringLiteral("--flips") << QString::number(faults_->value()) << QStringLiteral("--seed")
-    << QString::number(seed_->value()) << QStringLiteral("--json");
-  if (!expect.isEmpty()) a << QStringLiteral("--expect") << expect;
-  return a;
-}
-
-QString RunPanel::outputsPath() const {
-  const QString named = outputs_->text().trimmed();
-  if (!named.isEmpty()) return named;
-  if (!scratch_) scratch_ = std::make_unique<QTemporaryDir>();
-  // a file per run: the outputs of the run before may still be read while the next one writes
-  return scratch_->isValid() ? scratch_->filePath(QStringLiteral("outputs-%1.npy").arg(saveRuns_ + 1)) : QString();
-}
-
 void RunPanel::setInput(const QString& input) { input_->setText(input); }
 void RunPanel::setExpected(const QString& expected) { expect_->setText(expected); }
 bool RunPanel::setProtection(const QString& scheme) {
@@ -643,229 +493,5 @@ bool RunPanel::setProtection(const QString& scheme) {
 void RunPanel::setFaults(qint64 faults) { faults_->setValue(int(std::min<qint64>(faults, faults_->maximum()))); }
 void RunPanel::setOutputs(const QString& outputs) { outputs_->setText(outputs); }
 bool RunPanel::writesSession() const { return running() ? !saveRun_ : mode() != Mode::SaveRun; }
-
-QList<QStringList> RunPanel::demoSteps(const QString& session) {
-  const QString weights = shippedWeights(QStringLiteral("lenet"));
-  return {{QStringLiteral("profile"), QStringLiteral("--model"), QStringLiteral("lenet"), QStringLiteral("--init"), weights,
-           QStringLiteral("--iterations"), QStringLiteral("30"), QStringLiteral("--record-every"), QStringLiteral("10"),
-           QStringLiteral("--out"), session},
-          {QStringLiteral("playback"), QStringLiteral("-s"), session, QStringLiteral("-k"), QStringLiteral("bf16"),
-           QStringLiteral("--store-outputs"), QStringLiteral("--name"), QStringLiteral("bf16")},
-          {QStringLiteral("analyze"), QStringLiteral("--session"), session, QStringLiteral("--run"), QStringLiteral("bf16")},
-          // the output criterion at a budget of 5% of the working set: bit classes and placement that vary over a layer
-          {QStringLiteral("save"), QStringLiteral("analyze"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
-           weights, QStringLiteral("--criterion"), QStringLiteral("output"), QStringLiteral("--epsilon"), QStringLiteral("60"),
-           QStringLiteral("--budget"), QStringLiteral("5%"), QStringLiteral("-s"), session},
-          {QStringLiteral("save"), QStringLiteral("campaign"), QStringLiteral("-m"), QStringLiteral("lenet"), QStringLiteral("-w"),
-           weights, QStringLiteral("--images"), QStringLiteral("500"), QStringLiteral("--flips"),
-           // the basis the README quotes: the same fault rate per byte of each scheme's unreliable memory
-           QStringLiteral("1,16,256,1024,4096"), QStringLiteral("--basis"), QStringLiteral("memory"), QStringLiteral("-s"), session}};
-}
-
-bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& session) {
-  if (running() || steps.isEmpty()) {
-    emit finished(false, running() ? tr("a run is still going") : tr("nothing to run"), session);
-    return false;
-  }
-  session_->setText(session);
-  saveRun_ = false;  // the steps write the session
-  queue_.clear();
-  for (int i = 1; i < steps.size(); ++i) queue_ << [args = steps[i]] { return args; };
-  steps_ = int(steps.size());
-  return launch(steps.front());
-}
-
-QString RunPanel::freeSessionPath(const QString& path) {
-  if (path.isEmpty() || !QFileInfo::exists(path)) return path;
-  const QFileInfo info(path);
-  QString base = info.completeBaseName();
-  // lenet-2.h5 again gives lenet-3.h5, not lenet-2-2.h5
-  const int dash = base.lastIndexOf(QLatin1Char('-'));
-  bool numbered = false;
-  if (dash > 0) base.mid(dash + 1).toInt(&numbered);
-  if (numbered) base.truncate(dash);
-  const QString suffix = info.suffix().isEmpty() ? QStringLiteral("h5") : info.suffix();
-  for (int n = 2;; ++n) {
-    const QString candidate = info.dir().filePath(QStringLiteral("%1-%2.%3").arg(base).arg(n).arg(suffix));
-    if (!QFileInfo::exists(candidate)) return candidate;
-  }
-}
-
-bool RunPanel::start() {
-  if (running()) {
-    emit finished(false, tr("a run is still going"), session_->text());
-    return false;
-  }
-  note_.clear();
-  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && !replace_->isChecked()) {
-    const QString wanted = session_->text().trimmed();
-    const QString free = freeSessionPath(wanted);
-    if (free != wanted) {
-      session_->setText(free);
-      note_ = tr("%1 exists: writing %2 (tick 'replace' to overwrite it)").arg(QFileInfo(wanted).fileName(), QFileInfo(free).fileName());
-    }
-  }
-  QString error;
-  const QStringList args = arguments(&error);
-  if (args.isEmpty()) {
-    status_->setText(error);
-    emit finished(false, error, session_->text());
-    return false;
-  }
-  saveRun_ = mode() == Mode::SaveRun;
-  if (saveRun_) {
-    launchedInput_ = input_->text().trimmed();
-    launchedOutputs_ = outputsPath();
-    ++saveRuns_;
-    result_ = QJsonObject();
-  }
-  queue_.clear();
-  steps_ = 1;
-  // A playback is followed by the analysis of its calls, for the error views.
-  if (mode() == Mode::Playback && analyze_->isChecked()) {
-    const QString session = session_->text();
-    const QString fallback = QStringLiteral("playback-") + kernel_->currentText().section(QLatin1Char(':'), 0, 0);
-    queue_ << [this, session, fallback] {
-      return QStringList{QStringLiteral("analyze"), QStringLiteral("--session"), session, QStringLiteral("--run"),
-                         runName_.isEmpty() ? fallback : runName_};
-    };
-    steps_ = 2;
-  }
-  return launch(args);
-}
-
-bool RunPanel::launch(const QStringList& args) {
-  cancelled_ = false;
-  lastError_.clear();
-  buffer_.clear();
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert(QStringLiteral("PEAT_EVENTS"), QStringLiteral("jsonl"));  // docs/events.md
-  process_->setProcessEnvironment(env);
-  process_->setProgram(program());
-  process_->setArguments(args);
-  process_->setProcessChannelMode(QProcess::MergedChannels);  // events, errors and the summary
-  // The child must not inherit this process's open files: an inherited HDF5 file keeps the
-  // workbench's lock on a session the run wants to write. Qt's own pipes are close-on-exec.
-  process_->setChildProcessModifier([] {
-    ::setpgid(0, 0);  // its own process group: Cancel reaches the helpers it starts (kernel host, probes) too
-    for (int fd = 3; fd < 4096; ++fd) {
-      const int flags = ::fcntl(fd, F_GETFD);
-      if (flags >= 0 && !(flags & FD_CLOEXEC)) ::close(fd);
-    }
-  });
-  progress_->setRange(0, 1000);  // determinate: nothing done until the first progress event says more
-  progress_->setValue(0);
-  estimate_.reset();
-  status_->setText((note_.isEmpty() ? QString() : note_ + QStringLiteral("\n")) +
-                   tr("Running: peat %1").arg(args.join(QLatin1Char(' '))));
-  note_.clear();
-  start_->setEnabled(false);
-  cancel_->setEnabled(true);
-  clock_.start();
-  process_->start();
-  emit started();
-  return true;
-}
-
-void RunPanel::readOutput() {
-  buffer_ += QString::fromUtf8(process_->readAllStandardOutput());
-  int end;
-  while ((end = int(buffer_.indexOf(QLatin1Char('\n')))) >= 0) {
-    const QByteArray line = buffer_.left(end).trimmed().toUtf8();
-    buffer_.remove(0, end + 1);
-    if (line.startsWith('{')) handleEvent(line);  // the rest is the human output
-  }
-}
-
-// One line of the event stream (docs/events.md); unknown events and fields are ignored, as the
-// schema's rule for extending it asks.
-void RunPanel::handleEvent(const QByteArray& line) {
-  QJsonParseError error{};
-  const QJsonObject e = QJsonDocument::fromJson(line, &error).object();
-  if (error.error != QJsonParseError::NoError) return;
-  if (!e.contains(QLatin1String("event"))) {  // a command's --json summary, not an event
-    if (saveRun_ && e.contains(QLatin1String("output_shape"))) result_ = e;
-    return;
-  }
-  if (e.value(QLatin1String("v")).toInt() < 1) return;
-  const QString type = e.value(QLatin1String("event")).toString();
-  if (type == QLatin1String("progress")) {
-    const qint64 done = e.value(QLatin1String("done")).toInteger(), total = e.value(QLatin1String("total")).toInteger();
-    if (total <= 0) return;
-    if (cancelled_) return;  // "Cancelling" stays until the run has ended
-    progress_->setRange(0, 1000);
-    progress_->setValue(int(1000 * done / total));
-    const double elapsed = double(clock_.elapsed()) / 1000;
-    estimate_.update(done, total, elapsed);
-    const double left = estimate_.secondsLeft();
-    const QString what = e.contains(QLatin1String("status")) ? e.value(QLatin1String("status")).toString()
-                                                            : e.value(QLatin1String("stage")).toString();
-    status_->setText(tr("%1 of %2 %3, %4 s elapsed, %5")
-                         .arg(done).arg(total).arg(what)
-                         .arg(elapsed, 0, 'f', 1)
-                         .arg(left < 0 ? tr("estimating the time left") : tr("about %1 s left at this rate").arg(left, 0, 'f', left < 10 ? 1 : 0)));
-    emit progressed(done, total);
-  } else if (type == QLatin1String("point")) {
-    emit livePoint(e.value(QLatin1String("scheme")).toString(), e.value(QLatin1String("flips")).toDouble(),
-                   e.value(QLatin1String("accuracy")).toDouble());
-  } else if (type == QLatin1String("loss")) {
-    const QJsonValue candidate = e.value(QLatin1String("candidate_loss"));
-    // the event's iteration is 0-based; the signal counts finished iterations
-    emit liveLoss(e.value(QLatin1String("iteration")).toDouble() + 1, e.value(QLatin1String("loss")).toDouble(),
-                  candidate.isDouble() ? candidate.toDouble() : std::nan(""));
-  } else if (type == QLatin1String("error")) {
-    lastError_ = QStringLiteral("peat: error: ") + e.value(QLatin1String("message")).toString();
-  } else if (type == QLatin1String("stored") && e.value(QLatin1String("kind")).toString() == QLatin1String("run")) {
-    runName_ = e.value(QLatin1String("name")).toString();
-  }
-}
-
-void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
-  readOutput();
-  const bool ok = status == QProcess::NormalExit && code == 0;
-  if (ok && !cancelled_ && !queue_.isEmpty()) {  // the next step of a sequence
-    launch(queue_.takeFirst()());
-    status_->setText(tr("Step %1 of %2: %3").arg(steps_ - queue_.size()).arg(steps_).arg(status_->text()));
-    return;
-  }
-  queue_.clear();
-  start_->setEnabled(true);
-  cancel_->setEnabled(false);
-  progress_->setRange(0, 1);
-  progress_->setValue(ok ? 1 : 0);
-  QString message;
-  if (ok) message = tr("Finished in %1 s").arg(double(clock_.elapsed()) / 1000, 0, 'f', 1);
-  else if (cancelled_) message = saveRun_ ? tr("Cancelled") : tr("Cancelled; the session keeps what was finished");
-  else if (!lastError_.isEmpty()) message = lastError_;
-  else if (process_->error() == QProcess::FailedToStart) message = tr("could not start %1").arg(program());
-  else message = tr("peat ended with exit code %1").arg(code);
-  status_->setText(message);
-  emit finished(ok, message, saveRun_ ? QString() : session_->text());
-  if (saveRun_) {
-    const bool summarised = ok && !result_.isEmpty();
-    emit saveRunEnded(summarised, ok && !summarised ? tr("peat save run printed no summary") : message, result_,
-                      launchedInput_, launchedOutputs_);
-  }
-}
-
-void RunPanel::cancel() {
-  if (!running()) return;
-  cancelled_ = true;
-  queue_.clear();
-  cancel_->setEnabled(false);
-  status_->setText(tr("Cancelling ..."));
-  const pid_t group = pid_t(process_->processId());
-  if (group > 0) ::kill(-group, SIGINT);  // the commands end their run cleanly
-  // A command finishing its point or iteration may take seconds: the session's journal keeps its
-  // last commit whole (docs/architecture.md, Trust), so a kill after a short grace loses only the
-  // work in flight, and Cancel answers within a second.
-  QTimer::singleShot(kCancelGraceMs, process_, [this, group] {
-    if (!running()) return;
-    if (group > 0) ::kill(-group, SIGKILL);
-    process_->kill();
-  });
-}
-
-QString RunPanel::statusText() const { return status_->text(); }
 
 }  // namespace peat::views

@@ -114,6 +114,7 @@ class RunPanel : public QWidget {
   bool launch(const QStringList& args);
   bool modelIsFile() const;  // not one of the zoo's names
   QStringList saveRunArguments(const QString& model, QString* error) const;
+  static QString gemmOps();  // what `peat profile` records without --record-ops
   void describePlugin(const QString& kernel);
   void pluginProbed(int code, QProcess::ExitStatus status);
   void restrictOps(const QStringList& ops);
