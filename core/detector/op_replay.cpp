@@ -8,6 +8,8 @@
 #include <limits>
 #include <sstream>
 
+#include "core/fp/format.h"
+
 namespace peat::detector {
 
 namespace {
@@ -260,17 +262,8 @@ std::optional<Verdict> dropout(const float* candidate, uint64_t count, const OpO
   return v;
 }
 
-double roundTo16(double v, bool bf16) {  // fp32, then to nearest even on bf16 or fp16 (fp16 saturates to inf)
-  if (bf16) return roundBf16(v);
-  const float f = float(v);
-  if (!std::isfinite(f)) return f;
-  const double a = std::fabs(double(f));
-  if (a >= 65520.0) return std::copysign(std::numeric_limits<double>::infinity(), f);
-  // fp16: 10 fraction bits, subnormals below 2^-14 with a fixed step of 2^-24
-  int e = 0;
-  std::frexp(a, &e);
-  const double step = std::ldexp(1.0, std::max(e - 11, -24));
-  return std::copysign(std::nearbyint(a / step) * step, f);
+double roundTo16(double v, bool bf16) {  // fp32, then to nearest even on bf16 or fp16 (fp16 overflows to inf)
+  return fp::roundTo(bf16 ? fp::kBf16 : fp::kFp16, float(v));
 }
 
 // Softmax and log-softmax forward over "dim": the reference in double from the recorded input, and

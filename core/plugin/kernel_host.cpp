@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/sys.h"
+#include "core/plugin/dtypes.h"
 #include "core/plugin/peat/kernel_abi.h"
 #include "core/plugin/plugin_probe.h"
 #include "core/util/helper_process.h"
@@ -364,7 +365,7 @@ CallOutcome KernelHost::exchange(wire::Request& request, std::vector<Arg>& args,
       t.shape[d] = a.shape[d];
       count *= uint64_t(a.shape[d]);
     }
-    t.bytes = count * wire::dtypeBytes(a.dtype);
+    t.bytes = count * dtypeSize(a.dtype);
   }
   const uint64_t needed = wire::layout(request);
   ensureArena(needed);

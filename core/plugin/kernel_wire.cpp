@@ -21,10 +21,6 @@ std::size_t pageSize() {
 
 std::size_t arenaStart() { return std::size_t(roundUp(sizeof(Control), pageSize())); }
 
-uint64_t dtypeBytes(uint32_t dtype) {
-  return dtypeSize(dtype);
-}
-
 uint64_t layout(Request& r) {
   const uint64_t page = pageSize();
   uint64_t cursor = 0;
@@ -50,7 +46,7 @@ std::string checkRequest(const Request& r, uint64_t arenaBytes) {
     const Tensor& t = r.tensors[i];
     const std::string which = "tensor " + std::to_string(i) + ": ";
     if (t.role != kInput && t.role != kOutput) return which + "bad role";
-    const uint64_t element = dtypeBytes(t.dtype);
+    const uint64_t element = dtypeSize(t.dtype);
     if (element == 0) return which + "unknown dtype " + std::to_string(t.dtype);
     if (t.rank > uint32_t(kMaxRank)) return which + "bad rank";
     uint64_t count = 1;

@@ -81,8 +81,6 @@ struct Control {
 std::size_t pageSize();
 // The control block, rounded up to whole pages: where the arena starts in the file.
 std::size_t arenaStart();
-// Bytes of one element of a dtype; 0 for an unknown one.
-uint64_t dtypeBytes(uint32_t dtype);
 
 // Places the request's tensors (role, dtype, rank, shape and bytes set) in the arena as described
 // above and returns the arena bytes they need, guards included.

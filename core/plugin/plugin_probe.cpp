@@ -471,19 +471,9 @@ PluginInfo parseProbeAnswer(const std::string& text, const std::string& path) {
   // (probeAnswer), from a process that ran the plugin: checked like any input
   if (text.rfind("ok2\t", 0) == 0) return parseProbeAnswerV2(text, path);
   if (text.rfind("ok\t", 0) != 0) throw PluginError("the plugin probe answered in an unknown format");
-  std::vector<std::string> fields;
-  std::size_t start = 3;
-  for (std::size_t tab; (tab = text.find('\t', start)) != std::string::npos; start = tab + 1)
-    fields.push_back(text.substr(start, tab - start));
-  fields.push_back(text.substr(start));
-  if (fields.size() != 8) throw PluginError("the plugin probe answered in an unknown format");
-  auto number = [](const std::string& f) {
-    if (f.empty() || f.size() > 10 || f.find_first_not_of("0123456789") != std::string::npos)
-      throw PluginError("the plugin probe answered in an unknown format");
-    const unsigned long long v = std::stoull(f);
-    if (v > UINT32_MAX) throw PluginError("the plugin probe answered in an unknown format");
-    return uint32_t(v);
-  };
+  const std::vector<std::string> fields = split(text, '\t', 3);
+  if (fields.size() != 8) unknownFormat();
+  const auto number = answerNumber;
   PluginInfo info;
   info.path = path;
   info.name = fields[0];
@@ -492,15 +482,9 @@ PluginInfo parseProbeAnswer(const std::string& text, const std::string& path) {
   info.dtype = number(fields[3]);
   info.memory = number(fields[4]);
   info.probeMismatches = number(fields[5]);
-  if (info.probeMismatches > kProbeElements) throw PluginError("the plugin probe answered in an unknown format");
-  const std::string& err = fields[6];
-  if (err.empty() || err.size() > 32 || err.find_first_not_of("0123456789.e+-naif") != std::string::npos)
-    throw PluginError("the plugin probe answered in an unknown format");
-  char* end = nullptr;
-  info.probeMaxAbsError = std::strtod(err.c_str(), &end);
-  if (end != err.c_str() + err.size() || info.probeMaxAbsError < 0 ||
-      (info.probeMismatches > 0 && info.probeMaxAbsError == 0))
-    throw PluginError("the plugin probe answered in an unknown format");
+  if (info.probeMismatches > kProbeElements) unknownFormat();
+  info.probeMaxAbsError = answerError(fields[6]);
+  if (info.probeMismatches > 0 && info.probeMaxAbsError == 0) unknownFormat();
   const std::string& first = fields[7];
   if (first == "-1") {
     info.probeFirstMismatch = -1;

@@ -60,7 +60,7 @@ inline constexpr std::size_t kMaxFailureText = 200;
 // The probe helper's answer for `info` (peat-probe plugin PLUGIN prints it, parseProbeAnswer reads
 // it): v1 "ok\tname\tabi\top\tdtype\tmemory\tmismatches\tmax_error\tfirst"; v2 a line
 // "ok2\tname\tmemory\top_count", then one line per op
-// "op\tkind\tvariants\tinput_dtype\toutput_dtype\tcases\tfailed\tmax_error\tfirst_failure".
+// "op\tkind\tvariants\tinput_dtype\toutput_dtype\tfeatures\tcases\tfailed\tmax_error\tfirst_failure".
 std::string probeAnswer(const PluginInfo& info);
 
 using GemmFn = int (*)(const float*, const float*, float*, int64_t, int64_t, int64_t);

@@ -395,7 +395,7 @@ void TestPluginAbi2::malformedAnswersAreRefused_data() {
   QTest::newRow("op count 0") << QStringLiteral("ok2\tx\t1\t0");
   QTest::newRow("op count 9") << QString(QStringLiteral("ok2\tx\t1\t9") + op);
   QTest::newRow("a trailing line") << QString(QStringLiteral("ok2\tx\t1\t1") + op + QLatin1Char('\n'));
-  QTest::newRow("not an op line") << QStringLiteral("ok2\tx\t1\t1\nop2\t4\t3\t1\t1\t4\t0\t0\t");
+  QTest::newRow("not an op line") << QStringLiteral("ok2\tx\t1\t1\nop2\t4\t3\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("op kind 9") << QStringLiteral("ok2\tx\t1\t1\nop\t9\t1\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("op kind 0") << QStringLiteral("ok2\tx\t1\t1\nop\t0\t1\t1\t1\t0\t4\t0\t0\t");
   QTest::newRow("duplicate op") << QString(QStringLiteral("ok2\tx\t1\t2") + op + op);

@@ -158,6 +158,15 @@ at::Tensor attentionGolden(const ops::OpCall& c) {
 
 }  // namespace
 
+bool isOneMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
+  return mask.dim() >= 2 && mask.size(-2) == tq && mask.size(-1) == tk && mask.numel() == tq * tk;
+}
+
+bool isCausalMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
+  return isOneMask(mask, tq, tk) &&
+         at::equal(mask.to(at::kFloat).reshape({tq, tk}), at::full({tq, tk}, -INFINITY).triu(1 + tk - tq));
+}
+
 at::Tensor runGolden(const ops::OpCall& c) {
   const auto& in = c.inputs;
   switch (c.kind) {

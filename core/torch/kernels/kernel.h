@@ -75,6 +75,12 @@ class Kernel {
 at::Tensor runGolden(const ops::OpCall& call);
 std::unique_ptr<Kernel> makeGolden();
 
+// An attention call's additive mask that is one [tq, tk] mask for every batch entry ([1, .., tq, tk]
+// too, not a per-entry padding mask of the same size), and one that is exactly the causal one (0 where
+// key j <= i + tk - tq, -inf above): what attention ports take as their causal flag.
+bool isOneMask(const at::Tensor& mask, int64_t tq, int64_t tk);
+bool isCausalMask(const at::Tensor& mask, int64_t tq, int64_t tk);
+
 // A plain GEMM c[M,N] = a[M,K] b[K,N] on contiguous fp32 CPU matrices: what GEMM candidates replace.
 using GemmEngine = std::function<at::Tensor(const at::Tensor& a, const at::Tensor& b)>;
 // Runs any GEMM-based op call (all variants) through `engine`, by reshaping and im2col.

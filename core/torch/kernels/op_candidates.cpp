@@ -220,10 +220,8 @@ at::Tensor causalMasked(const ops::OpCall& call, int64_t tq, int64_t tk, int64_t
   fromMask = false;
   const std::size_t base = call.variant == Variant::GradInput ? 1 : 0;
   bool causal = call.paramOr("causal", 0) != 0;
-  if (!causal && call.paramOr("mask", 0) && call.inputs.size() > base + 3 && call.inputs[base + 3].numel() == tq * tk) {
-    const at::Tensor m = call.inputs[base + 3].reshape({tq, tk});
-    const at::Tensor want = at::full({tq, tk}, -INFINITY).triu(1 + tk - tq);
-    causal = at::equal(m.to(at::kFloat), want);
+  if (!causal && call.paramOr("mask", 0) && call.inputs.size() > base + 3) {
+    causal = isCausalMask(call.inputs[base + 3], tq, tk);
     fromMask = causal;
   }
   if (!causal) return at::Tensor();

@@ -48,26 +48,6 @@ struct AbiCall {
 
 uint32_t abiVariant(Variant v) { return uint32_t(v); }  // the same numbers (peat/kernel_abi.h)
 
-// Whether a [tq, tk] additive mask is exactly the causal one (0 where key j <= i + tk - tq, -inf above):
-// then an attention kernel gets it as its causal flag, as ports call theirs (is_causal).
-// One mask for every batch entry: [tq, tk], or [1, .., 1, tq, tk] (not a [B, 1, tk] padding mask whose
-// element count happens to be tq tk).
-bool oneMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
-  return mask.dim() >= 2 && mask.size(-2) == tq && mask.size(-1) == tk && mask.numel() == tq * tk;
-}
-
-bool isCausalMask(const at::Tensor& mask, int64_t tq, int64_t tk) {
-  if (!oneMask(mask, tq, tk)) return false;
-  const at::Tensor m = f32(mask).reshape({tq, tk});
-  const float* p = m.data_ptr<float>();
-  for (int64_t i = 0; i < tq; ++i)
-    for (int64_t j = 0; j < tk; ++j) {
-      const float v = p[i * tk + j];
-      if (j <= i + tk - tq ? v != 0.0f : !(std::isinf(v) && v < 0)) return false;
-    }
-  return true;
-}
-
 class PluginKernel final : public Kernel {
  public:
   PluginKernel(plugin::PluginInfo info, plugin::LoadedPlugin inProcess) : info_(std::move(info)), local_(inProcess) {}
@@ -498,7 +478,7 @@ class PluginKernel final : public Kernel {
     if (call.paramOr("mask", 0)) {
       const at::Tensor& m = in.at(base + 3);
       if (!causal && isCausalMask(m, tq, tk)) causal = true;
-      else if (oneMask(m, tq, tk)) mask = f32(m).reshape({tq, tk});
+      else if (isOneMask(m, tq, tk)) mask = f32(m).reshape({tq, tk});
       else {
         std::vector<int64_t> shape = batchShape;
         shape.insert(shape.end(), {tq, tk});

@@ -36,6 +36,13 @@ at::Tensor orUndefined(bool present, const at::Tensor& t) { return present ? t :
 // Custom autograd functions cannot take undefined tensors in LibTorch 1.13: "no bias" travels as an
 // empty tensor, and its gradient comes back undefined.
 at::Tensor biasArgument(const at::Tensor& b) { return b.defined() ? b : at::empty({0}); }
+
+// Training-mode dropout's multipliers for a tensor of `shape`, drawn as ATen's CPU dropout draws
+// them (the same generator calls): 0 or 1/(1-p); for p = 1 zeros, with no draw, as ATen.
+at::Tensor dropoutMultipliers(at::IntArrayRef shape, double p) {
+  at::NoGradGuard noGrad;
+  return p >= 1 ? at::zeros(shape) : at::empty(shape).bernoulli_(1 - p).div_(1 - p);
+}
 bool hasBias(const at::Tensor& b) { return b.defined() && b.numel() > 0; }
 
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
@@ -188,8 +195,9 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
   }
 };
 
-// Scaled dot-product attention as one call: forward (q, k, v[, mask]); GradInput (dO, q, k, v[, mask])
-// three times, "wrt" 0, 1, 2 for dq, dk, dv. The mask takes no gradient (a constant of the graph).
+// Scaled dot-product attention as one call: forward (q, k, v[, mask][, keep]); GradInput (dO, q, k,
+// v[, mask][, keep]) three times, "wrt" 0, 1, 2 for dq, dk, dv. The mask and the dropout's multipliers
+// take no gradient.
 struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const at::Tensor& mask, const at::Tensor& keep, const std::string& params, int64_t dispatcher,
@@ -417,13 +425,7 @@ at::Tensor Dispatcher::dropout(const std::string& layer, const at::Tensor& x, do
   if (p <= 0) return x;
   // The mask ATen's CPU dropout draws (the same generator calls), kept as an input of the call, so
   // that a replay multiplies by what training did and a candidate sees the mask it was given.
-  at::Tensor mask;
-  {
-    at::NoGradGuard noGrad;
-    // p = 1: ATen's dropout multiplies by zero and draws nothing; so does this
-    mask = p >= 1 ? at::zeros_like(x, at::MemoryFormat::Contiguous)
-                  : at::empty_like(x, at::MemoryFormat::Contiguous).bernoulli_(1 - p).div_(1 - p);
-  }
+  const at::Tensor mask = dropoutMultipliers(x.sizes(), p);
   OpCall probe{OpKind::Dropout, Variant::Forward, {}, {}};
   probe.setReal("p", p);
   return OneGradientFunction::apply(x, mask, int64_t(OpKind::Dropout), encodeParams(probe.params), false, self(this),
@@ -447,13 +449,11 @@ at::Tensor Dispatcher::attention(const std::string& layer, const at::Tensor& q, 
   if (mask.defined() && mask.numel() > 0) call.params["mask"] = 1;
   at::Tensor keep = at::empty({0});
   if (dropout > 0) {
-    // the multipliers ATen's CPU dropout draws for the probabilities [.., Tq, Tk] (the same generator
-    // calls as the unfused graph's dropout at this point), an input of the call
+    // for the probabilities [.., Tq, Tk], where the unfused graph's dropout draws them; an input of the call
     std::vector<int64_t> shape = at::infer_size(q.sizes().slice(0, std::size_t(q.dim() - 2)),
                                                 k.sizes().slice(0, std::size_t(k.dim() - 2)));
     shape.insert(shape.end(), {q.size(-2), k.size(-2)});
-    at::NoGradGuard noGrad;
-    keep = dropout >= 1 ? at::zeros(shape) : at::empty(shape).bernoulli_(1 - dropout).div_(1 - dropout);
+    keep = dropoutMultipliers(shape, dropout);
     call.params["dropout"] = 1;
     call.setReal("p", dropout);
   }

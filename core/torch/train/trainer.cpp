@@ -435,6 +435,8 @@ std::map<std::string, store::Tensor> readInitCheckpoint(const std::string& spec,
 Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(options), ops_(ops) {
   if (options_.batch <= 0) throw std::invalid_argument("the batch size must be positive");
   if (options_.threads <= 0) throw std::invalid_argument("the thread count must be positive");
+  if (options_.attention != "parts" && options_.attention != "fused")
+    throw std::invalid_argument("--attention '" + options_.attention + "' is not parts or fused");
   at::set_num_threads(options_.threads);
   modelFile_ = models::isModelFile(options_.model);
   models::Task task = models::Task::Images;
@@ -477,8 +479,6 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
     torch::manual_seed(options_.seed);
     model_ = models::makeModel(options_.model, mo);
   }
-  if (options_.attention != "parts" && options_.attention != "fused")
-    throw std::invalid_argument("--attention '" + options_.attention + "' is not parts or fused");
   if (options_.learningRate <= 0)
     options_.learningRate = task == models::Task::Text ? 3e-3 : modelFile_ ? 0.01 : 0.05;
   for (const auto& [name, p] : model_->parameters()) {
