@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs every Debian 12 package that PEAT Workbench's build, tests and demo need.
-# Idempotent: packages already installed are skipped, and `apt-get update` runs at most once.
+# Installs every Debian 12 package that PEAT Workbench's build, tests and demo need, then the project
+# virtual environment from PyPI (PyTorch 2.x and the ONNX references, pinned in
+# tools/python-requirements.txt) outside the build tree, so that a fresh clone reuses it.
+# Idempotent: packages already installed are skipped, `apt-get update` runs at most once, and the
+# environment is made once per machine and set of pins (tools/venv-path.sh prints where).
 set -euo pipefail
 
 packages=(
@@ -27,6 +30,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   # the libFuzzer target for the .npy reader
   clang libclang-rt-14-dev
+  # the Python package (pybind11 over the torch-free core) and the project virtual environment
+  pybind11-dev python3-dev python3-venv
 )
 
 missing=()
@@ -35,8 +40,25 @@ for p in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
+make_venv() {
+  local venv stamp want
+  venv=$(tools/venv-path.sh)
+  stamp="$venv/.peat-requirements"
+  if [[ -x "$venv/bin/python" && -f "$stamp" ]] && cmp -s "$stamp" tools/python-requirements.txt; then
+    echo "setup: the virtual environment $venv is ready"
+    return
+  fi
+  echo "setup: making the virtual environment $venv (PyTorch 2.x from PyPI: a few GB, once per machine)"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tools/python-requirements.txt
+  cp tools/python-requirements.txt "$stamp"   # written last: a broken install is made again next time
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: all ${#packages[@]} packages are installed"
+  make_venv
   exit 0
 fi
 
@@ -49,3 +71,4 @@ fi
 echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
 "${sudo[@]}" apt-get update -q
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+make_venv

@@ -110,8 +110,11 @@ class SessionWriter {
   void beginIteration(int64_t iteration);
   // `params` are the op's settings a replay needs (stride, padding, ...), stored as "param.<name>".
   // Returns the absolute path of the call's group, for links from later calls.
+  // `labels` are string facts of the call stored as "label.<name>" (the aten op and its arguments
+  // of a call recorded by the Python package, which its golden replay re-runs).
   std::string recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
-                         const std::map<std::string, int64_t>& params = {});
+                         const std::map<std::string, int64_t>& params = {},
+                         const std::map<std::string, std::string>& labels = {});
   // Marks the iteration complete and flushes the file: a process killed later keeps this iteration.
   void endIteration();
   void writeCheckpoint(int64_t iteration, const std::vector<NamedTensor>& parameters,
@@ -150,6 +153,7 @@ struct CallInfo {
   CallId id;
   std::vector<TensorInfo> tensors;
   std::map<std::string, int64_t> params;
+  std::map<std::string, std::string> labels;  // "label.<name>" attributes (Python recordings)
 };
 
 struct IterationInfo {

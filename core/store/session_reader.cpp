@@ -42,7 +42,10 @@ CallInfo readCall(const h5::Group& cg, const std::string& path, const IterationI
   call.id.iteration = it.iteration;
   call.id.callIndex = cg.intAttribute("call_index");
   for (const std::string& attr : cg.attributeNames())
-    if (attr.rfind("param.", 0) == 0) call.params[attr.substr(6)] = cg.intAttribute(attr);
+    if (attr.rfind("param.", 0) == 0)
+      call.params[attr.substr(6)] = cg.intAttribute(attr);
+    else if (attr.rfind("label.", 0) == 0)
+      call.labels[attr.substr(6)] = cg.stringAttribute(attr);
   if (withTensors)
     for (const std::string& tensorName : cg.children()) {
       h5::Dataset ds = cg.openDataset(tensorName);

@@ -203,7 +203,8 @@ void SessionWriter::beginIteration(int64_t iteration) {
 }
 
 std::string SessionWriter::recordCall(const CallId& id, const std::vector<NamedTensor>& tensors,
-                                      const std::map<std::string, int64_t>& params) {
+                                      const std::map<std::string, int64_t>& params,
+                                      const std::map<std::string, std::string>& labels) {
   Lock lock;
   if (!d->calls) throw SessionError("recordCall needs an open iteration: call beginIteration first");
   if (id.iteration != d->iterationIndex)
@@ -219,6 +220,7 @@ std::string SessionWriter::recordCall(const CallId& id, const std::vector<NamedT
   call.setAttribute("iteration", id.iteration);
   call.setAttribute("call_index", id.callIndex);
   for (const auto& [key, value] : params) call.setAttribute("param." + key, value);
+  for (const auto& [key, value] : labels) call.setAttribute("label." + key, value);
   writeTensors(call, tensors, d->layout);
   return call.path();
 }

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+// peat._core: the torch-free core (session store, analyzer, detector) for the Python package. It
+// never loads LibTorch, so it runs in the user's own process beside whatever PyTorch is there.
+// Tensors cross as NumPy arrays (bfloat16 as its uint16 bit patterns, as the store keeps it).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "core/analysis/session_analysis.h"
+#include "core/analyzer/error_summary.h"
+#include "core/store/run_records.h"
+#include "core/store/session.h"
+#include "core/version.h"
+
+namespace py = pybind11;
+using namespace peat;
+
+namespace {
+
+store::DType dtypeOf(const std::string& name) { return h5::typeFromName(name); }
+
+// One tensor to write: a name, a C-contiguous array and the dtype to store ("bfloat16" for uint16
+// bit patterns), or a link to a dataset written earlier.
+struct PendingTensor {
+  std::string name, linkTo, dtype;
+  py::array array;
+};
+
+std::vector<store::NamedTensor> namedTensors(const std::vector<PendingTensor>& in) {
+  std::vector<store::NamedTensor> out;
+  for (const PendingTensor& t : in) {
+    store::NamedTensor n;
+    n.name = t.name;
+    if (!t.linkTo.empty()) {
+      n.linkTo = t.linkTo;
+      out.push_back(n);
+      continue;
+    }
+    if (!(t.array.flags() & py::array::c_style)) throw std::invalid_argument("tensor '" + t.name + "' is not C-contiguous");
+    n.view.dtype = dtypeOf(t.dtype);
+    if (h5::typeSize(n.view.dtype) != std::size_t(t.array.itemsize()))
+      throw std::invalid_argument("tensor '" + t.name + "': " + t.dtype + " needs " +
+                                  std::to_string(h5::typeSize(n.view.dtype)) + "-byte elements, the array has " +
+                                  std::to_string(t.array.itemsize()));
+    for (py::ssize_t i = 0; i < t.array.ndim(); ++i) n.view.shape.push_back(uint64_t(t.array.shape(i)));
+    n.view.data = t.array.data();
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<PendingTensor> pending(const py::list& tensors) {
+  std::vector<PendingTensor> out;
+  for (const py::handle& h : tensors) {
+    py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+    PendingTensor p;
+    p.name = t[0].cast<std::string>();
+    if (py::isinstance<py::str>(t[1])) {
+      p.linkTo = t[1].cast<std::string>();
+    } else {
+      p.array = py::array::ensure(t[1], py::array::c_style);
+      if (!p.array) throw std::invalid_argument("tensor '" + p.name + "' is not an array");
+      p.dtype = t[2].cast<std::string>();
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+store::RunStatus statusOf(const std::string& s) {
+  if (s == "complete") return store::RunStatus::Complete;
+  if (s == "cancelled") return store::RunStatus::Cancelled;
+  if (s == "failed") return store::RunStatus::Failed;
+  if (s == "running") return store::RunStatus::Running;
+  throw std::invalid_argument("unknown run status '" + s + "'");
+}
+
+class Writer {
+ public:
+  Writer(const std::string& path, const std::map<std::string, std::string>& provenance, const std::string& mode) {
+    store::Provenance p;
+    auto get = [&](const char* k) { return provenance.count(k) ? provenance.at(k) : std::string(); };
+    p.model = get("model");
+    p.dataset = get("dataset");
+    p.backend = get("backend");
+    p.device = get("device");
+    p.libtorchVersion = get("libtorch_version");
+    p.commandLine = get("command_line");
+    p.seed = provenance.count("seed") ? std::stoll(provenance.at("seed")) : 0;
+    const store::WriteMode m = mode == "append"      ? store::WriteMode::Append
+                               : mode == "overwrite" ? store::WriteMode::Overwrite
+                                                     : store::WriteMode::Create;
+    w_ = std::make_unique<store::SessionWriter>(path, p, m);
+  }
+  store::SessionWriter& w() {
+    if (!w_) throw std::runtime_error("the session writer is closed");
+    return *w_;
+  }
+  void close() {
+    py::gil_scoped_release release;
+    w_.reset();
+  }
+  std::unique_ptr<store::SessionWriter> w_;
+};
+
+py::dict errorSummaryDict(const analyzer::ErrorSummary& e) {
+  py::dict d;
+  const auto& names = analyzer::errorSummaryColumns();
+  const auto values = analyzer::errorSummaryValues(e);
+  for (std::size_t i = 0; i < names.size(); ++i) d[py::str(names[i])] = values[i];
+  return d;
+}
+
+py::dict verdictDict(const detector::Verdict& v) {
+  py::dict d;
+  d["model"] = v.model;
+  d["confidence"] = v.confidence;
+  d["parameters"] = v.parameters;
+  d["evidence"] = v.evidence;
+  d["explanation"] = v.explanation;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "PEAT's torch-free core: session store, analyzer and detector";
+  m.attr("version") = toolVersion();
+  py::register_exception<store::SessionError>(m, "SessionError", PyExc_RuntimeError);
+
+  py::class_<Writer>(m, "Writer")
+      .def(py::init<const std::string&, const std::map<std::string, std::string>&, const std::string&>(),
+           py::arg("path"), py::arg("provenance"), py::arg("mode") = "create")
+      .def("has_run", [](Writer& s, const std::string& n) { return s.w().hasRun(n); })
+      .def("begin_run",
+           [](Writer& s, const std::string& name, const std::string& kind, const std::string& kernel,
+              const std::string& description) { s.w().beginRun({name, kind, kernel, description}); })
+      .def("set_run_attribute", [](Writer& s, const std::string& k, const std::string& v) { s.w().setRunAttribute(k, v); })
+      .def("set_call_compression", [](Writer& s, int level) { s.w().setCallCompression(level); })
+      .def("begin_iteration", [](Writer& s, int64_t i) { s.w().beginIteration(i); })
+      // tensors: [(name, array, dtype) | (name, "/abs/path/of/earlier/dataset")]
+      .def("record_call",
+           [](Writer& s, const std::string& layer, const std::string& op, const std::string& phase, int64_t iteration,
+              int64_t index, const py::list& tensors, const std::map<std::string, int64_t>& params,
+              const std::map<std::string, std::string>& labels) {
+             const std::vector<PendingTensor> p = pending(tensors);
+             const std::vector<store::NamedTensor> named = namedTensors(p);
+             store::CallId id{layer, op, phase == "backward" ? store::Phase::Backward : store::Phase::Forward, iteration, index};
+             py::gil_scoped_release release;
+             return s.w().recordCall(id, named, params, labels);
+           })
+      .def("end_iteration",
+           [](Writer& s) {
+             py::gil_scoped_release release;
+             s.w().endIteration();
+           })
+      .def("write_checkpoint",
+           [](Writer& s, int64_t iteration, const py::list& parameters, const py::list& optimizer) {
+             const std::vector<PendingTensor> p = pending(parameters), o = pending(optimizer);
+             const auto np = namedTensors(p), no = namedTensors(o);
+             py::gil_scoped_release release;
+             s.w().writeCheckpoint(iteration, np, no);
+           })
+      // columns: [(name, [str...]) | (name, [float...])]
+      .def("write_table",
+           [](Writer& s, const std::string& name, const py::list& columns) {
+             std::vector<h5::Column> cols;
+             for (const py::handle& h : columns) {
+               py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+               h5::Column c;
+               c.name = t[0].cast<std::string>();
+               py::list values = t[1].cast<py::list>();
+               c.isText = values.size() > 0 && py::isinstance<py::str>(values[0]);
+               if (t.size() > 2) c.isText = t[2].cast<bool>();
+               for (const py::handle& v : values)
+                 if (c.isText)
+                   c.text.push_back(v.cast<std::string>());
+                 else
+                   c.numbers.push_back(v.cast<double>());
+               cols.push_back(std::move(c));
+             }
+             s.w().writeTable(name, cols);
+           })
+      .def("end_run", [](Writer& s, const std::string& status) { s.w().endRun(statusOf(status)); })
+      .def("flush", [](Writer& s) { s.w().flush(); })
+      .def("close", &Writer::close);
+
+  // Reading: the summary as plain dicts and tensors as arrays.
+  m.def("summary", [](const std::string& path) {
+    store::SessionReader r(path);
+    const store::SessionSummary s = r.summary();
+    py::dict out;
+    out["path"] = s.path;
+    out["created"] = s.created;
+    py::list runs;
+    for (const store::RunInfo& run : s.runs) {
+      py::dict rd;
+      rd["name"] = run.name;
+      rd["kind"] = run.spec.kind;
+      rd["kernel"] = run.spec.kernel;
+      rd["status"] = run.status;
+      rd["attributes"] = run.attributes;
+      rd["tables"] = run.tables;
+      rd["checkpoints"] = run.checkpoints;
+      py::list its;
+      for (const store::IterationInfo& it : run.iterations) {
+        py::dict itd;
+        itd["iteration"] = it.iteration;
+        itd["complete"] = it.complete;
+        py::list calls;
+        for (const store::CallInfo& c : it.calls) {
+          py::dict cd;
+          cd["path"] = c.path;
+          cd["layer"] = c.id.layer;
+          cd["op"] = c.id.op;
+          cd["phase"] = store::phaseName(c.id.phase);
+          cd["iteration"] = c.id.iteration;
+          cd["call_index"] = c.id.callIndex;
+          cd["params"] = c.params;
+          cd["labels"] = c.labels;
+          py::list ts;
+          for (const store::TensorInfo& t : c.tensors) ts.append(py::make_tuple(t.name, t.dtype, t.shape));
+          cd["tensors"] = ts;
+          calls.append(cd);
+        }
+        itd["calls"] = calls;
+        its.append(itd);
+      }
+      rd["iterations"] = its;
+      runs.append(rd);
+    }
+    out["runs"] = runs;
+    return out;
+  });
+
+  py::class_<store::SessionReader>(m, "Reader")
+      .def(py::init<const std::string&>())
+      // (dtype name, shape, bytes); the caller makes the array (bfloat16 stays uint16 bit patterns)
+      .def("read_tensor",
+           [](const store::SessionReader& r, const std::string& run, const std::string& call, const std::string& name) {
+             store::Tensor t;
+             {
+               py::gil_scoped_release release;
+               t = r.readTensor(run, call, name);
+             }
+             return py::make_tuple(std::string(h5::typeName(t.dtype)), t.shape,
+                                   py::bytes(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+           })
+      .def("table",
+           [](const store::SessionReader& r, const std::string& run, const std::string& name) {
+             py::dict d;
+             for (const h5::Column& c : r.table(run, name))
+               if (c.isText)
+                 d[py::str(c.name)] = c.text;
+               else
+                 d[py::str(c.name)] = c.numbers;
+             return d;
+           })
+      .def("verify", [](const store::SessionReader& r) {
+        store::SessionReader::Verification v;
+        {
+          py::gil_scoped_release release;
+          v = r.verify();
+        }
+        py::dict d;
+        d["datasets"] = v.datasets;
+        d["bytes"] = v.bytes;
+        d["incomplete_groups"] = v.incompleteGroups;
+        return d;
+      });
+
+  // Per-call error numbers of a candidate against golden, both float32 arrays of one size.
+  m.def("summarize", [](py::array_t<float, py::array::c_style | py::array::forcecast> golden,
+                        py::array_t<float, py::array::c_style | py::array::forcecast> candidate) {
+    if (golden.size() != candidate.size()) throw std::invalid_argument("golden and candidate differ in size");
+    analyzer::ErrorSummary e;
+    {
+      py::gil_scoped_release release;
+      e = analyzer::summarize(golden.data(), candidate.data(), uint64_t(golden.size()));
+    }
+    return errorSummaryDict(e);
+  });
+  m.def("error_summary_columns", []() { return analyzer::errorSummaryColumns(); });
+
+  // The analyzer and detector over a playback run with stored outputs: writes the analysis run and
+  // returns each call's verdict.
+  m.def(
+      "analyze_session",
+      [](const std::string& session, const std::string& run, const std::string& call) {
+        analyzer::SessionAnalysis a;
+        {
+          py::gil_scoped_release release;
+          a = analyzer::analyzeSession(session, run, call, analyzer::ReportOptions{});
+        }
+        py::dict out;
+        out["run"] = a.resultRun;
+        out["source_run"] = a.sourceRun;
+        py::list calls;
+        for (const analyzer::CallAnalysis& c : a.calls) {
+          py::dict d;
+          d["call"] = c.call;
+          d["layer"] = c.layer;
+          d["op"] = c.op;
+          d["iteration"] = c.iteration;
+          d["call_index"] = c.callIndex;
+          d["verdict"] = verdictDict(c.detection.verdict);
+          py::list alts;
+          for (const detector::Verdict& v : c.detection.alternatives) alts.append(verdictDict(v));
+          d["alternatives"] = alts;
+          d["mismatched"] = c.report.mismatched;
+          d["elements"] = c.report.elements;
+          d["max_abs"] = c.report.maxAbs;
+          calls.append(d);
+        }
+        for (const analyzer::KernelFailure& f : a.failures) {
+          py::dict d;
+          d["call"] = f.call;
+          d["layer"] = f.layer;
+          d["op"] = f.op;
+          d["iteration"] = f.iteration;
+          d["call_index"] = f.callIndex;
+          d["verdict"] = verdictDict(f.detection.verdict);
+          d["alternatives"] = py::list();
+          calls.append(d);
+        }
+        out["calls"] = calls;
+        return out;
+      },
+      py::arg("session"), py::arg("run"), py::arg("call") = "");
+}
