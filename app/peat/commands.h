@@ -28,6 +28,11 @@ struct InfoOptions {
 };
 int runInfo(const InfoOptions& o);
 
+// `peat record ...` and `peat playback` of a Python recording or with a python: kernel run in the
+// user's Python (the package peat); returns -1 for every other command line, else never returns
+// unless the interpreter cannot be started.
+int maybeRunPython(int argc, char** argv);
+
 struct EnvOptions {
   bool json = false;
   bool skipTorch = false;

@@ -167,6 +167,7 @@ bool takeEventsOption(int& argc, char**& argv) {
 int main(int argc, char** argv) {
   using namespace peat::cli;
   if (!takeEventsOption(argc, argv)) return fail("--events takes 'jsonl' (see 'peat --help')", 2);
+  if (const int code = maybeRunPython(argc, argv); code >= 0) return code;  // peat record, Python playbacks
   CLI::App app{"PEAT Workbench command line: validate GPU kernels in DNN training (PEAT) and protect inference "
                "against memory bit flips (SAVE).",
                "peat"};
@@ -347,6 +348,11 @@ int main(int argc, char** argv) {
     cmd->add_option("--session,-s", merge.session, "Write the merged result into this session (created if missing)");
     cmd->add_flag("--json", merge.json, "Print a merged check-bits result as JSON");
   }
+
+  // Declared for --help: maybeRunPython has run it before parsing (python/peat/_cli.py has its options).
+  app.add_subcommand("record", "Record the op calls of your own PyTorch script: peat record -o S.h5 [--ops gemm] "
+                               "[--every N] [--swap OP=KERNEL --swap-every K] -- python3 SCRIPT ARGS (docs/record.md)")
+      ->allow_extras();
 
   // The commands that train or run models: declared here like the others, run in libpeat_torch.so.
   std::map<std::string, TorchCommand> torch;

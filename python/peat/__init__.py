@@ -14,9 +14,16 @@ this process has. docs/record.md.
 import contextlib
 
 from . import _core
-from ._candidate import CandidateError, attention, gemm, softmax
-from ._playback import PlaybackError, playback
-from ._record import Recorder, current
+
+try:
+    import torch  # noqa: F401  the user's PyTorch, whichever version
+    TORCH_MISSING = None
+except ImportError as _e:  # `python3 -m peat` says so in one line (__main__.py)
+    TORCH_MISSING = _e
+if TORCH_MISSING is None:
+    from ._candidate import CandidateError, attention, gemm, softmax
+    from ._playback import PlaybackError, playback
+    from ._record import Recorder, current
 
 __version__ = _core.version
 __all__ = ["record", "step", "playback", "analyze", "summary", "gemm", "softmax", "attention", "Recorder",

@@ -67,6 +67,8 @@ class _Encoder:
             return self.tensor(x)
         if isinstance(x, (list, tuple)):
             return [self.encode(v) for v in x]
+        if isinstance(x, dict):
+            return {"D": {k: self.encode(v) for k, v in x.items()}}
         if isinstance(x, torch.dtype):
             return {"dtype": dtype_name(x)}
         if isinstance(x, torch.device):

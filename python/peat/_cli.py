@@ -121,7 +121,8 @@ def record_main(args):
         rec = Recorder(o.out, ops=o.ops, every=o.every, iterations=o.iterations, checkpoint_every=o.checkpoint_every,
                        force=o.force, append=o.append, run_name=o.run_name, kind=o.kind,
                        kernel=swap[1].spec if swap else "golden", swap=swap, swap_every=o.swap_every,
-                       command_line=" ".join(["peat", "record"] + list(args)), store_calls=not o.no_calls, seed=o.seed)
+                       command_line=" ".join(["peat", "record"] + list(args)), store_calls=not o.no_calls, seed=o.seed,
+                       model=os.path.basename(target))
         rec.start()
     except Exception as e:
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)

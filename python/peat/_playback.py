@@ -76,6 +76,8 @@ class _Loaded:
                 return getattr(torch, x["enum"])
             if "float" in x and len(x) == 1:
                 return float(x["float"])
+            if "D" in x and len(x) == 1:
+                return {k: self._decode(v) for k, v in x["D"].items()}
             return {k: self._decode(v) for k, v in x.items()}
         return x
 
@@ -248,6 +250,7 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
         rows.append(row)
         if progress:
             progress(i + 1, len(calls), c)
+    reader.close()
     kname = "golden" if golden else cand.name
     run_name = name or "playback-%s" % kname
     w = _core.Writer(session, {}, "append")

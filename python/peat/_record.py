@@ -12,6 +12,7 @@ import queue
 import sys
 import threading
 import time
+import types
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -73,7 +74,7 @@ class Recorder:
 
     def __init__(self, path, ops="all", every=1, iterations=None, checkpoint_every=0, force=False,
                  append=False, run_name="golden", kind="profile", kernel="golden", swap=None, swap_every=1,
-                 compression=0, command_line=None, store_calls=True, seed=None):
+                 compression=0, command_line=None, store_calls=True, seed=None, model=None):
         self.path = path
         self.wanted = None if ops in (None, "all") else set(o.strip() for o in (ops.split(",") if isinstance(ops, str) else ops))
         if self.wanted is not None:
@@ -90,10 +91,11 @@ class Recorder:
         self.run_name, self.kind, self.kernel = run_name, kind, kernel
         self.seed = seed
         self.command_line = command_line or " ".join(sys.argv)
+        self.model = model or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python")
         mode = "append" if append and os.path.exists(path) else ("overwrite" if force else "create")
         device = "cuda" if torch.cuda.is_available() else "cpu"
         self.writer = _core.Writer(path, {
-            "model": os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python",
+            "model": self.model,
             "backend": device, "device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
             "libtorch_version": "PyTorch " + torch.__version__, "command_line": self.command_line,
             "seed": str(seed or 0)}, mode)
@@ -150,7 +152,7 @@ class Recorder:
                  "record_ops": "all" if self.wanted is None else ",".join(sorted(self.wanted)),
                  "iterations_range": "%d:%s" % (self.first, "" if self.last is None else self.last),
                  "threads": str(torch.get_num_threads()), "seed": str(self.seed if self.seed is not None else ""),
-                 "device": "cuda:0" if torch.cuda.is_available() else "cpu", "model": os.path.basename(sys.argv[0] or "python")}
+                 "device": "cuda:0" if torch.cuda.is_available() else "cpu", "model": self.model}
         if self.swap is not None:
             attrs.update(swap_op=self.swap[0], swap_kernel=self.swap[1].spec, every=str(self.swap_every))
         for k, v in attrs.items():
@@ -214,7 +216,7 @@ class Recorder:
         mm = torch.nn.modules.module
         self.hooks.append(mm.register_module_forward_pre_hook(self._pre_hook))
         self.hooks.append(mm.register_module_forward_hook(self._post_hook))
-        om = torch.optim.optimizer
+        import torch.optim.optimizer as om
         if hasattr(om, "register_optimizer_step_post_hook"):
             self.hooks.append(om.register_optimizer_step_pre_hook(self._opt_pre))
             self.hooks.append(om.register_optimizer_step_post_hook(self._opt_post))
@@ -226,14 +228,14 @@ class Recorder:
                 orig_init(opt, *a, **k)
                 step = opt.step
 
-                def wrapped(*sa, **sk):
-                    rec._opt_pre(opt, sa, sk)
+                def wrapped(self, *sa, **sk):
+                    rec._opt_pre(self, sa, sk)
                     try:
                         return step(*sa, **sk)
                     finally:
-                        rec._opt_post(opt, sa, sk)
-                wrapped.__wrapped__ = step
-                opt.step = wrapped
+                        rec._opt_post(self, sa, sk)
+                # a bound method, as lr_scheduler's step counter expects
+                opt.step = types.MethodType(wrapped, opt)
             torch.optim.Optimizer.__init__ = init
             self.patches.append((torch.optim.Optimizer, "__init__", orig_init))
         orig_backward = torch.autograd.backward
@@ -418,8 +420,10 @@ class Recorder:
             _classify.selected(op, self.wanted)
         swap = self.swap is not None and op is not None and _classify.selected(op, {self.swap[0]})
         mutable = record and func._schema.is_mutable if hasattr(func._schema, "is_mutable") else record
-        if record and mutable:  # an in-place op: keep its inputs as they were
-            args_before = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+        if record and mutable:  # an in-place op: keep its inputs as they were (never shared: fresh copies)
+            args_before = [a.detach().clone() if isinstance(a, torch.Tensor) else
+                           ([u.detach().clone() if isinstance(u, torch.Tensor) else u for u in a] if isinstance(a, (list, tuple)) else a)
+                           for a in args]
         else:
             args_before = args
         out = func(*args, **kwargs)
@@ -439,6 +443,8 @@ class Recorder:
             try:
                 self._record(func, args_before, kwargs, out, op, phase)
             except Exception as e:  # never break the user's program: count, say at the end
+                if os.environ.get("PEAT_DEBUG"):
+                    raise
                 self.errors["%s: %s" % (name, type(e).__name__)] += 1
         elif phase == "forward" and self.module_stack and isinstance(out, torch.Tensor) and out.grad_fn is not None:
             self.node_layer[id(out.grad_fn)] = self._layer(phase)
@@ -467,9 +473,11 @@ class Recorder:
                     continue
                 key = self._key(t)
                 if key in self.shared:
-                    tensors.append((tname, self.shared[key]))
+                    tensors.append((tname, self.shared[key][0]))
                     continue
-                self.shared[key] = base + tname
+                # the tensor is held until the iteration ends, so that its id and memory cannot be
+                # reused by another tensor that would then be taken for it
+                self.shared[key] = (base + tname, t)
                 tensors.append((tname, t.detach().clone(memory_format=torch.contiguous_format)))
             tensors.append(("output", c.output.detach().clone(memory_format=torch.contiguous_format)))
             params = dict(c.params)

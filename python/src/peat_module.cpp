@@ -108,6 +108,19 @@ class Writer {
   std::unique_ptr<store::SessionWriter> w_;
 };
 
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : r_(std::make_unique<store::SessionReader>(path)) {}
+  const store::SessionReader& r() const {
+    if (!r_) throw std::runtime_error("the session reader is closed");
+    return *r_;
+  }
+  void close() { r_.reset(); }
+
+ private:
+  std::unique_ptr<store::SessionReader> r_;
+};
+
 py::dict errorSummaryDict(const analyzer::ErrorSummary& e) {
   py::dict d;
   const auto& names = analyzer::errorSummaryColumns();
@@ -238,41 +251,44 @@ PYBIND11_MODULE(_core, m) {
     return out;
   });
 
-  py::class_<store::SessionReader>(m, "Reader")
+  py::class_<Reader>(m, "Reader")
       .def(py::init<const std::string&>())
       // (dtype name, shape, bytes); the caller makes the array (bfloat16 stays uint16 bit patterns)
       .def("read_tensor",
-           [](const store::SessionReader& r, const std::string& run, const std::string& call, const std::string& name) {
+           [](Reader& r, const std::string& run, const std::string& call, const std::string& name) {
              store::Tensor t;
              {
                py::gil_scoped_release release;
-               t = r.readTensor(run, call, name);
+               t = r.r().readTensor(run, call, name);
              }
              return py::make_tuple(std::string(h5::typeName(t.dtype)), t.shape,
                                    py::bytes(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
            })
       .def("table",
-           [](const store::SessionReader& r, const std::string& run, const std::string& name) {
+           [](Reader& r, const std::string& run, const std::string& name) {
              py::dict d;
-             for (const h5::Column& c : r.table(run, name))
+             for (const h5::Column& c : r.r().table(run, name))
                if (c.isText)
                  d[py::str(c.name)] = c.text;
                else
                  d[py::str(c.name)] = c.numbers;
              return d;
            })
-      .def("verify", [](const store::SessionReader& r) {
-        store::SessionReader::Verification v;
-        {
-          py::gil_scoped_release release;
-          v = r.verify();
-        }
-        py::dict d;
-        d["datasets"] = v.datasets;
-        d["bytes"] = v.bytes;
-        d["incomplete_groups"] = v.incompleteGroups;
-        return d;
-      });
+      .def("verify",
+           [](Reader& r) {
+             store::SessionReader::Verification v;
+             {
+               py::gil_scoped_release release;
+               v = r.r().verify();
+             }
+             py::dict d;
+             d["datasets"] = v.datasets;
+             d["bytes"] = v.bytes;
+             d["incomplete_groups"] = v.incompleteGroups;
+             return d;
+           })
+      // HDF5 refuses a writer while this process holds the file open: close before writing.
+      .def("close", &Reader::close);
 
   // Per-call error numbers of a candidate against golden, both float32 arrays of one size.
   m.def("summarize", [](py::array_t<float, py::array::c_style | py::array::forcecast> golden,

@@ -36,7 +36,7 @@ class TinyLM(nn.Module):
 
     def forward(self, ids):
         t = ids.shape[1]
-        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        mask = torch.triu(torch.full((t, t), float("-inf"), device=ids.device), diagonal=1)
         x = self.tok(ids) * math.sqrt(self.tok.embedding_dim) + self.pos[:t]
         return self.head(self.norm(self.encoder(x, mask=mask)))
 
@@ -46,19 +46,22 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--context", type=int, default=32)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--width", type=int, default=32)
     args = ap.parse_args()
     torch.manual_seed(0)
     text = corpus()
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
-    model = TinyLM(len(chars), context=args.context)
+    model = TinyLM(len(chars), d=args.width, context=args.context).to(args.device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     g = torch.Generator().manual_seed(0)
     for step in range(args.steps):
         starts = torch.randint(0, len(data) - args.context - 1, (args.batch,), generator=g)
         x = torch.stack([data[s:s + args.context] for s in starts])
         y = torch.stack([data[s + 1:s + args.context + 1] for s in starts])
+        x, y = x.to(args.device), y.to(args.device)
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
