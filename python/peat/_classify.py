@@ -397,7 +397,7 @@ PLUMBING = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "exp
             "index_select", "unfold", "_reshape_alias", "is_same_size", "_has_compatible_shallow_copy_type",
             "set_", "resize_", "scalar_tensor", "randperm", "normal_", "uniform_", "bernoulli_", "random_",
             "kaiming_uniform_", "_assert_async", "item", "sym_size", "sym_stride", "sym_numel", "equal",
-            "_pin_memory", "is_pinned", "record_stream", "_conj", "conj", "resolve_conj", "resolve_neg"}
+            "_pin_memory", "is_pinned", "_record_function_enter", "_record_function_enter_new", "_record_function_exit", "record_stream", "_conj", "conj", "resolve_conj", "resolve_neg"}
 
 
 def op_name_of(func):

@@ -145,6 +145,9 @@ def record_main(args):
     except Exception as e:
         sys.stderr.write("peat: error: the session could not be finished: %s\n" % e)
         return code or 1
+    if rec.thread.error is not None:  # the script ran on; the session holds what was written before
+        sys.stderr.write("peat: error: recording stopped at a write that failed: %s\n" % rec.thread.error)
+        return code or 1
     unclassified = sorted(rec.unclassified.items(), key=lambda kv: -kv[1])
     sys.stderr.write("peat: recorded %d calls in %d iterations of %d to %s (run %s, %s)\n"
                      % (rec.recorded_calls, rec.recorded_iterations, rec.iteration, o.out, o.run_name, status))

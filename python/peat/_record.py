@@ -49,15 +49,12 @@ class _Writer(threading.Thread):
                     self.error = e
 
     def submit(self, job):
-        if self.error is not None:
-            raise self.error
-        self.jobs.put(job)
+        if self.error is None:  # after a failure nothing more is written; stop() reports it
+            self.jobs.put(job)
 
     def finish(self):
         self.jobs.put(None)
         self.join()
-        if self.error is not None:
-            raise self.error
 
 
 class _Mode(TorchDispatchMode):
@@ -289,7 +286,11 @@ class Recorder:
 
     def _post_hook(self, module, inputs, output):
         if self.module_stack:
-            self.module_stack.pop()
+            name = self.module_stack.pop()
+            if self.mode_on and torch.is_grad_enabled():
+                _name_graph(output, name or "model")
+
+
 
     def _opt_pre(self, opt, args, kwargs):
         if not any(o is opt for o in self.optimizers):
@@ -402,8 +403,9 @@ class Recorder:
         if phase == "backward":
             node = getattr(torch._C, "_current_autograd_node", None)
             n = node() if node is not None else None
-            if n is not None and id(n) in self.node_layer:
-                return self.node_layer[id(n)]
+            layer = _node_layer(n) if n is not None else None
+            if layer is not None:
+                return layer
             return self.module_stack[-1] if self.module_stack else "backward"
         if self.module_stack:
             return self.module_stack[-1] or "model"
@@ -413,8 +415,7 @@ class Recorder:
         name = func._schema.name
         op = _classify.slot_op_of(func)
         phase = self._phase()
-        if op is None and phase == "optimizer" and name.startswith("aten::_foreach") or \
-                op is None and phase == "optimizer" and name.split("::")[1].endswith("_"):
+        if op is None and phase == "optimizer" and name.split("::")[1] not in _classify.PLUMBING:
             op = "optimizer"
         record = self._records(self.iteration) and self.store_calls and op is not None and \
             _classify.selected(op, self.wanted)
@@ -447,7 +448,7 @@ class Recorder:
                     raise
                 self.errors["%s: %s" % (name, type(e).__name__)] += 1
         elif phase == "forward" and self.module_stack and isinstance(out, torch.Tensor) and out.grad_fn is not None:
-            self.node_layer[id(out.grad_fn)] = self._layer(phase)
+            _name_node(out.grad_fn, self._layer(phase))
         return out
 
     def _key(self, t):
@@ -486,7 +487,7 @@ class Recorder:
             self.pending.append((layer, c.op, "backward" if phase == "backward" else "forward", index, tensors, params, labels))
             self.recorded_calls += 1
             if phase == "forward" and c.output.grad_fn is not None:
-                self.node_layer[id(c.output.grad_fn)] = layer
+                _name_node(c.output.grad_fn, layer)
 
     def _foreach(self, func, args, kwargs):
         """A _foreach_ op of an optimiser as one call per tensor of its lists."""
@@ -528,6 +529,51 @@ class Recorder:
         if index is None:
             return result
         return tuple(result if i == index else g for i, g in enumerate(golden))
+
+
+def _name_graph(output, layer):
+    """Names the autograd nodes a module's forward made (those its children did not name), so that
+    the backward calls they run carry the module's name (PyTorch 2.x: a dict on each node)."""
+    stack, seen = [], set()
+
+    def add(x):
+        if isinstance(x, torch.Tensor) and x.grad_fn is not None:
+            stack.append(x.grad_fn)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                add(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                add(v)
+    add(output)
+    while stack:
+        fn = stack.pop()
+        try:
+            meta = fn.metadata
+        except Exception:
+            return  # PyTorch 1.13
+        if "peat_layer" in meta or type(fn).__name__ == "AccumulateGrad":
+            continue
+        meta["peat_layer"] = layer
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+
+
+def _name_node(fn, layer):
+    """Names an autograd node by the module that made it (PyTorch 2.x keeps a dict on each node), so
+    that the backward calls it runs carry the module's name."""
+    try:
+        fn.metadata["peat_layer"] = layer
+    except Exception:  # PyTorch 1.13: no node metadata, backward calls are named "backward"
+        pass
+
+
+def _node_layer(node):
+    try:
+        return node.metadata.get("peat_layer")
+    except Exception:
+        return None
 
 
 def current():

@@ -2,7 +2,6 @@
 // peat._core: the torch-free core (session store, analyzer, detector) for the Python package. It
 // never loads LibTorch, so it runs in the user's own process beside whatever PyTorch is there.
 // Tensors cross as NumPy arrays (bfloat16 as its uint16 bit patterns, as the store keeps it).
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -24,11 +23,13 @@ namespace {
 
 store::DType dtypeOf(const std::string& name) { return h5::typeFromName(name); }
 
-// One tensor to write: a name, a C-contiguous array and the dtype to store ("bfloat16" for uint16
-// bit patterns), or a link to a dataset written earlier.
+// One tensor to write: a name, a C-contiguous buffer (NumPy 1 or 2: read through the buffer
+// protocol, never NumPy's C structs) and the dtype to store ("bfloat16" for uint16 bit patterns), or a
+// link to a dataset written earlier.
 struct PendingTensor {
   std::string name, linkTo, dtype;
-  py::array array;
+  py::buffer buffer;
+  py::buffer_info info;
 };
 
 std::vector<store::NamedTensor> namedTensors(const std::vector<PendingTensor>& in) {
@@ -41,14 +42,19 @@ std::vector<store::NamedTensor> namedTensors(const std::vector<PendingTensor>& i
       out.push_back(n);
       continue;
     }
-    if (!(t.array.flags() & py::array::c_style)) throw std::invalid_argument("tensor '" + t.name + "' is not C-contiguous");
     n.view.dtype = dtypeOf(t.dtype);
-    if (h5::typeSize(n.view.dtype) != std::size_t(t.array.itemsize()))
+    if (h5::typeSize(n.view.dtype) != std::size_t(t.info.itemsize))
       throw std::invalid_argument("tensor '" + t.name + "': " + t.dtype + " needs " +
                                   std::to_string(h5::typeSize(n.view.dtype)) + "-byte elements, the array has " +
-                                  std::to_string(t.array.itemsize()));
-    for (py::ssize_t i = 0; i < t.array.ndim(); ++i) n.view.shape.push_back(uint64_t(t.array.shape(i)));
-    n.view.data = t.array.data();
+                                  std::to_string(t.info.itemsize));
+    py::ssize_t expect = t.info.itemsize;
+    for (py::ssize_t i = t.info.ndim - 1; i >= 0; --i) {
+      if (t.info.shape[std::size_t(i)] > 1 && t.info.strides[std::size_t(i)] != expect)
+        throw std::invalid_argument("tensor '" + t.name + "' is not C-contiguous");
+      expect *= t.info.shape[std::size_t(i)];
+    }
+    for (py::ssize_t d : t.info.shape) n.view.shape.push_back(uint64_t(d));
+    n.view.data = t.info.ptr;
     out.push_back(n);
   }
   return out;
@@ -63,13 +69,22 @@ std::vector<PendingTensor> pending(const py::list& tensors) {
     if (py::isinstance<py::str>(t[1])) {
       p.linkTo = t[1].cast<std::string>();
     } else {
-      p.array = py::array::ensure(t[1], py::array::c_style);
-      if (!p.array) throw std::invalid_argument("tensor '" + p.name + "' is not an array");
+      p.buffer = t[1].cast<py::buffer>();
+      p.info = p.buffer.request();
       p.dtype = t[2].cast<std::string>();
     }
     out.push_back(std::move(p));
   }
   return out;
+}
+
+// A float32 buffer's values (the buffer protocol: NumPy 1 or 2).
+std::pair<const float*, std::size_t> floats(const py::buffer_info& b, const char* what) {
+  if (b.itemsize != 4 || (b.format != "f" && b.format != "<f" && b.format != "=f"))
+    throw std::invalid_argument(std::string(what) + " is not a float32 array");
+  std::size_t n = 1;
+  for (py::ssize_t d : b.shape) n *= std::size_t(d);
+  return {static_cast<const float*>(b.ptr), n};
 }
 
 store::RunStatus statusOf(const std::string& s) {
@@ -291,13 +306,15 @@ PYBIND11_MODULE(_core, m) {
       .def("close", &Reader::close);
 
   // Per-call error numbers of a candidate against golden, both float32 arrays of one size.
-  m.def("summarize", [](py::array_t<float, py::array::c_style | py::array::forcecast> golden,
-                        py::array_t<float, py::array::c_style | py::array::forcecast> candidate) {
-    if (golden.size() != candidate.size()) throw std::invalid_argument("golden and candidate differ in size");
+  m.def("summarize", [](py::buffer golden, py::buffer candidate) {
+    const py::buffer_info gi = golden.request(), ci = candidate.request();
+    const auto [g, gn] = floats(gi, "golden");
+    const auto [c, cn] = floats(ci, "candidate");
+    if (gn != cn) throw std::invalid_argument("golden and candidate differ in size");
     analyzer::ErrorSummary e;
     {
       py::gil_scoped_release release;
-      e = analyzer::summarize(golden.data(), candidate.data(), uint64_t(golden.size()));
+      e = analyzer::summarize(g, c, uint64_t(gn));
     }
     return errorSummaryDict(e);
   });
