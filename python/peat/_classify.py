@@ -196,7 +196,9 @@ def _convolution_backward(func, args, kwargs, out):
         else:
             named, ph = [("input_0", dy, False)], [x, w]
         params["variant"] = variant
-        calls.append(_make(func, op, variant, named, out[index], params, rargs, kwargs, index=index, placeholders=ph))
+        # the slot's convolutions have no bias-gradient variant: another op name, replayed here only
+        name = op if variant != 3 else op + "_grad_bias"
+        calls.append(_make(func, name, variant, named, out[index], params, rargs, kwargs, index=index, placeholders=ph))
     return calls
 
 
@@ -474,7 +476,7 @@ def selected(op, wanted, func_name=None):
     if op == "conv":
         return any(w in wanted for w in ("conv",) + tuple(GROUPS["conv"]))
     if op == "linear" and "linear" not in wanted:  # an addmm may be a linear or a plain addmm
-        return "gemm" in wanted or "addmm" in wanted or "matmul" in wanted
+        return "gemm" in wanted or "addmm" in wanted
     return any(op in GROUPS.get(w, ()) for w in wanted)
 
 

@@ -10,7 +10,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def corpus(limit=200000):
+def corpus(limit=200000, path=None):
+    if path:
+        with open(path, encoding="utf-8", errors="ignore") as f:
+            return f.read()[:limit]
     text = ""
     for path in sorted(glob.glob("/usr/share/games/fortunes/*")):
         if "." in path.rsplit("/", 1)[-1]:
@@ -48,9 +51,10 @@ def main():
     ap.add_argument("--context", type=int, default=32)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--width", type=int, default=32)
+    ap.add_argument("--corpus", help="a text file instead of Debian's fortunes")
     args = ap.parse_args()
     torch.manual_seed(0)
-    text = corpus()
+    text = corpus(path=args.corpus)
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)

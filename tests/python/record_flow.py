@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""ctest python_record_torch1 / _torch2: the Python package inside unchanged training scripts, under
+one interpreter (Debian's PyTorch 1.13 or the project venv's 2.x).
+Usage: record_flow.py PEAT PYTHON WORKDIR PACKAGE_DIR"""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+PEAT, PY, WORK, PKG = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+env = dict(os.environ, PEAT_PYTHON=PY, PYTHONPATH=PKG + os.pathsep + HERE)
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+failures = []
+
+
+def run(args, code=0):
+    p = subprocess.run(args, cwd=WORK, env=env, capture_output=True, text=True, timeout=600)
+    if p.returncode != code:
+        raise SystemExit("FAIL: %s exited %d (expected %d)\n%s\n%s" % (" ".join(args), p.returncode, code, p.stdout[-3000:], p.stderr[-3000:]))
+    return p
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def summary(session):
+    code = "import json, peat._core as c; print(json.dumps(c.summary(%r)))" % session
+    return json.loads(run([PY, "-c", code]).stdout)
+
+
+def verdicts(result):
+    return [c["verdict"] for c in result["analysis"]["calls"]]
+
+
+torch2 = run([PY, "-c", "import torch; print(torch.__version__)"]).stdout.strip()[0] == "2"
+print("PyTorch", run([PY, "-c", "import torch; print(torch.__version__)"]).stdout.strip())
+
+# 1. a plain DataLoader loop with SGD and a scheduler, recorded without changing it
+p = run([PEAT, "record", "-o", "mlp.h5", "--every", "5", "--checkpoint-every", "10", "--",
+         PY, os.path.join(SCRIPTS, "fashion_mlp.py"), "--steps", "20"])
+check("test accuracy" in p.stdout, "the script's own output passes through")
+run([PEAT, "info", "--verify", "mlp.h5"])
+s = summary("mlp.h5")
+golden = [r for r in s["runs"] if r["name"] == "golden"][0]
+calls = [c for it in golden["iterations"] for c in it["calls"]]
+ops = collections.Counter(c["op"] for c in calls)
+layers = {c["layer"] for c in calls}
+check({"linear", "conv2d", "matmul", "relu", "log_softmax", "nll_loss", "optimizer"} <= set(ops), "ops classified: %s" % dict(ops))
+check({"conv1", "conv2", "fc1", "fc2"} <= layers, "calls named by module path")
+check(any(c["phase"] == "backward" for c in calls), "backward calls recorded")
+check([it["iteration"] for it in golden["iterations"]][:4] == [0, 5, 10, 15], "every 5th iteration recorded")
+check(len(golden["checkpoints"]) >= 2, "checkpoints at 0, 10, 20: %s" % golden["checkpoints"])
+check("unclassified" in golden["attributes"] and "curve" in golden["tables"], "unclassified ops listed, loss curve stored")
+
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "golden", "--json"]).stdout)
+check(r["replayed"] == len(calls) and r["bit_exact"] == r["replayed"] and r["failed"] == 0,
+      "golden replay bit-exact: %d of %d" % (r["bit_exact"], r["replayed"]))
+
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:bf16_gemm", "--op", "gemm",
+                    "--analyze", "--json"]).stdout)
+v = verdicts(r)
+named = sum(1 for x in v if x["model"] == "precision_loss" and x["parameters"].get("format") == "bf16")
+check(r["replayed"] > 0 and named == len(v), "bf16 GEMM: precision_loss (bf16) on %d of %d calls" % (named, len(v)))
+
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:stale_row_gemm", "--op", "gemm",
+                    "--analyze", "--json"]).stdout)
+changed = {(x["iteration"], x["call_index"]) for x in r["calls"] if x["outcome"] == "ok" and x["mismatched"] > 0}
+legit = [c for c in r["analysis"]["calls"] if (c["iteration"], c["call_index"]) in changed
+         and c["verdict"]["model"] in ("precision_loss", "accumulation_order", "exact")]
+check(changed and not legit, "stale-row bug: no changed call called legitimate (%d changed, %d legitimate: %s)"
+      % (len(changed), len(legit), [c["verdict"]["model"] for c in legit]))
+
+# the C++ kernels replay the same session through the LibTorch module
+run([PEAT, "playback", "-s", "mlp.h5", "-k", "bf16", "--store-outputs"])
+a = json.loads(run([PEAT, "analyze", "--session", "mlp.h5", "--run", "playback-bf16", "--json"]).stdout)
+check(len(json.dumps(a)) > 100, "peat playback -k bf16 (C++) and peat analyze read the Python session")
+
+# failures are outcomes, bad input one line
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:raises", "--op", "matmul",
+                    "--json"]).stdout)
+check(r["failed"] == r["replayed"] > 0 and all(x["outcome"] == "raised:RuntimeError" for x in r["calls"]),
+      "a candidate that raises: an outcome per call, the replay goes on")
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:wrong_shape", "--op", "matmul",
+                    "--json"]).stdout)
+check(all(x["outcome"] == "wrong_shape" for x in r["calls"]), "another shape: outcome wrong_shape")
+for kernel, text in (("python:no_such_module:f", "no module named"), ("python:kernels_under_test:nope", "has no"),
+                     ("python:kernels_under_test:one_arg", "cannot take")):
+    p = run([PEAT, "playback", "-s", "mlp.h5", "-k", kernel, "--op", "matmul"], code=1)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(len(lines) == 1 and lines[0].startswith("peat: error:") and text in lines[0], "%s: %s" % (kernel, lines))
+
+# 2. segmentation: per-pixel cross-entropy, an auxiliary head, batch norm, bilinear upsampling
+run([PEAT, "record", "-o", "seg.h5", "--every", "3", "--", PY, os.path.join(SCRIPTS, "segment.py"), "--steps", "6"])
+ops = collections.Counter(c["op"] for r_ in summary("seg.h5")["runs"] for it in r_["iterations"] for c in it["calls"])
+check({"nll_loss2d", "interpolate", "batch_norm", "conv2d"} <= set(ops), "segmentation ops: %s" % dict(ops))
+r = json.loads(run([PEAT, "playback", "-s", "seg.h5", "-k", "golden", "--json"]).stdout)
+check(r["bit_exact"] == r["replayed"] > 0, "segmentation golden replay bit-exact: %d of %d" % (r["bit_exact"], r["replayed"]))
+
+# 3. a language model: TransformerEncoder, causal mask, tied embeddings
+run([PEAT, "record", "-o", "lm.h5", "--every", "4", "--", PY, os.path.join(SCRIPTS, "fortune_lm.py"), "--steps", "8"])
+r = json.loads(run([PEAT, "playback", "-s", "lm.h5", "-k", "golden", "--json"]).stdout)
+check(r["bit_exact"] == r["replayed"] > 0, "LM golden replay bit-exact: %d of %d" % (r["bit_exact"], r["replayed"]))
+if torch2:  # scaled_dot_product_attention reaches the recorder as one attention call
+    r = json.loads(run([PEAT, "playback", "-s", "lm.h5", "-k", "python:kernels_under_test:causal_off_by_one",
+                        "--op", "attention", "--analyze", "--json"]).stdout)
+    v = verdicts(r)
+    check(v and all(x["model"] == "index_error" for x in v), "causal mask off by one: %s" % [x["model"] for x in v])
+
+# 4. autocast mixed precision: bf16 GEMMs recorded in bf16
+run([PEAT, "record", "-o", "amp.h5", "--", PY, os.path.join(SCRIPTS, "amp_mlp.py")])
+s = summary("amp.h5")
+dts = {t[1] for r_ in s["runs"] for it in r_["iterations"] for c in it["calls"] if c["op"] == "linear" for t in c["tensors"]}
+check("bfloat16" in dts, "autocast GEMMs recorded in bfloat16: %s" % dts)
+r = json.loads(run([PEAT, "playback", "-s", "amp.h5", "-k", "golden", "--json"]).stdout)
+check(r["bit_exact"] == r["replayed"] > 0, "autocast golden replay bit-exact: %d of %d" % (r["bit_exact"], r["replayed"]))
+
+# 5. runtime FI in the user's loop: every 3rd GEMM through the bf16 candidate, beside a golden run
+run([PEAT, "record", "-o", "fi.h5", "--every", "100", "--swap", "gemm=python:kernels_under_test:bf16_gemm",
+     "--swap-every", "3", "--", PY, os.path.join(SCRIPTS, "fashion_mlp.py"), "--steps", "10"])
+code = ("import json, peat._core as c; r = c.Reader('fi.h5'); print(json.dumps([r.table('golden', 'curve'), "
+        "r.table('runtime-fi-bf16_gemm', 'curve'), r.table('runtime-fi-bf16_gemm', 'call_errors')]))")
+g, f, e = json.loads(run([PY, "-c", code]).stdout)
+check(len(g["loss"]) == len(f["loss"]) == 10 and g["loss"][0] == f["loss"][0], "both loss curves, same first loss")
+check(len(e["op"]) > 0 and all(o == "ok" for o in e["outcome"]) and max(e["mismatched"]) > 0,
+      "swapped calls recorded with their errors: %d" % len(e["op"]))
+
+# 6. a script that raises keeps what it recorded
+p = run([PEAT, "record", "-o", "fail.h5", "--", PY, os.path.join(SCRIPTS, "fashion_mlp.py"), "--steps", "20",
+         "--fail-at", "7"], code=1)
+check("planted failure at step 7" in p.stderr, "the script's traceback passes through")
+run([PEAT, "info", "--verify", "fail.h5"])
+g = [r_ for r_ in summary("fail.h5")["runs"] if r_["name"] == "golden"][0]
+check(g["status"] == "failed" and sum(1 for it in g["iterations"] if it["complete"]) >= 7,
+      "failed run keeps its %d complete iterations" % sum(1 for it in g["iterations"] if it["complete"]))
+
+if failures:
+    raise SystemExit("%d checks failed: %s" % (len(failures), failures))
+print("all checks passed")
