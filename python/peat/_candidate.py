@@ -37,15 +37,15 @@ def gemm(fn):
 
 
 def softmax(fn):
-    """A softmax candidate: fn(x, dim) returns softmax(x, dim) (log_softmax calls take its log)."""
+    """A softmax candidate: fn(x, dim) returns softmax(x, dim); forward calls of softmax only (a
+    log_softmax taken as log(softmax) underflows to -inf, which is not what a port computes)."""
     def run(func, args, kwargs):
-        name = func._schema.name.split("::")[1]
         x, dim = args[0], args[1]
         half_to_float = len(args) > 2 and args[2]
-        y = fn(x.float() if half_to_float else x, dim)
-        return torch.log(y) if name == "_log_softmax" else y
+        return fn(x.float() if half_to_float else x, dim)
     run.__peat_protocol__ = "aten"
-    run.__peat_ops__ = {"softmax", "log_softmax"}
+    run.__peat_forward_only__ = True
+    run.__peat_ops__ = {"softmax"}
     run.__wrapped__ = fn
     run.__name__ = getattr(fn, "__name__", "softmax")
     return run
