@@ -6,6 +6,7 @@
 # Idempotent: packages already installed are skipped, `apt-get update` runs at most once, and the
 # environment is made once per machine and set of pins (tools/venv-path.sh prints where).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   # toolchain
