@@ -347,47 +347,50 @@ def _generic(op, index=None):
     return h
 
 
-HANDLERS = {
-    "aten::mm": _mm, "aten::bmm": _mm, "aten::addmm": _addmm, "aten::baddbmm": _baddbmm, "aten::addbmm": _baddbmm,
-    "aten::convolution": _convolution, "aten::convolution_backward": _convolution_backward,
-    "aten::_softmax": _softmax("softmax"), "aten::_log_softmax": _softmax("log_softmax"),
-    "aten::_softmax_backward_data": _softmax_backward("softmax"),
-    "aten::_log_softmax_backward_data": _softmax_backward("log_softmax"),
-    "aten::native_layer_norm": _layer_norm, "aten::native_layer_norm_backward": _layer_norm_backward,
-    "aten::_scaled_dot_product_flash_attention": _attention,
-    "aten::_scaled_dot_product_flash_attention_for_cpu": _attention,
-    "aten::_scaled_dot_product_efficient_attention": _attention,
-    "aten::_scaled_dot_product_cudnn_attention": _attention,
-    "aten::_scaled_dot_product_flash_attention_backward": _attention_backward,
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _attention_backward,
-    "aten::_scaled_dot_product_efficient_attention_backward": _attention_backward,
-    "aten::_scaled_dot_product_cudnn_attention_backward": _attention_backward,
-    "aten::gelu": _unary("gelu", _gelu_params), "aten::gelu_backward": _unary_backward("gelu", _gelu_params),
-    "aten::relu": _unary("relu"), "aten::relu_": _unary("relu"),
-    "aten::threshold_backward": _unary_backward("relu"),
-    "aten::silu": _unary("silu"), "aten::silu_": _unary("silu"), "aten::silu_backward": _unary_backward("silu"),
-    "aten::tanh": _unary("tanh"), "aten::tanh_backward": _unary_backward("tanh"),
-    "aten::sigmoid": _unary("sigmoid"), "aten::sigmoid_backward": _unary_backward("sigmoid"),
-    "aten::native_dropout": _dropout, "aten::native_dropout_backward": _dropout_backward,
-    "aten::embedding": _embedding, "aten::embedding_dense_backward": _embedding_backward,
-    "aten::nll_loss_forward": _generic("nll_loss", 0), "aten::nll_loss_backward": _generic("nll_loss"),
-    "aten::nll_loss2d_forward": _generic("nll_loss2d", 0), "aten::nll_loss2d_backward": _generic("nll_loss2d"),
-    "aten::mse_loss": _generic("mse_loss"), "aten::mse_loss_backward": _generic("mse_loss"),
-    "aten::binary_cross_entropy_with_logits": _generic("bce_with_logits"),
-    "aten::max_pool2d_with_indices": _generic("max_pool2d", 0),
-    "aten::max_pool2d_with_indices_backward": _generic("max_pool2d"),
-    "aten::avg_pool2d": _generic("avg_pool2d"), "aten::avg_pool2d_backward": _generic("avg_pool2d"),
-    "aten::_adaptive_avg_pool2d": _generic("adaptive_avg_pool2d"),
-    "aten::_adaptive_avg_pool2d_backward": _generic("adaptive_avg_pool2d"),
-    "aten::upsample_nearest2d": _generic("interpolate"), "aten::upsample_bilinear2d": _generic("interpolate"),
-    "aten::upsample_nearest2d_backward": _generic("interpolate"),
-    "aten::upsample_bilinear2d_backward": _generic("interpolate"),
-    "aten::native_batch_norm": _generic("batch_norm", 0),
-    "aten::_native_batch_norm_legit": _generic("batch_norm", 0),
-    "aten::_native_batch_norm_legit_functional": _generic("batch_norm", 0),
-    "aten::_native_batch_norm_legit_no_training": _generic("batch_norm", 0),
-    "aten::native_batch_norm_backward": _generic("batch_norm", 0),
-}
+# ATen op -> (the slot op it is selected and counted as, the handler that builds its calls): the one
+# table of the vocabulary. An addmm counts as "linear" (the handler names a plain addmm "addmm"), a
+# convolution as "conv" (the handler names conv1d/2d/3d and the transposed ones).
+_ENTRIES = [
+    ("aten::mm", "matmul", _mm), ("aten::bmm", "matmul", _mm), ("aten::addmm", "linear", _addmm),
+    ("aten::baddbmm", "baddbmm", _baddbmm), ("aten::addbmm", "addbmm", _baddbmm),
+    ("aten::convolution", "conv", _convolution), ("aten::convolution_backward", "conv", _convolution_backward),
+    ("aten::_softmax", "softmax", _softmax("softmax")), ("aten::_log_softmax", "log_softmax", _softmax("log_softmax")),
+    ("aten::_softmax_backward_data", "softmax", _softmax_backward("softmax")),
+    ("aten::_log_softmax_backward_data", "log_softmax", _softmax_backward("log_softmax")),
+    ("aten::native_layer_norm", "layernorm", _layer_norm),
+    ("aten::native_layer_norm_backward", "layernorm", _layer_norm_backward),
+] + [(name, "attention", _attention) for name in (
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention")] + [
+    (name + "_backward", "attention", _attention_backward) for name in (
+        "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention")] + [
+    ("aten::gelu", "gelu", _unary("gelu", _gelu_params)), ("aten::gelu_backward", "gelu", _unary_backward("gelu", _gelu_params)),
+    ("aten::relu", "relu", _unary("relu")), ("aten::relu_", "relu", _unary("relu")),
+    ("aten::threshold_backward", "relu", _unary_backward("relu")),
+    ("aten::silu", "silu", _unary("silu")), ("aten::silu_", "silu", _unary("silu")),
+    ("aten::silu_backward", "silu", _unary_backward("silu")),
+    ("aten::tanh", "tanh", _unary("tanh")), ("aten::tanh_backward", "tanh", _unary_backward("tanh")),
+    ("aten::sigmoid", "sigmoid", _unary("sigmoid")), ("aten::sigmoid_backward", "sigmoid", _unary_backward("sigmoid")),
+    ("aten::native_dropout", "dropout", _dropout), ("aten::native_dropout_backward", "dropout", _dropout_backward),
+    ("aten::embedding", "embedding", _embedding), ("aten::embedding_dense_backward", "embedding", _embedding_backward),
+] + [(aten, op, _generic(op, index)) for aten, op, index in (
+    ("aten::nll_loss_forward", "nll_loss", 0), ("aten::nll_loss_backward", "nll_loss", None),
+    ("aten::nll_loss2d_forward", "nll_loss2d", 0), ("aten::nll_loss2d_backward", "nll_loss2d", None),
+    ("aten::mse_loss", "mse_loss", None), ("aten::mse_loss_backward", "mse_loss", None),
+    ("aten::binary_cross_entropy_with_logits", "bce_with_logits", None),
+    ("aten::max_pool2d_with_indices", "max_pool2d", 0), ("aten::max_pool2d_with_indices_backward", "max_pool2d", None),
+    ("aten::avg_pool2d", "avg_pool2d", None), ("aten::avg_pool2d_backward", "avg_pool2d", None),
+    ("aten::_adaptive_avg_pool2d", "adaptive_avg_pool2d", None),
+    ("aten::_adaptive_avg_pool2d_backward", "adaptive_avg_pool2d", None),
+    ("aten::upsample_nearest2d", "interpolate", None), ("aten::upsample_bilinear2d", "interpolate", None),
+    ("aten::upsample_nearest2d_backward", "interpolate", None), ("aten::upsample_bilinear2d_backward", "interpolate", None),
+    ("aten::native_batch_norm", "batch_norm", 0), ("aten::_native_batch_norm_legit", "batch_norm", 0),
+    ("aten::_native_batch_norm_legit_functional", "batch_norm", 0),
+    ("aten::_native_batch_norm_legit_no_training", "batch_norm", 0),
+    ("aten::native_batch_norm_backward", "batch_norm", 0))]
+HANDLERS = {aten: handler for aten, _, handler in _ENTRIES}
+_NAMES = {aten: op for aten, op, _ in _ENTRIES}
 
 # ops that only move, view or make tensors: never worth a kernel, counted apart from the
 # unclassified so that the list says what a kernel developer would miss
@@ -416,55 +419,7 @@ def classify(func, args, kwargs, out):
 
 def slot_op_of(func):
     """The slot op an ATen op maps to, without building a call (for counting and --ops)."""
-    name = func._schema.name
-    h = HANDLERS.get(name)
-    if h is None:
-        return None
-    return _NAMES.get(name)
-
-
-_NAMES = {}
-
-
-def _name_table():
-    """Slot op per ATen op, read off the handlers once (for selection before any call is built)."""
-    table = {"aten::mm": "matmul", "aten::bmm": "matmul", "aten::addmm": "linear", "aten::baddbmm": "baddbmm",
-             "aten::addbmm": "addbmm", "aten::convolution": "conv", "aten::convolution_backward": "conv",
-             "aten::_softmax": "softmax", "aten::_log_softmax": "log_softmax",
-             "aten::_softmax_backward_data": "softmax", "aten::_log_softmax_backward_data": "log_softmax",
-             "aten::native_layer_norm": "layernorm", "aten::native_layer_norm_backward": "layernorm",
-             "aten::native_dropout": "dropout", "aten::native_dropout_backward": "dropout",
-             "aten::embedding": "embedding", "aten::embedding_dense_backward": "embedding",
-             "aten::gelu": "gelu", "aten::gelu_backward": "gelu", "aten::relu": "relu", "aten::relu_": "relu",
-             "aten::threshold_backward": "relu", "aten::silu": "silu", "aten::silu_": "silu",
-             "aten::silu_backward": "silu", "aten::tanh": "tanh", "aten::tanh_backward": "tanh",
-             "aten::sigmoid": "sigmoid", "aten::sigmoid_backward": "sigmoid"}
-    for k in HANDLERS:
-        if k not in table:
-            if "attention" in k:
-                table[k] = "attention"
-            elif "nll_loss2d" in k:
-                table[k] = "nll_loss2d"
-            elif "nll_loss" in k:
-                table[k] = "nll_loss"
-            elif "mse_loss" in k:
-                table[k] = "mse_loss"
-            elif "cross_entropy" in k or "binary_cross" in k:
-                table[k] = "bce_with_logits"
-            elif "max_pool2d" in k:
-                table[k] = "max_pool2d"
-            elif "adaptive_avg_pool2d" in k:
-                table[k] = "adaptive_avg_pool2d"
-            elif "avg_pool2d" in k:
-                table[k] = "avg_pool2d"
-            elif "upsample" in k:
-                table[k] = "interpolate"
-            elif "batch_norm" in k:
-                table[k] = "batch_norm"
-    return table
-
-
-_NAMES.update(_name_table())
+    return _NAMES.get(func._schema.name)
 
 
 def selected(op, wanted, func_name=None):

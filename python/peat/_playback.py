@@ -131,14 +131,14 @@ def _dense(shape, strides):
     return True
 
 
-def run_candidate(cand, func, args, kwargs, golden, index):
-    """The candidate's output for one call and its outcome: "ok", or how it failed (it raised,
+def run_candidate(cand, func, args, kwargs, ref, index):
+    """The candidate's output for one call, checked against the reference output `ref` (output
+    `index` of a fused op with several), and its outcome: "ok", or how it failed (it raised,
     returned another shape or dtype, or nothing)."""
     try:
         out = cand(func, args, kwargs)
     except Exception as e:
         return None, "raised:%s" % type(e).__name__
-    ref = golden if index is None else golden[index]
     if index is not None and isinstance(out, (list, tuple)):
         out = out[index]
     if isinstance(out, (list, tuple)) and len(out) == 1:
@@ -227,8 +227,7 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
             args, kwargs = loaded.fresh_args()
             # the candidate is compared with the recorded output; fused ops with several outputs
             # give the candidate's one
-            out, outcome = run_candidate(cand, loaded.func, args, kwargs,
-                                         recorded if loaded.index is None else _Tuple(recorded, loaded.index), loaded.index)
+            out, outcome = run_candidate(cand, loaded.func, args, kwargs, recorded, loaded.index)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         t_replay += time.perf_counter() - t0
@@ -295,13 +294,3 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
     if analyze and outputs:
         result["analysis"] = _core.analyze_session(session, run_name)
     return result
-
-
-class _Tuple:
-    """The recorded output at position `index` of a fused op's outputs, for run_candidate's checks."""
-
-    def __init__(self, t, index):
-        self.t, self.index = t, index
-
-    def __getitem__(self, i):
-        return self.t

@@ -110,7 +110,7 @@ class Recorder:
         self.module_stack = []
         self.names = {}        # id(module) -> qualified name
         self.roots = []
-        self.node_layer = {}   # id(grad_fn) -> layer, for naming backward calls
+        self.checkpointed_start = False
         self.optimizers = []
         self.shared = {}       # tensor key -> dataset path, within an iteration
         self.pending = []      # this iteration's calls to write
@@ -121,7 +121,6 @@ class Recorder:
         self.hooks = []
         self.patches = []
         self.errors = collections.Counter()  # record failures by reason (the program goes on)
-        self.open_iteration = False
         self.status = "running"
         self.thread = None
         self._lock = threading.RLock()
@@ -166,9 +165,8 @@ class Recorder:
         if self.mode_on:
             self._mode_exit()
         self._uninstall()
-        if self.pending or self.open_iteration:
-            if self.pending:
-                self._flush_iteration(complete=status == "complete")
+        if self.pending:
+            self._flush_iteration(complete=status == "complete")
         self.status = status
         counts, unclassified = dict(self.counts), dict(self.unclassified)
         swaps, losses = list(self.swaps), list(self.losses)
@@ -276,8 +274,8 @@ class Recorder:
                 self.roots.append(module)
                 for name, m in module.named_modules():
                     self.names.setdefault(id(m), name)
-                if self.checkpoint_every and not any(True for _ in []) and self.iteration == 0 and not getattr(self, "_cp0", False):
-                    self._cp0 = True
+                if self.checkpoint_every and self.iteration == 0 and not self.checkpointed_start:
+                    self.checkpointed_start = True
                     self._checkpoint(0)
             else:
                 parent = self.module_stack[-1]
@@ -308,12 +306,11 @@ class Recorder:
             if self.pending_loss is not None:
                 self.losses.append((self.iteration, self.pending_loss))
                 self.pending_loss = None
-            if self.pending or self._records(self.iteration) and self.store_calls and self.recorded_calls_in_iteration():
+            if self.pending:
                 self._flush_iteration(complete=True)
             self.iteration += 1
             self.call_index = 0
             self.shared = {}
-            self.node_layer = {}
             if self.checkpoint_every and self.iteration % self.checkpoint_every == 0:
                 self._checkpoint(self.iteration)
             want = self._needs_mode(self.iteration)
@@ -324,9 +321,6 @@ class Recorder:
             if self.losses and len(self.losses) % 50 == 0:
                 losses = list(self.losses)
                 self.thread.submit(lambda: self._write_curve(losses))
-
-    def recorded_calls_in_iteration(self):
-        return bool(self.pending)
 
     def _flush_iteration(self, complete):
         calls, iteration = self.pending, self.iteration
@@ -516,8 +510,8 @@ class Recorder:
         if not cand.takes(op, variant):
             return out
         index = calls[0].replay.get("index") if calls else None
-        result, outcome = run_candidate(cand, func, args, kwargs, golden, index)
         ref = golden if index is None else golden[index]
+        result, outcome = run_candidate(cand, func, args, kwargs, ref, index)
         if outcome != "ok":
             row["outcome"] = outcome
             row.update({n: float("nan") for n in _core.error_summary_columns()})

@@ -154,6 +154,22 @@ py::dict verdictDict(const detector::Verdict& v) {
   return d;
 }
 
+// A call's identity, verdict and alternatives (an analysed call or one its kernel failed).
+template <typename Call>
+py::dict callDict(const Call& c) {
+  py::dict d;
+  d["call"] = c.call;
+  d["layer"] = c.layer;
+  d["op"] = c.op;
+  d["iteration"] = c.iteration;
+  d["call_index"] = c.callIndex;
+  d["verdict"] = verdictDict(c.detection.verdict);
+  py::list alts;
+  for (const detector::Verdict& v : c.detection.alternatives) alts.append(verdictDict(v));
+  d["alternatives"] = alts;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -335,32 +351,13 @@ PYBIND11_MODULE(_core, m) {
         out["source_run"] = a.sourceRun;
         py::list calls;
         for (const analyzer::CallAnalysis& c : a.calls) {
-          py::dict d;
-          d["call"] = c.call;
-          d["layer"] = c.layer;
-          d["op"] = c.op;
-          d["iteration"] = c.iteration;
-          d["call_index"] = c.callIndex;
-          d["verdict"] = verdictDict(c.detection.verdict);
-          py::list alts;
-          for (const detector::Verdict& v : c.detection.alternatives) alts.append(verdictDict(v));
-          d["alternatives"] = alts;
+          py::dict d = callDict(c);
           d["mismatched"] = c.report.mismatched;
           d["elements"] = c.report.elements;
           d["max_abs"] = c.report.maxAbs;
           calls.append(d);
         }
-        for (const analyzer::KernelFailure& f : a.failures) {
-          py::dict d;
-          d["call"] = f.call;
-          d["layer"] = f.layer;
-          d["op"] = f.op;
-          d["iteration"] = f.iteration;
-          d["call_index"] = f.callIndex;
-          d["verdict"] = verdictDict(f.detection.verdict);
-          d["alternatives"] = py::list();
-          calls.append(d);
-        }
+        for (const analyzer::KernelFailure& f : a.failures) calls.append(callDict(f));
         out["calls"] = calls;
         return out;
       },
