@@ -48,6 +48,8 @@ def _record_parser():
     p.add_argument("--kind", default="profile", help=argparse.SUPPRESS)
     p.add_argument("--append", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-calls", action="store_true", help="record the loss curve only, no calls")
+    p.add_argument("--compression", type=int, default=0, choices=range(10), metavar="0-9",
+                   help="deflate level of recorded tensors (default 0: none; compression costs the script time)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- [python3] SCRIPT ARGS... or -- [python3] -m MODULE ARGS...")
     return p
 
@@ -122,6 +124,7 @@ def record_main(args):
                        force=o.force, append=o.append, run_name=o.run_name, kind=o.kind,
                        kernel=swap[1].spec if swap else "golden", swap=swap, swap_every=o.swap_every,
                        command_line=" ".join(["peat", "record"] + list(args)), store_calls=not o.no_calls, seed=o.seed,
+                       compression=o.compression,
                        model=os.path.basename(target))
         rec.start()
     except Exception as e:

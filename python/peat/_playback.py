@@ -20,11 +20,14 @@ class PlaybackError(Exception):
 
 
 def _resolve(func_name):
-    """aten::addmm.default -> torch.ops.aten.addmm.default"""
-    ns_name, overload = func_name.rsplit(".", 1)
-    ns, name = ns_name.split("::")
-    packet = getattr(getattr(torch.ops, ns), name)
-    return getattr(packet, overload)
+    """aten::addmm.default -> torch.ops.aten.addmm.default (None when this PyTorch has no such op)"""
+    try:
+        ns_name, overload = func_name.rsplit(".", 1)
+        ns, name = ns_name.split("::")
+        packet = getattr(getattr(torch.ops, ns), name)
+        return getattr(packet, overload)
+    except (AttributeError, RuntimeError, ValueError):
+        return None
 
 
 class _Loaded:
@@ -35,6 +38,8 @@ class _Loaded:
         spec = json.loads(call["labels"]["replay"])
         self.spec = spec
         self.func = _resolve(spec["op"])
+        if self.func is None:
+            raise PlaybackError("the recorded op %s is not in this PyTorch (%s)" % (spec["op"], torch.__version__))
         self.reader, self.run, self.device = reader, run, device
         self.cache = {}
         self.args = self._decode(spec["args"])
@@ -121,6 +126,11 @@ class _Loaded:
         raise PlaybackError("recorded call %s has no output" % self.call["path"])
 
 
+def _known_ops(calls):
+    ops = {json.loads(c["labels"]["replay"])["op"] for c in calls if "replay" in c["labels"]}
+    return [o for o in ops if _resolve(o) is not None]
+
+
 def _dense(shape, strides):
     dims = sorted((st, sz) for st, sz in zip(strides, shape) if sz != 1)
     expect = 1
@@ -202,6 +212,13 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
     if max_calls and len(calls) > max_calls:
         skipped += len(calls) - max_calls
         calls = calls[:max_calls]
+    missing = sorted({json.loads(c["labels"]["replay"])["op"] for c in calls
+                      if "replay" in c["labels"]} - set(_known_ops(calls)))
+    if missing:
+        raise PlaybackError("%d recorded op%s not in this PyTorch (%s), e.g. %s: the session was recorded with PyTorch %s; "
+                            "replay it with that version" % (len(missing), "s are" if len(missing) > 1 else " is",
+                                                             torch.__version__, missing[0],
+                                                             source["attributes"].get("pytorch_version", "?")))
     reader = _core.Reader(session)
     if cand is not None and calls:  # a function that cannot take the op's arguments: said before anything runs
         first = _Loaded(reader, source["name"], calls[0], device)

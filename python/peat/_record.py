@@ -96,6 +96,9 @@ class Recorder:
             "backend": device, "device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
             "libtorch_version": "PyTorch " + torch.__version__, "command_line": self.command_line,
             "seed": str(seed or 0)}, mode)
+        if not 0 <= compression <= 9:
+            raise ValueError("compression level %d is not in 0-9" % compression)
+        self.compression = compression
         self.iteration = 0
         self.call_index = 0
         self.recorded_iterations = 0
@@ -113,6 +116,7 @@ class Recorder:
         self.checkpointed_start = False
         self.optimizers = []
         self.shared = {}       # tensor key -> dataset path, within an iteration
+        self.generation = {}   # storage -> writes seen to it, within an iteration
         self.pending = []      # this iteration's calls to write
         self.in_backward = 0
         self.in_optimizer = 0
@@ -142,6 +146,9 @@ class Recorder:
         _active = self
         self.writer.begin_run(self.run_name, self.kind, self.kernel,
                               "calls of %s recorded by the peat Python package" % self.command_line)
+        # uncompressed by default: deflate runs at about 50 MB/s here, far slower than the disk,
+        # and its thread takes a core from the training it records
+        self.writer.set_call_compression(self.compression)
         attrs = {"recorder": "peat-python", "pytorch_version": torch.__version__,
                  "python_version": platform.python_version(), "script": sys.argv[0] if sys.argv else "",
                  "command_line": self.command_line, "record_every": str(self.every),
@@ -311,6 +318,7 @@ class Recorder:
             self.iteration += 1
             self.call_index = 0
             self.shared = {}
+            self.generation = {}
             if self.checkpoint_every and self.iteration % self.checkpoint_every == 0:
                 self._checkpoint(self.iteration)
             want = self._needs_mode(self.iteration)
@@ -414,14 +422,25 @@ class Recorder:
         record = self._records(self.iteration) and self.store_calls and op is not None and \
             _classify.selected(op, self.wanted)
         swap = self.swap is not None and op is not None and _classify.selected(op, {self.swap[0]})
-        mutable = record and func._schema.is_mutable if hasattr(func._schema, "is_mutable") else record
-        if record and mutable:  # an in-place op: keep its inputs as they were (never shared: fresh copies)
-            args_before = [a.detach().clone() if isinstance(a, torch.Tensor) else
-                           ([u.detach().clone() if isinstance(u, torch.Tensor) else u for u in a] if isinstance(a, (list, tuple)) else a)
+        writes = _written_args(func, args, kwargs)
+        keys = None
+        if record and writes:  # an in-place (or out=) op: its inputs are kept as they were, as copies known by the originals' keys
+            keys = {}
+
+            def before(t):
+                c = t.detach().clone()
+                keys[id(c)] = (self._key(t), t)
+                return c
+            args_before = [before(a) if isinstance(a, torch.Tensor) else
+                           ([before(u) if isinstance(u, torch.Tensor) else u for u in a] if isinstance(a, (list, tuple)) else a)
                            for a in args]
         else:
             args_before = args
         out = func(*args, **kwargs)
+        if writes and self.mode_on:  # what it wrote is new data: no later call may link to the old
+            for t in writes:
+                k = _storage(t)
+                self.generation[k] = self.generation.get(k, 0) + 1
         if op is None:
             short = name.split("::")[1]
             if short in _classify.PLUMBING or short.rstrip("_") in _classify.PLUMBING:
@@ -436,7 +455,7 @@ class Recorder:
                 out = self._swap(func, args, kwargs, out, op, phase)
         if record:
             try:
-                self._record(func, args_before, kwargs, out, op, phase)
+                self._record(func, args_before, kwargs, out, op, phase, keys, args)
             except Exception as e:  # never break the user's program: count, say at the end
                 if os.environ.get("PEAT_DEBUG"):
                     raise
@@ -446,13 +465,19 @@ class Recorder:
         return out
 
     def _key(self, t):
-        return (id(t), t._version, t.data_ptr() if t.numel() else 0, tuple(t.shape), tuple(t.stride()), t.dtype)
+        """What makes two tensors of one iteration the same stored data: the same memory, layout and
+        dtype, with no write to that memory in between. Not the Python object (backward sees
+        forward's tensors through other objects), and not the version counter (under a dispatch
+        mode PyTorch 2.x does not advance it for _foreach_ writes, such as clip_grad_norm_'s): the
+        recorder counts the writes of every op it sees itself. Every keyed tensor is held until the
+        iteration ends, so that its memory cannot be reused by another tensor taken for it."""
+        return (self.generation.get(_storage(t), 0),) + _where(t)
 
-    def _record(self, func, args, kwargs, out, op, phase):
+    def _record(self, func, args, kwargs, out, op, phase, keys=None, args_after=None):
         layer = self._layer(phase)
         if op == "optimizer":
             calls = [_classify._generic("optimizer")(func, args, kwargs, out if not isinstance(out, (list, tuple)) or not out else out[0])] \
-                if not func._schema.name.startswith("aten::_foreach") else self._foreach(func, args, kwargs)
+                if not func._schema.name.startswith("aten::_foreach") else self._foreach(func, args, kwargs, args_after or args, out)
             calls = [c for group in calls for c in (group if isinstance(group, list) else [group])]
         else:
             calls = _classify.classify(func, args, kwargs, out) or []
@@ -466,15 +491,20 @@ class Recorder:
             for tname, t in c.tensors:
                 if not isinstance(t, torch.Tensor) or not storable(t):
                     continue
-                key = self._key(t)
+                # an in-place op's inputs are copies taken before it ran, known by the originals' keys
+                key, held = keys[id(t)] if keys and id(t) in keys else (self._key(t), t)
                 if key in self.shared:
                     tensors.append((tname, self.shared[key][0]))
                     continue
-                # the tensor is held until the iteration ends, so that its id and memory cannot be
-                # reused by another tensor that would then be taken for it
-                self.shared[key] = (base + tname, t)
+                self.shared[key] = (base + tname, held)
                 tensors.append((tname, t.detach().clone(memory_format=torch.contiguous_format)))
-            tensors.append(("output", c.output.detach().clone(memory_format=torch.contiguous_format)))
+            # the output as it is now: a later call that reads it (unchanged) links to it
+            key = self._key(c.output)
+            if key in self.shared:
+                tensors.append(("output", self.shared[key][0]))
+            else:
+                self.shared[key] = (base + "output", c.output)
+                tensors.append(("output", c.output.detach().clone(memory_format=torch.contiguous_format)))
             params = dict(c.params)
             params.setdefault("variant", c.variant)
             labels = {"aten": c.replay["op"], "replay": _classify.replay_json(c)}
@@ -483,18 +513,35 @@ class Recorder:
             if phase == "forward" and c.output.grad_fn is not None:
                 _name_node(c.output.grad_fn, layer)
 
-    def _foreach(self, func, args, kwargs):
-        """A _foreach_ op of an optimiser as one call per tensor of its lists."""
+    def _foreach(self, func, args, kwargs, args_after, out):
+        """A _foreach_ op of an optimiser as one call per tensor of its lists: every list of the
+        op's length (tensors, or scalars as in `_foreach_addcdiv_.ScalarList`) gives its i-th item.
+        The output is the tensor the op wrote (or returned), as it is after the op."""
         lists = [a for a in args if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor)]
         if not lists:
             return []
         n = len(lists[0])
+        pick = lambda a, i: [a[i]] if isinstance(a, (list, tuple)) and len(a) == n else a
         calls = []
         for i in range(n):
-            one = [([a[i]] if isinstance(a, (list, tuple)) and len(a) == n and isinstance(a[0], torch.Tensor) else a) for a in args]
-            target = one[0][0] if isinstance(one[0], list) else one[0]
-            calls.append(_classify._generic("optimizer")(func, one, kwargs, target))
-        return calls
+            one = [pick(a, i) for a in args]
+            kw = {k: pick(v, i) for k, v in kwargs.items()}
+            calls.append((one, kw, i))
+        outs = None
+        if isinstance(args_after, (list, tuple)):
+            for j, a in enumerate(args_after):
+                if j in _WRITTEN.get(func, ((), ()))[0] and isinstance(a, (list, tuple)) and len(a) == n:
+                    outs = a
+                    break
+        result = []
+        for one, kw, i in calls:
+            target = outs[i] if outs is not None else None
+            if target is None and isinstance(out, (list, tuple)) and len(out) == n:  # an out-of-place op returns its list
+                target = out[i]
+            if target is None:
+                continue
+            result.append(_classify._generic("optimizer")(func, one, kw, target))
+        return result
 
     # ---- runtime fault injection ----------------------------------------------------------------
     def _swap(self, func, args, kwargs, out, op, phase):
@@ -523,6 +570,43 @@ class Recorder:
         if index is None:
             return result
         return tuple(result if i == index else g for i, g in enumerate(golden))
+
+
+def _where(t):
+    return (t.data_ptr() if t.numel() else 0, tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
+
+
+_WRITTEN = {}  # ATen op -> (positions, keyword names) of the arguments it writes
+
+
+def _written_args(func, args, kwargs):
+    """The tensors an ATen op writes (in-place, out=, _foreach_ lists), or () for most ops."""
+    w = _WRITTEN.get(func)
+    if w is None:
+        arguments = func._schema.arguments
+        w = _WRITTEN[func] = (tuple(i for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write),
+                              frozenset(a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write))
+    positions, names = w
+    if not positions:
+        return ()
+    out = []
+    for i in positions:
+        v = args[i] if i < len(args) else kwargs.get(func._schema.arguments[i].name)
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(u for u in v if isinstance(u, torch.Tensor))
+    return out
+
+
+def _storage(t):
+    """The identity of a tensor's memory, shared by all its views."""
+    try:
+        return (t.untyped_storage().data_ptr(), t.device)
+    except AttributeError:  # PyTorch 1.13
+        return (t.storage().data_ptr(), t.device)
+    except RuntimeError:  # a tensor without storage (sparse, a functional wrapper)
+        return (id(t), t.device)
 
 
 def _name_graph(output, layer):

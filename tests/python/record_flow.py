@@ -6,6 +6,7 @@ import collections
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -114,6 +115,54 @@ if torch2:  # scaled_dot_product_attention reaches the recorder as one attention
     v = verdicts(r)
     check(v and all(x["model"] == "index_error" for x in v), "causal mask off by one: %s" % [x["model"] for x in v])
 
+# the optimiser's _foreach_ path (CUDA's default) after clip_grad_norm_ (whose in-place _foreach_mul_
+# PyTorch 2.x does not count in version counters under a dispatch mode): replayed bit-exact, and each
+# tensor stored once (a call that reads an earlier call's tensor links to it)
+run([PEAT, "record", "-o", "lmf.h5", "--every", "2", "--", PY, os.path.join(SCRIPTS, "fortune_lm.py"), "--steps", "4",
+     "--foreach"])
+r = json.loads(run([PEAT, "playback", "-s", "lmf.h5", "-k", "golden", "--json"]).stdout)
+opt = [x for x in r["calls"] if x["op"] == "optimizer"]
+check(opt and r["bit_exact"] == r["replayed"], "LM with foreach AdamW: golden replay bit-exact %d of %d (%d optimiser calls)"
+      % (r["bit_exact"], r["replayed"], len(opt)))
+
+
+def stored_and_referenced(path):
+    """Bytes of the distinct datasets under the recorded iterations, and of every reference to one
+    (hard links counted each time: what a dump of each call's tensors would hold)."""
+    import h5py  # Debian's, in this driver's interpreter
+    seen, referenced = {}, 0
+    with h5py.File(path, "r") as f:
+        stack = [f["runs/golden/iterations"]]
+        while stack:
+            g = stack.pop()
+            for k in g:
+                o = g[k]
+                if isinstance(o, h5py.Group):
+                    stack.append(o)
+                else:
+                    referenced += o.nbytes
+                    seen[h5py.h5o.get_info(o.id).addr] = o.nbytes
+    return sum(seen.values()), referenced
+
+
+stored, referenced = stored_and_referenced(os.path.join(WORK, "lmf.h5"))
+check(stored < 0.75 * referenced, "tensors stored once: %.1f MB stored for %.1f MB of call tensors"
+      % (stored / 1e6, referenced / 1e6))
+
+# Ctrl-C in the terminal: the script stops, the session keeps the iterations recorded before it
+p = subprocess.Popen([PEAT, "record", "-o", "int.h5", "--", PY, os.path.join(SCRIPTS, "fortune_lm.py"), "--steps", "100000"],
+                     cwd=WORK, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+for line in p.stdout:  # the script prints every 4th step
+    if line.startswith("step 8 "):
+        break
+os.killpg(p.pid, signal.SIGINT)
+out, err = p.communicate(timeout=300)
+run([PEAT, "info", "--verify", "int.h5"])
+g = [r_ for r_ in summary("int.h5")["runs"] if r_["name"] == "golden"][0]
+check(p.returncode == 130 and g["status"] == "cancelled" and sum(1 for it in g["iterations"] if it["complete"]) >= 8,
+      "Ctrl-C: exit %d, run %s with %d complete iterations" % (p.returncode, g["status"],
+                                                                sum(1 for it in g["iterations"] if it["complete"])))
+
 # 4. autocast mixed precision: bf16 GEMMs recorded in bf16
 run([PEAT, "record", "-o", "amp.h5", "--", PY, os.path.join(SCRIPTS, "amp_mlp.py")])
 s = summary("amp.h5")
@@ -140,6 +189,27 @@ run([PEAT, "info", "--verify", "fail.h5"])
 g = [r_ for r_ in summary("fail.h5")["runs"] if r_["name"] == "golden"][0]
 check(g["status"] == "failed" and sum(1 for it in g["iterations"] if it["complete"]) >= 7,
       "failed run keeps its %d complete iterations" % sum(1 for it in g["iterations"] if it["complete"]))
+
+# 7. TorchScript saved by PyTorch 2.x through the C++ `--model` path: trains, or one line naming the op
+if torch2:
+    code = ("import torch, torch.nn as nn, torch.nn.functional as F\n"
+            "class MLP(nn.Module):\n"
+            "    def __init__(s):\n        super().__init__(); s.a = nn.Linear(784, 32); s.b = nn.Linear(32, 10)\n"
+            "    def forward(s, x):\n        return s.b(F.relu(s.a(x.flatten(1))))\n"
+            "class Att(nn.Module):\n"
+            "    def __init__(s):\n        super().__init__(); s.q = nn.Linear(16, 48); s.o = nn.Linear(16, 10)\n"
+            "    def forward(s, x):\n"
+            "        q, k, v = s.q(x.reshape(x.shape[0], -1, 16)).chunk(3, -1)\n"
+            "        return s.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).mean(1))\n"
+            "for name, m in (('mlp2.pt', MLP()), ('att2.pt', Att())):\n"
+            "    torch.jit.trace(m, torch.randn(4, 1, 28, 28)).save(name)\n")
+    run([PY, "-c", code])
+    p = run([PEAT, "train", "--model", "mlp2.pt", "--data", "fashion-mnist", "--iterations", "3", "-o", "ts2.h5"])
+    check("trained mlp2.pt" in p.stdout, "a TorchScript MLP traced by PyTorch 2.x trains through --model")
+    p = run([PEAT, "train", "--model", "att2.pt", "--data", "fashion-mnist", "--iterations", "3", "-o", "ts2a.h5"], code=1)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(len(lines) == 1 and lines[0].startswith("peat: error:") and "aten::scaled_dot_product_attention" in lines[0]
+          and "peat record" in lines[0], "2.x TorchScript with SDPA refused in one line: %s" % lines)
 
 if failures:
     raise SystemExit("%d checks failed: %s" % (len(failures), failures))

@@ -31,6 +31,13 @@ namespace peat::models {
 
 namespace {
 
+// The first line of a message that says something (LibTorch's load errors start with a newline).
+std::string firstLine(const std::string& s) {
+  const auto start = s.find_first_not_of("\n \t");
+  if (start == std::string::npos) return std::string();
+  return s.substr(start, s.find('\n', start) - start);
+}
+
 // What a file that torch::jit::load refused is, for a message that says what to do.
 std::string describeLoadFailure(const std::string& path, const std::string& loaderMessage) {
   std::ifstream in(path, std::ios::binary);
@@ -48,19 +55,30 @@ std::string describeLoadFailure(const std::string& path, const std::string& load
                                        [](const std::string& r) { return r.rfind("code/", 0) == 0; });
       if (!hasCode)
         return "'" + path + "' is a torch.save archive (an eager module or state dict), not TorchScript: " + howTo;
-      return "LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + " cannot load '" + path + "' (archive format version " +
-             std::to_string(reader.version()) + "): " + loaderMessage +
-             "; it was probably saved by a newer PyTorch: re-export it with PyTorch 1.13 (Debian's python3-torch), "
-             "avoiding operators newer than 1.13";
+      const std::string libtorch =
+          "LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
+      const std::string record =
+          "or record the training in your own PyTorch instead: peat record -o S.h5 -- python3 train.py (docs/record.md)";
+      // "Unknown builtin op: aten::scaled_dot_product_attention." (an op newer than this LibTorch)
+      const std::string unknown = "Unknown builtin op: ";
+      const auto at = loaderMessage.find(unknown);
+      if (at != std::string::npos) {
+        std::string op = loaderMessage.substr(at + unknown.size());
+        op = op.substr(0, op.find_first_of(".\n "));
+        return "'" + path + "' uses " + op + ", which " + libtorch + " does not have (the file was saved by a newer PyTorch, " +
+               "archive format version " + std::to_string(reader.version()) + "): re-export it with PyTorch 1.13 " +
+               "without that op, " + record;
+      }
+      return libtorch + " cannot load '" + path + "' (archive format version " + std::to_string(reader.version()) +
+             "): " + firstLine(loaderMessage) + "; it was probably saved by a newer PyTorch: re-export it with " +
+             "PyTorch 1.13 (Debian's python3-torch), avoiding operators newer than 1.13, " + record;
     } catch (const c10::Error&) {
     }
   }
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0)
     return "'" + path + "' is an ONNX file, not TorchScript: training needs TorchScript; " + howTo;
-  return "'" + path + "' is not a TorchScript archive (" + loaderMessage + "): " + howTo;
+  return "'" + path + "' is not a TorchScript archive (" + firstLine(loaderMessage) + "): " + howTo;
 }
-
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -96,9 +114,9 @@ ScriptedModel::ScriptedModel(const std::string& path, Task task, bool fuseAttent
   try {
     impl_->module = torch::jit::load(path, c10::Device(c10::kCPU));
   } catch (const c10::Error& e) {
-    throw std::invalid_argument(describeLoadFailure(path, firstLine(e.what_without_backtrace())));
+    throw std::invalid_argument(describeLoadFailure(path, e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw std::invalid_argument(describeLoadFailure(path, firstLine(e.what())));
+    throw std::invalid_argument(describeLoadFailure(path, e.what()));
   }
   torch::jit::Module& m = impl_->module;
   if (!m.find_method("forward")) throw std::invalid_argument("model file '" + path + "' has no forward method");

@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--width", type=int, default=32)
     ap.add_argument("--corpus", help="a text file instead of Debian's fortunes")
+    ap.add_argument("--foreach", action="store_true", help="the optimiser's multi-tensor (_foreach_) path, CUDA's default")
     args = ap.parse_args()
     torch.manual_seed(0)
     text = corpus(path=args.corpus)
@@ -59,7 +60,7 @@ def main():
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
     model = TinyLM(len(chars), d=args.width, context=args.context).to(args.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01, **({"foreach": True} if args.foreach else {}))
     g = torch.Generator().manual_seed(0)
     for step in range(args.steps):
         starts = torch.randint(0, len(data) - args.context - 1, (args.batch,), generator=g)
