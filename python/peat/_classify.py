@@ -46,6 +46,8 @@ class _Encoder:
 
     def tensor(self, t):
         spec = {"dt": dtype_name(t.dtype), "sh": list(t.shape), "st": list(t.stride()), "dev": str(t.device)}
+        if t.storage_offset():  # a view into a larger tensor: replayed at the same offset, so the same alignment
+            spec["so"] = int(t.storage_offset())
         if id(t) in self.placeholders:
             spec["E"] = 1
             return spec

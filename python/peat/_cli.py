@@ -19,6 +19,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _fail(message, code=1):
     sys.stderr.write("peat: error: %s\n" % message)
+    from . import _events
+    _events.send("error", message=message, exit_code=code, code="usage" if code == 2 else "failed")
     return code
 
 
@@ -126,6 +128,8 @@ def record_main(args):
                        command_line=" ".join(["peat", "record"] + list(args)), store_calls=not o.no_calls, seed=o.seed,
                        compression=o.compression,
                        model=os.path.basename(target))
+        if o.kind == "runtime_fi":
+            rec.golden_curve = _golden_curve(o.out)
         rec.start()
     except Exception as e:
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
@@ -165,6 +169,20 @@ def record_main(args):
     return code
 
 
+def _golden_curve(session):
+    """iteration -> loss of the session's golden run (for the runtime-FI run's loss events)."""
+    try:
+        from . import _core
+        r = _core.Reader(session)
+        try:
+            t = r.table("golden", "curve")
+        finally:
+            r.close()
+        return {int(i): l for i, l in zip(t["iteration"], t["loss"])}
+    except Exception:
+        return {}
+
+
 def _swap_pair(o, args):
     """Runtime FI: the script twice with the same seed, golden then with the candidate swapped in."""
     seed = 0 if o.seed is None else o.seed
@@ -188,9 +206,15 @@ def _swap_pair(o, args):
     fi = me + common + ["--append", "--no-calls", "--run-name", name, "--kind", "runtime_fi", "--swap", o.swap,
                         "--swap-every", str(o.swap_every)] + rest
     for cmd in (golden, fi):
+        child = subprocess.Popen(cmd)
         try:
-            code = subprocess.call(cmd)
-        except KeyboardInterrupt:
+            code = child.wait()
+        except KeyboardInterrupt:  # Ctrl-C (or the workbench's Cancel): the child ends its run readable
+            try:
+                child.send_signal(signal.SIGINT)
+                child.wait(timeout=60)
+            except (subprocess.TimeoutExpired, OSError):
+                child.kill()
             return 130
         if code != 0:
             return code
@@ -235,6 +259,11 @@ def playback_main(args):
     failures = [x for x in r["rows"] if x["outcome"] != "ok"]
     for f in failures[:5]:
         print("  it %d call %d %s %s %s: %s" % (f["iteration"], f["call_index"], f["layer"], f["op"], f["variant"], f["outcome"]))
+    for e in r["errors"][:3]:
+        print("  %s (%s) raised %s" % (e["call"], e["op"], e["message"][:200]))
+    if r["nondeterministic"]:
+        print("  %d calls differ from run to run on this device (two golden runs differ): their kernels are not "
+              "deterministic, e.g. %s" % (len(r["nondeterministic"]), r["nondeterministic"][0]))
     print("  stored as run %s in %s" % (r["run"], r["session"]))
     if "analysis" in r:
         from collections import Counter

@@ -57,12 +57,16 @@ class _Loaded:
         t = self.cache[name]
         if s.get("t"):
             t = t.t()
-        if list(t.stride()) == list(strides) or t.numel() <= 1:
+        offset = int(s.get("so", 0))
+        if (list(t.stride()) == list(strides) and not offset) or t.numel() <= 1:
             return t
-        # the recorded layout (a transposed view, channels-last): the same strides, so the kernel
-        # takes the same path as it did in training
+        # the recorded layout (a transposed view, channels-last, a view at an offset into a larger
+        # tensor): the same strides and the same offset from an allocation, so the kernel takes the
+        # same path (vectorised loads depend on alignment) as it did in training
         if _dense(shape, strides):
-            out = torch.empty_strided(shape, strides, dtype=t.dtype, device=self.device)
+            span = 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
+            base = torch.empty(offset + span, dtype=t.dtype, device=self.device)
+            out = base.as_strided(shape, strides, offset)
             out.copy_(t)
             return out
         return t.contiguous()
@@ -141,13 +145,24 @@ def _dense(shape, strides):
     return True
 
 
-def run_candidate(cand, func, args, kwargs, ref, index):
+def _same_bits(a, b):
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.detach().to("cpu").contiguous(), b.detach().to("cpu").contiguous()
+    if a.is_floating_point():
+        return bool(torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
+    return bool(torch.equal(a, b))
+
+
+def run_candidate(cand, func, args, kwargs, ref, index, errors=None, call=None):
     """The candidate's output for one call, checked against the reference output `ref` (output
     `index` of a fused op with several), and its outcome: "ok", or how it failed (it raised,
-    returned another shape or dtype, or nothing)."""
+    returned another shape or dtype, or nothing). What it raised goes to `errors`."""
     try:
         out = cand(func, args, kwargs)
     except Exception as e:
+        if errors is not None:
+            errors.append((call, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")))
         return None, "raised:%s" % type(e).__name__
     if index is not None and isinstance(out, (list, tuple)):
         out = out[index]
@@ -229,6 +244,7 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
         torch.set_num_threads(max(1, min(int(threads), 1024)))
     rows, outputs = [], []
     worst = None
+    errors, nondeterministic = [], []  # (call, message) of calls that raised; golden calls that differ run to run
     replayed = failed = 0
     t_replay = 0.0
     for i, c in enumerate(calls):
@@ -238,13 +254,18 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
         if golden:
             try:
                 out, outcome = loaded.golden(), "ok"
+                if not _same_bits(out, recorded):  # a kernel that is not deterministic here gives another result each run
+                    again = loaded.golden()
+                    if not _same_bits(out, again):
+                        nondeterministic.append(c)
             except Exception as e:
                 out, outcome = None, "raised:%s" % type(e).__name__
+                errors.append((c, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")))
         else:
             args, kwargs = loaded.fresh_args()
             # the candidate is compared with the recorded output; fused ops with several outputs
             # give the candidate's one
-            out, outcome = run_candidate(cand, loaded.func, args, kwargs, recorded, loaded.index)
+            out, outcome = run_candidate(cand, loaded.func, args, kwargs, recorded, loaded.index, errors, c)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         t_replay += time.perf_counter() - t0
@@ -307,7 +328,9 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
     exact = sum(1 for r in rows if r["outcome"] == "ok" and r["mismatched"] == 0)
     result = {"session": session, "run": run_name, "source_run": source["name"], "kernel": kernel, "device": device,
               "replayed": replayed, "skipped": skipped, "failed": failed, "bit_exact": exact,
-              "seconds": time.perf_counter() - start, "replay_seconds": t_replay, "rows": rows, "worst": worst}
+              "seconds": time.perf_counter() - start, "replay_seconds": t_replay, "rows": rows, "worst": worst,
+              "errors": [{"call": c["path"], "op": c["op"], "message": m} for c, m in errors[:20]],
+              "nondeterministic": [c["path"] for c in nondeterministic]}
     if analyze and outputs:
         result["analysis"] = _core.analyze_session(session, run_name)
     return result

@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _classify
 from . import _core
+from . import _events
 from ._tensors import as_float32, storable, to_numpy
 
 _active = None  # the Recorder of this process, if any
@@ -126,6 +127,9 @@ class Recorder:
         self.patches = []
         self.errors = collections.Counter()  # record failures by reason (the program goes on)
         self.status = "running"
+        self.golden_curve = None  # runtime FI: iteration -> the golden run's loss, for the loss events
+        self.skipped_steps = 0    # GradScaler steps that skipped the optimiser (inf or NaN gradients)
+        self.scaled = {}          # id of a GradScaler-scaled loss -> the loss before scaling
         self.thread = None
         self._lock = threading.RLock()
 
@@ -180,8 +184,13 @@ class Recorder:
         if self.pending_loss is not None:
             losses.append((self.iteration, self.pending_loss))
 
+        if _events.ENABLED:
+            self._progress(losses[-1][1] if losses else None, last=True)
+
         def close():
             w = self.writer
+            if self.skipped_steps:
+                w.set_run_attribute("skipped_steps", str(self.skipped_steps))
             w.set_run_attribute("op_counts", ", ".join("%s=%d" % kv for kv in sorted(counts.items())))
             w.set_run_attribute("unclassified", ", ".join("%s=%d" % kv for kv in sorted(unclassified.items(), key=lambda kv: -kv[1])))
             w.set_run_attribute("iterations_run", str(self.iteration))
@@ -197,6 +206,7 @@ class Recorder:
         finally:
             self.writer.close()
             _active = None
+        _events.send("stored", session=self.path, kind="run", name=self.run_name)
 
     def _write_curve(self, losses):
         if not losses:
@@ -240,6 +250,7 @@ class Recorder:
                 opt.step = types.MethodType(wrapped, opt)
             torch.optim.Optimizer.__init__ = init
             self.patches.append((torch.optim.Optimizer, "__init__", orig_init))
+        self._patch_grad_scaler()
         orig_backward = torch.autograd.backward
 
         def backward(tensors, *a, **k):
@@ -273,7 +284,46 @@ class Recorder:
     def _note_loss(self, tensors):
         t = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if isinstance(t, torch.Tensor) and t.numel() == 1:
-            self.pending_loss = t.detach().clone()
+            unscaled = self.scaled.pop(id(t), None)  # scaler.scale(loss).backward(): the loss itself
+            self.pending_loss = unscaled if unscaled is not None else t.detach().clone()
+        self.scaled.clear()
+
+    def _patch_grad_scaler(self):
+        """GradScaler: the loss curve takes the loss before scaling, and a step the scaler skips
+        (inf or NaN gradients: the optimiser does not run) still ends the iteration."""
+        classes = []
+        for mod, name in (("torch.amp.grad_scaler", "GradScaler"), ("torch.cuda.amp.grad_scaler", "GradScaler"),
+                          ("torch.cuda.amp", "GradScaler")):
+            try:
+                cls = getattr(__import__(mod, fromlist=[name]), name)
+            except (ImportError, AttributeError):
+                continue
+            if "step" in cls.__dict__ and cls not in classes:
+                classes.append(cls)
+        rec = self
+        for cls in classes:
+            orig_scale, orig_step = cls.__dict__.get("scale"), cls.__dict__["step"]
+            if orig_scale is not None:
+                def scale(scaler, outputs, _orig=orig_scale):
+                    r = _orig(scaler, outputs)
+                    if isinstance(outputs, torch.Tensor) and outputs.numel() == 1 and isinstance(r, torch.Tensor):
+                        rec.scaled[id(r)] = outputs.detach().clone()
+                    return r
+                cls.scale = scale
+                self.patches.append((cls, "scale", orig_scale))
+
+            def step(scaler, optimizer, *a, _orig=orig_step, **k):
+                before = rec.iteration
+                r = _orig(scaler, optimizer, *a, **k)
+                first = rec.optimizers[0] if rec.optimizers else optimizer
+                if rec.iteration == before and optimizer is first:  # skipped: no optimizer.step() ran
+                    if not rec.optimizers:
+                        rec.optimizers.append(optimizer)
+                    rec.skipped_steps += 1
+                    rec.end_iteration()
+                return r
+            cls.step = step
+            self.patches.append((cls, "step", orig_step))
 
     def _pre_hook(self, module, inputs):
         if id(module) not in self.names:
@@ -310,9 +360,12 @@ class Recorder:
     # ---- iterations -----------------------------------------------------------------------------
     def end_iteration(self):
         with self._lock:
+            loss = self.pending_loss
             if self.pending_loss is not None:
                 self.losses.append((self.iteration, self.pending_loss))
                 self.pending_loss = None
+            if _events.ENABLED and _events.due():
+                self._progress(loss)
             if self.pending:
                 self._flush_iteration(complete=True)
             self.iteration += 1
@@ -329,6 +382,20 @@ class Recorder:
             if self.losses and len(self.losses) % 50 == 0:
                 losses = list(self.losses)
                 self.thread.submit(lambda: self._write_curve(losses))
+
+    def _progress(self, loss, last=False):
+        """progress and loss events (docs/events.md): iterations run of the range asked for (total 0
+        when the script alone knows how many it runs)."""
+        total = self.last if self.last is not None else 0
+        _events.send("progress", done=self.iteration + 1 if not last else self.iteration, total=total, stage="record",
+                     status="iteration %d, %d calls recorded" % (self.iteration + (0 if last else 1), self.recorded_calls))
+        if loss is not None:
+            value = float(loss.detach().float().cpu()) if isinstance(loss, torch.Tensor) else float(loss)
+            fields = {"iteration": self.iteration, "loss": value, "saved": self.recorded_iterations}
+            if self.golden_curve is not None:  # runtime FI: the golden run's loss beside the candidate's
+                fields["loss"] = self.golden_curve.get(self.iteration, float("nan"))
+                fields["candidate_loss"] = value
+            _events.send("loss", **fields)
 
     def _flush_iteration(self, complete):
         calls, iteration = self.pending, self.iteration

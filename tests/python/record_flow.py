@@ -190,6 +190,25 @@ g = [r_ for r_ in summary("fail.h5")["runs"] if r_["name"] == "golden"][0]
 check(g["status"] == "failed" and sum(1 for it in g["iterations"] if it["complete"]) >= 7,
       "failed run keeps its %d complete iterations" % sum(1 for it in g["iterations"] if it["complete"]))
 
+# 8. a GradScaler that skips a step (an inf in one batch): still one iteration per step, the loss
+# curve unscaled; and the event stream the workbench reads (PEAT_EVENTS=jsonl, docs/events.md)
+if torch2:
+    env["PEAT_EVENTS"] = "jsonl"
+    p = run([PEAT, "record", "-o", "gs.h5", "--", PY, os.path.join(SCRIPTS, "scaler_skip.py")])
+    del env["PEAT_EVENTS"]
+    events = [json.loads(l) for l in p.stderr.splitlines() if l.startswith("{")]
+    kinds = collections.Counter(e["event"] for e in events)
+    check(kinds["progress"] >= 2 and kinds["loss"] >= 1 and kinds["stored"] == 1 and
+          all(e["v"] == 1 and e.get("stage") == "record" for e in events if e["event"] == "progress"),
+          "events: %s" % dict(kinds))
+    g = [r_ for r_ in summary("gs.h5")["runs"] if r_["name"] == "golden"][0]
+    code = "import json, peat._core as c; print(json.dumps(c.Reader('gs.h5').table('golden', 'curve')))"
+    curve = json.loads(run([PY, "-c", code]).stdout)
+    check(len(g["iterations"]) == 6 and g["attributes"].get("skipped_steps") == "1",
+          "GradScaler: 6 iterations for 6 steps, 1 skipped step (%d, %s)" % (len(g["iterations"]), g["attributes"].get("skipped_steps")))
+    finite = [v for v in curve["loss"] if v == v]
+    check(len(curve["loss"]) == 6 and finite and max(finite) < 10, "loss curve unscaled: %s" % ["%.3f" % v for v in curve["loss"]])
+
 # 7. TorchScript saved by PyTorch 2.x through the C++ `--model` path: trains, or one line naming the op
 if torch2:
     code = ("import torch, torch.nn as nn, torch.nn.functional as F\n"
