@@ -48,6 +48,9 @@ void LiveRun::addPoint(const QString& scheme, double flips, double accuracy) {
 
 void LiveRun::addLoss(double iteration, double loss, double candidateLoss) {
   const bool twin = std::isfinite(candidateLoss);
+  // peat record --swap runs the script twice: the golden pass's own curve gives way to the pair
+  // (the twin's events carry the golden loss beside the candidate's)
+  if (twin && curve_.run == "running") curve_ = {};
   curve_.run = twin ? "live run" : "running";
   curve_.iteration.push_back(iteration - 1);  // progress counts finished iterations
   curve_.loss.push_back(twin ? candidateLoss : loss);

@@ -41,7 +41,9 @@ namespace peat::views {
 
 namespace {
 
-const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run"};
+// in the order of RunPanel::Mode
+const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run",
+                        "Record a Python script"};
 
 // The candidates written for one op (`peat kernels`, column "ops"), by their names' prefixes.
 struct KernelOp {
@@ -102,8 +104,11 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   mode_->setToolTip(tr("profile: train and record every op into a session; playback: replay recorded calls through a\n"
                        "candidate kernel; runtime FI: train twice, the second time with the candidate every k-th call;\n"
                        "SAVE analyze: ranges, bit classes and tiles of a model; SAVE campaign: accuracy under bit flips;\n"
-                       "SAVE run: the model on your inputs with SAVE's engine, plain or protected, its outputs shown"));
+                       "SAVE run: the model on your inputs with SAVE's engine, plain or protected, its outputs shown;\n"
+                       "Record a Python script: your own PyTorch training script, unchanged, run by your Python with\n"
+                       "its op calls recorded into a session (peat record)"));
   form_->addRow(tr("Mode"), mode_);
+  addScriptRows();  // Record a Python script: interpreter, script, arguments, ops, every, swap
 
   model_ = new QComboBox(this);
   model_->addItems({QStringLiteral("mlp"), QStringLiteral("lenet"), QStringLiteral("resnet"), QStringLiteral("vit"),
@@ -289,8 +294,8 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   analyze_ = new QCheckBox(tr("analyse the replayed calls afterwards"), this);
   analyze_->setChecked(true);
   form_->addRow(QString(), analyze_);
-  // profile and runtime FI write a whole session file: a free name beside an existing one by
-  // default (lenet-2.h5), or the file replaced when asked
+  // profile, runtime FI and a Python recording write a whole session file: a free name beside an
+  // existing one by default (lenet-2.h5), or the file replaced when asked
   replace_ = new QCheckBox(tr("replace the session file if it exists (else a free name beside it)"), this);
   form_->addRow(QString(), replace_);
 
@@ -362,6 +367,7 @@ void RunPanel::setSeed(int seed) { seed_->setValue(seed); }
 void RunPanel::setFlips(const QString& flips) { flips_->setText(flips); }
 void RunPanel::setImages(int n) { images_->setValue(n); }
 void RunPanel::setAnalyzeAfterPlayback(bool on) { analyze_->setChecked(on); }
+void RunPanel::setReplaceSession(bool on) { replace_->setChecked(on); }
 bool RunPanel::running() const { return process_->state() != QProcess::NotRunning; }
 
 void RunPanel::updateFields() {
@@ -374,14 +380,24 @@ void RunPanel::updateFields() {
 void RunPanel::updateRows() {
   const Mode m = mode();
   const bool trains = m == Mode::Profile || m == Mode::RuntimeFi;
-  const bool run = m == Mode::SaveRun;
-  // rows: mode, model, input, expected, protection, faults, outputs (SAVE run), data, kernel, op,
-  // record ops, frequency, iterations, seed, flips, images, device, session, analyse, replace
-  const bool rows[] = {true, m != Mode::Playback, run, run, run, run, run, (trains || m == Mode::SaveCampaign) && modelIsFile(),
-                       m == Mode::Playback || m == Mode::RuntimeFi,
-                       m == Mode::Playback || m == Mode::RuntimeFi, m == Mode::Profile, m == Mode::RuntimeFi, trains,
-                       m != Mode::SaveAnalyze,
-                       m == Mode::SaveCampaign, m == Mode::SaveCampaign, !run, !run, m == Mode::Playback, trains};
+  const bool run = m == Mode::SaveRun, python = m == Mode::PythonRecord;
+  const bool replays = m == Mode::Playback || m == Mode::RuntimeFi;
+  // the rows in the order of the form
+  const bool rows[] = {
+      true,                                                     // mode
+      python, python, python, python, python, python,           // interpreter, script, arguments, ops, record every, swap
+      m != Mode::Playback && !python,                           // model
+      run, run, run, run, run,                                  // input, expected, protection, faults, outputs (SAVE run)
+      (trains || m == Mode::SaveCampaign) && modelIsFile(),     // data
+      replays, replays,                                         // kernel, op
+      m == Mode::Profile, m == Mode::RuntimeFi, trains,         // record ops, frequency, iterations
+      m != Mode::SaveAnalyze && !python,                        // seed
+      m == Mode::SaveCampaign, m == Mode::SaveCampaign,         // flips, images
+      !run && !python,                                          // device
+      !run,                                                     // session
+      m == Mode::Playback,                                      // analyse afterwards
+      trains || python};                                        // replace
+  Q_ASSERT(int(sizeof rows / sizeof rows[0]) == form_->rowCount());
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
   fusedAttention_->setVisible(trains);

@@ -24,7 +24,8 @@ class QTemporaryDir;
 namespace peat::views {
 
 // Starts the work the CLI does (profile, playback, runtime fault injection, SAVE analysis,
-// campaigns and protected inference on the user's inputs) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
+// campaigns, protected inference on the user's inputs, and `peat record` of the user's own PyTorch
+// script) from a form, in a child `peat` process: the same core code, off the GUI thread, and a
 // crash or a cancel there cannot take the workbench down. Progress, live results and errors come
 // as the child's event stream (PEAT_EVENTS=jsonl, docs/events.md), never from its human text;
 // Cancel sends SIGINT, which the commands answer by ending the run with a readable session (a
@@ -32,7 +33,9 @@ namespace peat::views {
 class RunPanel : public QWidget {
   Q_OBJECT
  public:
-  enum class Mode { Profile, Playback, RuntimeFi, SaveAnalyze, SaveCampaign, SaveRun };
+  // PythonRecord: `peat record -- python3 SCRIPT ARGS`, the user's unchanged training script run by
+  // their own Python with the peat package recording its op calls (docs/record.md).
+  enum class Mode { Profile, Playback, RuntimeFi, SaveAnalyze, SaveCampaign, SaveRun, PythonRecord };
 
   explicit RunPanel(QWidget* parent = nullptr);
   ~RunPanel() override;
@@ -60,6 +63,9 @@ class RunPanel : public QWidget {
   void setFlips(const QString& flips);
   void setImages(int n);
   void setAnalyzeAfterPlayback(bool on);
+  // profile, runtime FI and a Python recording: replace an existing session file (--force) instead
+  // of writing the first free name beside it
+  void setReplaceSession(bool on);
   // SAVE run: the model's input (.npy or FILE.h5:/dataset, as the model takes it), an optional
   // reference for its outputs, the protection (none, save, tmr, ranger, ecc), the faults injected
   // over the inference, and where the outputs go (empty: a file of the panel's own).
@@ -69,6 +75,19 @@ class RunPanel : public QWidget {
   void setFaults(qint64 faults);
   void setOutputs(const QString& outputs);
   QString outputsPath() const;  // where the next SAVE run writes its outputs
+  // Record a Python script: the interpreter (a name on PATH or a path; the default is $PEAT_PYTHON,
+  // else python3), the script and its arguments as typed on a command line (QProcess::splitCommand),
+  // the ops to record (all, gemm, conv or a comma-separated list), every how many iterations, and an
+  // optional runtime-FI swap OP=KERNEL of every K-th call ("" for none). The run's working directory
+  // is the script's folder, as when it is started from there.
+  void setInterpreter(const QString& interpreter);
+  QString interpreter() const;
+  void setScript(const QString& script);
+  void setScriptArguments(const QString& arguments);
+  void setScriptOps(const QString& ops);
+  void setRecordEvery(int iterations);
+  void setSwap(const QString& swap);
+  void setSwapEvery(int calls);
   // The devices to offer ("cpu:0", "cuda:0", ...), as the Devices panel found them. The gpu-*
   // kernels run on the chosen one; every other kernel runs on the CPU.
   void setDevices(const QStringList& devices);
@@ -87,8 +106,12 @@ class RunPanel : public QWidget {
   bool running() const;
   bool writesSession() const;  // the run going (or the form, when idle) writes the session file
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
-  void cancel();  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs
+  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs (a Python recording:
+  // kRecordCancelGraceMs, for the script to reach its next Python line and the recorder to write the
+  // iteration in flight and mark the run cancelled)
+  void cancel();
   static constexpr int kCancelGraceMs = 600;
+  static constexpr int kRecordCancelGraceMs = 10000;
   QString statusText() const;
   double secondsLeft() const { return estimate_.secondsLeft(); }  // the estimate shown, < 0: none yet
 
@@ -114,6 +137,8 @@ class RunPanel : public QWidget {
   bool launch(const QStringList& args);
   bool modelIsFile() const;  // not one of the zoo's names
   QStringList saveRunArguments(const QString& model, QString* error) const;
+  QStringList recordArguments(const QString& session, QString* error) const;  // PythonRecord's
+  void addScriptRows();  // the PythonRecord rows of the form (runpanelscript.cpp)
   static QString gemmOps();  // what `peat profile` records without --record-ops
   void describePlugin(const QString& kernel);
   void pluginProbed(int code, QProcess::ExitStatus status);
@@ -140,6 +165,18 @@ class RunPanel : public QWidget {
   bool saveRun_ = false;  // the run going (or the last one) is a SAVE run
   QJsonObject result_;    // its JSON summary, once printed
   QString launchedInput_, launchedOutputs_;  // its input, and where it writes its outputs
+  // PythonRecord's rows: interpreter, script, its arguments, ops, every N iterations, swap
+  QComboBox *interpreter_ = nullptr, *scriptOps_ = nullptr;
+  QLineEdit *script_ = nullptr, *scriptArgs_ = nullptr, *swap_ = nullptr;
+  QSpinBox *recordEvery_ = nullptr, *swapEvery_ = nullptr;
+  bool pythonRun_ = false;  // the run going (or the last one) records a Python script
+  bool swapRun_ = false;    // ... with --swap: a golden pass, then one with the candidate
+  int pass_ = 0;            // which of them is going (1, 2)
+  bool killed_ = false;     // Cancel's grace ran out and the run was killed
+  QString workDir_;         // the run's working directory (empty: the workbench's)
+  QString runPython_;       // a Python recording's interpreter, handed to peat as PEAT_PYTHON
+  QString lastOutput_;      // the last line of human output (a Python run's: the script's traceback ends there)
+  QString lastCount_;       // what the last progress event of a run without a known end counted
   QProgressBar* progress_;
   QLabel* status_;
   QProcess* process_;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The run panel's commands: the `peat` arguments its form stands for (profile, playback, runtime FI,
-// SAVE analyze, campaign and run) and the demo's steps. The form itself is in runpanel.cpp, the
-// child process that runs them in runpanel_process.cpp.
+// SAVE analyze, campaign and run; a Python recording's in runpanelscript.cpp) and the demo's steps.
+// The form itself is in runpanel.cpp, the child process that runs them in runpanelprocess.cpp.
 #include <QComboBox>
 #include <QCheckBox>
 #include <QCoreApplication>
@@ -60,6 +60,7 @@ QStringList RunPanel::arguments(QString* error) const {
   if (mode() == Mode::SaveRun) return saveRunArguments(model, error);  // writes no session
   const QString session = session_->text().trimmed();
   if (session.isEmpty()) return fail(tr("choose a session file"));
+  if (mode() == Mode::PythonRecord) return recordArguments(session, error);
   // a model file trains on the data the user names (docs/models.md)
   QStringList modelArguments{QStringLiteral("--model"), model};
   if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && modelIsFile()) {
@@ -132,7 +133,8 @@ QStringList RunPanel::arguments(QString* error) const {
       }
       return a;
     }
-    case Mode::SaveRun: break;  // above
+    case Mode::SaveRun:
+    case Mode::PythonRecord: break;  // above
   }
   return fail(tr("unknown mode"));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The run panel's child process: a run (or a sequence of them) started, its machine-readable events
-// read as they come (progress, live points), its end reported, a cancel that interrupts and then kills.
+// read as they come (progress, live points and losses), its end reported, a cancel that interrupts
+// and then kills.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileInfo>
@@ -33,6 +34,8 @@ bool RunPanel::startSequence(const QList<QStringList>& steps, const QString& ses
   }
   session_->setText(session);
   saveRun_ = false;  // the steps write the session
+  pythonRun_ = swapRun_ = false;
+  workDir_.clear();
   queue_.clear();
   for (int i = 1; i < steps.size(); ++i) queue_ << [args = steps[i]] { return args; };
   steps_ = int(steps.size());
@@ -61,7 +64,7 @@ bool RunPanel::start() {
     return false;
   }
   note_.clear();
-  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi) && !replace_->isChecked()) {
+  if ((mode() == Mode::Profile || mode() == Mode::RuntimeFi || mode() == Mode::PythonRecord) && !replace_->isChecked()) {
     const QString wanted = session_->text().trimmed();
     const QString free = freeSessionPath(wanted);
     if (free != wanted) {
@@ -77,6 +80,13 @@ bool RunPanel::start() {
     return false;
   }
   saveRun_ = mode() == Mode::SaveRun;
+  pythonRun_ = mode() == Mode::PythonRecord;
+  swapRun_ = pythonRun_ && args.contains(QStringLiteral("--swap"));
+  // a script runs in its own folder (its relative paths, a candidate module beside it), with the
+  // interpreter chosen even when its name is not python*
+  workDir_ = pythonRun_ ? QFileInfo(script_->text().trimmed()).absolutePath() : QString();
+  runPython_ = interpreter();
+  if (runPython_.contains(QLatin1Char('/'))) runPython_ = QFileInfo(runPython_).absoluteFilePath();
   if (saveRun_) {
     launchedInput_ = input_->text().trimmed();
     launchedOutputs_ = outputsPath();
@@ -99,12 +109,17 @@ bool RunPanel::start() {
 }
 
 bool RunPanel::launch(const QStringList& args) {
-  cancelled_ = false;
+  cancelled_ = killed_ = false;
   lastError_.clear();
+  lastOutput_.clear();
+  lastCount_.clear();
   buffer_.clear();
+  pass_ = 1;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert(QStringLiteral("PEAT_EVENTS"), QStringLiteral("jsonl"));  // docs/events.md
+  if (pythonRun_) env.insert(QStringLiteral("PEAT_PYTHON"), runPython_);  // what peat execs
   process_->setProcessEnvironment(env);
+  process_->setWorkingDirectory(workDir_);
   process_->setProgram(program());
   process_->setArguments(args);
   process_->setProcessChannelMode(QProcess::MergedChannels);  // events, errors and the summary
@@ -112,12 +127,20 @@ bool RunPanel::launch(const QStringList& args) {
   // workbench's lock on a session the run wants to write. Qt's own pipes are close-on-exec.
   process_->setChildProcessModifier([] {
     ::setpgid(0, 0);  // its own process group: Cancel reaches the helpers it starts (kernel host, probes) too
+    // SIGINT as the commands expect it, even when the workbench was started with it ignored (a
+    // background job of a shell): Python then raises KeyboardInterrupt, and the run ends cancelled
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigemptyset(&dfl.sa_mask);
+    ::sigaction(SIGINT, &dfl, nullptr);
     for (int fd = 3; fd < 4096; ++fd) {
       const int flags = ::fcntl(fd, F_GETFD);
       if (flags >= 0 && !(flags & FD_CLOEXEC)) ::close(fd);
     }
   });
-  progress_->setRange(0, 1000);  // determinate: nothing done until the first progress event says more
+  // determinate: nothing done until the first progress event says more; a script alone knows how
+  // many iterations it runs (peat record's total is 0), so its bar is busy from the start
+  progress_->setRange(0, pythonRun_ ? 0 : 1000);
   progress_->setValue(0);
   estimate_.reset();
   status_->setText((note_.isEmpty() ? QString() : note_ + QStringLiteral("\n")) +
@@ -138,6 +161,8 @@ void RunPanel::readOutput() {
     const QByteArray line = buffer_.left(end).trimmed().toUtf8();
     buffer_.remove(0, end + 1);
     if (line.startsWith('{')) handleEvent(line);  // the rest is the human output
+    else if (line.startsWith("peat: error: ")) lastError_ = QString::fromUtf8(line);  // an event says more, if one comes
+    else if (!line.isEmpty() && !line.startsWith("peat: ")) lastOutput_ = QString::fromUtf8(line);
   }
 }
 
@@ -155,15 +180,24 @@ void RunPanel::handleEvent(const QByteArray& line) {
   const QString type = e.value(QLatin1String("event")).toString();
   if (type == QLatin1String("progress")) {
     const qint64 done = e.value(QLatin1String("done")).toInteger(), total = e.value(QLatin1String("total")).toInteger();
-    if (total <= 0) return;
     if (cancelled_) return;  // "Cancelling" stays until the run has ended
-    progress_->setRange(0, 1000);
-    progress_->setValue(int(1000 * done / total));
     const double elapsed = double(clock_.elapsed()) / 1000;
-    estimate_.update(done, total, elapsed);
-    const double left = estimate_.secondsLeft();
     const QString what = e.contains(QLatin1String("status")) ? e.value(QLatin1String("status")).toString()
                                                             : e.value(QLatin1String("stage")).toString();
+    if (total <= 0) {  // no end known (a script decides how many iterations it runs): a busy bar, the count, the time
+      progress_->setRange(0, 0);
+      const QString pass = !swapRun_ ? QString()
+                           : pass_ == 1 ? tr("golden pass: ")
+                                        : tr("pass with the candidate: ");
+      status_->setText(tr("%1%2, %3 s elapsed").arg(pass, what).arg(elapsed, 0, 'f', 1));
+      lastCount_ = what;
+      emit progressed(done, total);
+      return;
+    }
+    progress_->setRange(0, 1000);
+    progress_->setValue(int(1000 * done / total));
+    estimate_.update(done, total, elapsed);
+    const double left = estimate_.secondsLeft();
     status_->setText(tr("%1 of %2 %3, %4 s elapsed, %5")
                          .arg(done).arg(total).arg(what)
                          .arg(elapsed, 0, 'f', 1)
@@ -175,12 +209,14 @@ void RunPanel::handleEvent(const QByteArray& line) {
   } else if (type == QLatin1String("loss")) {
     const QJsonValue candidate = e.value(QLatin1String("candidate_loss"));
     // the event's iteration is 0-based; the signal counts finished iterations
-    emit liveLoss(e.value(QLatin1String("iteration")).toDouble() + 1, e.value(QLatin1String("loss")).toDouble(),
+    const QJsonValue loss = e.value(QLatin1String("loss"));  // null: not finite, or no golden loss that far
+    emit liveLoss(e.value(QLatin1String("iteration")).toDouble() + 1, loss.isDouble() ? loss.toDouble() : std::nan(""),
                   candidate.isDouble() ? candidate.toDouble() : std::nan(""));
   } else if (type == QLatin1String("error")) {
     lastError_ = QStringLiteral("peat: error: ") + e.value(QLatin1String("message")).toString();
   } else if (type == QLatin1String("stored") && e.value(QLatin1String("kind")).toString() == QLatin1String("run")) {
     runName_ = e.value(QLatin1String("name")).toString();
+    ++pass_;  // peat record --swap: the golden pass is stored, the one with the candidate follows
   }
 }
 
@@ -199,8 +235,15 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   progress_->setValue(ok ? 1 : 0);
   QString message;
   if (ok) message = tr("Finished in %1 s").arg(double(clock_.elapsed()) / 1000, 0, 'f', 1);
+  if (ok && !lastCount_.isEmpty()) message += QStringLiteral(": ") + lastCount_;  // e.g. "iteration 6, 90 calls recorded"
+  else if (cancelled_ && pythonRun_ && killed_)
+    message = tr("Cancelled; the recorder did not end within %1 s and was killed: the session keeps the iterations "
+                 "written before, its run not marked cancelled").arg(kRecordCancelGraceMs / 1000);
+  else if (cancelled_ && pythonRun_) message = tr("Cancelled; the session keeps what was recorded, the run marked cancelled");
   else if (cancelled_) message = saveRun_ ? tr("Cancelled") : tr("Cancelled; the session keeps what was finished");
   else if (!lastError_.isEmpty()) message = lastError_;
+  else if (pythonRun_ && status == QProcess::NormalExit && !lastOutput_.isEmpty())
+    message = tr("the script ended with exit code %1: %2").arg(code).arg(lastOutput_);
   else if (process_->error() == QProcess::FailedToStart) message = tr("could not start %1").arg(program());
   else message = tr("peat ended with exit code %1").arg(code);
   status_->setText(message);
@@ -217,14 +260,19 @@ void RunPanel::cancel() {
   cancelled_ = true;
   queue_.clear();
   cancel_->setEnabled(false);
-  status_->setText(tr("Cancelling ..."));
+  status_->setText(pythonRun_ ? tr("Cancelling ... (the script stops at its next Python line; the recorder writes the "
+                                   "iteration in flight and closes the session)")
+                              : tr("Cancelling ..."));
   const pid_t group = pid_t(process_->processId());
   if (group > 0) ::kill(-group, SIGINT);  // the commands end their run cleanly
   // A command finishing its point or iteration may take seconds: the session's journal keeps its
   // last commit whole (docs/architecture.md, Trust), so a kill after a short grace loses only the
   // work in flight, and Cancel answers within a second.
-  QTimer::singleShot(kCancelGraceMs, process_, [this, group] {
+  // A Python recording is given longer: the script may be inside a long op, and the recorder marks
+  // the run cancelled only once it has written the iteration in flight.
+  QTimer::singleShot(pythonRun_ ? kRecordCancelGraceMs : kCancelGraceMs, process_, [this, group] {
     if (!running()) return;
+    killed_ = true;
     if (group > 0) ::kill(-group, SIGKILL);
     process_->kill();
   });

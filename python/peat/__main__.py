@@ -12,4 +12,10 @@ if TORCH_MISSING is not None:
 
 from ._cli import main  # noqa: E402
 
-sys.exit(main(sys.argv[1:]))
+try:
+    code = main(sys.argv[1:])
+except BrokenPipeError:  # `... | head`: the reader left; no traceback
+    import os
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    code = 1
+sys.exit(code)

@@ -185,7 +185,8 @@ class Recorder:
             losses.append((self.iteration, self.pending_loss))
 
         if _events.ENABLED:
-            self._progress(losses[-1][1] if losses else None, last=True)
+            last_it, last_loss = losses[-1] if losses else (self.iteration, None)
+            self._progress(last_loss, last_it, done=self.iteration)
 
         def close():
             w = self.writer
@@ -337,6 +338,11 @@ class Recorder:
             else:
                 parent = self.module_stack[-1]
                 self.names[id(module)] = (parent + "." if parent else "") + type(module).__name__.lower()
+        if self.mode_on and torch.is_grad_enabled() and self.module_stack:
+            # what made this module's inputs since the last module ended (a functional op between
+            # two layers: F.relu(self.fc1(x)) before fc2) belongs to the enclosing module, not to
+            # the module whose post-hook would otherwise reach it first
+            _name_graph(inputs, self.module_stack[-1] or "model")
         self.module_stack.append(self.names[id(module)])
 
     def _post_hook(self, module, inputs, output):
@@ -364,11 +370,12 @@ class Recorder:
             if self.pending_loss is not None:
                 self.losses.append((self.iteration, self.pending_loss))
                 self.pending_loss = None
-            if _events.ENABLED and _events.due():
-                self._progress(loss)
+            ended = self.iteration
             if self.pending:
                 self._flush_iteration(complete=True)
             self.iteration += 1
+            if _events.ENABLED and _events.due():  # after the flush: N done means N iterations written
+                self._progress(loss, ended, done=self.iteration)
             self.call_index = 0
             self.shared = {}
             self.generation = {}
@@ -383,17 +390,17 @@ class Recorder:
                 losses = list(self.losses)
                 self.thread.submit(lambda: self._write_curve(losses))
 
-    def _progress(self, loss, last=False):
-        """progress and loss events (docs/events.md): iterations run of the range asked for (total 0
-        when the script alone knows how many it runs)."""
+    def _progress(self, loss, iteration, done):
+        """progress and loss events (docs/events.md): `done` iterations ended of the range asked for
+        (total 0 when the script alone knows how many it runs); `loss` is iteration `iteration`'s."""
         total = self.last if self.last is not None else 0
-        _events.send("progress", done=self.iteration + 1 if not last else self.iteration, total=total, stage="record",
-                     status="iteration %d, %d calls recorded" % (self.iteration + (0 if last else 1), self.recorded_calls))
+        _events.send("progress", done=done, total=total, stage="record",
+                     status="iteration %d, %d calls recorded" % (done, self.recorded_calls))
         if loss is not None:
             value = float(loss.detach().float().cpu()) if isinstance(loss, torch.Tensor) else float(loss)
-            fields = {"iteration": self.iteration, "loss": value, "saved": self.recorded_iterations}
+            fields = {"iteration": iteration, "loss": value, "saved": self.recorded_iterations}
             if self.golden_curve is not None:  # runtime FI: the golden run's loss beside the candidate's
-                fields["loss"] = self.golden_curve.get(self.iteration, float("nan"))
+                fields["loss"] = self.golden_curve.get(iteration, float("nan"))
                 fields["candidate_loss"] = value
             _events.send("loss", **fields)
 
@@ -475,6 +482,8 @@ class Recorder:
             layer = _node_layer(n) if n is not None else None
             if layer is not None:
                 return layer
+            if n is not None and _has_metadata(n):  # a node made outside every module (the loss)
+                return "script"
             return self.module_stack[-1] if self.module_stack else "backward"
         if self.module_stack:
             return self.module_stack[-1] or "model"
@@ -712,6 +721,14 @@ def _name_node(fn, layer):
         fn.metadata["peat_layer"] = layer
     except Exception:  # PyTorch 1.13: no node metadata, backward calls are named "backward"
         pass
+
+
+def _has_metadata(node):
+    try:
+        node.metadata
+        return True
+    except Exception:  # PyTorch 1.13
+        return False
 
 
 def _node_layer(node):

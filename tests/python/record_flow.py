@@ -57,6 +57,13 @@ layers = {c["layer"] for c in calls}
 check({"linear", "conv2d", "matmul", "relu", "log_softmax", "nll_loss", "optimizer"} <= set(ops), "ops classified: %s" % dict(ops))
 check({"conv1", "conv2", "fc1", "fc2"} <= layers, "calls named by module path")
 check(any(c["phase"] == "backward" for c in calls), "backward calls recorded")
+if torch2:  # backward calls named as their forward calls: F.relu between layers is the model's, the loss the script's
+    back = {(c["op"], c["layer"]) for c in calls if c["phase"] == "backward"}
+    fwd = {(c["op"], c["layer"]) for c in calls if c["phase"] == "forward" and c["op"] != "optimizer"}
+    check(("relu", "model") in back and ("nll_loss", "script") in back and ("matmul", "fc1") in back
+          and not any(op == "relu" and layer != "model" for op, layer in back) and
+          {(op, layer) for op, layer in back if op in ("relu", "log_softmax", "nll_loss")} <= fwd,
+          "backward calls named as their forward calls: %s" % sorted(back))
 check([it["iteration"] for it in golden["iterations"]][:4] == [0, 5, 10, 15], "every 5th iteration recorded")
 check(len(golden["checkpoints"]) >= 2, "checkpoints at 0, 10, 20: %s" % golden["checkpoints"])
 check("unclassified" in golden["attributes"] and "curve" in golden["tables"], "unclassified ops listed, loss curve stored")
