@@ -202,12 +202,12 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
     j.field("stored_as", a.resultRun).key("calls").beginArray();
     for (const analyzer::CallAnalysis& c : a.calls) {
       j.beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
-      j.field("call_index", c.callIndex).field("verdict", c.detection.verdict.model);
-      j.field("confidence", c.detection.verdict.confidence);
-      j.key("parameters").beginObject();
-      for (const auto& [k, val] : c.detection.verdict.parameters) j.field(k, val);
-      j.endObject().key("findings").beginArray();  // secondary findings beside the primary verdict
+      j.field("call_index", c.callIndex).field("variant", c.variant);
+      writeVerdict(j, c.detection.verdict, true);  // verdict, confidence, explanation, parameters, evidence
+      j.key("findings").beginArray();  // secondary findings beside the primary verdict
       for (const detector::Verdict& v : c.detection.findings) writeVerdict(j, v, false);
+      j.endArray().key("alternatives").beginArray();  // the other readings that held, by confidence
+      for (const detector::Verdict& v : c.detection.alternatives) writeVerdict(j, v, false);
       j.endArray();
       if (!verdictsOnly) {
         j.field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);

@@ -20,6 +20,7 @@ struct CallAnalysis {
   std::string call;  // "iterations/000010/calls/000003"
   std::string layer, op;
   int64_t iteration = 0, callIndex = 0;
+  int64_t variant = 0;  // the op's variant as recorded (0 forward; the gradients' numbers per op)
   Report report;
   detector::Detection detection;
 };

@@ -64,6 +64,9 @@ bool compareRows(const float* c, const GemmBound& g, const BlockScheme& s, const
   if (s.output)
     for (int64_t i = 0; i < m * n; ++i)
       outAmax = std::max(outAmax, std::fabs(c[i] - (g.bias.empty() ? 0.0f : g.bias[std::size_t(i % n)])));
+  // an output that is all zeros has no scale to replay: every block would underflow to the zeros
+  // the candidate left (a dropped K tile), which is R6's, not a quantisation's
+  if (s.output && !(outAmax > 0)) return false;
   uint64_t stepOff = 0;
   const uint64_t stepBudget = std::max<uint64_t>(2, uint64_t(m * n) / 1000);
   std::vector<float> row(static_cast<std::size_t>(n)), aRow(static_cast<std::size_t>(k));

@@ -100,18 +100,45 @@ struct RowReplay {
   }
 };
 
-// The elementwise formats the replay tries, in the order they are named when they round alike.
+// The elementwise formats the replay tries, in the order they are named when they round alike. fp8
+// comes unscaled (the values cast as they are) and with one scale per tensor, as fp8 GEMMs take it
+// (torch._scaled_mm, TransformerEngine's per-tensor recipe, plugin ABI v2's convention): each
+// operand divided by amax / (the format's largest finite value), rounded, saturated, multiplied back.
 struct Hypothesis {
   const fp::Format* format;
   fp::Overflow overflow;
   const char* id;
+  bool scaled;
 };
-const Hypothesis kHypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32"},
-                                  {&fp::kFp16, fp::Overflow::Standard, "fp16"},
-                                  {&fp::kBf16, fp::Overflow::Standard, "bf16"},
-                                  {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3"},
-                                  {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2"}};
+const Hypothesis kHypotheses[] = {{&fp::kTf32, fp::Overflow::Standard, "tf32", false},
+                                  {&fp::kFp16, fp::Overflow::Standard, "fp16", false},
+                                  {&fp::kBf16, fp::Overflow::Standard, "bf16", false},
+                                  {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3", false},
+                                  {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2", false},
+                                  {&fp::kE4M3, fp::Overflow::Saturate, "fp8_e4m3/tensor-scale", true},
+                                  {&fp::kE5M2, fp::Overflow::Saturate, "fp8_e5m2/tensor-scale", true}};
 
+const Hypothesis* hypothesis(const std::string& id) {
+  for (const Hypothesis& h : kHypotheses)
+    if (id == h.id) return &h;
+  return nullptr;
+}
+
+// v rounded to the hypothesis' format in place (scaled: by one scale for the whole tensor).
+void roundOperand(const Hypothesis& h, std::vector<float>& v) {
+  if (!h.scaled) {
+    fp::roundInPlace(*h.format, v.data(), v.size(), h.overflow);
+    return;
+  }
+  float amax = 0;
+  for (float x : v)
+    if (std::isfinite(x)) amax = std::max(amax, std::fabs(x));
+  const float scale = amax > 0 ? amax / fp::decode(*h.format, fp::maxFinite(*h.format)) : 1.0f;
+  if (!(std::isfinite(scale) && scale > 0)) return;
+  for (float& x : v) x /= scale;
+  fp::roundInPlace(*h.format, v.data(), v.size(), h.overflow);
+  for (float& x : v) x *= scale;
+}
 
 }  // namespace
 
@@ -125,8 +152,8 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   for (const Hypothesis& h : kHypotheses) {
     a = b.a;
     bb = b.b;
-    fp::roundInPlace(*h.format, a.data(), a.size(), h.overflow);
-    fp::roundInPlace(*h.format, bb.data(), bb.size(), h.overflow);
+    roundOperand(h, a);
+    roundOperand(h, bb);
     RowReplay replay{b, a, bb};
     bool holds = true;
     for (int64_t i = 0; i < m && holds; ++i) {
@@ -145,12 +172,14 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   return out;
 }
 
-double replaySse(const float* c, const GemmBound& b, const fp::Format* format, double limit) {
+double replaySse(const float* c, const GemmBound& b, const std::string& id, double limit) {
   const int64_t m = b.rows, n = b.cols, step = std::max<int64_t>(1, m / 64);
   std::vector<float> a(b.a), bb(b.b);
-  if (format) {
-    fp::roundInPlace(*format, a.data(), a.size(), fp::Overflow::Standard);
-    fp::roundInPlace(*format, bb.data(), bb.size(), fp::Overflow::Standard);
+  if (!id.empty()) {
+    const Hypothesis* h = hypothesis(id);
+    if (!h) return std::numeric_limits<double>::infinity();
+    roundOperand(*h, a);
+    roundOperand(*h, bb);
   }
   RowReplay replay{b, a, bb};
   std::vector<double> y;
@@ -169,12 +198,7 @@ double replaySse(const float* c, const GemmBound& b, const fp::Format* format, d
 std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, const std::vector<std::string>& formats) {
   if (formats.size() < 2) return formats;
   std::vector<std::pair<double, std::string>> byDistance;
-  for (const std::string& id : formats) {
-    const fp::Format* f = nullptr;
-    for (const Hypothesis& h : kHypotheses)
-      if (id == h.id) f = h.format;
-    byDistance.emplace_back(f ? replaySse(c, b, f) : std::numeric_limits<double>::infinity(), id);
-  }
+  for (const std::string& id : formats) byDistance.emplace_back(replaySse(c, b, id), id);
   double best = std::numeric_limits<double>::infinity();
   for (const auto& d : byDistance) best = std::min(best, d.first);
   std::vector<std::string> out;
@@ -183,6 +207,41 @@ std::vector<std::string> rankedByReplay(const float* c, const GemmBound& b, cons
   std::stable_sort(byDistance.begin(), byDistance.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (const auto& d : byDistance)
     if (!(d.first <= best * 1.01)) out.push_back(d.second);
+  return out;
+}
+
+OrderDistance orderDistance(const float* golden, const float* c, const GemmBound& b) {
+  OrderDistance out;
+  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return out;
+  RowReplay replay{b, b.a, b.b};
+  std::vector<double> y;
+  std::vector<float> reversed(static_cast<std::size_t>(n));
+  double dc = 0, dg = 0, dr = 0, scale = 0;
+  const int64_t step = std::max<int64_t>(1, m / 64);
+  for (int64_t i = 0; i < m; i += step) {
+    replay.run(i, y);  // fp32 sums in order, bias added
+    std::fill(reversed.begin(), reversed.end(), 0.0f);
+    const float* bBatch = b.b.data() + (i / perBatch) * k * n;
+    for (int64_t q = k - 1; q >= 0; --q) {
+      const float av = b.a[std::size_t(i * k + q)];
+      for (int64_t j = 0; j < n; ++j) reversed[std::size_t(j)] += av * bBatch[q * n + j];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double yj = y[std::size_t(j)];
+      const float cj = c[i * n + j], gj = golden[i * n + j];
+      if (!finite(cj) || !finite(gj)) continue;
+      dc += (double(cj) - yj) * (double(cj) - yj);
+      dg += (double(gj) - yj) * (double(gj) - yj);
+      const double rj = double(reversed[std::size_t(j)]) + biasAt(b, i, j);
+      dr += (rj - yj) * (rj - yj);
+      scale += double(b.absProduct[std::size_t(i * n + j)]) * double(b.absProduct[std::size_t(i * n + j)]);
+    }
+  }
+  out.measured = true;
+  out.candidate = std::sqrt(dc);
+  out.orders = std::max(std::sqrt(dg), std::sqrt(dr));
+  out.floor = std::ldexp(std::sqrt(scale), -24);  // one fp32 rounding of the sums' scale
   return out;
 }
 

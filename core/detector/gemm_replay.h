@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/detector/detector.h"
@@ -14,16 +15,27 @@
 
 namespace peat::detector::rules {
 
-// The elementwise formats ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", in that order) whose
-// rounding of the recorded inputs reproduces the candidate, up to fp32 reordering. None when the GEMM
+// The suffix of an fp8 hypothesis with one scale per tensor ("fp8_e4m3/tensor-scale").
+constexpr std::string_view kPerTensorScale = "/tensor-scale";
+inline bool perTensorScaled(const std::string& id) {
+  return id.size() > kPerTensorScale.size() && std::string_view(id).substr(id.size() - kPerTensorScale.size()) == kPerTensorScale;
+}
+// The format of a hypothesis' id, without the scale's suffix.
+inline std::string formatOfHypothesis(const std::string& id) {
+  return perTensorScaled(id) ? id.substr(0, id.size() - kPerTensorScale.size()) : id;
+}
+
+// The elementwise formats ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", then the two fp8 formats
+// with one scale per tensor, "fp8_e4m3/tensor-scale" and "fp8_e5m2/tensor-scale", in that order)
+// whose rounding of the recorded inputs reproduces the candidate, up to fp32 reordering. None when the GEMM
 // is too costly to replay here (m n k > 5e8) or its operands were not recorded.
 std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b);
 
 // The sum of squared differences between the candidate and the GEMM replayed on the recorded inputs
-// rounded to `format` (null: as they are, in fp32), in this replay's own summation order, over at
+// rounded as hypothesis `id` (reproducingFormats' ids; "": as they are, in fp32), in this replay's own summation order, over at
 // most 64 rows spread evenly over the output (the same rows for every format: a comparison between
 // replays, not a bound); it stops (returning what it has summed) as soon as the sum passes `limit`.
-double replaySse(const float* c, const GemmBound& b, const fp::Format* format,
+double replaySse(const float* c, const GemmBound& b, const std::string& id,
                  double limit = std::numeric_limits<double>::infinity());
 
 // Several formats can reproduce a candidate within the replay's slack (the fp32 reordering bound,
@@ -48,6 +60,20 @@ struct Fp16Accumulation {
   bool holds() const { return onGrid && candidateRms <= 4 * accumulationRms && accumulationRms > 0; }
 };
 Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b);
+
+// Another fp32 summation order lies near the fp32 replay of the recorded operands (errors of order
+// sqrt(K) roundings that mostly cancel); a sum with a few of its K terms missing lies as far as those
+// terms, however small against the worst-case reordering bound (2K roundings of sum |a||b|, which a
+// missing K tile of 16 at K = 9216 stays inside). Distances in RMS over at most 64 rows: the candidate's
+// from the replay, and the larger of golden's and the replay's own reversed order's. A reordering
+// holds when the candidate is at most 8 times as far as those orders (or within one fp32 rounding of
+// the sums' scale).
+struct OrderDistance {
+  bool measured = false;  // false: too costly to replay here (m n k > 5e8), or no operands
+  double candidate = 0, orders = 0, floor = 0;
+  bool holds() const { return !measured || candidate <= 8 * orders || candidate <= floor; }
+};
+OrderDistance orderDistance(const float* golden, const float* c, const GemmBound& b);
 
 // Weight-only group quantisation, as LLM inference kernels do it (weight_replay.cpp): b (the weights,
 // [K, N]) quantised to int4 or int8 in groups of G consecutive values along K of each column, one

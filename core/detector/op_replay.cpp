@@ -70,6 +70,7 @@ struct Hypothesis {
   std::string explanation;
   std::vector<double> values;
   std::string format;  // a precision_loss reading's format ("bf16"), for the verdict's parameters
+  double factor = 0;   // a scale hypothesis' factor (attention), for the verdict's parameters
 };
 
 struct Replay {
@@ -332,11 +333,72 @@ std::optional<Replay> softmax(const OpOperands& c, uint64_t count) {
   return r;
 }
 
-// Attention forward: q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv][, mask]. The reference is the exact
-// op in double; the hypotheses move the causal limit by one key either way (a mask off by one). A
-// causal limit is the call's "causal" flag or a recorded mask that is exactly the causal one. Attention
-// ports round their probabilities (bf16 P in FlashAttention), so a hypothesis fits within kLooseFit
-// of the output's row scale, where an off-by-one limit is wrong by a large part of it.
+// Softmax and log-softmax backward over "dim" from (dy, y), as ATen keeps them: dx = y (dy - sum(dy y))
+// and dx = dy - exp(y) sum(dy). The hypotheses: dy and y rounded to bf16 or fp16 and dx stored in it.
+std::optional<Replay> softmaxBackward(const OpOperands& c, uint64_t count) {
+  if (c.inputs.size() < 2 || c.inputs[0].size() != count || c.inputs[1].size() != count || c.shapes[0].empty())
+    return std::nullopt;
+  const std::vector<uint64_t>& shape = c.shapes[0];
+  int64_t d = intParam(c, "dim", -1);
+  if (d < 0) d += int64_t(shape.size());
+  if (d < 0 || d >= int64_t(shape.size())) return std::nullopt;
+  const uint64_t n = shape[std::size_t(d)];
+  uint64_t inner = 1;
+  for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  if (n < 2 || inner == 0 || count % (n * inner)) return std::nullopt;
+  const uint64_t outer = count / (n * inner);
+  const bool log = c.op == "log_softmax";
+  const float *dy = c.inputs[0].data(), *y = c.inputs[1].data();
+  Replay r;
+  r.robust = true;
+  r.reference.resize(count);
+  r.scale.resize(count);
+  std::vector<std::vector<double>> h(2, std::vector<double>(count));  // bf16, fp16
+  auto rowGrad = [&](uint64_t o, uint64_t i, int format, std::vector<double>& out) {
+    auto in = [&](const float* t, uint64_t j) {
+      const double v = t[(o * n + j) * inner + i];
+      return format < 0 ? v : roundTo16(v, format == 0);
+    };
+    double sum = 0;
+    for (uint64_t j = 0; j < n; ++j) sum += log ? in(dy, j) : in(dy, j) * in(y, j);
+    for (uint64_t j = 0; j < n; ++j) {
+      const double g = log ? in(dy, j) - std::exp(in(y, j)) * sum : in(y, j) * (in(dy, j) - sum);
+      out[j] = format < 0 ? g : roundTo16(g, format == 0);
+    }
+  };
+  std::vector<double> tmp(n);
+  for (uint64_t o = 0; o < outer; ++o)
+    for (uint64_t i = 0; i < inner; ++i) {
+      rowGrad(o, i, -1, tmp);
+      double rowScale = 0;
+      for (uint64_t j = 0; j < n; ++j) rowScale = std::max(rowScale, std::fabs(tmp[j]));
+      for (uint64_t j = 0; j < n; ++j) {
+        r.reference[(o * n + j) * inner + i] = tmp[j];
+        r.scale[(o * n + j) * inner + i] = rowScale;
+      }
+      for (int f = 0; f < 2; ++f) {
+        rowGrad(o, i, f, tmp);
+        for (uint64_t j = 0; j < n; ++j) h[std::size_t(f)][(o * n + j) * inner + i] = tmp[j];
+      }
+    }
+  const std::string what = log ? "log-softmax's gradient" : "softmax's gradient";
+  r.alternatives = {
+      {what + " in bf16", "precision_loss", "dy and y rounded to bf16, the sums in fp32, dx stored in bf16",
+       std::move(h[0]), "bf16"},
+      {what + " in fp16", "precision_loss", "dy and y rounded to fp16, the sums in fp32, dx stored in fp16",
+       std::move(h[1]), "fp16"}};
+  return r;
+}
+
+// Attention forward and its gradients: q [.., Tq, D], k [.., Tk, D], v [.., Tk, Dv][, mask]. The
+// reference is the exact op in double. The hypotheses: the causal limit moved by one key either way (a
+// mask off by one; causal calls only: the call's "causal" flag or a recorded mask that is exactly the
+// causal one), the softmax scale times a factor other than 1 (the call's scale_f64 missed, applied
+// twice, 1/d for 1/sqrt(d), ...), and the legitimate ports' formats: q, k, v (and dO) rounded to bf16
+// or fp16, with the probabilities rounded to that format before they multiply V as FlashAttention's
+// kernels do, or not. Attention ports round their probabilities, so a hypothesis fits within
+// kLooseFit of the output's row scale, where an off-by-one limit or a wrong scale is wrong by a large
+// part of it.
 constexpr double kLooseFit = 1.0 / 64;
 
 std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
@@ -376,21 +438,33 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
       }
     if (isCausal) causal = true, mask = nullptr;
   }
-  if (!causal) return std::nullopt;  // the hypotheses are about the causal limit
   const double scale = realParam(c, "scale", 1.0);
-  // The op's output in double with the causal limit moved by `shift` keys.
-  auto compute = [&](int64_t shift) {
+  // The inputs rounded to a format (bf16, fp16), for the ports' hypotheses.
+  auto rounded = [&](const fp::Format* f, const std::vector<float>& x) {
+    std::vector<float> out(x);
+    if (f) fp::roundInPlace(*f, out.data(), out.size());
+    return out;
+  };
+  // The op's output in double with the causal limit moved by `shift` keys, the scale times `factor`,
+  // the inputs rounded to `format` (null: as recorded) and the probabilities rounded to it before
+  // they multiply V (and dO, for dv) when `roundP`.
+  auto compute = [&](int64_t shift, double factor, const fp::Format* format, bool roundP) {
+    const std::vector<float> qf = rounded(format, q), kf = rounded(format, k), vf = rounded(format, v);
+    const std::vector<float> dOf = grad ? rounded(format, c.inputs[0]) : std::vector<float>();
+    const double sc = scale * factor;
+    auto pRound = [&](double x) { return roundP && format ? double(fp::roundTo(*format, float(x))) : x; };
     std::vector<double> out(count, 0.0), p(tq * tk), ds(tq * tk);
     for (uint64_t batch = 0; batch < b; ++batch) {
-      const float *qb = q.data() + batch * tq * d, *kb = k.data() + batch * tk * d, *vb = v.data() + batch * tk * dv;
+      const float *qb = qf.data() + batch * tq * d, *kb = kf.data() + batch * tk * d, *vb = vf.data() + batch * tk * dv;
       for (uint64_t i = 0; i < tq; ++i) {
-        const int64_t limit = std::clamp<int64_t>(int64_t(i) + offset + shift, 0, int64_t(tk) - 1);
+        const int64_t limit =
+            causal ? std::clamp<int64_t>(int64_t(i) + offset + shift, 0, int64_t(tk) - 1) : int64_t(tk) - 1;
         double mx = -std::numeric_limits<double>::infinity();
         double* pr = &p[i * tk];
         for (uint64_t j = 0; j < tk; ++j) {
           double dot = 0;
           for (uint64_t e = 0; e < d; ++e) dot += double(qb[i * d + e]) * kb[j * d + e];
-          pr[j] = int64_t(j) <= limit ? scale * dot + (mask ? (*mask)[i * tk + j] : 0.0)
+          pr[j] = int64_t(j) <= limit ? sc * dot + (mask ? (*mask)[i * tk + j] : 0.0)
                                       : -std::numeric_limits<double>::infinity();
           mx = std::max(mx, pr[j]);
         }
@@ -399,13 +473,16 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
         for (uint64_t j = 0; j < tk; ++j) pr[j] = sum > 0 ? pr[j] / sum : 0.0;
         const float* kr = keep ? keep->data() + (batch * tq + i) * tk : nullptr;  // the dropout's multipliers
         if (!grad) {
+          // the probabilities as a port multiplies them with V: unnormalised exp(s - max) rounded, the
+          // sum kept exact (FlashAttention divides by it at the end)
           for (uint64_t j = 0; j < tk; ++j)
-            if (pr[j] != 0)
-              for (uint64_t e = 0; e < dv; ++e)
-                out[(batch * tq + i) * dv + e] += pr[j] * (kr ? kr[j] : 1.0) * vb[j * dv + e];
+            if (pr[j] != 0) {
+              const double pj = roundP ? pRound(pr[j] * sum) / sum : pr[j];
+              for (uint64_t e = 0; e < dv; ++e) out[(batch * tq + i) * dv + e] += pj * (kr ? kr[j] : 1.0) * vb[j * dv + e];
+            }
           continue;
         }
-        const float* dO = c.inputs[0].data() + (batch * tq + i) * dv;
+        const float* dO = dOf.data() + (batch * tq + i) * dv;
         double dot = 0;
         for (uint64_t j = 0; j < tk; ++j) {
           double dp = 0;
@@ -414,10 +491,10 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
           ds[i * tk + j] = dp;
           dot += pr[j] * dp;
         }
-        for (uint64_t j = 0; j < tk; ++j) ds[i * tk + j] = pr[j] * (ds[i * tk + j] - dot) * scale;
+        for (uint64_t j = 0; j < tk; ++j) ds[i * tk + j] = pr[j] * (ds[i * tk + j] - dot) * sc;
       }
       if (!grad) continue;
-      const float* dOb = c.inputs[0].data() + batch * tq * dv;
+      const float* dOb = dOf.data() + batch * tq * dv;
       double* ob = out.data() + batch * rowsPerBatch * width;
       for (uint64_t i = 0; i < tq; ++i)
         for (uint64_t j = 0; j < tk; ++j) {
@@ -427,15 +504,54 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
           else if (wrt == 1 && sij != 0)
             for (uint64_t e = 0; e < d; ++e) ob[j * d + e] += sij * qb[i * d + e];
           else if (wrt == 2 && pij != 0)
-            for (uint64_t e = 0; e < dv; ++e) ob[j * dv + e] += pij * dOb[i * dv + e];
+            for (uint64_t e = 0; e < dv; ++e) ob[j * dv + e] += pRound(pij) * dOb[i * dv + e];
         }
     }
     return out;
   };
   Replay r;
   r.robust = true;
-  r.reference = compute(0);
-  std::vector<double> later = compute(1), earlier = compute(-1);
+  r.reference = compute(0, 1, nullptr, false);
+  if (causal) {
+    r.alternatives.push_back({"causal limit one key late (query i sees key i+1)", "index_error",
+                              "every query but the last attends to one key past its causal limit: a causal mask off by one",
+                              compute(1, 1, nullptr, false), ""});
+    r.alternatives.push_back({"causal limit one key early (query i does not see key i)", "index_error",
+                              "every query but the first misses the last key it may see: a causal mask off by one",
+                              compute(-1, 1, nullptr, false), ""});
+  }
+  // A softmax scale other than the call's: the factors a port gets wrong (with s the call's scale and
+  // d the head size): 1/sqrt(d) (1/d for 1/sqrt(d), or the scale applied on top of pre-scaled q),
+  // sqrt(d) and d, 1/s (the call's scale ignored), s (applied twice), 2 and 1/2.
+  std::vector<std::pair<double, std::string>> factors = {
+      {1 / std::sqrt(double(d)), "1/sqrt(d)"}, {std::sqrt(double(d)), "sqrt(d)"}, {1 / double(d), "1/d"},
+      {double(d), "d"}, {2.0, "2"}, {0.5, "1/2"}};
+  if (scale != 1 && scale > 0) factors.insert(factors.begin(), {{1 / scale, "1/scale (the scale ignored)"},
+                                                                 {scale, "scale (applied twice)"}});
+  std::vector<double> tried;
+  for (const auto& [factor, what] : factors) {
+    if (!(factor > 0) || std::fabs(factor - 1) < 1e-3 ||
+        std::any_of(tried.begin(), tried.end(), [f = factor](double t) { return std::fabs(t / f - 1) < 1e-3; }))
+      continue;
+    tried.push_back(factor);
+    Hypothesis h{"softmax scale x " + what, "scaling",
+                 "the scores are scaled by " + number(scale * factor) + " instead of the call's " + number(scale) +
+                     " (a factor of " + number(factor) + ", " + what + ", d = " + std::to_string(d) + ")",
+                 compute(0, factor, nullptr, false), ""};
+    h.factor = factor;
+    r.alternatives.push_back(std::move(h));
+  }
+  // legitimate ports: bf16 or fp16 inputs, probabilities rounded too (FlashAttention) or not
+  for (const fp::Format* f : {&fp::kBf16, &fp::kFp16})
+    for (const bool roundP : {true, false}) {
+      const std::string id(f->name);
+      r.alternatives.push_back({"q, k, v" + std::string(grad ? " and dO" : "") + " in " + id +
+                                    (roundP ? ", probabilities rounded to " + id + " before V" : ""),
+                                "precision_loss",
+                                "computed from " + id + " inputs" +
+                                    (roundP ? " with " + id + " probabilities, as FlashAttention's kernels do" : ""),
+                                compute(0, 1, f, roundP), id});
+    }
   // Each row's scale: the largest magnitude in that row of the reference or of a hypothesis (a row
   // the causal limit leaves zero, dq of the first query, is judged against what the hypothesis
   // gives there), and at least 1/1000 of the tensor's.
@@ -444,16 +560,13 @@ std::optional<Replay> attention(const OpOperands& c, uint64_t count) {
   for (double x : r.reference) floor = std::max(floor, std::fabs(x) * 1e-3);
   for (uint64_t row = 0; row < count / width; ++row) {
     double rowScale = floor;
-    for (uint64_t e = 0; e < width; ++e)
-      for (const std::vector<double>* h : {&r.reference, &later, &earlier})
-        rowScale = std::max(rowScale, std::fabs((*h)[row * width + e]));
+    for (uint64_t e = 0; e < width; ++e) {
+      rowScale = std::max(rowScale, std::fabs(r.reference[row * width + e]));
+      for (const Hypothesis& h : r.alternatives)
+        if (h.model == "index_error") rowScale = std::max(rowScale, std::fabs(h.values[row * width + e]));
+    }
     for (uint64_t e = 0; e < width; ++e) r.scale[row * width + e] = rowScale;
   }
-  r.alternatives = {
-      {"causal limit one key late (query i sees key i+1)", "index_error",
-       "every query but the last attends to one key past its causal limit: a causal mask off by one", std::move(later), ""},
-      {"causal limit one key early (query i does not see key i)", "index_error",
-       "every query but the first misses the last key it may see: a causal mask off by one", std::move(earlier), ""}};
   return r;
 }
 
@@ -465,7 +578,7 @@ bool opReplayCovers(const std::string& op, int64_t variant) {
   if (op == "adam") return variant == 4;
   if (op == "dropout") return variant == 0 || variant == 1;
   if (op == "attention") return variant == 0 || variant == 1;
-  if (op == "softmax" || op == "log_softmax") return variant == 0;
+  if (op == "softmax" || op == "log_softmax") return variant == 0 || variant == 1;
   return false;
 }
 
@@ -475,6 +588,8 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
   std::optional<Replay> r = call.op == "layernorm"   ? layerNorm(call, count)
                             : call.op == "gelu"      ? gelu(call, count)
                             : call.op == "attention" ? attention(call, count)
+                            : (call.op == "softmax" || call.op == "log_softmax") && call.variant == 1
+                                ? softmaxBackward(call, count)
                             : call.op == "softmax" || call.op == "log_softmax" ? softmax(call, count)
                                                      : adam(call, count);
   if (!r) return std::nullopt;
@@ -497,6 +612,10 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
       v.confidence = 0.9;
       v.parameters["formula"] = h.name;
       if (!h.format.empty()) v.parameters["format"] = h.format;
+      if (h.factor > 0) {
+        v.parameters["factor"] = number(h.factor);
+        v.evidence["factor"] = h.factor;
+      }
       v.evidence["misfit_formula"] = fit;
       v.evidence["misfit_reference"] = reference;
       v.evidence["misfit_golden"] = goldenMisfit;
@@ -504,6 +623,31 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
                       " against " + number(reference) + " for the op's own formula, relative to its scale)";
       return v;
     }
+  }
+  // No other formula, and the op's own, recomputed in double, is within 64 fp32 roundings of the row's
+  // scale at every element (the largest misfit, not a quantile), with more than a few elements changed:
+  // the same formula in another order or another fp32 way (a one-pass softmax, a fast exp), an error
+  // bound that reproduces it. Judged only
+  // where the outputs' own verdict names no fault (the caller's part): a fault below that size is a
+  // fault the outputs show better.
+  // The bound reads a reordering, which moves many elements: a few changed elements (at most
+  // max(8, n/1000), the detector's "sparse") within rounding are a fault the size of rounding, not one.
+  uint64_t changed = 0;
+  for (uint64_t i = 0; i < count; ++i) changed += std::memcmp(golden + i, candidate + i, sizeof(float)) != 0;
+  if (changed <= std::max<uint64_t>(8, count / 1000)) return std::nullopt;
+  const double worst = misfit(candidate, r->reference, r->scale);
+  if (worst > 0 && worst <= kFit) {
+    Verdict v;
+    v.model = "accumulation_order";
+    v.confidence = 0.9;
+    v.parameters["reading"] = "bound";
+    v.parameters["formula"] = "the op's own, within fp32 rounding";
+    v.evidence["misfit_reference"] = worst;
+    v.evidence["misfit_golden"] = goldenMisfit;
+    v.explanation = "replayed in double from the recorded inputs: every element within " + number(worst / kU32) +
+                    " fp32 roundings of the row's scale of the op's own formula (the bound is 64): the same op "
+                    "computed in another order";
+    return v;
   }
   return std::nullopt;
 }

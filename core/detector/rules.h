@@ -100,6 +100,8 @@ struct RuleContext {
   }
 
   // decided by earlier rules, read by later ones
+  bool zeroedOutput = false;    // R6: every mismatch reads 0 where golden is not (nor a subnormal, nor -0):
+                                // no quantisation hypothesis is tried after it (R12, R10b, R10/R11)
   bool bounded = false;         // R12: a rounding bound or a replay explains the errors
   bool blocksReplayed = false;  // R12: the block-scaled formats were replayed on the operands
   std::optional<OutputGrid> grid;  // R10b: the 4-bit block-scaled grid the output lies on
@@ -177,6 +179,21 @@ bool withinOneStep(const fp::Format& f, float g, float v);
 // value of the format and are the caller's to skip. rules_rounding.cpp.
 void roundChunk(const fp::ElementRounder& round, const float* v, float* out, uint64_t m);
 constexpr uint64_t kRoundChunk = 4096;  // elements per roundChunk call in the passes over a tensor
+
+// The rest of a pair once a fault's part is taken out (R7b, R7c, R13): a legitimate verdict, or
+// errors of a legitimate difference's size that nothing reproduced (R10/R11's unknown, with the
+// closest band as its `closest`). Either lets the fault be named; only the first is a reading of its
+// own, and restReading says which it is.
+inline bool roundingSized(const Detection& d) {
+  const std::string& m = d.verdict.model;
+  return m == "exact" || m == "precision_loss" || m == "accumulation_order" ||
+         (m == "unknown" && d.verdict.parameters.count("closest"));
+}
+inline std::string restReading(const Detection& d) {
+  if (d.verdict.model == "unknown") return "errors the size of " + d.verdict.parameters.at("closest") + " (not reproduced)";
+  const auto format = d.verdict.parameters.find("format");
+  return d.verdict.model + (format == d.verdict.parameters.end() ? "" : " (" + format->second + ")");
+}
 
 // Small shared helpers.
 inline bool finite(float x) { return std::isfinite(x); }

@@ -91,11 +91,30 @@ Detection reorderedReplays(const Detection& d, const float* golden, const std::v
                            const GemmBound* bound) {
   if (d.verdict.model != "nondeterministic") return d;
   double confidence = 1;
+  bool reproduced = true;  // every run alone reproduced as a reordering (a bound on the operands), or exact
   for (const float* c : candidates) {
     const Detection alone = detect(golden, {c}, shape, options, bound);
     const std::string& model = alone.verdict.model;
-    if (model != "exact" && model != "accumulation_order") return d;
+    const bool sized = model == "unknown" && alone.verdict.parameters.count("closest") &&
+                       alone.verdict.parameters.at("closest") == "accumulation_order";
+    if (model != "exact" && model != "accumulation_order" && !sized) return d;
+    reproduced = reproduced && !sized;
     confidence = std::min(confidence, alone.verdict.confidence);
+  }
+  const double differing = d.verdict.evidence.count("elements_differing_between_replays")
+                               ? d.verdict.evidence.at("elements_differing_between_replays")
+                               : 0.0;
+  if (!reproduced) {  // the size of a reordering, from the outputs alone: the likely reading, not a verdict
+    Verdict v = make("unknown", std::max(0.9, confidence),
+                     "the " + std::to_string(candidates.size()) +
+                         " runs differ from each other, each alone by errors the size of another summation order (a "
+                         "reduction whose order changes from run to run, atomic adds), but only the outputs are known: "
+                         "record the call's operands and the bound settles it");
+    v.parameters["closest"] = "accumulation_order";
+    v.parameters["order"] = "nondeterministic";
+    v.evidence["replays"] = double(candidates.size());
+    v.evidence["elements_differing_between_replays"] = differing;
+    return supersede(v, d.verdict, d);
   }
   Verdict v = make("accumulation_order", std::max(0.9, confidence),
                    "each of the " + std::to_string(candidates.size()) +
@@ -103,9 +122,7 @@ Detection reorderedReplays(const Detection& d, const float* golden, const std::v
                        "reduction whose order changes from run to run (atomic adds), correct in every run");
   v.parameters["order"] = "nondeterministic";
   v.evidence["replays"] = double(candidates.size());
-  v.evidence["elements_differing_between_replays"] = d.verdict.evidence.count("elements_differing_between_replays")
-                                                         ? d.verdict.evidence.at("elements_differing_between_replays")
-                                                         : 0.0;
+  v.evidence["elements_differing_between_replays"] = differing;
   return supersede(v, d.verdict, d);
 }
 

@@ -23,9 +23,6 @@ namespace {
 using fp::bitsOf;
 using fp::floatOf;
 
-bool legitimate(const std::string& model) {
-  return model == "exact" || model == "precision_loss" || model == "accumulation_order";
-}
 
 // The elements far beyond a dense bulk of errors; none where there is no such bulk.
 struct Outliers {
@@ -93,7 +90,7 @@ Detection outliersOnBulk(const Detection& d, const float* golden, const float* c
   if (outliers.at.empty()) return d;
   const Repair fixed = repair(golden, c, n, outliers);
   const Detection rest = detectOne(golden, {fixed.values.data()}, shape, options, bound);
-  if (!legitimate(rest.verdict.model)) return d;
+  if (!roundingSized(rest)) return d;
   const bool flips = fixed.bitsExplained == int(outliers.at.size());
   // NaN or Inf that no single flipped bit explains (an overflow, a NaN generated): R2's verdict
   // stands, and the rounding of the rest is its finding
@@ -104,8 +101,7 @@ Detection outliersOnBulk(const Detection& d, const float* golden, const float* c
   }
   const bool sameBit = fixed.sameBit;
   const int firstBit = fixed.firstBit;
-  std::string secondary = rest.verdict.model;
-  if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
+  const std::string secondary = restReading(rest);
   Verdict v = make(flips ? "bit_flip" : "random_value", flips ? 0.9 : 0.8,
                    std::to_string(outliers.at.size()) + " element(s) " +
                        (flips ? "one flipped bit" + std::string(sameBit ? " (bit " + std::to_string(firstBit) + ")" : "") +

@@ -130,8 +130,10 @@ void missingReduction(RuleContext& x) {
   if (byLine) v.evidence[colsSpread ? "column_error_spread" : "row_error_spread"] = std::max(spreadCols, spreadRows);
   if (size > 0) v.evidence["error_rank"] = rank, v.evidence["golden_rank"] = goldenRank;
   x.add(v);
+  // uncorrelated errors of 4-bit size are the likelier reading, but nothing reproduces them from the
+  // outputs alone: an alternative under the unknown below, never the verdict (issue 41)
   if (fp4Sized && uncorrelated) {
-    Verdict p = make("precision_loss", 0.6,
+    Verdict p = make("precision_loss", 0.5,
                      "dense errors averaging " + number(r.meanAbsOverScale) +
                          " of the tensor's scale and uncorrelated with the values (a missing part of a sum is part of "
                          "the value: share " + number(share) +
@@ -148,6 +150,10 @@ void missingReduction(RuleContext& x) {
                          "of a reduction missing; outputs alone cannot tell them apart (record the call's operands "
                          "and the detector replays the formats)");
     u.evidence["mean_abs_over_scale"] = r.meanAbsOverScale;
+    if (uncorrelated) {
+      u.confidence = 0.6;
+      u.parameters["closest"] = "precision_loss (int4|mxfp4|nvfp4)";
+    }
     x.add(u);
     if (!uncorrelated) {
       Verdict p = make("precision_loss", 0.45, "dense errors of the size block-scaled 4-bit inputs make");

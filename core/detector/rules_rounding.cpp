@@ -66,7 +66,10 @@ void addOutputGrid(RuleContext& x, const OutputGrid& grid, double confidence) {
   x.add(v);
 }
 
-// The median number of mantissa bits disturbed, against the band each format's rounding gives.
+// The median number of mantissa bits disturbed, against the band each format's rounding gives. The
+// size of an error alone reproduces nothing (a wrong attention scale's errors are the size of bf16's
+// rounding): the band's reading is only the closest hypothesis, an alternative under `unknown`,
+// which says what would settle it. A legitimate verdict needs a replay, a bound or a format's grid.
 void addUlpBands(RuleContext& x, bool dense) {
   struct Band {
     int lo, hi;
@@ -80,15 +83,31 @@ void addUlpBands(RuleContext& x, bool dense) {
   static const Band bands[] = {{0, 6, "accumulation_order", "", 0.8},   {7, 12, "precision_loss", "fp16", 0.6},
                                {7, 12, "precision_loss", "tf32", 0.55}, {13, 16, "precision_loss", "bf16", 0.75},
                                {17, 18, "precision_loss", "fp8_e4m3", 0.6}, {19, 32, "precision_loss", "fp8_e5m2", 0.6}};
+  const std::string size = "median " + std::to_string(x.ulpMedian) + " of 23 mantissa bits disturbed";
+  std::string closest;
+  double confidence = 0;
   for (const Band& b : bands)
     if (x.ulpMedian >= b.lo && x.ulpMedian <= b.hi) {
-      Verdict v = make(b.model, dense ? b.confidence : b.confidence * 0.8,
-                       std::string("dense errors, median ") + std::to_string(x.ulpMedian) + " of 23 mantissa bits disturbed");
+      const std::string reading = *b.format ? std::string("inputs rounded to ") + b.format : "another summation order";
+      Verdict v = make(b.model, (dense ? b.confidence : b.confidence * 0.8) / 2,
+                       "dense errors the size of " + reading + " (" + size + "), not reproduced by anything");
       if (*b.format) v.parameters["format"] = b.format;
+      v.parameters["reproduced"] = "no";
       v.evidence["median_log2_ulp"] = x.ulpMedian;
       v.evidence["mismatch_fraction"] = x.fraction;
       x.add(v);
+      if (closest.empty()) closest = std::string(b.model) + (*b.format ? std::string(" (") + b.format + ")" : "");
+      confidence = std::max(confidence, dense ? b.confidence : b.confidence * 0.8);
     }
+  if (closest.empty()) return;
+  Verdict u = make("unknown", confidence,
+                   "dense errors (" + size + ") the size of " + closest + ", but nothing reproduces them: " +
+                       (x.bound ? std::string("no format's replay of the recorded operands and no rounding bound fits")
+                                : std::string("only the outputs are known; record the call's inputs (peat profile, peat "
+                                              "record) and replay it to settle it")));
+  u.parameters["closest"] = closest;
+  u.evidence["median_log2_ulp"] = x.ulpMedian;
+  x.add(u);
 }
 
 }  // namespace
@@ -98,6 +117,7 @@ void addUlpBands(RuleContext& x, bool dense) {
 // 4-bit elements first: no per-element format has one mantissa bit.
 void quantisedOutput(RuleContext& x) {
   const analyzer::Report& r = x.r;
+  if (x.zeroedOutput) return;  // zeros where golden is not: R6, before any quantisation
   if (x.fraction >= 0.2 && r.newlyNonFinite == 0 && r.cols > 0)
     x.grid = outputBlockGrid(x.golden, x.c, x.n, r.cols, false);
   if (x.grid) addOutputGrid(x, *x.grid, 0.96);
@@ -107,6 +127,7 @@ void quantisedOutput(RuleContext& x) {
 void denseRounding(RuleContext& x) {
   const analyzer::Report& r = x.r;
   const bool dense = x.fraction >= 0.2 && r.newlyNonFinite == 0 && r.signOnly == 0;
+  if (x.zeroedOutput) return;
   if (!((dense || (!x.sparse && r.newlyNonFinite == 0)) && r.meanAbsOverScale <= 0.08)) return;
   if (const fp::Format* f = outputFormat(x.golden, x.c, x.n)) {
     Verdict v = make("precision_loss", 0.96, "every candidate value is exactly representable in " + formatId(*f));

@@ -12,9 +12,6 @@ namespace peat::detector::rules {
 
 namespace {
 
-bool legitimate(const std::string& model) {
-  return model == "exact" || model == "precision_loss" || model == "accumulation_order";
-}
 
 }  // namespace
 
@@ -49,6 +46,7 @@ void zeroed(RuleContext& x) {
                        std::to_string(x.r.longestRun));
   v.evidence["longest_run"] = double(x.r.longestRun);
   x.add(v);
+  x.zeroedOutput = true;
 }
 
 // R7 scaling: c = s g for one factor s over the mismatched elements.
@@ -94,9 +92,8 @@ void scaleOnRounding(RuleContext& x) {
   std::vector<float> rescaled(x.c, x.c + x.n);
   for (float& v : rescaled) v = float(double(v) / s);
   const Detection rest = detectOne(x.golden, {rescaled.data()}, x.shape, x.options, x.bound);
-  if (!legitimate(rest.verdict.model)) return;
-  std::string secondary = rest.verdict.model;
-  if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
+  if (!roundingSized(rest)) return;
+  const std::string secondary = restReading(rest);
   const bool powerOfTwo = std::fabs(std::log2(std::fabs(s)) - std::round(std::log2(std::fabs(s)))) < 1e-12;
   Verdict v = make("scaling", 0.93,
                    "candidate = " + number(s) + " x golden" + (powerOfTwo ? " (a power of two)" : "") + " up to " +
@@ -176,9 +173,8 @@ void channelScaling(RuleContext& x) {
     for (uint64_t j = 0; j < cols; ++j) rescaled[i * cols + j] = float(double(rescaled[i * cols + j]) /
                                                                       best->factor[byColumn ? j : i]);
   const Detection rest = detectOne(x.golden, {rescaled.data()}, x.shape, x.options, x.bound);
-  if (!legitimate(rest.verdict.model)) return;
-  std::string secondary = rest.verdict.model;
-  if (rest.verdict.parameters.count("format")) secondary += " (" + rest.verdict.parameters.at("format") + ")";
+  if (!roundingSized(rest)) return;
+  const std::string secondary = restReading(rest);
   const char* line = byColumn ? "column" : "row";
   Verdict v = make("scaling", 0.92,
                    std::string("each ") + line + " is golden times a factor of its own (" + std::to_string(best->off) +

@@ -94,10 +94,13 @@ PluginInfo validatePluginInfo(const peat_kernel_info* info, const std::string& p
   out.opKind = info->op_kind;
   out.dtype = info->dtype;
   out.memory = info->memory;
+  // v1 code named its version PEAT_KERNEL_ABI_VERSION, which read 1 until v2 came: such source,
+  // compiled against today's header, says 2 in the v1 struct and is the v1 plugin it always was
+  if (out.abiVersion == PEAT_KERNEL_ABI_VERSION) out.abiVersion = PEAT_KERNEL_ABI_VERSION_1;
   if (out.abiVersion != PEAT_KERNEL_ABI_VERSION_1)
     throw PluginError("plugin '" + path + "' declares ABI version " + std::to_string(out.abiVersion) +
-                      " in peat_kernel_info_v1, which carries version 1 (PEAT_KERNEL_ABI_VERSION_1)" +
-                      (out.abiVersion == PEAT_KERNEL_ABI_VERSION ? "; version 2 is peat_kernel_info_v2's" : ""));
+                      " in peat_kernel_info_v1, which carries version 1 (PEAT_KERNEL_ABI_VERSION_1; or 2, "
+                      "PEAT_KERNEL_ABI_VERSION, from v1 code compiled against today's header)");
   checkName(out.name, path);
   if (out.opKind != PEAT_OP_GEMM) throw PluginError("plugin '" + path + "': only GEMM kernels (op kind 1) are accepted");
   if (out.dtype != PEAT_DTYPE_F32) throw PluginError("plugin '" + path + "': only fp32 kernels (dtype 1) are accepted");
@@ -478,6 +481,7 @@ PluginInfo parseProbeAnswer(const std::string& text, const std::string& path) {
   info.path = path;
   info.name = fields[0];
   info.abiVersion = number(fields[1]);
+  if (info.abiVersion != PEAT_KERNEL_ABI_VERSION_1) unknownFormat();  // the probe answers v1 as version 1
   info.opKind = number(fields[2]);
   info.dtype = number(fields[3]);
   info.memory = number(fields[4]);

@@ -591,15 +591,20 @@ def main():
         return 1
 
     parts = report["parts"]
-    part_rows = lambda name: [r for r in rows if r["part"] == name]
-    summary = {name: {"right": parts[name]["correct"], "pairs": parts[name]["cases"],
-                      "legitimate": parts[name]["legitimate_pairs"],
-                      "fault_or_unknown_on_legitimate": parts[name]["fault_verdicts_on_legitimate"],
-                      "format_right": sum(r["format_match"] is True for r in part_rows(name)),
-                      "format_checked": sum(r["format_match"] is not None for r in part_rows(name))}
-               for name in parts}
-    summary["all"] = {"right": report["correct"], "pairs": report["cases"], "legitimate": report["legitimate_pairs"],
-                      "fault_or_unknown_on_legitimate": report["fault_verdicts_on_legitimate"]}
+    part_rows = lambda name: [r for r in rows if r["part"] == name] if name != "all" else rows
+    legit_expected = {"legitimate", "exact", "precision_loss", "accumulation_order"}
+    # the fault pairs named right: the accuracy that the outputs alone can reach (a legitimate format
+    # is reproduced from outputs only when they lie on its grid; else the verdict is unknown, issue 41)
+    faults_right = lambda name: sum(r["correct"] for r in part_rows(name) if r["expected"] not in legit_expected)
+    summary = {}
+    for name, part in list(parts.items()) + [("all", report)]:
+        summary[name] = {"right": part["correct"], "pairs": part["cases"], "legitimate": part["legitimate_pairs"],
+                         "fault_on_legitimate": part["fault_verdicts_on_legitimate"],
+                         "unknown_on_legitimate": part["unknown_on_legitimate"],
+                         "faults": part["fault_pairs"], "faults_right": faults_right(name),
+                         "legitimate_on_faults": part["legitimate_verdicts_on_faults"],
+                         "format_right": sum(r["format_match"] is True for r in part_rows(name)),
+                         "format_checked": sum(r["format_match"] is not None for r in part_rows(name))}
 
     if as_json:
         print(json.dumps({"rows": rows, "summary": summary}, indent=1))
@@ -615,21 +620,24 @@ def main():
             if not r["correct"] and r["alternatives"]:
                 print("   alternatives: %s" % ", ".join(map(str, r["alternatives"])))
         for name, part in summary.items():
-            print("%-16s %d of %d right (%.0f%%), %d fault or unknown verdicts on %d legitimate pairs%s" % (
-                name + ":", part["right"], part["pairs"], 100.0 * part["right"] / max(1, part["pairs"]),
-                part["fault_or_unknown_on_legitimate"], part["legitimate"],
-                " (precision format right in %d of %d)" % (part["format_right"], part["format_checked"])
-                if part.get("format_checked") else ""))
+            print("%-16s %d of %d right (%.0f%%); faults named right %d of %d, legitimate verdicts on them %d; "
+                  "fault verdicts on %d legitimate pairs %d, unknown %d%s" % (
+                      name + ":", part["right"], part["pairs"], 100.0 * part["right"] / max(1, part["pairs"]),
+                      part["faults_right"], part["faults"], part["legitimate_on_faults"], part["legitimate"],
+                      part["fault_on_legitimate"], part["unknown_on_legitimate"],
+                      " (precision format right in %d of %d)" % (part["format_right"], part["format_checked"])
+                      if part.get("format_checked") else ""))
         print("(peat detect-eval --external %s --seeds 0)" % workdir)
-    # Fails on any fault (or unknown) verdict on a legitimate pair, and below the targets: 97% top-1
-    # on every part of at least 20 pairs, every pair of a smaller part right.
-    below = [n for n, part in summary.items() if n != "all" and part["right"] <
-             (0.97 * part["pairs"] if part["pairs"] >= 20 else part["pairs"])]
-    fault_on_legit = summary["all"]["fault_or_unknown_on_legitimate"]
-    if not as_json and not (fault_on_legit or below):
+    # Fails on either error (a fault pair called legitimate, a legitimate pair called a fault) and
+    # below the target for what the outputs can settle: 97% of the fault pairs named right on every part
+    # with at least 20 of them, every fault pair of a smaller part. Unknown on a legitimate pair (nothing
+    # reproduces a format from outputs alone) is counted and shown, not failed.
+    below = [n for n, part in summary.items() if n != "all" and part["faults_right"] <
+             (0.97 * part["faults"] if part["faults"] >= 20 else part["faults"])]
+    errors = summary["all"]["fault_on_legitimate"] + summary["all"]["legitimate_on_faults"]
+    if not as_json and not (errors or below):
         print("ok: external corpus (seed %d) within the targets" % SEED_OFFSET)
-    return 1 if fault_on_legit or below else 0
-
+    return 1 if errors or below else 0
 
 if __name__ == "__main__":
     sys.exit(main())

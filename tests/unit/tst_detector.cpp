@@ -188,24 +188,51 @@ void TestDetector::precisionLossByRepresentability() {
   QCOMPARE(d.verdict.parameters.at("format"), std::string("fp16"));
 }
 
+// The first alternative of `d` with this model (and format, when given), or null.
+const detector::Verdict* alternative(const detector::Detection& d, const std::string& model, const std::string& format = "") {
+  for (const detector::Verdict& v : d.alternatives)
+    if (v.model == model && (format.empty() || (v.parameters.count("format") && v.parameters.at("format") == format)))
+      return &v;
+  return nullptr;
+}
+
 void TestDetector::precisionLossByMagnitude() {
   // Dense relative perturbations of about 2^-9 that are not a rounding of the output: bf16's band.
+  // The size of an error alone reproduces nothing (issue 41): unknown, bf16 the closest reading.
   const auto g = values(4096, 12);
   auto c = g;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   for (float& x : c) x *= 1.0f + u(rng) * std::ldexp(1.0f, -8);
   const auto d = run(g, c);
-  QCOMPARE(d.verdict.model, std::string("precision_loss"));
-  QCOMPARE(d.verdict.parameters.at("format"), std::string("bf16"));
+  QCOMPARE(d.verdict.model, std::string("unknown"));
+  QCOMPARE(d.verdict.parameters.at("closest"), std::string("precision_loss (bf16)"));
+  QVERIFY(d.verdict.explanation.find("record the call's inputs") != std::string::npos);
+  const detector::Verdict* closest = alternative(d, "precision_loss", "bf16");
+  QVERIFY(closest && closest->confidence < d.verdict.confidence);
+  QCOMPARE(closest->parameters.at("reproduced"), std::string("no"));
 }
 
 void TestDetector::accumulationOrder() {
+  // from the outputs alone, one ULP here and there is only the size of a reordering
   const auto g = values(4096, 13);
   auto c = g;
   for (std::size_t i = 0; i < c.size(); i += 2) c[i] = std::nextafter(c[i], INFINITY);
   const auto d = run(g, c);
-  QCOMPARE(d.verdict.model, std::string("accumulation_order"));
+  QCOMPARE(d.verdict.model, std::string("unknown"));
+  QCOMPARE(d.verdict.parameters.at("closest"), std::string("accumulation_order"));
+  QVERIFY(alternative(d, "accumulation_order"));
+  // with the GEMM's operands, another summation order is within the fp32 reordering bound: reproduced
+  const int64_t m = 16, k = 300, n = 24;
+  const auto a = values(std::size_t(m * k), 130), b = values(std::size_t(k * n), 131);
+  const auto golden = orderedGemm(a, b, m, k, n, false, nullptr);
+  std::vector<float> reversed(std::size_t(m * n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = k - 1; q >= 0; --q) reversed[std::size_t(i * n + j)] += a[std::size_t(i * k + q)] * b[std::size_t(q * n + j)];
+  const detector::GemmBound bound = detector::gemmBound(a.data(), b.data(), m, k, n);
+  const auto e = detector::detect(golden.data(), {reversed.data()}, {uint64_t(m), uint64_t(n)}, {}, &bound);
+  QVERIFY2(e.verdict.model == "accumulation_order", (e.verdict.model + ": " + e.verdict.explanation).c_str());
 }
 
 void TestDetector::indexErrorAtAStride() {
@@ -691,7 +718,10 @@ void TestDetector::nonFiniteRowsWinOverConfinement() {
   few[100] = few[2000] = NAN;
   const auto e = run(g, few);
   QCOMPARE(e.verdict.model, std::string("nan_inf"));
-  QVERIFY(!e.findings.empty() && e.findings.front().model == "precision_loss");
+  // the rest (the two repaired elements off bf16's grid) reads as bf16's size, not reproduced
+  QVERIFY(!e.findings.empty() && (e.findings.front().model == "precision_loss" ||
+                                  (e.findings.front().model == "unknown" &&
+                                   e.findings.front().parameters.at("closest") == "precision_loss (bf16)")));
 }
 
 // An fp16 gradient never unscaled (x 1024), and fp8 values with their scale applied twice: a factor
@@ -758,8 +788,10 @@ void TestDetector::weightOnlyGroupQuantisationIsReplayed() {
     QCOMPARE(d.verdict.parameters.at("format"), "int" + std::to_string(cs.bits));
     QCOMPARE(d.verdict.parameters.at("group"), std::to_string(cs.group));
     QCOMPARE(d.verdict.parameters.at("weights"), std::string(cs.asym ? "-asym" : "-sym").insert(0, "int" + std::to_string(cs.bits)));
+    // from the outputs alone: no fault, and nothing reproduces it (the closest reading is a format's)
     const auto alone = run(golden, c, {uint64_t(m), uint64_t(n)});
-    QVERIFY2(alone.verdict.model == "precision_loss", (alone.verdict.model + ": " + alone.verdict.explanation).c_str());
+    QVERIFY2(alone.verdict.model == "unknown" && alone.verdict.parameters.at("closest").rfind("precision_loss", 0) == 0,
+             (alone.verdict.model + ": " + alone.verdict.explanation).c_str());
   }
   // a missing K block in such a kernel is replayed by no scheme: not precision loss
   const auto partial = orderedGemm(a, quantiseWeights(b, k, n, 4, 128, false), m, k, n, false, nullptr, 64);

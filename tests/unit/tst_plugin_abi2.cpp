@@ -329,15 +329,32 @@ void TestPluginAbi2::declarationsAreChecked() {
 }
 
 void TestPluginAbi2::v1InfoCarriesVersion1() {
+  // v1 source that names its version PEAT_KERNEL_ABI_VERSION (1 when it was written, 2 today) is v1
   peat_kernel_info info{PEAT_KERNEL_ABI_VERSION, "old", PEAT_OP_GEMM, PEAT_DTYPE_F32, PEAT_MEMORY_HOST};
-  try {
-    plugin::validatePluginInfo(&info, "p.so");
-    QFAIL("a v1 info with version 2 was accepted");
-  } catch (const plugin::PluginError& e) {
-    QVERIFY2(contains(e.what(), "declares ABI version 2 in peat_kernel_info_v1, which carries version 1"), e.what());
-  }
+  QCOMPARE(plugin::validatePluginInfo(&info, "p.so").abiVersion, 1u);
   info.abi_version = PEAT_KERNEL_ABI_VERSION_1;
   QCOMPARE(plugin::validatePluginInfo(&info, "p.so").abiVersion, 1u);
+  info.abi_version = 3;  // a version no header had
+  try {
+    plugin::validatePluginInfo(&info, "p.so");
+    QFAIL("a v1 info with version 3 was accepted");
+  } catch (const plugin::PluginError& e) {
+    QVERIFY2(contains(e.what(), "declares ABI version 3 in peat_kernel_info_v1, which carries version 1"), e.what());
+  }
+  // and such a plugin, built from its source against today's header, probes and multiplies as v1
+  const plugin::PluginInfo probed = plugin::probePlugin(testPlugin("v1_macro"));
+  QCOMPARE(probed.abiVersion, uint32_t(PEAT_KERNEL_ABI_VERSION_1));
+  QCOMPARE(probed.name, std::string("v1-macro"));
+  QCOMPARE(probed.probeMismatches, 0u);
+  const plugin::LoadedPlugin loaded = plugin::loadProbedPlugin(testPlugin("v1_macro"));
+  QVERIFY(loaded.gemm);
+  const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};  // [2, 3] x [3, 2]
+  float c[4] = {};
+  QCOMPARE(loaded.gemm(a, b, c, 2, 2, 3), 0);
+  QCOMPARE(c[0], 4.0f);
+  QCOMPARE(c[1], 5.0f);
+  QCOMPARE(c[2], 10.0f);
+  QCOMPARE(c[3], 11.0f);
 }
 
 void TestPluginAbi2::answersRoundTrip() {

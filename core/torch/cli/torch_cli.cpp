@@ -355,7 +355,10 @@ void writeDetectEval(JsonWriter& j, const train::DetectEvalResult& r) {
     j.endObject();
   }
   j.endObject();
+  // both errors: a bug called legitimate, a legitimate difference called a fault (unknown apart)
+  j.field("fault_pairs", r.faults).field("legitimate_verdicts_on_faults", r.faultLegitimateVerdicts);
   j.field("legitimate_pairs", r.legitimate).field("fault_verdicts_on_legitimate", r.legitimateFaultVerdicts);
+  j.field("unknown_on_legitimate", r.legitimateUnknown);
   j.key("confusion").beginObject();
   for (const auto& [expected, row] : r.confusion) {
     j.key(expected).beginObject();
@@ -378,10 +381,11 @@ void printDetectEval(const train::DetectEvalResult& r) {
     for (const auto& [got, count] : row) std::printf(" %s:%d", got.c_str(), count);
     std::printf("\n");
   }
-  std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d; fault verdicts on legitimate "
-              "differences %d/%d\n",
-              r.correct, total, total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked,
-              r.legitimateFaultVerdicts, r.legitimate);
+  std::printf("top-1 accuracy %d/%d = %.1f%%; precision format right %d/%d\n", r.correct, total,
+              total ? 100.0 * r.correct / total : 0.0, r.formatCorrect, r.formatChecked);
+  std::printf("legitimate verdicts on faults %d/%d; fault verdicts on legitimate differences %d/%d (unknown on "
+              "them: %d, nothing reproduced them)\n",
+              r.faultLegitimateVerdicts, r.faults, r.legitimateFaultVerdicts, r.legitimate, r.legitimateUnknown);
   std::printf("precision format (expected: named):");
   for (const auto& [expected, row] : r.formatConfusion) {
     std::printf(" %s ->", expected.c_str());
@@ -448,8 +452,10 @@ int runDetectEvalCommand(const cli::TorchCommand& c) {
                   external->labels.c_str());
       printDetectEval(external->all);
       for (const auto& [part, r] : external->parts)
-        std::printf("  %-20s top-1 %d/%zu; fault or unknown verdicts on legitimate pairs %d/%d\n", part.c_str(),
-                    r.correct, r.cases.size(), r.legitimateFaultVerdicts, r.legitimate);
+        std::printf("  %-20s top-1 %d/%zu; legitimate verdicts on faults %d/%d; fault verdicts on legitimate pairs "
+                    "%d/%d (unknown %d)\n",
+                    part.c_str(), r.correct, r.cases.size(), r.faultLegitimateVerdicts, r.faults,
+                    r.legitimateFaultVerdicts, r.legitimate, r.legitimateUnknown);
     }
   }
   return 0;

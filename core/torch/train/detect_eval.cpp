@@ -105,7 +105,11 @@ void judge(DetectEvalResult& r, DetectEvalCase c, const detector::Detection& d) 
   }
   if (anyLegitimate || kLegitimate.count(c.expected)) {
     ++r.legitimate;
-    if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
+    if (c.got == "unknown") ++r.legitimateUnknown;
+    else if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
+  } else {
+    ++r.faults;
+    if (kLegitimate.count(c.got)) ++r.faultLegitimateVerdicts;
   }
   r.cases.push_back(c);
 }

@@ -25,8 +25,12 @@ struct DetectEvalResult {
   // well (`also_reproduced_by`): identical arithmetic on these inputs, as tf32 and fp16 inside fp16's range
   int formatTied = 0;
   std::map<std::string, std::map<std::string, int>> formatConfusion;  // expected format -> named format -> count
-  int legitimate = 0, legitimateFaultVerdicts = 0;  // pairs that differ legitimately, and fault verdicts on them
-                                                    // (unknown counts as one)
+  // The two errors, counted apart: pairs that differ legitimately and the fault verdicts named on them
+  // (false alarms), those judged unknown (nothing reproduced them: not settled, not an alarm), and
+  // pairs that differ by a fault and the legitimate verdicts named on them (a bug called legitimate,
+  // the worst verdict this tool can give).
+  int legitimate = 0, legitimateFaultVerdicts = 0, legitimateUnknown = 0;
+  int faults = 0, faultLegitimateVerdicts = 0;
 };
 
 // `operands`: the GEMM ops' cases (linear, conv2d) judged again with the calls' operands given to the
