@@ -166,6 +166,25 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
               .arg(r.cols);
   if (r.worstRow >= 0) html += tr("<tr><td nowrap>largest error at</td><td>row %1, column %2</td></tr>").arg(r.worstRow).arg(r.worstCol);
   html += QStringLiteral("</table>");
+  if (r.hasCriteria) {  // what users already apply beside a verdict (computed by the core, shown here)
+    const analyzer::Criteria& k = r.criteria;
+    html += tr("<h3>Criteria</h3><table cellspacing=2>"
+               "<tr><td nowrap>cosine similarity</td><td>%1</td></tr>"
+               "<tr><td nowrap>max relative error</td><td>%2</td></tr>"
+               "<tr><td nowrap>relative error above 1e-2 / 1e-3 / 1e-4</td><td>%3% / %4% / %5%</td></tr>"
+               "<tr><td nowrap>max error in ULPs of golden</td><td>%6</td></tr>")
+                .arg(QString::number(k.cosine, 'f', 7), number(k.maxRel), number(100 * k.relAbove2),
+                     number(100 * k.relAbove3), number(100 * k.relAbove4), number(k.maxUlp));
+    if (k.ruleEvaluated)
+      html += tr("<tr><td nowrap>FlashAttention's rule</td><td><b>%1</b>: max error against float64 %2, at most 2 x %3 "
+                 "+ 1e-5 (%4)</td></tr>")
+                  .arg(k.rulePasses() ? tr("pass") : tr("fail"), number(k.candidateError), number(k.referenceError),
+                       qs(k.reference).toHtmlEscaped());
+    else
+      html += tr("<tr><td nowrap>FlashAttention's rule</td><td>not evaluated: no float64 recomputation of this "
+                 "call</td></tr>");
+    html += QStringLiteral("</table>");
+  }
   if (verdict) {
     html += tr("<h3>Verdict: %1 (%2)</h3>").arg(qs(verdict->model).toHtmlEscaped(), number(verdict->confidence));
     html += QStringLiteral("<p>%1</p>").arg(qs(verdict->evidence).toHtmlEscaped());

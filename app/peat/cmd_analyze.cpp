@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // peat analyze: the standard report of a golden/candidate pair, from .npy files or HDF5 datasets.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -213,6 +214,7 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
         j.field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);
         j.field("mean_abs_over_scale", c.report.meanAbsOverScale);
       }
+      writeCriteria(j, c.criteria);
       j.endObject();
     }
     j.endArray().key("kernel_failures").beginArray();
@@ -237,6 +239,30 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
     std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", f.call.c_str(), f.layer.c_str(), f.op.c_str(), "-", "-",
                 "-", f.detection.verdict.model.c_str(), f.detection.verdict.parameters.at("outcome").c_str(),
                 f.detection.verdict.confidence);
+  // The criteria users apply, per op: the reference rule's passes, the lowest cosine, the largest
+  // relative error and its share above 1e-3 (worst call)
+  struct OpCriteria {
+    int calls = 0, evaluated = 0, passed = 0;
+    double cosine = 1, maxRel = 0, above3 = 0;
+  };
+  std::map<std::string, OpCriteria> perOp;
+  for (const analyzer::CallAnalysis& c : a.calls) {
+    OpCriteria& o = perOp[c.op];
+    ++o.calls;
+    o.evaluated += c.criteria.ruleEvaluated;
+    o.passed += c.criteria.ruleEvaluated && c.criteria.rulePasses();
+    o.cosine = std::min(o.cosine, c.criteria.cosine);
+    o.maxRel = std::max(o.maxRel, c.criteria.maxRel);
+    o.above3 = std::max(o.above3, c.criteria.relAbove3);
+  }
+  std::printf("criteria    per op: lowest cosine, largest relative error, most elements off by 1e-3 in a call; "
+              "FlashAttention's rule (max error against float64 <= 2x PyTorch's + 1e-5)\n");
+  for (const auto& [op, o] : perOp) {
+    std::printf("  %-12s %4d calls  cos %.6f  max rel %.3g  rel>1e-3 %.1f%%  ", op.c_str(), o.calls, o.cosine, o.maxRel,
+                100 * o.above3);
+    if (o.evaluated) std::printf("2x rule: %d of %d pass\n", o.passed, o.evaluated);
+    else std::printf("2x rule: no float64 recomputation of this op\n");
+  }
   // The trend: the worst error of each iteration, first to last.
   std::map<int64_t, double> worst;
   for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);

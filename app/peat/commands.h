@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analyzer/criteria.h"
 #include "core/cli/torch_commands.h"
 #include "core/save/save_commands.h"
 
@@ -60,6 +61,10 @@ int runDetect(const DetectOptions& o);
 // A verdict as JSON: its model ("verdict" at the top level), confidence, explanation, parameters and
 // evidence; and its parameters as text, " (format=mxfp4, block=32)", empty when it has none.
 void writeVerdict(JsonWriter& j, const detector::Verdict& v, bool top);
+// "criteria": msProbe's metrics and, where evaluated, FlashAttention's reference rule (issue 41).
+void writeCriteria(JsonWriter& j, const analyzer::Criteria& c);
+// The same in one line for people: "cos 0.99999, max rel 3e-3, rel>1e-2/1e-3/1e-4 0%/2%/40%, 12 ULP; 2x rule pass".
+std::string criteriaLine(const analyzer::Criteria& c);
 std::string parameters(const detector::Verdict& v);
 
 // analyze and detect over a session's playback run; `verdictsOnly` prints just the detector's side.

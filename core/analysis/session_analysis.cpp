@@ -435,9 +435,37 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const std::vector<float> w = readInput(reader, out.sourceRun, *g->second, "input_1", sw);
           if (!dy.empty() && !w.empty()) conv = convGradInputGemm(dy.data(), sdy, w.data(), sw, g->second->params, shape);
         }
+        a.criteria = criteria(golden.data(), candidate.data(), uint64_t(golden.size()));
+        // FlashAttention's rule against the GEMM recomputed in float64: PyTorch's kernel is golden (fp32),
+        // or, where a format's replay reproduced the candidate, that replay (a kernel in that format)
+        auto gemmRule = [&](const detector::GemmBound& b, const float* candidateValues) {
+          const std::vector<double> exact = detector::exactGemm(b);
+          if (exact.size() != golden.size()) return;
+          const detector::Verdict& v = a.detection.verdict;
+          const auto format = v.parameters.find("format");
+          const bool reproduced = v.model == "precision_loss" && format != v.parameters.end() &&
+                                  v.evidence.count("reproduced") && v.evidence.at("reproduced") > 0;
+          std::vector<double> reference;
+          std::string name = "golden (PyTorch's fp32 kernel)";
+          if (reproduced) {
+            const std::string id = format->second + (v.parameters.count("scale") ? "/tensor-scale" : "");
+            reference = detector::formatGemm(b, id);
+            name = "the " + id + " replay (a kernel in that format)";
+          }
+          if (reference.size() != exact.size()) {
+            reference.clear();
+            name = "golden (PyTorch's fp32 kernel)";
+          }
+          if (reference.empty()) {
+            const std::vector<float> seenGolden = conv ? conv->toGemm(golden) : golden;
+            reference.assign(seenGolden.begin(), seenGolden.end());
+          }
+          applyReferenceRule(a.criteria, candidateValues, exact.data(), reference.data(), exact.size(), name);
+        };
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
           a.detection = detector::detect(gg.data(), {cc.data()}, conv->seenShape(), options, &conv->bound);
+          gemmRule(conv->bound, cc.data());
         } else {
           // a batched GEMM's output is seen as its rows stacked ([batch * m, n]), a conv's grad_weight
           // [Cout, Cin/G kh kw] as the GEMM's [m, n]
@@ -445,6 +473,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const std::vector<uint64_t> seen =
               asGemm ? std::vector<uint64_t>{uint64_t(bound->rows), uint64_t(bound->cols)} : shape;
           a.detection = detector::detect(golden.data(), {candidate.data()}, seen, options, bound ? &*bound : nullptr);
+          if (bound) gemmRule(*bound, candidate.data());
         }
         // Op-wise calls with their inputs recorded: replayed in double with the formulas ports and
         // bugs use (core/detector/op_replay.h); a formula that fits clearly better names the call.
@@ -464,10 +493,23 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const std::string& said = a.detection.verdict.model;
           const bool outputsNameAFault =
               said != "unknown" && said != "exact" && said != "precision_loss" && said != "accumulation_order";
-          if (auto v = detector::replayOp(golden.data(), candidate.data(), uint64_t(golden.size()), operands);
+          detector::ReplayValues values;
+          if (auto v = detector::replayOp(golden.data(), candidate.data(), uint64_t(golden.size()), operands, &values);
               v && !(v->parameters.count("reading") && outputsNameAFault)) {
             a.detection.alternatives.insert(a.detection.alternatives.begin(), a.detection.verdict);
             a.detection.verdict = *v;
+          }
+          // FlashAttention's rule against the op recomputed in float64 (PyTorch's kernel: golden, or the
+          // port's format replay that named the call)
+          if (values.reference.size() == golden.size()) {
+            const bool matched = values.matched.size() == golden.size() &&
+                                 a.detection.verdict.parameters.count("format") &&
+                                 a.detection.verdict.parameters.at("format") == values.matchedFormat;
+            const std::vector<double> goldenValues(golden.begin(), golden.end());
+            applyReferenceRule(a.criteria, candidate.data(), values.reference.data(),
+                               matched ? values.matched.data() : goldenValues.data(), goldenValues.size(),
+                               matched ? "the " + values.matchedFormat + " replay (a port in that format)"
+                                       : "golden (PyTorch's fp32 kernel)");
           }
         }
         out.calls.push_back(std::move(a));
@@ -504,7 +546,18 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                    {"rows", double(r.rows)}, {"cols", double(r.cols)}, {"tile_rows", double(r.tileRows)},
                    {"tile_cols", double(r.tileCols)}, {"tiles_down", double(r.tilesDown)},
                    {"tiles_across", double(r.tilesAcross)}};
+    const Criteria& k = a.criteria;  // what users apply beside the verdict
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, double>>{
+             {"criteria_cosine", k.cosine}, {"criteria_max_abs", k.maxAbs}, {"criteria_max_rel", k.maxRel},
+             {"criteria_rel_above_1e-2", k.relAbove2}, {"criteria_rel_above_1e-3", k.relAbove3},
+             {"criteria_rel_above_1e-4", k.relAbove4}, {"criteria_max_ulp", k.maxUlp}})
+      rec.scalars.emplace(key, value);
+    if (k.ruleEvaluated) {
+      rec.scalars.emplace("rule_candidate_error", k.candidateError);
+      rec.scalars.emplace("rule_reference_error", k.referenceError);
+    }
     rec.labels = {{"call", a.call}, {"verdict", a.detection.verdict.model}};
+    if (k.ruleEvaluated) rec.labels.emplace("rule_reference", k.reference);
     rec.arrays = {{"log2_abs_hist", {store::DType::U64, {r.log2Abs.size()}, r.log2Abs.data()}},
                   {"log2_ulp_hist", {store::DType::U64, {r.log2Ulp.size()}, r.log2Ulp.data()}},
                   {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
@@ -573,6 +626,25 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
   out.tilesAcross = uint64_t(scalar("tiles_across"));
   if (rec.arrays.count("tile_mismatch") && out.tilesDown * out.tilesAcross <= (uint64_t(1) << 20))
     out.tileMismatch = counts("tile_mismatch", std::size_t(out.tilesDown * out.tilesAcross));
+  if (rec.scalars.count("criteria_cosine")) {  // analyses stored before the criteria have none
+    out.hasCriteria = true;
+    Criteria& k = out.criteria;
+    k.elements = uint64_t(out.elements);
+    k.cosine = scalar("criteria_cosine");
+    k.maxAbs = scalar("criteria_max_abs");
+    k.maxRel = scalar("criteria_max_rel");
+    k.relAbove2 = scalar("criteria_rel_above_1e-2");
+    k.relAbove3 = scalar("criteria_rel_above_1e-3");
+    k.relAbove4 = scalar("criteria_rel_above_1e-4");
+    k.maxUlp = scalar("criteria_max_ulp");
+    if (rec.scalars.count("rule_candidate_error")) {
+      k.ruleEvaluated = true;
+      k.candidateError = scalar("rule_candidate_error");
+      k.referenceError = scalar("rule_reference_error");
+      const auto ref = rec.labels.find("rule_reference");
+      k.reference = ref == rec.labels.end() ? std::string() : ref->second;
+    }
+  }
   if (out.mismatched > 0 && out.cols > 0) {
     const uint64_t at = uint64_t(scalar("max_abs_index"));
     out.worstRow = int64_t(at / out.cols);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analyzer/criteria.h"
 #include "core/analyzer/report.h"
 #include "core/detector/detector.h"
 #include "core/store/session.h"
@@ -23,6 +24,7 @@ struct CallAnalysis {
   int64_t variant = 0;  // the op's variant as recorded (0 forward; the gradients' numbers per op)
   Report report;
   detector::Detection detection;
+  Criteria criteria;  // msProbe's metrics, and the reference rule where the call could be recomputed in float64
 };
 
 // A call the candidate kernel failed in its kernel host (crash, hang, out-of-bounds write): no
@@ -108,6 +110,9 @@ struct StoredCallReport {
   uint64_t rows = 0, cols = 0, tileRows = 0, tileCols = 0, tilesDown = 0, tilesAcross = 0;
   std::vector<uint64_t> tileMismatch;
   int64_t worstRow = -1, worstCol = -1;
+  // the criteria users apply (core/analyzer/criteria.h), when the analysis stored them (2026-12 on)
+  bool hasCriteria = false;
+  Criteria criteria;
 };
 
 // The analysis run of `run` (the newest "analysis" run whose candidate_run is `run`), or "".

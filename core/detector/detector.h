@@ -56,6 +56,15 @@ GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_
 GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
                            bool bShared);
 
+// The GEMM of a bound's operands in double (products summed in double, the bias added): the float64
+// recomputation the reference rule (core/analyzer/criteria.h) compares against. Empty where the
+// operands were not kept or m n k > 5e8.
+std::vector<double> exactGemm(const GemmBound& b);
+// The GEMM with its inputs rounded as one of the replay's hypotheses ("bf16", "fp8_e4m3",
+// "fp8_e4m3/tensor-scale", ...) and summed in fp32: a kernel in that format, the stand-in for
+// PyTorch's own kernel in it. Empty as exactGemm's, or for an unknown format.
+std::vector<double> formatGemm(const GemmBound& b, const std::string& format);
+
 // `candidates` are one or more candidate outputs for the same input (more than one reveals races).
 Detection detect(const float* golden, const std::vector<const float*>& candidates, const std::vector<uint64_t>& shape,
                  const analyzer::ReportOptions& options = {}, const GemmBound* bound = nullptr);

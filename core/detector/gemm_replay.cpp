@@ -172,6 +172,45 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   return out;
 }
 
+}  // namespace peat::detector::rules
+
+namespace peat::detector {
+
+std::vector<double> exactGemm(const GemmBound& b) {
+  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return {};
+  std::vector<double> out(std::size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* bBatch = b.b.data() + (i / perBatch) * k * n;
+    double* row = out.data() + i * n;
+    for (int64_t q = 0; q < k; ++q) {
+      const double av = b.a[std::size_t(i * k + q)];
+      for (int64_t j = 0; j < n; ++j) row[j] += av * double(bBatch[q * n + j]);
+    }
+    for (int64_t j = 0; j < n; ++j) row[j] += rules::biasAt(b, i, j);
+  }
+  return out;
+}
+
+std::vector<double> formatGemm(const GemmBound& b, const std::string& format) {
+  const rules::Hypothesis* h = rules::hypothesis(format);
+  if (!h || b.a.empty() || double(b.rows) * double(b.cols) * double(b.k) > 5e8) return {};
+  std::vector<float> a(b.a), bb(b.b);
+  rules::roundOperand(*h, a);
+  rules::roundOperand(*h, bb);
+  rules::RowReplay replay{b, a, bb};
+  std::vector<double> out(std::size_t(b.rows * b.cols)), y;
+  for (int64_t i = 0; i < b.rows; ++i) {
+    replay.run(i, y);
+    std::copy(y.begin(), y.end(), out.begin() + i * b.cols);
+  }
+  return out;
+}
+
+}  // namespace peat::detector
+
+namespace peat::detector::rules {
+
 double replaySse(const float* c, const GemmBound& b, const std::string& id, double limit) {
   const int64_t m = b.rows, n = b.cols, step = std::max<int64_t>(1, m / 64);
   std::vector<float> a(b.a), bb(b.b);

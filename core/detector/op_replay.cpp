@@ -582,16 +582,28 @@ bool opReplayCovers(const std::string& op, int64_t variant) {
   return false;
 }
 
-std::optional<Verdict> replayOp(const float* golden, const float* candidate, uint64_t count, const OpOperands& call) {
+namespace {
+
+// The replay of a call op replay covers (not dropout's, which has no formula to recompute), or none.
+std::optional<Replay> replayOf(const OpOperands& call, uint64_t count) {
+  if (!opReplayCovers(call.op, call.variant) || call.inputs.size() != call.shapes.size() || call.op == "dropout")
+    return std::nullopt;
+  return call.op == "layernorm"   ? layerNorm(call, count)
+         : call.op == "gelu"      ? gelu(call, count)
+         : call.op == "attention" ? attention(call, count)
+         : (call.op == "softmax" || call.op == "log_softmax") && call.variant == 1 ? softmaxBackward(call, count)
+         : call.op == "softmax" || call.op == "log_softmax" ? softmax(call, count)
+                                                            : adam(call, count);
+}
+
+}  // namespace
+
+std::optional<Verdict> replayOp(const float* golden, const float* candidate, uint64_t count, const OpOperands& call,
+                                ReplayValues* replayed) {
+  if (replayed) *replayed = {};
   if (!opReplayCovers(call.op, call.variant) || call.inputs.size() != call.shapes.size()) return std::nullopt;
   if (call.op == "dropout") return dropout(candidate, count, call);
-  std::optional<Replay> r = call.op == "layernorm"   ? layerNorm(call, count)
-                            : call.op == "gelu"      ? gelu(call, count)
-                            : call.op == "attention" ? attention(call, count)
-                            : (call.op == "softmax" || call.op == "log_softmax") && call.variant == 1
-                                ? softmaxBackward(call, count)
-                            : call.op == "softmax" || call.op == "log_softmax" ? softmax(call, count)
-                                                     : adam(call, count);
+  std::optional<Replay> r = replayOf(call, count);
   if (!r) return std::nullopt;
   // golden must be the replayed op itself: otherwise the call's semantics are not the replay's
   auto misfitOf = [&](const float* values, const std::vector<double>& h) {
@@ -601,12 +613,15 @@ std::optional<Verdict> replayOp(const float* golden, const float* candidate, uin
   // whose scores' gradients cancel: there a semantics check at 1/512 of the row's scale)
   const double goldenMisfit = misfitOf(golden, r->reference);
   if (!(goldenMisfit <= (r->robust ? kLooseFit / kBetter : kFit))) return std::nullopt;
+  if (replayed && r->reference.size() == count) replayed->reference = r->reference;
   auto candidateMisfit = [&](const std::vector<double>& h) { return misfitOf(candidate, h); };
   const double reference = candidateMisfit(r->reference);
   const double fits = call.op == "attention" ? kLooseFit : kFit;
   for (const Hypothesis& h : r->alternatives) {
     const double fit = candidateMisfit(h.values);
     if (fit <= fits && fit * kBetter < reference) {
+      if (replayed && !h.format.empty() && h.values.size() == count)
+        replayed->matched = h.values, replayed->matchedFormat = h.format;
       Verdict v;
       v.model = h.model;
       v.confidence = 0.9;

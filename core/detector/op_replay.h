@@ -33,6 +33,15 @@ bool opReplayCovers(const std::string& op, int64_t variant);
 // exact formula (a planted bug's, or a legitimate port's); none when the replay does not decide
 // (then the detector's verdict from the outputs stands) or when golden itself is not the exact op
 // to fp32 precision (the call's semantics are not what the replay assumes).
-std::optional<Verdict> replayOp(const float* golden, const float* candidate, uint64_t count, const OpOperands& call);
+// What a replay computed, for the reference rule of core/analyzer/criteria.h: the op recomputed in
+// double from the recorded inputs (empty where the replay did not run or golden is not that op), and
+// the values of the format hypothesis that named the call (a bf16 port's formula: the stand-in for
+// PyTorch's kernel in that format), with that format ("" when none).
+struct ReplayValues {
+  std::vector<double> reference, matched;
+  std::string matchedFormat;
+};
+std::optional<Verdict> replayOp(const float* golden, const float* candidate, uint64_t count, const OpOperands& call,
+                                ReplayValues* values = nullptr);
 
 }  // namespace peat::detector

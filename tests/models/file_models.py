@@ -497,6 +497,7 @@ def bugs_case():
 
     numbers = lambda c: (c["mismatched"], c["max_abs"], c["p99_abs"], c["mean_abs_over_scale"])
     table = []
+    rule_counts = []  # per bug run: (changed calls the reference rule was evaluated on, of them passed)
     worst = []  # (run, call, verdict) of a changed call called legitimate
     for session, kernel, op in runs:
         calls = replay(session, kernel, op)
@@ -510,6 +511,9 @@ def bugs_case():
         if kernel == "softmax-nomax":
             continue
         worst += [(f"{kernel} on {session} {op}", c["call"], c["verdict"]) for c in changed if c["verdict"] in LEGITIMATE]
+        # FlashAttention's rule beside the verdict: the changed calls it was evaluated on, and those it passes
+        rules = [c["criteria"]["reference_rule"]["pass"] for c in changed if "reference_rule" in c["criteria"]]
+        rule_counts.append((len(rules), sum(rules)))
     print("%-58s %-10s %-10s %6s %8s  %s" % ("kernel", "session", "op", "calls", "changed", "verdicts of the changed calls"))
     for session, kernel, op, n, changed, verdicts in table:
         print("%-58s %-10s %-10s %6d %8d  %s" % (kernel.replace("plugin:path=", "")[-58:], session, op, n, changed,
@@ -517,6 +521,8 @@ def bugs_case():
     changed_calls = sum(t[4] for t in table if t[1] != "softmax-nomax")
     print(f"bug and fault runs: {len(table)}, calls they changed: {changed_calls}, "
           f"legitimate verdicts on them: {len(worst)}")
+    print("FlashAttention's rule (max error against float64 <= 2x PyTorch's + 1e-5) on the changed calls: evaluated on "
+          f"{sum(e for e, _ in rule_counts)}, passed by {sum(p for _, p in rule_counts)}")
     unchanged = [(t[1], t[0], t[2]) for t in table if t[4] == 0 and t[1] != "softmax-nomax"]
     print(f"runs in which the bug changed no call (the recorded shapes never trigger it): {unchanged}")
     check(changed_calls >= 500, f"the bugs changed {changed_calls} recorded calls (a bug that changes nothing proves nothing)")
@@ -531,6 +537,10 @@ def bugs_case():
         named = collections.Counter((c["verdict"], c["parameters"].get("format", "-"), c["parameters"].get("scale", "-"))
                                     for c in calls)
         print(f"  fp8 e4m3 scaled GEMM on {session} {op}: {dict(named)}")
+        rule = [c["criteria"].get("reference_rule", {}).get("pass") for c in calls]
+        print(f"    FlashAttention's rule against the fp8 replay: {rule.count(True)} of {len(rule)} pass")
+        check(all(rule), f"fp8 e4m3 GEMM on {session} {op}: FlashAttention's rule passes on every call, the reference "
+                         f"being the fp8 replay ({rule.count(True)} of {len(rule)})")
         check(calls and all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp8_e4m3"
                             for c in calls),
               f"fp8 e4m3 GEMM with per-tensor scales on {session} {op}: precision_loss (fp8_e4m3) on every call "

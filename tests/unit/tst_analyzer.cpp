@@ -10,6 +10,7 @@
 
 #include <hwy/targets.h>
 
+#include "core/analyzer/criteria.h"
 #include "core/analyzer/numerics.h"
 #include "core/analyzer/report.h"
 #include "core/fp/block.h"
@@ -32,6 +33,7 @@ float flip(float x, int bit) { return fp::floatOf(fp::bitsOf(x) ^ (1u << bit)); 
 class TestAnalyzer : public QObject {
   Q_OBJECT
  private slots:
+  void criteriaUsersApply();
   void identicalPair();
   void singleBitFlip();
   void signAndMantissaClasses();
@@ -536,6 +538,49 @@ void TestAnalyzer::numericsMatchQuantisation() {
   uint64_t blocks = 0;
   for (uint64_t c : t.blocks[0].rangeCounts) blocks += c;
   QCOMPARE(blocks, rows * ((cols + 31) / 32) - 1);  // every block but the one with the NaN
+}
+
+// msProbe's metrics and FlashAttention's rule on a pair worked out by hand: golden (1, 2, -4, 0.5),
+// candidate (1, 2.02, -4.004, 0.5 + 2^-24): relative errors 0, 1e-2, 1e-3, 2^-23 (one ULP of 0.5
+// is 2^-24), so above 1e-2 none (1e-2 itself is not above), above 1e-3 one, above 1e-4 two.
+void TestAnalyzer::criteriaUsersApply() {
+  const float g[] = {1.0f, 2.0f, -4.0f, 0.5f};
+  const float c[] = {1.0f, 2.02f, -4.004f, 0.5f + std::ldexp(1.0f, -24)};
+  const analyzer::Criteria k = analyzer::criteria(g, c, 4);
+  double gg = 0, cc = 0, gc = 0;
+  for (int i = 0; i < 4; ++i) gg += double(g[i]) * g[i], cc += double(c[i]) * c[i], gc += double(g[i]) * c[i];
+  QCOMPARE(k.cosine, gc / std::sqrt(gg * cc));
+  QVERIFY(k.cosine < 1 && k.cosine > 0.99999);
+  QCOMPARE(k.maxAbs, double(c[1]) - 2.0);
+  QVERIFY(std::fabs(k.maxRel - (double(c[1]) - 2.0) / 2.0) < 1e-12);
+  // c[1] - 2 as fp32 is 0.0200000..., a shade above 1e-2 relative: above 1e-2 counts it
+  QCOMPARE(k.relAbove2, (double(c[1]) - 2.0) / 2.0 > 1e-2 ? 0.25 : 0.0);
+  QCOMPARE(k.relAbove3, 0.5);
+  QCOMPARE(k.relAbove4, 0.5);
+  // the largest error in ULPs of golden: 2.02 - 2 over 2^-22 (2's ULP)
+  QCOMPARE(k.maxUlp, (double(c[1]) - 2.0) / std::ldexp(1.0, -22));
+  QVERIFY(!k.ruleEvaluated);
+  // the rule: float64 values, a reference (PyTorch's kernel) off by 1e-3 at most, the candidate by 3e-3
+  const double exact[] = {1.0, 2.0, -4.0, 0.5};
+  const double reference[] = {1.001, 2.0, -4.0, 0.5};
+  analyzer::Criteria fails = k;
+  analyzer::applyReferenceRule(fails, c, exact, reference, 4, "golden");
+  QVERIFY(fails.ruleEvaluated);
+  QCOMPARE(fails.referenceError, 1.001 - 1.0);
+  QCOMPARE(fails.candidateError, double(c[1]) - 2.0);
+  QVERIFY(!fails.rulePasses());  // 0.02 > 2 x 0.001 + 1e-5
+  const double looser[] = {1.0, 2.011, -4.0, 0.5};
+  analyzer::Criteria passes = k;
+  analyzer::applyReferenceRule(passes, c, exact, looser, 4, "golden");
+  QVERIFY(passes.rulePasses());  // 0.02 <= 2 x 0.011 + 1e-5
+  // a NaN in the candidate is an infinite error; two zero tensors have cosine 1
+  const float nan[] = {1.0f, NAN, -4.0f, 0.5f};
+  analyzer::Criteria withNan = analyzer::criteria(g, nan, 4);
+  QCOMPARE(withNan.nonFinite, uint64_t(1));
+  analyzer::applyReferenceRule(withNan, nan, exact, exact, 4, "golden");
+  QVERIFY(std::isinf(withNan.candidateError) && !withNan.rulePasses());
+  const float zeros[] = {0, 0};
+  QCOMPARE(analyzer::criteria(zeros, zeros, 2).cosine, 1.0);
 }
 
 QTEST_GUILESS_MAIN(TestAnalyzer)
