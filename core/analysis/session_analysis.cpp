@@ -378,6 +378,55 @@ std::vector<KernelFailure> kernelFailures(const store::SessionReader& reader, co
 
 }  // namespace
 
+namespace {
+
+// What a user kernel declared for a call's op (a playback run's "declared_formats", plugin ABI v2's op
+// kinds and dtypes: "gemm:fp8_e4m3->f32,attention:bf16->f32"), as {input, output} dtype names; {} when
+// it declared nothing for it.
+std::pair<std::string, std::string> declaredFor(const std::string& declared, const std::string& op) {
+  static const std::map<std::string, std::vector<std::string>> kinds{
+      {"linear", {"gemm"}},           {"matmul", {"batched_gemm", "gemm"}}, {"conv2d", {"conv2d", "gemm"}},
+      {"softmax", {"softmax"}},       {"log_softmax", {"softmax"}},         {"layernorm", {"layer_norm"}},
+      {"attention", {"attention"}},   {"gelu", {"activation"}},             {"relu", {"activation"}},
+      {"silu", {"activation"}},       {"tanh", {"activation"}},             {"sigmoid", {"activation"}},
+      {"sgd", {"optimizer"}},         {"adam", {"optimizer"}}};
+  const auto k = kinds.find(op);
+  if (k == kinds.end() || declared.empty()) return {};
+  for (const std::string& kind : k->second) {
+    std::size_t at = 0;
+    while (at < declared.size()) {
+      const std::size_t end = std::min(declared.find(',', at), declared.size());
+      const std::string entry = declared.substr(at, end - at);
+      at = end + 1;
+      const std::size_t colon = entry.find(':'), arrow = entry.find("->");
+      if (colon == std::string::npos || arrow == std::string::npos || arrow < colon) continue;
+      if (entry.substr(0, colon) == kind) return {entry.substr(colon + 1, arrow - colon - 1), entry.substr(arrow + 2)};
+    }
+  }
+  return {};
+}
+
+// The verdict judged with the formats the kernel declared: named in its parameters, and, where the
+// inputs were not f32 and the verdict does not name that format, whether the replay tried it (GEMMs:
+// every ABI dtype; softmax and attention: f16 and bf16) or could not (the generic rules alone).
+void judgeWithDeclared(detector::Verdict& v, const std::string& op, const std::pair<std::string, std::string>& d) {
+  if (d.first.empty()) return;
+  v.parameters["declared"] = d.first + "->" + d.second;
+  if (d.first == "f32") return;
+  const std::string format = d.first == "f16" ? "fp16" : d.first;
+  const auto named = v.parameters.find("format");
+  if (v.model == "precision_loss" && named != v.parameters.end() && named->second == format) return;
+  const bool gemm = op == "linear" || op == "matmul" || op == "conv2d";
+  const bool sixteen = format == "fp16" || format == "bf16";
+  const bool replayed = gemm || (sixteen && (op == "softmax" || op == "log_softmax" || op == "attention"));
+  v.parameters["declared_format_replayed"] = replayed ? "yes" : "no";
+  v.explanation += replayed ? "; the kernel declared " + d.first + " inputs, and their replay does not reproduce it"
+                            : "; the kernel declared " + d.first + " inputs, a format the " + op +
+                                  " replay does not have: not replayed, the verdict rests on the generic rules";
+}
+
+}  // namespace
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   SessionAnalysis out;
@@ -512,6 +561,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                                        : "golden (PyTorch's fp32 kernel)");
           }
         }
+        if (cand.attributes.count("declared_formats"))
+          judgeWithDeclared(a.detection.verdict, c.id.op, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
         out.calls.push_back(std::move(a));
         if (progress) progress(++done, total);
       }

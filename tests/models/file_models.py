@@ -541,10 +541,26 @@ def bugs_case():
         print(f"    FlashAttention's rule against the fp8 replay: {rule.count(True)} of {len(rule)} pass")
         check(all(rule), f"fp8 e4m3 GEMM on {session} {op}: FlashAttention's rule passes on every call, the reference "
                          f"being the fp8 replay ({rule.count(True)} of {len(rule)})")
+        check(all(c["parameters"].get("declared") == "fp8_e4m3->f32" for c in calls),
+              f"fp8 e4m3 GEMM on {session} {op}: the declared formats judged with every call (fp8_e4m3->f32)")
         check(calls and all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp8_e4m3"
                             for c in calls),
               f"fp8 e4m3 GEMM with per-tensor scales on {session} {op}: precision_loss (fp8_e4m3) on every call "
               f"({dict(named)})")
+    # a kernel declaring a format the layer-norm replay does not have (f16 inputs, bf16 outputs: the probe
+    # tests' all-ops plugin): the generic rules, and the verdict says the format was not replayed
+    rn = "f16-layernorm"
+    run_json("playback", "-s", sessions["gpt"], "-k", "plugin:path=" + os.path.join(test_plugins, "libpeat_ops_v2_f16.so"),
+             "--op", "layernorm", "--store-outputs", "--name", rn)
+    calls = run_json("analyze", "--session", sessions["gpt"], "--run", rn)["calls"]
+    said = [c for c in calls if c["parameters"].get("declared_format_replayed") == "no"]
+    print(f"  f16 layer norm: {collections.Counter((c['verdict'], c['parameters'].get('format', '-')) for c in calls)}; "
+          f"{len(said)} say the format was not replayed")
+    check(calls and all(c["parameters"].get("declared") == "f16->bf16" for c in calls) and said and
+          all("not replayed" in c["explanation"] for c in said) and
+          all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp16" for c in calls if c not in said),
+          f"f16 layer norm (a format without a replay): declared formats named, {len(said)} of {len(calls)} calls say "
+          "the format was not replayed")
 
 
 try:

@@ -69,6 +69,10 @@ class Kernel {
   virtual at::Tensor run(const ops::OpCall& call, const CallContext& context) = 0;
   // Injections made since the last call, handed over once.
   virtual std::vector<Injection> takeInjections() { return {}; }
+  // The formats a user kernel declares per op kind ("gemm:fp8_e4m3->f32,attention:bf16->f32", plugin
+  // ABI v2's op kinds and dtypes), stored with a playback run so that the analysis judges each call
+  // with them (core/analysis/session_analysis.h); empty for the built-in kernels.
+  virtual std::string declaredFormats() const { return {}; }
 };
 
 // The golden implementation of every op (ATen). Candidates are measured against it.

@@ -55,6 +55,15 @@ class PluginKernel final : public Kernel {
       : info_(std::move(info)), host_(std::move(host)) {}
   std::string name() const override { return "plugin:" + info_.name; }
 
+  std::string declaredFormats() const override {
+    if (info_.abiVersion < 2) return "gemm:f32->f32";
+    std::string out;
+    for (const plugin::PluginOp& op : info_.ops)
+      out += (out.empty() ? "" : ",") + plugin::abiOpName(op.kind) + ":" + plugin::dtypeName(op.inputDtype) + "->" +
+             plugin::dtypeName(op.outputDtype);
+    return out;
+  }
+
   bool supports(OpKind kind) const override {
     for (Variant v : {Variant::Forward, Variant::GradInput, Variant::GradWeight, Variant::GradBias, Variant::Update})
       if (supports(kind, v)) return true;

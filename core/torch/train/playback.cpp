@@ -286,6 +286,7 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
   w.setRunAttribute("campaign", p.campaign);
   w.setRunAttribute("shard", std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount));
   if (!o.out.empty()) w.setRunAttribute("source_session", o.session);
+  if (const std::string declared = kernel.declaredFormats(); !declared.empty()) w.setRunAttribute("declared_formats", declared);
   w.writeTable("call_errors", p.errors.columns());
   p.failures.setAttributes(w, r.replayed);
   if (p.injections.rows() > 0) w.writeTable("injections", p.injections.columns());
