@@ -169,20 +169,22 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
   if (r.hasCriteria) {  // what users already apply beside a verdict (computed by the core, shown here)
     const analyzer::Criteria& k = r.criteria;
     html += tr("<h3>Criteria</h3><table cellspacing=2>"
-               "<tr><td nowrap>cosine similarity</td><td>%1</td></tr>"
-               "<tr><td nowrap>max relative error</td><td>%2</td></tr>"
-               "<tr><td nowrap>relative error above 1e-2 / 1e-3 / 1e-4</td><td>%3% / %4% / %5%</td></tr>"
-               "<tr><td nowrap>max error in ULPs of golden</td><td>%6</td></tr>")
+               "<tr><td nowrap>cosine</td><td>%1</td></tr>"
+               "<tr><td nowrap>max rel. error</td><td>%2</td></tr>"
+               "<tr><td nowrap>rel. error &gt; 1e-2</td><td>%3%</td></tr>"
+               "<tr><td nowrap>rel. error &gt; 1e-3</td><td>%4%</td></tr>"
+               "<tr><td nowrap>rel. error &gt; 1e-4</td><td>%5%</td></tr>"
+               "<tr><td nowrap>max ULP error</td><td>%6</td></tr>")
                 .arg(QString::number(k.cosine, 'f', 7), number(k.maxRel), number(100 * k.relAbove2),
                      number(100 * k.relAbove3), number(100 * k.relAbove4), number(k.maxUlp));
     if (k.ruleEvaluated)
-      html += tr("<tr><td nowrap>FlashAttention's rule</td><td><b>%1</b>: max error against float64 %2, at most 2 x %3 "
-                 "+ 1e-5 (%4)</td></tr>")
+      html += tr("<tr><td nowrap>2x rule</td><td><b>%1</b>: max error against float64 %2, at most 2 x %3 + 1e-5 "
+                 "(FlashAttention's rule; reference: %4)</td></tr>")
                   .arg(k.rulePasses() ? tr("pass") : tr("fail"), number(k.candidateError), number(k.referenceError),
                        qs(k.reference).toHtmlEscaped());
     else
-      html += tr("<tr><td nowrap>FlashAttention's rule</td><td>not evaluated: no float64 recomputation of this "
-                 "call</td></tr>");
+      html += tr("<tr><td nowrap>2x rule</td><td>not evaluated: no float64 recomputation of this call "
+                 "(FlashAttention's rule)</td></tr>");
     html += QStringLiteral("</table>");
   }
   if (verdict) {
