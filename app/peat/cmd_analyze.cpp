@@ -191,16 +191,16 @@ void printJson(const analyzer::Report& r, const io::FloatTensor& g, const io::Fl
 }  // namespace
 
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
-                       const std::string& tile, bool json, bool verdictsOnly) {
+                       const std::string& tile, bool json, bool verdictsOnly, bool force, const std::string& name) {
   analyzer::ReportOptions ro;
   std::tie(ro.tileRows, ro.tileCols) = parseTile(tile);
   events::Progress lines("calls");  // the run panel's determinate bar
-  const analyzer::SessionAnalysis a =
-      analyzer::analyzeSession(session, run, call, ro, [&](int64_t done, int64_t total) { lines(done, total, {}, done == total); });
+  const analyzer::SessionAnalysis a = analyzer::analyzeSession(
+      session, run, call, ro, [&](int64_t done, int64_t total) { lines(done, total, {}, done == total); }, !force, name);
   if (json) {
     JsonWriter j(std::cout);
     j.beginObject().field("session", a.session).field("run", a.run).field("source_run", a.sourceRun);
-    j.field("stored_as", a.resultRun).key("calls").beginArray();
+    j.field("stored_as", a.resultRun).field("reused", a.reused).key("calls").beginArray();
     for (const analyzer::CallAnalysis& c : a.calls) {
       j.beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
       j.field("call_index", c.callIndex).field("variant", c.variant);
@@ -268,7 +268,11 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);
   std::printf("trend       max |err| per iteration:");
   for (const auto& [it, v] : worst) std::printf(" %lld:%.3g", (long long)it, v);
-  std::printf("\nstored as run %s in %s\n", a.resultRun.c_str(), a.session.c_str());
+  if (a.reused)
+    std::printf("\nread back from run %s in %s: analysed before with the same tile, calls and rules (--force analyses "
+                "again, --name N stores a new analysis)\n", a.resultRun.c_str(), a.session.c_str());
+  else
+    std::printf("\nstored as run %s in %s\n", a.resultRun.c_str(), a.session.c_str());
   events::stored(a.session, "run", a.resultRun);
   return 0;
 }

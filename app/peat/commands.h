@@ -48,6 +48,10 @@ struct AnalyzeOptions {
   std::string device;  // also compute the histograms there and check them against the CPU's
   bool numerics = false;  // also each tensor's narrow-format statistics (core/analyzer/numerics.h)
   bool json = false;
+  // session mode: a stored analysis of the run with the same settings is read back unless `force`;
+  // `name` stores a new one under that name
+  bool force = false;
+  std::string name;
 };
 int runAnalyze(const AnalyzeOptions& o);
 
@@ -69,7 +73,8 @@ std::string parameters(const detector::Verdict& v);
 
 // analyze and detect over a session's playback run; `verdictsOnly` prints just the detector's side.
 int runSessionAnalysis(const std::string& session, const std::string& run, const std::string& call,
-                       const std::string& tile, bool json, bool verdictsOnly);
+                       const std::string& tile, bool json, bool verdictsOnly, bool force = false,
+                       const std::string& name = "");
 
 int runSaveAnalyze(const SaveAnalyzeOptions& o);
 int runSaveInspect(const SaveAnalyzeOptions& o);  // the graph of a model, op by op

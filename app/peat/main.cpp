@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
                        "Also each tensor's numerics: amax, dynamic range, and the share of values that underflow or "
                        "saturate in fp16, bf16, fp8, fp6, fp4, plain, with one scale per tensor, and block-scaled (MX, NVFP4)");
   analyzeCmd->add_flag("--json", analyze.json, "Print the report as JSON");
+  analyzeCmd->add_flag("--force", analyze.force,
+                       "With --session: analyse again even if the run was analysed with the same settings");
+  analyzeCmd->add_option("--name", analyze.name, "With --session: store the analysis as this run (a new name)");
 
   DetectOptions detect;
   CLI::App* detectCmd = app.add_subcommand("detect", "Which error model a candidate's difference from golden matches");
@@ -398,7 +401,8 @@ int main(int argc, char** argv) {
         (*detectCmd && !pairOrSession(!detect.golden.empty() && !detect.candidates.empty(), detect.session, detect.run)))
       return fail("give --golden and --candidate, or --session and --run (see 'peat --help')", 2);
     if (*analyzeCmd && !analyze.session.empty())
-      return runSessionAnalysis(analyze.session, analyze.run, analyze.call, analyze.tile, analyze.json, false);
+      return runSessionAnalysis(analyze.session, analyze.run, analyze.call, analyze.tile, analyze.json, false,
+                                analyze.force, analyze.name);
     if (*detectCmd && !detect.session.empty())
       return runSessionAnalysis(detect.session, detect.run, detect.call, "16x16", detect.json, true);
     if (*analyzeCmd) return runAnalyze(analyze);

@@ -427,11 +427,88 @@ void judgeWithDeclared(detector::Verdict& v, const std::string& op, const std::p
 
 }  // namespace
 
+std::string analysisSettings(const ReportOptions& options, const std::string& call) {
+  return "tile=" + std::to_string(options.tileRows) + "x" + std::to_string(options.tileCols) +
+         ";calls=" + (call.empty() ? std::string("all") : call) + ";rules=" + kAnalysisRules;
+}
+
+namespace {
+
+// An analysis run read back: its table's rows (the kernel failures' rows, whose numbers are NaN, are
+// the candidate run's to say again), its verdicts with their parameters, evidence and alternatives,
+// and each call's criteria from its report.
+void readBack(const store::SessionReader& reader, const std::string& analysisRun, SessionAnalysis& out) {
+  const std::vector<h5::Column> table = reader.table(analysisRun, "call_reports");
+  auto column = [&](const char* name) -> const h5::Column* {
+    for (const h5::Column& c : table)
+      if (c.name == name) return &c;
+    return nullptr;
+  };
+  const h5::Column *callCol = column("call"), *layer = column("layer"), *op = column("op");
+  if (!callCol || !layer || !op || !column("elements"))
+    throw std::runtime_error("analysis run '" + analysisRun + "' has no call table to read back");
+  std::map<std::string, store::Verdict> verdicts;
+  for (store::Verdict& v : reader.verdicts(analysisRun)) verdicts[v.call] = std::move(v);
+  auto number = [&](const char* name, std::size_t row) {
+    const h5::Column* c = column(name);
+    return c && !c->isText && row < c->numbers.size() ? c->numbers[row] : 0.0;
+  };
+  for (std::size_t row = 0; row < callCol->size(); ++row) {
+    if (std::isnan(number("elements", row))) continue;  // a kernel failure's row
+    CallAnalysis a;
+    a.call = callCol->text[row];
+    a.layer = layer->text[row];
+    a.op = op->text[row];
+    a.iteration = int64_t(number("iteration", row));
+    a.callIndex = int64_t(number("call_index", row));
+    a.variant = int64_t(number("variant", row));
+    Report& r = a.report;
+    r.elements = uint64_t(number("elements", row));
+    r.mismatched = uint64_t(number("mismatched", row));
+    r.maxAbs = number("max_abs", row), r.meanAbs = number("mean_abs", row), r.rmsAbs = number("rms_abs", row);
+    r.maxRel = number("max_rel", row), r.meanAbsOverScale = number("mean_abs_over_scale", row);
+    r.p50 = number("p50_abs", row), r.p99 = number("p99_abs", row), r.p999 = number("p999_abs", row);
+    const auto v = verdicts.find(a.call);
+    if (v != verdicts.end() && !v->second.findings.empty()) {
+      auto verdictOf = [](const store::Finding& f) {
+        detector::Verdict d;
+        d.model = f.model;
+        d.confidence = f.confidence;
+        d.parameters = {f.labels.begin(), f.labels.end()};
+        d.evidence = {f.numbers.begin(), f.numbers.end()};
+        return d;
+      };
+      a.detection.verdict = verdictOf(v->second.findings.front());
+      // the stored line is the explanation, then "; key=value" for each parameter
+      std::string line = v->second.evidence;
+      for (auto it = a.detection.verdict.parameters.rbegin(); it != a.detection.verdict.parameters.rend(); ++it) {
+        const std::string suffix = "; " + it->first + "=" + it->second;
+        if (line.size() >= suffix.size() && line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0)
+          line.resize(line.size() - suffix.size());
+      }
+      a.detection.verdict.explanation = line;
+      for (std::size_t k = 1; k < v->second.findings.size(); ++k)
+        a.detection.alternatives.push_back(verdictOf(v->second.findings[k]));
+    } else if (v != verdicts.end()) {
+      a.detection.verdict.model = v->second.model;
+      a.detection.verdict.confidence = v->second.confidence;
+      a.detection.verdict.explanation = v->second.evidence;
+    }
+    const StoredCallReport stored = loadCallReport(reader, analysisRun, a.call);
+    if (stored.hasCriteria) a.criteria = stored.criteria;
+    out.calls.push_back(std::move(a));
+  }
+}
+
+}  // namespace
+
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
-                               const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
+                               const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress,
+                               bool reuse, const std::string& name) {
   SessionAnalysis out;
   out.session = session;
   out.run = run;
+  const std::string settings = analysisSettings(options, call);
   {
     store::SessionReader reader(session);  // probed first in a helper process (core/store/probe.h)
     const store::SessionSummary s = reader.summary();
@@ -440,6 +517,26 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
       throw std::invalid_argument("run '" + run + "' holds no candidate outputs: make it with peat playback --store-outputs");
     out.sourceRun = cand.attributes.at("source_run");
     const store::RunInfo& source = findRun(s, out.sourceRun);
+    if (!name.empty())
+      for (const store::RunInfo& r : s.runs)
+        if (r.name == name) throw std::invalid_argument("run '" + name + "' exists in " + session + ": choose another --name");
+    if (reuse && name.empty()) {  // the newest analysis of this run with the same settings, complete
+      const store::RunInfo* same = nullptr;
+      for (const store::RunInfo& r : s.runs) {
+        const auto c = r.attributes.find("candidate_run"), st = r.attributes.find("settings");
+        if (r.spec.kind == "analysis" && r.status == "complete" && c != r.attributes.end() && c->second == run &&
+            st != r.attributes.end() && st->second == settings)
+          same = &r;
+      }
+      if (same) {
+        out.resultRun = same->name;
+        out.reused = true;
+        readBack(reader, same->name, out);
+        out.failures = kernelFailures(reader, cand, source, call);
+        if (progress) progress(int64_t(out.calls.size()), int64_t(out.calls.size()));
+        return out;
+      }
+    }
     std::map<std::string, const store::CallInfo*> recorded;
     for (const store::IterationInfo& it : source.iterations)
       for (const store::CallInfo& c : it.calls) recorded[c.path] = &c;
@@ -495,21 +592,21 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const bool reproduced = v.model == "precision_loss" && format != v.parameters.end() &&
                                   v.evidence.count("reproduced") && v.evidence.at("reproduced") > 0;
           std::vector<double> reference;
-          std::string name = "golden (PyTorch's fp32 kernel)";
+          std::string referenceName = "golden (PyTorch's fp32 kernel)";
           if (reproduced) {
             const std::string id = format->second + (v.parameters.count("scale") ? "/tensor-scale" : "");
             reference = detector::formatGemm(b, id);
-            name = "the " + id + " replay (a kernel in that format)";
+            referenceName = "the " + id + " replay (a kernel in that format)";
           }
           if (reference.size() != exact.size()) {
             reference.clear();
-            name = "golden (PyTorch's fp32 kernel)";
+            referenceName = "golden (PyTorch's fp32 kernel)";
           }
           if (reference.empty()) {
             const std::vector<float> seenGolden = conv ? conv->toGemm(golden) : golden;
             reference.assign(seenGolden.begin(), seenGolden.end());
           }
-          applyReferenceRule(a.criteria, candidateValues, exact.data(), reference.data(), exact.size(), name);
+          applyReferenceRule(a.criteria, candidateValues, exact.data(), reference.data(), exact.size(), referenceName);
         };
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
@@ -573,20 +670,22 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   }
 
   store::SessionWriter w(session, {}, store::WriteMode::Append);
-  std::string name = "analysis-" + run;
-  for (int k = 2; w.hasRun(name); ++k) name = "analysis-" + run + "-" + std::to_string(k);
-  w.beginRun({name, "analysis", "", "analyzer and detector over run " + run + " against " + out.sourceRun});
+  std::string resultName = name.empty() ? "analysis-" + run : name;
+  for (int k = 2; name.empty() && w.hasRun(resultName); ++k) resultName = "analysis-" + run + "-" + std::to_string(k);
+  w.beginRun({resultName, "analysis", "", "analyzer and detector over run " + run + " against " + out.sourceRun});
   w.setRunAttribute("candidate_run", run);
   w.setRunAttribute("source_run", out.sourceRun);
+  w.setRunAttribute("settings", settings);
   store::TableBuilder table({"call", "layer", "op", "verdict"},
                             {"iteration", "call_index", "elements", "mismatched", "max_abs", "mean_abs", "rms_abs",
-                             "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence"});
+                             "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence", "variant"});
   std::vector<store::Verdict> verdicts;
   for (const CallAnalysis& a : out.calls) {
     const Report& r = a.report;
     table.row({a.call, a.layer, a.op, a.detection.verdict.model},
               {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched), r.maxAbs, r.meanAbs,
-               r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence});
+               r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence,
+               double(a.variant)});
     verdicts.push_back(storedVerdict(a.call, a.detection));
     // One report per call: the scalars and the histograms, for plots.
     store::ResultRecord rec;
@@ -622,13 +721,13 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     table.row({f.call, f.layer, f.op, f.detection.verdict.model},
               {double(f.iteration), double(f.callIndex), std::nan(""), std::nan(""), std::nan(""), std::nan(""),
                std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""),
-               f.detection.verdict.confidence});
+               f.detection.verdict.confidence, 0.0});
     verdicts.push_back(storedVerdict(f.call, f.detection));
   }
   w.writeTable("call_reports", table.columns());
   w.writeVerdicts(verdicts);
   w.endRun(store::RunStatus::Complete);
-  out.resultRun = name;
+  out.resultRun = resultName;
   return out;
 }
 

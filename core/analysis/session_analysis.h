@@ -39,14 +39,25 @@ struct SessionAnalysis {
   std::string session, run, sourceRun, resultRun;
   std::vector<CallAnalysis> calls;
   std::vector<KernelFailure> failures;
+  // read back from an analysis of the same run with the same settings (analyzeSession's `reuse`):
+  // the verdicts' own findings beside them (R13's) and the alternatives' explanations are not stored
+  bool reused = false;
 };
 
+// What an analysis was made with: its tile, the calls it covered and the version of the rules
+// (kAnalysisRules, raised whenever a rule changes a verdict); stored as the run's "settings".
+inline constexpr const char* kAnalysisRules = "2026-12-05";
+std::string analysisSettings(const ReportOptions& options, const std::string& call);
+
 // `run` is a playback run made with --store-outputs; `call` (optional) limits it to one call path.
-// Writes a run "analysis-<run>" with a per-call table, one report per call and the verdicts.
-// `progress` (optional) hears (calls done, calls in all) after each call, for the run panel's bar.
+// Writes a run "analysis-<run>" (or `name`, refused when it exists) with a per-call table, one report
+// per call and the verdicts. With `reuse`, an analysis of that run stored with the same settings is
+// read back instead, and nothing is written. `progress` (optional) hears (calls done, calls in all)
+// after each call, for the run panel's bar.
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options,
-                               const std::function<void(int64_t done, int64_t total)>& progress = {});
+                               const std::function<void(int64_t done, int64_t total)>& progress = {},
+                               bool reuse = false, const std::string& name = "");
 
 // A call's report as analyzeSession stored it, read back for plots.
 // A conv2d forward call as the GEMMs it is, one per group: A_g = im2col(x's channels of group g)
