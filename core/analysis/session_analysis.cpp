@@ -585,6 +585,11 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         // FlashAttention's rule against the GEMM recomputed in float64: PyTorch's kernel is golden (fp32),
         // or, where a format's replay reproduced the candidate, that replay (a kernel in that format)
         auto gemmRule = [&](const detector::GemmBound& b, const float* candidateValues) {
+          if (a.report.mismatched == 0) {  // the candidate is golden: the rule holds whatever the float64 value
+            a.criteria.ruleEvaluated = true;
+            a.criteria.reference = "golden (PyTorch's fp32 kernel); the candidate is bit-identical to it";
+            return;
+          }
           const std::vector<double> exact = detector::exactGemm(b);
           if (exact.size() != golden.size()) return;
           const detector::Verdict& v = a.detection.verdict;
@@ -700,7 +705,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, double>>{
              {"criteria_cosine", k.cosine}, {"criteria_max_abs", k.maxAbs}, {"criteria_max_rel", k.maxRel},
              {"criteria_rel_above_1e-2", k.relAbove2}, {"criteria_rel_above_1e-3", k.relAbove3},
-             {"criteria_rel_above_1e-4", k.relAbove4}, {"criteria_max_ulp", k.maxUlp}})
+             {"criteria_rel_above_1e-4", k.relAbove4}, {"criteria_max_ulp", k.maxUlp},
+             {"criteria_non_finite", double(k.nonFinite)}})
       rec.scalars.emplace(key, value);
     if (k.ruleEvaluated) {
       rec.scalars.emplace("rule_candidate_error", k.candidateError);
@@ -787,6 +793,7 @@ StoredCallReport loadCallReport(const store::SessionReader& reader, const std::s
     k.relAbove3 = scalar("criteria_rel_above_1e-3");
     k.relAbove4 = scalar("criteria_rel_above_1e-4");
     k.maxUlp = scalar("criteria_max_ulp");
+    k.nonFinite = uint64_t(scalar("criteria_non_finite"));
     if (rec.scalars.count("rule_candidate_error")) {
       k.ruleEvaluated = true;
       k.candidateError = scalar("rule_candidate_error");

@@ -56,7 +56,9 @@ void applyReferenceRule(Criteria& c, const float* candidate, const double* exact
     if (!std::isfinite(exact[i])) continue;
     const double dc = std::fabs(double(candidate[i]) - exact[i]), dr = std::fabs(reference[i] - exact[i]);
     cand = std::isfinite(dc) ? std::max(cand, dc) : std::numeric_limits<double>::infinity();
-    ref = std::isfinite(dr) ? std::max(ref, dr) : std::numeric_limits<double>::infinity();
+    // a reference that is not finite where float64 is would excuse any candidate (inf <= inf): such
+    // elements judge the candidate alone
+    if (std::isfinite(dr)) ref = std::max(ref, dr);
   }
   c.ruleEvaluated = true;
   c.candidateError = cand;

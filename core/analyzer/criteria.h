@@ -34,7 +34,8 @@ Criteria criteria(const float* golden, const float* candidate, uint64_t n);
 
 // Adds the reference rule: `exact` is the call recomputed in float64, `reference` PyTorch's kernel's
 // output (golden, or a format's replay standing for PyTorch's kernel in the candidate's format), named
-// by `referenceName`. Non-finite values count as an infinite error.
+// by `referenceName`. A non-finite candidate value counts as an infinite error; a non-finite reference
+// value is left out of the reference's error (it must not excuse the candidate).
 void applyReferenceRule(Criteria& c, const float* candidate, const double* exact, const double* reference, uint64_t n,
                         const std::string& referenceName);
 

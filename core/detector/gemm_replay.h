@@ -69,7 +69,7 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b);
 // holds when the candidate is at most 8 times as far as those orders (or within one fp32 rounding of
 // the sums' scale).
 struct OrderDistance {
-  bool measured = false;  // false: too costly to replay here (m n k > 5e8), or no operands
+  bool measured = false;  // false: too costly to replay here (64 k n > 5e8), or no operands
   double candidate = 0, orders = 0, floor = 0;
   bool holds() const { return !measured || candidate <= 8 * orders || candidate <= floor; }
 };

@@ -213,6 +213,26 @@ void addBoundVerdict(RuleContext& x, const BoundFit& fit) {
   v.evidence["worst_error_over_bound"] = fit.ratio;
   v.evidence["reproduced"] = fit.reproduced.empty() ? 0.0 : 1.0;
   if (fit.closer > 0) v.evidence["closer_than_fp32"] = fit.closer;  // squared-error ratio, fp32 replay over the format's
+  // A format's bound held but its replay on the operands (which ran) reproduces nothing: a bound that
+  // loose also holds a sum with some of its K terms missing. The format is the closest reading only.
+  const bool replaysRan = !x.bound->a.empty() &&
+                          double(x.bound->rows) * double(x.bound->cols) * double(x.bound->k) <= 5e8;
+  if (fit.idx > 0 && fit.reproduced.empty() && replaysRan && confidence >= 0.5) {
+    const std::string closest = "precision_loss" + (format.empty() ? std::string() : " (" + format + ")");
+    Verdict u = make("unknown", confidence,
+                     "every error is within the bound of inputs rounded to " + std::string(b.format) + " (K = " +
+                         std::to_string(x.bound->k) + "), but no format's replay of the recorded operands "
+                         "reproduces the candidate (tried: tf32, fp16, bf16, fp8 e4m3 and e5m2 unscaled and with one "
+                         "scale per tensor, the block-scaled formats, fp16 accumulation, weight-only groups)");
+    u.parameters["closest"] = closest;
+    u.evidence["k"] = double(x.bound->k);
+    u.evidence["worst_error_over_bound"] = fit.ratio;
+    v.confidence = confidence / 2;
+    v.parameters["reproduced"] = "no";
+    x.add(v);
+    x.add(u);
+    return;
+  }
   x.add(v);
   if (confidence < 0.5) {
     Verdict u = make("unknown", 0.5,

@@ -543,8 +543,8 @@ def bugs_case():
                          f"being the fp8 replay ({rule.count(True)} of {len(rule)})")
         check(all(c["parameters"].get("declared") == "fp8_e4m3->f32" for c in calls),
               f"fp8 e4m3 GEMM on {session} {op}: the declared formats judged with every call (fp8_e4m3->f32)")
-        check(calls and all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp8_e4m3"
-                            for c in calls),
+        check(calls and all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp8_e4m3" and
+                            c["parameters"].get("scale") == "per-tensor" for c in calls),
               f"fp8 e4m3 GEMM with per-tensor scales on {session} {op}: precision_loss (fp8_e4m3) on every call "
               f"({dict(named)})")
     # a kernel declaring a format the layer-norm replay does not have (f16 inputs, bf16 outputs: the probe
