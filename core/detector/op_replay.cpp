@@ -267,21 +267,33 @@ double roundTo16(double v, bool bf16) {  // fp32, then to nearest even on bf16 o
   return fp::roundTo(bf16 ? fp::kBf16 : fp::kFp16, float(v));
 }
 
+// Softmax's rows over the call's "dim" (of the first input's shape): element (o, j, i) of the
+// [outer, n, inner] view is at (o n + j) inner + i; none when the shape does not give `count`.
+struct SoftmaxRows {
+  uint64_t n = 0, inner = 1, outer = 0;
+};
+std::optional<SoftmaxRows> softmaxRows(const OpOperands& c, uint64_t count) {
+  const std::vector<uint64_t>& shape = c.shapes[0];
+  int64_t d = intParam(c, "dim", -1);
+  if (d < 0) d += int64_t(shape.size());
+  if (d < 0 || d >= int64_t(shape.size())) return std::nullopt;
+  SoftmaxRows r;
+  r.n = shape[std::size_t(d)];
+  for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) r.inner *= shape[i];
+  if (r.n < 2 || r.inner == 0 || count % (r.n * r.inner)) return std::nullopt;
+  r.outer = count / (r.n * r.inner);
+  return r;
+}
+
 // Softmax and log-softmax forward over "dim": the reference in double from the recorded input, and
 // the 16-bit kernels' formulas: input and output in bf16 or fp16 (the sums in fp32), or only the
 // output stored in it. A candidate that follows one is precision_loss with that format. Kernels that
 // compute in fp32 another way (a fast exp, one pass) fit none and keep the detector's verdict.
 std::optional<Replay> softmax(const OpOperands& c, uint64_t count) {
   if (c.inputs.empty() || c.inputs[0].size() != count || c.shapes[0].empty()) return std::nullopt;
-  const std::vector<uint64_t>& shape = c.shapes[0];
-  int64_t d = intParam(c, "dim", -1);
-  if (d < 0) d += int64_t(shape.size());
-  if (d < 0 || d >= int64_t(shape.size())) return std::nullopt;
-  const uint64_t n = shape[std::size_t(d)];
-  uint64_t inner = 1;
-  for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  if (n < 2 || inner == 0 || count % (n * inner)) return std::nullopt;
-  const uint64_t outer = count / (n * inner);
+  const std::optional<SoftmaxRows> rows = softmaxRows(c, count);
+  if (!rows) return std::nullopt;
+  const uint64_t n = rows->n, inner = rows->inner, outer = rows->outer;
   const bool log = c.op == "log_softmax";
   const float* x = c.inputs[0].data();
   Replay r;
@@ -338,15 +350,9 @@ std::optional<Replay> softmax(const OpOperands& c, uint64_t count) {
 std::optional<Replay> softmaxBackward(const OpOperands& c, uint64_t count) {
   if (c.inputs.size() < 2 || c.inputs[0].size() != count || c.inputs[1].size() != count || c.shapes[0].empty())
     return std::nullopt;
-  const std::vector<uint64_t>& shape = c.shapes[0];
-  int64_t d = intParam(c, "dim", -1);
-  if (d < 0) d += int64_t(shape.size());
-  if (d < 0 || d >= int64_t(shape.size())) return std::nullopt;
-  const uint64_t n = shape[std::size_t(d)];
-  uint64_t inner = 1;
-  for (std::size_t i = std::size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  if (n < 2 || inner == 0 || count % (n * inner)) return std::nullopt;
-  const uint64_t outer = count / (n * inner);
+  const std::optional<SoftmaxRows> rows = softmaxRows(c, count);
+  if (!rows) return std::nullopt;
+  const uint64_t n = rows->n, inner = rows->inner, outer = rows->outer;
   const bool log = c.op == "log_softmax";
   const float *dy = c.inputs[0].data(), *y = c.inputs[1].data();
   Replay r;

@@ -4,6 +4,7 @@
 // reordering, rounding to a format, fp16 accumulation and a planted block-scaling mistake.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "core/detector/gemm_replay.h"
 #include "core/detector/rules.h"
@@ -80,12 +81,14 @@ void preferCloserFormat(const float* c, const GemmBound& bound, BoundFit& fit) {
   const double fp32 = replaySse(c, bound, "");
   // fp8 with one scale per tensor too: at K = 50176 (a conv's weight gradient) its errors, 1.5% of
   // the output's scale, sit inside the fp32 reordering bound
+  std::optional<std::vector<std::string>> reproducing;  // the replays within their bound, made once when needed
   for (const char* id : {"tf32", "fp16", "bf16", "fp8_e4m3/tensor-scale", "fp8_e5m2/tensor-scale"}) {
     if (!(fp32 > 0)) break;
     const double sse = replaySse(c, bound, id, fp32 / 16);  // a reordered sum stops within a few rows
     if (!(sse * 16 < fp32)) continue;
     const std::string f(id);
-    const std::vector<std::string> formats = reproducingFormats(c, bound);  // and within the replay's bound
+    if (!reproducing) reproducing = reproducingFormats(c, bound);
+    const std::vector<std::string>& formats = *reproducing;  // and within the replay's bound
     if (std::find(formats.begin(), formats.end(), f) == formats.end()) continue;
     for (int t = 1; t < int(std::size(kBoundModels)); ++t)
       if (formatOfHypothesis(f) == kBoundModels[t].format) fit.idx = t;
