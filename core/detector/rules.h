@@ -103,6 +103,8 @@ struct RuleContext {
   bool zeroedOutput = false;    // R6: every mismatch reads 0 where golden is not (nor a subnormal, nor -0):
                                 // no quantisation hypothesis is tried after it (R12, R10b, R10/R11)
   bool bounded = false;         // R12: a rounding bound or a replay explains the errors
+  bool reproduced = false;      // R12: and its verdict is a legitimate one (a replay reproduced the candidate,
+                                // or a bound held that the replays could not test); not fp8's loose bound alone
   bool blocksReplayed = false;  // R12: the block-scaled formats were replayed on the operands
   std::optional<OutputGrid> grid;  // R10b: the 4-bit block-scaled grid the output lies on
 
@@ -197,6 +199,13 @@ inline std::string restReading(const Detection& d) {
 
 // Small shared helpers.
 inline bool finite(float x) { return std::isfinite(x); }
+
+// gamma_K for fp32 with K terms, golden and the candidate each reordering or rounding once per step:
+// the worst-case reordering error of a GEMM's element is gamma sum_k |a||b| + 2^-23 |c| (R12, R10).
+inline double reorderGamma(int64_t k) {
+  const double u32 = std::ldexp(1.0, -24), kk = double(k);
+  return 2 * kk * u32 / (1 - kk * u32);
+}
 
 inline std::string number(double v) {
   std::ostringstream s;

@@ -34,7 +34,7 @@ const BoundModel kBoundModels[] = {
 int smallestBound(const float* g, const float* c, uint64_t n, const GemmBound& b, double& worstRatio) {
   const double u32 = std::ldexp(1.0, -24);
   const double kk = double(b.k);
-  const double gamma = 2 * kk * u32 / (1 - kk * u32);  // golden and candidate each reorder or round once per step
+  const double gamma = reorderGamma(b.k);
   for (int idx = 0; idx < int(std::size(kBoundModels)); ++idx) {
     const double u = kBoundModels[idx].u;
     worstRatio = 0;
@@ -114,7 +114,7 @@ void addReproduced(RuleContext& x, Verdict v, const char* sizeKey, double size) 
   v.evidence["k"] = double(x.bound->k);
   v.evidence[sizeKey] = size;
   v.evidence["reproduced"] = 1.0;
-  x.bounded = true;
+  x.bounded = x.reproduced = true;
   x.add(v);
 }
 
@@ -127,7 +127,7 @@ void addFp16Accumulation(RuleContext& x, const Fp16Accumulation& halfAcc) {
   v.evidence["k"] = double(x.bound->k);
   v.evidence["rms_from_fp16_replay"] = halfAcc.candidateRms;
   v.evidence["rms_of_one_fp16_accumulation"] = halfAcc.accumulationRms;
-  x.bounded = true;
+  x.bounded = x.reproduced = true;
   x.add(v);
 }
 
@@ -237,6 +237,7 @@ void addBoundVerdict(RuleContext& x, const BoundFit& fit) {
     return;
   }
   x.add(v);
+  x.reproduced = confidence >= 0.5;
   if (confidence < 0.5) {
     Verdict u = make("unknown", 0.5,
                      "errors fit only fp8's loose bound, and no format's rounding of the recorded inputs "

@@ -456,7 +456,7 @@ def bugs_case():
         run_json("profile", "--model", os.path.join(MODELS, f"{name}.pt"), "--data", data, "--batch", 4, "--seed", 5,
                  "--attention", attention, "-n", 2, "--record-ops", "all", "-o", sessions[key])
     gemm_bugs = ["tile-edge", "missing-ktile", "zeroed-tail", "stale-race", "gpu-tile-edge", example("tilebug_gemm"),
-                 verdict_plugin("ktail"), verdict_plugin("fp8noscale")]
+                 verdict_plugin("ktail"), verdict_plugin("fp8noscale"), verdict_plugin("ktailbf16")]
     faults = ["bitflip", "multibit", "stuckat0", "stuckat1", "random-value", "zero", "nan", "inf", "grad-unscaled"]
     runs = []  # (session, kernel, op)
     for kernel in gemm_bugs:
@@ -466,7 +466,7 @@ def bugs_case():
             runs.append((session, kernel, op))
     runs += [("lenet", k, "conv2d") for k in ("tile-edge", "missing-ktile", "zeroed-tail", verdict_plugin("convborder"))]
     runs += [("gpt-fused", k, "attention") for k in ("attention-causal-off", example("flash_attention_causalbug"),
-                                                      verdict_plugin("attnscale"))]
+                                                      verdict_plugin("attnscale"), verdict_plugin("attnscalebf16"))]
     runs += [("gpt", k, "layernorm") for k in ("layernorm-eps-outside", "layernorm-bessel", "rmsnorm")]
     runs += [("gpt", "dropout-reuse", "dropout"), ("gpt", "softmax-nomax", "softmax")]
     for kernel in faults:
@@ -482,7 +482,9 @@ def bugs_case():
     twins = {"tile-edge": "pairwise:leaf=4096", "missing-ktile": "pairwise:leaf=4096", "gpu-tile-edge": "gpu-tiled",
              example("tilebug_gemm"): "plugin:path=" + os.path.join(test_plugins, "libpeat_v1_macro.so"),
              verdict_plugin("ktail"): verdict_plugin("gemm"), verdict_plugin("fp8noscale"): verdict_plugin("fp8"),
-             verdict_plugin("convborder"): verdict_plugin("conv"), verdict_plugin("attnscale"): verdict_plugin("attn")}
+             verdict_plugin("convborder"): verdict_plugin("conv"), verdict_plugin("attnscale"): verdict_plugin("attn"),
+             verdict_plugin("ktailbf16"): verdict_plugin("gemmbf16"),
+             verdict_plugin("attnscalebf16"): verdict_plugin("attnbf16")}
     replays = {}
 
     def replay(session, kernel, op):
@@ -547,6 +549,19 @@ def bugs_case():
                             c["parameters"].get("scale") == "per-tensor" for c in calls),
               f"fp8 e4m3 GEMM with per-tensor scales on {session} {op}: precision_loss (fp8_e4m3) on every call "
               f"({dict(named)})")
+    # the bugs' twins with bf16 outputs are correct ports: every value on bf16's grid, none a fault, and the
+    # GEMMs named precision_loss (bf16) (the bf16-output bugs above land on the same grid: the grid alone
+    # must not excuse them)
+    for session, op, kernel in (("lenet", "linear", "gemmbf16"), ("gpt", "linear", "gemmbf16"),
+                                ("gpt", "matmul", "gemmbf16"), ("gpt-fused", "attention", "attnbf16")):
+        calls = replay(session, verdict_plugin(kernel), op)
+        named = collections.Counter((c["verdict"], c["parameters"].get("format", "-")) for c in calls.values())
+        print(f"  {kernel} (correct, bf16 outputs) on {session} {op}: {dict(named)}")
+        check(calls and all(c["verdict"] in LEGITIMATE for c in calls.values()),
+              f"{kernel} on {session} {op}: a correct bf16-output port, every call legitimate ({dict(named)})")
+        if kernel == "gemmbf16":
+            check(all(c["verdict"] == "exact" or c["parameters"].get("format") == "bf16" for c in calls.values()),
+                  f"{kernel} on {session} {op}: named precision_loss (bf16) ({dict(named)})")
     # a kernel declaring a format the layer-norm replay does not have (f16 inputs, bf16 outputs: the probe
     # tests' all-ops plugin): the generic rules, and the verdict says the format was not replayed
     rn = "f16-layernorm"

@@ -10,7 +10,29 @@
  *   FP8NOSCALE the same GEMM, but B's scale is never applied (the dequantisation of one operand missed)
  * and the bugs' twins without the bug, the same arithmetic otherwise (what a call would be had the bug
  * not touched it: the test counts a call as changed by a bug where the two differ):
- *   GEMM (KTAIL's), CONV (CONVBORDER's: zero padding), ATTN (ATTNSCALE's: the call's scale) */
+ *   GEMM (KTAIL's), CONV (CONVBORDER's: zero padding), ATTN (ATTNSCALE's: the call's scale)
+ * and, with bf16 outputs (rounded to nearest even from the double result, as a port storing bf16 does):
+ *   KTAILBF16, ATTNSCALEBF16 (the bugs), GEMMBF16, ATTNBF16 (their twins, correct bf16-output ports) */
+#if defined(PEAT_VERDICT_KTAILBF16)
+#define PEAT_VERDICT_KTAIL 1
+#define OUT_BF16 1
+#elif defined(PEAT_VERDICT_GEMMBF16)
+#define PEAT_VERDICT_GEMM 1
+#define OUT_BF16 1
+#elif defined(PEAT_VERDICT_ATTNSCALEBF16)
+#define PEAT_VERDICT_ATTNSCALE 1
+#define OUT_BF16 1
+#elif defined(PEAT_VERDICT_ATTNBF16)
+#define PEAT_VERDICT_ATTN 1
+#define OUT_BF16 1
+#endif
+#ifdef OUT_BF16
+#define OUT_DTYPE PEAT_DTYPE_BF16
+#define OUT_SUFFIX "-bf16-out"
+#else
+#define OUT_DTYPE PEAT_DTYPE_F32
+#define OUT_SUFFIX ""
+#endif
 #include <math.h>
 #include <peat/kernel_abi.h>
 #include <stdlib.h>
@@ -20,20 +42,20 @@
 
 #if defined(PEAT_VERDICT_KTAIL) || defined(PEAT_VERDICT_GEMM)
 #define GEMM_KERNEL 1
-static const peat_op_desc ops[] = {{PEAT_OP_GEMM, F, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0},
-                                   {PEAT_OP_BATCHED_GEMM, F, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
+static const peat_op_desc ops[] = {{PEAT_OP_GEMM, F, PEAT_DTYPE_F32, OUT_DTYPE, 0},
+                                   {PEAT_OP_BATCHED_GEMM, F, PEAT_DTYPE_F32, OUT_DTYPE, 0}};
 #ifdef PEAT_VERDICT_KTAIL
-static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "ktail-gemm", PEAT_MEMORY_HOST, 2, ops};
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "ktail-gemm" OUT_SUFFIX, PEAT_MEMORY_HOST, 2, ops};
 #else
-static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "double-gemm", PEAT_MEMORY_HOST, 2, ops};
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "double-gemm" OUT_SUFFIX, PEAT_MEMORY_HOST, 2, ops};
 #endif
 #elif defined(PEAT_VERDICT_ATTNSCALE) || defined(PEAT_VERDICT_ATTN)
 #define ATTENTION_KERNEL 1
-static const peat_op_desc ops[] = {{PEAT_OP_ATTENTION, F, PEAT_DTYPE_F32, PEAT_DTYPE_F32, 0}};
+static const peat_op_desc ops[] = {{PEAT_OP_ATTENTION, F, PEAT_DTYPE_F32, OUT_DTYPE, 0}};
 #ifdef PEAT_VERDICT_ATTNSCALE
-static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "attention-scale-1-over-d", PEAT_MEMORY_HOST, 1, ops};
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "attention-scale-1-over-d" OUT_SUFFIX, PEAT_MEMORY_HOST, 1, ops};
 #else
-static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "double-attention", PEAT_MEMORY_HOST, 1, ops};
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "double-attention" OUT_SUFFIX, PEAT_MEMORY_HOST, 1, ops};
 #endif
 #elif defined(PEAT_VERDICT_CONVBORDER) || defined(PEAT_VERDICT_CONV)
 #define CONV_KERNEL 1
@@ -67,6 +89,21 @@ static double e4m3(uint8_t c) {
   return sign ? -v : v;
 }
 
+/* bf16: the upper half of an f32 */
+static double bf16(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint16_t toBf16(float f) { /* round to nearest even; NaN stays NaN */
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40);
+  return (uint16_t)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+
 static int64_t count(const peat_tensor* t) {
   int64_t n = 1;
   for (uint32_t d = 0; d < t->rank; ++d) n *= t->shape[d];
@@ -80,13 +117,17 @@ static double* in(const peat_call* c, uint32_t i, int unscaled) {
   double* v = (double*)malloc(sizeof(double) * (size_t)(n ? n : 1));
   for (int64_t j = 0; j < n; ++j) {
     if (t->dtype == PEAT_DTYPE_F32) v[j] = ((const float*)t->data)[j];
+    else if (t->dtype == PEAT_DTYPE_BF16) v[j] = bf16(((const uint16_t*)t->data)[j]);
     else v[j] = e4m3(((const uint8_t*)t->data)[j]) * (unscaled ? 1.0 : (double)t->scale);
   }
   return v;
 }
 
 static void store(peat_tensor* t, const double* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) ((float*)t->data)[i] = (float)v[i];
+  for (int64_t i = 0; i < n; ++i) {
+    if (t->dtype == PEAT_DTYPE_BF16) ((uint16_t*)t->data)[i] = toBf16((float)v[i]); /* double->f32->bf16 */
+    else ((float*)t->data)[i] = (float)v[i];
+  }
 }
 
 #ifdef GEMM_KERNEL
