@@ -233,8 +233,10 @@ std::pair<std::string, std::string> declaredFor(const std::string& declared, con
 
 // The verdict judged with the formats the kernel declared: named in its parameters, and, where the
 // inputs were not f32 and the verdict does not name that format, whether the replay tried it (GEMMs:
-// every ABI dtype; softmax and attention: f16 and bf16) or could not (the generic rules alone).
-void judgeWithDeclared(detector::Verdict& v, const std::string& op, const std::pair<std::string, std::string>& d) {
+// every ABI dtype; the calls op replay covers, softmax, attention and layer norm forward: f16 and bf16)
+// or could not (the generic rules alone).
+void judgeWithDeclared(detector::Verdict& v, const std::string& op, int64_t variant,
+                       const std::pair<std::string, std::string>& d) {
   if (d.first.empty()) return;
   v.parameters["declared"] = d.first + "->" + d.second;
   if (d.first == "f32") return;
@@ -243,7 +245,8 @@ void judgeWithDeclared(detector::Verdict& v, const std::string& op, const std::p
   if (v.model == "precision_loss" && named != v.parameters.end() && named->second == format) return;
   const bool gemm = op == "linear" || op == "matmul" || op == "conv2d";
   const bool sixteen = format == "fp16" || format == "bf16";
-  const bool replayed = gemm || (sixteen && (op == "softmax" || op == "log_softmax" || op == "attention"));
+  const bool replayed = gemm || (sixteen && (op == "softmax" || op == "log_softmax" || op == "attention" ||
+                                             op == "layernorm") && detector::opReplayCovers(op, variant));
   v.parameters["declared_format_replayed"] = replayed ? "yes" : "no";
   v.explanation += replayed ? "; the kernel declared " + d.first + " inputs, and their replay does not reproduce it"
                             : "; the kernel declared " + d.first + " inputs, a format the " + op +
@@ -420,7 +423,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           }
         }
         if (cand.attributes.count("declared_formats"))
-          judgeWithDeclared(a.detection.verdict, c.id.op, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
+          judgeWithDeclared(a.detection.verdict, c.id.op, variant, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
         out.calls.push_back(std::move(a));
         if (progress) progress(++done, total);
       }

@@ -467,7 +467,8 @@ def bugs_case():
     runs += [("lenet", k, "conv2d") for k in ("tile-edge", "missing-ktile", "zeroed-tail", verdict_plugin("convborder"))]
     runs += [("gpt-fused", k, "attention") for k in ("attention-causal-off", example("flash_attention_causalbug"),
                                                       verdict_plugin("attnscale"), verdict_plugin("attnscalebf16"))]
-    runs += [("gpt", k, "layernorm") for k in ("layernorm-eps-outside", "layernorm-bessel", "rmsnorm")]
+    runs += [("gpt", k, "layernorm") for k in ("layernorm-eps-outside", "layernorm-bessel", "rmsnorm",
+                                               verdict_plugin("lnbesselbf16"))]
     runs += [("gpt", "dropout-reuse", "dropout"), ("gpt", "softmax-nomax", "softmax")]
     for kernel in faults:
         for session, op in (("lenet", "conv2d"), ("gpt", "linear"), ("gpt", "softmax"), ("gpt", "layernorm"),
@@ -484,7 +485,8 @@ def bugs_case():
              verdict_plugin("ktail"): verdict_plugin("gemm"), verdict_plugin("fp8noscale"): verdict_plugin("fp8"),
              verdict_plugin("convborder"): verdict_plugin("conv"), verdict_plugin("attnscale"): verdict_plugin("attn"),
              verdict_plugin("ktailbf16"): verdict_plugin("gemmbf16"),
-             verdict_plugin("attnscalebf16"): verdict_plugin("attnbf16")}
+             verdict_plugin("attnscalebf16"): verdict_plugin("attnbf16"),
+             verdict_plugin("lnbesselbf16"): verdict_plugin("lnbf16")}
     replays = {}
 
     def replay(session, kernel, op):
@@ -553,29 +555,33 @@ def bugs_case():
     # GEMMs named precision_loss (bf16) (the bf16-output bugs above land on the same grid: the grid alone
     # must not excuse them)
     for session, op, kernel in (("lenet", "linear", "gemmbf16"), ("gpt", "linear", "gemmbf16"),
-                                ("gpt", "matmul", "gemmbf16"), ("gpt-fused", "attention", "attnbf16")):
+                                ("gpt", "matmul", "gemmbf16"), ("gpt-fused", "attention", "attnbf16"),
+                                ("gpt", "layernorm", "lnbf16")):
         calls = replay(session, verdict_plugin(kernel), op)
         named = collections.Counter((c["verdict"], c["parameters"].get("format", "-")) for c in calls.values())
         print(f"  {kernel} (correct, bf16 outputs) on {session} {op}: {dict(named)}")
         check(calls and all(c["verdict"] in LEGITIMATE for c in calls.values()),
               f"{kernel} on {session} {op}: a correct bf16-output port, every call legitimate ({dict(named)})")
-        if kernel == "gemmbf16":
+        if kernel in ("gemmbf16", "lnbf16"):
             check(all(c["verdict"] == "exact" or c["parameters"].get("format") == "bf16" for c in calls.values()),
                   f"{kernel} on {session} {op}: named precision_loss (bf16) ({dict(named)})")
-    # a kernel declaring a format the layer-norm replay does not have (f16 inputs, bf16 outputs: the probe
-    # tests' all-ops plugin): the generic rules, and the verdict says the format was not replayed
+    # a kernel declaring f16 inputs and bf16 outputs for every op (the probe tests' all-ops plugin): the
+    # layer norm's forward calls replayed in those formats and named fp16; its backward calls, which
+    # no replay covers, say the format was not replayed and rest on the generic rules
     rn = "f16-layernorm"
     run_json("playback", "-s", sessions["gpt"], "-k", "plugin:path=" + os.path.join(test_plugins, "libpeat_ops_v2_f16.so"),
              "--op", "layernorm", "--store-outputs", "--name", rn)
     calls = run_json("analyze", "--session", sessions["gpt"], "--run", rn)["calls"]
     said = [c for c in calls if c["parameters"].get("declared_format_replayed") == "no"]
-    print(f"  f16 layer norm: {collections.Counter((c['verdict'], c['parameters'].get('format', '-')) for c in calls)}; "
+    forward = [c for c in calls if c["variant"] == 0]
+    print(f"  f16 layer norm: {collections.Counter((c['variant'], c['verdict'], c['parameters'].get('format', '-')) for c in calls)}; "
           f"{len(said)} say the format was not replayed")
     check(calls and all(c["parameters"].get("declared") == "f16->bf16" for c in calls) and said and
-          all("not replayed" in c["explanation"] for c in said) and
-          all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp16" for c in calls if c not in said),
-          f"f16 layer norm (a format without a replay): declared formats named, {len(said)} of {len(calls)} calls say "
-          "the format was not replayed")
+          all("not replayed" in c["explanation"] and c["variant"] != 0 for c in said),
+          f"f16 layer norm: declared formats named, {len(said)} of {len(calls)} calls (backward) say the format was "
+          "not replayed")
+    check(forward and all(c["verdict"] == "precision_loss" and c["parameters"].get("format") == "fp16" for c in forward),
+          f"f16 layer norm: {len(forward)} forward calls replayed with f16 inputs and bf16 outputs, precision_loss (fp16)")
 
 
 try:

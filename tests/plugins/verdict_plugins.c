@@ -12,7 +12,9 @@
  * not touched it: the test counts a call as changed by a bug where the two differ):
  *   GEMM (KTAIL's), CONV (CONVBORDER's: zero padding), ATTN (ATTNSCALE's: the call's scale)
  * and, with bf16 outputs (rounded to nearest even from the double result, as a port storing bf16 does):
- *   KTAILBF16, ATTNSCALEBF16 (the bugs), GEMMBF16, ATTNBF16 (their twins, correct bf16-output ports) */
+ *   KTAILBF16, ATTNSCALEBF16 (the bugs), GEMMBF16, ATTNBF16 (their twins, correct bf16-output ports)
+ * and a layer norm (forward) with bf16 inputs and outputs:
+ *   LNBESSELBF16 the variance divided by N-1 (0.8% at N = 64: two bf16 steps), LNBF16 its twin, correct */
 #if defined(PEAT_VERDICT_KTAILBF16)
 #define PEAT_VERDICT_KTAIL 1
 #define OUT_BF16 1
@@ -64,6 +66,14 @@ static const peat_op_desc ops[] = {{PEAT_OP_CONV2D, F, PEAT_DTYPE_F32, PEAT_DTYP
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "conv-replicate-border", PEAT_MEMORY_HOST, 1, ops};
 #else
 static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "double-conv", PEAT_MEMORY_HOST, 1, ops};
+#endif
+#elif defined(PEAT_VERDICT_LNBESSELBF16) || defined(PEAT_VERDICT_LNBF16)
+#define LAYER_NORM_KERNEL 1
+static const peat_op_desc ops[] = {{PEAT_OP_LAYER_NORM, F, PEAT_DTYPE_BF16, PEAT_DTYPE_BF16, 0}};
+#ifdef PEAT_VERDICT_LNBESSELBF16
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "layer-norm-bessel-bf16", PEAT_MEMORY_HOST, 1, ops};
+#else
+static const peat_plugin_info info = {PEAT_KERNEL_ABI_VERSION, "layer-norm-bf16", PEAT_MEMORY_HOST, 1, ops};
 #endif
 #elif defined(PEAT_VERDICT_FP8) || defined(PEAT_VERDICT_FP8NOSCALE)
 #define GEMM_KERNEL 1
@@ -238,6 +248,35 @@ static int conv2d(const peat_call* c) {
 }
 #endif
 
+#ifdef LAYER_NORM_KERNEL
+/* forward: x [.., n], gamma [n], beta [n]; the statistics in double over the last dimension */
+static int layer_norm(const peat_call* c) {
+  const peat_tensor* t = &c->inputs[0];
+  const int64_t n = t->shape[t->rank - 1], rows = count(t) / n;
+  double *x = in(c, 0, 0), *gamma = c->input_count > 1 ? in(c, 1, 0) : NULL, *beta = c->input_count > 2 ? in(c, 2, 0) : NULL;
+  double* out = (double*)calloc((size_t)(rows * n ? rows * n : 1), sizeof(double));
+  if (!x || !out || n < 2) return 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x + r * n;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) mean += xr[j];
+    mean /= (double)n;
+    for (int64_t j = 0; j < n; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+#ifdef PEAT_VERDICT_LNBESSELBF16
+    var /= (double)(n - 1); /* the bug: the unbiased variance */
+#else
+    var /= (double)n;
+#endif
+    const double rstd = 1 / sqrt(var + c->params.eps);
+    for (int64_t j = 0; j < n; ++j)
+      out[r * n + j] = (xr[j] - mean) * rstd * (gamma ? gamma[j] : 1.0) + (beta ? beta[j] : 0.0);
+  }
+  store(&c->outputs[0], out, rows * n);
+  free(x), free(gamma), free(beta), free(out);
+  return 0;
+}
+#endif
+
 int peat_kernel_run_v2(const peat_call* c) {
   switch (c->op_kind) {
 #ifdef GEMM_KERNEL
@@ -249,6 +288,9 @@ int peat_kernel_run_v2(const peat_call* c) {
 #endif
 #ifdef CONV_KERNEL
     case PEAT_OP_CONV2D: return conv2d(c);
+#endif
+#ifdef LAYER_NORM_KERNEL
+    case PEAT_OP_LAYER_NORM: return layer_norm(c);
 #endif
     default: return 1;
   }
