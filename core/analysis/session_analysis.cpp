@@ -211,6 +211,7 @@ namespace {
 std::pair<std::string, std::string> declaredFor(const std::string& declared, const std::string& op) {
   static const std::map<std::string, std::vector<std::string>> kinds{
       {"linear", {"gemm"}},           {"matmul", {"batched_gemm", "gemm"}}, {"conv2d", {"conv2d", "gemm"}},
+      {"addmm", {"gemm"}},            {"baddbmm", {"batched_gemm", "gemm"}}, {"addbmm", {"batched_gemm", "gemm"}},
       {"softmax", {"softmax"}},       {"log_softmax", {"softmax"}},         {"layernorm", {"layer_norm"}},
       {"attention", {"attention"}},   {"gelu", {"activation"}},             {"relu", {"activation"}},
       {"silu", {"activation"}},       {"tanh", {"activation"}},             {"sigmoid", {"activation"}},
@@ -243,7 +244,8 @@ void judgeWithDeclared(detector::Verdict& v, const std::string& op, int64_t vari
   const std::string format = d.first == "f16" ? "fp16" : d.first;
   const auto named = v.parameters.find("format");
   if (v.model == "precision_loss" && named != v.parameters.end() && named->second == format) return;
-  const bool gemm = op == "linear" || op == "matmul" || op == "conv2d";
+  const bool gemm = op == "linear" || op == "matmul" || op == "conv2d" || op == "addmm" || op == "baddbmm" ||
+                    op == "addbmm";
   const bool sixteen = format == "fp16" || format == "bf16";
   const bool replayed = gemm || (sixteen && (op == "softmax" || op == "log_softmax" || op == "attention" ||
                                              op == "layernorm") && detector::opReplayCovers(op, variant));

@@ -38,6 +38,16 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b);
 double replaySse(const float* c, const GemmBound& b, const std::string& id,
                  double limit = std::numeric_limits<double>::infinity());
 
+// The 16-bit grid every finite candidate value lies on, bf16 first (a bf16 value inside fp16's range
+// is on fp16's grid too, and a value stored in bf16 errs by bf16's step), else null: the output's
+// format, whose step the replays allow on top of their slack (a kernel that stores bf16).
+const fp::Format* outputGrid(const float* c, uint64_t n);
+
+// A candidate stored in 16 bits (outputGrid) that the operands as recorded reproduce within the fp32
+// reordering bound plus one step of that format (and its bias given in it): an fp32 GEMM that stores
+// 16 bits, which no other scheme's replay (weight-only groups, block scales) need explain.
+bool recordedWithinOutputStep(const float* c, const GemmBound& b);
+
 // Several formats can reproduce a candidate within the replay's slack (the fp32 reordering bound,
 // which is worst-case and linear in K): at K = 4096 a bf16 GEMM's typical error sits inside it, so
 // tf32's and fp16's replays "reproduce" a bf16 candidate too. Of those, the format whose replay lies

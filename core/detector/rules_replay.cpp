@@ -256,21 +256,23 @@ void gemmReplay(RuleContext& x) {
   const BoundFit fit = fitBound(x);
   // block-scaled formats (core/detector/block_replay.h): where no element format reproduces it,
   // or no bound holds at all (MXFP4's and NVFP4's errors exceed even fp8's elementwise bound)
+  // an fp32 GEMM that stores 16 bits: the output's grid is the reading (R10), no other scheme's
+  const bool storedNarrow = fit.idx != 0 && fit.reproduced.empty() && recordedWithinOutputStep(x.c, *bound);
   std::optional<BlockMatch> blockMatch;
-  if (fit.idx != 0 && fit.reproduced.empty()) {
+  if (fit.idx != 0 && fit.reproduced.empty() && !storedNarrow) {
     blockMatch = reproducingBlockScheme(x.c, *bound);
     x.blocksReplayed =
         double(bound->rows) * double(bound->cols) * double(bound->k) <= 5e8 && !bound->a.empty() && bound->batch == 1;
   }
   // fp16 inputs accumulated in fp16: no fp32-summing replay reproduces it (gemm_replay.h)
   std::optional<Fp16Accumulation> halfAcc;
-  if (fit.idx != 0 && fit.reproduced.empty() && !blockMatch) {
+  if (fit.idx != 0 && fit.reproduced.empty() && !blockMatch && !storedNarrow) {
     halfAcc = fp16Accumulation(x.c, *bound);
     if (!halfAcc->holds()) halfAcc.reset();
   }
   // weight-only group quantisation (int4 / int8 weights, the activations as they are or in 16 bits)
   std::optional<WeightQuantScheme> weights;
-  if (fit.idx != 0 && fit.reproduced.empty() && !blockMatch && !halfAcc) weights = reproducingWeightQuant(x.c, *bound);
+  if (fit.idx != 0 && fit.reproduced.empty() && !blockMatch && !halfAcc && !storedNarrow) weights = reproducingWeightQuant(x.c, *bound);
   if (weights) addWeightQuant(x, *weights);
   if (halfAcc) addFp16Accumulation(x, *halfAcc);
   if (blockMatch) addBlockScheme(x, *blockMatch);

@@ -40,17 +40,6 @@ void quantiseColumn(float* w, int64_t k, const WeightQuantScheme& s) {
   }
 }
 
-// The narrowest of fp16 and bf16 whose grid every finite candidate value lies on, else fp32.
-const fp::Format* outputGrid(const float* c, uint64_t n) {
-  for (const fp::Format* f : {&fp::kFp16, &fp::kBf16}) {
-    bool on = true;
-    for (uint64_t i = 0; i < n && on; ++i)
-      if (finite(c[i]) && fp::bitsOf(fp::roundTo(*f, c[i])) != fp::bitsOf(c[i])) on = false;
-    if (on) return f;
-  }
-  return nullptr;
-}
-
 // Whether rows `rows` of the replay (a rounded, bt quantised) give the candidate within the slack.
 bool rowsMatch(const float* c, const GemmBound& b, const std::vector<float>& a, const std::vector<float>& bt,
                const fp::Format* out, const std::vector<int64_t>& rows) {

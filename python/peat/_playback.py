@@ -304,6 +304,8 @@ def playback(session, kernel, op=None, device=None, run=None, name=None, max_cal
         w.set_run_attribute("pytorch_version", torch.__version__)
         w.set_run_attribute("replayed", str(replayed))
         w.set_run_attribute("skipped", str(skipped))
+        if cand is not None and cand.declared:  # judged with what the candidate declared, as a plugin's
+            w.set_run_attribute("declared_formats", cand.declared)
         cols = ["layer", "op", "phase", "variant", "outcome"]
         numbers = ["iteration", "call_index"] + list(_core.error_summary_columns())
         w.write_table("call_errors", [(k, [r[k] for r in rows], True) for k in cols] +

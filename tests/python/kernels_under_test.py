@@ -12,6 +12,32 @@ def bf16_gemm(a, b):
     return torch.matmul(a.to(torch.bfloat16).float(), b.to(torch.bfloat16).float()).to(a.dtype)
 
 
+@peat.gemm(inputs="bf16", output="bf16")
+def bf16_io_gemm(a, b):
+    """A port that declares bf16 inputs and output (peat rounds both, as plugin ABI v2 does); fp32 sums."""
+    return torch.matmul(a, b)
+
+
+@peat.gemm(output="bf16")
+def bf16_out_gemm(a, b):
+    """A port that stores bf16 (fp32 inputs and sums): ktail_bf16_gemm's twin, without its bug."""
+    return torch.matmul(a, b)
+
+
+@peat.gemm(output="bf16")
+def ktail_bf16_gemm(a, b):
+    """A planted bug in a port that stores bf16: the last partial K tile of 16 is never summed."""
+    k = a.shape[-1] // 16 * 16
+    return torch.matmul(a[..., :k], b[..., :k, :]) if k else torch.zeros(a.shape[:-1] + b.shape[-1:], dtype=a.dtype)
+
+
+if hasattr(torch, "float8_e4m3fn"):
+    @peat.gemm(inputs="fp8_e4m3")
+    def fp8_gemm(a, b):
+        """fp8 e4m3 inputs with one scale per tensor (peat quantises them), fp32 sums and output."""
+        return torch.matmul(a, b)
+
+
 _last = {}
 
 

@@ -78,6 +78,42 @@ v = verdicts(r)
 named = sum(1 for x in v if x["model"] == "precision_loss" and x["parameters"].get("format") == "bf16")
 check(r["replayed"] > 0 and named == len(v), "bf16 GEMM: precision_loss (bf16) on %d of %d calls" % (named, len(v)))
 
+# formats declared by the decorator: judged with them (declared, the format named), as a plugin's are
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:bf16_io_gemm", "--op", "gemm",
+                    "--analyze", "--json"]).stdout)
+v = verdicts(r)
+named = [x for x in v if x["model"] == "precision_loss" and x["parameters"].get("format") == "bf16" and
+         x["parameters"].get("declared") == "bf16->bf16"]
+check(r["replayed"] > 0 and len(named) == len(v),
+      "declared bf16 in and out: precision_loss (bf16), declared bf16->bf16, on %d of %d calls (%s)"
+      % (len(named), len(v), sorted({(x["model"], x["parameters"].get("format"), x["parameters"].get("declared"))
+                                     for x in v})))
+# a call is changed by the bug where it differs from what its twin without the bug gives (every call of a
+# port that stores bf16 differs from golden); the twin, correct, is never a fault
+twin = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:bf16_out_gemm", "--op", "gemm",
+                       "--analyze", "--json"]).stdout)
+v = verdicts(twin)
+check(v and all(x["model"] in ("precision_loss", "accumulation_order", "exact") for x in v),
+      "bf16-output port (correct): every call legitimate (%s)" % collections.Counter(x["model"] for x in v))
+numbers = {(x["iteration"], x["call_index"]): (x["mismatched"], x["max_abs"]) for x in twin["calls"]}
+r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:ktail_bf16_gemm", "--op", "gemm",
+                    "--analyze", "--json"]).stdout)
+changed = {(x["iteration"], x["call_index"]) for x in r["calls"] if x["outcome"] == "ok" and x["mismatched"] > 0
+           and numbers.get((x["iteration"], x["call_index"])) != (x["mismatched"], x["max_abs"])}
+legit = [c for c in r["analysis"]["calls"] if (c["iteration"], c["call_index"]) in changed
+         and c["verdict"]["model"] in ("precision_loss", "accumulation_order", "exact")]
+check(changed and not legit, "K tail dropped in a bf16-output port: no changed call called legitimate (%d changed, %d "
+      "legitimate)" % (len(changed), len(legit)))
+if torch2:
+    r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:fp8_gemm", "--op", "gemm",
+                        "--analyze", "--json"]).stdout)
+    v = verdicts(r)
+    named = [x for x in v if x["model"] == "precision_loss" and x["parameters"].get("format") == "fp8_e4m3" and
+             x["parameters"].get("scale") == "per-tensor" and x["parameters"].get("declared") == "fp8_e4m3->f32"]
+    check(r["replayed"] > 0 and len(named) == len(v), "declared fp8 e4m3 inputs: precision_loss (fp8_e4m3, per-tensor) "
+          "on %d of %d calls (%s)" % (len(named), len(v), sorted({(x["model"], x["parameters"].get("format"))
+                                                                   for x in v})))
+
 r = json.loads(run([PEAT, "playback", "-s", "mlp.h5", "-k", "python:kernels_under_test:stale_row_gemm", "--op", "gemm",
                     "--analyze", "--json"]).stdout)
 changed = {(x["iteration"], x["call_index"]) for x in r["calls"] if x["outcome"] == "ok" and x["mismatched"] > 0}
