@@ -53,6 +53,20 @@ make_venv() {
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
   /usr/bin/python3 -m venv "$venv"
+  # A pin bump starts from the newest finished environment of another set of pins (its packages
+  # hard-linked: pip removes and writes whole files, never edits one in place), so changing one pin
+  # downloads that package, not PyTorch's few GB again.
+  local site seed
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  seed=$(ls -td "$(dirname "$venv")"/venv-*/ 2>/dev/null | while read -r d; do
+           d=${d%/}
+           [[ "$d" != "$venv" && -f "$d/.peat-requirements" && -d "$d/${site#"$venv"/}" ]] && { echo "$d"; break; }
+         done || true)
+  if [[ -n "$seed" ]]; then
+    echo "setup: starting from the packages of $seed"
+    rm -rf "$site"
+    cp -al "$seed/${site#"$venv"/}" "$site"
+  fi
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tools/python-requirements.txt
   cp tools/python-requirements.txt "$stamp"   # written last: a broken install is made again next time
 }

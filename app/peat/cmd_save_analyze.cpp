@@ -59,6 +59,7 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
     std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
                 "inputs unlike them leave these ranges; for comparison only, %s\n",
                 s.model.c_str(), (long long)g.parameterCount(), criterion.c_str());
+  if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
                 "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",

@@ -71,6 +71,7 @@ void printText(const SaveRunOptions& o, const save::Graph& g, const save::Infere
     std::printf(", protected by %s with %lld %s fault(s) of %d bit(s) on %s", o.protect.c_str(), (long long)o.flips,
                 o.pattern.c_str(), o.bits, o.target == "both" ? "weights and activations" : o.target.c_str());
   std::printf("\n");
+  if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
   if (!note.empty()) std::printf("%s\n", note.c_str());
   if (o.protect != "none" || o.flips > 0)
     std::printf("unreliable memory %lld words; faults %llu, detections %llu, recoveries %llu%s\n",
@@ -102,6 +103,7 @@ void printJsonResult(const SaveRunOptions& o, const save::Graph& g, const save::
   printJson([&](JsonWriter& j) {
     j.beginObject().field("model", g.model).field("samples", r.samples).field("protect", o.protect);
     if (!note.empty()) j.field("note", note);  // where Ranger's bounds came from
+    if (!g.batch.empty()) j.field("batch_reading", g.batch);
     j.field("flips", o.flips).field("seconds", r.seconds);
     j.key("output_shape").beginArray();
     for (int64_t d : r.outputShape) j.value(d);

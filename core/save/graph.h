@@ -67,6 +67,7 @@ struct Node {
 
 struct Graph {
   std::string model;
+  std::string batch;  // how an ONNX input's fixed first dimension was read; empty: a batch axis (1 or symbolic)
   std::vector<Node> nodes;  // topological order; node 0 is the input
   int output = -1;
   // The dataset's normalisation, applied before node 0: x = (pixel - mean) / deviation.

@@ -23,14 +23,23 @@ std::string lower(std::string s) {
 }  // namespace
 
 Graph Importer::run() {
+  try {
+    return mapped();
+  } catch (const SaveError& e) {
+    if (!wholeSample_) throw;
+    throw SaveError(std::string(e.what()) + " (" + g_.batch + ")");  // why the batch reading was declined
+  }
+}
+
+Graph Importer::mapped() {
   load();
   const onnx::GraphProto& graph = model_.graph();
   for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
   if (replacements_) replace();
-  input();
   for (const onnx::NodeProto& n : graph.node())  // Constant nodes first: patterns look ahead at them
     if (n.op_type() == "Constant" && n.output_size() == 1)
       if (const auto* a = attribute(n, "value"); a && a->has_t()) constants_[n.output(0)] = decode(a->t(), "constant");
+  input();
   for (const onnx::NodeProto& n : graph.node())
     for (const auto& in : n.input()) {
       ++consumers_[in];

@@ -94,6 +94,9 @@ class Importer {
   Graph run();  // throws SaveError
 
  private:
+  Graph mapped();
+
+ private:
   struct OpMapping;  // a row of the operator table (onnx_map.cpp)
   using IndexMap = void (Importer::*)(const onnx::NodeProto& n, const std::vector<int64_t>& d,
                                       std::vector<int64_t>& out, std::vector<int64_t>& gather);
@@ -107,6 +110,10 @@ class Importer {
   void replace();
   void input();
   void checkDeclaredOutput(const onnx::ValueInfoProto& out) const;
+  // "" when a model whose input fixes its first dimension computes each sample alone; else why
+  // not (onnx_batch.cpp)
+  std::string mixesSamples(const std::string& input);
+  std::string sampleCheck(onnx::ModelProto m, const std::string& input, int& patched, std::vector<int64_t>& target) const;
 
   // --- helpers for nodes (onnx_import.cpp)
   static const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name);
@@ -225,6 +232,8 @@ class Importer {
   bool maskInfinities(const onnx::NodeProto& n, std::vector<float>& expanded);
 
   int64_t opset_ = kNewestOpset;
+  int64_t fixedBatch_ = 0;    // the input's fixed first dimension, read as a batch
+  bool wholeSample_ = false;  // the input's first dimension is no batch: the whole input is a sample
   std::string path_;
   const std::map<std::string, store::Tensor>* replacements_;
   onnx::ModelProto model_;

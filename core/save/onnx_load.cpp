@@ -210,15 +210,24 @@ void Importer::input() {
                     "; SAVE analyses float32 inputs");
   std::vector<int64_t> shape;
   const auto& dims = type.shape().dim();
-  // The first dimension is a batch only where the model says so: a symbolic dimension, or 1. A
-  // model that fixes it above 1 computes on the whole input at once (a Transpose, Concat or
-  // Reshape over axis 0 mixes its samples): refused, never read as that many samples.
-  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
-    throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' fixes its first dimension to " +
-                    std::to_string(dims[0].dim_value()) +
-                    ", which SAVE cannot read as a batch of single samples; export with a batch of 1 or a dynamic "
-                    "batch axis (torch.onnx.export(..., dynamic_axes={'" + in->name() + "': {0: 'batch'}}))");
-  for (int i = 1; i < dims.size(); ++i) {
+  // The first dimension is a batch where the model says so (a symbolic dimension, or 1), and where
+  // a model that fixes it to N computes each sample alone (checked: mixesSamples). Else the whole
+  // declared input is one sample (a Transpose, Concat or Reshape over axis 0 mixes its samples).
+  int first = 1;
+  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1) {
+    const std::string why = dims[0].dim_value() > 1 ? mixesSamples(in->name()) : "it is not positive";
+    const std::string n = std::to_string(dims[0].dim_value());
+    if (why.empty()) {
+      fixedBatch_ = dims[0].dim_value();
+      g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n +
+                 ": read as a batch (no node mixes samples, checked with that dimension symbolic)";
+    } else {
+      first = 0;
+      g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n + ", not read as a batch (" + why +
+                 "): the whole declared input is one sample";
+    }
+  }
+  for (int i = first; i < dims.size(); ++i) {
     if (dims[i].has_dim_value() && dims[i].dim_value() == 0)
       throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
                       "' is 0 (an empty tensor); export with a non-empty input");
@@ -239,6 +248,10 @@ void Importer::input() {
     else
       count *= d;
   values_[in->name()] = b_.input(shape);
+  if (first == 0) {
+    wholeSample_ = true;
+    dims_[in->name()] = shape;  // no batch axis: the sample's own dims
+  }
 }
 
 // The output's computed shape against the shape the model declares (its batch dimension and
@@ -256,11 +269,12 @@ void Importer::checkDeclaredOutput(const onnx::ValueInfoProto& out) const {
   if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) return;  // nothing declared
   const auto& dims = out.type().tensor_type().shape().dim();
   std::vector<int64_t> declared;
-  for (int i = 1; i < dims.size(); ++i) {
+  for (int i = wholeSample_ ? 0 : 1; i < dims.size(); ++i) {
     if (!dims[i].has_dim_value()) return;  // a symbolic dimension: nothing to compare
     declared.push_back(dims[i].dim_value());
   }
-  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1)
+  if (!wholeSample_ && dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1 &&
+      dims[0].dim_value() != fixedBatch_)
     throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' declares a first dimension of " +
                     std::to_string(dims[0].dim_value()) + " where SAVE computes one sample");
   const auto squeezed = [](std::vector<int64_t> d) {
@@ -269,7 +283,7 @@ void Importer::checkDeclaredOutput(const onnx::ValueInfoProto& out) const {
   };
   if (squeezed(declared) != squeezed(computed))
     throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is declared " +
-                    (dims.size() > 0 ? "[N]x" : "") + text(declared) + " per sample but SAVE computes " + text(computed) +
+                    (dims.size() > 0 && !wholeSample_ ? "[N]x" : "") + text(declared) + " per sample but SAVE computes " + text(computed) +
                     "; refused rather than read wrong");
 }
 

@@ -27,7 +27,7 @@ bool Importer::mapGeluChain(const onnx::NodeProto& n, const std::string& name) {
 }
 
 // GELU as exporters without a Gelu op write it: Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x) ->
-// Mul(0.5), each the one reader of the one before. True (and the chain remembered) on a match.
+// Mul(0.5) (or Mul(0.5) -> Mul(x)), each the one reader of the one before. True (and the chain remembered) on a match.
 bool Importer::matchGelu(const onnx::NodeProto& div) {
   auto only = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
     auto it = readers_.find(v);
@@ -47,12 +47,17 @@ bool Importer::matchGelu(const onnx::NodeProto& div) {
   const onnx::NodeProto* erf = only(div.output(0), "Erf");
   const onnx::NodeProto* add = erf ? only(erf->output(0), "Add") : nullptr;
   if (!add || !scalar(*add, erf->output(0), 1.0, 0)) return false;
-  const onnx::NodeProto* mul = only(add->output(0), "Mul");
-  if (!mul || !(mul->input(0) == x || mul->input(1) == x)) return false;
-  const onnx::NodeProto* half = only(mul->output(0), "Mul");
-  if (!half || !scalar(*half, mul->output(0), 0.5, 0)) return false;
-  for (const std::string& v : {div.output(0), erf->output(0), add->output(0), mul->output(0)}) geluInside_.insert(v);
-  geluEnd_[half->output(0)] = x;
+  // the two products in either order: (x * (1 + erf)) * 0.5 as PyTorch 1.13 writes it,
+  // x * (0.5 * (1 + erf)) as PyTorch 2.x's dynamo exporter does
+  const onnx::NodeProto* first = only(add->output(0), "Mul");
+  const onnx::NodeProto* second = first ? only(first->output(0), "Mul") : nullptr;
+  if (!second) return false;
+  const auto byX = [&](const onnx::NodeProto& m) { return m.input(0) == x || m.input(1) == x; };
+  const bool xFirst = byX(*first) && scalar(*second, first->output(0), 0.5, 0);
+  const bool halfFirst = scalar(*first, add->output(0), 0.5, 0) && byX(*second);
+  if (!xFirst && !halfFirst) return false;
+  for (const std::string& v : {div.output(0), erf->output(0), add->output(0), first->output(0)}) geluInside_.insert(v);
+  geluEnd_[second->output(0)] = x;
   return true;
 }
 

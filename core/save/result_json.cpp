@@ -54,7 +54,9 @@ const char* verifierKindName(VerifierKind kind) {
 }
 
 void writeGraphJson(JsonWriter& j, const Graph& g) {
-  j.beginObject().field("model", g.model).field("parameters", g.parameterCount()).key("nodes").beginArray();
+  j.beginObject().field("model", g.model).field("parameters", g.parameterCount());
+  if (!g.batch.empty()) j.field("batch_reading", g.batch);
+  j.key("nodes").beginArray();
   for (std::size_t v = 0; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     j.beginObject().field("index", int64_t(v)).field("name", n.name).field("op", opName(n.op));

@@ -264,15 +264,17 @@ try:
                       dynamic_axes={"x": {0: "batch", 2: "height"}})
     one_error(["save", "analyze", "-m", dyn], "dynamic", "height")
     one_error(["save", "campaign", "-m", os.path.join(WORK, "mlp64.onnx")], "cannot read ONNX model")
-    # graphs that would be misread (issue 30): a first axis the model fixes above 1 is no batch
-    # (this model swaps it with the next), training-mode Dropout drops values, an empty input has
+    # graphs that would be misread (issue 30): a first axis the model fixes above 1 and mixes is no
+    # batch (this model swaps it with the next: read as one sample of its declared shape), training-mode Dropout drops values, an empty input has
     # no sample; each refused by name rather than computed another way than the model declares
     class SwapsAxis0(torch.nn.Module):
         def forward(self, x):
             return torch.relu(x.transpose(0, 1).reshape(3, 8))
     fixed = os.path.join(WORK, "fixed_batch.onnx")
     torch.onnx.export(SwapsAxis0(), torch.rand(2, 3, 4), fixed, opset_version=13, input_names=["x"])
-    one_error(["save", "analyze", "-m", fixed], "fixes its first dimension to 2", "dynamic_axes")
+    swapped = peat("save", "analyze", "-m", fixed).stdout
+    check("fixes its first dimension to 2, not read as a batch" in swapped and "one sample" in swapped,
+          "a first axis the model swaps is no batch: the whole [2, 3, 4] input is read as one sample (issue 42)")
     dropping = os.path.join(WORK, "train_dropout.onnx")
     torch.onnx.export(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 2)).train(),
                       torch.rand(1, 4), dropping, opset_version=13, training=torch.onnx.TrainingMode.TRAINING,

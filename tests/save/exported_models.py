@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""SAVE takes models as people export them, onnxruntime the reference (issue 42), run by the project
+virtual environment's Python (PyTorch 2.x, onnxruntime, onnx, onnxscript):
+
+    exported_models.py PEAT WORKDIR
+
+- torchvision families (ResNet-18, MNASNet, DenseNet-121, RegNetY-400MF, ConvNeXt-Tiny) exported by
+  Debian's PyTorch 1.13 (/usr/bin/python3) as torch.onnx.export writes them by default: a fixed
+  batch of 2, no dynamic_axes, opsets 13 and 17;
+- a user's CNN (`x.view(x.size(0), -1)`, batch norm) and MLP (`torch.flatten(x, 1)`) exported by
+  PyTorch 2.x's exporter (`dynamo=True`, opsets 18 and 20) at batch 1, a fixed batch of 2 and a
+  dynamic batch;
+each run by `peat save run` on 4 samples and compared with onnxruntime on the same file (fed the
+batch the file declares): the fixed first dimension is read as a batch where no node mixes samples,
+and the output says so;
+- a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
+  declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import Harness  # noqa: E402
+
+warnings.filterwarnings("ignore")
+PEAT, WORK = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="peat-exported-")
+os.makedirs(WORK, exist_ok=True)
+H = Harness(PEAT)
+check, peat, one_error = H.check, H.run, H.one_error
+
+# --- torchvision, exported by Debian's PyTorch 1.13 the default way (fixed batch 2, no dynamic_axes)
+EXPORT_1_13 = r'''
+import sys, warnings, torch, torchvision
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+out = sys.argv[1]
+families = {"resnet18": torchvision.models.resnet18, "mnasnet": torchvision.models.mnasnet0_5,
+            "densenet121": torchvision.models.densenet121, "regnety": torchvision.models.regnet_y_400mf,
+            "convnext": torchvision.models.convnext_tiny}
+for name, make in families.items():
+    m = make(num_classes=10).eval()
+    with torch.no_grad():  # batch-norm statistics that are not 0 and 1
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.1, 0.1); mod.running_var.uniform_(0.5, 1.5)
+    for opset in (13, 17):
+        torch.onnx.export(m, torch.rand(2, 3, 64, 64), f"{out}/{name}-fixed2-op{opset}.onnx", opset_version=opset)
+'''
+subprocess.run(["/usr/bin/python3", "-c", EXPORT_1_13, WORK], check=True, capture_output=True, timeout=900)
+
+
+# --- models a user writes, exported by PyTorch 2.x's exporter
+class UserCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc(x.view(x.size(0), -1))
+
+
+class UserMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(48, 32), torch.nn.GELU(), torch.nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.net(torch.flatten(x, 1))
+
+
+torch.manual_seed(1)
+users = {"usercnn": (UserCNN().eval(), (3, 16, 16)), "usermlp": (UserMLP().eval(), (3, 4, 4))}
+with torch.no_grad():
+    users["usercnn"][0].bn.running_var.uniform_(0.5, 1.5)
+dynamo_ok = []
+for name, (m, sample) in users.items():
+    for opset in (18, 20):
+        for batch, dynamic in ((1, False), (2, False), (2, True)):
+            tag = f"{name}-{'dynamic' if dynamic else f'fixed{batch}'}-op{opset}"
+            path = os.path.join(WORK, tag + ".onnx")
+            try:
+                kw = {"dynamic_shapes": {"x": {0: torch.export.Dim("batch")}}} if dynamic else {}
+                torch.onnx.export(m, (torch.rand(batch, *sample),), path, dynamo=True, opset_version=opset,
+                                  input_names=["x"], **kw)
+                dynamo_ok.append(tag)
+            except Exception as e:  # noqa: BLE001 - the exporter's own failure is the finding
+                check(False, f"PyTorch {torch.__version__} exports {tag} with dynamo=True: {str(e)[:200]}")
+check(len(dynamo_ok) == 12, f"PyTorch {torch.__version__}'s dynamo exporter wrote {len(dynamo_ok)} of 12 user models")
+
+
+def ort_reference(path, x):
+    """onnxruntime's outputs for the samples x, fed the batch the file declares."""
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    i = s.get_inputs()[0]
+    fixed = i.shape[0] if isinstance(i.shape[0], int) else None
+    if fixed is None:
+        return s.run(None, {i.name: x})[0]
+    return np.concatenate([s.run(None, {i.name: x[k:k + fixed]})[0] for k in range(0, len(x), fixed)])
+
+
+def compare(path, samples=4, whole=False):
+    """`peat save run` against onnxruntime on the same inputs; the run's JSON."""
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    shape = s.get_inputs()[0].shape
+    rng = np.random.default_rng(7)
+    x = rng.random(shape if whole else [samples] + [int(d) for d in shape[1:]], dtype=np.float32)
+    xp, rp = path + ".x.npy", path + ".ref.npy"
+    np.save(xp, x)
+    ref = s.run(None, {s.get_inputs()[0].name: x})[0] if whole else ort_reference(path, x)
+    np.save(rp, ref)
+    r = peat("save", "run", "-m", path, "-i", xp, "--expect", rp, "--json")
+    j = json.loads(r.stdout)
+    c = j.get("comparison", {})
+    tol = 1e-5 * max(1.0, float(np.abs(ref).max()))
+    name = os.path.basename(path)
+    ok = c.get("max_abs", 1e9) <= tol and c.get("top1_agree") == j["samples"]
+    check(ok, f"{name}: save run on {j['samples']} sample(s) equals onnxruntime (largest |difference| "
+              f"{c.get('max_abs')}, top-1 {c.get('top1_agree')} of {j['samples']})")
+    return j
+
+
+for f in sorted(os.listdir(WORK)):
+    if not f.endswith(".onnx"):
+        continue
+    j = compare(os.path.join(WORK, f))
+    reading = j.get("batch_reading", "")
+    if "fixed2" in f:
+        check("read as a batch" in reading, f"{f}: its fixed first dimension 2 read as a batch: {reading[:120]}")
+    else:
+        check(reading == "", f"{f}: a batch of 1 or a dynamic batch needs no reading: {reading[:80]}")
+
+# a fixed-batch model through the whole SAVE analysis: the analysis says how it read the batch
+a = peat("save", "analyze", "-m", os.path.join(WORK, "usercnn-fixed2-op18.onnx"), "--input-range", "0,1")
+check("fixes its first dimension to 2: read as a batch" in a.stdout, "save analyze states the batch reading")
+
+
+# --- models whose first axis is no batch
+class SwapsAxis0(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x.transpose(0, 1).reshape(3, 8))
+
+
+class NormalisesBatch(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * 2, dim=0)
+
+
+swap = os.path.join(WORK, "swap_axis0.onnx")
+torch.onnx.export(SwapsAxis0(), (torch.rand(2, 3, 4),), swap, opset_version=17, input_names=["x"], dynamo=False)
+j = compare(swap, whole=True)
+check("not read as a batch" in j.get("batch_reading", "") and "Reshape" in j.get("batch_reading", ""),
+      f"a model that swaps axis 0 is read as one sample, naming the node: {j.get('batch_reading', '')[:160]}")
+soft = os.path.join(WORK, "softmax_batch.onnx")
+torch.onnx.export(NormalisesBatch(), (torch.rand(4, 5),), soft, opset_version=17, input_names=["x"], dynamo=False)
+one_error(["save", "analyze", "-m", soft], "Softmax", "not read as a batch")
+H.exit()
