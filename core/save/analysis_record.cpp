@@ -71,9 +71,14 @@ store::StoredRecord analysisSummary(const store::SessionReader& reader, const st
 void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const ModelSource& source,
                    const TightnessReference* ref) {
   std::string layers;
+  // every record built first and written as a whole (none left behind when one fails)
+  std::vector<store::ResultRecord> records;
+  std::vector<std::vector<uint64_t>> perBits;  // the arrays' storage, alive until written
+  records.reserve(s.layers.size() + 1);
+  perBits.reserve(s.layers.size());
   for (const LayerSelection& l : s.layers) {
     const NodeRange& r = s.ranges.nodes[std::size_t(l.node)];
-    store::ResultRecord rec;
+    store::ResultRecord& rec = records.emplace_back();
     rec.labels = {{"kind", "save_layer"}, {"analysis", id}, {"node", l.name}, {"op", l.op}};
     rec.scalars = {{"elements", double(l.elements)},       {"type2", double(l.type2)},
                    {"robust_bits", double(l.robustBits)},  {"ranging_bits", double(l.rangingBits)},
@@ -82,7 +87,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                    {"tiles_down", double(l.tilesDown)},    {"tiles_across", double(l.tilesAcross)},
                    {"feeds_relu", l.feedsRelu ? 1.0 : 0.0}};
     if (ref) rec.scalars["test_mean_width"] = ref->test[std::size_t(l.node)].meanWidth;
-    std::vector<uint64_t> perBit;
+    std::vector<uint64_t>& perBit = perBits.emplace_back();
     for (const auto& row : l.perBit) perBit.insert(perBit.end(), row.begin(), row.end());
     const uint64_t n = uint64_t(l.elements);
     rec.arrays = {
@@ -95,10 +100,9 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
         {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
         {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
     };
-    w.writeSaveResult(id + "." + l.name, rec);
     layers += (layers.empty() ? "" : ",") + l.name;
   }
-  store::ResultRecord sum;
+  store::ResultRecord& sum = records.emplace_back();
   sum.labels = {{"kind", "save_analysis"}, {"model", s.model}, {"mode", s.mode}, {"layers", layers},
                 {"weights", source.weights}, {"weights_run", source.run},
                 {"model_source", source.model}, {"input_mean", numberListText(source.inputMean)},
@@ -123,7 +127,10 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
     sum.scalars["interval_union_width"] = ref->interval.unionHi - ref->interval.unionLo;
     sum.scalars["union_width"] = out.unionHi - out.unionLo;
   }
-  w.writeSaveResult(id, sum);
+  std::vector<std::pair<std::string, const store::ResultRecord*>> named;
+  for (std::size_t i = 0; i < s.layers.size(); ++i) named.push_back({id + "." + s.layers[i].name, &records[i]});
+  named.push_back({id, &sum});
+  w.writeSaveResults(named);
 }
 
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader) {

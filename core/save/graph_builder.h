@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -248,7 +249,16 @@ class Builder {
     n.shape = {s[0], extent(s[1]), extent(s[2])};
     return add(std::move(n));
   }
+  // Every node's name is unique (a session stores each layer under it): a name taken already
+  // (two views made for one ONNX node, an exporter's name that equals a derived one) gets "-2", "-3".
   int add(Node n) {
+    if (used_.count(n.name)) {
+      std::string unique;
+      for (int k = 2; used_.count(unique = n.name + "-" + std::to_string(k)); ++k) {
+      }
+      n.name = unique;
+    }
+    used_.insert(n.name);
     g_.nodes.push_back(std::move(n));
     return int(g_.nodes.size()) - 1;
   }
@@ -285,6 +295,7 @@ class Builder {
   Graph& g_;
   const std::map<std::string, store::Tensor>& params_;
   bool random_ = false;
+  std::set<std::string> used_;  // the names of the nodes added
  public:
   const Node& node(int v) const { return g_.nodes[std::size_t(v)]; }
  private:

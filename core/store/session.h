@@ -132,6 +132,9 @@ class SessionWriter {
   void endRun(RunStatus status);
   // SAVE results live beside the runs, under /save/<id>.
   void writeSaveResult(const std::string& id, const ResultRecord& record);
+  // The records of one result written as a whole: `records` (id, record) in order, none written
+  // when an id is taken or repeated, and those written removed again when a later one fails.
+  void writeSaveResults(const std::vector<std::pair<std::string, const ResultRecord*>>& records);
   void flush();
 
  private:

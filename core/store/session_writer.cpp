@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -341,6 +342,34 @@ void SessionWriter::writeSaveResult(const std::string& id, const ResultRecord& r
   if (save.has(id)) throw SessionError("SAVE result '" + id + "' already exists");
   h5::Group g = save.createGroup(id);
   writeRecord(g, record);
+  d->file.flush();
+}
+
+void SessionWriter::writeSaveResults(const std::vector<std::pair<std::string, const ResultRecord*>>& records) {
+  Lock lock;
+  h5::Group save = d->file.root().openGroup("save");
+  std::set<std::string> ids;
+  for (const auto& [id, record] : records) {
+    requireSafeName("SAVE result", id);
+    if (save.has(id)) throw SessionError("SAVE result '" + id + "' already exists");
+    if (!ids.insert(id).second) throw SessionError("SAVE result '" + id + "' is named twice in one result");
+  }
+  std::vector<std::string> written;
+  try {
+    for (const auto& [id, record] : records) {
+      h5::Group g = save.createGroup(id);
+      written.push_back(id);
+      writeRecord(g, *record);
+    }
+  } catch (...) {
+    for (const std::string& id : written) {
+      try {
+        save.remove(id);
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
+  }
   d->file.flush();
 }
 

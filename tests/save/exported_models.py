@@ -19,6 +19,7 @@ and the output says so;
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ from peattest import Harness  # noqa: E402
 
 warnings.filterwarnings("ignore")
 PEAT, WORK = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="peat-exported-")
-os.makedirs(WORK, exist_ok=True)
+shutil.rmtree(WORK, ignore_errors=True)  # a rerun starts clean
+os.makedirs(WORK)
 H = Harness(PEAT)
 check, peat, one_error = H.check, H.run, H.one_error
 
@@ -146,6 +148,37 @@ for f in sorted(os.listdir(WORK)):
 a = peat("save", "analyze", "-m", os.path.join(WORK, "usercnn-fixed2-op18.onnx"), "--input-range", "0,1")
 check("fixes its first dimension to 2: read as a batch" in a.stdout, "save analyze states the batch reading")
 
+
+# every node of a transformer stores in a session (two of its nodes once got one name, and the
+# store failed after writing part of the analysis): nn.TransformerEncoder exported by PyTorch 1.13
+EXPORT_ENCODER = r'''
+import sys, warnings, torch
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(8, 16)
+        layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2)
+        self.head = torch.nn.Linear(16, 4)
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(1))
+torch.onnx.export(Encoder().eval(), torch.rand(1, 6, 8), sys.argv[1], opset_version=17, input_names=["x"],
+                  dynamic_axes={"x": {0: "batch"}})
+'''
+encoder = os.path.join(WORK, "encoder.onnx.d")
+os.makedirs(encoder, exist_ok=True)
+encoder = os.path.join(encoder, "encoder.onnx")
+subprocess.run(["/usr/bin/python3", "-c", EXPORT_ENCODER, encoder], check=True, capture_output=True, timeout=300)
+session = os.path.join(WORK, "encoder.h5")
+layers = json.loads(peat("save", "analyze", "-m", encoder, "--input-range", "0,1", "--json").stdout)["layers"]
+peat("save", "analyze", "-m", encoder, "--input-range", "0,1", "--session", session)
+stored = subprocess.run(["/usr/bin/python3", "-c", "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); "
+                         "print('\\n'.join(f['save'].keys()))", session], check=True, capture_output=True, text=True)
+ids = stored.stdout.split()
+check(len(ids) == len(layers) + 1 and len(set(l["name"] for l in layers)) == len(layers),
+      f"nn.TransformerEncoder: all {len(layers)} layers stored under distinct names, and the analysis ({len(ids)} records)")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
