@@ -191,6 +191,7 @@ class Importer {
   void mapConstantFirst(const onnx::NodeProto& n);
   int first(const onnx::NodeProto& n) const { return values_.at(n.input(0)); }
   void mapConv(const onnx::NodeProto& n);
+  void mapResize(const onnx::NodeProto& n);  // onnx_resize.cpp
   void mapGemm(const onnx::NodeProto& n);
   void mapMatMul(const onnx::NodeProto& n);
   void mapBinary(const onnx::NodeProto& n);

@@ -43,6 +43,8 @@ const Importer::OpMapping* Importer::mappingOf(const std::string& op) {
       {"MaxPool", {onFirst, &Importer::mapMaxPool}},
       {"AveragePool", {onFirst, &Importer::mapAveragePool}},
       {"GlobalAveragePool", {onFirst, &Importer::mapGlobalAveragePool}},
+      {"Resize", {onFirst, &Importer::mapResize}},  // onnx_resize.cpp
+      {"Upsample", {onFirst, &Importer::mapResize}},
       // element-wise
       {"Add", {onFirst, &Importer::mapBinary}},
       {"Mul", {onFirst, &Importer::mapBinary}},
@@ -83,6 +85,9 @@ std::string Importer::unreadAttribute(const onnx::NodeProto& n) {
       {"MaxPool", {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}},
       {"AveragePool", {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}},
       {"GlobalAveragePool", {}},
+      {"Resize", {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                  "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"}},
+      {"Upsample", {"mode", "scales"}},
       {"Add", {}}, {"Sub", {}}, {"Mul", {}}, {"Div", {}}, {"Pow", {}}, {"Sqrt", {}}, {"Erf", {}},
       {"Relu", {}}, {"Sigmoid", {}}, {"Tanh", {}}, {"HardSwish", {}},
       {"HardSigmoid", {"alpha", "beta"}},
