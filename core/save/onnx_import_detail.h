@@ -192,6 +192,8 @@ class Importer {
   int first(const onnx::NodeProto& n) const { return values_.at(n.input(0)); }
   void mapConv(const onnx::NodeProto& n);
   void mapResize(const onnx::NodeProto& n);  // onnx_resize.cpp
+  void mapConvTranspose(const onnx::NodeProto& n);
+  int convPatches(const onnx::NodeProto& n, int x, int64_t extraPad = 0);  // onnx_conv.cpp
   void mapGemm(const onnx::NodeProto& n);
   void mapMatMul(const onnx::NodeProto& n);
   void mapBinary(const onnx::NodeProto& n);

@@ -3,7 +3,9 @@
 // patterns first), then the operator table, one mapper per ONNX operator.
 #include "core/save/onnx_import_detail.h"  // first: it includes onnx/checker.h first
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace peat::save::onnx_import {
@@ -36,6 +38,7 @@ const Importer::OpMapping* Importer::mappingOf(const std::string& op) {
       {"Pad", {anyInput, &Importer::pad}},  // onnx_patterns.cpp: folded into the next Conv or AveragePool
       // layers
       {"Conv", {onFirst, &Importer::mapConv}},
+      {"ConvTranspose", {onFirst, &Importer::mapConvTranspose}},  // onnx_conv.cpp
       {"Gemm", {onFirst, &Importer::mapGemm}},
       {"MatMul", {onFirst, &Importer::mapMatMul}},
       {"BatchNormalization", {onFirst, &Importer::mapBatchNormalization}},
@@ -78,6 +81,7 @@ bool Importer::keepsShape(const std::string& op) {
 std::string Importer::unreadAttribute(const onnx::NodeProto& n) {
   static const std::map<std::string, std::set<std::string>> read{
       {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}},
+      {"ConvTranspose", {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}},
       {"Gemm", {"alpha", "beta", "transA", "transB"}},
       {"MatMul", {}},
       {"BatchNormalization", {"epsilon", "momentum", "training_mode"}},  // momentum: training only
@@ -208,6 +212,8 @@ void Importer::mapConstantFirst(const onnx::NodeProto& n) {
 // --- the mappers of the table
 
 void Importer::mapConv(const onnx::NodeProto& n) { values_[n.output(0)] = conv(n, first(n)); }
+
+void Importer::mapConvTranspose(const onnx::NodeProto& n) { values_[n.output(0)] = convPatches(n, first(n)); }
 
 void Importer::mapGemm(const onnx::NodeProto& n) {
   const int x = first(n);
@@ -377,6 +383,20 @@ void Importer::mapAveragePool(const onnx::NodeProto& n) {
 
 void Importer::mapGlobalAveragePool(const onnx::NodeProto& n) {
   const int x = first(n);
+  const std::vector<int64_t> d = dimsOf(n.input(0));
+  if (b_.node(x).shape.size() != 3 && d.size() >= 3 && (d[0] == 1 || wholeSample_)) {
+    // 1-D, 3-D (or a whole-sample batch): the mean of each channel's row, a linear layer of
+    // weight 1/L over [B x C, L]
+    const std::string name = nameOf(n);
+    const int64_t rows = d[0] * d[1], len = countOf(d) / rows;
+    params_[name + ".weight"] = tensorOf(std::vector<float>(std::size_t(len), 1.0f / float(len)), {1, len});
+    params_[name + ".bias"] = tensorOf({0.0f}, {1});
+    const int mean = b_.linear(name, shaped(name + ".rows", x, {rows, len}), 1);
+    std::vector<int64_t> out(d.size(), 1);
+    out[0] = d[0];
+    out[1] = d[1];
+    return setActivation(n.output(0), name, mean, out);
+  }
   if (b_.node(x).shape.size() != 3) return refuse(n, "its input is not [C, H, W]");
   const int out = b_.globalAvgPool(nameOf(n), x);
   shape1x1_.insert(n.output(0));  // [C] here, [C, 1, 1] in ONNX
@@ -443,11 +463,18 @@ int Importer::conv(const onnx::NodeProto& n, int x, int64_t extraPad) {
   }
   const int64_t groups = intAttr(n, "group", 1);
   const Constant* w = constant(n.input(1));
+  const auto s = intsAttr(n, "strides"), p = intsAttr(n, "pads"), d = intsAttr(n, "dilations");
+  const auto equal = [](const std::vector<int64_t>& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
+  const auto* autoPad = attribute(n, "auto_pad");
+  // SAVE's Conv2d: 2-D, a square kernel, one stride, padding and dilation; any other as patches
+  if (w && w->isFloat && groups == 1 && isActivation(n.input(0)) && dimsOf(n.input(0)).size() == w->dims.size() &&
+      !(w->dims.size() == 4 && w->dims[2] == w->dims[3] && equal(s) && equal(p) && equal(d) &&
+        (!autoPad || autoPad->s() == "NOTSET") && !wholeSample_))
+    return convPatches(n, x, extraPad);
   if (!w || w->dims.size() != 4 || w->dims[2] != w->dims[3]) {
-    refuse(n, "only 2-D convolutions with square kernels from an initializer are mapped");
+    refuse(n, "only 2-D convolutions with square kernels from an initializer are mapped when grouped");
     return -1;
   }
-  const auto s = intsAttr(n, "strides"), p = intsAttr(n, "pads"), d = intsAttr(n, "dilations");
   const int64_t dilation = d.empty() ? 1 : d[0];
   for (int64_t v : d)
     if (v != dilation) {

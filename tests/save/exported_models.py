@@ -18,6 +18,10 @@ and the output says so;
   transformation ONNX defines, by scales and by sizes, up and down, each equal to onnxruntime;
   torchvision's FCN, DeepLabV3, LRASPP and FeaturePyramidNetwork and a user's F.interpolate model
   (PyTorch 1.13, opsets 13 and 17) equal to onnxruntime, and onnxruntime's outputs inside SAVE's bounds;
+- convolutions beyond SAVE's Conv2d node (issue 42): Conv1d, Conv3d, 1x7 and 7x1 kernels, unequal
+  strides and padding, dilations, ConvTranspose in 1-D, 2-D and 3-D with output_padding;
+  torchvision's Inception-v3 and R3D-18 (a video net): equal to onnxruntime, and its outputs inside
+  SAVE's bounds;
 - a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
@@ -285,6 +289,62 @@ for f in ("fpn-op17.onnx", "interpolate-op13.onnx"):
     check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
           f"{f}: onnxruntime's outputs on 50 inputs in [0, 1] lie in SAVE's bounds [{bounds['lo']:.4g}, {bounds['hi']:.4g}] "
           f"(seen [{outs.min():.4g}, {outs.max():.4g}])")
+
+# --- convolutions as patches: 1-D, 3-D, non-square, transposed (PyTorch 1.13, dynamic batch)
+EXPORT_CONVS = r'''
+import sys, warnings, torch, torchvision
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+nn = torch.nn
+class Conv1d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv1d(3, 8, 5, stride=2, padding=2), nn.Conv1d(8, 4, 3, dilation=2)
+        self.t = nn.ConvTranspose1d(4, 6, 4, stride=2, padding=1, output_padding=1)
+    def forward(self, x):
+        return self.t(torch.relu(self.b(torch.relu(self.a(x)))))
+class Conv2d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 8, (1, 7), padding=(0, 3)), nn.Conv2d(8, 8, (7, 1), padding=(3, 0))
+        self.c = nn.Conv2d(8, 4, 3, stride=(2, 1), padding=(1, 2))
+        self.t = nn.ConvTranspose2d(4, 5, 3, stride=2, padding=1, output_padding=1)
+        self.u = nn.ConvTranspose2d(5, 3, (2, 3), stride=(2, 1), dilation=(1, 2))
+    def forward(self, x):
+        return self.u(torch.relu(self.t(torch.relu(self.c(torch.relu(self.b(torch.relu(self.a(x)))))))))
+class Conv3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv3d(3, 4, 3, padding=1, stride=(1, 2, 2)), nn.Conv3d(4, 4, (3, 1, 1))
+        self.t = nn.ConvTranspose3d(4, 2, 2, stride=2)
+    def forward(self, x):
+        return self.t(torch.relu(self.b(torch.relu(self.a(x)))))
+out = sys.argv[1]
+for name, m, shape in (("conv1d", Conv1d(), (1, 3, 20)), ("conv2d", Conv2d(), (1, 3, 12, 12)),
+                       ("conv3d", Conv3d(), (1, 3, 6, 8, 8))):
+    for opset in (13, 17):
+        torch.onnx.export(m.eval(), torch.rand(*shape), f"{out}/{name}-op{opset}.onnx", opset_version=opset,
+                          input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+inception = torchvision.models.inception_v3(num_classes=10, aux_logits=False, init_weights=False)
+torch.onnx.export(inception.eval(), torch.rand(1, 3, 80, 80), f"{out}/inception_v3-op17.onnx", opset_version=17,
+                  input_names=["x"])
+torch.onnx.export(torchvision.models.video.r3d_18(num_classes=10).eval(), torch.rand(1, 3, 4, 32, 32),
+                  f"{out}/r3d_18-op17.onnx", opset_version=17, input_names=["x"])
+'''
+convs = os.path.join(WORK, "convs")
+os.makedirs(convs)
+subprocess.run(["/usr/bin/python3", "-c", EXPORT_CONVS, convs], check=True, capture_output=True, timeout=600)
+for f in sorted(os.listdir(convs)):
+    if f.endswith(".onnx"):
+        compare(os.path.join(convs, f), samples=2 if f.startswith("conv") else 1)
+path = os.path.join(convs, "conv2d-op17.onnx")
+bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
+                         "--json").stdout)["output"]
+s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+outs = np.stack([s.run(None, {"x": rng.random((1, 3, 12, 12), dtype=np.float32)})[0] for _ in range(50)])
+check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
+      f"non-square and transposed convolutions: onnxruntime's outputs on 50 inputs lie in SAVE's bounds "
+      f"[{bounds['lo']:.4g}, {bounds['hi']:.4g}] (seen [{outs.min():.4g}, {outs.max():.4g}])")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
