@@ -196,6 +196,9 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
       if (in.front().first != 0 || x.at != 0 || y.at != 0) return mixes("reads the batch as another axis");
       if (op == "BatchNormalization" && intAttribute(n, "training_mode", 0) != 0)
         return mixes("normalises with batch statistics (training mode)");
+    } else if (op == "RNN" || op == "GRU" || op == "LSTM") {  // X [seq, batch, in] (layout 1: [batch, seq, in])
+      if (in.front().first != 0 || x.at != (intAttribute(n, "layout", 0) == 0 ? 1 : 0))
+        return mixes("reads the batch as its sequence");
     } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
       const int64_t axis = axisOf(intAttribute(n, "axis", opset_ < 13 ? 1 : -1), std::size_t(x.rank));
       if (opset_ < 13 ? x.at >= axis : x.at == axis) return mixes("normalises over the batch axis");

@@ -193,6 +193,7 @@ class Importer {
   void mapConv(const onnx::NodeProto& n);
   void mapResize(const onnx::NodeProto& n);  // onnx_resize.cpp
   void mapConvTranspose(const onnx::NodeProto& n);
+  void mapRecurrent(const onnx::NodeProto& n);  // onnx_rnn.cpp: RNN, GRU, LSTM
   int convPatches(const onnx::NodeProto& n, int x, int64_t extraPad = 0);  // onnx_conv.cpp
   void mapGemm(const onnx::NodeProto& n);
   void mapMatMul(const onnx::NodeProto& n);

@@ -39,6 +39,9 @@ const Importer::OpMapping* Importer::mappingOf(const std::string& op) {
       // layers
       {"Conv", {onFirst, &Importer::mapConv}},
       {"ConvTranspose", {onFirst, &Importer::mapConvTranspose}},  // onnx_conv.cpp
+      {"RNN", {onFirst, &Importer::mapRecurrent}},  // onnx_rnn.cpp
+      {"GRU", {onFirst, &Importer::mapRecurrent}},
+      {"LSTM", {onFirst, &Importer::mapRecurrent}},
       {"Gemm", {onFirst, &Importer::mapGemm}},
       {"MatMul", {onFirst, &Importer::mapMatMul}},
       {"BatchNormalization", {onFirst, &Importer::mapBatchNormalization}},
@@ -81,6 +84,11 @@ bool Importer::keepsShape(const std::string& op) {
 std::string Importer::unreadAttribute(const onnx::NodeProto& n) {
   static const std::map<std::string, std::set<std::string>> read{
       {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}},
+      {"RNN", {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout"}},
+      {"GRU", {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout",
+               "linear_before_reset"}},
+      {"LSTM", {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget",
+                "layout"}},
       {"ConvTranspose", {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}},
       {"Gemm", {"alpha", "beta", "transA", "transB"}},
       {"MatMul", {}},

@@ -22,6 +22,9 @@ and the output says so;
   strides and padding, dilations, ConvTranspose in 1-D, 2-D and 3-D with output_padding;
   torchvision's Inception-v3 and R3D-18 (a video net): equal to onnxruntime, and its outputs inside
   SAVE's bounds;
+- recurrent layers (issue 42): a GRU classifier (batch_first), a 2-layer bidirectional LSTM over
+  [seq, batch, feature] (its first dimension is the sequence: not read as a batch) and a ReLU RNN,
+  unrolled: equal to onnxruntime, its outputs inside SAVE's bounds;
 - a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
@@ -345,6 +348,55 @@ outs = np.stack([s.run(None, {"x": rng.random((1, 3, 12, 12), dtype=np.float32)}
 check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
       f"non-square and transposed convolutions: onnxruntime's outputs on 50 inputs lie in SAVE's bounds "
       f"[{bounds['lo']:.4g}, {bounds['hi']:.4g}] (seen [{outs.min():.4g}, {outs.max():.4g}])")
+
+# --- recurrent layers, unrolled (PyTorch 1.13)
+EXPORT_RECURRENT = r'''
+import sys, warnings, torch
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+nn = torch.nn
+class GRUClassifier(nn.Module):
+    def __init__(self):
+        super().__init__(); self.gru = nn.GRU(6, 8, batch_first=True); self.fc = nn.Linear(8, 3)
+    def forward(self, x):
+        y, h = self.gru(x)
+        return self.fc(h[-1])
+class BiLSTM(nn.Module):
+    def __init__(self):
+        super().__init__(); self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True); self.fc = nn.Linear(10, 2)
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return self.fc(y)
+class ReluRNN(nn.Module):
+    def __init__(self):
+        super().__init__(); self.rnn = nn.RNN(6, 7, nonlinearity="relu", batch_first=True); self.fc = nn.Linear(7, 2)
+    def forward(self, x):
+        y, h = self.rnn(x)
+        return self.fc(y[:, -1])
+for name, m, shape in (("gru", GRUClassifier(), (1, 9, 6)), ("bilstm", BiLSTM(), (9, 1, 6)), ("relu_rnn", ReluRNN(), (1, 9, 6))):
+    for opset in (13, 17):
+        torch.onnx.export(m.eval(), torch.rand(*shape), f"{sys.argv[1]}/{name}-op{opset}.onnx", opset_version=opset,
+                          input_names=["x"])
+'''
+recurrent = os.path.join(WORK, "recurrent")
+os.makedirs(recurrent)
+subprocess.run(["/usr/bin/python3", "-c", EXPORT_RECURRENT, recurrent], check=True, capture_output=True, timeout=600)
+for f in sorted(os.listdir(recurrent)):
+    if not f.endswith(".onnx"):
+        continue
+    path = os.path.join(recurrent, f)
+    j = compare(path, whole=True)
+    if f.startswith("bilstm"):
+        check("not read as a batch" in j.get("batch_reading", ""), f"{f}: the sequence axis is not read as a batch")
+    if f.endswith("op17.onnx"):
+        bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0",
+                                 "--input-std", "1", "--json").stdout)["output"]
+        s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        shape = s.get_inputs()[0].shape
+        outs = np.stack([s.run(None, {"x": rng.random(shape, dtype=np.float32)})[0] for _ in range(50)])
+        check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
+              f"{f}: onnxruntime's outputs on 50 inputs lie in SAVE's bounds [{bounds['lo']:.4g}, {bounds['hi']:.4g}] "
+              f"(seen [{outs.min():.4g}, {outs.max():.4g}])")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
