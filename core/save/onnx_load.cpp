@@ -215,7 +215,9 @@ void Importer::input() {
   // declared input is one sample (a Transpose, Concat or Reshape over axis 0 mixes its samples).
   int first = 1;
   if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1) {
-    const std::string why = dims[0].dim_value() > 1 ? mixesSamples(in->name()) : "it is not positive";
+    const std::string why = dims[0].dim_value() < 1 ? "it is not positive"
+                            : dims.size() == 1      ? "it is the only dimension, a sample needs one"
+                                                    : mixesSamples(in->name());
     const std::string n = std::to_string(dims[0].dim_value());
     if (why.empty()) {
       fixedBatch_ = dims[0].dim_value();

@@ -121,7 +121,16 @@ void Importer::mapResize(const onnx::NodeProto& n) {
     for (std::size_t i = 0; i < axes.size(); ++i) scales[std::size_t(axes[i])] = sc->values[i];
   }
   if (!(sz && !sz->integers.empty()))
-    for (std::size_t a = 0; a < rank; ++a) out[a] = int64_t(scales[a] * float(d[a]));
+    for (std::size_t a = 0; a < rank; ++a) {
+      out[a] = int64_t(scales[a] * float(d[a]));
+      // ONNX's definition (its reference and test data) takes the output length as scale x length,
+      // onnxruntime as the whole output length: they differ where the product is not whole and the
+      // coordinates use the length. Refused rather than computed one way or the other.
+      if ((s.transform == "align_corners" || s.transform == "tf_crop_and_resize") && float(out[a]) != scales[a] * float(d[a]))
+        return refuse(n, s.transform + " with a scale whose output length is not whole (" + std::to_string(d[a]) + " x " +
+                             std::to_string(scales[a]) + ") is computed differently by ONNX's reference and onnxruntime; "
+                             "give sizes instead of scales");
+    }
   if (s.transform == "tf_crop_and_resize") {
     const Constant* roi = input(1) ? constant(*input(1)) : nullptr;
     if (!roi || roi->values.size() != 2 * axes.size()) return refuse(n, "tf_crop_and_resize without a constant roi");
