@@ -22,7 +22,7 @@
 namespace peat::save::onnx_import {
 
 inline constexpr int64_t kNewestOpset = 17;      // libonnx 1.12 checks up to here
-inline constexpr int64_t kNewestLowered = 21;    // opsets 18-21 are lowered to 17 (onnx_opset.cpp)
+inline constexpr int64_t kNewestLowered = 24;    // opsets 18-24 are lowered to 17 (onnx_opset.cpp)
 
 // Rewrites a model of opset 18-21 into its opset-17 form (onnx_opset.cpp); throws SaveError naming
 // a node that has none.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// ONNX as current exporters write it (opsets 18 to 21) lowered to opset 17, the newest Debian's
+// ONNX as current exporters write it (opsets 18 to 24) lowered to opset 17, the newest Debian's
 // libonnx 1.12 checks: for a float model most version bumps only add types (fp8, int4, bfloat16
-// where it was missing), so the node is the same at 17. The signature changes are rewritten:
+// where it was missing; 22-24: bfloat16, float4e2m1, int4, float8e8m0), so the node is the same at
+// 17 (onnx.defs says so: every op bumped in 22-24 keeps its attributes and inputs, Cast's and
+// CastLike's round_mode and the quantisers aside, which the importer refuses by name). The signature changes are rewritten:
 //  - Reduce* (18; ReduceSum since 13): axes as an input -> the attribute, when it is a constant;
 //  - Split (18): num_outputs -> no attribute (opset 13-17 splits into equal parts, one per output);
 //  - Pad (18): axes as an input -> refused unless absent; Pad (19) mode wrap -> refused;
@@ -33,7 +35,9 @@ const std::set<std::string>& newOps() {
   static const std::set<std::string> ops{"BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad",
                                          "Col2Im", "GroupNormalization", "OptionalGetElement", "OptionalHasElement",
                                          "DeformConv", "AffineGrid", "ImageDecoder", "RegexFullMatch", "StringConcat",
-                                         "StringSplit", "DFT", "QLinearMatMul"};
+                                         "StringSplit", "DFT", "QLinearMatMul",
+                                         // new in 23 and 24
+                                         "Attention", "RMSNormalization", "RotaryEmbedding", "Swish", "TensorScatter"};
   return ops;
 }
 
@@ -65,7 +69,7 @@ class Lowering {
         continue;
       }
       if (newOps().count(n.op_type()))
-        refuse(n, "is an opset 18-21 operator with no opset-17 form");
+        refuse(n, "is an opset 18-24 operator with no opset-17 form");
       if (n.op_type() == "Gelu") {
         writeGelu(n, out);
         continue;

@@ -5,12 +5,12 @@ lowers the newer ones, core/save/onnx_opset.cpp), built with Debian's python3-on
 
     onnx_opsets.py PEAT WEIGHTS.h5
 
-- LeNet exported by torch at opset 17, relabelled as opsets 18-21 with their IR versions (its ops
+- LeNet exported by torch at opset 17, relabelled as opsets 18-24 with their IR versions (its ops
   did not change): the same analysis, number for number;
 - Gelu-20 (exact and tanh forms) and Split-18 with num_outputs, in small MLPs made here: SAVE's
   engine (`peat save run`) equals a NumPy reference written in this test;
 - ReduceMean-18 with its axes as an input: the same analysis as the opset-17 attribute form;
-- an operator new in 18-21 with no opset-17 form, and opset 22: one line each.
+- an operator new in 18-24 with no opset-17 form, and opset 25: one line each.
 """
 import json
 import math
@@ -29,7 +29,7 @@ from peattest import Harness  # noqa: E402
 PEAT, WEIGHTS = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = tempfile.mkdtemp(prefix="peat-opsets-")
-IR = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10}
+IR = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 11, 25: 11}
 H = Harness(PEAT)
 check, peat, one_error, failures = H.check, H.run, H.one_error, H.failures
 
@@ -69,7 +69,7 @@ try:
                    capture_output=True)
     lenet = os.path.join(WORK, "lenet.onnx")
     base = json.loads(peat("save", "analyze", "-m", lenet, "--json").stdout)
-    for opset in (18, 19, 20, 21):
+    for opset in (18, 19, 20, 21, 22, 23, 24):
         r = json.loads(peat("save", "analyze", "-m", relabel(lenet, opset, f"lenet{opset}.onnx"), "--json").stdout)
         check(r["output"] == base["output"] and len(r["layers"]) == len(base["layers"]),
               f"LeNet at opset {opset} (IR {IR[opset]}) analyses as at 17 (output [{r['output']['lo']:.6g}, "
@@ -135,8 +135,8 @@ try:
     nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
              helper.make_node("BitwiseNot", ["h"], ["y"], name="odd")]
     one_error(["save", "analyze", "-m", save_model(helper.make_graph(nodes, "new", io[0], io[1], [inits[0]]), 18,
-                                                   "new18.onnx")], "BitwiseNot", "opset 18-21", "opset_version=17")
-    one_error(["save", "analyze", "-m", relabel(lenet, 22, "lenet22.onnx")], "opset 22", "newer than SAVE reads (21)")
+                                                   "new18.onnx")], "BitwiseNot", "opset 18-24", "opset_version=17")
+    one_error(["save", "analyze", "-m", relabel(lenet, 25, "lenet25.onnx")], "opset 25", "newer than SAVE reads (24)")
 except SystemExit as e:
     failures.append(str(e))
     print(e)
