@@ -116,12 +116,20 @@ class Lowering {
   }
 
   void axesInputToAttribute(onnx::NodeProto& n) const {
+    // noop_with_empty_axes (18): with no axes, 1 makes the reduction the identity, which 17
+    // cannot say; 0 is 17's meaning (reduce all), and with axes given it changes nothing
+    bool noop = false;
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "noop_with_empty_axes") noop = a.i() != 0;
+    if (noop && (n.input_size() < 2 || n.input(1).empty())) refuse(n, "has noop_with_empty_axes=1 and no axes (opset 18)");
+    dropAttribute(n, "noop_with_empty_axes");
     if (n.input_size() < 2 || n.input(1).empty()) {
       if (n.input_size() == 2) n.mutable_input()->RemoveLast();
       return;  // no axes: all of them, as at 17
     }
     const onnx::TensorProto* axes = constant(n.input(1));
     if (!axes) refuse(n, "takes its axes from a computed tensor (opset 18)");
+    if (int64Values(*axes).empty() && noop) refuse(n, "has noop_with_empty_axes=1 and empty axes (opset 18)");
     onnx::AttributeProto* a = n.add_attribute();
     a->set_name("axes");
     a->set_type(onnx::AttributeProto::INTS);

@@ -7,6 +7,8 @@
 // way); forward, reverse and bidirectional; initial states from constants.
 #include "core/save/onnx_import_detail.h"  // first: it includes onnx/checker.h first
 
+#include <algorithm>
+
 namespace peat::save::onnx_import {
 
 void Importer::mapRecurrent(const onnx::NodeProto& n) {
@@ -45,11 +47,22 @@ void Importer::mapRecurrent(const onnx::NodeProto& n) {
     into.assign(std::size_t(dirs * hidden), 0.0f);
     if (!input(i)) return true;
     const Constant* c = constant(*input(i));
-    if (!c || !c->isFloat || int64_t(c->values.size()) != dirs * hidden) {
+    // one state per direction; a model traced at a fixed batch of N read as a batch holds N equal
+    // copies ([dirs, N, hidden], zeros as PyTorch writes them): one sample's is the first
+    const int64_t copies = c && c->isFloat && dirs * hidden > 0 ? int64_t(c->values.size()) / (dirs * hidden) : 0;
+    bool equal = copies >= 1 && int64_t(c->values.size()) == copies * dirs * hidden &&
+                 (copies == 1 || copies == fixedBatch_);
+    for (int64_t d = 0; equal && d < dirs; ++d)
+      for (int64_t k = 1; equal && k < copies; ++k)
+        equal = std::equal(c->values.begin() + (d * copies + k) * hidden, c->values.begin() + (d * copies + k + 1) * hidden,
+                           c->values.begin() + d * copies * hidden);
+    if (!equal) {
       refuse(n, std::string("its ") + what + " is not a float32 constant [dirs, 1, hidden]");
       return false;
     }
-    into = c->values;
+    into.clear();
+    for (int64_t d = 0; d < dirs; ++d)
+      into.insert(into.end(), c->values.begin() + d * copies * hidden, c->values.begin() + (d * copies + 1) * hidden);
     return true;
   };
   std::vector<float> h0, c0;
