@@ -84,6 +84,25 @@ inline std::vector<int64_t> coordOf(int64_t flat, const std::vector<int64_t>& di
 
 inline int64_t axisOf(int64_t axis, std::size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
 
+// The gather of an op that maps each output coordinate axis by axis to an input coordinate
+// (a Pad, a nearest Resize): output element e of dims `out` takes the input element (of dims `in`)
+// whose coordinate on axis k is source(k, e's coordinate on k), or none (-1: a zero) where one lies outside.
+template <typename Source>
+std::vector<int64_t> axisWiseGather(const std::vector<int64_t>& in, const std::vector<int64_t>& out, Source source) {
+  const std::vector<int64_t> st = stridesOf(in);
+  std::vector<int64_t> gather(std::size_t(countOf(out)));
+  for (int64_t e = 0; e < countOf(out); ++e) {
+    const std::vector<int64_t> c = coordOf(e, out);
+    int64_t at = 0;
+    for (std::size_t k = 0; k < out.size() && at >= 0; ++k) {
+      const int64_t i = source(k, c[k]);
+      at = i < 0 || i >= in[k] ? -1 : at + i * st[k];
+    }
+    gather[std::size_t(e)] = at;
+  }
+  return gather;
+}
+
 // Maps one ONNX model onto SAVE's graph, node by node in the graph's order; every node SAVE cannot
 // bound is refused with its reason, and all of them are reported at once.
 class Importer {

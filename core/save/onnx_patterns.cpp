@@ -202,17 +202,7 @@ void Importer::pad(const onnx::NodeProto& n) {
   }
   std::vector<int64_t> out(rank);
   for (std::size_t k = 0; k < rank; ++k) out[k] = d[k] + p[k] + p[k + rank];
-  const std::vector<int64_t> st = stridesOf(d);
-  std::vector<int64_t> gather(std::size_t(countOf(out)));
-  for (int64_t e = 0; e < countOf(out); ++e) {
-    const std::vector<int64_t> c = coordOf(e, out);
-    int64_t at = 0;
-    for (std::size_t k = 0; k < rank && at >= 0; ++k) {
-      const int64_t i = c[k] - p[k];
-      at = i < 0 || i >= d[k] ? -1 : at + i * st[k];
-    }
-    gather[std::size_t(e)] = at;
-  }
+  std::vector<int64_t> gather = axisWiseGather(d, out, [&](std::size_t k, int64_t c) { return c - p[k]; });
   try {
     const std::string name = nameOf(n);
     setActivation(n.output(0), name, gathered(name, values_.at(n.input(0)), sampleShape(out), std::move(gather)), out);

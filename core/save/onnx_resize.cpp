@@ -205,17 +205,8 @@ void Importer::mapResize(const onnx::NodeProto& n) {
       for (const AxisMap& m : maps)
         for (int64_t i : m.nearest)
           if (i < 0) return refuse(n, "a nearest crop that extrapolates a value other than 0 is not mapped");
-    const std::vector<int64_t> inStrides = stridesOf(d);
-    std::vector<int64_t> gather(std::size_t(countOf(out)));
-    for (int64_t e = 0; e < countOf(out); ++e) {
-      const std::vector<int64_t> c = coordOf(e, out);
-      int64_t at = 0;
-      for (std::size_t a = 0; a < rank && at >= 0; ++a) {
-        const int64_t i = maps[a].nearest[std::size_t(c[a])];
-        at = i < 0 ? -1 : at + i * inStrides[a];
-      }
-      gather[std::size_t(e)] = at;
-    }
+    std::vector<int64_t> gather =
+        axisWiseGather(d, out, [&](std::size_t a, int64_t c) { return maps[a].nearest[std::size_t(c)]; });
     return setActivation(n.output(0), name, gathered(name, x, sampleShape(out), std::move(gather)), out);
   }
   // linear and cubic: one linear layer per resized axis, that axis brought last by a transpose

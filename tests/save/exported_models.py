@@ -159,6 +159,26 @@ def compare(path, samples=4, whole=False):
     return j
 
 
+def export_113(script, folder):
+    """Runs an export script under Debian's PyTorch 1.13 into WORK/folder; the folder."""
+    out = os.path.join(WORK, folder)
+    os.makedirs(out)
+    subprocess.run(["/usr/bin/python3", "-c", script, out], check=True, capture_output=True, timeout=600)
+    return out
+
+
+def inside_bounds(path, label):
+    """onnxruntime's outputs on 50 inputs of [0, 1] must lie inside SAVE's interval bounds for that box."""
+    bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
+                             "--json").stdout)["output"]
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    shape = [d if isinstance(d, int) else 1 for d in s.get_inputs()[0].shape]
+    outs = np.stack([s.run(None, {"x": rng.random(shape, dtype=np.float32)})[0] for _ in range(50)])
+    check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
+          f"{label}: onnxruntime's outputs on 50 inputs in [0, 1] lie in SAVE's bounds [{bounds['lo']:.4g}, "
+          f"{bounds['hi']:.4g}] (seen [{outs.min():.4g}, {outs.max():.4g}])")
+
+
 for f in sorted(os.listdir(WORK)):
     if not f.endswith(".onnx"):
         continue
@@ -296,22 +316,12 @@ for name, (m, size) in models.items():
         torch.onnx.export(m.eval(), torch.rand(1, 3, size, size), f"{sys.argv[1]}/{name}-op{opset}.onnx",
                           opset_version=opset, input_names=["x"])
 '''
-upsampling = os.path.join(WORK, "upsampling")
-os.makedirs(upsampling)
-subprocess.run(["/usr/bin/python3", "-c", EXPORT_UPSAMPLING, upsampling], check=True, capture_output=True, timeout=600)
+upsampling = export_113(EXPORT_UPSAMPLING, "upsampling")
 for f in sorted(os.listdir(upsampling)):
     if f.endswith(".onnx"):
         compare(os.path.join(upsampling, f), samples=1)
 for f in ("fpn-op17.onnx", "interpolate-op13.onnx"):
-    path = os.path.join(upsampling, f)
-    bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
-                             "--json").stdout)["output"]
-    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    shape = s.get_inputs()[0].shape
-    outs = np.stack([s.run(None, {"x": rng.random(shape, dtype=np.float32)})[0] for _ in range(50)])
-    check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
-          f"{f}: onnxruntime's outputs on 50 inputs in [0, 1] lie in SAVE's bounds [{bounds['lo']:.4g}, {bounds['hi']:.4g}] "
-          f"(seen [{outs.min():.4g}, {outs.max():.4g}])")
+    inside_bounds(os.path.join(upsampling, f), f)
 
 # --- convolutions as patches: 1-D, 3-D, non-square, transposed (PyTorch 1.13, dynamic batch)
 EXPORT_CONVS = r'''
@@ -354,20 +364,11 @@ torch.onnx.export(inception.eval(), torch.rand(1, 3, 80, 80), f"{out}/inception_
 torch.onnx.export(torchvision.models.video.r3d_18(num_classes=10).eval(), torch.rand(1, 3, 4, 32, 32),
                   f"{out}/r3d_18-op17.onnx", opset_version=17, input_names=["x"])
 '''
-convs = os.path.join(WORK, "convs")
-os.makedirs(convs)
-subprocess.run(["/usr/bin/python3", "-c", EXPORT_CONVS, convs], check=True, capture_output=True, timeout=600)
+convs = export_113(EXPORT_CONVS, "convs")
 for f in sorted(os.listdir(convs)):
     if f.endswith(".onnx"):
         compare(os.path.join(convs, f), samples=2 if f.startswith("conv") else 1)
-path = os.path.join(convs, "conv2d-op17.onnx")
-bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
-                         "--json").stdout)["output"]
-s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-outs = np.stack([s.run(None, {"x": rng.random((1, 3, 12, 12), dtype=np.float32)})[0] for _ in range(50)])
-check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
-      f"non-square and transposed convolutions: onnxruntime's outputs on 50 inputs lie in SAVE's bounds "
-      f"[{bounds['lo']:.4g}, {bounds['hi']:.4g}] (seen [{outs.min():.4g}, {outs.max():.4g}])")
+inside_bounds(os.path.join(convs, "conv2d-op17.onnx"), "non-square and transposed convolutions")
 
 # --- recurrent layers, unrolled (PyTorch 1.13)
 EXPORT_RECURRENT = r'''
@@ -398,9 +399,7 @@ for name, m, shape in (("gru", GRUClassifier(), (1, 9, 6)), ("bilstm", BiLSTM(),
         torch.onnx.export(m.eval(), torch.rand(*shape), f"{sys.argv[1]}/{name}-op{opset}.onnx", opset_version=opset,
                           input_names=["x"])
 '''
-recurrent = os.path.join(WORK, "recurrent")
-os.makedirs(recurrent)
-subprocess.run(["/usr/bin/python3", "-c", EXPORT_RECURRENT, recurrent], check=True, capture_output=True, timeout=600)
+recurrent = export_113(EXPORT_RECURRENT, "recurrent")
 for f in sorted(os.listdir(recurrent)):
     if not f.endswith(".onnx"):
         continue
@@ -409,14 +408,7 @@ for f in sorted(os.listdir(recurrent)):
     if f.startswith("bilstm"):
         check("not read as a batch" in j.get("batch_reading", ""), f"{f}: the sequence axis is not read as a batch")
     if f.endswith("op17.onnx"):
-        bounds = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0",
-                                 "--input-std", "1", "--json").stdout)["output"]
-        s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        shape = s.get_inputs()[0].shape
-        outs = np.stack([s.run(None, {"x": rng.random(shape, dtype=np.float32)})[0] for _ in range(50)])
-        check(outs.min() >= bounds["lo"] and outs.max() <= bounds["hi"],
-              f"{f}: onnxruntime's outputs on 50 inputs lie in SAVE's bounds [{bounds['lo']:.4g}, {bounds['hi']:.4g}] "
-              f"(seen [{outs.min():.4g}, {outs.max():.4g}])")
+        inside_bounds(path, f)
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
