@@ -71,6 +71,9 @@ void printText(const SaveRunOptions& o, const save::Graph& g, const save::Infere
     std::printf(", protected by %s with %lld %s fault(s) of %d bit(s) on %s", o.protect.c_str(), (long long)o.flips,
                 o.pattern.c_str(), o.bits, o.target == "both" ? "weights and activations" : o.target.c_str());
   std::printf("\n");
+  if (r.runs > 1)
+    std::printf("%d runs on %u engine thread(s): first %.2f ms, warm median %.2f ms\n", r.runs, save::engineThreads(),
+                1000 * r.seconds, 1000 * r.warmSeconds);
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
   if (!note.empty()) std::printf("%s\n", note.c_str());
   if (o.protect != "none" || o.flips > 0)
@@ -104,7 +107,9 @@ void printJsonResult(const SaveRunOptions& o, const save::Graph& g, const save::
     j.beginObject().field("model", g.model).field("samples", r.samples).field("protect", o.protect);
     if (!note.empty()) j.field("note", note);  // where Ranger's bounds came from
     if (!g.batch.empty()) j.field("batch_reading", g.batch);
-    j.field("flips", o.flips).field("seconds", r.seconds);
+    j.field("flips", o.flips).field("seconds", r.seconds).field("runs", r.runs);
+    if (r.runs > 1) j.field("warm_seconds", r.warmSeconds);
+    j.field("threads", int64_t(save::engineThreads()));
     j.key("output_shape").beginArray();
     for (int64_t d : r.outputShape) j.value(d);
     j.endArray();
@@ -135,13 +140,15 @@ int runSaveRun(const SaveRunOptions& o) {
   const io::FloatTensor x = io::readSource(o.input);
   std::unique_ptr<io::FloatTensor> reference;
   if (!o.expect.empty()) reference = std::make_unique<io::FloatTensor>(io::readSource(o.expect));
+  if (o.repeat < 1) throw std::invalid_argument("--repeat must be 1 or more");
   const save::Graph g = save::modelGraph(o.analysis);
   const int64_t samples = save::samplesIn(g, x.shape());
+  save::setEngineThreads(o.threads);
 
   std::string note;
   save::InferenceResult r;
   if (scheme == save::Scheme::None && faults.flips == 0) {
-    r = save::runPlain(g, x.data(), samples);
+    r = save::runPlain(g, x.data(), samples, o.repeat);
   } else {
     save::SelectionOptions so = save::selectionOptions(o.analysis);
     so.batch = samples;  // the tiles' bytes are those of this batch
@@ -159,7 +166,7 @@ int runSaveRun(const SaveRunOptions& o) {
     io.scheme = scheme;
     io.faults = faults;
     io.seed = o.seed;
-    r = save::runProtected(g, runner, x.data(), samples, io);
+    r = save::runProtected(g, runner, x.data(), samples, io, o.repeat);
   }
 
   if (!o.output.empty()) {

@@ -112,6 +112,10 @@ CLI::App* addSaveRunCommand(CLI::App* save, peat::cli::SaveRunOptions& o) {
   cmd->add_option("--check-lag", o.checkLag, "SAVE: layers its checks may trail the inference")->capture_default_str();
   cmd->add_option("--max-recoveries", o.maxRecoveries, "SAVE: reruns of a failed layer")->capture_default_str();
   cmd->add_option("--top", o.top, "Classes printed per sample")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "The engine's threads (0: every core; the outputs are the same bits "
+                                                  "for any count)")->capture_default_str();
+  cmd->add_option("--repeat", o.repeat, "Run the inference this many times: the first run's time and the warm runs' "
+                                        "median are reported apart")->capture_default_str();
   cmd->add_flag("--json", o.analysis.json, "Print as JSON");
   return cmd;
 }

@@ -5,88 +5,117 @@
 
 #include "core/save/engine_simd.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include <hwy/aligned_allocator.h>
+
 PEAT_SIMD_BEGIN(peat::save::detail)
 
-// Four output channels at a time keep their accumulators in registers across all taps; two
-// vectors of positions per pass share each weight's broadcast (8 accumulators). Every output is
-// still bias, then each tap's product added in tap order.
-void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
-                  int64_t positions, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
-  const hn::ScalableTag<float> d;
+// a + k x with one rounding: the CPU's fused multiply-add, or per lane std::fma on a target
+// without one (the same bits, slowly: CPUs from before 2013).
+template <class D, class V>
+HWY_INLINE V Fma(D d, V k, V x, V a) {
+#if HWY_NATIVE_FMA
+  (void)d;
+  return hn::MulAdd(k, x, a);
+#else
+  constexpr std::size_t kMax = hn::MaxLanes(D());
+  HWY_ALIGN float kk[kMax], xx[kMax], aa[kMax];
+  hn::Store(k, d, kk);
+  hn::Store(x, d, xx);
+  hn::Store(a, d, aa);
+  for (std::size_t i = 0; i < hn::Lanes(d); ++i) aa[i] = std::fma(kk[i], xx[i], aa[i]);
+  return hn::Load(d, aa);
+#endif
+}
+
+// The register block: MR output channels by two vectors of positions (2 MR accumulators; AVX-512
+// has the registers for 8 channels, the others for 4).
+#if HWY_TARGET <= HWY_AVX3
+constexpr int64_t kRows = 8;
+#else
+constexpr int64_t kRows = 4;
+#endif
+constexpr int64_t kTapBlock = 256;  // taps per packed panel: 2 vectors x 256 taps stay in L1
+
+// Rows [o, o + MR) of the panel's outputs c (2N positions per row), over the panel's taps
+// [t0, t0 + kc) packed in pk (2N positions per tap): each accumulator goes on from c, then adds its
+// taps in order with one fused multiply-add each.
+template <int64_t MR, class D>
+HWY_INLINE void Block(D d, const float* HWY_RESTRICT w, int64_t taps, int64_t t0, int64_t kc,
+                      const float* HWY_RESTRICT pk, float* HWY_RESTRICT c) {
+  using V = hn::Vec<D>;
   const int64_t N = int64_t(hn::Lanes(d));
-  int64_t p = 0;
-  for (; p + 2 * N <= positions && channels >= 4; p += 2 * N) {
-    int64_t o = 0;
-    for (; o + 4 <= channels; o += 4) {
-      auto a0 = hn::Set(d, bias ? bias[o] : 0.0f), a1 = hn::Set(d, bias ? bias[o + 1] : 0.0f);
-      auto a2 = hn::Set(d, bias ? bias[o + 2] : 0.0f), a3 = hn::Set(d, bias ? bias[o + 3] : 0.0f);
-      auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
-      const float* w0 = weight + o * taps;
-      for (int64_t t = 0; t < taps; ++t) {
-        const auto x = hn::LoadU(d, cols + t * positions + p);
-        const auto y = hn::LoadU(d, cols + t * positions + p + N);
-        const auto k0 = hn::Set(d, w0[t]), k1 = hn::Set(d, w0[taps + t]);
-        const auto k2 = hn::Set(d, w0[2 * taps + t]), k3 = hn::Set(d, w0[3 * taps + t]);
-        a0 = hn::Add(a0, hn::Mul(k0, x));
-        b0 = hn::Add(b0, hn::Mul(k0, y));
-        a1 = hn::Add(a1, hn::Mul(k1, x));
-        b1 = hn::Add(b1, hn::Mul(k1, y));
-        a2 = hn::Add(a2, hn::Mul(k2, x));
-        b2 = hn::Add(b2, hn::Mul(k2, y));
-        a3 = hn::Add(a3, hn::Mul(k3, x));
-        b3 = hn::Add(b3, hn::Mul(k3, y));
-      }
-      hn::StoreU(a0, d, out + o * positions + p);
-      hn::StoreU(b0, d, out + o * positions + p + N);
-      hn::StoreU(a1, d, out + (o + 1) * positions + p);
-      hn::StoreU(b1, d, out + (o + 1) * positions + p + N);
-      hn::StoreU(a2, d, out + (o + 2) * positions + p);
-      hn::StoreU(b2, d, out + (o + 2) * positions + p + N);
-      hn::StoreU(a3, d, out + (o + 3) * positions + p);
-      hn::StoreU(b3, d, out + (o + 3) * positions + p + N);
-    }
-    for (; o < channels; ++o)
-      for (int64_t q = p; q < p + 2 * N; q += N) {
-        auto a = hn::Set(d, bias ? bias[o] : 0.0f);
-        for (int64_t t = 0; t < taps; ++t)
-          a = hn::Add(a, hn::Mul(hn::Set(d, weight[o * taps + t]), hn::LoadU(d, cols + t * positions + q)));
-        hn::StoreU(a, d, out + o * positions + q);
-      }
+  V a[MR], b[MR];
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < MR; ++i) {
+    a[i] = hn::Load(d, c + i * 2 * N);
+    b[i] = hn::Load(d, c + i * 2 * N + N);
   }
-  for (; p + N <= positions; p += N) {
-    int64_t o = 0;
-    for (; o + 4 <= channels; o += 4) {
-      auto a0 = hn::Set(d, bias ? bias[o] : 0.0f), a1 = hn::Set(d, bias ? bias[o + 1] : 0.0f);
-      auto a2 = hn::Set(d, bias ? bias[o + 2] : 0.0f), a3 = hn::Set(d, bias ? bias[o + 3] : 0.0f);
-      const float* w0 = weight + o * taps;
-      for (int64_t t = 0; t < taps; ++t) {
-        const auto x = hn::LoadU(d, cols + t * positions + p);
-        a0 = hn::Add(a0, hn::Mul(hn::Set(d, w0[t]), x));
-        a1 = hn::Add(a1, hn::Mul(hn::Set(d, w0[taps + t]), x));
-        a2 = hn::Add(a2, hn::Mul(hn::Set(d, w0[2 * taps + t]), x));
-        a3 = hn::Add(a3, hn::Mul(hn::Set(d, w0[3 * taps + t]), x));
-      }
-      hn::StoreU(a0, d, out + o * positions + p);
-      hn::StoreU(a1, d, out + (o + 1) * positions + p);
-      hn::StoreU(a2, d, out + (o + 2) * positions + p);
-      hn::StoreU(a3, d, out + (o + 3) * positions + p);
-    }
-    for (; o < channels; ++o) {
-      auto a = hn::Set(d, bias ? bias[o] : 0.0f);
-      for (int64_t t = 0; t < taps; ++t)
-        a = hn::Add(a, hn::Mul(hn::Set(d, weight[o * taps + t]), hn::LoadU(d, cols + t * positions + p)));
-      hn::StoreU(a, d, out + o * positions + p);
+  const float* wt = w + t0;
+  for (int64_t t = 0; t < kc; ++t) {
+    const V x = hn::Load(d, pk + t * 2 * N), y = hn::Load(d, pk + t * 2 * N + N);
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < MR; ++i) {
+      const V k = hn::Set(d, wt[i * taps + t]);
+      a[i] = Fma(d, k, x, a[i]);
+      b[i] = Fma(d, k, y, b[i]);
     }
   }
-  for (; p < positions; ++p)  // the tail, one element at a time in the same order
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < MR; ++i) {
+    hn::Store(a[i], d, c + i * 2 * N);
+    hn::Store(b[i], d, c + i * 2 * N + N);
+  }
+}
+
+// Panels of 2N positions: the taps' values for the panel are packed (zero past the last position)
+// in blocks of kTapBlock, and every output row of the panel accumulates in c, starting at its bias,
+// block after block; the panel's valid positions are then copied out. The lanes past the last
+// position compute on zeros and are dropped, so each output is bias, then its taps in order.
+void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
+                  int64_t positions, int64_t ld, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d)), P = 2 * N;
+  auto pk = hwy::AllocateAligned<float>(std::size_t(kTapBlock * P));
+  auto c = hwy::AllocateAligned<float>(std::size_t(channels * P));
+  for (int64_t p0 = 0; p0 < positions; p0 += P) {
+    const int64_t pw = std::min(P, positions - p0);
     for (int64_t o = 0; o < channels; ++o) {
-      float a = bias ? bias[o] : 0.0f;
-      for (int64_t t = 0; t < taps; ++t) {
-        const float product = weight[o * taps + t] * cols[t * positions + p];
-        a = a + product;
-      }
-      out[o * positions + p] = a;
+      const auto start = hn::Set(d, bias ? bias[o] : 0.0f);
+      hn::Store(start, d, c.get() + o * P);
+      hn::Store(start, d, c.get() + o * P + N);
     }
+    for (int64_t t0 = 0; t0 < taps; t0 += kTapBlock) {
+      const int64_t kc = std::min(kTapBlock, taps - t0);
+      for (int64_t t = 0; t < kc; ++t) {
+        const float* row = cols + (t0 + t) * ld + p0;
+        float* to = pk.get() + t * P;
+        if (pw == P) {
+          hn::Store(hn::LoadU(d, row), d, to);
+          hn::Store(hn::LoadU(d, row + N), d, to + N);
+        } else {
+          for (int64_t j = 0; j < P; ++j) to[j] = j < pw ? row[j] : 0.0f;
+        }
+      }
+      int64_t o = 0;
+      for (; o + kRows <= channels; o += kRows)
+        Block<kRows>(d, weight + o * taps, taps, t0, kc, pk.get(), c.get() + o * P);
+      for (; o < channels; ++o) Block<1>(d, weight + o * taps, taps, t0, kc, pk.get(), c.get() + o * P);
+    }
+    for (int64_t o = 0; o < channels; ++o) {
+      const float* from = c.get() + o * P;
+      float* to = out + o * ld + p0;
+      if (pw == P) {
+        hn::StoreU(hn::Load(d, from), d, to);
+        hn::StoreU(hn::Load(d, from + N), d, to + N);
+      } else {
+        for (int64_t j = 0; j < pw; ++j) to[j] = from[j];
+      }
+    }
+  }
 }
 
 // The range analysis's double GEMM on packed panels (see packedGemmF64). Four rows by two vectors
@@ -142,9 +171,9 @@ void packedGemmF64(const double* a, int64_t rowBlocks, int64_t taps, const doubl
   HWY_DYNAMIC_DISPATCH(PackedGemmF64Impl)(a, rowBlocks, taps, b, colBlocks, c, ldc);
 }
 
-void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions,
+void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions, int64_t ld,
               const float* bias, float* out) {
-  HWY_DYNAMIC_DISPATCH(ConvGemmImpl)(weight, channels, taps, cols, positions, bias, out);
+  HWY_DYNAMIC_DISPATCH(ConvGemmImpl)(weight, channels, taps, cols, positions, ld, bias, out);
 }
 
 }  // namespace peat::save::detail

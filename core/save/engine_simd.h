@@ -2,13 +2,15 @@
 #pragma once
 // SAVE's SIMD kernels, compiled per target by Highway and chosen per CPU at run time.
 // The engine's convolution GEMM, vectorised over output positions. Each output is bias[o] + sum
-// over taps t in order of w[o][t] * cols[t][p], with one rounding per product and per sum (no fused
-// multiply-add), so every target gives the same bits as the scalar loop.
+// over taps t in order of w[o][t] * cols[t][p], each step a fused multiply-add (one rounding; per
+// lane std::fma on a target without FMA instructions), so every target gives the same bits as the
+// scalar loop (graph.cpp's fmaDot). The range analysis bounds either rounding by gamma_{taps+1}.
 #include <cstdint>
 
 namespace peat::save::detail {
 
-void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions,
+// cols and out hold rows `ld` apart (positions <= ld: a range of a wider GEMM's positions).
+void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions, int64_t ld,
               const float* bias, float* out);
 
 // The range analysis's GEMM in double on packed panels: c[o][p] = sum over t of A(o, t) B(t, p) for

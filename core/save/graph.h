@@ -145,9 +145,19 @@ void addBackThroughSelect(const Graph& g, const Node& n, const std::vector<T>& o
 // The engine's clip (ReLU6): NaN goes to the lower end, as its ReLU maps NaN to 0.
 inline float clipOf(float x, float lo, float hi) { return x > lo ? (x < hi ? x : hi) : lo; }
 
+// The engine's workers for its convolutions, linear layers and products of activations (1 unless
+// set; 0 asks for every core), for nodes of at least `minWork` multiply-adds (smaller ones run on
+// the calling thread). The results are the same bits for any count: each output element's sum
+// keeps its order whichever worker computes it.
+void setEngineThreads(unsigned threads, int64_t minWork = int64_t(1) << 20);
+unsigned engineThreads();
+
 // fp32 inference. Every node's output for `batch` samples, [batch * node.size()] each, in node
 // order. The loops and their summation order are fixed, so results are bit-for-bit reproducible.
 std::vector<std::vector<float>> runAll(const Graph& g, const float* input, int64_t batch);
+// The same into `act`, reusing the memory it holds (a warm engine: no allocation when the batch is
+// the same as before).
+void runAllInto(const Graph& g, const float* input, int64_t batch, std::vector<std::vector<float>>& act);
 
 // First index of the largest logit; -1 when a logit is NaN or infinite (a corrupted output).
 int topClass(const float* logits, int64_t n);

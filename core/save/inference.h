@@ -31,16 +31,19 @@ struct InferenceResult {
   std::vector<int> predictions;      // top-1 per sample; -1 where an output is NaN or infinite
   RunStats stats;                    // faults, detections, recoveries (protected runs)
   int64_t unreliableWords = 0;       // the scheme's unreliable memory (protected runs)
-  double seconds = 0;                // the inference alone (no import, no analysis)
+  double seconds = 0;                // the first inference alone (no import, no analysis)
+  double warmSeconds = 0;            // the median of the inferences after the first (0: one run)
+  int runs = 1;                      // inferences timed
 };
 
-// The plain fp32 engine on `samples` inputs (already normalised: what the model takes).
-InferenceResult runPlain(const Graph& g, const float* inputs, int64_t samples);
+// The plain fp32 engine on `samples` inputs (already normalised: what the model takes), `runs`
+// times (the outputs are the first run's; later runs only time the engine warm).
+InferenceResult runPlain(const Graph& g, const float* inputs, int64_t samples, int runs = 1);
 
 // One inference of all `samples` inputs as one batch under `runner`'s scheme and faults; the
 // runner must have been built for that batch.
 InferenceResult runProtected(const Graph& g, ProtectedRunner& runner, const float* inputs, int64_t samples,
-                             const InferenceOptions& o);
+                             const InferenceOptions& o, int runs = 1);
 
 // The first input element outside the analysed input box, as a sentence, or "" when all lie in it:
 // SAVE's range checks hold only inside the box its ranges were computed for.

@@ -113,6 +113,8 @@ struct SaveRunOptions {
   int checkLag = 1, maxRecoveries = 10;
   double maxDiff = -1;  // with --expect: exit 1 when the largest |difference| exceeds it (< 0: never)
   int top = 3;          // classes printed per sample
+  int repeat = 1;       // inferences timed (the first reported apart from the warm ones)
+  unsigned threads = 0;  // the engine's workers (0: every core)
 };
 
 struct SaveMergeOptions {

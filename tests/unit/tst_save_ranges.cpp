@@ -14,6 +14,7 @@ class TestSaveRanges : public QObject {
   void engineMatchesTorch_data();
   void engineMatchesTorch();
   void partialRecomputationIsExact();
+  void engineThreadsGiveTheSameBits();
   void rangesAreSound_data();
   void rangesAreSound();
   void transformerOpsAreSoundOnNarrowBoxes();
@@ -116,6 +117,34 @@ void TestSaveRanges::partialRecomputationIsExact() {
     QVERIFY(checked >= 9);
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+// The engine's workers split convolutions, linear layers and products of activations by output
+// channels, samples or heads: every element keeps its sum's order, so any worker count gives the
+// same bits (1, 2 and an uneven 3, each splitting even the smallest layer).
+void TestSaveRanges::engineThreadsGiveTheSameBits() {
+  for (const char* name : {"lenet", "resnet", "vit", "grouped", "resnet18"}) {
+    const std::string model = name;
+    const save::Graph g = model == "grouped" || model == "resnet18" ? save::randomGraph(name, 7)
+                                                                    : save::zooGraph(name, twin(name).parameters);
+    for (const int64_t batch : {int64_t(1), int64_t(3)}) {
+      std::mt19937 rng{uint32_t(batch)};
+      std::normal_distribution<float> normal;
+      std::vector<float> x(std::size_t(batch * g.nodes[0].size()));
+      for (float& v : x) v = normal(rng);
+      save::setEngineThreads(1);
+      const auto one = save::runAll(g, x.data(), batch);
+      for (const unsigned workers : {2u, 3u}) {
+        save::setEngineThreads(workers, 0);
+        const auto many = save::runAll(g, x.data(), batch);
+        for (std::size_t v = 1; v < g.nodes.size(); ++v)
+          QVERIFY2(std::memcmp(one[v].data(), many[v].data(), one[v].size() * sizeof(float)) == 0,
+                   qPrintable(QStringLiteral("%1 %2 (batch %3) on %4 workers").arg(QLatin1String(name))
+                                  .arg(QString::fromStdString(g.nodes[v].name)).arg(batch).arg(workers)));
+      }
+    }
+  }
+  save::setEngineThreads(1);
 }
 
 void TestSaveRanges::rangesAreSound_data() {
