@@ -285,6 +285,39 @@ void refuseExternalLink(hid_t group, const std::string& name, const std::string&
     throw Error(kRefused, path, "is a user-defined link");
 }
 
+// The filters a dataset's chunks pass through: only those peat writes (shuffle, then deflate) and
+// the Fletcher-32 checksum h5py adds on request, each with the parameters libhdf5 itself sets. A
+// crafted pipeline (shuffle declaring another element size, n-bit or scale-offset with garbage
+// parameters) makes libhdf5's decoder write outside its buffers in H5Dread, so it is refused when
+// the dataset is opened, before any of its data is read (the probe helper opens every dataset).
+void refuseUnsafeFilters(hid_t dataset, hid_t dcpl, const std::string& path) {
+  const int filters = H5Pget_nfilters(dcpl);
+  if (filters < 0) throw Error(kRefused, path, "has a filter pipeline libhdf5 cannot read");
+  if (filters == 0) return;
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED) throw Error(kRefused, path, "has filters on data that is not chunked");
+  Handle type(checkId(H5Dget_type(dataset), "H5Dget_type", path), H5Tclose);
+  const std::size_t elementSize = H5Tget_size(type.id());
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0, values[8] = {};
+    std::size_t count = 8;
+    char name[80] = {};
+    const H5Z_filter_t f = H5Pget_filter2(dcpl, unsigned(i), &flags, &count, values, sizeof name, name, &config);
+    const std::string which = "filter " + std::to_string(f) + (name[0] ? " (" + util::printable(name) + ")" : "");
+    auto refuse = [&](const std::string& why) { throw Error(kRefused, path, "uses HDF5 " + which + ", " + why); };
+    if (f == H5Z_FILTER_DEFLATE) {
+      if (count != 1 || values[0] > 9) refuse("with parameters deflate does not take");
+    } else if (f == H5Z_FILTER_SHUFFLE) {
+      if (count < 1 || values[0] != elementSize)
+        refuse("declaring elements of " + std::to_string(count ? values[0] : 0) + " bytes where the data's are " +
+               std::to_string(elementSize));
+    } else if (f == H5Z_FILTER_FLETCHER32) {
+      if (count != 0) refuse("with parameters Fletcher-32 does not take");
+    } else {
+      refuse("which peat does not read (it reads shuffle, deflate and Fletcher-32)");
+    }
+  }
+}
+
 // A dataset whose bytes live outside the file (external raw storage) or in other files (a virtual
 // dataset) is refused before anything reads it: its bytes would come from wherever it points.
 void refuseForeignStorage(hid_t dataset, const std::string& path) {
@@ -296,6 +329,7 @@ void refuseForeignStorage(hid_t dataset, const std::string& path) {
                     " file(s) outside the HDF5 file (external raw storage)");
   if (H5Pget_layout(dcpl.id()) == H5D_VIRTUAL)
     throw Error(kRefused, path, "is a virtual dataset that maps other files");
+  refuseUnsafeFilters(dataset, dcpl.id(), path);
 }
 
 // H5Literate's (Info H5L_info_t) and H5Aiterate2's (H5A_info_t) callback: adds each name to the

@@ -11,6 +11,34 @@
 
 namespace peat::util {
 
+// `text` safe to print on a terminal: control characters (C0, DEL and UTF-8-encoded C1, which
+// can move the cursor, retitle or clear the terminal) written as \xNN or \u00NN escapes, and a
+// backslash as two. Strings from files (run names, attributes, HDF5 names) go through this.
+inline std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      const auto d = static_cast<unsigned char>(text[++i]);
+      out += "\\u00";
+      out += hex[d >> 4];
+      out += hex[d & 15];
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 // The non-empty parts of `text` between separators: "a,b,,c" -> {"a", "b", "c"}.
 inline std::vector<std::string> splitText(const std::string& text, char sep) {
   std::vector<std::string> out;

@@ -19,7 +19,10 @@ import tempfile
 import threading
 import time
 
+import zlib
+
 import h5py
+from h5py import h5d, h5p, h5s, h5t
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
@@ -121,6 +124,80 @@ for name, change, needle in cycles:
         ok = ok and seconds < 5 and rss < 1024
         H.check(ok, f"{name}: peat {args[0]} {args[1]}: exit {rc} in {seconds:.2f} s, largest process {rss:.0f} MiB: "
                     f"{lines[:2]}")
+
+
+# filter pipelines (issue 44): a call's output re-stored through a filter peat does not write, with
+# the bytes of one chunk written raw (a 7-byte chunk where 16 KiB are declared), or with the shuffle
+# filter's element size patched in the file to 7 (libhdf5 sets it itself at creation). Each must be
+# refused before its data is decoded, in one line naming the dataset and the filter; short raw chunks
+# through the filters peat does write are read as damaged; Fletcher-32 (h5py's `fletcher32=True`)
+# stays readable.
+def restored(filters, raw=None):
+    def change(f):
+        old = f[CALL + "/output"]
+        data, attrs = old[...], dict(old.attrs)
+        del f[CALL + "/output"]
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk(data.shape)
+        for code, values in filters:
+            dcpl.set_filter(code, 0, values)
+        dsid = h5d.create(f[CALL].id, b"output", h5t.IEEE_F32LE, h5s.create_simple(data.shape), dcpl=dcpl)
+        ds = h5py.Dataset(dsid)
+        if raw is None:
+            ds[...] = data
+        else:
+            dsid.write_direct_chunk((0,) * data.ndim, raw, 0)
+        for k, v in attrs.items():
+            ds.attrs[k] = v
+    return change
+
+
+def patched_shuffle(path):
+    data = bytearray(open(path, "rb").read())
+    # a version-1 pipeline entry: id 2, name length 8, flags, one value, "shuffle\0", the element size
+    entry = bytes.fromhex("0200080000000100") + b"shuffle\0" + (4).to_bytes(4, "little")  # mandatory: ours
+    at = data.find(entry)
+    H.check(at >= 0 and data.count(entry) == 1, "the crafted output's shuffle entry is found once to patch")
+    data[at + len(entry) - 4:at + len(entry)] = (7).to_bytes(4, "little")
+    open(path, "wb").write(bytes(data))
+
+
+SHUFFLE, DEFLATE, FLETCHER, NBIT, SCALEOFFSET = 2, 1, 3, 5, 6
+OUTPUT = "'/" + CALL + "/output'"
+# a stored candidate run for analyze and detect to read the crafted golden output against
+STORED = os.path.join(WORK, "stored.h5")
+shutil.copy(RECORDED, STORED)
+if "stored" not in h5py.File(STORED, "r")["runs"]:
+    subprocess.run([PEAT, "playback", "-s", STORED, "-k", "fp16", "--store-outputs", "--name", "stored"], env=ENV,
+                   check=True, stdout=subprocess.DEVNULL)
+RECORDED = STORED
+filtered = [
+    ("nbit", restored([(NBIT, ())]), [OUTPUT, "HDF5 filter 5 (nbit)"], 1),
+    ("nbit-raw-7", restored([(NBIT, ())], b"\x01" * 7), [OUTPUT, "HDF5 filter 5 (nbit)"], 1),
+    ("scaleoffset", restored([(SCALEOFFSET, (0, 2))]), [OUTPUT, "HDF5 filter 6 (scaleoffset)"], 1),
+    ("shuffle-size-7", restored([(SHUFFLE, ())], None), None, None),  # its element size is patched below
+    ("shuffle-raw-7", restored([(SHUFFLE, ())], b"\x01" * 7), [OUTPUT, "damaged"], 1),
+    ("plain-raw-7", restored([], b"\x01" * 7), [OUTPUT, "damaged"], 1),
+    ("deflate-raw-7", restored([(SHUFFLE, ()), (DEFLATE, (4,))], zlib.compress(b"\x01" * 7)), [OUTPUT, "damaged"], 1),
+    ("fletcher32", restored([(SHUFFLE, ()), (DEFLATE, (4,)), (FLETCHER, ())]), None, 0),
+]
+for name, change, needles, want in filtered:
+    path = variant(name, change)
+    if name == "shuffle-size-7":
+        patched_shuffle(path)
+        needles, want = ["HDF5 filter 2 (shuffle), declaring elements of 7 bytes where the data's are 4"], 1
+    for args in (["info", "--verify", path], ["analyze", "--session", path, "--run", "stored"],
+                 ["detect", "--session", path, "--run", "stored"],
+                 ["playback", "-s", path, "-k", "bf16", "--out", os.path.join(WORK, name + "-replay.h5")]):
+        rc, lines, seconds, rss = measured(args)
+        if want == 0:
+            ok = rc == 0 and not any(l.startswith("peat: error:") for l in lines)
+        else:
+            ok = (rc == want and len(lines) == 1 and lines[0].startswith("peat: error: ") and
+                  all(n in lines[0] for n in needles))
+        H.check(ok and seconds < 10 and rss < 1024,
+                f"{name}: peat {args[0]} {args[1]}: exit {rc} in {seconds:.2f} s, largest process {rss:.0f} MiB: "
+                f"{lines[:2]}")
 
 # a tensor file from someone else, as --golden names it
 tensor = os.path.join(WORK, "tensor.h5")
