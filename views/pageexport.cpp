@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "views/pageexport.h"
 
-#include <QCoreApplication>
-#include <QFile>
 #include <QTabWidget>
 
+#include "core/util/files.h"
 #include "views/comparepanel.h"
 #include "views/curvepanel.h"
 #include "views/errorplotpanel.h"
@@ -42,12 +41,13 @@ bool PageExport::exportPlot(const QString& path, QString* error) const {
 }
 
 bool PageExport::exportTable(const QString& path, QString* error) const {
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(currentCsv().toUtf8()) < 0) {
-    *error = QCoreApplication::translate("peat::views::MainWindow", "could not write %1").arg(path);
+  try {  // a fresh file renamed over PATH: a link planted there is refused, never written through
+    util::writeFileAtomically(path.toStdString(), true, currentCsv().toStdString());
+    return true;
+  } catch (const util::FileRefused& e) {
+    *error = QString::fromStdString(e.what());
     return false;
   }
-  return true;
 }
 
 }  // namespace peat::views

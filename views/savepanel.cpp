@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/save/selection.h"
+#include "core/util/files.h"
 #include "views/layermapview.h"
 #include "views/palette.h"
 #include "views/plotstyle.h"
@@ -439,70 +441,66 @@ void SavePanel::hoverCampaign(QMouseEvent* event) {
 }
 
 namespace {
-// The end of an export: the error for an unknown suffix or a failed write.
-bool exportOutcome(bool ok, bool knownSuffix, const QString& suffix, const QString& path, QString* error) {
-  if (!knownSuffix) {
+// An export goes through util::writeFileAtomically: a fresh file beside PATH, renamed over it (the
+// file dialog has asked before replacing), so a link planted at PATH is refused, never written
+// through. WRITE renders into the fresh file's name.
+bool exportThroughFreshFile(const QString& path, QString* error, const std::function<bool(const QString&)>& write) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (suffix != QLatin1String("png") && suffix != QLatin1String("svg") && suffix != QLatin1String("pdf")) {
     if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
     return false;
   }
-  if (!ok && error) *error = QObject::tr("could not write %1").arg(path);
-  return ok;
+  try {
+    util::writeFileAtomically(path.toStdString(), true,
+                              [&](int, const std::string& fresh) { return write(QString::fromStdString(fresh)); });
+    return true;
+  } catch (const util::FileRefused& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
+  }
+}
+
+bool renderInto(QWidget* widget, QPaintDevice* device) {
+  QPainter painter;
+  if (!painter.begin(device)) return false;
+  widget->render(&painter);
+  return painter.end();
 }
 }  // namespace
 
 bool exportWidget(QWidget* widget, const QString& path, QString* error) {
   const QString suffix = QFileInfo(path).suffix().toLower();
-  bool ok = false;
-  if (suffix == QLatin1String("png")) {
-    ok = widget->grab().save(path, "PNG");
-  } else if (suffix == QLatin1String("svg") || suffix == QLatin1String("pdf")) {
-    QSvgGenerator svg;
-    QPdfWriter pdf(path);
-    QPaintDevice* device = &pdf;
+  return exportThroughFreshFile(path, error, [&](const QString& fresh) {
+    if (suffix == QLatin1String("png")) return widget->grab().save(fresh, "PNG");
     if (suffix == QLatin1String("svg")) {
-      svg.setFileName(path);
+      QSvgGenerator svg;
+      svg.setFileName(fresh);
       svg.setSize(widget->size());
       svg.setViewBox(QRect(QPoint(0, 0), widget->size()));
-      device = &svg;
-    } else {
-      pdf.setPageSize(QPageSize(QSizeF(widget->size()), QPageSize::Point));
-      pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-      pdf.setResolution(72);
+      return renderInto(widget, &svg);
     }
-    QPainter painter;
-    ok = painter.begin(device);
-    if (ok) {
-      widget->render(&painter);
-      ok = painter.end();
-    }
-  } else {
-    return exportOutcome(false, false, suffix, path, error);
-  }
-  return exportOutcome(ok, true, suffix, path, error);
+    QPdfWriter pdf(fresh);
+    pdf.setPageSize(QPageSize(QSizeF(widget->size()), QPageSize::Point));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setResolution(72);
+    return renderInto(widget, &pdf);
+  });
 }
 
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
   const QString suffix = QFileInfo(path).suffix().toLower();
-  bool ok = false;
-  if (suffix == QLatin1String("png")) {
-    ok = plot->savePng(path, plot->width(), plot->height(), 2.0);
-  } else if (suffix == QLatin1String("pdf")) {
-    ok = plot->savePdf(path);
-  } else if (suffix == QLatin1String("svg")) {
+  return exportThroughFreshFile(path, error, [&](const QString& fresh) {
+    if (suffix == QLatin1String("png")) return plot->savePng(fresh, plot->width(), plot->height(), 2.0);
+    if (suffix == QLatin1String("pdf")) return plot->savePdf(fresh);
     QSvgGenerator svg;
-    svg.setFileName(path);
+    svg.setFileName(fresh);
     svg.setSize(plot->size());
     svg.setViewBox(QRect(QPoint(0, 0), plot->size()));
     QCPPainter painter;
-    ok = painter.begin(&svg);
-    if (ok) {
-      plot->toPainter(&painter, plot->width(), plot->height());
-      ok = painter.end();
-    }
-  } else {
-    return exportOutcome(false, false, suffix, path, error);
-  }
-  return exportOutcome(ok, true, suffix, path, error);
+    if (!painter.begin(&svg)) return false;
+    plot->toPainter(&painter, plot->width(), plot->height());
+    return painter.end();
+  });
 }
 
 }  // namespace peat::views

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 #include <stdexcept>
 
@@ -16,6 +16,7 @@
 #include "core/save/save_session.h"
 #include "core/save/tightness_reference.h"
 #include "core/util/events.h"
+#include "core/util/files.h"
 
 namespace peat::cli {
 namespace {
@@ -95,6 +96,7 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
 
 int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::SelectionOptions so = save::selectionOptions(o);
+  if (!o.placementProblem.empty()) util::checkWritable(o.placementProblem, o.force);  // before the analysis
   const save::Graph g = save::modelGraph(o);
   if (o.tightness && g.nodes[0].shape != std::vector<int64_t>{1, 28, 28})
     throw std::invalid_argument("--tightness compares with Fashion-MNIST; model " + o.model + " takes other inputs");
@@ -109,9 +111,9 @@ int runSaveAnalyze(const SaveAnalyzeOptions& o) {
   const save::TightnessReferences ref =
       o.tightness ? save::tightnessReferences(g, so, o.ascentSteps, o.ascentStarts) : save::TightnessReferences{};
   if (!o.placementProblem.empty()) {  // before the session: a bad path leaves the session as it was
-    std::ofstream problem(o.placementProblem);
-    if (problem) save::writePlacementProblem(s, problem);
-    if (!problem.flush()) throw std::runtime_error("cannot write the placement problem to " + o.placementProblem);
+    std::ostringstream problem;
+    save::writePlacementProblem(s, problem);
+    util::writeFileAtomically(o.placementProblem, o.force, problem.str());
   }
   if (!o.session.empty()) store(s, o, ref);
   if (o.json)

@@ -14,6 +14,7 @@
 #include "core/save/command_settings.h"
 #include "core/save/dataset.h"
 #include "core/save/inference.h"
+#include "core/util/files.h"
 
 namespace peat::cli {
 namespace {
@@ -141,6 +142,7 @@ int runSaveRun(const SaveRunOptions& o) {
   std::unique_ptr<io::FloatTensor> reference;
   if (!o.expect.empty()) reference = std::make_unique<io::FloatTensor>(io::readSource(o.expect));
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be 1 or more");
+  if (!o.output.empty()) util::checkWritable(o.output, o.force);  // before the work, and again when written
   const save::Graph g = save::modelGraph(o.analysis);
   const int64_t samples = save::samplesIn(g, x.shape());
   save::setEngineThreads(o.threads);
@@ -172,7 +174,7 @@ int runSaveRun(const SaveRunOptions& o) {
   if (!o.output.empty()) {
     std::vector<uint64_t> shape{uint64_t(samples)};
     for (int64_t d : r.outputShape) shape.push_back(uint64_t(d));
-    io::writeNpy(o.output, r.outputs.data(), shape);
+    io::writeNpy(o.output, r.outputs.data(), shape, o.force);
   }
   std::unique_ptr<save::OutputComparison> c;
   if (reference) c = std::make_unique<save::OutputComparison>(save::compareOutputs(r, *reference));

@@ -99,6 +99,7 @@ CLI::App* addSaveRunCommand(CLI::App* save, peat::cli::SaveRunOptions& o) {
   cmd->add_option("--input,-i", o.input, "The model's input as it takes it (normalised): x.npy or x.h5:/dataset, one "
                                          "sample or [N, sample...]")->required();
   cmd->add_option("--output,-o", o.output, "Write the outputs here as .npy ([N, output...])");
+  cmd->add_flag("--force", o.force, "Replace an existing --output file");
   cmd->add_option("--expect", o.expect, "A reference for the outputs (e.g. PyTorch's): .npy or .h5:/dataset");
   cmd->add_option("--max-diff", o.maxDiff, "With --expect: fail (exit 1) when the largest |difference| exceeds this");
   cmd->add_option("--protect", o.protect, "none, save, tmr, ranger or ecc")->capture_default_str();
@@ -277,6 +278,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--session,-s", saveAnalyze.session, "Store the result in this session (created if missing)");
   saveAnalyzeCmd->add_flag("--json", saveAnalyze.json, "Print as JSON");
+  saveAnalyzeCmd->add_flag("--force", saveAnalyze.force, "Replace an existing --placement-problem file");
 
   SaveCheckBitsOptions checkBits;
   CLI::App* checkBitsCmd = saveCmd->add_subcommand(

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/tensor_source.h"
 
+#include "core/util/files.h"
 #include "core/util/text.h"
 
 #include <cmath>
@@ -221,7 +222,7 @@ FloatTensor readSource(const std::string& spec) {
   return readNpy(spec);
 }
 
-void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape) {
+void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape, bool overwrite) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   uint64_t count = 1;
   for (uint64_t d : shape) {
@@ -233,14 +234,16 @@ void writeNpy(const std::string& path, const float* data, const std::vector<uint
   std::string header = dict;
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw SourceError("cannot write '" + path + "'");
   const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size() & 0xff),
                                     static_cast<unsigned char>(header.size() >> 8)};
-  out.write(reinterpret_cast<const char*>(prefix), 10);
-  out.write(header.data(), std::streamsize(header.size()));
-  out.write(reinterpret_cast<const char*>(data), std::streamsize(count * sizeof(float)));
-  if (!out) throw SourceError("cannot write '" + path + "'");
+  std::string bytes(reinterpret_cast<const char*>(prefix), 10);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(data), count * sizeof(float));
+  try {
+    util::writeFileAtomically(path, overwrite, bytes);
+  } catch (const util::FileRefused& e) {
+    throw SourceError(e.what());
+  }
 }
 
 void checkComparable(const FloatTensor& g, const FloatTensor& c) {

@@ -90,7 +90,8 @@ std::string splitSource(const std::string& data, const std::string& split, const
 // element: the same shape and element type, not empty, and a golden tensor that is not all NaN.
 void checkComparable(const FloatTensor& golden, const FloatTensor& candidate);
 
-// Writes a C-order little-endian .npy (fp32, or fp16 patterns when `half` is set).
-void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape);
+// Writes a C-order little-endian fp32 .npy through util::writeFileAtomically: never through a link at
+// PATH, and replacing an existing file only when OVERWRITE.
+void writeNpy(const std::string& path, const float* data, const std::vector<uint64_t>& shape, bool overwrite = false);
 
 }  // namespace peat::io

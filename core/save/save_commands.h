@@ -51,6 +51,7 @@ struct SaveAnalyzeOptions {
   std::string budget;  // instead: "5%" (of the working set's peak) or "2.5MiB"
   std::string placement = "ranked";  // ranked (SAVE's), random, none: how tiles fill the budget
   std::string placementProblem;      // a CSV of the placement problem, for an exact solver
+  bool force = false;                // --placement-problem may replace an existing file
   int64_t batch = 1;
   bool tightness = false;
   int ascentSteps = 60, ascentStarts = 3;  // the gradient-ascent reference of --tightness
@@ -115,6 +116,7 @@ struct SaveRunOptions {
   int top = 3;          // classes printed per sample
   int repeat = 1;       // inferences timed (the first reported apart from the warm ones)
   unsigned threads = 0;  // the engine's workers (0: every core)
+  bool force = false;    // --output may replace an existing file
 };
 
 struct SaveMergeOptions {

@@ -49,6 +49,7 @@ struct JournalFile {
   // file never got, so nothing more is committed; the file keeps the state of the last commit.
   bool failed = false;
   int failedErrno = 0;  // why, for the message of each commit refused after it
+  bool journalTaken = false;  // a commit found something at the journal's name (a planted link)
 };
 
 void markFailed(JournalFile& f, int err) {
@@ -131,7 +132,7 @@ struct Journal {
 };
 
 bool parseJournal(const std::string& path, Journal& j) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);  // a planted link is no journal
   if (fd < 0) return false;
   struct stat st {};
   const bool sized = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) >= kHeadBytes + kTailBytes;
@@ -265,8 +266,16 @@ bool commitNow(JournalFile& f) {
   b.insert(b.end(), kCommitMagic, kCommitMagic + 8);
   for (const auto& [page, bytes] : f.held) j.pages.emplace_back(page, bytes.data());
 
-  const int jfd = ::open(f.journal.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (jfd < 0) return false;
+  // Created anew at each commit (the last one removed it): whatever is there now, a link planted to
+  // make peat overwrite the file it points to above all, is refused, never written through.
+  const int jfd = ::open(f.journal.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (jfd < 0) {
+    if (errno == EEXIST || errno == ELOOP) {
+      f.journalTaken = true;
+      errno = EEXIST;
+    }
+    return false;
+  }
   bool ok;
   if (std::getenv("PEAT_TEST_COMMIT_CRASH")) {
     ok = writeAll(jfd, 0, b.data(), b.size() / 2);
@@ -306,6 +315,8 @@ H5FD_t* jOpen(const char* name, unsigned flags, hid_t fapl, haddr_t maxaddr) {
   if (flags & H5F_ACC_TRUNC) oflags |= O_TRUNC;
   if (flags & H5F_ACC_CREAT) oflags |= O_CREAT;
   if (flags & H5F_ACC_EXCL) oflags |= O_EXCL;
+  // a file peat makes or empties is never reached through a link (an existing one it opens may be)
+  if (flags & (H5F_ACC_TRUNC | H5F_ACC_EXCL)) oflags |= O_NOFOLLOW;
   const int fd = ::open(name, oflags, 0666);
   if (fd < 0) {
     pushError("jOpen", H5E_FILE, H5E_CANTOPENFILE,
@@ -462,9 +473,11 @@ herr_t jFlush(H5FD_t* file, hid_t, hbool_t) {
   const bool refused = f->failed;
   if (commit(*f)) return 0;
   pushError("jFlush", H5E_IO, H5E_WRITEERROR,
-            refused ? std::string("a write failed earlier (") + std::strerror(f->failedErrno) +
-                          "), so the file keeps its last committed state"
-                    : osError("unable to commit the changes", errno));
+            f->journalTaken ? "the journal's name '" + f->journal +
+                                  "' is taken (peat never writes through a file or link there): remove it"
+            : refused       ? std::string("a write failed earlier (") + std::strerror(f->failedErrno) +
+                            "), so the file keeps its last committed state"
+                            : osError("unable to commit the changes", errno));
   return -1;
 }
 

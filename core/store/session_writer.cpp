@@ -64,6 +64,9 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
     probeSession(path);
   }
   struct stat st {};
+  if (mode != WriteMode::Append && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    throw SessionError("'" + path + "' is a symbolic link; peat does not write a new session through links: remove it "
+                       "or choose another name");
   if (mode == WriteMode::Create && ::stat(path.c_str(), &st) == 0)
     throw SessionError("'" + path + "' already exists; choose another name or allow overwriting");
   if (mode == WriteMode::Overwrite) {
@@ -84,9 +87,13 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
                                     path.substr(slash == std::string::npos ? 0 : slash + 1) + ".partial-" +
                                     std::to_string(::getpid());
   try {
-    d = std::make_unique<Impl>(lock, staging, mode == WriteMode::Append ? mode : WriteMode::Overwrite);
+    // the staging file is made anew (O_EXCL|O_NOFOLLOW): a file or link planted at its name is refused
+    d = std::make_unique<Impl>(lock, staging, mode == WriteMode::Append ? mode : WriteMode::Create);
   } catch (const h5::Error& e) {
     const std::string why = e.detail().empty() ? e.what() : e.detail();
+    if (mode != WriteMode::Append && ::lstat(staging.c_str(), &st) == 0)
+      throw SessionError("cannot create session '" + path + "': its temporary name '" + staging +
+                         "' is taken (peat never writes through a file or link there): remove it");
     if (why.find("unable to lock file") != std::string::npos)
       throw SessionError("cannot write '" + path + "': another process has it open");
     throw SessionError("cannot " + std::string(mode == WriteMode::Append ? "open" : "create") + " session '" + path +

@@ -8,6 +8,7 @@ set -eu
 peat=$1 weights=$2 dir=$3
 mkdir -p "$dir"
 csv=$dir/placement-problem.csv json=$dir/placement-problem.json
+rm -f "$csv"  # peat refuses to replace it without --force
 "$peat" save analyze -m lenet -w "$weights" --mode interval --budget 5% --placement-problem "$csv" --json >"$json"
 /usr/bin/python3 - "$csv" "$json" <<'PY'
 import json, sys
