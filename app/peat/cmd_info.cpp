@@ -7,18 +7,22 @@
 #include "app/peat/text.h"
 #include "core/store/session.h"
 #include "core/util/json_writer.h"
+#include "core/util/text.h"
 
 namespace peat::cli {
 namespace {
 
-std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
+// Every string from the file is printed through util::printable: a run name or attribute holding
+// escape sequences could otherwise retitle, recolour or clear the terminal.
+std::string safe(const std::string& s) { return util::printable(s); }
+std::string orDash(const std::string& s) { return s.empty() ? "-" : safe(s); }
 
 void printText(const store::SessionSummary& s, bool listCalls) {
   const store::Provenance& p = s.provenance;
   auto row = [](const char* label, const std::string& value) {
-    std::cout << std::left << std::setw(11) << label << value << '\n';
+    std::cout << std::left << std::setw(11) << label << value << '\n';  // values pass orDash or safe
   };
-  row("session", s.path);
+  row("session", safe(s.path));
   row("schema", std::to_string(s.schemaVersion) + " (" + store::kFormatTag + ")");
   row("created", orDash(s.created));
   row("tool", "peat " + orDash(p.toolVersion) + " (commit " + orDash(p.gitCommit) + ")");
@@ -31,23 +35,25 @@ void printText(const store::SessionSummary& s, bool listCalls) {
   row("command", orDash(p.commandLine));
   row("runs", std::to_string(s.runs.size()));
   for (const store::RunInfo& r : s.runs) {
-    std::cout << "  " << r.name << ": " << orDash(r.spec.kind) << ", kernel " << orDash(r.spec.kernel) << ", "
+    std::cout << "  " << safe(r.name) << ": " << orDash(r.spec.kind) << ", kernel " << orDash(r.spec.kernel) << ", "
               << orDash(r.status) << "; " << r.completeIterations() << '/' << r.iterations.size()
               << " iterations complete, " << r.callCount() << " calls, " << r.checkpoints.size() << " checkpoints, "
               << r.reports.size() << " reports, " << r.verdictCount << " verdicts\n";
     if (!r.tables.empty()) {
       std::cout << "    tables:";
-      for (const std::string& t : r.tables) std::cout << ' ' << t;
+      for (const std::string& t : r.tables) std::cout << ' ' << safe(t);
       std::cout << '\n';
     }
     if (const auto failed = r.attributes.find("kernel_failures"); failed != r.attributes.end())
-      std::cout << "    kernel failed " << failed->second << " (outcomes in call_errors)\n";
+      std::cout << "    kernel failed " << safe(failed->second) << " (outcomes in call_errors)\n";
     for (const store::IterationInfo& it : r.iterations) {
       if (!it.complete) std::cout << "    iteration " << it.iteration << " is incomplete (writer stopped)\n";
       if (!listCalls) continue;
       for (const store::CallInfo& c : it.calls) {
-        std::cout << "    " << c.path << "  " << c.id.layer << ' ' << c.id.op << ' ' << store::phaseName(c.id.phase);
-        for (const store::TensorInfo& t : c.tensors) std::cout << "  " << t.name << ':' << t.dtype << shapeText(t.shape);
+        std::cout << "    " << safe(c.path) << "  " << safe(c.id.layer) << ' ' << safe(c.id.op) << ' '
+                  << store::phaseName(c.id.phase);
+        for (const store::TensorInfo& t : c.tensors)
+          std::cout << "  " << safe(t.name) << ':' << safe(t.dtype) << shapeText(t.shape);
         std::cout << '\n';
       }
     }
@@ -58,7 +64,7 @@ void printText(const store::SessionSummary& s, bool listCalls) {
     if (id.find('.') != std::string::npos) continue;
     std::size_t layers = 0;
     for (const std::string& other : s.saveResults) layers += other.rfind(id + ".", 0) == 0;
-    std::cout << "  " << id;
+    std::cout << "  " << safe(id);
     if (layers) std::cout << " (" << layers << " layers)";
     std::cout << '\n';
   }
@@ -150,7 +156,8 @@ int runInfo(const InfoOptions& o) {
       std::printf("; %llu iteration(s) or checkpoint(s) in flight not checked", (unsigned long long)v.incompleteGroups);
     std::printf("\n");
     for (const store::RunInfo& r : s.runs)
-      std::printf("  %s: %s, %lld complete iterations\n", r.name.c_str(), r.status.c_str(), (long long)r.completeIterations());
+      std::printf("  %s: %s, %lld complete iterations\n", safe(r.name).c_str(), safe(r.status).c_str(),
+                  (long long)r.completeIterations());
     return 0;
   }
   if (o.json)

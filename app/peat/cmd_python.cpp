@@ -13,12 +13,13 @@
 
 #include "app/peat/commands.h"
 #include "core/store/session.h"
+#include "core/util/text.h"
 
 namespace peat::cli {
 namespace {
 
 int fail(const std::string& message, int code) {
-  std::cerr << "peat: error: " << message << '\n';
+  std::cerr << "peat: error: " << peat::util::printable(message) << '\n';  // names from files may hold escapes
   return code;
 }
 

@@ -12,6 +12,7 @@
 #include "core/torch_module.h"
 #include "core/util/events.h"
 #include "core/version.h"
+#include "core/util/text.h"
 
 namespace {
 
@@ -135,7 +136,7 @@ std::string commandLineOf(int argc, char** argv) {
 }
 
 int fail(const std::string& message, int code) {
-  std::cerr << "peat: error: " << message << '\n';
+  std::cerr << "peat: error: " << peat::util::printable(message) << '\n';  // names from files may hold escapes
   peat::events::error(message, code);
   return code;
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Small text helpers shared by the core, the CLI and the workbench.
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 #include <optional>
@@ -88,6 +91,38 @@ inline std::vector<double> parseNumberList(const std::string& text, const std::s
 }
 
 // A tensor shape as people write it: {8, 16} -> "[8x16]".
+// TEXT, the whole of it, as a decimal integer in [LO, HI]; nullopt for anything else (no partial
+// parse, no overflow, no exception): for numbers read from files someone else made.
+inline std::optional<int64_t> boundedInteger(const std::string& text, int64_t lo, int64_t hi) {
+  if (text.empty() || text.size() > 20 || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-'))
+    return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size() || v < lo || v > hi) return std::nullopt;
+  return int64_t(v);
+}
+
+// TEXT, the whole of it, as a decimal unsigned 64-bit integer; nullopt for anything else.
+inline std::optional<uint64_t> wholeUnsigned(const std::string& text) {
+  if (text.empty() || text.size() > 20 || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
+  return uint64_t(v);
+}
+
+// TEXT, the whole of it, as a finite number in [LO, HI]; nullopt for anything else.
+inline std::optional<double> boundedReal(const std::string& text, double lo, double hi) {
+  if (text.empty() || text.size() > 64 || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v) || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 inline std::string shapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);

@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "core/torch/ops/dispatcher.h"
 #include "core/torch/train/profiler.h"
 #include "core/torch/train/run_common.h"
 #include "core/util/campaign_key.h"
+#include "core/util/text.h"
 
 namespace peat::train {
 
@@ -167,17 +170,48 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
   return true;
 }
 
-// The training options the source run was recorded with.
-TrainOptions recordedTrainOptions(const std::map<std::string, std::string>& a) {
+// A number the source run recorded, checked: a session from someone else may say anything
+// ("threads=999999" would start that many threads; "batch=lots" is no number; a batch of millions
+// would allocate gigabytes before any check). One sentence naming the run and the attribute.
+int64_t recordedInteger(const std::map<std::string, std::string>& a, const std::string& run, const std::string& key,
+                        int64_t lo, int64_t hi, std::optional<int64_t> fallback = std::nullopt) {
+  const auto it = a.find(key);
+  if (it == a.end()) {
+    if (fallback) return *fallback;
+    throw std::invalid_argument("run '" + util::printable(run) + "' does not record '" + key + "'");
+  }
+  const std::optional<int64_t> v = util::boundedInteger(it->second, lo, hi);
+  if (!v)
+    throw std::invalid_argument("run '" + util::printable(run) + "' records " + key + "=\"" +
+                                util::printable(it->second.substr(0, 40)) + "\", not a whole number from " +
+                                std::to_string(lo) + " to " + std::to_string(hi));
+  return *v;
+}
+
+// The recorded intra-op thread count, capped at this machine's cores (a replay on fewer cores may
+// round differently; the cap only spares the machine thousands of threads).
+int recordedThreads(const std::map<std::string, std::string>& a, const std::string& run) {
+  const int64_t t = recordedInteger(a, run, "threads", 1, 4096, 1);
+  return int(std::min<int64_t>(t, std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// The training options the source run was recorded with, each checked (recordedInteger).
+TrainOptions recordedTrainOptions(const std::map<std::string, std::string>& a, const std::string& run) {
   TrainOptions t;
+  if (!a.count("model")) throw std::invalid_argument("run '" + util::printable(run) + "' does not record 'model'");
   t.model = a.at("model");
-  t.batch = std::stoll(a.at("batch"));
-  t.seed = std::stoull(a.at("seed"));
-  t.learningRate = std::stod(a.at("learning_rate"));
-  t.threads = std::stoi(a.at("threads"));
-  t.context = std::stoll(a.at("context"));
+  t.batch = recordedInteger(a, run, "batch", 1, 1 << 16);
+  const std::optional<uint64_t> seed = a.count("seed") ? util::wholeUnsigned(a.at("seed")) : std::nullopt;
+  if (!seed) throw std::invalid_argument("run '" + util::printable(run) + "' records no seed that is a whole number");
+  t.seed = *seed;
+  const std::optional<double> rate =
+      a.count("learning_rate") ? util::boundedReal(a.at("learning_rate"), 0, 1e6) : std::nullopt;
+  if (!rate) throw std::invalid_argument("run '" + util::printable(run) + "' records no learning_rate from 0 to 1e6");
+  t.learningRate = *rate;
+  t.threads = recordedThreads(a, run);
+  t.context = recordedInteger(a, run, "context", 1, 1 << 16);
   t.attention = a.count("attention") ? a.at("attention") : "parts";  // sessions before --attention: parts
-  t.evalBatches = a.count("eval_batches") ? std::stoll(a.at("eval_batches")) : 8;
+  t.evalBatches = recordedInteger(a, run, "eval_batches", 0, 1 << 20, 8);
   auto text = [&](const char* key) { return a.count(key) ? a.at(key) : std::string(); };
   t.data = text("data");
   t.task = text("task");
@@ -196,7 +230,7 @@ void resumeFromCheckpoint(const PlaybackOptions& o, store::SessionReader& reader
   if (source.checkpoints.empty()) throw std::invalid_argument("run '" + source.name + "' has no checkpoint to resume from");
   r.resumedFrom = o.resumeFrom >= 0 ? o.resumeFrom : source.checkpoints.front();
   const store::SessionReader::Checkpoint cp = reader.checkpoint(source.name, r.resumedFrom);
-  const TrainOptions t = recordedTrainOptions(source.attributes);
+  const TrainOptions t = recordedTrainOptions(source.attributes, source.name);
   ops::Dispatcher goldenOps, candidateOps;
   Trainer golden(t, goldenOps), candidate(t, candidateOps);
   golden.loadState(cp.parameters, &cp.optimizer);
@@ -242,7 +276,7 @@ void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const 
                                 "', not '" + o.model + "'");
 
   // Replays run with the recorded intra-op thread count: BLAS may block its sums by thread.
-  if (source.attributes.count("threads")) at::set_num_threads(std::max(1, std::stoi(source.attributes.at("threads"))));
+  if (source.attributes.count("threads")) at::set_num_threads(recordedThreads(source.attributes, source.name));
 
   const std::vector<const store::CallInfo*> calls = chooseCalls(o, source, kernel, p.r.skipped);
   p.campaign = playbackCampaign(o, source.name, s.created);

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Numbers a session records are checked values (issue 44): a copy of a recorded MLP session whose
+golden run says threads="999999", threads="64", batch="lots", batch="2000000", context="-1",
+seed="x" or learning_rate="nan". `peat playback` (with --resume, which rebuilds the trainer from
+them) either runs (threads within range: capped at this machine's cores) or refuses in one
+`peat: error:` line naming the attribute, in seconds and under 1 GiB. And strings from a session
+reach the terminal escaped (issue 44 item 5): `peat info`, `peat info --verify` and an error naming
+a run print no ESC, BEL or other control byte for a session whose run name, creation date, host and
+table names hold escape sequences.
+
+    recorded_attributes.py PEAT RECORDED_MLP_SESSION
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import h5py
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from peattest import Harness  # noqa: E402
+
+PEAT, RECORDED = sys.argv[1], sys.argv[2]
+WORK = tempfile.mkdtemp(prefix="peat-attributes-")
+H = Harness(PEAT)
+ENV = dict(os.environ, PEAT_PROBE_CACHE="off")
+
+
+def measured(args):
+    """peat ARGS: (exit code, stdout bytes, stderr lines, seconds, largest RSS in MiB); killed after 120 s."""
+    out, err = open(os.path.join(WORK, "out"), "w+b"), open(os.path.join(WORK, "err"), "w+")
+    start = time.time()
+    p = subprocess.Popen([PEAT, *args], stdout=out, stderr=err, env=ENV)
+    killer = threading.Timer(120, p.kill)
+    killer.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    killer.cancel()
+    out.seek(0)
+    err.seek(0)
+    return (os.waitstatus_to_exitcode(status), out.read(), [l.rstrip("\n") for l in err if l.strip()],
+            time.time() - start, usage.ru_maxrss / 1024)
+
+
+def variant(name, change):
+    path = os.path.join(WORK, name + ".h5")
+    shutil.copy(RECORDED, path)
+    with h5py.File(path, "r+") as f:
+        change(f)
+    return path
+
+
+def golden_says(key, value):
+    def change(f):
+        f["runs/golden"].attrs[key] = value
+    return change
+
+
+cases = [  # attribute, value, whether playback runs (else: one line naming the attribute)
+    ("threads", "999999", False),
+    ("threads", "64", True),
+    ("threads", "0", False),
+    ("batch", "lots", False),
+    ("batch", "2000000", False),
+    ("batch", "16 ", False),
+    ("context", "-1", False),
+    ("seed", "x", False),
+    ("learning_rate", "nan", False),
+    ("eval_batches", "1e9", False),
+]
+for key, value, runs in cases:
+    path = variant(f"{key}-{value.strip()}", golden_says(key, value))
+    rc, _, lines, seconds, rss = measured(["playback", "-s", path, "-k", "bf16", "--resume", "1"])
+    if runs:
+        ok = rc == 0
+    else:
+        ok = rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and f"{key}" in lines[0]
+    H.check(ok and seconds < 60 and rss < 1024,
+            f"{key}={value!r}: playback --resume exit {rc} in {seconds:.1f} s, largest process {rss:.0f} MiB: {lines[:2]}")
+
+
+def escapes(f):
+    f.attrs["created"] = "\x1b[2J\x1b]0;retitled\x07"
+    f["provenance"].attrs["hostname"] = "host\x1b[31mred\x9b"
+    f["runs/golden/tables"].move("curve", "cur\x07ve")
+    f["runs"].move("golden", "gol\x1b[2Jden")
+
+
+path = variant("escapes", escapes)
+CONTROL = set(range(0x20)) - {0x0a} | {0x7f}
+for args in (["info", path], ["info", "--calls", path], ["info", "--verify", path],
+             ["analyze", "--session", path, "--run", "gol\x1b[2Jden"]):
+    rc, out, lines, seconds, _ = measured(args)
+    text = out + "\n".join(lines).encode()
+    bad = sorted({b for b in text if b in CONTROL}) + (["C1 CSI"] if b"\xc2\x9b" in text else [])
+    H.check(not bad and rc in (0, 1) and (rc == 0 or len(lines) == 1),
+            f"peat {' '.join(a for a in args[:2] if a.startswith('-') or a == args[0])}: exit {rc}, "
+            f"control bytes printed: {bad}")
+    if args == ["info", path]:
+        H.check(b"\\x1b[2J" in out, "the run name's escape is shown as text (\\x1b)")
+
+shutil.rmtree(WORK, ignore_errors=True)
+H.exit()
