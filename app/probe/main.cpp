@@ -252,6 +252,11 @@ int main(int argc, char** argv) {
       return runTorchScriptProbe(c);
     }
     if (mode == "onnx" && argc == 3) {  // protobuf, ONNX's checker and the mapping onto SAVE's graph
+      // under the same memory limit as a TorchScript model's load: a crafted file fails an
+      // allocation here, in the helper, rather than taking the machine's memory
+      const rlim_t mib = rlim_t(peat::sys::modelMemoryMiB());
+      const rlimit limit{mib << 20, mib << 20};
+      ::setrlimit(RLIMIT_DATA, &limit);
       const peat::save::Graph g = peat::save::onnxGraph(argv[2], peat::save::InsideProbe{});
       std::printf("ok\t%zu\n", g.nodes.size());
       return 0;

@@ -19,6 +19,7 @@ Constant make(std::vector<int64_t> dims, const std::vector<double>& v, bool isFl
   Constant c;
   c.dims = std::move(dims);
   c.isFloat = isFloat;
+  (isFloat ? c.values.reserve(v.size()) : c.integers.reserve(v.size()));
   for (double x : v) {
     if (isFloat) c.values.push_back(float(x));
     else  // saturated: INT64_MAX and INT64_MIN (a slice's open ends) are not doubles
@@ -105,6 +106,7 @@ std::optional<Constant> Importer::foldElementwise(const onnx::NodeProto& n, cons
   const Constant& b = *in[1];
   std::vector<int64_t> dims;
   if (!broadcastDims(a.dims, b.dims, dims)) throw SaveError("constant operands that do not broadcast");
+  boundedCount(dims, kFoldElements, "a folded " + op);
   const std::vector<double> av = numbers(a), bv = numbers(b);
   std::vector<double> out(std::size_t(countOf(dims)));
   const bool isFloat = a.isFloat || b.isFloat;
@@ -141,6 +143,7 @@ std::optional<Constant> Importer::foldWhere(const onnx::NodeProto&, const std::v
   std::vector<int64_t> d1, dims;
   if (!broadcastDims(a.dims, in[1]->dims, d1) || !broadcastDims(d1, in[2]->dims, dims))
     throw SaveError("constant operands that do not broadcast");
+  boundedCount(dims, kFoldElements, "a folded Where");
   const std::vector<double> av = numbers(a), x = numbers(*in[1]), y = numbers(*in[2]);
   std::vector<double> out(std::size_t(countOf(dims)));
   for (int64_t e = 0; e < countOf(dims); ++e) {
@@ -162,14 +165,18 @@ std::optional<Constant> Importer::foldConstantOfShape(const onnx::NodeProto& n, 
     value = numbers(c).empty() ? 0.0 : numbers(c)[0];
     isFloat = c.isFloat;
   }
-  return make(dims, std::vector<double>(std::size_t(countOf(dims)), value), isFloat);
+  return make(dims, std::vector<double>(std::size_t(boundedCount(dims, kFoldElements, "a ConstantOfShape")), value), isFloat);
 }
 
 std::optional<Constant> Importer::foldRange(const onnx::NodeProto&, const std::vector<const Constant*>& in) {
   const Constant& a = *in[0];
   const double start = numbers(a).at(0), limit = numbers(*in.at(1)).at(0), delta = numbers(*in.at(2)).at(0);
   if (delta == 0) throw SaveError("a range with step 0");
+  const double count = std::ceil((limit - start) / delta);  // sized before anything is allocated
+  if (!std::isfinite(count) || count > double(kFoldElements))
+    throw SaveError("a Range of more than " + std::to_string(kFoldElements) + " elements, the most SAVE makes at import");
   std::vector<double> v;
+  v.reserve(std::size_t(std::max(0.0, count)));
   for (double x = start; delta > 0 ? x < limit : x > limit; x += delta) v.push_back(x);
   return make({int64_t(v.size())}, v, a.isFloat);
 }

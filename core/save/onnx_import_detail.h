@@ -37,6 +37,27 @@ struct Constant {
 
 // --- index arithmetic over row-major dims (the importer evaluates shapes and moves elements with it)
 
+// A model file from someone else may fold a Range to 2^40 or a ConstantOfShape of 2^30 elements:
+// every constant folded at import, and every element move's index map, is sized before anything is
+// allocated and refused past these (shape arithmetic, masks and token tables are far smaller; the
+// largest activation SAVE analyses is far below the moves' limit).
+constexpr int64_t kFoldElements = int64_t(1) << 22;  // 4M: a 2048x2048 mask
+constexpr int64_t kMoveElements = int64_t(1) << 26;  // 64M: a 512 MiB index map
+
+// DIMS' element count; SaveError naming WHAT when a dimension is negative, the product overflows or
+// it passes LIMIT.
+inline int64_t boundedCount(const std::vector<int64_t>& dims, int64_t limit, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t x : dims) {
+    if (x < 0) throw SaveError(what + " with a negative dimension (" + std::to_string(x) + ")");
+    if (x != 0 && n > limit / x)
+      throw SaveError(what + " of more than " + std::to_string(limit) + " elements, the most SAVE makes at import");
+    n *= x;
+  }
+  if (n > limit) throw SaveError(what + " of more than " + std::to_string(limit) + " elements, the most SAVE makes at import");
+  return n;
+}
+
 inline int64_t countOf(const std::vector<int64_t>& d) {
   int64_t n = 1;
   for (int64_t x : d) n *= x;

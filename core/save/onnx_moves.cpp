@@ -10,7 +10,7 @@ namespace {
 
 // Every output element takes the input element at its own flat index (a view).
 void identityGather(const std::vector<int64_t>& out, std::vector<int64_t>& gather) {
-  gather.resize(std::size_t(countOf(out)));
+  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
   for (std::size_t i = 0; i < gather.size(); ++i) gather[i] = int64_t(i);
 }
 
@@ -116,7 +116,7 @@ void Importer::transposeIndices(const onnx::NodeProto& n, const std::vector<int6
   out.clear();
   for (int64_t p : perm) out.push_back(d.at(std::size_t(p)));
   const std::vector<int64_t> st = stridesOf(d);
-  gather.resize(std::size_t(countOf(out)));
+  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     int64_t at = 0;
@@ -156,7 +156,7 @@ void Importer::sliceIndices(const onnx::NodeProto& n, const std::vector<int64_t>
     step[ax] = st;
   }
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.resize(std::size_t(countOf(out)));
+  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     int64_t at = 0;
@@ -176,7 +176,7 @@ void Importer::gatherIndices(const onnx::NodeProto& n, const std::vector<int64_t
   out.insert(out.end(), idx->dims.begin(), idx->dims.end());
   out.insert(out.end(), d.begin() + long(ax) + 1, d.end());
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.resize(std::size_t(countOf(out)));
+  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
   const std::size_t ir = idx->dims.size();
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
@@ -196,7 +196,7 @@ void Importer::expandIndices(const onnx::NodeProto& n, const std::vector<int64_t
                              std::vector<int64_t>& gather) {
   std::vector<int64_t> shape = ints(n, 1);
   if (!broadcastDims(d, shape, out)) throw SaveError("an expand that does not broadcast");
-  gather.resize(std::size_t(countOf(out)));
+  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
   for (int64_t e = 0; e < countOf(out); ++e) gather[std::size_t(e)] = broadcastIndex(d, out, coordOf(e, out));
 }
 
@@ -216,7 +216,7 @@ void Importer::concatIndices(const onnx::NodeProto& n, const std::vector<int64_t
     out[ax] += pd[ax];
   }
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.assign(std::size_t(countOf(out)), -1);
+  gather.assign(std::size_t(boundedCount(out, kMoveElements, "an element move")), -1);
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     if (c[ax] < offset || c[ax] >= offset + d[ax]) continue;

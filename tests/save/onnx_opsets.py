@@ -56,7 +56,7 @@ def relabel(path, opset, name):
 def run_engine(path, x):
     xp, yp = os.path.join(WORK, "x.npy"), os.path.join(WORK, "y.npy")
     np.save(xp, x)
-    peat("save", "run", "-m", path, "-i", xp, "-o", yp)
+    peat("save", "run", "-m", path, "-i", xp, "-o", yp, "--force")
     return np.load(yp)
 
 
