@@ -142,6 +142,7 @@ int runInfo(const InfoOptions& o) {
       JsonWriter j(std::cout);
       j.beginObject().field("session", o.path).field("intact", true).field("datasets", v.datasets);
       j.field("bytes", v.bytes).field("without_checksum", v.withoutChecksum).field("incomplete_groups", v.incompleteGroups);
+      j.field("read_whole", v.readWhole);
       j.key("complete_iterations").beginObject();
       for (const store::RunInfo& r : s.runs) j.field(r.name, r.completeIterations());
       j.endObject().endObject();
@@ -152,6 +153,8 @@ int runInfo(const InfoOptions& o) {
                 double(v.bytes) / (1 << 20), (unsigned long long)(v.datasets - v.withoutChecksum));
     if (v.withoutChecksum)
       std::printf("; %llu have none (written by an older peat) and read back", (unsigned long long)v.withoutChecksum);
+    if (v.readWhole)
+      std::printf("; %llu tables and text lists (no checksum) decoded whole", (unsigned long long)v.readWhole);
     if (v.incompleteGroups)
       std::printf("; %llu iteration(s) or checkpoint(s) in flight not checked", (unsigned long long)v.incompleteGroups);
     std::printf("\n");

@@ -222,9 +222,9 @@ int main(int argc, char** argv) {
       for (const peat::store::RunInfo& r : s.runs) (void)reader.verdicts(r.name);  // the string tables
       if (argc == 4) {
         const peat::store::SessionReader::Verification v = reader.verify();
-        std::printf("ok\t%zu\t%llu\t%llu\t%llu\t%llu\n", s.runs.size(), (unsigned long long)v.datasets,
+        std::printf("ok\t%zu\t%llu\t%llu\t%llu\t%llu\t%llu\n", s.runs.size(), (unsigned long long)v.datasets,
                     (unsigned long long)v.bytes, (unsigned long long)v.withoutChecksum,
-                    (unsigned long long)v.incompleteGroups);
+                    (unsigned long long)v.incompleteGroups, (unsigned long long)v.readWhole);
       } else {
         std::printf("ok\t%zu\n", s.runs.size());
       }

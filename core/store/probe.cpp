@@ -176,12 +176,12 @@ SessionReader::Verification probeSessionNow(const std::string& path, bool verify
   std::vector<std::string> argv{helper, "session", path};
   if (verify) argv.push_back("--verify");
   const std::string ok = runProbe(argv, path, timeoutSeconds(verify));
-  // "ok\tRUNS" or, verified, "ok\tRUNS\tDATASETS\tBYTES\tWITHOUT_CHECKSUM\tINCOMPLETE"
-  unsigned long long runs = 0, datasets = 0, bytes = 0, without = 0, incomplete = 0;
-  const int fields =
-      std::sscanf(ok.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes, &without, &incomplete);
-  if (fields != (verify ? 5 : 1)) throw SessionError("the session check answered in an unknown format: " + ok);
-  return {datasets, bytes, without, incomplete};
+  // "ok\tRUNS" or, verified, "ok\tRUNS\tDATASETS\tBYTES\tWITHOUT_CHECKSUM\tINCOMPLETE\tREAD_WHOLE"
+  unsigned long long runs = 0, datasets = 0, bytes = 0, without = 0, incomplete = 0, whole = 0;
+  const int fields = std::sscanf(ok.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes, &without,
+                                 &incomplete, &whole);
+  if (fields != (verify ? 6 : 1)) throw SessionError("the session check answered in an unknown format: " + ok);
+  return {datasets, bytes, without, incomplete, whole};
 }
 
 }  // namespace

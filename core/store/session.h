@@ -230,6 +230,7 @@ class SessionReader {
     uint64_t datasets = 0, bytes = 0;  // checked (a dataset linked from several calls counts once)
     uint64_t withoutChecksum = 0;      // read fine, but written before checksums existed
     uint64_t incompleteGroups = 0;     // iterations and checkpoints in flight, not checked
+    uint64_t readWhole = 0;            // tables and text (no checksum): every chunk decoded
   };
   Verification verify() const;
 

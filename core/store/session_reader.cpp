@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: MIT
 // SessionReader: opens a session (probed first, see probe.h), lists its runs and reads its tensors,
 // tables, checkpoints, reports, SAVE results and verdicts. verify() is in session_verify.cpp.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -91,6 +97,16 @@ void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
   if (unreadable && rg.hasAttribute("iterations_complete") &&
       run.completeIterations() < rg.intAttribute("iterations_complete"))
     throw h5::Error("H5Gopen2", rg.path() + "/iterations", "a complete iteration cannot be read");
+}
+
+// Whether a live process writes PATH: HDF5 (our journal driver's jLock) holds an exclusive flock()
+// on a file open for writing, so a shared one cannot be had while it lives.
+bool writerHoldsLock(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
 }
 
 RunInfo readRun(const h5::Group& runs, const std::string& runName, bool withTensors) {
@@ -197,6 +213,12 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }
+  // A run still "running" whose writer is gone (killed, or stopped by a full disk before it could
+  // mark the run failed) is shown as interrupted: no live process holds the file's write lock.
+  const bool anyRunning = std::any_of(s.runs.begin(), s.runs.end(), [](const RunInfo& r) { return r.status == "running"; });
+  if (anyRunning && !writerHoldsLock(d->path))
+    for (RunInfo& r : s.runs)
+      if (r.status == "running") r.status = "interrupted";
   return s;
 }
 

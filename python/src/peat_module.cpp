@@ -316,6 +316,7 @@ PYBIND11_MODULE(_core, m) {
              d["datasets"] = v.datasets;
              d["bytes"] = v.bytes;
              d["incomplete_groups"] = v.incompleteGroups;
+             d["read_whole"] = v.readWhole;
              return d;
            })
       // HDF5 refuses a writer while this process holds the file open: close before writing.

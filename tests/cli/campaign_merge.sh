@@ -38,5 +38,5 @@ for _ in $(seq 1 600); do
 done
 kill -KILL $pid 2>/dev/null
 { wait $pid; } 2>/dev/null
-expect_error "did not finish (status running)" save merge s0.h5 killed.h5 -s out.h5
+expect_error "did not finish (status interrupted)" save merge s0.h5 killed.h5 -s out.h5
 echo "ok: two shards merge into the single-process campaign; bad shards refused"

@@ -199,6 +199,51 @@ for name, change, needles, want in filtered:
                 f"{name}: peat {args[0]} {args[1]}: exit {rc} in {seconds:.2f} s, largest process {rss:.0f} MiB: "
                 f"{lines[:2]}")
 
+# verify means verified (issue 44 item 6): a call's output stored as strings, compounds or enums is
+# refused by --verify itself (not left for analyze), and a table whose chunk is garbage fails
+# --verify naming the table (it used to pass, and the workbench showed an empty plot)
+def output_as(kind):
+    def change(f):
+        attrs = dict(f[CALL + "/output"].attrs)
+        del f[CALL + "/output"]
+        if kind == "strings":
+            ds = f.create_dataset(CALL + "/output", data=np.array([b"one", b"two"], dtype="S3"))
+        elif kind == "compound":
+            ds = f.create_dataset(CALL + "/output", data=np.zeros(4, dtype=[("a", "<f4"), ("b", "<i4")]))
+        else:
+            ds = f.create_dataset(CALL + "/output", data=np.zeros(4, np.int8), dtype=h5py.enum_dtype({"A": 0, "B": 1}, "i1"))
+        for k, v in attrs.items():
+            ds.attrs[k] = v
+    return change
+
+
+def garbage_table(f):
+    rows = f["runs/golden/tables/curve"][...]
+    del f["runs/golden/tables/curve"]
+    ds = f.create_dataset("runs/golden/tables/curve", data=rows, chunks=(len(rows),), compression="gzip")
+    ds.id.write_direct_chunk((0,), b"\x00garbage, not deflate" * 3, 0)
+
+
+for name, change, needle in (("output-strings", output_as("strings"), "holds strings, not numbers"),
+                             ("output-compound", output_as("compound"), "holds compound records, not numbers"),
+                             ("output-enum", output_as("enum"), "holds enumerations, not numbers"),
+                             ("table-garbage-chunk", garbage_table, "tables/curve")):
+    path = variant(name, change)
+    rc, lines, seconds, rss = measured(["info", "--verify", path])
+    H.check(rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and needle in lines[0] and seconds < 10,
+            f"{name}: peat info --verify: exit {rc} in {seconds:.2f} s: {lines[:2]}")
+
+
+# a run left "running" by a writer that is gone (killed, or stopped by a full disk) shows as interrupted
+def left_running(f):
+    f["runs/golden"].attrs["status"] = "running"
+
+
+path = variant("left-running", left_running)
+p = subprocess.run([PEAT, "info", path], capture_output=True, text=True, env=ENV)
+H.check(p.returncode == 0 and "golden: profile, kernel golden, interrupted;" in p.stdout,
+        f"a run left running with no writer alive is shown as interrupted: {[l for l in p.stdout.splitlines() if 'golden:' in l]}")
+
 # a tensor file from someone else, as --golden names it
 tensor = os.path.join(WORK, "tensor.h5")
 with h5py.File(tensor, "w") as f:

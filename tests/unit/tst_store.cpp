@@ -285,7 +285,7 @@ void TestStore::killedWriterKeepsCompleteIterations() {
   SessionReader r(p);
   const SessionSummary s = r.summary();
   QCOMPARE(s.runs.size(), std::size_t(1));
-  QCOMPARE(s.runs[0].status, std::string("running"));  // nobody ended it
+  QCOMPARE(s.runs[0].status, std::string("interrupted"));  // nobody ended it, and its writer is gone
   QCOMPARE(s.runs[0].completeIterations(), int64_t(3));
   for (int it = 0; it < 3; ++it)
     for (int c = 0; c < 3; ++c) {
@@ -384,7 +384,7 @@ void TestStore::unreadableIterationInFlight() {
   {
     SessionReader r(p);
     const SessionSummary s = r.summary();
-    QCOMPARE(s.runs[0].status, std::string("running"));
+    QCOMPARE(s.runs[0].status, std::string("interrupted"));  // "running", with no writer alive
     QCOMPARE(s.runs[0].iterations.size(), std::size_t(3));
     QCOMPARE(s.runs[0].completeIterations(), int64_t(2));
     QVERIFY(!s.runs[0].iterations[2].complete);
