@@ -4,6 +4,8 @@
 // (conv_gemm.cpp builds the convolutions' GEMMs, stored_analysis.cpp reads analyses back).
 #include "core/analysis/session_analysis.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "core/detector/op_replay.h"
 #include "core/store/session.h"
 #include "core/store/table.h"
+#include "core/util/parallel.h"
 
 namespace peat::analyzer {
 
@@ -301,13 +304,23 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     std::map<std::string, const store::CallInfo*> recorded;
     for (const store::IterationInfo& it : source.iterations)
       for (const store::CallInfo& c : it.calls) recorded[c.path] = &c;
-    int64_t total = 0, done = 0;
+    std::vector<const store::CallInfo*> todo;
     for (const store::IterationInfo& it : cand.iterations)
-      for (const store::CallInfo& c : it.calls) total += call.empty() || c.path == call ? 1 : 0;
+      for (const store::CallInfo& c : it.calls)
+        if (call.empty() || c.path == call) todo.push_back(&c);
+    const int64_t total = int64_t(todo.size());
     if (progress) progress(0, total);
-    for (const store::IterationInfo& it : cand.iterations)
-      for (const store::CallInfo& c : it.calls) {
-        if (!call.empty() && c.path != call) continue;
+    // Calls are analysed on every core (options.threads), each whole on one worker taking the next
+    // call in turn: reads serialise in the session layer, the detector's replays (most of the
+    // time) run side by side. Results land in the calls' order whatever ran where; progress is told
+    // on the calling thread only (worker 0), so a callback need not be thread-safe.
+    const unsigned workers = unsigned(std::min<int64_t>(util::threadsOr(options.threads), std::max<int64_t>(total, 1)));
+    ReportOptions perCall = options;
+    if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
+    std::vector<CallAnalysis> results(todo.size());
+    std::atomic<int64_t> next{0}, done{0};
+    std::atomic<bool> stop{false};
+    auto analyseOne = [&](const store::CallInfo& c) -> CallAnalysis {
         auto g = recorded.find(c.path);
         if (g == recorded.end()) throw std::invalid_argument("call " + c.path + " is not in run '" + out.sourceRun + "'");
         const std::vector<float> golden = readOutput(reader, out.sourceRun, *g->second);
@@ -321,7 +334,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         a.op = c.id.op;
         a.iteration = c.id.iteration;
         a.callIndex = c.id.callIndex;
-        a.report = analyze(golden.data(), candidate.data(), mapShape(shape, c.id.op), options);
+        a.report = analyze(golden.data(), candidate.data(), mapShape(shape, c.id.op), perCall);
         // Linear, matmul (batched) and forward conv2d calls (grouped: batched): the operands were recorded,
         // so the detector can compute rounding bounds and replay formats; a conv's outputs are seen
         // in its GEMM's layout.
@@ -376,7 +389,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         };
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
-          a.detection = detector::detect(gg.data(), {cc.data()}, conv->seenShape(), options, &conv->bound);
+          a.detection = detector::detect(gg.data(), {cc.data()}, conv->seenShape(), perCall, &conv->bound);
           gemmRule(conv->bound, cc.data());
         } else {
           // a batched GEMM's output is seen as its rows stacked ([batch * m, n]), a conv's grad_weight
@@ -384,7 +397,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const bool asGemm = bound && (bound->batch > 1 || shape.empty() || shape.back() != uint64_t(bound->cols));
           const std::vector<uint64_t> seen =
               asGemm ? std::vector<uint64_t>{uint64_t(bound->rows), uint64_t(bound->cols)} : shape;
-          a.detection = detector::detect(golden.data(), {candidate.data()}, seen, options, bound ? &*bound : nullptr);
+          a.detection = detector::detect(golden.data(), {candidate.data()}, seen, perCall, bound ? &*bound : nullptr);
           if (bound) gemmRule(*bound, candidate.data());
         }
         // Op-wise calls with their inputs recorded: replayed in double with the formulas ports and
@@ -426,9 +439,22 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         }
         if (cand.attributes.count("declared_formats"))
           judgeWithDeclared(a.detection.verdict, c.id.op, variant, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
-        out.calls.push_back(std::move(a));
-        if (progress) progress(++done, total);
+        return a;
+    };
+    util::parallelFor(workers, [&](unsigned worker) {
+      try {
+        for (int64_t i; !stop && (i = next++) < total;) {
+          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)]);
+          const int64_t finished = ++done;
+          if (worker == 0 && progress) progress(finished, total);
+        }
+      } catch (...) {
+        stop = true;  // the other workers end after their current call; the first error is rethrown
+        throw;
       }
+    });
+    if (progress && total) progress(total, total);
+    out.calls = std::move(results);
     out.failures = kernelFailures(reader, cand, source, call);
     if (out.calls.empty() && out.failures.empty())
       throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"
