@@ -3,9 +3,13 @@
 // optionally resumes training from a checkpoint with it, and writes the replay as a run.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,7 +31,70 @@ namespace {
 struct KeptOutput {
   store::CallId id;
   std::map<std::string, int64_t> params;
-  store::Tensor output;
+  store::DType dtype = store::DType::F32;
+  std::vector<uint64_t> shape;
+  uint64_t offset = 0, size = 0;  // where its bytes lie in the spool
+};
+
+// The candidate's outputs, as --store-outputs keeps them until the run is written: spooled to an
+// anonymous file beside the session (O_TMPFILE: it has no name, so nothing can be planted at it and
+// a killed replay leaves nothing behind), not held in memory, so a replay's memory stays flat
+// however many calls it keeps; read back one output at a time when the run is written.
+class OutputSpool {
+ public:
+  OutputSpool() = default;
+  OutputSpool(const OutputSpool&) = delete;
+  OutputSpool& operator=(const OutputSpool&) = delete;
+  ~OutputSpool() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void add(const std::string& besideSession, KeptOutput k, const store::Tensor& t) {
+    if (fd_ < 0) open(besideSession);
+    k.dtype = t.dtype;
+    k.shape = t.shape;
+    k.offset = end_;
+    k.size = t.bytes.size();
+    for (uint64_t done = 0; done < k.size;) {
+      const ssize_t n = ::pwrite(fd_, t.bytes.data() + done, std::size_t(k.size - done), off_t(end_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error(std::string("cannot keep the candidate's outputs: ") + std::strerror(errno));
+      done += uint64_t(n);
+    }
+    end_ += k.size;
+    kept_.push_back(std::move(k));
+  }
+  const std::vector<KeptOutput>& kept() const { return kept_; }
+  bool empty() const { return kept_.empty(); }
+  store::Tensor read(const KeptOutput& k) const {
+    store::Tensor t;
+    t.dtype = k.dtype;
+    t.shape = k.shape;
+    t.bytes.resize(std::size_t(k.size));
+    for (uint64_t done = 0; done < k.size;) {
+      const ssize_t n = ::pread(fd_, t.bytes.data() + done, std::size_t(k.size - done), off_t(k.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("cannot read back the candidate's kept outputs");
+      done += uint64_t(n);
+    }
+    return t;
+  }
+
+ private:
+  void open(const std::string& besideSession) {
+    const std::string::size_type slash = besideSession.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : besideSession.substr(0, std::max<std::size_t>(slash, 1));
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {  // no O_TMPFILE there
+      const std::string name = dir + "/.peat-outputs-" + std::to_string(::getpid()) + ".spool";
+      fd_ = ::open(name.c_str(), O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC, 0600);
+      if (fd_ >= 0) ::unlink(name.c_str());  // nameless from here on, as O_TMPFILE's
+    }
+    if (fd_ < 0)
+      throw std::runtime_error("cannot keep the candidate's outputs beside '" + besideSession + "': " + std::strerror(errno));
+  }
+  int fd_ = -1;
+  uint64_t end_ = 0;
+  std::vector<KeptOutput> kept_;
 };
 
 // What a replay gathers while the recorded session is open, for the run it writes after.
@@ -37,7 +104,7 @@ struct Replay {
   Table injections = injectionTable();
   Curve goldenCurve, candidateCurve;
   store::RunInfo source;
-  std::vector<KeptOutput> kept;
+  OutputSpool kept;
   std::string campaign;
   KernelFailures failures;
 };
@@ -162,7 +229,7 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
       analyzer::summarize(recorded.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(recorded.numel()));
   keepWorst(p.r.worst, e);
   addCallError(p.errors, c.id, call.variant, e);
-  if (o.storeOutputs) p.kept.push_back({c.id, c.params, fromTorch(candidate)});
+  if (o.storeOutputs) p.kept.add(o.out.empty() ? o.session : o.out, {c.id, c.params, {}, {}, 0, 0}, fromTorch(candidate));
   const auto log = kernel.takeInjections();
   p.r.injections += int64_t(log.size());
   addInjections(p.injections, log);
@@ -327,13 +394,14 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
   if (!p.kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run
     w.setCallCompression(4);
     int64_t open = -1;
-    for (const KeptOutput& k : p.kept) {
+    for (const KeptOutput& k : p.kept.kept()) {
       if (k.id.iteration != open) {
         if (open >= 0) w.endIteration();
         w.beginIteration(k.id.iteration);
         open = k.id.iteration;
       }
-      w.recordCall(k.id, {{"output", k.output.view()}}, k.params);
+      const store::Tensor output = p.kept.read(k);
+      w.recordCall(k.id, {{"output", output.view()}}, k.params);
     }
     w.endIteration();
     w.setRunAttribute("stored_outputs", "1");
