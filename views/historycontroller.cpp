@@ -2,6 +2,8 @@
 #include "views/historycontroller.h"
 
 #include <QAction>
+#include <QApplication>
+#include <QMouseEvent>
 #include <QItemSelectionModel>
 #include <QKeySequence>
 #include <QTreeView>
@@ -9,13 +11,36 @@
 namespace peat::views {
 
 HistoryController::HistoryController(QTreeView* tree, QObject* parent) : QObject(parent), tree_(tree) {
+  // One binding per key: the platform's Back/Forward keys where they differ from Alt+Left/Right
+  // (on Linux they are the same, and binding a key twice made Qt call it an ambiguous overload, so
+  // Alt+Left and Alt+Right did nothing).
+  auto bindings = [](const QKeySequence& mine, QKeySequence::StandardKey platform) {
+    QList<QKeySequence> keys{mine};
+    for (const QKeySequence& k : QKeySequence::keyBindings(platform))
+      if (!keys.contains(k)) keys << k;
+    return keys;
+  };
   back_ = new QAction(tr("&Back"), this);
-  back_->setShortcuts({QKeySequence(Qt::ALT | Qt::Key_Left), QKeySequence(QKeySequence::Back)});
+  back_->setShortcuts(bindings(QKeySequence(Qt::ALT | Qt::Key_Left), QKeySequence::Back));
   connect(back_, &QAction::triggered, this, [this] { goBack(); });
   forward_ = new QAction(tr("&Forward"), this);
-  forward_->setShortcuts({QKeySequence(Qt::ALT | Qt::Key_Right), QKeySequence(QKeySequence::Forward)});
+  forward_->setShortcuts(bindings(QKeySequence(Qt::ALT | Qt::Key_Right), QKeySequence::Forward));
   connect(forward_, &QAction::triggered, this, [this] { goForward(); });
   updateActions();
+  qApp->installEventFilter(this);
+}
+
+bool HistoryController::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::MouseButtonPress) {
+    auto* widget = qobject_cast<QWidget*>(watched);
+    const auto button = static_cast<QMouseEvent*>(event)->button();
+    if (widget && widget->window() == tree_->window() && (button == Qt::BackButton || button == Qt::ForwardButton)) {
+      if (button == Qt::BackButton) goBack();
+      else goForward();
+      return true;
+    }
+  }
+  return QObject::eventFilter(watched, event);
 }
 
 void HistoryController::record() {

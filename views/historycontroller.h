@@ -23,6 +23,10 @@ class HistoryController : public QObject {
   bool goForward() { return goTo(at_ + 1); }
   void clear();
 
+ protected:
+  // the mouse's back and forward buttons, anywhere in the tree's window
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   bool goTo(int position);
   void updateActions();

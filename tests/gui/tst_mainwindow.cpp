@@ -388,6 +388,21 @@ void TestMainWindow::historyGoesBackAndForward() {
   select(a);
   select(b);
   QVERIFY(back->isEnabled());
+  // the keys themselves, as a user presses them (bound once each: a key bound twice does nothing)
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  tree->setFocus();
+  QTest::keyClick(tree, Qt::Key_Left, Qt::AltModifier);
+  QVERIFY(peat::testsupport::settle(w));
+  QCOMPARE(tree->selectionModel()->currentIndex(), a);
+  QTest::keyClick(tree, Qt::Key_Right, Qt::AltModifier);
+  QVERIFY(peat::testsupport::settle(w));
+  QCOMPARE(tree->selectionModel()->currentIndex(), b);
+  // and the mouse's back and forward buttons
+  QTest::mouseClick(tree->viewport(), Qt::BackButton);
+  QCOMPARE(tree->selectionModel()->currentIndex(), a);
+  QTest::mouseClick(tree->viewport(), Qt::ForwardButton);
+  QCOMPARE(tree->selectionModel()->currentIndex(), b);
   back->trigger();
   QCOMPARE(tree->selectionModel()->currentIndex(), a);
   QVERIFY(!w.goBack());  // the first page
