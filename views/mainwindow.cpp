@@ -388,7 +388,8 @@ void MainWindow::closeSession() {
   selection_->reset(tr("No session is open"));
   session_ = SessionState{};
   model_->clear();
-  overview_->showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
+  overview_->showNothing(tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or "
+                            "Help > Tour (F1)."));
   statusSession_->setText(tr("No session"));
   setWindowTitle(tr("PEAT Workbench"));
 }

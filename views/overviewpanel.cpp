@@ -29,7 +29,8 @@ OverviewPanel::OverviewPanel(QWidget* parent) : QWidget(parent) {
   table_->setAlternatingRowColors(true);
   layout->addWidget(title_);
   layout->addWidget(table_, 1);
-  showNothing(tr("Open a session with File > Open Session (Ctrl+O)."));
+  showNothing(tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or "
+                            "Help > Tour (F1)."));
 }
 
 void OverviewPanel::showNothing(const QString& hint) {
