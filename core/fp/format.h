@@ -90,7 +90,8 @@ float decode(const Format& f, uint32_t bits);
 // fp32 rounded through the format and back.
 inline float roundTo(const Format& f, float x, Overflow o = Overflow::Standard) { return decode(f, encode(f, x, o)); }
 // roundTo over an array, in place. Formats with fp32's exponent range (bf16, tf32) take a fast path
-// that rounds the fp32 encoding directly; the results equal roundTo's for every input.
+// that rounds the fp32 encoding directly, narrower ones (fp16, fp8, fp6, fp4) one within their finite
+// range; the results equal roundTo's for every input.
 void roundInPlace(const Format& f, float* data, std::size_t count, Overflow o = Overflow::Standard);
 
 inline uint32_t bitsOf(float x) {

@@ -305,7 +305,7 @@ void TestFp::formatByName() {
 void TestFp::roundInPlaceMatchesRoundTo_data() {
   QTest::addColumn<QString>("format");
   QTest::addColumn<bool>("saturate");
-  for (const char* name : {"bf16", "tf32", "fp16", "e4m3", "e5m2"}) {
+  for (const char* name : {"bf16", "tf32", "fp16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1"}) {
     QTest::newRow(qPrintable(QStringLiteral("%1 standard").arg(QLatin1String(name)))) << name << false;
     QTest::newRow(qPrintable(QStringLiteral("%1 saturate").arg(QLatin1String(name)))) << name << true;
   }
@@ -323,6 +323,21 @@ void TestFp::roundInPlaceMatchesRoundTo() {
   for (int i = 0; i < 1 << 20; ++i) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     values.push_back(floatOf(uint32_t(state >> 32)));
+  }
+  // and values across the format's own range (its subnormals, normals and just past its largest),
+  // with the exact midpoints between neighbouring codes (ties) and their float neighbours
+  for (int i = 0; i < 1 << 20; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int lowest = 1 - f.bias - f.manBits - 3, span = (1 << f.expBits) + f.manBits + 6;
+    const int e = lowest + int((state >> 40) % uint64_t(span));
+    const float v = std::ldexp(1.0f + float((state >> 16) & 0xffffff) / 16777216.0f, e);
+    values.push_back((state >> 63) ? -v : v);
+  }
+  for (uint32_t code = 0; code <= f.allMask(); ++code) {
+    const float a = decode(f, code), b = decode(f, code + 1 <= f.allMask() ? code + 1 : code);
+    if (!std::isfinite(a) || !std::isfinite(b)) continue;
+    const float mid = (a + b) / 2;  // exact: neighbours differ by a power of two that float holds
+    for (float v : {mid, std::nextafter(mid, INFINITY), std::nextafter(mid, -INFINITY), a}) values.push_back(v);
   }
   const float top = decode(f, maxFinite(f));
   for (float v : {top, std::nextafter(top, INFINITY), top * 1.0078125f, top * 1.01f, INFINITY,
