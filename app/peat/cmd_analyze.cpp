@@ -17,6 +17,7 @@
 #include "core/io/tensor_source.h"
 #include "core/util/events.h"
 #include "core/util/json_writer.h"
+#include "core/util/text.h"
 #include "gpu/backend.h"
 
 namespace peat::cli {
@@ -230,14 +231,18 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   }
   std::printf("%-32s %-10s %-8s %12s %12s %12s  %s\n", "call", "layer", "op", "mismatched", "max |err|", "p99 |err|",
               "verdict");
+  // layer and op names come from the session (someone else's, perhaps): printed escaped
+  auto safe = [](const std::string& text) { return util::printable(text); };
   for (const analyzer::CallAnalysis& c : a.calls)
-    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s%s %.2f\n", c.call.c_str(), c.layer.c_str(), c.op.c_str(),
+    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s%s %.2f\n", safe(c.call).c_str(), safe(c.layer).c_str(),
+                safe(c.op).c_str(),
                 (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
                 c.detection.verdict.model.c_str(), parameters(c.detection.verdict).c_str(),
                 c.detection.verdict.confidence);
   for (const analyzer::KernelFailure& f : a.failures)
-    std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", f.call.c_str(), f.layer.c_str(), f.op.c_str(), "-", "-",
-                "-", f.detection.verdict.model.c_str(), f.detection.verdict.parameters.at("outcome").c_str(),
+    std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", safe(f.call).c_str(), safe(f.layer).c_str(),
+                safe(f.op).c_str(), "-", "-", "-", f.detection.verdict.model.c_str(),
+                safe(f.detection.verdict.parameters.at("outcome")).c_str(),
                 f.detection.verdict.confidence);
   // The criteria users apply, per op: the reference rule's passes, the lowest cosine, the largest
   // relative error and its share above 1e-3 (worst call)
@@ -258,7 +263,7 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   std::printf("criteria    per op: lowest cosine, largest relative error, most elements off by 1e-3 in a call; "
               "FlashAttention's rule (max error against float64 <= 2x PyTorch's + 1e-5)\n");
   for (const auto& [op, o] : perOp) {
-    std::printf("  %-12s %4d calls  cos %.6f  max rel %.3g  rel>1e-3 %.1f%%  ", op.c_str(), o.calls, o.cosine, o.maxRel,
+    std::printf("  %-12s %4d calls  cos %.6f  max rel %.3g  rel>1e-3 %.1f%%  ", safe(op).c_str(), o.calls, o.cosine, o.maxRel,
                 100 * o.above3);
     if (o.evaluated) std::printf("2x rule: %d of %d pass\n", o.passed, o.evaluated);
     else std::printf("2x rule: no float64 recomputation of this op\n");

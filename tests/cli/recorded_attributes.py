@@ -102,5 +102,17 @@ for args in (["info", path], ["info", "--calls", path], ["info", "--verify", pat
     if args == ["info", path]:
         H.check(b"\\x1b[2J" in out, "the run name's escape is shown as text (\\x1b)")
 
+# analyze's per-call table prints layer names from the session: escaped too
+path = variant("layer-escapes", lambda f: None)
+subprocess.run([PEAT, "playback", "-s", path, "-k", "fp16", "--store-outputs", "--name", "fresh"], env=ENV, check=True,
+               stdout=subprocess.DEVNULL)
+with h5py.File(path, "r+") as f:
+    for run in ("golden", "fresh"):
+        f[f"runs/{run}/iterations/000000/calls/000000"].attrs["layer"] = "fc\x1b]0;retitled\x07\x1b[2J"
+rc, out, lines, _, _ = measured(["analyze", "--session", path, "--run", "fresh"])
+bad = sorted({b for b in out + "\n".join(lines).encode() if b in CONTROL})
+H.check(rc == 0 and not bad and b"fc\\x1b]0;retitled" in out,
+        f"peat analyze --session: exit {rc}, control bytes printed: {bad}: {lines[:1]}")
+
 shutil.rmtree(WORK, ignore_errors=True)
 H.exit()
