@@ -5,6 +5,8 @@
 #include "core/analysis/session_analysis.h"
 
 #include <atomic>
+#include <exception>
+#include <mutex>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,7 @@
 
 #include "core/analysis/stored_analysis.h"
 #include "core/detector/op_replay.h"
+#include "core/store/h5.h"
 #include "core/store/session.h"
 #include "core/store/table.h"
 #include "core/util/parallel.h"
@@ -319,7 +322,6 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
     std::vector<CallAnalysis> results(todo.size());
     std::atomic<int64_t> next{0}, done{0};
-    std::atomic<bool> stop{false};
     auto analyseOne = [&](const store::CallInfo& c) -> CallAnalysis {
         auto g = recorded.find(c.path);
         if (g == recorded.end()) throw std::invalid_argument("call " + c.path + " is not in run '" + out.sourceRun + "'");
@@ -441,18 +443,29 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           judgeWithDeclared(a.detection.verdict, c.id.op, variant, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
         return a;
     };
+    // a failed call: the earliest in call order is reported, as one worker would (not the first in time)
+    std::mutex failureMutex;
+    int64_t failedAt = total;
+    std::exception_ptr failure;
     util::parallelFor(workers, [&](unsigned worker) {
-      try {
-        for (int64_t i; !stop && (i = next++) < total;) {
-          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)]);
-          const int64_t finished = ++done;
-          if (worker == 0 && progress) progress(finished, total);
+      h5::silenceLibraryDiagnostics();  // HDF5 prints its own errors per thread unless told not to
+      for (int64_t i; (i = next++) < total;) {
+        {
+          const std::lock_guard<std::mutex> lock(failureMutex);
+          if (i > failedAt) break;  // calls after a failed one are not needed; earlier ones still are
         }
-      } catch (...) {
-        stop = true;  // the other workers end after their current call; the first error is rethrown
-        throw;
+        try {
+          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)]);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(failureMutex);
+          if (i < failedAt) failedAt = i, failure = std::current_exception();
+          continue;
+        }
+        const int64_t finished = ++done;
+        if (worker == 0 && progress) progress(finished, total);
       }
     });
+    if (failure) std::rethrow_exception(failure);
     if (progress && total) progress(total, total);
     out.calls = std::move(results);
     out.failures = kernelFailures(reader, cand, source, call);

@@ -294,7 +294,8 @@ bool commitNow(JournalFile& f) {
   }
   crashPoint("journal");
   if (!applyJournal(f.fd, j, j.pages.size() / 2) || (f.durable && ::fdatasync(f.fd) != 0)) return false;
-  ::unlink(f.journal.c_str());
+  // the next commit creates the journal anew (O_EXCL): one left here would fail every commit after
+  if (::unlink(f.journal.c_str()) != 0 && errno != ENOENT) return false;
   if (f.truncateTo != kNoSize) f.eof = f.truncateTo;
   f.held.clear();
   f.truncateTo = kNoSize;

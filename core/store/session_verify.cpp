@@ -77,11 +77,16 @@ void decodeEveryChunk(const h5::Dataset& ds) {
   std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)), 0);
   if (rank > 0) H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
   const hsize_t rows = rank == 0 ? 1 : dims[0];
-  hsize_t perRow = 1;
-  for (int i = 1; i < rank; ++i) perRow *= dims[std::size_t(i)];
   constexpr std::size_t kSlabBytes = std::size_t(64) << 20;
-  const hsize_t step = std::max<hsize_t>(1, hsize_t(kSlabBytes / (rowBytes * std::max<hsize_t>(1, perRow))));
-  if (perRow * rowBytes > kSlabBytes) throw h5::Error(h5::kRefused, path, "has rows too large to check");
+  // a row's bytes, overflow-checked (a crafted file may declare [1, 2^62]: a wrapped product would
+  // divide by zero below or size the buffer short of what H5Dread writes)
+  uint64_t rowTotal = rowBytes;
+  for (int i = 1; i < rank; ++i)
+    if (__builtin_mul_overflow(rowTotal, uint64_t(dims[std::size_t(i)]), &rowTotal) || rowTotal > kSlabBytes)
+      throw h5::Error(h5::kRefused, path, "has rows too large to check");
+  if (rowTotal == 0) return;  // nothing stored
+  const hsize_t perRow = hsize_t(rowTotal / rowBytes);
+  const hsize_t step = std::max<hsize_t>(1, hsize_t(kSlabBytes / rowTotal));
   std::vector<unsigned char> buffer;
   for (hsize_t at = 0; at < rows; at += step) {
     const hsize_t n = std::min(step, rows - at);
@@ -97,8 +102,10 @@ void decodeEveryChunk(const h5::Dataset& ds) {
       memory = h5::Handle(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
     }
     const hid_t fileSpace = rank > 0 ? file.id() : H5S_ALL, memorySpace = memory.valid() ? memory.id() : H5S_ALL;
-    if (H5Dread(ds.id(), native.id(), memorySpace, fileSpace, H5P_DEFAULT, buffer.data()) < 0)
+    if (H5Dread(ds.id(), native.id(), memorySpace, fileSpace, H5P_DEFAULT, buffer.data()) < 0) {
+      if (variable) H5Dvlen_reclaim(native.id(), memory.valid() ? memory.id() : space.id(), H5P_DEFAULT, buffer.data());
       throw h5::Error("H5Dread", path, "a chunk cannot be decoded: the table is damaged");
+    }
     if (variable) H5Dvlen_reclaim(native.id(), memory.valid() ? memory.id() : space.id(), H5P_DEFAULT, buffer.data());
   }
 }

@@ -86,12 +86,19 @@ SessionWriter::SessionWriter(const std::string& path, Provenance p, WriteMode mo
                               : path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." +
                                     path.substr(slash == std::string::npos ? 0 : slash + 1) + ".partial-" +
                                     std::to_string(::getpid());
+  if (mode != WriteMode::Append && ::lstat(staging.c_str(), &st) == 0) {
+    // a plain file at the hidden name is the leftover of a killed writer with this pid (common in
+    // containers, where pids repeat): removed; anything else there (a link) is refused below
+    if (S_ISREG(st.st_mode)) ::unlink(staging.c_str());
+  }
   try {
-    // the staging file is made anew (O_EXCL|O_NOFOLLOW): a file or link planted at its name is refused
+    // the staging file is made anew (O_EXCL|O_NOFOLLOW): a link planted at its name is refused
     d = std::make_unique<Impl>(lock, staging, mode == WriteMode::Append ? mode : WriteMode::Create);
   } catch (const h5::Error& e) {
     const std::string why = e.detail().empty() ? e.what() : e.detail();
-    if (mode != WriteMode::Append && ::lstat(staging.c_str(), &st) == 0)
+    if (mode != WriteMode::Append && ::lstat(staging.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      ::unlink(staging.c_str());  // made by this attempt (a full disk, say): nothing of it is kept
+    else if (mode != WriteMode::Append && ::lstat(staging.c_str(), &st) == 0)
       throw SessionError("cannot create session '" + path + "': its temporary name '" + staging +
                          "' is taken (peat never writes through a file or link there): remove it");
     if (why.find("unable to lock file") != std::string::npos)

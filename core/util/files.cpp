@@ -66,7 +66,15 @@ void writeFileAtomically(const std::string& path, bool overwrite,
     if (fd < 0 && errno != EEXIST) throw FileRefused("cannot write " + quoted(path) + ": " + std::strerror(errno));
   }
   if (fd < 0) throw FileRefused("cannot write " + quoted(path) + ": no free temporary name beside it");
-  bool ok = write(fd, temporary);
+  bool ok = false;
+  errno = 0;  // a writer that fails without setting errno (an image codec) is told as EIO, not a stale errno
+  try {
+    ok = write(fd, temporary);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
   int err = ok ? 0 : (errno ? errno : EIO);
   if (ok && ::fsync(fd) != 0) ok = false, err = errno;
   if (::close(fd) != 0 && ok) ok = false, err = errno;

@@ -224,7 +224,13 @@ def garbage_table(f):
     ds.id.write_direct_chunk((0,), b"\x00garbage, not deflate" * 3, 0)
 
 
-for name, change, needle in (("output-strings", output_as("strings"), "holds strings, not numbers"),
+def huge_table(f):  # rows of 2^62 compound elements: their byte count overflows 64 bits
+    f.create_dataset("runs/golden/tables/huge", shape=(1, 1 << 62), chunks=(1, 1),
+                     dtype=[("a", "<f4"), ("b", "<i4")])
+
+
+for name, change, needle in (("table-huge-rows", huge_table, "tables/huge"),
+                             ("output-strings", output_as("strings"), "holds strings, not numbers"),
                              ("output-compound", output_as("compound"), "holds compound records, not numbers"),
                              ("output-enum", output_as("enum"), "holds enumerations, not numbers"),
                              ("table-garbage-chunk", garbage_table, "tables/curve")):
