@@ -295,8 +295,8 @@ void refuseExternalLink(hid_t group, const std::string& name, const std::string&
 // The filters a dataset's chunks pass through: only those peat writes (shuffle, then deflate) and
 // the Fletcher-32 checksum h5py adds on request, each with the parameters libhdf5 itself sets. A
 // crafted pipeline (shuffle declaring another element size, n-bit or scale-offset with garbage
-// parameters) makes libhdf5's decoder write outside its buffers in H5Dread, so it is refused when
-// the dataset is opened, before any of its data is read (the probe helper opens every dataset).
+// parameters) crashed H5Dread in an audit (SIGSEGV in peat itself), so it is refused when the
+// dataset is opened, before any of its data is read (the probe helper opens every dataset).
 void refuseUnsafeFilters(hid_t dataset, hid_t dcpl, const std::string& path) {
   const int filters = H5Pget_nfilters(dcpl);
   if (filters < 0) throw Error(kRefused, path, "has a filter pipeline libhdf5 cannot read");

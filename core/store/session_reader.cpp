@@ -213,8 +213,6 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }
-  // the summary opened every dataset of every call: the blocks HDF5 kept on its free lists go back
-  H5garbage_collect();
   // A run still "running" whose writer is gone (killed, or stopped by a full disk before it could
   // mark the run failed) is shown as interrupted: no live process holds the file's write lock.
   const bool anyRunning = std::any_of(s.runs.begin(), s.runs.end(), [](const RunInfo& r) { return r.status == "running"; });

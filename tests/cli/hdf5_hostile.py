@@ -16,8 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import zlib
 
@@ -26,6 +24,7 @@ from h5py import h5d, h5p, h5s, h5t
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import peattest  # noqa: E402
 from peattest import Harness  # noqa: E402
 
 PEAT, RECORDED = sys.argv[1], sys.argv[2]
@@ -37,18 +36,8 @@ ENV = dict(os.environ, PEAT_PROBE_CACHE="off")
 
 def measured(args):
     """Runs peat ARGS; (exit code, stderr lines, seconds, largest RSS of it and its helpers in MiB)."""
-    err = open(os.path.join(WORK, "stderr"), "w+")
-    start = time.time()
-    p = subprocess.Popen([PEAT, *args], stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-    killer = threading.Timer(60, p.kill)
-    killer.start()
-    _, status, usage = os.wait4(p.pid, 0)
-    killer.cancel()
-    seconds = time.time() - start
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err.seek(0)
-    lines = [l.rstrip("\n") for l in err if l.strip()]
-    return p.returncode, lines, seconds, usage.ru_maxrss / 1024
+    m = peattest.measured(PEAT, args, ENV)
+    return m.rc, m.lines, m.seconds, m.rss
 
 
 def variant(name, change):

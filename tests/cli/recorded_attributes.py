@@ -16,12 +16,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import peattest  # noqa: E402
 from peattest import Harness  # noqa: E402
 
 PEAT, RECORDED = sys.argv[1], sys.argv[2]
@@ -32,17 +31,8 @@ ENV = dict(os.environ, PEAT_PROBE_CACHE="off")
 
 def measured(args):
     """peat ARGS: (exit code, stdout bytes, stderr lines, seconds, largest RSS in MiB); killed after 120 s."""
-    out, err = open(os.path.join(WORK, "out"), "w+b"), open(os.path.join(WORK, "err"), "w+")
-    start = time.time()
-    p = subprocess.Popen([PEAT, *args], stdout=out, stderr=err, env=ENV)
-    killer = threading.Timer(120, p.kill)
-    killer.start()
-    _, status, usage = os.wait4(p.pid, 0)
-    killer.cancel()
-    out.seek(0)
-    err.seek(0)
-    return (os.waitstatus_to_exitcode(status), out.read(), [l.rstrip("\n") for l in err if l.strip()],
-            time.time() - start, usage.ru_maxrss / 1024)
+    m = peattest.measured(PEAT, args, ENV, timeout=120)
+    return m.rc, m.stdout, m.lines, m.seconds, m.rss
 
 
 def variant(name, change):

@@ -13,8 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 import onnx
@@ -23,6 +21,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import peattest  # noqa: E402
 from peattest import Harness  # noqa: E402
 
 PEAT = sys.argv[1]
@@ -64,17 +63,7 @@ for name, nodes, inits, out_shape, needle in bombs:
     path = model(name, nodes, inits, out_shape)
     for args in (["save", "inspect", "-m", path], ["save", "analyze", "-m", path, "--input-range", "0,1"],
                  ["save", "run", "-m", path, "-i", x]):
-        err = open(os.path.join(WORK, "err"), "w+")
-        start = time.time()
-        p = subprocess.Popen([PEAT, *args], stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-        killer = threading.Timer(60, p.kill)
-        killer.start()
-        _, status, usage = os.wait4(p.pid, 0)
-        killer.cancel()
-        seconds, cpu = time.time() - start, usage.ru_utime + usage.ru_stime
-        err.seek(0)
-        lines = [l.rstrip("\n") for l in err if l.strip()]
-        rc, rss = os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024
+        rc, _, lines, seconds, cpu, rss = peattest.measured(PEAT, args, ENV)
         ok = rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and needle in lines[0]
         H.check(ok and cpu < 1.0 and rss < 300,
                 f"{name}: peat {args[0]} {args[1]}: exit {rc} in {seconds:.2f} s ({cpu:.2f} s CPU), largest process "

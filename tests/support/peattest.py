@@ -1,8 +1,33 @@
 # SPDX-License-Identifier: MIT
 """What the Python end-to-end tests share: a list of checks that prints each result, `peat` runs
-that stop the script on an unexpected exit status, and the one-error-line check for bad input."""
+that stop the script on an unexpected exit status, the one-error-line check for bad input, and a
+run measured for time and memory (hostile inputs must be refused fast and small)."""
+import collections
+import os
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+
+Measured = collections.namedtuple("Measured", "rc stdout lines seconds cpu rss")
+
+
+def measured(peat, args, env=None, timeout=60):
+    """Runs peat ARGS, killed after TIMEOUT s: its exit code, standard output (bytes), standard error's
+    non-blank lines, wall and CPU seconds, and the largest RSS in MiB of it and the helpers it waited for."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile("w+") as err:
+        start = time.time()
+        p = subprocess.Popen([peat, *map(str, args)], stdout=out, stderr=err, env=env)
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        killer.cancel()
+        seconds = time.time() - start
+        out.seek(0)
+        err.seek(0)
+        return Measured(os.waitstatus_to_exitcode(status), out.read(), [l.rstrip("\n") for l in err if l.strip()],
+                        seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
 class Harness:
