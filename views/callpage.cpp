@@ -65,7 +65,7 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   split_ = new QSplitter(Qt::Horizontal, stack_);
   details_ = new QTextBrowser(split_);
   details_->setOpenLinks(false);
-  details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 30);
+  details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 22);
   plots_ = new ErrorPlotPanel(split_);
   split_->addWidget(details_);
   split_->addWidget(plots_);

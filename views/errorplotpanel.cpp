@@ -50,7 +50,7 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
                            "calls keep the tiles their analysis stored (peat analyze -s SESSION --run RUN --tile 1x32)."));
   for (QComboBox* box : {scaleBox_, groupBox_}) {  // narrow panels elide the choices instead of widening the window
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    box->setMinimumContentsLength(10);
+    box->setMinimumContentsLength(6);
   }
   auto* top = new QHBoxLayout;
   top->addWidget(scaleBox_, 1);
@@ -77,8 +77,11 @@ ErrorPlotPanel::ErrorPlotPanel(QWidget* parent) : QWidget(parent) {
     const auto tile = tileAt(event->position());
     if (tile) emit tileClicked(tile->first, tile->second);
   });
-  plot_->setMinimumHeight(160);
-  bits_->setMinimumHeight(120);
+  // explicit minimums: layouts then ignore the plots' own hints, which follow their legends and
+  // colour scales, so a call with a wider legend never widens the window
+  plot_->setMinimumSize(160, 120);
+  bits_->setMinimumSize(160, 100);
+  map_->setMinimumSize(160, 100);
   plot_->setToolTip(tr("How many elements of the call's output differ from the golden kernel's by each power of two.\n"
                        "Select several calls (Ctrl+click) to overlay them."));
   bits_->setToolTip(tr("Elements whose bit differs, per bit position: 31 is the sign, 30-23 the exponent, 22-0 the mantissa.\n"

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -38,7 +39,7 @@ class LayerMapCanvas : public QWidget {
  public:
   explicit LayerMapCanvas(LayerMapView* view) : QWidget(view), view_(view) {
     setMouseTracking(true);
-    setMinimumSize(360, 240);
+    setMinimumSize(300, 180);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   }
 
@@ -371,7 +372,14 @@ LayerMapView::LayerMapView(QWidget* parent) : QWidget(parent) {
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout->addWidget(summary_);
+  // a long summary scrolls in at most six lines, so a short window leaves the map its room
+  auto* summaryScroll = new QScrollArea(this);
+  summaryScroll->setWidget(summary_);
+  summaryScroll->setWidgetResizable(true);
+  summaryScroll->setFrameShape(QFrame::NoFrame);
+  summaryScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  summaryScroll->setMaximumHeight(6 * fontMetrics().lineSpacing() + 4);
+  layout->addWidget(summaryScroll);
   canvas_ = new LayerMapCanvas(this);
   layout->addWidget(canvas_, 1);
   hover_ = new QLabel(this);

@@ -17,6 +17,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -200,12 +201,19 @@ void MainWindow::createDocks() {
   for (const gpu::BackendProbe& b : backends)
     for (const gpu::DeviceInfo& d : b.devices) usable << QStringLiteral("%1:%2").arg(QString::fromStdString(b.name)).arg(d.index);
   runPanel_->setDevices(usable);
-  QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runPanel_, Qt::RightDockWidgetArea);
+  // the run form scrolls in a short or narrow dock rather than widening the window past the screen
+  auto* runScroll = new QScrollArea(this);
+  runScroll->setWidget(runPanel_);
+  runScroll->setWidgetResizable(true);
+  runScroll->setFrameShape(QFrame::NoFrame);
+  QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runScroll, Qt::RightDockWidgetArea);
+  runDock_ = runDock;
   tabifyDockWidget(plotDock, runDock);
   plotDock->raise();
   QDockWidget* verdictDock =
       dock(tr("Detector verdicts"), QStringLiteral("VerdictDock"), verdicts_->table(), Qt::BottomDockWidgetArea);
   QDockWidget* explainDock = dock(tr("Explain"), QStringLiteral("ExplainDock"), explain_, Qt::RightDockWidgetArea);
+  explainDock_ = explainDock;
   tabifyDockWidget(plotDock, explainDock);
   // the call page at the centre holds one call's plots; the dock overlays several calls
   explainDock->raise();
@@ -214,7 +222,9 @@ void MainWindow::createDocks() {
   // share); a saved layout (QSettings) replaces them.
   firstLayout_ = [this, sessionDock, plotDock, verdictDock] {
     const int width = this->width();
-    resizeDocks({sessionDock, plotDock}, {std::max(240, width * 22 / 100), std::max(300, width * 28 / 100)}, Qt::Horizontal);
+    // a small screen leaves the page at the centre the larger share
+    resizeDocks({sessionDock, plotDock}, {std::clamp(width * 22 / 100, 200, 420), std::clamp(width * 26 / 100, 220, 520)},
+                Qt::Horizontal);
     resizeDocks({verdictDock}, {std::max(140, height() * 22 / 100)}, Qt::Vertical);
   };
 }
@@ -416,11 +426,11 @@ bool MainWindow::openDemo() { return tourScript_->openDemo(); }
 TourPanel* MainWindow::tourPanel() const { return tourScript_->panel(); }
 
 void MainWindow::showRunPanel() {
-  runPanel_->parentWidget()->show();  // its dock
-  runPanel_->parentWidget()->raise();
+  runDock_->show();
+  runDock_->raise();
 }
 
-void MainWindow::raiseExplain() { explain_->parentWidget()->raise(); }
+void MainWindow::raiseExplain() { explainDock_->raise(); }
 
 bool MainWindow::selectItem(const QString& path) {
   lastError_.clear();

@@ -181,6 +181,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* compare_;
   ExplainPanel* explain_;
   RunPanel* runPanel_;
+  QDockWidget *runDock_ = nullptr, *explainDock_ = nullptr;
   // what the pages show, and the tools beside them
   VerdictController* verdicts_;
   PairController* pairs_;

@@ -45,6 +45,9 @@ inline void followPalette(QCustomPlot* plot) {
 // A new plot that follows the palette and tracks the mouse (for its tooltips).
 inline QCustomPlot* newTrackingPlot(QWidget* parent) {
   auto* plot = new QCustomPlot(parent);
+  // an explicit minimum: layouts then ignore the plot's own hint, which follows its legend and
+  // labels, so new data never widens the window
+  plot->setMinimumSize(160, 120);
   plot->setMouseTracking(true);
   followPalette(plot);
   return plot;

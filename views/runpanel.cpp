@@ -297,7 +297,8 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   form_->addRow(QString(), analyze_);
   // profile, runtime FI and a Python recording write a whole session file: a free name beside an
   // existing one by default (lenet-2.h5), or the file replaced when asked
-  replace_ = new QCheckBox(tr("replace the session file if it exists (else a free name beside it)"), this);
+  replace_ = new QCheckBox(tr("replace an existing session file"), this);
+  replace_->setToolTip(tr("Replace the session file if it exists; unchecked, the run writes a free name beside it (lenet-2.h5)"));
   form_->addRow(QString(), replace_);
 
   auto* buttons = new QHBoxLayout;

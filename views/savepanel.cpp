@@ -74,6 +74,7 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   layerBox_ = new QComboBox(tilePage);
   layerBox_->setToolTip(tr("The layer whose tiles are shown"));
   tileInfo_ = new QLabel(tilePage);
+  tileInfo_->setWordWrap(true);  // a long layer summary wraps instead of widening the window
   tiles_ = newPlot(tilePage);
   tiles_->setToolTip(tr("Each cell is one tile of the layer's output, coloured by its share of type-2 values\n"
                         "(values with a vulnerable bit). Framed cells sit in reliable memory."));

@@ -26,8 +26,12 @@
 namespace peat::views {
 
 namespace {
-void raiseDockOf(QWidget* content) {
-  if (auto* d = qobject_cast<QDockWidget*>(content->parentWidget())) d->raise();
+void raiseDockOf(QWidget* content) {  // the dock holding it, through a scroll area if there is one
+  for (QWidget* w = content->parentWidget(); w; w = w->parentWidget())
+    if (auto* d = qobject_cast<QDockWidget*>(w)) {
+      d->raise();
+      return;
+    }
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "views/bitexplorer.h"
 #include "views/curvepanel.h"
@@ -43,6 +44,7 @@ void TourController::show() {
     window_->addDockWidget(Qt::LeftDockWidgetArea, dock_);
     if (auto* devices = window_->findChild<QDockWidget*>(QStringLiteral("DevicesDock"))) window_->tabifyDockWidget(devices, dock_);
     connect(panel_, &TourPanel::left, dock_, &QWidget::hide);
+    connect(panel_, &TourPanel::left, this, &TourController::returnToSession);
     panel_->setSteps(steps());
   }
   dock_->show();
@@ -69,16 +71,13 @@ void TourController::start() {
     emit ready();
     return;
   }
-  if (!session_->path.isEmpty()) {  // otherwise on the demo session in a second window, beside this one
-    auto* other = new MainWindow;
-    other->setAttribute(Qt::WA_DeleteOnClose);
-    other->resize(window_->size());
-    other->move(window_->pos() + QPoint(40, 40));
-    other->show();
-    other->startTour();
+  if (!session_->path.isEmpty()) {
+    // otherwise in place, on the demo session in this window; Leave brings the user's session back
+    // on the item it showed
+    returnTo_ = session_->path;
+    returnItem_ = window_->currentItemPath();
     window_->statusBar()->showMessage(
-        tr("The tour runs on the demo session in a second window; %1 stays open here").arg(QFileInfo(session_->path).fileName()));
-    return;
+        tr("The tour runs on the demo session; Leave brings %1 back").arg(QFileInfo(returnTo_).fileName()), 10000);
   }
   if (QFileInfo::exists(demo)) {
     if (window_->openSession(demo)) emit ready();
@@ -92,6 +91,19 @@ void TourController::start() {
     if (opened) emit ready();
   });
   openDemo();
+}
+
+void TourController::returnToSession() {
+  const QString path = std::exchange(returnTo_, QString());
+  const QString item = std::exchange(returnItem_, QString());
+  if (path.isEmpty() || QFileInfo(path) == QFileInfo(session_->path)) return;
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path, item](const QString& opened, bool ok) {
+    if (QFileInfo(opened) != QFileInfo(path)) return;
+    disconnect(*once);
+    if (ok && !item.isEmpty()) window_->selectItem(item);
+  });
+  window_->startOpeningSession(path);
 }
 
 bool TourController::openDemo() {

@@ -32,7 +32,8 @@ class TourController : public QObject {
   TourPanel* panel() const { return panel_; }  // null until first shown
   static QString demoPath();  // in the application data directory
   // The tree items the steps select; a session holding them all (the demo, or a copy) is toured as
-  // it is, any other open session stays open while the demo opens in a second window.
+  // it is; for any other open session the demo opens in its place, and Leave opens it again on the
+  // item it showed.
   static QStringList neededItems();
   bool sessionHasTourItems() const;
 
@@ -40,6 +41,8 @@ class TourController : public QObject {
   void ready();  // the demo session is open: the tour can begin
 
  private:
+  void returnToSession();  // after Leave: the session the tour replaced, on its item
+  QString returnTo_, returnItem_;
   TourPanel* panel_ = nullptr;
   QDockWidget* dock_ = nullptr;
   MainWindow* window_;

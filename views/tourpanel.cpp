@@ -7,6 +7,8 @@
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "views/heading.h"
 
 namespace peat::views {
@@ -34,11 +36,17 @@ TourPanel::TourPanel(QWidget* parent) : QWidget(parent) {
   next_ = new QPushButton(tr("&Next >"), this);
   leave_ = new QPushButton(tr("&Leave"), this);
   leave_->setToolTip(tr("Leave the tour (Help > Tour begins it again)"));
-  for (QPushButton* b : {back_, next_, leave_}) b->setMinimumWidth(48);  // the dock may be narrower than three buttons' hints
+  // The buttons keep their places whatever the dock's width or the step: each as wide as its widest
+  // text, all three from the left edge (a click meant for Next never lands on Leave).
+  const QFontMetrics metrics = next_->fontMetrics();
+  const int pad = next_->sizeHint().width() - metrics.horizontalAdvance(next_->text().remove(QLatin1Char('&')));
+  next_->setFixedWidth(pad + std::max(metrics.horizontalAdvance(tr("Next >")), metrics.horizontalAdvance(tr("Done"))));
+  back_->setFixedWidth(back_->sizeHint().width());
+  leave_->setFixedWidth(leave_->sizeHint().width());
   buttons->addWidget(back_);
   buttons->addWidget(next_);
-  buttons->addStretch(1);
   buttons->addWidget(leave_);
+  buttons->addStretch(1);
   layout->addLayout(buttons);
   connect(back_, &QPushButton::clicked, this, [this] { back(); });
   connect(next_, &QPushButton::clicked, this, [this] {

@@ -4,6 +4,7 @@
 #include <QCommandLineParser>
 #include <QIcon>
 #include <QProcess>
+#include <QScreen>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
   parser.addOption(demo);
   QCommandLineOption page(QStringLiteral("page"),
                           QStringLiteral("With --screenshot: the page to render, by its tab's title (\"SAVE/Tiles\", \"Call/Where\"); "
-                                         "\"Bit Explorer:VALUE\" renders the bit explorer on VALUE, \"Tour:N\" the tour at step N."),
+                                         "\"Bit Explorer:VALUE\" renders the bit explorer on VALUE, \"Tour:N\" the tour at step N; "
+                                         "PAGE@ITEM selects ITEM first. Repeated: one picture per page, named by \"{page}\" in the file."),
                           QStringLiteral("page"));
   parser.addOption(page);
   QCommandLineOption saveRun(QStringLiteral("save-run"),
@@ -155,11 +157,34 @@ int main(int argc, char** argv) {
   }
 
   if (shooting) {
-    const QString file = parser.value(screenshot);
-    const QString pageName = parser.value(page);
-    auto shoot = [&window, file, &opened, pageName] {
+    // several --page values: one picture each, in one process, the file named by "{page}" in --screenshot
+    QStringList pages = parser.values(page);
+    if (pages.isEmpty()) pages << QString();
+    const QString pattern = parser.value(screenshot);
+    if (pages.size() > 1 && !pattern.contains(QLatin1String("{page}"))) {
+      std::fprintf(stderr, "peat-workbench: error: several --page values need \"{page}\" in the --screenshot file name\n");
+      return 2;
+    }
+    auto shootAt = std::make_shared<std::function<void(int)>>();
+    *shootAt = [&window, &opened, pages, pattern, shootAt](int at) {
+      if (at >= pages.size()) {
+        QApplication::exit(opened ? 0 : 1);
+        return;
+      }
+      // "PAGE@ITEM": ITEM selected in the session tree first
+      const QString spec = pages[at];
+      const QString pageName = spec.contains(QLatin1Char('@')) ? spec.section(QLatin1Char('@'), 0, -2) : spec;
+      const QString item = spec.contains(QLatin1Char('@')) ? spec.section(QLatin1Char('@'), -1) : QString();
+      QString slug = pageName.toLower();
+      for (QChar& c : slug)
+        if (!c.isLetterOrNumber()) c = QLatin1Char('-');
+      const QString file = QString(pattern).replace(QLatin1String("{page}"), slug);
+      if (!item.isEmpty() && !window.selectItem(item)) {
+        std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
+        opened = false;
+      }
       // once the pages have read what is selected, the page asked for, its reads, then 300 ms to paint
-      whenSettled(window, [&window, file, &opened, pageName] {
+      whenSettled(window, [&window, file, &opened, pageName, shootAt, at] {
         QWidget* target = &window;
         if (pageName.startsWith(QLatin1String("Bit Explorer"), Qt::CaseInsensitive)) {
           window.showBitExplorer();
@@ -168,7 +193,7 @@ int main(int argc, char** argv) {
           if (number) window.bitExplorer()->setValue(value);
           target = window.bitExplorer()->window();
         } else if (pageName.startsWith(QLatin1String("Tour:"), Qt::CaseInsensitive)) {
-          window.startTour();
+          if (!window.tourPanel() || window.tourPanel()->step() < 0) window.startTour();
           if (!window.tourPanel() || !window.tourPanel()->goTo(pageName.section(QLatin1Char(':'), 1).toInt() - 1)) {
             std::fprintf(stderr, "peat-workbench: error: no tour step '%s'\n", qPrintable(pageName));
             opened = false;
@@ -177,18 +202,27 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "peat-workbench: error: no page '%s'\n", qPrintable(pageName));
           opened = false;
         }
-        whenSettled(window, [&window, file, &opened, target] {
-          QTimer::singleShot(300, &window, [&window, file, &opened, target] {
+        whenSettled(window, [&window, file, &opened, target, pageName, shootAt, at] {
+          QTimer::singleShot(300, &window, [&window, file, &opened, target, pageName, shootAt, at] {
             opened = opened && window.lastError().isEmpty();
             const bool saved = target->grab().save(file, "PNG");
             if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
             if (!opened && !window.lastError().isEmpty())
               std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(window.lastError()));
-            QApplication::exit(saved && opened ? 0 : 1);
+            // the window never grows past the screen it is on, whatever the page shows
+            const QRect room = target->screen() ? target->screen()->availableGeometry() : QRect();
+            if (room.isValid() && (target->width() > room.width() || target->height() > room.height())) {
+              std::fprintf(stderr, "peat-workbench: error: on page '%s' the window is %d x %d, larger than the screen's %d x %d\n",
+                           qPrintable(pageName), target->width(), target->height(), room.width(), room.height());
+              opened = false;
+            }
+            if (!saved) opened = false;
+            (*shootAt)(at + 1);
           });
         });
       });
     };
+    auto shoot = [shootAt] { (*shootAt)(0); };
     if (window.runPanel()->running()) {  // the demo is being made, or a SAVE run goes: shoot once it ends
       QObject::connect(window.runPanel(), &peat::views::RunPanel::finished, &window,
                        [&opened, shoot](bool ok, const QString& message) {

@@ -74,7 +74,7 @@ class TestReadability : public QObject {
   void bitExplorerStepsToTheNeighbours();
   void bitExplorerSaturatesE4M3AsTheCandidate();
   void bitExplorerTogglesFormatsAndShowsFp64();
-  void tourLeavesTheUsersSessionOpen();
+  void tourRunsInPlaceAndReturns();
 };
 
 void TestReadability::whereMapHasAScaleAndAHoverReadout() {
@@ -305,7 +305,7 @@ void TestReadability::bitExplorerTogglesFormatsAndShowsFp64() {
   QVERIFY(explorer.findChild<QToolButton*>()->width() > small);
 }
 
-void TestReadability::tourLeavesTheUsersSessionOpen() {
+void TestReadability::tourRunsInPlaceAndReturns() {
   QTemporaryDir dir;
   qputenv("XDG_DATA_HOME", dir.filePath(QStringLiteral("xdg")).toUtf8());
   const QString demo = peat::views::MainWindow::demoPath();
@@ -318,20 +318,28 @@ void TestReadability::tourLeavesTheUsersSessionOpen() {
   window.setQuietErrors(true);
   window.show();
   QVERIFY(window.openSession(own));
+  QVERIFY(window.selectItem(QStringLiteral("golden/iteration 1")));
+  const QString item = window.currentItemPath();
   const QWidgetList tops = QApplication::topLevelWidgets();
   const QSet<QWidget*> before(tops.begin(), tops.end());
   window.startTour();  // F1
-  // the user's session stays open in its window; the demo opens in a second one, the tour there
-  QCOMPARE(window.sessionPath(), own);
-  peat::views::MainWindow* other = nullptr;
+  // in place: the demo in this window, the tour beside it; no second window
+  QTRY_COMPARE_WITH_TIMEOUT(window.sessionPath(), demo, 20000);
+  QTRY_VERIFY_WITH_TIMEOUT(window.tourPanel() && window.tourPanel()->step() == 0, 20000);
   for (QWidget* w : QApplication::topLevelWidgets())
-    if (auto* m = qobject_cast<peat::views::MainWindow*>(w); m && m != &window && !before.contains(w)) other = m;
-  QVERIFY(other);
-  QTRY_COMPARE_WITH_TIMEOUT(other->sessionPath(), demo, 20000);
-  QTRY_VERIFY_WITH_TIMEOUT(other->tourPanel() && other->tourPanel()->step() == 0, 20000);
-  QVERIFY(!window.tourPanel());  // no tour over the user's session
-  QCOMPARE(window.sessionPath(), own);
-  other->close();  // deletes itself
+    QVERIFY(!qobject_cast<peat::views::MainWindow*>(w) || before.contains(w));
+  // Leave: the user's session again, on the item it showed
+  auto* leave = window.tourPanel()->findChild<QPushButton*>(QString(), Qt::FindDirectChildrenOnly);
+  for (QPushButton* b : window.tourPanel()->findChildren<QPushButton*>())
+    if (b->text().contains(QStringLiteral("Leave"))) leave = b;
+  QVERIFY(leave && leave->text().contains(QStringLiteral("Leave")));
+  const QPoint nextAt = window.tourPanel()->findChildren<QPushButton*>()[1]->pos();
+  window.tourPanel()->goTo(window.tourPanel()->steps() - 1);  // Next reads Done: the buttons stay put
+  QCOMPARE(window.tourPanel()->findChildren<QPushButton*>()[1]->pos(), nextAt);
+  leave->click();
+  QTRY_COMPARE_WITH_TIMEOUT(window.sessionPath(), own, 20000);
+  QTRY_COMPARE_WITH_TIMEOUT(window.currentItemPath(), item, 20000);
+  QVERIFY(!window.tourPanel()->isVisible());
   qunsetenv("XDG_DATA_HOME");
 }
 
