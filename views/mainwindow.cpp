@@ -16,15 +16,19 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPointer>
+#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QTreeView>
 
 #include <algorithm>
+#include <memory>
 
 #include "core/save/analysis_record.h"
 #include "core/version.h"
@@ -502,6 +506,37 @@ bool MainWindow::openFiles(const QStringList& paths) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  // a run in progress is not killed unasked: stopped (as Cancel does, its run marked cancelled)
+  // and the window closed once it has ended, or kept
+  if (runPanel_->running()) {
+    event->ignore();
+    if (closePrompt_) {
+      closePrompt_->raise();
+      return;
+    }
+    closePrompt_ = new QMessageBox(QMessageBox::Question, tr("PEAT Workbench"),
+                                   tr("A run is in progress: %1\n\nStop it (what it finished is kept, the run marked "
+                                      "cancelled) and close the window?")
+                                       .arg(runPanel_->statusText()),
+                                   QMessageBox::NoButton, this);
+    closePrompt_->setObjectName(QStringLiteral("ClosePrompt"));
+    QPushButton* stop = closePrompt_->addButton(tr("Stop the Run and Close"), QMessageBox::AcceptRole);
+    closePrompt_->addButton(tr("Keep Running"), QMessageBox::RejectRole);
+    closePrompt_->setDefaultButton(stop);
+    closePrompt_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(closePrompt_, &QMessageBox::buttonClicked, this, [this, stop](QAbstractButton* clicked) {
+      if (clicked != stop || !runPanel_->running()) return;
+      auto once = std::make_shared<QMetaObject::Connection>();
+      *once = connect(runPanel_, &RunPanel::finished, this, [this, once] {
+        disconnect(*once);
+        QTimer::singleShot(0, this, &QWidget::close);
+      });
+      statusBar()->showMessage(tr("Stopping the run; the window closes when it has ended"));
+      runPanel_->cancel(RunPanel::kRecordCancelGraceMs);
+    });
+    closePrompt_->open();  // not exec(): the run's events keep coming
+    return;
+  }
   QSettings settings;
   settings.setValue(kGeometryKey, saveGeometry());
   settings.setValue(kStateKey, saveState());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 #include <QMainWindow>
+#include <QPointer>
 #include <QPersistentModelIndex>
 
 #include <functional>
@@ -21,6 +22,7 @@ class SessionReader;
 class QCustomPlot;
 class QDockWidget;
 class QMenu;
+class QMessageBox;
 class QDragEnterEvent;
 class QDropEvent;
 class QTabWidget;
@@ -182,6 +184,7 @@ class MainWindow : public QMainWindow {
   ExplainPanel* explain_;
   RunPanel* runPanel_;
   QDockWidget *runDock_ = nullptr, *explainDock_ = nullptr;
+  QPointer<QMessageBox> closePrompt_;  // asked on closing during a run
   // what the pages show, and the tools beside them
   VerdictController* verdicts_;
   PairController* pairs_;

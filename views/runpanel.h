@@ -108,8 +108,9 @@ class RunPanel : public QWidget {
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
   // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs (a Python recording:
   // kRecordCancelGraceMs, for the script to reach its next Python line and the recorder to write the
-  // iteration in flight and mark the run cancelled)
-  void cancel();
+  // iteration in flight and mark the run cancelled); `graceMs` >= 0 replaces that grace (closing the
+  // window waits longer, so that the command ends its point or iteration and marks its run cancelled)
+  void cancel(int graceMs = -1);
   static constexpr int kCancelGraceMs = 600;
   static constexpr int kRecordCancelGraceMs = 10000;
   QString statusText() const;

@@ -255,7 +255,7 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   }
 }
 
-void RunPanel::cancel() {
+void RunPanel::cancel(int graceMs) {
   if (!running()) return;
   cancelled_ = true;
   queue_.clear();
@@ -270,7 +270,8 @@ void RunPanel::cancel() {
   // work in flight, and Cancel answers within a second.
   // A Python recording is given longer: the script may be inside a long op, and the recorder marks
   // the run cancelled only once it has written the iteration in flight.
-  QTimer::singleShot(pythonRun_ ? kRecordCancelGraceMs : kCancelGraceMs, process_, [this, group] {
+  if (graceMs < 0) graceMs = pythonRun_ ? kRecordCancelGraceMs : kCancelGraceMs;
+  QTimer::singleShot(graceMs, process_, [this, group] {
     if (!running()) return;
     killed_ = true;
     if (group > 0) ::kill(-group, SIGKILL);

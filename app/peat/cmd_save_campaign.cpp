@@ -2,6 +2,8 @@
 // peat save campaign: accuracy under faults per protection scheme, with SAVE's detections and
 // recoveries and each scheme's latency.
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -105,6 +107,15 @@ void printCampaignText(const SaveCampaignOptions& o, const save::Graph& g, const
               "docs/save.md");
 }
 
+// Ctrl-C (or the workbench's Cancel, or closing it during the campaign): the point in flight
+// ends, the points finished stay in the session and the run is marked cancelled.
+std::atomic<bool> interrupted{false};
+void onInterrupt(int) {
+  interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
+}
+struct Interrupted {};
+
 }  // namespace
 
 int runSaveCampaign(const SaveCampaignOptions& o) {
@@ -148,7 +159,12 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
   const int64_t totalPoints =
       (int64_t(co.flips.size() * co.schemes.size()) - co.shardIndex + co.shardCount - 1) / co.shardCount;
   bool latencyWritten = false;
-  const save::CampaignResult r = save::runCampaign(runner, images.data(), labels.data(), co, inSize,
+  interrupted.store(false);
+  std::signal(SIGINT, onInterrupt);
+  save::CampaignResult r;
+  bool cancelled = false;
+  try {
+    r = save::runCampaign(runner, images.data(), labels.data(), co, inSize,
                                                    [&](const save::CampaignResult& sofar) {
                                                      if (w) {  // flushed: a killed campaign keeps this point
                                                        save::writeCampaignTables(*w, sofar, !latencyWritten);
@@ -164,11 +180,24 @@ int runSaveCampaign(const SaveCampaignOptions& o) {
                                                      lines(int64_t(sofar.points.size()), totalPoints, {}, true);
                                                      if (tty)
                                                        std::fprintf(stderr, "\r%zu points done", sofar.points.size());
+                                                     if (interrupted.load()) {
+                                                       r = sofar;
+                                                       throw Interrupted{};
+                                                     }
                                                    });
+  } catch (const Interrupted&) {
+    cancelled = true;
+  }
+  std::signal(SIGINT, SIG_DFL);
   if (tty) std::fprintf(stderr, "\n");
   if (w) {
     save::writeCampaignTables(*w, r, !latencyWritten);
-    w->endRun(store::RunStatus::Complete);
+    w->endRun(cancelled ? store::RunStatus::Cancelled : store::RunStatus::Complete);
+  }
+  if (cancelled) {
+    std::fprintf(stderr, "peat: campaign stopped early after %zu of %lld points%s\n", r.points.size(), (long long)totalPoints,
+                 w ? "; the session keeps them, the run marked cancelled" : "");
+    return 130;
   }
   if (o.quiet) return 0;
 

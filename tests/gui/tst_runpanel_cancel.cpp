@@ -3,12 +3,16 @@
 // of docs/events.md): the bar is determinate from the start, the time left is estimated from the
 // rate of the run's own progress (not from its start-up), and Cancel ends a child that ignores
 // SIGINT within a second and says "Cancelled".
+#include <QAbstractButton>
 #include <QElapsedTimer>
+#include <QMessageBox>
+#include <QPointer>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "views/mainwindow.h"
 #include "views/runpanel.h"
 
 using peat::views::RunPanel;
@@ -57,6 +61,7 @@ class TestRunPanelCancel : public QObject {
  private slots:
   void estimateComesFromTheRate();
   void cancelEndsWithinASecond();
+  void closingDuringARunAsks();
 };
 
 void TestRunPanelCancel::estimateComesFromTheRate() {
@@ -93,6 +98,63 @@ void TestRunPanelCancel::cancelEndsWithinASecond() {
   QVERIFY(finished.at(0).at(1).toString().startsWith(QStringLiteral("Cancelled")));
   QVERIFY(panel.statusText().startsWith(QStringLiteral("Cancelled")));
   QVERIFY(!panel.running());
+}
+
+// Closing the window while a run goes asks first: Keep Running keeps both; Stop the Run and Close
+// interrupts the command as Cancel does (SIGINT: the commands end their point or iteration and
+// mark the run cancelled, cli_interrupt and cli_interrupt_campaign) and closes once it has ended.
+void TestRunPanelCancel::closingDuringARunAsks() {
+  QStandardPaths::setTestModeEnabled(true);  // the window's saved layout goes to a test location
+  QTemporaryDir dir;
+  const QString marker = dir.filePath(QStringLiteral("interrupted"));
+  const QString script = dir.filePath(QStringLiteral("peat"));
+  {
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    // a command that takes 1.5 s to end its point after SIGINT (longer than Cancel's grace), then
+    // says so as peat does and exits 130
+    f.write(QStringLiteral("#!/bin/sh\ntrap 'sleep 1.5; echo stopped > %1; exit 130' INT\ni=0\nwhile [ $i -le 1000 ]; do\n"
+                           "  echo '{\"v\":1,\"event\":\"progress\",\"done\":'$i',\"total\":1000,\"stage\":\"points\"}' >&2\n"
+                           "  i=$((i+1)); sleep 0.1\ndone\n")
+                .arg(marker)
+                .toUtf8());
+    f.close();
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  qputenv("PEAT_CLI", script.toUtf8());
+  auto* window = new peat::views::MainWindow;
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  QPointer<peat::views::MainWindow> alive(window);
+  window->setQuietErrors(true);
+  window->show();
+  RunPanel* panel = window->runPanel();
+  QSignalSpy finished(panel, &RunPanel::finished);
+  QVERIFY(panel->startSequence({{QStringLiteral("save"), QStringLiteral("campaign")}}, dir.filePath(QStringLiteral("s.h5"))));
+  QTRY_VERIFY_WITH_TIMEOUT(panel->running(), 5000);
+  const auto prompt = [&] { return window->findChild<QMessageBox*>(QStringLiteral("ClosePrompt")); };
+  const auto press = [&](const QString& text) {
+    for (QAbstractButton* b : prompt()->buttons())
+      if (b->text() == text) {
+        b->click();
+        return true;
+      }
+    return false;
+  };
+  QVERIFY(!window->close());  // asked, not closed
+  QTRY_VERIFY(prompt() && prompt()->isVisible());
+  QVERIFY(prompt()->text().contains(QStringLiteral("A run is in progress")));
+  QVERIFY(press(QStringLiteral("Keep Running")));
+  QTest::qWait(300);
+  QVERIFY(alive && window->isVisible() && panel->running());
+  QVERIFY(!window->close());
+  QTRY_VERIFY(prompt() && prompt()->isVisible());
+  QVERIFY(press(QStringLiteral("Stop the Run and Close")));
+  // the command is given the time to end its point: it writes its marker, and the window closes
+  QTRY_VERIFY_WITH_TIMEOUT(!alive, 8000);
+  QVERIFY(QFile::exists(marker));
+  QCOMPARE(finished.size(), 1);
+  QVERIFY(finished.at(0).at(1).toString().startsWith(QStringLiteral("Cancelled")));
+  qunsetenv("PEAT_CLI");
 }
 
 QTEST_MAIN(TestRunPanelCancel)
