@@ -26,6 +26,10 @@ void ExplainPanel::showOverview() {
 }
 
 void ExplainPanel::showVerdict(const QString& verdict) {
+  if (verdict.isEmpty()) {  // a call without a verdict: no other call's stays up
+    showOverview();
+    return;
+  }
   const QString text = QString::fromStdString(detector::verdictExplanation(verdict.toStdString()));
   if (text.isEmpty()) return;
   setHtml(tr("<h3>%1</h3><p>%2</p><p><a href=\"#all\">All verdicts</a> are listed with their exact rules in "

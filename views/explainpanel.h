@@ -11,7 +11,8 @@ class ExplainPanel : public QTextBrowser {
  public:
   explicit ExplainPanel(QWidget* parent = nullptr);
   void showOverview();
-  void showVerdict(const QString& verdict);  // unchanged for a name the detector does not know
+  // The overview for "" (a call without a verdict); unchanged for a name the detector does not know.
+  void showVerdict(const QString& verdict);
   void showSave();
 };
 

@@ -173,8 +173,13 @@ void SelectionController::showSelectedCalls() {
     return;
   }
   if (requests.empty() || !session_->reader) {
+    // no call selected (a run, an iteration, an analysis or a SAVE item): no dock keeps a call
+    // shown before
     pages_.call->showMessage(tr("Select an analysed call in the session tree: its page opens here"));
-    if (!session_->reader || !requests.empty()) pages_.dock->showMessage(tr("Select an analysed call"));
+    pages_.dock->showMessage(tr("No call is selected: select an analysed call in the session tree"));
+    verdicts_->highlight({});
+    const auto kind = Kind(tree_->currentIndex().data(SessionTreeModel::KindRole).toInt());
+    if (kind != Kind::SaveResult && kind != Kind::SaveLayer && kind != Kind::SaveGroup) pages_.explain->showOverview();
     return;
   }
   const QString loading = tr("Loading %1 ...").arg(requests.front().title);

@@ -54,12 +54,17 @@ void VerdictController::clear() {
 void VerdictController::highlight(const std::vector<analyzer::StoredCallReport>& reports) {
   const QSignalBlocker block(table_->selectionModel());
   table_->clearSelection();
+  // the current row (the focus frame) follows too: it is the first call shown, or none, never a
+  // row chosen before
+  QModelIndex first;
   for (const analyzer::StoredCallReport& rep : reports) {
     const int r = model_->rowOf(QString::fromStdString(rep.call));
     if (r < 0) continue;
     table_->selectionModel()->select(model_->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-    table_->scrollTo(model_->index(r, 0));
+    if (!first.isValid()) first = model_->index(r, 0);
   }
+  table_->selectionModel()->setCurrentIndex(first, QItemSelectionModel::NoUpdate);
+  if (first.isValid()) table_->scrollTo(first);
 }
 
 void VerdictController::choose(int row) {

@@ -23,6 +23,7 @@
 #include "tests/gui/settle.h"
 #include "views/callpage.h"
 #include "views/errorplotpanel.h"
+#include "views/explainpanel.h"
 #include "views/mainwindow.h"
 #include "views/sessiontreemodel.h"
 #include "views/verdicttablemodel.h"
@@ -67,6 +68,7 @@ class TestPageTruth : public QObject {
   QModelIndex nodeOf(const Truth& t) const;
   // The pages show `t`: its run, path and verdict, its analysis's report and verdicts.
   void checkShows(const Truth& t, const char* how);
+  void checkNoCallShown(const QString& item);
 };
 
 void TestPageTruth::initTestCase() {
@@ -154,9 +156,23 @@ void TestPageTruth::checkShows(const Truth& t, const char* how) {
     QCOMPARE(shown->call, t.path.toStdString());
     QCOMPARE(shown->verdict, t.verdict);
   }
+  // the Explain dock explains this call's verdict (the overview for a call without one)
+  const QString explained = window_->findChild<peat::views::ExplainPanel*>()->toPlainText();
+  if (t.verdict.empty()) QVERIFY2(explained.startsWith(QStringLiteral("Reading the workbench")), qPrintable(where + QStringLiteral(": ") + explained.left(80)));
+  else QVERIFY2(explained.startsWith(QString::fromStdString(t.verdict)), qPrintable(where + QStringLiteral(": ") + explained.left(80)));
   // the verdict table holds that analysis's verdicts, the call's row with its verdict
   const peat::views::VerdictTableModel* table = window_->verdictModel();
   QCOMPARE(std::size_t(table->rowCount()), t.verdictRows);
+  // ... selected and current (the focus frame) when it has one, and no other row
+  const QModelIndexList rows = window_->verdictTable()->selectionModel()->selectedRows();
+  const int current = window_->verdictTable()->selectionModel()->currentIndex().row();
+  if (t.verdict.empty()) {
+    QVERIFY2(rows.isEmpty() && current < 0, qPrintable(where + QStringLiteral(": a verdict row is highlighted")));
+  } else {
+    QCOMPARE(rows.size(), 1);
+    QCOMPARE(rows.front().row(), table->rowOf(t.path));
+    QCOMPARE(current, table->rowOf(t.path));
+  }
   if (!t.verdict.empty()) {
     const int row = table->rowOf(t.path);
     QVERIFY2(row >= 0, qPrintable(where));
@@ -253,10 +269,27 @@ void TestPageTruth::runsShowTheirOwnVerdicts() {
     QCOMPARE(std::size_t(window_->verdictModel()->rowCount()), verdictsOf_.at(analysis));
     QVERIFY2(!window_->callPage()->titleText().contains(other.path), qPrintable(window_->callPage()->titleText()));
     QVERIFY(!window_->callPage()->plots()->firstReport());
+    checkNoCallShown(QString::fromStdString(run));
     QVERIFY(window_->selectItem(QString::fromStdString(run) + QStringLiteral("/iteration 0")));
     QVERIFY(peat::testsupport::settle(*window_));
     QCOMPARE(std::size_t(window_->verdictModel()->rowCount()), verdictsOf_.at(analysis));
+    checkNoCallShown(QString::fromStdString(run) + QStringLiteral("/iteration 0"));
+    // the analysis run itself, and a SAVE item: no call stays up in the docks either
+    QVERIFY(peat::testsupport::selectAndSettle(*window_, other.run + QLatin1Char('/') + other.iteration + QLatin1Char('/') + other.name));
+    QVERIFY(window_->selectItem(QString::fromStdString(analysis)));
+    QVERIFY(peat::testsupport::settle(*window_));
+    checkNoCallShown(QString::fromStdString(analysis));
   }
+}
+
+// Nothing selected is a call: the error dock, the Explain dock and the verdict table show no call.
+void TestPageTruth::checkNoCallShown(const QString& item) {
+  QVERIFY2(!window_->errorPlot()->firstReport(), qPrintable(item + QStringLiteral(": the error dock keeps a call")));
+  QVERIFY2(window_->verdictTable()->selectionModel()->selectedRows().isEmpty() &&
+               window_->verdictTable()->selectionModel()->currentIndex().row() < 0,
+           qPrintable(item + QStringLiteral(": a verdict row stays highlighted")));
+  const QString explained = window_->findChild<peat::views::ExplainPanel*>()->toPlainText();
+  QVERIFY2(explained.startsWith(QStringLiteral("Reading the workbench")), qPrintable(item + QStringLiteral(": ") + explained.left(80)));
 }
 
 QTEST_MAIN(TestPageTruth)
