@@ -101,6 +101,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addPermanentWidget(statusSession_);
   statusBar()->showMessage(tr("Ready"), 3000);
 
+  // File > Export and Edit > Copy take the plot or table used last, and name what it shows
+  for (QCustomPlot* plot : findChildren<QCustomPlot*>()) plot->installEventFilter(this);
+  verdicts_->table()->viewport()->installEventFilter(this);
+  exports_->setDescriber([this] {
+    if (session_.path.isEmpty()) return QString();
+    QString text = tr("PEAT Workbench: session %1").arg(QFileInfo(session_.path).fileName());
+    if (const QString item = currentItemPath(); !item.isEmpty()) text += QStringLiteral(", ") + item;  // run/iteration/call
+    if (const QString call = tree_->currentIndex().data(SessionTreeModel::PathRole).toString(); !call.isEmpty())
+      text += tr(" (call %1)").arg(call);
+    return text;
+  });
+
   QSettings settings;
   restoreGeometry(settings.value(kGeometryKey).toByteArray());
   if (restoreState(settings.value(kStateKey).toByteArray())) firstLayout_ = nullptr;
@@ -464,10 +476,32 @@ VerdictTableModel* MainWindow::verdictModel() const { return verdicts_->model();
 QCustomPlot* MainWindow::currentPlot() const { return exports_->currentPlot(); }
 QString MainWindow::currentCsv() const { return exports_->currentCsv(); }
 
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  const QEvent::Type type = event->type();
+  if (type == QEvent::MouseButtonPress || type == QEvent::Wheel || type == QEvent::FocusIn) {
+    if (auto* plot = qobject_cast<QCustomPlot*>(watched)) exports_->noteUsed(plot);
+    else if (watched == verdicts_->table()->viewport()) exports_->noteUsed(verdicts_->table());
+  }
+  return QMainWindow::eventFilter(watched, event);
+}
+
+QString MainWindow::exportName() const {
+  // "demo-bf16-iteration-0-0-conv1": the session and the item shown
+  QString name = QFileInfo(session_.path).completeBaseName();
+  if (const QString item = currentItemPath(); !item.isEmpty()) name += QLatin1Char('-') + item;
+  QString slug;
+  for (const QChar c : name) {
+    const QChar k = c.isLetterOrNumber() || c == QLatin1Char('.') || c == QLatin1Char('_') ? c : QLatin1Char('-');
+    if (!(k == QLatin1Char('-') && (slug.isEmpty() || slug.endsWith(QLatin1Char('-'))))) slug += k;
+  }
+  while (slug.endsWith(QLatin1Char('-'))) slug.chop(1);
+  return slug.isEmpty() ? QStringLiteral("peat-export") : slug;
+}
+
 void MainWindow::exportCurrent(bool table) {
   const QString path =
-      table ? QFileDialog::getSaveFileName(this, tr("Export table"), QString(), tr("CSV (*.csv)"))
-            : QFileDialog::getSaveFileName(this, tr("Export plot"), QString(),
+      table ? QFileDialog::getSaveFileName(this, tr("Export table"), exportName() + QStringLiteral(".csv"), tr("CSV (*.csv)"))
+            : QFileDialog::getSaveFileName(this, tr("Export plot"), exportName() + QStringLiteral(".png"),
                                            tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
   if (path.isEmpty()) return;
   QString error;

@@ -134,6 +134,9 @@ class MainWindow : public QMainWindow {
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
   QCustomPlot* currentPlot() const;
   QString currentCsv() const;
+  // File > Export's suggested file name: the session and the item shown ("demo-bf16-iteration-0-0-conv1").
+  QString exportName() const;
+  const PageExport* pageExport() const { return exports_.get(); }
   // When set, failures go to the status bar only (no dialog): tests and --screenshot use it.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
   // A page is still reading what is selected (tests wait for this to end).
@@ -151,6 +154,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;

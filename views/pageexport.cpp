@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
+#include "views/qcustomplot_include.h"  // first: see the header
+
 #include "views/pageexport.h"
 
 #include <QTabWidget>
+#include <QWidget>
 
 #include "core/util/files.h"
 #include "views/comparepanel.h"
@@ -17,7 +20,23 @@ PageExport::PageExport(QTabWidget* central, SavePanel* save, CurvePanel* curves,
                        ComparePanel* compare, ErrorPlotPanel* dock, VerdictTableModel* verdicts)
     : central_(central), save_(save), curves_(curves), numerics_(numerics), compare_(compare), dock_(dock), verdicts_(verdicts) {}
 
+void PageExport::noteUsed(QWidget* widget) { lastUsed_ = widget; }
+
+QWidget* PageExport::usedInView() const {
+  return lastUsed_ && lastUsed_->isVisible() && !lastUsed_->visibleRegion().isEmpty() ? lastUsed_.data() : nullptr;
+}
+
+namespace {
+// The error panel (the dock's or a page's) a widget belongs to.
+ErrorPlotPanel* errorPanelOf(QWidget* w) {
+  for (; w; w = w->parentWidget())
+    if (auto* panel = qobject_cast<ErrorPlotPanel*>(w)) return panel;
+  return nullptr;
+}
+}  // namespace
+
 QCustomPlot* PageExport::currentPlot() const {
+  if (auto* used = qobject_cast<QCustomPlot*>(usedInView())) return used;
   if (central_->currentWidget() == save_) return save_->currentPlot();
   if (central_->currentWidget() == curves_) return curves_->plot();
   if (central_->currentWidget() == numerics_) return numerics_->plot();
@@ -26,6 +45,16 @@ QCustomPlot* PageExport::currentPlot() const {
 }
 
 QString PageExport::currentCsv() const {
+  const QString described = description();
+  const QString head = described.isEmpty() ? QString() : QStringLiteral("# %1\n").arg(described);
+  if (QWidget* used = usedInView()) {
+    if (ErrorPlotPanel* panel = errorPanelOf(used)) return head + panel->csv();  // the histograms of the plot used
+    if (used->objectName() == QLatin1String("VerdictTable")) return head + verdicts_->csv();
+  }
+  return head + pageCsv();
+}
+
+QString PageExport::pageCsv() const {
   if (central_->currentWidget() == save_) return save_->currentCsv();
   if (central_->currentWidget() == curves_) return curves_->csv();
   if (central_->currentWidget() == numerics_) return numerics_->csv();
@@ -37,7 +66,7 @@ QWidget* PageExport::currentPicture() const { return save_->currentPicture(); }
 
 bool PageExport::exportPlot(const QString& path, QString* error) const {
   QCustomPlot* plot = currentPlot();
-  return plot ? views::exportPlot(plot, path, error) : exportWidget(currentPicture(), path, error);
+  return plot ? views::exportPlot(plot, path, error, description()) : exportWidget(currentPicture(), path, error, description());
 }
 
 bool PageExport::exportTable(const QString& path, QString* error) const {

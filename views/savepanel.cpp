@@ -469,18 +469,24 @@ bool renderInto(QWidget* widget, QPaintDevice* device) {
 }
 }  // namespace
 
-bool exportWidget(QWidget* widget, const QString& path, QString* error) {
+bool exportWidget(QWidget* widget, const QString& path, QString* error, const QString& description) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   return exportThroughFreshFile(path, error, [&](const QString& fresh) {
-    if (suffix == QLatin1String("png")) return widget->grab().save(fresh, "PNG");
+    if (suffix == QLatin1String("png")) {
+      QImage image = widget->grab().toImage();
+      if (!description.isEmpty()) image.setText(QStringLiteral("Description"), description);
+      return image.save(fresh, "PNG");
+    }
     if (suffix == QLatin1String("svg")) {
       QSvgGenerator svg;
       svg.setFileName(fresh);
+      svg.setDescription(description);
       svg.setSize(widget->size());
       svg.setViewBox(QRect(QPoint(0, 0), widget->size()));
       return renderInto(widget, &svg);
     }
     QPdfWriter pdf(fresh);
+    pdf.setTitle(description);
     pdf.setPageSize(QPageSize(QSizeF(widget->size()), QPageSize::Point));
     pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
     pdf.setResolution(72);
@@ -488,13 +494,19 @@ bool exportWidget(QWidget* widget, const QString& path, QString* error) {
   });
 }
 
-bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
+bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, const QString& description) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   return exportThroughFreshFile(path, error, [&](const QString& fresh) {
-    if (suffix == QLatin1String("png")) return plot->savePng(fresh, plot->width(), plot->height(), 2.0);
-    if (suffix == QLatin1String("pdf")) return plot->savePdf(fresh);
+    if (suffix == QLatin1String("png")) {  // what the plot shows, in the PNG's Description text
+      QImage image = plot->toPixmap(plot->width(), plot->height(), 2.0).toImage();
+      if (!description.isEmpty()) image.setText(QStringLiteral("Description"), description);
+      return image.save(fresh, "PNG");
+    }
+    if (suffix == QLatin1String("pdf"))
+      return plot->savePdf(fresh, 0, 0, QCP::epAllowCosmetic, QStringLiteral("PEAT Workbench"), description);
     QSvgGenerator svg;
     svg.setFileName(fresh);
+    svg.setDescription(description);
     svg.setSize(plot->size());
     svg.setViewBox(QRect(QPoint(0, 0), plot->size()));
     QCPPainter painter;

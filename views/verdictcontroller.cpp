@@ -18,6 +18,7 @@ VerdictController::VerdictController(SessionTreeModel* sessionModel, QTreeView* 
   table_ = new QTableView(window);
   table_->setModel(model_);
   table_->horizontalHeader()->setSectionResizeMode(VerdictTableModel::EvidenceColumn, QHeaderView::Stretch);
+  table_->setObjectName(QStringLiteral("VerdictTable"));  // File > Export Table knows it by name
   table_->verticalHeader()->hide();
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);

@@ -20,3 +20,8 @@ inline bool selectAndSettle(views::MainWindow& w, const QString& path) {
 }
 
 }  // namespace peat::testsupport
+
+// An exported table without its first line, "# PEAT Workbench: session ...", which names what it shows.
+inline QString withoutHead(const QString& csv) {
+  return csv.startsWith(QStringLiteral("# ")) ? csv.section(QLatin1Char('\n'), 1) : csv;
+}

@@ -35,6 +35,8 @@
 
 #include "tests/support/sample_session.h"
 #include "views/mainwindow.h"
+#include "views/curvepanel.h"
+#include "views/pageexport.h"
 #include "views/savepanel.h"
 #include "views/callpage.h"
 #include "views/sessiontreemodel.h"
@@ -64,6 +66,7 @@ class TestMainWindow : public QObject {
   void fitsSmallScreens_data();
   void fitsSmallScreens();
   void bitExplorerReadsBitPatterns();
+  void exportsTakeWhatWasUsedAndNameIt();
 
  private:
   QTemporaryDir dir_;
@@ -534,6 +537,63 @@ void TestMainWindow::bitExplorerReadsBitPatterns() {
   const uint32_t before = explorer.bits();
   type(QStringLiteral("0x1ffffffff"));  // more than 32 bits: refused, the value kept
   QCOMPARE(explorer.bits(), before);
+}
+
+// File > Export takes the plot or table the user worked with last (while it is in view), and every
+// file names the session and the item shown: the PNG's Description, the CSV's first line, the
+// suggested file name.
+void TestMainWindow::exportsTakeWhatWasUsedAndNameIt() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.resize(1400, 860);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(w.openSession(sample_));
+  const QString call = QStringLiteral("iterations/000001/calls/000002");
+  QModelIndex node;
+  const auto* m = w.sessionModel();
+  for (int r = 0; r < m->rowCount() && !node.isValid(); ++r)
+    for (int i = 0; i < m->rowCount(m->index(r, 0)) && !node.isValid(); ++i)
+      for (int c = 0; c < m->rowCount(m->index(i, 0, m->index(r, 0))); ++c) {
+        const QModelIndex at = m->index(c, 0, m->index(i, 0, m->index(r, 0)));
+        if (at.data(peat::views::SessionTreeModel::PathRole).toString() == call) node = at;
+      }
+  QVERIFY(node.isValid());
+  w.sessionTree()->setCurrentIndex(node);
+  QTRY_VERIFY(!w.pagesLoading());
+  auto* dock = w.findChild<QDockWidget*>(QStringLiteral("ErrorPlotDock"));
+  dock->raise();
+  QTest::qWait(50);
+  // the dock's bit plot, used last, is what Export takes, whatever the page at the centre
+  QCustomPlot* bits = w.errorPlot()->bitPlot();
+  QVERIFY(bits->isVisible());
+  QTest::mousePress(bits, Qt::LeftButton, Qt::NoModifier, QPoint(bits->width() / 2, bits->height() / 2));
+  QTest::mouseRelease(bits, Qt::LeftButton, Qt::NoModifier, QPoint(bits->width() / 2, bits->height() / 2));
+  qobject_cast<QTabWidget*>(w.centralWidget())->setCurrentWidget(w.curvePanel());
+  QCOMPARE(w.currentPlot(), bits);
+  // the table of the panel used: its histograms, under a line naming the session and the call
+  QString csv = w.currentCsv();
+  const QString head = csv.section(QLatin1Char('\n'), 0, 0);
+  QVERIFY2(head.startsWith(QStringLiteral("# PEAT Workbench: session sample.h5, ")) && head.contains(call), qPrintable(head));
+  QCOMPARE(csv.section(QLatin1Char('\n'), 1), w.errorPlot()->csv());
+  // the PNG says the same in its Description
+  QTemporaryDir dir;
+  QString error;
+  const QString png = dir.filePath(QStringLiteral("bits.png"));
+  QVERIFY2(w.pageExport()->exportPlot(png, &error), qPrintable(error));
+  QCOMPARE(QImage(png).text(QStringLiteral("Description")), head.mid(2));
+  // a press on the verdict table: its rows are the table exported
+  w.verdictTable()->show();
+  QTest::mouseClick(w.verdictTable()->viewport(), Qt::LeftButton, Qt::NoModifier, QPoint(5, 5));
+  csv = w.currentCsv();
+  QCOMPARE(csv.section(QLatin1Char('\n'), 1), w.verdictModel()->csv());
+  // the training plot, pressed: the plot exported again follows
+  QTest::mousePress(w.curvePanel()->plot(), Qt::LeftButton, Qt::NoModifier, QPoint(10, 10));
+  QCOMPARE(w.currentPlot(), w.curvePanel()->plot());
+  // hidden (another tab), a plot used before gives way to the page's own
+  qobject_cast<QTabWidget*>(w.centralWidget())->setCurrentWidget(w.callPage());
+  QVERIFY(w.currentPlot() != w.curvePanel()->plot());
+  QVERIFY2(w.exportName().startsWith(QStringLiteral("sample-golden-iteration-1-")), qPrintable(w.exportName()));
 }
 
 QTEST_MAIN(TestMainWindow)
