@@ -3,6 +3,7 @@
 
 #include <QComboBox>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
 #include <QPdfWriter>
@@ -73,12 +74,29 @@ SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
   tileLayout->setContentsMargins(0, 0, 0, 0);
   layerBox_ = new QComboBox(tilePage);
   layerBox_->setToolTip(tr("The layer whose tiles are shown"));
+  tileMeasure_ = new QComboBox(tilePage);
+  tileMeasure_->setObjectName(QStringLiteral("TileMeasure"));
+  tileMeasure_->addItem(tr("Vulnerable bits per value"));
+  tileMeasure_->addItem(tr("Share of type-2 values"));
+  tileMeasure_->setToolTip(tr("What colours a tile: the mean number of vulnerable bits of its values (it varies even where\n"
+                              "every value is type 2), or the share of its values that have any vulnerable bit (type 2)"));
+  for (QComboBox* box : {layerBox_, tileMeasure_}) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(12);
+  }
+  connect(tileMeasure_, &QComboBox::currentIndexChanged, this, [this] {
+    if (layer_ >= 0) drawTiles();
+  });
   tileInfo_ = new QLabel(tilePage);
   tileInfo_->setWordWrap(true);  // a long layer summary wraps instead of widening the window
   tiles_ = newPlot(tilePage);
-  tiles_->setToolTip(tr("Each cell is one tile of the layer's output, coloured by its share of type-2 values\n"
+  tiles_->setToolTip(tr("Each cell is one tile of the layer's output, coloured by its values' mean number of vulnerable\n"
+                        "bits or by its share of type-2 values\n"
                         "(values with a vulnerable bit). Framed cells sit in reliable memory."));
-  tileLayout->addWidget(layerBox_);
+  auto* tileControls = new QHBoxLayout;
+  tileControls->addWidget(layerBox_, 1);
+  tileControls->addWidget(tileMeasure_, 1);
+  tileLayout->addLayout(tileControls);
   tileLayout->addWidget(tileInfo_);
   tileLayout->addWidget(tiles_, 1);
   tabs_->addTab(tilePage, tr("Tiles"));
@@ -225,40 +243,48 @@ void SavePanel::drawTiles() {
   tiles_->clearPlottables();
   tiles_->clearItems();
   const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
-  const QCPColorGradient gradient = palette::viridisGradient();  // dark: no type-2 value; yellow: all
+  // vulnerable bits per value where the session stores them (the default: it varies even where every
+  // value is type 2), else the type-2 share
+  const bool hasBits = l.tileVulnerableBits.size() == l.tileShare.size() && !l.tileShare.empty();
+  tileMeasure_->setEnabled(hasBits);
+  const bool bitsShown = hasBits && tileMeasure_->currentIndex() == 0;
+  const std::vector<float>& values = bitsShown ? l.tileVulnerableBits : l.tileShare;
+  const QCPColorGradient gradient = palette::viridisGradient();  // dark: few or none; yellow: the most
   const int across = int(l.tilesAcross), down = int(l.tilesDown);
   QCPColorMap* map = tileMap(tiles_, across, down, gradient,
-                             [&](int r, int c) { return double(l.tileShare[std::size_t(r) * std::size_t(across) + std::size_t(c)]); });
+                             [&](int r, int c) { return double(values[std::size_t(r) * std::size_t(across) + std::size_t(c)]); });
   int reliable = 0, worst = 0;
   QVector<double> rx, ry;
   for (int t = 0; t < down * across; ++t) {
-    if (l.tileShare[std::size_t(t)] > l.tileShare[std::size_t(worst)]) worst = t;
+    if (values[std::size_t(t)] > values[std::size_t(worst)]) worst = t;
     if (l.tileReliable[std::size_t(t)]) {
       ++reliable;
       rx << t % across;
       ry << t / across;
     }
   }
-  map->setName(tr("type-2 share"));
+  map->setName(bitsShown ? tr("vulnerable bits per value") : tr("type-2 share"));
   map->removeFromLegend();
   if (!scale_) {
     scale_ = new QCPColorScale(tiles_);
     tiles_->plotLayout()->addElement(0, 1, scale_);
-    scale_->setLabel(tr("share of type-2 values"));
   }
+  scale_->setLabel(bitsShown ? tr("vulnerable bits per value") : tr("share of type-2 values"));
   map->setColorScale(scale_);  // the scale takes over the gradient and range: set them there
   scale_->setGradient(gradient);
   // the data's own range: a layer whose tiles all hold 80-100% type 2 is not one flat colour
-  const auto [low, high] = std::minmax_element(l.tileShare.begin(), l.tileShare.end());
-  const bool flat = l.tileShare.empty() || *high - *low < 1e-6;
-  scale_->setDataRange(flat ? QCPRange(0, 1) : QCPRange(double(*low), double(*high)));
-  if (flat && !l.tileShare.empty()) {  // one colour is the truth here: say so
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  const bool flat = values.empty() || *high - *low < 1e-6;
+  scale_->setDataRange(flat ? QCPRange(0, bitsShown ? std::max(1.0, double(*low)) : 1) : QCPRange(double(*low), double(*high)));
+  if (flat && !values.empty()) {  // one colour is the truth here: say so
     auto* note = new QCPItemText(tiles_);
     note->position->setType(QCPItemPosition::ptAxisRectRatio);
     note->position->setCoords(0.5, 0.02);
     note->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    note->setText(tr("every tile holds %1% type-2 values: the Map tab shows the layer value by value")
-                      .arg(100.0 * double(*low), 0, 'f', 1));
+    note->setText(bitsShown ? tr("every tile's values have %1 vulnerable bits on average: the Map tab shows the layer value by value")
+                                  .arg(double(*low), 0, 'f', 2)
+                            : tr("every tile holds %1% type-2 values: the Map tab shows the layer value by value")
+                                  .arg(100.0 * double(*low), 0, 'f', 1));
     note->setBrush(QBrush(QColor(255, 255, 255, 220)));
     note->setPadding(QMargins(4, 2, 4, 2));
   }
@@ -284,14 +310,16 @@ void SavePanel::drawTiles() {
   tiles_->yAxis->setRangeReversed(true);
   tiles_->legend->setVisible(false);
   const std::size_t w = std::size_t(worst);
-  tileInfo_->setText(tr("%1: %2 x %3 tiles, %4 in reliable memory (framed); %5 of %6 values type 2; highest tile share %7% (row %8, column %9)")
+  const QString highest = bitsShown ? tr("most vulnerable bits per value %1").arg(double(values[w]), 0, 'f', 2)
+                                    : tr("highest tile share %1%").arg(100.0 * double(values[w]), 0, 'f', 1);
+  tileInfo_->setText(tr("%1: %2 x %3 tiles, %4 in reliable memory (framed); %5 of %6 values type 2; %7 (row %8, column %9)")
                          .arg(qs(l.name))
                          .arg(l.tilesDown)
                          .arg(l.tilesAcross)
                          .arg(reliable)
                          .arg(l.type2)
                          .arg(l.elements)
-                         .arg(100.0 * double(l.tileShare[w]), 0, 'f', 1)
+                         .arg(highest)
                          .arg(int64_t(w) / l.tilesAcross)
                          .arg(int64_t(w) % l.tilesAcross));
   followPalette(tiles_);
@@ -421,7 +449,13 @@ void SavePanel::hoverTiles(QMouseEvent* event) {
   if (c < 0 || r < 0 || c >= int(l.tilesAcross) || r >= int(l.tilesDown)) return;
   const std::size_t t = std::size_t(r) * std::size_t(l.tilesAcross) + std::size_t(c);
   QToolTip::showText(event->globalPosition().toPoint(),
-                     tr("tile row %1, column %2: %3% type 2, %4").arg(r).arg(c).arg(100.0 * double(l.tileShare[t]), 0, 'f', 1)
+                     tr("tile row %1, column %2: %3% type 2%4, %5")
+                         .arg(r)
+                         .arg(c)
+                         .arg(100.0 * double(l.tileShare[t]), 0, 'f', 1)
+                         .arg(t < l.tileVulnerableBits.size()
+                                  ? tr(", %1 vulnerable bits per value").arg(double(l.tileVulnerableBits[t]), 0, 'f', 2)
+                                  : QString())
                          .arg(l.tileReliable[t] ? tr("reliable memory") : tr("unreliable memory")),
                      tiles_);
 }

@@ -77,7 +77,7 @@ class SavePanel : public QWidget {
   void showBitsEmpty(const QString& why);
   QStackedWidget* bitsStack_;
   QLabel* bitsEmpty_;
-  QComboBox* layerBox_;
+  QComboBox *layerBox_, *tileMeasure_;
   QLabel* tileInfo_;
   LayerMapView* map_;
   SaveRunView* run_;

@@ -53,6 +53,8 @@ StoredLayer storedLayer(const store::StoredRecord& r, const std::string& name, c
   const uint64_t tiles = uint64_t(l.tilesDown * l.tilesAcross);
   l.tileShare = array<float>(r, "tile_type2_share", store::DType::F32, tiles, layerId);
   l.tileReliable = array<uint8_t>(r, "tile_reliable", store::DType::U8, tiles, layerId);
+  if (r.arrays.count("tile_vulnerable_bits"))  // written since issue 43; older sessions lack it
+    l.tileVulnerableBits = array<float>(r, "tile_vulnerable_bits", store::DType::F32, tiles, layerId);
   return l;
 }
 
@@ -99,6 +101,8 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
         {"bit_class_counts", {store::DType::U64, {32, 3}, perBit.data()}},
         {"tile_type2_share", {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileShare.data()}},
         {"tile_reliable", {store::DType::U8, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileReliable.data()}},
+        {"tile_vulnerable_bits",
+         {store::DType::F32, {uint64_t(l.tilesDown), uint64_t(l.tilesAcross)}, l.tileVulnerableBits.data()}},
     };
     layers += (layers.empty() ? "" : ",") + l.name;
   }

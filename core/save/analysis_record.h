@@ -23,6 +23,8 @@ struct StoredLayer {
   double meanWidth = 0;
   int64_t tilesDown = 0, tilesAcross = 0, tileRows = 0, tileCols = 0;
   std::vector<float> tileShare;       // [tilesDown * tilesAcross]: share of type-2 values
+  // [tilesDown * tilesAcross]: mean vulnerable bits per value; empty in sessions written before it
+  std::vector<float> tileVulnerableBits;
   std::vector<uint8_t> tileReliable;  // 1: placed in reliable memory
 };
 

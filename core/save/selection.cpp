@@ -91,7 +91,8 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     l.cols = l.elements / l.rows;
     l.tilesDown = (l.rows + o.tileRows - 1) / o.tileRows;
     l.tilesAcross = (l.cols + o.tileCols - 1) / o.tileCols;
-    std::vector<int64_t> tileType2(std::size_t(l.tilesDown * l.tilesAcross)), tileCount(tileType2.size());
+    std::vector<int64_t> tileType2(std::size_t(l.tilesDown * l.tilesAcross)), tileCount(tileType2.size()),
+        tileVulnerable(tileType2.size());
     l.robustMask.resize(std::size_t(l.elements));
     l.rangingMask.resize(std::size_t(l.elements));
     BitContext context{o.tau, l.feedsRelu, s.sensitivity != nullptr, o.rtol};
@@ -121,6 +122,7 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
       width += r.hi[std::size_t(i)] - r.lo[std::size_t(i)];
       const std::size_t tile = std::size_t((i / l.cols / o.tileRows) * l.tilesAcross + (i % l.cols) / o.tileCols);
       ++tileCount[tile];
+      tileVulnerable[tile] += __builtin_popcount(p.vulnerable);
       if (p.type2()) {
         ++l.type2;
         ++tileType2[tile];
@@ -130,9 +132,11 @@ Selection selectBits(const Graph& g, const SelectionOptions& o) {
     l.meanWidth = width / double(l.elements);
     tileBytes.emplace_back();
     l.tileShare.resize(tileType2.size());
+    l.tileVulnerableBits.resize(tileType2.size());
     l.tileReliable.assign(tileType2.size(), 0);
     for (std::size_t t = 0; t < tileType2.size(); ++t) {
       l.tileShare[t] = float(double(tileType2[t]) / double(tileCount[t]));
+      l.tileVulnerableBits[t] = float(double(tileVulnerable[t]) / double(tileCount[t]));
       const int64_t bytes = tileCount[t] * int64_t(sizeof(float)) * o.batch;
       tileBytes.back().push_back(bytes);
       if (tileType2[t] > 0) withType2.push_back({s.layers.size(), t, double(tileType2[t]) * elementCost(n)});

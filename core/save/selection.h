@@ -57,6 +57,7 @@ struct LayerSelection {
   std::vector<int64_t> shape;  // the node's, one sample
   int64_t rows = 0, cols = 0, tilesDown = 0, tilesAcross = 0;
   std::vector<float> tileShare;         // type-2 share of each tile, row-major over tiles
+  std::vector<float> tileVulnerableBits;  // mean vulnerable bits per value of each tile
   std::vector<uint8_t> tileReliable;    // 1: placed in reliable memory
 };
 

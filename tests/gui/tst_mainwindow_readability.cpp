@@ -175,6 +175,12 @@ void TestReadability::tilesHeatmapUsesTheDataRange() {
   QVERIFY(panel.tilesScale());
   QCOMPARE(float(panel.tilesScale()->dataRange().lower), 0.82f);
   QCOMPARE(float(panel.tilesScale()->dataRange().upper), 1.0f);
+  // with each tile's mean vulnerable bits stored, those by default, over their own range
+  a.layers[0].tileVulnerableBits = {3.0f, 9.5f, 12.0f, 7.0f};
+  panel.showAnalysis(a);
+  QCOMPARE(float(panel.tilesScale()->dataRange().lower), 3.0f);
+  QCOMPARE(float(panel.tilesScale()->dataRange().upper), 12.0f);
+  QCOMPARE(panel.tilesScale()->label(), QStringLiteral("vulnerable bits per value"));
 }
 
 void TestReadability::emptyBitClassesTabSaysWhy() {

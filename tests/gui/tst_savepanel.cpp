@@ -6,6 +6,7 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QtTest>
 
 #include <algorithm>
@@ -117,6 +118,17 @@ void TestSavePanel::tileMapShowsPlacement() {
   QVERIFY(map);
   QCOMPARE(map->data()->keySize(), int(2 * l.tilesAcross));
   QCOMPARE(map->data()->valueSize(), int(2 * l.tilesDown));
+  // coloured by the tiles' vulnerable bits per value (they vary where every value is type 2), or
+  // by their type-2 share when chosen
+  QCOMPARE(l.tileVulnerableBits.size(), l.tileShare.size());
+  for (int64_t t = 0; t < l.tilesDown * l.tilesAcross; ++t)
+    QCOMPARE(map->data()->cell(int(2 * (t % l.tilesAcross)), int(2 * (t / l.tilesAcross))),
+             double(l.tileVulnerableBits[std::size_t(t)]));
+  auto* measure = panel->findChild<QComboBox*>(QStringLiteral("TileMeasure"));
+  QVERIFY(measure && measure->isEnabled());
+  measure->setCurrentIndex(1);
+  map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
   for (int64_t t = 0; t < l.tilesDown * l.tilesAcross; ++t)
     QCOMPARE(map->data()->cell(int(2 * (t % l.tilesAcross)), int(2 * (t / l.tilesAcross))), double(l.tileShare[std::size_t(t)]));
   int reliable = 0;
@@ -130,6 +142,7 @@ void TestSavePanel::tileMapShowsPlacement() {
   // a layer whose tiles all hold the same share says so, since its map is then one colour
   const auto [low, high] = std::minmax_element(l.tileShare.begin(), l.tileShare.end());
   QCOMPARE(notes, *low == *high ? 1 : 0);
+  measure->setCurrentIndex(0);
   shoot(QStringLiteral("tiles"));
 }
 

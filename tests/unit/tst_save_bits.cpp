@@ -197,12 +197,14 @@ void TestSaveBits::tilesGoToReliableMemoryByWorkPerByte() {
     QCOMPARE(m.elements(), l.elements);
     QCOMPARE(m.channels * m.height * m.width, l.elements);
     QCOMPARE(m.lo, s.ranges.nodes[std::size_t(l.node)].lo);
-    std::vector<double> share(l.tileShare.size(), 0.0), count(l.tileShare.size(), 0.0);
+    std::vector<double> share(l.tileShare.size(), 0.0), count(l.tileShare.size(), 0.0), vulnerable(l.tileShare.size(), 0.0);
     const std::vector<float> type = m.values(save::MapQuantity::Type);
     for (int64_t i = 0; i < l.elements; ++i) {
       const int64_t tile = (i / l.cols / 16) * l.tilesAcross + (i % l.cols) / 16;
       QCOMPARE(m.tileOf(i), tile);
       share[std::size_t(tile)] += type[std::size_t(i)] == 2.0f;
+      vulnerable[std::size_t(tile)] +=
+          __builtin_popcount(~(l.robustMask[std::size_t(i)] | l.rangingMask[std::size_t(i)]));
       count[std::size_t(tile)] += 1;
       const save::MapElement e = m.element(i);
       QCOMPARE(e.reliable, l.tileReliable[std::size_t(tile)] != 0);
@@ -216,6 +218,15 @@ void TestSaveBits::tilesGoToReliableMemoryByWorkPerByte() {
       QCOMPARE(m.indexAt(e.channel, e.y, e.x), i);
     }
     for (std::size_t t = 0; t < share.size(); ++t) QCOMPARE(float(share[t] / count[t]), l.tileShare[t]);
+    // each tile's mean vulnerable bits per value, from the masks, as selected and as stored
+    const save::StoredAnalysis stored = save::loadAnalysis(reader, "lenet-interval");
+    const auto at = std::find_if(stored.layers.begin(), stored.layers.end(), [&](const save::StoredLayer& x) { return x.name == name; });
+    QVERIFY(at != stored.layers.end());
+    QCOMPARE(at->tileVulnerableBits.size(), share.size());
+    for (std::size_t t = 0; t < share.size(); ++t) {
+      QCOMPARE(float(vulnerable[t] / count[t]), l.tileVulnerableBits[t]);
+      QCOMPARE(at->tileVulnerableBits[t], l.tileVulnerableBits[t]);
+    }
     QCOMPARE(m.counts().type2, l.type2);
   }
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "no-such-layer"));
