@@ -62,6 +62,10 @@ class RunPanel : public QWidget {
   void setSeed(int seed);
   void setFlips(const QString& flips);
   void setImages(int n);
+  // SAVE campaign: "memory" or "inference" (--basis); schemes comma-separated (--schemes); false for
+  // a value the form does not offer
+  bool setBasis(const QString& basis);
+  bool setSchemes(const QString& schemes);
   void setAnalyzeAfterPlayback(bool on);
   // profile, runtime FI and a Python recording: replace an existing session file (--force) instead
   // of writing the first free name beside it
@@ -148,6 +152,8 @@ class RunPanel : public QWidget {
   QFormLayout* form_;
   QComboBox *mode_, *model_, *kernel_, *op_, *recordOps_, *device_;
   QSpinBox *iterations_, *seed_, *every_, *images_;
+  QComboBox* basis_;
+  QList<QCheckBox*> schemes_;
   QLineEdit *flips_, *session_, *prob_;
   QCheckBox* analyze_;
   QCheckBox* replace_;

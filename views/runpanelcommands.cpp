@@ -125,8 +125,13 @@ QStringList RunPanel::arguments(QString* error) const {
                       modelArgs;
       a << QStringLiteral("-s") << session;
       if (mode() == Mode::SaveCampaign) {
+        QStringList schemes;
+        for (QCheckBox* b : schemes_)
+          if (b->isChecked()) schemes << b->text();
+        if (schemes.isEmpty()) return fail(tr("choose at least one scheme to compare"));
         a << QStringLiteral("--images") << QString::number(images_->value()) << QStringLiteral("--flips") << flips_->text()
-          << QStringLiteral("--seed") << seed;
+          << QStringLiteral("--seed") << seed << QStringLiteral("--basis") << basis_->currentData().toString()
+          << QStringLiteral("--schemes") << schemes.join(QLatin1Char(','));
         // an ONNX model's labelled samples (empty: Fashion-MNIST resized to its input, docs/save.md)
         if (model.endsWith(QLatin1String(".onnx")) && !data_->text().trimmed().isEmpty())
           a << QStringLiteral("--data") << data_->text().trimmed();

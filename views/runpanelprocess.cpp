@@ -234,7 +234,9 @@ void RunPanel::processEnded(int code, QProcess::ExitStatus status) {
   progress_->setRange(0, 1);
   progress_->setValue(ok ? 1 : 0);
   QString message;
-  if (ok) message = tr("Finished in %1 s").arg(double(clock_.elapsed()) / 1000, 0, 'f', 1);
+  // a quick run in milliseconds ("Finished in 0.0 s" said nothing)
+  const qint64 ms = clock_.elapsed();
+  if (ok) message = ms < 1000 ? tr("Finished in %1 ms").arg(ms) : tr("Finished in %1 s").arg(double(ms) / 1000, 0, 'f', 1);
   if (ok && !lastCount_.isEmpty()) message += QStringLiteral(": ") + lastCount_;  // e.g. "iteration 6, 90 calls recorded"
   else if (cancelled_ && pythonRun_ && killed_)
     message = tr("Cancelled; the recorder did not end within %1 s and was killed: the session keeps the iterations "

@@ -336,6 +336,22 @@ void TestRunPanel::modelFileNeedsItsData() {
   panel.setData(QString());
   args = panel.arguments(&error);
   QVERIFY2(!args.isEmpty() && !args.contains(QStringLiteral("--data")), qPrintable(error));
+  // the campaign's fault basis (the README's: the same rate per byte of unreliable memory) and schemes
+  const auto after = [&](const char* option) {
+    const int at = args.indexOf(QLatin1String(option));
+    return at >= 0 && at + 1 < args.size() ? args[at + 1] : QString();
+  };
+  QCOMPARE(after("--basis"), QStringLiteral("memory"));
+  QCOMPARE(after("--schemes"), QStringLiteral("none,save,tmr,ranger,ecc"));
+  QVERIFY(panel.setBasis(QStringLiteral("inference")) && panel.setSchemes(QStringLiteral("save,none")));
+  QVERIFY(!panel.setBasis(QStringLiteral("time")) && !panel.setSchemes(QStringLiteral("save,raid")));
+  args = panel.arguments(&error);
+  QCOMPARE(after("--basis"), QStringLiteral("inference"));
+  QCOMPARE(after("--schemes"), QStringLiteral("none,save"));
+  QVERIFY(panel.setSchemes(QString()));  // none chosen: refused in words
+  QVERIFY(panel.arguments(&error).isEmpty());
+  QVERIFY2(error.contains(QStringLiteral("at least one scheme")), qPrintable(error));
+  QVERIFY(panel.setSchemes(QStringLiteral("none,save,tmr,ranger,ecc")) && panel.setBasis(QStringLiteral("memory")));
 }
 
 void TestRunPanel::saveAnalysisAppearsInTheWindow() {
