@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "views/liverun.h"
 
+#include <QFileInfo>
+
 #include <QTabWidget>
 
 #include <algorithm>
@@ -43,6 +45,21 @@ void LiveRun::addPoint(const QString& scheme, double flips, double accuracy) {
     shown_ = true;
     save_->setCurrentTab(SavePanel::CampaignTab);
     central_->setCurrentWidget(save_);
+  }
+}
+
+void LiveRun::end(bool ok, const QString& message, const QString& session) {
+  if (!shown_) return;
+  const QString file = session.isEmpty() ? tr("no session") : QFileInfo(session).fileName();
+  const QString how = ok ? tr("finished") : message.startsWith(QStringLiteral("Cancelled")) ? tr("cancelled") : tr("failed");
+  const QString about = tr("The run that wrote %1 (%2): %3").arg(file, how, message);
+  if (!campaign_.series.empty()) {
+    campaign_.run = tr("%1 campaign in %2").arg(how, file).toStdString();
+    save_->showCampaign(campaign_);
+  }
+  if (!curve_.iteration.empty()) {
+    curve_.run = tr("%1 run in %2").arg(how, file).toStdString();
+    curves_->showCurves(curve_, golden_, about);
   }
 }
 

@@ -25,6 +25,10 @@ class LiveRun : public QObject {
   void begin();  // a run started: nothing of an earlier one stays
   void addPoint(const QString& scheme, double flips, double accuracy);
   void addLoss(double iteration, double loss, double candidateLoss);  // candidateLoss NaN: no twin
+  // The run ended (`ok`, or cancelled or failed as `message` says) writing `session`: the live result
+  // stays up, named by the file it went to and how it ended, not as "running" under whatever session
+  // the window shows.
+  void end(bool ok, const QString& message, const QString& session);
   bool shown() const { return shown_; }  // a live result is on a page
   void forget() { shown_ = false; }      // a selection (or a session) replaces it
 

@@ -262,6 +262,7 @@ void MainWindow::connectRun() {
   });
   connect(runPanel_, &RunPanel::finished, this, [this](bool ok, const QString& message, const QString& session) {
     statusBar()->showMessage(message, 10000);
+    live_->end(ok, message, session);  // what it drew stays, named by its file and how it ended
     // the results (or what a cancelled run kept) appear in the tree
     if (QFileInfo::exists(session) && (ok || session_.path.isEmpty() || QFileInfo(session) == QFileInfo(session_.path)))
       startOpeningSession(session);

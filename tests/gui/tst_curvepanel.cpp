@@ -12,12 +12,17 @@
 
 #include "core/store/curves.h"
 #include "views/curvepanel.h"
+#include "views/liverun.h"
+#include "views/runpanel.h"
+#include "views/savepanel.h"
+#include <QTabWidget>
 #include "views/mainwindow.h"
 
 class TestCurvePanel : public QObject {
   Q_OBJECT
  private slots:
   void runtimeFiBesideGolden();
+  void liveCurveKeepsItsRunsName();
 };
 
 void TestCurvePanel::runtimeFiBesideGolden() {
@@ -67,6 +72,27 @@ void TestCurvePanel::runtimeFiBesideGolden() {
   QVERIFY2(summary.contains(QStringLiteral("substituted at %1 iteration").arg(fi.substituted.size())), qPrintable(summary));
   QVERIFY(withoutHead(window.currentCsv()).startsWith(QStringLiteral("run,iteration,loss,accuracy,test_loss,test_accuracy\n")));
   QVERIFY(window.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/curvepanel.png")));
+}
+
+// A run's live loss curve, once the run is cancelled while the window shows another session,
+// names the file the run wrote and how it ended, not "running" under the other session's title.
+void TestCurvePanel::liveCurveKeepsItsRunsName() {
+  peat::views::RunPanel run;
+  peat::views::SavePanel save;
+  QTabWidget central;
+  auto& curves = *new peat::views::CurvePanel;
+  central.addTab(&curves, QStringLiteral("Training"));  // owns it
+  central.show();
+  peat::views::LiveRun live(&run, &save, &curves, &central, nullptr);
+  live.begin();
+  for (int i = 1; i <= 3; ++i) live.addLoss(i, 1.0 / i, std::nan(""));
+  QVERIFY(live.shown());
+  QCOMPARE(curves.plot()->graph(0)->name(), QStringLiteral("running loss"));
+  live.end(false, QStringLiteral("Cancelled; the session keeps what was finished"), QStringLiteral("/tmp/x/lenet-2.h5"));
+  QCOMPARE(curves.plot()->graph(0)->name(), QStringLiteral("cancelled run in lenet-2.h5 loss"));
+  QVERIFY2(curves.summaryText().contains(QStringLiteral("lenet-2.h5")) && curves.summaryText().contains(QStringLiteral("cancelled")),
+           qPrintable(curves.summaryText()));
+  QCOMPARE(curves.plot()->graph(0)->dataCount(), 3);  // the points drawn stay
 }
 
 QTEST_MAIN(TestCurvePanel)
