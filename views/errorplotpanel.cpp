@@ -20,6 +20,16 @@
 namespace peat::views {
 
 namespace {
+// "60-63" / "5, 60-63": ranges of lines as people read them
+QString rangeText(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  QStringList parts;
+  for (const auto& [lo, hi] : ranges) parts << (lo == hi ? QString::number(lo) : QStringLiteral("%1-%2").arg(lo).arg(hi));
+  return parts.join(QStringLiteral(", "));
+}
+}  // namespace
+
+
+namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
@@ -327,6 +337,7 @@ void ErrorPlotPanel::drawMap() {
   map_->clearItems();
   showLegendBelow(map_, false);  // back with the worst element's star
   marks_ = 0;
+  evidenceText_.clear();
   const analyzer::StoredCallReport& r = reports_.front();
   if (r.tileMismatch.empty() || r.tilesDown == 0 || r.tilesAcross == 0) {
     centredNote(map_, tr("No tile map stored for this call"));
@@ -488,12 +499,62 @@ void ErrorPlotPanel::showFinding(const store::Finding& finding) {
     showBitsTab();
   } else if (e.stride) {
     highlightPattern(*e.stride);
+  } else if (e.confined && (!e.columns.empty() || !e.rows.empty())) {
+    highlightConfinement(e.columns, e.rows, e.truncated);
   } else if (e.confined) {
     highlightPattern(0);
   } else if (e.highestDroppedBit >= 0) {
     highlightBitSpan(0, e.highestDroppedBit,
                      tr("bits %1 does not keep (0-%2)").arg(QString::fromStdString(e.format)).arg(e.highestDroppedBit));
   }
+}
+
+int ErrorPlotPanel::highlightConfinement(const std::vector<std::pair<uint64_t, uint64_t>>& columns,
+                                         const std::vector<std::pair<uint64_t, uint64_t>>& rows, bool truncated) {
+  if (reports_.empty()) return 0;
+  drawMap();  // drops earlier marks
+  const analyzer::StoredCallReport& r = reports_.front();
+  if (r.tileMismatch.empty() || r.tileCols == 0 || r.tileRows == 0) return 0;
+  lower_->setCurrentWidget(map_);
+  const QColor orange = palette::evidence();
+  // the map's x is the column in tiles, its y the row in tiles: each range is a band across the
+  // whole map, from its first line's edge to its last's
+  const double across = double(r.tilesAcross), down = double(r.tilesDown);
+  uint64_t lines = 0;
+  for (const auto& [lo, hi] : columns) {
+    auto* band = new QCPItemRect(map_);
+    band->topLeft->setCoords(double(lo) / double(r.tileCols), 0);
+    band->bottomRight->setCoords(double(hi + 1) / double(r.tileCols), down);
+    band->setPen(QPen(orange, 2));
+    ++marks_;
+    lines += hi - lo + 1;
+  }
+  uint64_t rowLines = 0;
+  for (const auto& [lo, hi] : rows) {
+    auto* band = new QCPItemRect(map_);
+    band->topLeft->setCoords(0, double(lo) / double(r.tileRows));
+    band->bottomRight->setCoords(across, double(hi + 1) / double(r.tileRows));
+    band->setPen(QPen(orange, 2));
+    ++marks_;
+    rowLines += hi - lo + 1;
+  }
+  QStringList where;
+  const auto count = [](uint64_t n, const QString& one, const QString& many) { return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many); };
+  if (!columns.empty())
+    where << count(lines, tr("column"), tr("columns")) +
+                 (columns.size() <= 3 ? QStringLiteral(" (%1)").arg(rangeText(columns)) : QString());
+  if (!rows.empty())
+    where << count(rowLines, tr("row"), tr("rows")) + (rows.size() <= 3 ? QStringLiteral(" (%1)").arg(rangeText(rows)) : QString());
+  auto* note = new QCPItemText(map_);
+  note->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note->position->setCoords(0.01, 0.01);
+  note->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
+  note->setText(tr("evidence: large errors confined to %1%2").arg(where.join(tr(" and ")), truncated ? tr(" (the first 64 ranges)") : QString()));
+  note->setColor(orange);
+  note->setBrush(map_->legend->brush());
+  evidenceText_ = note->text();
+  map_->replot();
+  return marks_;
 }
 
 int ErrorPlotPanel::highlightPattern(int stride) {
@@ -538,6 +599,7 @@ int ErrorPlotPanel::highlightPattern(int stride) {
   note->setText(text);
   note->setColor(orange);
   note->setBrush(map_->legend->brush());
+  evidenceText_ = text;
   map_->replot();
   return marks_;
 }

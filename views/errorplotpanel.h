@@ -42,6 +42,11 @@ class ErrorPlotPanel : public QWidget {
   // a frame round every tile that holds mismatches (errors confined to some rows or columns). The
   // Where tab comes to the front. Returns the number of marks; clearing: -1.
   int highlightPattern(int stride);
+  // index_error confined to some columns or rows: a band over each range (in the output's element
+  // columns and rows) on the Where map; the bands drawn.
+  int highlightConfinement(const std::vector<std::pair<uint64_t, uint64_t>>& columns,
+                           const std::vector<std::pair<uint64_t, uint64_t>>& rows, bool truncated);
+  QString evidenceText() const { return evidenceText_; }  // the Where map's evidence note
   int patternMarks() const { return marks_; }
   void showBitsTab();
   // A verdict's finding drawn where it shows (core's findingEvidence): its bit framed, its stride
@@ -105,6 +110,7 @@ class ErrorPlotPanel : public QWidget {
   Scale scale_ = Scale::Log2Abs;
   int highlighted_ = -1;
   QString spanLabel_;
+  QString evidenceText_;
   int mapBinLast_ = INT_MIN;
   QCPItemRect* binSpan_ = nullptr;
   std::vector<uint64_t> selectionBits_;

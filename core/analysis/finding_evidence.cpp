@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/finding_evidence.h"
 
+#include <cstdlib>
+
 #include "core/fp/format.h"
 
 namespace peat::analyzer {
@@ -16,6 +18,32 @@ FindingEvidence findingEvidence(const store::Finding& f) {
   } else if (f.model == "index_error") {
     if (const auto stride = field("stride")) out.stride = int(*stride);
     else out.confined = field("confined").has_value();
+    // "0-3,7,60-63": the detector's ranges of confined columns and rows
+    const auto ranges = [&](const char* name, std::vector<std::pair<uint64_t, uint64_t>>& into) {
+      const auto at = f.labels.find(name);
+      if (at == f.labels.end()) return;
+      std::size_t from = 0;
+      const std::string& text = at->second;
+      while (from < text.size()) {
+        std::size_t end = text.find(',', from);
+        if (end == std::string::npos) end = text.size();
+        const std::string part = text.substr(from, end - from);
+        from = end + 1;
+        if (part == "...") {
+          out.truncated = true;
+          continue;
+        }
+        char* rest = nullptr;
+        const unsigned long long lo = std::strtoull(part.c_str(), &rest, 10);
+        if (rest == part.c_str()) continue;  // not a number: a field from someone else's file
+        unsigned long long hi = lo;
+        if (*rest == '-') hi = std::strtoull(rest + 1, &rest, 10);
+        if (*rest != '\0' || hi < lo) continue;
+        into.emplace_back(uint64_t(lo), uint64_t(hi));
+      }
+    };
+    ranges("columns", out.columns);
+    ranges("rows", out.rows);
   } else if (f.model == "precision_loss") {
     const auto at = f.labels.find("format");
     const std::optional<fp::Format> format = at == f.labels.end() ? std::nullopt : fp::formatByName(at->second);

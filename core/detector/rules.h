@@ -45,6 +45,9 @@ struct Mismatches {
   uint64_t large = 0, largeDominantGap = 0;
   double largeGapShare = 0;
   uint64_t largeRowsHit = 0, largeColsHit = 0;
+  // the rows and columns hit, as ranges "0-3,60-63" (at most 64 ranges, then ",..."): where the
+  // views draw a confinement
+  std::string largeRowRanges, largeColRanges;
 };
 
 // One pass over the pair (two ranges in parallel for large tensors), the same as one pass in order.

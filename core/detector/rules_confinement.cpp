@@ -15,6 +15,7 @@ namespace {
 // any structure. Confined means at most a quarter of the rows (or columns) chance would hit.
 struct LargeStructure {
   bool periodic = false, confined = false;
+  bool colsConfined = false, rowsConfined = false;  // which lines are (confined: either)
   double colsByChance = 0, rowsByChance = 0;  // the distinct columns and rows chance would hit
 };
 
@@ -29,8 +30,9 @@ LargeStructure largeStructure(const RuleContext& x) {
   const uint64_t cols = std::min<uint64_t>(r.cols, 1 << 20), rows = std::min<uint64_t>(r.rows, 1 << 20);
   s.colsByChance = chanceHits(cols);
   s.rowsByChance = chanceHits(rows);
-  s.confined = r.cols > 1 && ((cols > 1 && double(m.largeColsHit) * 4 <= s.colsByChance) ||
-                              (rows > 1 && double(m.largeRowsHit) * 4 <= s.rowsByChance));
+  s.colsConfined = r.cols > 1 && cols > 1 && double(m.largeColsHit) * 4 <= s.colsByChance;
+  s.rowsConfined = r.cols > 1 && rows > 1 && double(m.largeRowsHit) * 4 <= s.rowsByChance;
+  s.confined = s.colsConfined || s.rowsConfined;
   return s;
 }
 
@@ -74,6 +76,9 @@ void confinedIndexError(RuleContext& x) {
     // what the views draw: the period of a periodic pattern, or that it is confined to rows/columns
     if (s.periodic) v.evidence["stride"] = double(m.largeDominantGap);
     else v.evidence["confined"] = 1;
+    // ... and where: the confined columns or rows themselves, as ranges (the Where map frames them)
+    if (!s.periodic && s.colsConfined) v.parameters["columns"] = m.largeColRanges;
+    if (!s.periodic && s.rowsConfined) v.parameters["rows"] = m.largeRowRanges;
     x.add(v);
   }
 }

@@ -67,6 +67,7 @@ class TestReadability : public QObject {
  private slots:
   void whereMapHasAScaleAndAHoverReadout();
   void legendsStayOffTheData();
+  void confinementIsFramedWhereItIs();
   void convOutputsAreChannelsByPositions();
   void tilesHeatmapUsesTheDataRange();
   void emptyBitClassesTabSaysWhy();
@@ -139,6 +140,33 @@ void TestReadability::legendsStayOffTheData() {
   auto* item = qobject_cast<QCPPlottableLegendItem*>(panel.plot()->legend->item(0));
   QVERIFY(item);
   QCOMPARE(item->plottable()->name(), QStringLiteral("#3 conv2 (iteration 0) (precision_loss)"));
+}
+
+// index_error confined to columns: the Where map frames those columns (the detector's evidence
+// fields), not the first tiles with any mismatch.
+void TestReadability::confinementIsFramedWhereItIs() {
+  peat::views::ErrorPlotPanel panel;
+  panel.resize(700, 600);
+  panel.show();
+  panel.showReports({sampleReport()});  // 32 x 64, tiles of 16 x 16: 2 x 4 tiles, mismatches in 4
+  peat::store::Finding f;
+  f.model = "index_error";
+  f.numbers = {{"confined", 1.0}, {"columns_hit", 5.0}, {"rows_hit", 32.0}};
+  f.labels = {{"columns", "60-63,7"}};
+  panel.showFinding(f);
+  QCOMPARE(panel.evidenceText(), QStringLiteral("evidence: large errors confined to 5 columns (60-63, 7)"));
+  std::vector<QRectF> bands;
+  for (int i = 0; i < panel.mapPlot()->itemCount(); ++i)
+    if (auto* rect = qobject_cast<QCPItemRect*>(panel.mapPlot()->item(i)))
+      bands.push_back(QRectF(rect->topLeft->coords(), rect->bottomRight->coords()));
+  QCOMPARE(bands.size(), std::size_t(2));
+  // in tile units: columns 60-63 are the last quarter of the last tile column, over both tile rows
+  QCOMPARE(bands[0], QRectF(QPointF(60.0 / 16, 0), QPointF(64.0 / 16, 2)));
+  QCOMPARE(bands[1], QRectF(QPointF(7.0 / 16, 0), QPointF(8.0 / 16, 2)));
+  // rows too
+  f.labels = {{"rows", "3"}};
+  panel.showFinding(f);
+  QCOMPARE(panel.evidenceText(), QStringLiteral("evidence: large errors confined to 1 row (3)"));
 }
 
 void TestReadability::convOutputsAreChannelsByPositions() {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/analysis/session_analysis.h"
+#include "core/analysis/finding_evidence.h"
 #include "core/detector/detector.h"
 #include "core/fp/block.h"
 #include "core/fp/format.h"
@@ -65,6 +66,7 @@ class TestDetector : public QObject {
   void precisionLossByMagnitude();
   void accumulationOrder();
   void indexErrorAtAStride();
+  void indexErrorNamesItsColumns();
   void verdictNamesAreTheVocabulary();
   void boundsDecideWhenOperandsAreKnown();
   void confinementIsJudgedAgainstChance();
@@ -245,6 +247,37 @@ void TestDetector::indexErrorAtAStride() {
   QCOMPARE(d.verdict.evidence.at("dominant_gap"), 16.0);
   QCOMPARE(d.verdict.evidence.at("stride"), 16.0);  // what the views draw (docs/session-format.md)
   QVERIFY(!d.verdict.evidence.count("confined"));
+}
+
+// Large errors in the last four columns of a 64 x 128 output, while small reordering-sized errors touch
+// every element: index_error names the columns themselves (the Where map frames them), not the
+// tiles with any mismatch.
+void TestDetector::indexErrorNamesItsColumns() {
+  const auto g = values(64 * 128, 15);
+  auto c = g;
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = std::nextafter(g[i], 10.0f);  // one ulp everywhere
+  for (std::size_t r = 0; r < 64; ++r)
+    for (std::size_t col = 124; col < 128; ++col) c[r * 128 + col] = g[r * 128 + col - 64];  // read from the wrong column
+  const auto d = run(g, c, {64, 128});
+  QVERIFY2(d.verdict.model == "index_error", (d.verdict.model + ": " + d.verdict.explanation).c_str());
+  QVERIFY2(d.verdict.evidence.count("confined") && d.verdict.parameters.count("columns"), d.verdict.explanation.c_str());
+  QCOMPARE(d.verdict.evidence.at("confined"), 1.0);
+  QCOMPARE(d.verdict.parameters.at("columns"), std::string("124-127"));
+  QVERIFY(!d.verdict.parameters.count("rows"));  // every row is hit: the rows are not where it is
+  // as a finding read back: the ranges the views draw
+  const store::Finding f{d.verdict.model, d.verdict.confidence, {d.verdict.evidence.begin(), d.verdict.evidence.end()},
+                         {d.verdict.parameters.begin(), d.verdict.parameters.end()}};
+  const analyzer::FindingEvidence e = analyzer::findingEvidence(f);
+  QVERIFY(e.confined && e.rows.empty() && !e.truncated);
+  QCOMPARE(e.columns.size(), std::size_t(1));
+  QCOMPARE(e.columns.front(), (std::pair<uint64_t, uint64_t>(124, 127)));
+  // someone else's garbage in the field is skipped, not trusted
+  store::Finding junk = f;
+  junk.labels["columns"] = "x,5-3,2-4,...";
+  const analyzer::FindingEvidence j = analyzer::findingEvidence(junk);
+  QCOMPARE(j.columns.size(), std::size_t(1));
+  QCOMPARE(j.columns.front(), (std::pair<uint64_t, uint64_t>(2, 4)));
+  QVERIFY(j.truncated);
 }
 
 void TestDetector::verdictNamesAreTheVocabulary() {
