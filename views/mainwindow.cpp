@@ -16,15 +16,12 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QPointer>
-#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
-#include <QTimer>
 #include <QTreeView>
 
 #include <algorithm>
@@ -34,6 +31,7 @@
 #include "core/version.h"
 #include "gpu/backend.h"
 #include "views/bitexplorer.h"
+#include "views/closeguard.h"
 #include "views/callpage.h"
 #include "views/comparecontroller.h"
 #include "views/comparepanel.h"
@@ -68,6 +66,13 @@ namespace peat::views {
 namespace {
 const QString kGeometryKey = QStringLiteral("window/geometry");
 const QString kStateKey = QStringLiteral("window/state");
+QScrollArea* scrolled(QWidget* content) {
+  auto* area = new QScrollArea;
+  area->setWidget(content);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  return area;
+}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -102,15 +107,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->showMessage(tr("Ready"), 3000);
 
   // File > Export and Edit > Copy take the plot or table used last, and name what it shows
-  for (QCustomPlot* plot : findChildren<QCustomPlot*>()) plot->installEventFilter(this);
-  verdicts_->table()->viewport()->installEventFilter(this);
-  exports_->setDescriber([this] {
-    if (session_.path.isEmpty()) return QString();
-    QString text = tr("PEAT Workbench: session %1").arg(QFileInfo(session_.path).fileName());
-    if (const QString item = currentItemPath(); !item.isEmpty()) text += QStringLiteral(", ") + item;  // run/iteration/call
-    if (const QString call = tree_->currentIndex().data(SessionTreeModel::PathRole).toString(); !call.isEmpty())
-      text += tr(" (call %1)").arg(call);
-    return text;
+  exports_->watch(this, verdicts_->table());
+  exports_->setShown([this] {
+    return PageExport::Shown{session_.path, currentItemPath(), tree_->currentIndex().data(SessionTreeModel::PathRole).toString()};
   });
 
   QSettings settings;
@@ -197,6 +196,7 @@ void MainWindow::createControllers() {
   saveRuns_ = new SaveRunController(runPanel_, savePanel_, central_, this);
   exports_ = std::make_unique<PageExport>(central_, savePanel_, curves_, numerics_, compare_, errorPlot_, verdicts_->model());
   tourScript_ = new TourController(this, &session_);
+  closeGuard_ = new CloseGuard(this, runPanel_);
 }
 
 void MainWindow::createDocks() {
@@ -218,11 +218,7 @@ void MainWindow::createDocks() {
     for (const gpu::DeviceInfo& d : b.devices) usable << QStringLiteral("%1:%2").arg(QString::fromStdString(b.name)).arg(d.index);
   runPanel_->setDevices(usable);
   // the run form scrolls in a short or narrow dock rather than widening the window past the screen
-  auto* runScroll = new QScrollArea(this);
-  runScroll->setWidget(runPanel_);
-  runScroll->setWidgetResizable(true);
-  runScroll->setFrameShape(QFrame::NoFrame);
-  QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), runScroll, Qt::RightDockWidgetArea);
+  QDockWidget* runDock = dock(tr("Run"), QStringLiteral("RunDock"), scrolled(runPanel_), Qt::RightDockWidgetArea);
   runDock_ = runDock;
   tabifyDockWidget(plotDock, runDock);
   plotDock->raise();
@@ -276,82 +272,6 @@ void MainWindow::showEvent(QShowEvent* event) {
     firstLayout_ = nullptr;
     apply();
   }
-}
-
-void MainWindow::createActions() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  const auto askForSession = [this](const QString& title) {
-    return QFileDialog::getOpenFileName(this, title, QString(), tr("PEAT sessions (*.h5 *.hdf5);;All files (*)"));
-  };
-  QAction* open = file->addAction(tr("&Open Session..."), this, [this, askForSession] {
-    if (const QString path = askForSession(tr("Open session")); !path.isEmpty()) startOpeningSession(path);
-  });
-  open->setShortcut(QKeySequence::Open);
-  QAction* newWindow = file->addAction(tr("&New Window"), this, [] {
-    auto* other = new MainWindow;  // another session (or another view of this one) side by side
-    other->setAttribute(Qt::WA_DeleteOnClose);
-    other->show();
-  });
-  newWindow->setShortcut(QKeySequence::New);
-  recent_ = new RecentSessions(file->addMenu(tr("Open &Recent")));
-  connect(recent_, &RecentSessions::chosen, this, &MainWindow::startOpeningSession);
-  QAction* close = file->addAction(tr("&Close Session"), this, &MainWindow::closeSession);
-  close->setShortcut(QKeySequence::Close);
-  file->addSeparator();
-  QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
-  quit->setShortcut(QKeySequence::Quit);
-
-  file->addSeparator();
-  QAction* exportPlot = file->addAction(tr("&Export Plot..."), this, [this] { exportCurrent(false); });
-  exportPlot->setShortcut(QKeySequence(tr("Ctrl+E")));
-  QAction* exportTable = file->addAction(tr("Export &Table as CSV..."), this, [this] { exportCurrent(true); });
-  exportTable->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
-  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-  QAction* copy = edit->addAction(tr("&Copy Plot"), this, [this] {
-    QCustomPlot* plot = currentPlot();
-    QApplication::clipboard()->setPixmap(plot ? plot->toPixmap() : exports_->currentPicture()->grab());
-    statusBar()->showMessage(tr("Plot copied"), 3000);
-  });
-  copy->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
-
-  QMenu* compare = menuBar()->addMenu(tr("&Compare"));
-  QAction* compareSelection = compare->addAction(tr("Compare &Selected"), this, &MainWindow::compareSelected);
-  compareSelection->setShortcut(QKeySequence(tr("Ctrl+D")));
-  compareSelection->setToolTip(tr("Two selected calls side by side, or the selected call here and in the compared session"));
-  compare->addAction(tr("Compare With &Session..."), this, [this, askForSession] {
-    if (const QString path = askForSession(tr("Compare with session")); !path.isEmpty()) openCompareSession(path);
-  });
-  compare->addAction(tr("Stop Comparing Sessions"), comparisons_, &CompareController::closeSession);
-
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
-  QAction* showRun = run->addAction(tr("&New Run..."), this, &MainWindow::showRunPanel);
-  showRun->setShortcut(QKeySequence(tr("Ctrl+R")));
-  run->addAction(tr("Open &Demo Session"), this, &MainWindow::openDemo);
-
-  QMenu* tools = menuBar()->addMenu(tr("&Tools"));
-  QAction* explorer = tools->addAction(tr("&Bit Explorer"), this, [this] { showBitExplorer(); });
-  explorer->setShortcut(QKeySequence(tr("Ctrl+B")));
-
-  // Go: back and forward through the calls selected, as in a browser (Alt+Left, Alt+Right)
-  QMenu* go = menuBar()->addMenu(tr("&Go"));
-  go->addAction(history_->backAction());
-  go->addAction(history_->forwardAction());
-
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
-
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  QAction* tour = help->addAction(tr("&Tour"), this, &MainWindow::startTour);
-  tour->setShortcut(QKeySequence(Qt::Key_F1));
-  tour->setToolTip(tr("The story in a few steps, on the demo session (made first when it is missing, about 10 s)"));
-  help->addAction(tr("&About PEAT Workbench"), this, [this] {
-    QMessageBox::about(this, tr("About PEAT Workbench"),
-                       tr("<b>PEAT Workbench %1</b> (commit %2)<br>"
-                          "Pseudo-error assessment of GPU kernels in DNN training (PEAT) and software fault "
-                          "tolerance of inference against GPU memory bit flips (SAVE).<br>HDF5 %3")
-                           .arg(QString::fromLatin1(toolVersion()), QString::fromLatin1(gitCommit()),
-                                QString::fromStdString(hdf5Version())));
-  });
 }
 
 bool MainWindow::openSession(const QString& path) {
@@ -477,37 +397,10 @@ VerdictTableModel* MainWindow::verdictModel() const { return verdicts_->model();
 QCustomPlot* MainWindow::currentPlot() const { return exports_->currentPlot(); }
 QString MainWindow::currentCsv() const { return exports_->currentCsv(); }
 
-bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-  const QEvent::Type type = event->type();
-  if (type == QEvent::MouseButtonPress || type == QEvent::Wheel || type == QEvent::FocusIn) {
-    if (auto* plot = qobject_cast<QCustomPlot*>(watched)) exports_->noteUsed(plot);
-    else if (watched == verdicts_->table()->viewport()) exports_->noteUsed(verdicts_->table());
-  }
-  return QMainWindow::eventFilter(watched, event);
-}
-
-QString MainWindow::exportName() const {
-  // "demo-bf16-iteration-0-0-conv1": the session and the item shown
-  QString name = QFileInfo(session_.path).completeBaseName();
-  if (const QString item = currentItemPath(); !item.isEmpty()) name += QLatin1Char('-') + item;
-  QString slug;
-  for (const QChar c : name) {
-    const QChar k = c.isLetterOrNumber() || c == QLatin1Char('.') || c == QLatin1Char('_') ? c : QLatin1Char('-');
-    if (!(k == QLatin1Char('-') && (slug.isEmpty() || slug.endsWith(QLatin1Char('-'))))) slug += k;
-  }
-  while (slug.endsWith(QLatin1Char('-'))) slug.chop(1);
-  return slug.isEmpty() ? QStringLiteral("peat-export") : slug;
-}
-
 void MainWindow::exportCurrent(bool table) {
-  const QString path =
-      table ? QFileDialog::getSaveFileName(this, tr("Export table"), exportName() + QStringLiteral(".csv"), tr("CSV (*.csv)"))
-            : QFileDialog::getSaveFileName(this, tr("Export plot"), exportName() + QStringLiteral(".png"),
-                                           tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
-  if (path.isEmpty()) return;
-  QString error;
-  if (!(table ? exports_->exportTable(path, &error) : exports_->exportPlot(path, &error))) reportError(error);
-  else statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+  QString message;
+  if (exports_->exportByDialog(this, table, &message)) statusBar()->showMessage(message, 5000);
+  else if (!message.isEmpty()) reportError(message);
 }
 
 void MainWindow::reportError(const QString& text) {
@@ -541,35 +434,8 @@ bool MainWindow::openFiles(const QStringList& paths) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-  // a run in progress is not killed unasked: stopped (as Cancel does, its run marked cancelled)
-  // and the window closed once it has ended, or kept
-  if (runPanel_->running()) {
+  if (!closeGuard_->allowClose()) {  // a run in progress: asked first
     event->ignore();
-    if (closePrompt_) {
-      closePrompt_->raise();
-      return;
-    }
-    closePrompt_ = new QMessageBox(QMessageBox::Question, tr("PEAT Workbench"),
-                                   tr("A run is in progress: %1\n\nStop it (what it finished is kept, the run marked "
-                                      "cancelled) and close the window?")
-                                       .arg(runPanel_->statusText()),
-                                   QMessageBox::NoButton, this);
-    closePrompt_->setObjectName(QStringLiteral("ClosePrompt"));
-    QPushButton* stop = closePrompt_->addButton(tr("Stop the Run and Close"), QMessageBox::AcceptRole);
-    closePrompt_->addButton(tr("Keep Running"), QMessageBox::RejectRole);
-    closePrompt_->setDefaultButton(stop);
-    closePrompt_->setAttribute(Qt::WA_DeleteOnClose);
-    connect(closePrompt_, &QMessageBox::buttonClicked, this, [this, stop](QAbstractButton* clicked) {
-      if (clicked != stop || !runPanel_->running()) return;
-      auto once = std::make_shared<QMetaObject::Connection>();
-      *once = connect(runPanel_, &RunPanel::finished, this, [this, once] {
-        disconnect(*once);
-        QTimer::singleShot(0, this, &QWidget::close);
-      });
-      statusBar()->showMessage(tr("Stopping the run; the window closes when it has ended"));
-      runPanel_->cancel(RunPanel::kRecordCancelGraceMs);
-    });
-    closePrompt_->open();  // not exec(): the run's events keep coming
     return;
   }
   QSettings settings;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 #include <QMainWindow>
-#include <QPointer>
 #include <QPersistentModelIndex>
 
 #include <functional>
@@ -22,7 +21,6 @@ class SessionReader;
 class QCustomPlot;
 class QDockWidget;
 class QMenu;
-class QMessageBox;
 class QDragEnterEvent;
 class QDropEvent;
 class QTabWidget;
@@ -57,6 +55,7 @@ class FlipController;
 class CompareController;
 class LiveRun;
 class SaveRunController;
+class CloseGuard;
 class PageExport;
 class RecentSessions;
 struct OpenedSession;
@@ -134,8 +133,6 @@ class MainWindow : public QMainWindow {
   // The plot and the table (CSV) that File > Export and Edit > Copy act on.
   QCustomPlot* currentPlot() const;
   QString currentCsv() const;
-  // File > Export's suggested file name: the session and the item shown ("demo-bf16-iteration-0-0-conv1").
-  QString exportName() const;
   const PageExport* pageExport() const { return exports_.get(); }
   // When set, failures go to the status bar only (no dialog): tests and --screenshot use it.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
@@ -154,7 +151,6 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
-  bool eventFilter(QObject* watched, QEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -188,7 +184,7 @@ class MainWindow : public QMainWindow {
   ExplainPanel* explain_;
   RunPanel* runPanel_;
   QDockWidget *runDock_ = nullptr, *explainDock_ = nullptr;
-  QPointer<QMessageBox> closePrompt_;  // asked on closing during a run
+  CloseGuard* closeGuard_;  // asks before closing during a run
   // what the pages show, and the tools beside them
   VerdictController* verdicts_;
   PairController* pairs_;

@@ -3,6 +3,10 @@
 
 #include "views/pageexport.h"
 
+#include <QAbstractScrollArea>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QTabWidget>
 #include <QWidget>
 
@@ -21,6 +25,43 @@ PageExport::PageExport(QTabWidget* central, SavePanel* save, CurvePanel* curves,
     : central_(central), save_(save), curves_(curves), numerics_(numerics), compare_(compare), dock_(dock), verdicts_(verdicts) {}
 
 void PageExport::noteUsed(QWidget* widget) { lastUsed_ = widget; }
+
+void PageExport::watch(QWidget* window, QWidget* table) {
+  for (QCustomPlot* plot : window->findChildren<QCustomPlot*>()) plot->installEventFilter(this);
+  table_ = table;
+  if (auto* view = qobject_cast<QAbstractScrollArea*>(table)) view->viewport()->installEventFilter(this);
+}
+
+bool PageExport::eventFilter(QObject* watched, QEvent* event) {
+  const QEvent::Type type = event->type();
+  if (type == QEvent::MouseButtonPress || type == QEvent::Wheel || type == QEvent::FocusIn) {
+    if (auto* plot = qobject_cast<QCustomPlot*>(watched)) noteUsed(plot);
+    else if (table_ && watched == qobject_cast<QAbstractScrollArea*>(table_)->viewport()) noteUsed(table_);
+  }
+  return QObject::eventFilter(watched, event);
+}
+
+QString PageExport::description() const {
+  const Shown s = shown_ ? shown_() : Shown{};
+  if (s.session.isEmpty()) return {};
+  QString text = QStringLiteral("PEAT Workbench: session %1").arg(QFileInfo(s.session).fileName());
+  if (!s.item.isEmpty()) text += QStringLiteral(", ") + s.item;  // run/iteration/call as the tree names them
+  if (!s.call.isEmpty()) text += QStringLiteral(" (call %1)").arg(s.call);
+  return text;
+}
+
+QString PageExport::suggestedName() const {
+  const Shown s = shown_ ? shown_() : Shown{};
+  QString name = QFileInfo(s.session).completeBaseName();
+  if (!s.item.isEmpty()) name += QLatin1Char('-') + s.item;
+  QString slug;
+  for (const QChar c : name) {
+    const QChar k = c.isLetterOrNumber() || c == QLatin1Char('.') || c == QLatin1Char('_') ? c : QLatin1Char('-');
+    if (!(k == QLatin1Char('-') && (slug.isEmpty() || slug.endsWith(QLatin1Char('-'))))) slug += k;
+  }
+  while (slug.endsWith(QLatin1Char('-'))) slug.chop(1);
+  return slug.isEmpty() ? QStringLiteral("peat-export") : slug;
+}
 
 QWidget* PageExport::usedInView() const {
   return lastUsed_ && lastUsed_->isVisible() && !lastUsed_->visibleRegion().isEmpty() ? lastUsed_.data() : nullptr;
@@ -49,7 +90,7 @@ QString PageExport::currentCsv() const {
   const QString head = described.isEmpty() ? QString() : QStringLiteral("# %1\n").arg(described);
   if (QWidget* used = usedInView()) {
     if (ErrorPlotPanel* panel = errorPanelOf(used)) return head + panel->csv();  // the histograms of the plot used
-    if (used->objectName() == QLatin1String("VerdictTable")) return head + verdicts_->csv();
+    if (used == table_) return head + verdicts_->csv();
   }
   return head + pageCsv();
 }
@@ -77,6 +118,18 @@ bool PageExport::exportTable(const QString& path, QString* error) const {
     *error = QString::fromStdString(e.what());
     return false;
   }
+}
+
+bool PageExport::exportByDialog(QWidget* parent, bool table, QString* message) const {
+  const QString path =
+      table ? QFileDialog::getSaveFileName(parent, tr("Export table"), suggestedName() + QStringLiteral(".csv"), tr("CSV (*.csv)"))
+            : QFileDialog::getSaveFileName(parent, tr("Export plot"), suggestedName() + QStringLiteral(".png"),
+                                           tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+  message->clear();
+  if (path.isEmpty()) return false;
+  if (!(table ? exportTable(path, message) : exportPlot(path, message))) return false;
+  *message = tr("Wrote %1").arg(path);
+  return true;
 }
 
 }  // namespace peat::views

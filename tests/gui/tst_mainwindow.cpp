@@ -593,7 +593,7 @@ void TestMainWindow::exportsTakeWhatWasUsedAndNameIt() {
   // hidden (another tab), a plot used before gives way to the page's own
   qobject_cast<QTabWidget*>(w.centralWidget())->setCurrentWidget(w.callPage());
   QVERIFY(w.currentPlot() != w.curvePanel()->plot());
-  QVERIFY2(w.exportName().startsWith(QStringLiteral("sample-golden-iteration-1-")), qPrintable(w.exportName()));
+  QVERIFY2(w.pageExport()->suggestedName().startsWith(QStringLiteral("sample-golden-iteration-1-")), qPrintable(w.pageExport()->suggestedName()));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -737,7 +737,8 @@ void TestRunPanel::recordsARuntimeFiSwap() {
     const QCPGraph* live = nullptr;
     for (int i = 0; i < plot->graphCount(); ++i) {
       names << plot->graph(i)->name();
-      if (plot->graph(i)->name() == QStringLiteral("live run (candidate) loss")) live = plot->graph(i);
+      // named, once the run has ended, by the file it wrote and how it ended
+      if (plot->graph(i)->name() == QStringLiteral("finished run in swap.h5 (candidate) loss")) live = plot->graph(i);
     }
     QVERIFY2(live && names.contains(QStringLiteral("golden loss")), qPrintable(names.join(QStringLiteral(", "))));
     QCOMPARE(live->dataCount(), candidates);  // the candidate's losses only (not the golden pass's), in order
