@@ -32,6 +32,7 @@
 
 #include <csignal>
 
+#include "core/catalog/catalog.h"
 #include "core/store/call_params.h"
 
 #include <fcntl.h>
@@ -44,15 +45,6 @@ namespace {
 // in the order of RunPanel::Mode
 const char* kModes[] = {"profile", "playback", "runtime FI", "SAVE analyze", "SAVE campaign", "SAVE run",
                         "Record a Python script"};
-
-// The candidates written for one op (`peat kernels`, column "ops"), by their names' prefixes.
-struct KernelOp {
-  const char* prefix;
-  const char* op;
-};
-const KernelOp kKernelOps[] = {{"softmax-", "softmax"},     {"layernorm-", "layernorm"}, {"rmsnorm", "layernorm"},
-                               {"gelu-", "gelu"},           {"adam-", "adam"},           {"embedding-", "embedding"},
-                               {"dropout-", "dropout"},       {"attention-", "attention"}};
 
 // "all" and every op of the kernel slot, each with what it computes as its tooltip.
 void addOps(QComboBox* box) {
@@ -111,8 +103,11 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   addScriptRows();  // Record a Python script: interpreter, script, arguments, ops, every, swap
 
   model_ = new QComboBox(this);
-  model_->addItems({QStringLiteral("mlp"), QStringLiteral("lenet"), QStringLiteral("resnet"), QStringLiteral("vit"),
-                    QStringLiteral("chargpt")});
+  model_->setObjectName(QStringLiteral("model"));
+  for (const catalog::ZooModel& m : catalog::zooModels()) {  // the zoo, from the one catalog
+    model_->addItem(QString::fromStdString(m.name));
+    model_->setItemData(model_->count() - 1, QString::fromStdString(m.summary), Qt::ToolTipRole);
+  }
   model_->setCurrentText(QStringLiteral("lenet"));
   model_->setEditable(true);  // a zoo name, or a TorchScript file (docs/models.md)
   model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
@@ -174,22 +169,14 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
 
   kernel_ = new QComboBox(this);
   kernel_->setEditable(true);
-  kernel_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("tf32"), QStringLiteral("fp8-e4m3"),
-                     QStringLiteral("fp8-e5m2"), QStringLiteral("fp16acc"), QStringLiteral("splitk:parts=4"),
-                     QStringLiteral("pairwise"), QStringLiteral("reversed"), QStringLiteral("tile-edge"),
-                     QStringLiteral("missing-ktile"), QStringLiteral("zeroed-tail"), QStringLiteral("stale-race"),
-                     QStringLiteral("bitflip"), QStringLiteral("multibit"), QStringLiteral("stuckat0"),
-                     QStringLiteral("stuckat1"), QStringLiteral("random-value"), QStringLiteral("zero"),
-                     QStringLiteral("nan"), QStringLiteral("inf"), QStringLiteral("gpu-tiled"), QStringLiteral("gpu-naive"),
-                     QStringLiteral("gpu-half"), QStringLiteral("gpu-splitk:parts=4"), QStringLiteral("gpu-tile-edge"),
-                     QStringLiteral("gpu-golden")});
-  // the candidates written for one op (docs/kernels.md): choosing one chooses its op
-  kernel_->addItems({QStringLiteral("softmax-exp2"), QStringLiteral("softmax-poly"), QStringLiteral("softmax-online"),
-                     QStringLiteral("softmax-nomax"), QStringLiteral("softmax-bf16"), QStringLiteral("softmax-fp16"),
-                     QStringLiteral("attention-flash"), QStringLiteral("attention-causal-off"), QStringLiteral("layernorm-onepass"), QStringLiteral("layernorm-fp16stats"),
-                     QStringLiteral("layernorm-eps-outside"), QStringLiteral("layernorm-bessel"), QStringLiteral("rmsnorm"),
-                     QStringLiteral("gelu-tanh"), QStringLiteral("adam-bf16"), QStringLiteral("adam-eps-inside"),
-                     QStringLiteral("embedding-atomic"), QStringLiteral("dropout-reuse"), QStringLiteral("grad-unscaled")});
+  // the catalog's candidates and fault models (the GEMM's first, then those written for one op, whose
+  // choice chooses their op: docs/kernels.md); golden is the reference and a plugin has its button
+  for (const bool oneOp : {false, true})
+    for (const catalog::KernelDescription& k : catalog::kernels()) {
+      if (k.family == "golden" || k.family == "plugin" || oneOp != !kernelOp(QString::fromStdString(k.name)).isEmpty()) continue;
+      kernel_->addItem(QString::fromStdString(k.name));
+      kernel_->setItemData(kernel_->count() - 1, QString::fromStdString(k.summary), Qt::ToolTipRole);
+    }
   kernel_->setObjectName(QStringLiteral("kernel"));
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
   plugin_ = new QPushButton(tr("Plugin..."), this);
@@ -390,9 +377,11 @@ bool RunPanel::setOp(const QString& op) {
 void RunPanel::setRecordOps(const QString& ops) { recordOps_->setCurrentText(ops); }
 
 QString RunPanel::kernelOp(const QString& kernel) {
-  const std::string name = kernel.section(QLatin1Char(':'), 0, 0).toStdString();
-  for (const KernelOp& k : kKernelOps)
-    if (name.rfind(k.prefix, 0) == 0) return QString::fromLatin1(k.op);
+  // a candidate written for one op names it in the catalog (GEMM candidates keep the op chosen)
+  const catalog::KernelDescription* k = catalog::kernel(kernel.section(QLatin1Char(':'), 0, 0).toStdString());
+  if (!k || k->ops == "gemm" || k->ops == "all") return {};
+  for (const std::string& op : store::opNames())
+    if (op == k->ops) return QString::fromStdString(op);
   return {};
 }
 void RunPanel::setIterations(int n) { iterations_->setValue(n); }

@@ -7,6 +7,10 @@
 
 #include <map>
 
+#include <iostream>
+
+#include "core/catalog/catalog.h"
+#include "core/util/json_writer.h"
 #include "app/peat/commands.h"
 #include "core/cli/torch_commands.h"
 #include "core/torch_module.h"
@@ -193,6 +197,27 @@ std::vector<CLI::App*> addTorchCommands(CLI::App& app, std::map<std::string, Tor
 
 int runTorch(TorchCommand c, const std::string& commandLine) {
   c.commandLine = commandLine;
+  // the zoo's list is the catalog's (core/catalog): no LibTorch to load for it (the shell completion
+  // asks for it on every Tab)
+  if (c.name == "models" && c.inspect.empty()) {
+    if (c.json) {
+      JsonWriter j(std::cout);
+      j.beginArray();
+      for (const catalog::ZooModel& m : catalog::zooModels())
+        j.beginObject()
+            .field("name", m.name)
+            .field("task", m.task == catalog::Task::Text ? "text" : "images")
+            .field("data", m.data)
+            .field("save", m.saveGraph)
+            .field("summary", m.summary)
+            .endObject();
+      j.endArray();
+      std::cout << '\n';
+    } else {
+      for (const catalog::ZooModel& m : catalog::zooModels()) std::cout << m.name << '\n';
+    }
+    return 0;
+  }
   if (c.mpi) return runTorchCampaignMpi(c);
   return peat::runTorchCommand(encode(c));
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/catalog/catalog.h"
 #include "core/cli/torch_commands.h"
 
 #include <cstdio>
@@ -128,15 +129,15 @@ const std::vector<TorchCommandInfo>& torchCommands() {
 }
 
 const std::vector<std::string>& zooModelNames() {
-  static const std::vector<std::string> names{"mlp", "lenet", "resnet", "vit", "chargpt"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const catalog::ZooModel& m : catalog::zooModels()) out.push_back(m.name);
+    return out;
+  }();
   return names;
 }
 
-std::string zooModelList() {
-  std::string out;
-  for (const std::string& n : zooModelNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
+std::string zooModelList() { return catalog::zooModelList(); }
 
 std::string recordableOpList() {
   return "linear, conv2d, matmul, softmax, layernorm, gelu, relu, add, embedding, batchnorm, maxpool2d, avgpool2d, "

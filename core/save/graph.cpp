@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/catalog/catalog.h"
 #include "core/save/graph.h"
 
 #include <algorithm>
@@ -181,8 +182,9 @@ Graph randomGraph(const std::string& model, uint64_t seed) {
   if (model != "resnet18" && model != "grouped") return zooGraph(model, {}, seed);
   Graph g;
   g.model = model;
-  g.inputMean = model == "grouped" ? 0.2860f : 0.449f;  // Fashion-MNIST; ImageNet's, averaged over the channels
-  g.inputDeviation = model == "grouped" ? 0.3530f : 0.226f;
+  // Fashion-MNIST; ImageNet's, averaged over the channels
+  g.inputMean = model == "grouped" ? catalog::kFashionMnistMean : 0.449f;
+  g.inputDeviation = model == "grouped" ? catalog::kFashionMnistStd : 0.226f;
   const std::map<std::string, store::Tensor> none;
   Builder b(g, none);
   b.randomFill(seed);
@@ -197,8 +199,8 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
 Graph zooGraph(const std::string& model, const std::map<std::string, store::Tensor>& parameters, uint64_t randomSeed) {
   Graph g;
   g.model = model;
-  g.inputMean = 0.2860f;  // Fashion-MNIST, as the trainer normalises it
-  g.inputDeviation = 0.3530f;
+  g.inputMean = catalog::kFashionMnistMean;  // as the trainer normalises it
+  g.inputDeviation = catalog::kFashionMnistStd;
   Builder b(g, parameters);
   if (randomSeed) b.randomFill(randomSeed);
   if (model == "mlp") {
@@ -237,7 +239,7 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
   } else if (model == "vit") {
     g.output = vit(b);
   } else {
-    throw SaveError("unknown model '" + model + "' (SAVE knows mlp, lenet, resnet, vit)");
+    throw SaveError("unknown model '" + model + "' (SAVE knows " + catalog::saveModelList() + ")");
   }
   return g;
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/catalog/catalog.h"
 #include "core/save/onnx_model.h"
 
 #include <algorithm>
@@ -45,8 +46,8 @@ Graph onnxGraph(const std::string& path, InsideProbe, const std::map<std::string
   Graph g;
   char error[4096] = {};
   if (importer()(path.c_str(), replacements, &g, error, sizeof error) != 0) throw SaveError(error);
-  g.inputMean = 0.2860f;  // Fashion-MNIST, as the zoo's graphs
-  g.inputDeviation = 0.3530f;
+  g.inputMean = catalog::kFashionMnistMean;  // Fashion-MNIST, as the zoo's graphs
+  g.inputDeviation = catalog::kFashionMnistStd;
   return g;
 }
 

@@ -30,6 +30,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/catalog/catalog.h"
 #include "core/save/analysis_record.h"
 #include "core/save/campaign_record.h"
 #include "core/store/session.h"
@@ -156,6 +157,7 @@ class TestRunPanel : public QObject {
  private slots:
   void initTestCase();
   void incompleteFormIsRefused();
+  void listsComeFromTheCatalog();
   void gpuKernelsRunOnTheChosenDevice();
   void modelFileNeedsItsData();
   void pluginOffersItsOpKinds();
@@ -202,6 +204,30 @@ class TestRunPanel : public QObject {
 
 void TestRunPanel::initTestCase() {
   QVERIFY2(QFileInfo::exists(qEnvironmentVariable("PEAT_CLI")), "PEAT_CLI names no peat program (run through ctest)");
+}
+
+// The run panel's models and kernels are the catalog's (core/catalog): every zoo model; every
+// candidate and fault model but golden (the reference) and plugin (its own button); choosing one
+// written for an op chooses that op.
+void TestRunPanel::listsComeFromTheCatalog() {
+  RunPanel panel;
+  auto* model = panel.findChild<QComboBox*>(QStringLiteral("model"));
+  auto* kernel = panel.findChild<QComboBox*>(QStringLiteral("kernel"));
+  QVERIFY(model && kernel);
+  QStringList models, kernels, want;
+  for (int i = 0; i < model->count(); ++i) models << model->itemText(i);
+  for (const peat::catalog::ZooModel& m : peat::catalog::zooModels()) want << QString::fromStdString(m.name);
+  QCOMPARE(models, want);
+  for (int i = 0; i < kernel->count(); ++i) kernels << kernel->itemText(i);
+  want.clear();
+  for (const peat::catalog::KernelDescription& k : peat::catalog::kernels())
+    if (k.family != "golden" && k.family != "plugin") want << QString::fromStdString(k.name);
+  kernels.sort();
+  want.sort();
+  QCOMPARE(kernels, want);
+  QCOMPARE(RunPanel::kernelOp(QStringLiteral("softmax-online")), QStringLiteral("softmax"));
+  QCOMPARE(RunPanel::kernelOp(QStringLiteral("rmsnorm")), QStringLiteral("layernorm"));
+  QCOMPARE(RunPanel::kernelOp(QStringLiteral("splitk:parts=4")), QString());  // a GEMM candidate keeps the op
 }
 
 void TestRunPanel::incompleteFormIsRefused() {

@@ -3,6 +3,7 @@
 // soundness of the ranges on 10,000 inputs per zoo model.
 #include "tests/unit/tst_save_support.h"
 
+#include "core/catalog/catalog.h"
 #include "core/save/graph_builder.h"
 
 using namespace peat;
@@ -11,6 +12,7 @@ using namespace savetest;
 class TestSaveRanges : public QObject {
   Q_OBJECT
  private slots:
+  void catalogSaysWhatExists();
   void engineMatchesTorch_data();
   void engineMatchesTorch();
   void partialRecomputationIsExact();
@@ -60,6 +62,29 @@ std::vector<float> pointsInBox(std::mt19937_64& rng, std::uniform_real_distribut
 }
 
 }  // namespace
+
+// The catalog (core/catalog) tells the truth about the zoo: every model it lists is built by the
+// LibTorch zoo with the task it names, and SAVE has a graph of exactly those it marks so (the one
+// the LibTorch model's parameters load into), the others refused by name.
+void TestSaveRanges::catalogSaysWhatExists() {
+  QVERIFY(!catalog::zooModels().empty());
+  QCOMPARE(models::modelNames().size(), catalog::zooModels().size());
+  for (const catalog::ZooModel& m : catalog::zooModels()) {
+    QCOMPARE(models::taskOf(m.name) == models::Task::Text, m.task == catalog::Task::Text);
+    if (m.task == catalog::Task::Text) continue;  // a text model needs its vocabulary: built in tst_profiler
+    const Twin t = twin(m.name);
+    QVERIFY(t.model->parameterCount() > 0);
+    if (m.saveGraph) {
+      const save::Graph g = save::zooGraph(m.name, t.parameters);
+      QVERIFY2(g.nodes.size() > 2, m.name.c_str());
+    } else {
+      QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph(m.name, t.parameters));
+    }
+  }
+  // a text model SAVE cannot bound is refused by name
+  QVERIFY(!catalog::zooModel("chargpt")->saveGraph);
+  QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph("chargpt", {}));
+}
 
 void TestSaveRanges::engineMatchesTorch_data() {
   modelRows({{"mlp", "mlp"}, {"lenet", "lenet"}, {"resnet", "resnet"}, {"vit", "vit"}});

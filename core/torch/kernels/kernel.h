@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/catalog/catalog.h"
 #include "core/torch/ops/op_types.h"
 
 namespace peat::kernels {
@@ -97,13 +98,8 @@ struct KernelSpec {
 };
 KernelSpec parseKernelSpec(const std::string& text);
 
-struct KernelDescription {
-  std::string name;
-  std::string family;   // "golden", "precision", "order", "bug", "fault", "plugin"
-  std::string ops;      // which ops it applies to
-  std::string options;  // accepted options with defaults
-  std::string summary;
-};
+// The catalog (core/catalog/catalog.h, torch-free: the GUI and the shell completion read it too).
+using KernelDescription = catalog::KernelDescription;
 const std::vector<KernelDescription>& kernelCatalog();
 std::string kernelList();  // names for error messages
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/catalog/catalog.h"
 #include "core/torch/models/zoo.h"
 
 #include "core/cli/torch_commands.h"
@@ -302,10 +303,9 @@ const std::vector<std::string>& modelNames() { return cli::zooModelNames(); }
 std::string modelList() { return cli::zooModelList(); }
 
 Task taskOf(const std::string& name) {
-  if (name == "chargpt") return Task::Text;
-  for (const std::string& n : modelNames())
-    if (n == name) return Task::Images;
-  throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
+  const catalog::ZooModel* m = catalog::zooModel(name);
+  if (!m) throw std::invalid_argument("unknown model '" + name + "'; valid models: " + modelList());
+  return m->task == catalog::Task::Text ? Task::Text : Task::Images;
 }
 
 std::shared_ptr<Model> makeModel(const std::string& name, const ModelOptions& options) {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "core/catalog/catalog.h"
 #include "core/torch/train/trainer.h"
 
 #include <ATen/Parallel.h>
@@ -109,7 +110,7 @@ class FashionMnistSource final : public DataSource {
 
  private:
   static at::Tensor normalise(const at::Tensor& pixels) {
-    return (pixels.to(at::kFloat) / 255.0 - 0.2860) / 0.3530;  // Fashion-MNIST's mean and deviation
+    return (pixels.to(at::kFloat) / 255.0 - double(catalog::kFashionMnistMean)) / double(catalog::kFashionMnistStd);
   }
   std::shared_ptr<data::ImageSet> train_, test_;
   at::Tensor trainPixels_, trainLabels_, testPixels_, testLabels_;
