@@ -56,6 +56,7 @@
 #include "views/selectioncontroller.h"
 #include "views/sessioncontroller.h"
 #include "views/sessiontreemodel.h"
+#include "views/sessionwatcher.h"
 #include "views/tourcontroller.h"
 #include "views/tourpanel.h"
 #include "views/verdictcontroller.h"
@@ -95,6 +96,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // a job made stale by a newer open still ends the wait of openSession() for its path
   connect(sessions_, &SessionController::ended, this, [this](quint64, const QString& path, bool delivered) {
     if (!delivered) emit sessionOpenEnded(path, false);
+  });
+  // the file shown, replaced or removed on disk: opened again (or closed, saying why), never left stale
+  watcher_ = new SessionWatcher(this);
+  connect(watcher_, &SessionWatcher::changed, this, [this](const QString& path) {
+    changedPath_ = path;
+    statusBar()->showMessage(tr("%1 changed on disk: opening it again").arg(QFileInfo(path).fileName()));
+    startOpeningSession(path);
+  });
+  connect(watcher_, &SessionWatcher::removed, this, [this](const QString& path) {
+    setWindowTitle(tr("%1 (removed from disk) - PEAT Workbench").arg(QFileInfo(path).fileName()));
+    reportError(tr("%1 was removed from disk: the pages show what was read before; open another session").arg(path));
   });
   createPages();
   createControllers();
@@ -255,10 +267,12 @@ void MainWindow::connectRun() {
       statusSession_->setText(tr("%1 | being written by the run").arg(QFileInfo(session_.path).fileName()));
     }
     live_->begin();
+    watcher_->pause(true);  // the run writes it; its end opens it again
   });
   connect(runPanel_, &RunPanel::finished, this, [this](bool ok, const QString& message, const QString& session) {
     statusBar()->showMessage(message, 10000);
     live_->end(ok, message, session);  // what it drew stays, named by its file and how it ended
+    watcher_->pause(false);
     // the results (or what a cancelled run kept) appear in the tree
     if (QFileInfo::exists(session) && (ok || session_.path.isEmpty() || QFileInfo(session) == QFileInfo(session_.path)))
       startOpeningSession(session);
@@ -288,7 +302,13 @@ quint64 MainWindow::startOpeningSession(const QString& path) {
 }
 
 bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
+  const bool changed = !changedPath_.isEmpty() && QFileInfo(opened.path) == QFileInfo(changedPath_);
+  if (changed) changedPath_.clear();
   if (!opened.error.isEmpty()) {
+    if (changed) {  // what is on disk now cannot be read: no page stays up from the file that was
+      closeSession();
+      overview_->showNothing(tr("%1 changed on disk and cannot be read now: %2").arg(opened.path, opened.error));
+    }
     reportError(opened.error);
     emit sessionOpenEnded(opened.path, false);
     return false;
@@ -317,6 +337,7 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
                               .arg(summary.schemaVersion));
   statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
   recent_->remember(QFileInfo(path).absoluteFilePath());
+  watcher_->watch(path);
   if (!runPanel_->running()) runPanel_->setSessionPath(QFileInfo(path).absoluteFilePath());
   if (!opened.verdictRun.empty()) verdicts_->show(QString::fromStdString(opened.verdictRun), opened.verdicts);
   lastError_.clear();
@@ -332,6 +353,7 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
 
 void MainWindow::closeSession() {
   sessions_->cancel();  // an open still running would bring a session back
+  watcher_->stop();
   selection_->reset(tr("No session is open"));
   session_ = SessionState{};
   model_->clear();

@@ -56,6 +56,7 @@ class CompareController;
 class LiveRun;
 class SaveRunController;
 class CloseGuard;
+class SessionWatcher;
 class PageExport;
 class RecentSessions;
 struct OpenedSession;
@@ -185,6 +186,8 @@ class MainWindow : public QMainWindow {
   RunPanel* runPanel_;
   QDockWidget *runDock_ = nullptr, *explainDock_ = nullptr;
   CloseGuard* closeGuard_;  // asks before closing during a run
+  SessionWatcher* watcher_;  // the file shown, replaced or removed on disk
+  QString changedPath_;      // reopened because it changed on disk
   // what the pages show, and the tools beside them
   VerdictController* verdicts_;
   PairController* pairs_;

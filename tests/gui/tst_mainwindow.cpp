@@ -19,6 +19,7 @@
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QStatusBar>
+#include <cstdio>
 #include <functional>
 
 #include <atomic>
@@ -67,6 +68,7 @@ class TestMainWindow : public QObject {
   void fitsSmallScreens();
   void bitExplorerReadsBitPatterns();
   void exportsTakeWhatWasUsedAndNameIt();
+  void sessionReplacedOnDisk();
 
  private:
   QTemporaryDir dir_;
@@ -594,6 +596,47 @@ void TestMainWindow::exportsTakeWhatWasUsedAndNameIt() {
   qobject_cast<QTabWidget*>(w.centralWidget())->setCurrentWidget(w.callPage());
   QVERIFY(w.currentPlot() != w.curvePanel()->plot());
   QVERIFY2(w.pageExport()->suggestedName().startsWith(QStringLiteral("sample-golden-iteration-1-")), qPrintable(w.pageExport()->suggestedName()));
+}
+
+// The session shown is replaced on disk by another program: by a file that is no session, the
+// pages close and say why (none stays up from the file that was); by a session again, it opens
+// again; removed, the window says so.
+void TestMainWindow::sessionReplacedOnDisk() {
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("shown.h5"));
+  peat::testsupport::writeSampleSession(path.toStdString());
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.show();
+  QVERIFY(w.openSession(path));
+  QVERIFY(w.selectItem(QStringLiteral("golden/iteration 1")));
+  QTRY_VERIFY(!w.pagesLoading());
+  QVERIFY(w.sessionModel()->rowCount() > 0);
+  // another program writes a foreign HDF5 file under a temporary name and renames it over
+  const QString other = dir.filePath(QStringLiteral("other.tmp"));
+  peat::testsupport::writeForeignHdf5(other.toStdString());
+  QVERIFY(std::rename(other.toLocal8Bit().constData(), path.toLocal8Bit().constData()) == 0);
+  QTRY_VERIFY_WITH_TIMEOUT(w.sessionModel()->rowCount() == 0, 10000);
+  QVERIFY(!w.lastError().isEmpty());  // why, in words
+  QVERIFY(w.sessionPath().isEmpty());  // closed: no page of the file that was
+  QVERIFY(!w.errorPlot()->firstReport());
+  // ... and a session again: it opens (File > Open is not needed)
+  QVERIFY(w.openSession(path) == false);  // still foreign
+  peat::testsupport::writeSampleSession(other.toStdString());
+  QVERIFY(std::rename(other.toLocal8Bit().constData(), path.toLocal8Bit().constData()) == 0);
+  QVERIFY(w.openSession(path));
+  QTRY_VERIFY(!w.pagesLoading());
+  QSignalSpy reopened(&w, &MainWindow::sessionOpenEnded);
+  peat::testsupport::writeSampleSession(other.toStdString());
+  QVERIFY(std::rename(other.toLocal8Bit().constData(), path.toLocal8Bit().constData()) == 0);
+  QTRY_VERIFY_WITH_TIMEOUT(!reopened.isEmpty(), 10000);  // opened again by itself, from the new file
+  QCOMPARE(reopened.last().at(0).toString(), path);
+  QVERIFY(reopened.last().at(1).toBool());
+  QTRY_VERIFY_WITH_TIMEOUT(!w.pagesLoading() && w.sessionModel()->rowCount() > 0 && w.sessionPath() == path, 10000);
+  // removed: said in the title and the status line
+  QVERIFY(QFile::remove(path));
+  QTRY_VERIFY_WITH_TIMEOUT(w.windowTitle().contains(QStringLiteral("removed from disk")), 10000);
+  QVERIFY(w.lastError().contains(QStringLiteral("was removed from disk")));
 }
 
 QTEST_MAIN(TestMainWindow)
