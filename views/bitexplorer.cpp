@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "views/bitexplorer.h"
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -8,9 +9,11 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QScreen>
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -297,8 +300,18 @@ void BitExplorer::setLargeType(bool large) {
     wf.setPointSizeF(f.pointSizeF());
     w->setFont(wf);
   }
-  for (QToolButton* b : buttons_) b->setFixedSize(large ? 36 : 22, large ? 42 : 26);
+  // large bits, but never wider than the screen: 32 bits and the gaps between the fields fit
+  const QScreen* screen = window()->screen() ? window()->screen() : QGuiApplication::primaryScreen();
+  const int room = (screen ? screen->availableGeometry().width() : 1920) - 80;
+  const int bit = std::clamp(room / 34, 26, 36);
+  for (QToolButton* b : buttons_) b->setFixedSize(large ? bit : 22, large ? 42 : 26);
   adjustSize();
+  if (window() != this) {  // the explorer's window takes the height the larger type needs, within the screen
+    const QSize want = window()->sizeHint();
+    const int tall = screen ? screen->availableGeometry().height() - 40 : 1000;
+    window()->resize(std::min(std::max(window()->width(), want.width()), room + 60),
+                     std::min(std::max(window()->height(), want.height()), tall));
+  }
 }
 
 bool BitExplorer::largeType() const { return large_->isChecked(); }

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   parser.addOption(demo);
   QCommandLineOption page(QStringLiteral("page"),
                           QStringLiteral("With --screenshot: the page to render, by its tab's title (\"SAVE/Tiles\", \"Call/Where\"); "
-                                         "\"Bit Explorer:VALUE\" renders the bit explorer on VALUE, \"Tour:N\" the tour at step N; "
+                                         "\"Bit Explorer:VALUE[:large]\" renders the bit explorer on VALUE (in large type), \"Tour:N\" the tour at step N; "
                                          "PAGE@ITEM selects ITEM first. Repeated: one picture per page, named by \"{page}\" in the file."),
                           QStringLiteral("page"));
   parser.addOption(page);
@@ -189,8 +189,9 @@ int main(int argc, char** argv) {
         if (pageName.startsWith(QLatin1String("Bit Explorer"), Qt::CaseInsensitive)) {
           window.showBitExplorer();
           bool number = false;
-          const float value = pageName.section(QLatin1Char(':'), 1).toFloat(&number);
+          const float value = pageName.section(QLatin1Char(':'), 1, 1).toFloat(&number);
           if (number) window.bitExplorer()->setValue(value);
+          window.bitExplorer()->setLargeType(pageName.section(QLatin1Char(':'), 2) == QLatin1String("large"));
           target = window.bitExplorer()->window();
         } else if (pageName.startsWith(QLatin1String("Tour:"), Qt::CaseInsensitive)) {
           if (!window.tourPanel() || window.tourPanel()->step() < 0) window.startTour();

@@ -22,7 +22,7 @@ for size in 1024x700 1366x768 1920x1080; do
       --page "Overview@bf16" --page "Call@bf16/iteration 0/#0 conv1" --page Call/Where --page Training@golden \
       --page Numerics --page "SAVE/Bit classes@SAVE/lenet-symbolic" --page "SAVE/Tiles@SAVE/lenet-symbolic/conv1" \
       --page SAVE/Map --page "SAVE/Campaign@save-campaign" --page "SAVE/Run outputs" --page Compare \
-      --page "Bit Explorer:65504" \
+      --page "Bit Explorer:65504" --page "Bit Explorer:0.1:large" \
       --page Tour:1 --page Tour:2 --page Tour:3 --page Tour:4 --page Tour:5 --page Tour:6 --page Tour:7 \
       >"$scratch/log-$size" 2>&1; then
     echo "at $size:"; grep -v XDG_RUNTIME "$scratch/log-$size" || true
@@ -38,8 +38,8 @@ for size in 1024x700 1366x768 1920x1080; do
       status=1
     fi
   done
-  if [ "$count" -ne 19 ]; then
-    echo "at $size: $count pictures, not 19"
+  if [ "$count" -ne 20 ]; then
+    echo "at $size: $count pictures, not 20"
     status=1
   fi
   echo "$size: $count pages rendered within the screen"
