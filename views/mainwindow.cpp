@@ -139,13 +139,14 @@ void MainWindow::createPages() {
   });
   overview_ = new OverviewPanel(this);
   savePanel_ = new SavePanel(this);
-  savePanel_->setLayerMapLoader([this](const std::string& analysis, const std::string& layer) {
+  savePanel_->setLayerMapLoader([this](const std::string& analysis, const std::string& layer) -> SavePanel::LayerMapRead {
     if (!session_.reader) throw save::SaveError("no session is open");
-    return save::loadLayerMap(*session_.reader, analysis, layer);
+    return [reader = session_.reader, analysis, layer] { return save::loadLayerMap(*reader, analysis, layer); };
   });
   // a value clicked on a layer's map opens in the bit explorer: its bound of largest magnitude, its
   // sound range and its bits' classes
   connect(savePanel_->layerMap(), &LayerMapView::elementClicked, this, &MainWindow::openSaveValue);
+  connect(savePanel_, &SavePanel::layerMapShown, this, &MainWindow::pageShown);  // its own read ended
   central_ = new QTabWidget(this);
   central_->addTab(overview_, tr("Overview"));
   callPage_ = new CallPage(this);
@@ -376,7 +377,9 @@ void MainWindow::afterPages(std::function<void()> then) {
   });
 }
 
-bool MainWindow::pagesLoading() const { return selection_->loading() || sessions_->busy() || saveRuns_->loading(); }
+bool MainWindow::pagesLoading() const {
+  return selection_->loading() || sessions_->busy() || saveRuns_->loading() || savePanel_->loading();
+}
 
 QString MainWindow::currentItemPath() const { return SessionTreeModel::pathOf(tree_->currentIndex()); }
 

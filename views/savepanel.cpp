@@ -19,6 +19,7 @@
 
 #include "core/save/selection.h"
 #include "core/util/files.h"
+#include "views/jobtracker.h"
 #include "views/layermapview.h"
 #include "views/palette.h"
 #include "views/plotstyle.h"
@@ -40,7 +41,7 @@ QCustomPlot* newPlot(QWidget* parent) {
 
 }  // namespace
 
-SavePanel::SavePanel(QWidget* parent) : QWidget(parent) {
+SavePanel::SavePanel(QWidget* parent) : QWidget(parent), mapJobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   tabs_ = new QTabWidget(this);
@@ -132,6 +133,7 @@ void SavePanel::showBitsEmpty(const QString& why) {
 QString SavePanel::bitsEmptyText() const { return bitsStack_->currentWidget() == bitsEmpty_ ? bitsEmpty_->text() : QString(); }
 
 void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
+  mapJobs_->cancel();
   analysis_ = analysis;
   layer_ = -1;
   drawBits();
@@ -144,6 +146,7 @@ void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
 }
 
 void SavePanel::showMessage(const QString& text) {
+  mapJobs_->cancel();  // a map still being read belongs to what was shown
   analysis_ = {};
   layer_ = -1;
   {
@@ -223,12 +226,29 @@ void SavePanel::showLayerMap() {
     return;
   }
   const save::StoredLayer& l = analysis_.layers[std::size_t(layer_)];
+  const QString name = qs(l.name);
+  LayerMapRead read;
   try {
-    map_->showLayer(analysis_, loadMap_(analysis_.id, l.name));
+    read = loadMap_(analysis_.id, l.name);
   } catch (const std::exception& e) {
-    map_->clear(tr("No map for %1: %2").arg(qs(l.name), QString::fromUtf8(e.what())));
+    map_->clear(tr("No map for %1: %2").arg(name, QString::fromUtf8(e.what())));
+    return;
   }
+  map_->clear(tr("Reading %1's values ...").arg(name));
+  // off the GUI thread, as every other read of a selection; a newer layer drops this one's result
+  mapJobs_->start<save::LayerMap>(
+      std::move(read),
+      [this](const save::LayerMap& m) {
+        map_->showLayer(analysis_, m);
+        emit layerMapShown();
+      },
+      [this, name](const QString& why) {
+        map_->clear(tr("No map for %1: %2").arg(name, why));
+        emit layerMapShown();
+      });
 }
+
+bool SavePanel::loading() const { return mapJobs_->pending(); }
 
 bool SavePanel::selectLayerNamed(const QString& name) {
   for (std::size_t i = 0; i < analysis_.layers.size(); ++i)

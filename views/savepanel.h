@@ -19,6 +19,7 @@ class QStackedWidget;
 
 namespace peat::views {
 
+class JobTracker;
 class LayerMapView;
 class SaveRunView;
 
@@ -32,12 +33,15 @@ class SavePanel : public QWidget {
   Q_OBJECT
  public:
   enum Tab { BitsTab, TilesTab, CampaignTab, MapTab, RunTab };
-  // Reads one layer of the analysis shown, value by value (the main window reads the session);
-  // without one the map tab says it has no data.
-  using LayerMapLoader = std::function<save::LayerMap(const std::string& analysis, const std::string& layer)>;
+  // One layer of the analysis shown, value by value: the loader, called on the GUI thread, returns
+  // the read (it holds the session reader it will use) that the page runs off the GUI thread in its
+  // own job tracker; without a loader the map tab says it has no data.
+  using LayerMapRead = std::function<save::LayerMap()>;
+  using LayerMapLoader = std::function<LayerMapRead(const std::string& analysis, const std::string& layer)>;
 
   explicit SavePanel(QWidget* parent = nullptr);
   void setLayerMapLoader(LayerMapLoader loader) { loadMap_ = std::move(loader); }
+  bool loading() const;  // a layer's map is being read
   void showAnalysis(const save::StoredAnalysis& analysis);
   void showCampaign(const save::StoredCampaign& campaign);
   // No analysis: `text` (loading, or why it could not be read) on the bits and tiles tabs.
@@ -62,6 +66,9 @@ class SavePanel : public QWidget {
   // The values behind the current tab's plot (or map), as CSV (header line first).
   QString currentCsv() const;
 
+ signals:
+  void layerMapShown();  // a layer's map was read and drawn (or why not)
+
  private:
   void drawBits();
   void drawTiles();
@@ -82,6 +89,7 @@ class SavePanel : public QWidget {
   LayerMapView* map_;
   SaveRunView* run_;
   LayerMapLoader loadMap_;
+  JobTracker* mapJobs_;  // the page's own reads: a layer's map
   save::StoredAnalysis analysis_;
   save::StoredCampaign campaignData_;
   int layer_ = -1;

@@ -150,7 +150,13 @@ void TestSavePanel::tileMapShowsPlacement() {
 // arrays here (not through the map's loader), hovering names an element's range, bits and tile,
 // the colours vary, and the bits-by-channel view counts what the masks say.
 void TestSavePanel::layerMapShowsEveryValue() {
+  // the page reads the layer's values in its own job, off the GUI thread (issue 43 item 8)
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv2")));
+  guiThreadFileAccesses = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadAccess);
   QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv1")));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadFileAccesses.load(), 0);
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::MapTab);
   peat::views::LayerMapView* view = panel->layerMap();
