@@ -154,6 +154,7 @@ void MainWindow::createPages() {
   curves_ = new CurvePanel(this);
   central_->addTab(curves_, tr("Training"));
   numerics_ = new NumericsPanel(this);
+  connect(numerics_, &NumericsPanel::gridShown, this, &MainWindow::pageShown);  // its own read ended
   central_->addTab(numerics_, tr("Numerics"));
   central_->addTab(savePanel_, tr("SAVE"));
   compare_ = new ComparePanel(this);
@@ -378,7 +379,7 @@ void MainWindow::afterPages(std::function<void()> then) {
 }
 
 bool MainWindow::pagesLoading() const {
-  return selection_->loading() || sessions_->busy() || saveRuns_->loading() || savePanel_->loading();
+  return selection_->loading() || sessions_->busy() || saveRuns_->loading() || savePanel_->loading() || numerics_->loading();
 }
 
 QString MainWindow::currentItemPath() const { return SessionTreeModel::pathOf(tree_->currentIndex()); }

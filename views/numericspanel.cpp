@@ -2,6 +2,7 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include "views/numericspanel.h"
+#include "views/jobtracker.h"
 
 #include <QComboBox>
 #include <QLabel>
@@ -19,7 +20,7 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 bool isShare(const std::string& q) { return q.size() > 9 && (q.rfind("_underflow") == q.size() - 10 || q.rfind("_saturated") == q.size() - 10); }
 }  // namespace
 
-NumericsPanel::NumericsPanel(QWidget* parent) : QWidget(parent) {
+NumericsPanel::NumericsPanel(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   quantity_ = new QComboBox(this);
@@ -55,16 +56,31 @@ void NumericsPanel::showRun(const QString& run, const std::vector<std::string>& 
 void NumericsPanel::setQuantity(const QString& quantity) { quantity_->setCurrentText(quantity); }
 
 void NumericsPanel::draw() {
+  jobs_->cancel();
   plot_->clearPlottables();
   plot_->clearItems();
+  grid_ = {};
   if (!loader_ || quantity_->currentText().isEmpty()) return;
-  try {
-    grid_ = loader_(quantity_->currentText().toStdString());
-  } catch (const std::exception& e) {
-    info_->setText(QString::fromUtf8(e.what()));
-    plot_->replot();
-    return;
-  }
+  const std::string quantity = quantity_->currentText().toStdString();
+  info_->setText(tr("Reading %1 of %2 ...").arg(qs(quantity), run_));
+  plot_->replot();
+  jobs_->start<analyzer::NumericsGrid>(
+      [load = loader_, quantity] { return load(quantity); },
+      [this](const analyzer::NumericsGrid& g) {
+        grid_ = g;
+        drawGrid();
+        emit gridShown();
+      },
+      [this](const QString& why) {
+        info_->setText(why);
+        plot_->replot();
+        emit gridShown();
+      });
+}
+
+bool NumericsPanel::loading() const { return jobs_->pending(); }
+
+void NumericsPanel::drawGrid() {
   const int rows = int(grid_.layers.size()), cols = int(grid_.iterations.size());
   if (rows == 0 || cols == 0) {
     info_->setText(tr("%1: no forward outputs in the numerics table").arg(run_));

@@ -21,25 +21,37 @@ namespace peat::views {
 // values that underflow or saturate in a chosen format (plain, with one scale per tensor, or
 // block-scaled), the dynamic range in binades, or amax. What it draws comes from
 // core/analysis/numerics_record.h; colours from views/palette.h.
+class JobTracker;
+
 class NumericsPanel : public QWidget {
   Q_OBJECT
  public:
+  // Reads one quantity's grid; run off the GUI thread in the page's own job tracker (it must hold
+  // the session reader it reads, not look it up).
   using GridLoader = std::function<analyzer::NumericsGrid(const std::string& quantity)>;
   explicit NumericsPanel(QWidget* parent = nullptr);
   void showRun(const QString& run, const std::vector<std::string>& quantities, GridLoader loader);
   void setQuantity(const QString& quantity);
   QCustomPlot* plot() const { return plot_; }
   const analyzer::NumericsGrid& grid() const { return grid_; }
+  bool loading() const;  // a grid is being read
+
   QString csv() const;
 
+ signals:
+  void gridShown();  // a grid was read and drawn (or why not)
+
+
  private:
-  void draw();
+  void draw();      // reads the chosen quantity's grid
+  void drawGrid();  // ... and draws it
   void hover(QMouseEvent* event);
   QComboBox* quantity_;
   QLabel* info_;
   QCustomPlot* plot_;
   QCPColorScale* scale_ = nullptr;
   GridLoader loader_;
+  JobTracker* jobs_;
   QString run_;
   analyzer::NumericsGrid grid_;
 };

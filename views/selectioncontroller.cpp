@@ -117,10 +117,10 @@ void SelectionController::applyItem(const ItemData& item, const std::string& id,
     pages_.curves->showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(item.about));
   }
   if (item.numerics) {
-    const SessionState* session = session_;
-    pages_.numerics->showRun(QString::fromStdString(id), *item.numerics, [session, id](const std::string& quantity) {
-      if (!session->reader) throw std::runtime_error("no session is open");
-      return analyzer::loadNumericsGrid(*session->reader, id, quantity);
+    // read off the GUI thread by the page, through the reader of this selection
+    pages_.numerics->showRun(QString::fromStdString(id), *item.numerics, [reader = session_->reader, id](const std::string& quantity) {
+      if (!reader) throw std::runtime_error("no session is open");
+      return analyzer::loadNumericsGrid(*reader, id, quantity);
     });
   }
   if (item.campaign) {

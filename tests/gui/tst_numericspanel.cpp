@@ -5,16 +5,25 @@
 #include "views/qcustomplot_include.h"  // first: see the header
 
 #include <QTabWidget>
+#include <QThread>
 #include <QtTest>
 
 #include "tests/gui/settle.h"
 
 #include <cmath>
+#include <atomic>
 #include <map>
 
 #include "core/store/session.h"
 #include "views/mainwindow.h"
 #include "views/numericspanel.h"
+
+namespace {
+std::atomic<int> guiThreadReads{0};
+void countGuiThreadRead() {
+  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadReads;
+}
+}  // namespace
 
 class TestNumericsPanel : public QObject {
   Q_OBJECT
@@ -49,7 +58,11 @@ void TestNumericsPanel::layersByIterations() {
   QVERIFY(window.openSession(session));
   QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("golden")));
   peat::views::NumericsPanel* panel = window.numericsPanel();
+  peat::store::setSessionAccessObserver(countGuiThreadRead);  // the page reads its grids off the GUI thread
   panel->setQuantity(QString::fromLatin1(quantity));
+  QVERIFY(peat::testsupport::settle(window));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadReads.load(), 0);
   const peat::analyzer::NumericsGrid& g = panel->grid();
   QCOMPARE(g.quantity, std::string(quantity));
   QCOMPARE(g.layers.size() * g.iterations.size(), want.size());
