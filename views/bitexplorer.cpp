@@ -321,6 +321,7 @@ void BitExplorer::setValue(float value) {
   reference_ = value;
   typed_ = double(value);
   bits_ = fp::bitsOf(value);
+  typedBits_ = bits_;
   toggle_.reset();
   input_->setText(number(value));
   refresh();
@@ -450,7 +451,11 @@ void BitExplorer::refresh() {
   } else {
     change_->setText(tr("Click a bit to toggle it."));
   }
-  const fp::Explained64 d = fp::explain64(typed_);
+  // what was typed while the bits are its fp32 rounding; after a toggle, a step or a flip, the fp32
+  // value the bits now hold (the fp64 line never shows a value the explorer has left)
+  float now = 0;
+  std::memcpy(&now, &bits_, sizeof now);
+  const fp::Explained64 d = fp::explain64(bits_ == typedBits_ ? typed_ : double(now));
   QString bits64 = QString::number(d.bits, 2).rightJustified(64, QLatin1Char('0'));
   bits64.insert(12, QLatin1Char(' ')).insert(1, QLatin1Char(' '));
   fp64_->setText(tr("fp64  %1\n      = %2%3").arg(bits64, d.exact.empty() ? number(d.value) : QString::fromStdString(d.exact),

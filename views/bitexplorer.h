@@ -80,6 +80,7 @@ class BitExplorer : public QWidget {
   QCheckBox* large_;
   std::vector<QCheckBox*> formatBoxes_;  // one per fp::narrowFormats()
   double typed_ = 1.0;  // the value as typed (fp64), before fp32 rounds it
+  uint32_t typedBits_ = 0x3f800000u;  // the fp32 bits it rounds to: once the bits change, fp64 shows them
   double baseFontSize_ = 10;
   uint32_t bits_ = 0x3f800000u;
   float reference_ = 1.0f;

@@ -327,6 +327,13 @@ void TestReadability::bitExplorerTogglesFormatsAndShowsFp64() {
   // fp64 beside fp32: the fp32 value 0.1f exactly, with its 64 bits
   QVERIFY2(explorer.fp64Text().contains(QStringLiteral("0.100000001490116119384765625")), qPrintable(explorer.fp64Text()));
   QVERIFY(explorer.fp64Text().startsWith(QStringLiteral("fp64  0 01111111011 1001100110011001100110100000")));
+  // a toggled bit: the fp64 line follows the value the bits now hold (it kept the one opened)
+  explorer.setValue(1.0f);
+  explorer.toggleBit(22);  // the top mantissa bit: 1.5
+  QVERIFY2(explorer.fp64Text().contains(QStringLiteral("= 1.5 ")), qPrintable(explorer.fp64Text()));
+  explorer.toggleBit(22);
+  QVERIFY2(explorer.fp64Text().contains(QStringLiteral("= 1 ")), qPrintable(explorer.fp64Text()));
+  explorer.setValue(0.1f);
   // the bits are numbered and the fields named
   QStringList labels;
   for (QLabel* l : explorer.findChildren<QLabel*>()) labels << l->text();
