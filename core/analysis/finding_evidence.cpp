@@ -33,11 +33,12 @@ FindingEvidence findingEvidence(const store::Finding& f) {
           out.truncated = true;
           continue;
         }
+        // digits only ("-5" and " 5" are garbage from someone else's file, which strtoull would take)
+        if (part.empty() || part[0] < '0' || part[0] > '9') continue;
         char* rest = nullptr;
         const unsigned long long lo = std::strtoull(part.c_str(), &rest, 10);
-        if (rest == part.c_str()) continue;  // not a number: a field from someone else's file
         unsigned long long hi = lo;
-        if (*rest == '-') hi = std::strtoull(rest + 1, &rest, 10);
+        if (*rest == '-' && rest[1] >= '0' && rest[1] <= '9') hi = std::strtoull(rest + 1, &rest, 10);
         if (*rest != '\0' || hi < lo) continue;
         into.emplace_back(uint64_t(lo), uint64_t(hi));
       }

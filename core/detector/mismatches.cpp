@@ -157,20 +157,6 @@ void merge(MismatchPart& a, const MismatchPart& second) {
   for (std::size_t k = 0; k < a.colHit.size(); ++k) a.colHit[k] |= second.colHit[k];
 }
 
-// The lines hit, as ranges of consecutive indices: "0-3,7,60-63"; at most 64 ranges, then ",...".
-std::string hitRanges(const std::vector<char>& hit) {
-  std::string out;
-  int ranges = 0;
-  for (std::size_t k = 0; k < hit.size(); ++k) {
-    if (!hit[k] || (k > 0 && hit[k - 1])) continue;
-    std::size_t end = k;
-    while (end + 1 < hit.size() && hit[end + 1]) ++end;
-    if (++ranges > 64) return out + ",...";
-    out += (out.empty() ? "" : ",") + std::to_string(k) + (end > k ? "-" + std::to_string(end) : "");
-  }
-  return out;
-}
-
 }  // namespace
 
 Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r) {
@@ -190,10 +176,25 @@ Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::R
   if (m.large > 1) m.largeGapShare = double(gaps[m.largeDominantGap]) / double(m.large - 1);
   for (char h : first.rowHit) m.largeRowsHit += h ? 1 : 0;
   for (char h : first.colHit) m.largeColsHit += h ? 1 : 0;
-  m.largeRowRanges = hitRanges(first.rowHit);
-  m.largeColRanges = hitRanges(first.colHit);
+  m.largeRowHit = std::move(first.rowHit);  // the ranges are written only for a confinement found
+  m.largeColHit = std::move(first.colHit);
   return m;
 }
+
+// The lines hit, as ranges of consecutive indices: "0-3,7,60-63"; at most 64 ranges, then ",...".
+std::string hitRanges(const std::vector<char>& hit) {
+  std::string out;
+  int ranges = 0;
+  for (std::size_t k = 0; k < hit.size(); ++k) {
+    if (!hit[k] || (k > 0 && hit[k - 1])) continue;
+    std::size_t end = k;
+    while (end + 1 < hit.size() && hit[end + 1]) ++end;
+    if (++ranges > 64) return out + ",...";
+    out += (out.empty() ? "" : ",") + std::to_string(k) + (end > k ? "-" + std::to_string(end) : "");
+  }
+  return out;
+}
+
 
 ChannelSums channelSums(const float* g, const float* c, uint64_t rows, uint64_t cols) {
   ChannelSums s;

@@ -45,10 +45,12 @@ struct Mismatches {
   uint64_t large = 0, largeDominantGap = 0;
   double largeGapShare = 0;
   uint64_t largeRowsHit = 0, largeColsHit = 0;
-  // the rows and columns hit, as ranges "0-3,60-63" (at most 64 ranges, then ",..."): where the
-  // views draw a confinement
-  std::string largeRowRanges, largeColRanges;
+  // which rows and columns the large mismatches hit (1: hit), for a confinement's evidence
+  std::vector<char> largeRowHit, largeColHit;
 };
+
+// The lines hit, as ranges of consecutive indices: "0-3,7,60-63"; at most 64 ranges, then ",...".
+std::string hitRanges(const std::vector<char>& hit);
 
 // One pass over the pair (two ranges in parallel for large tensors), the same as one pass in order.
 Mismatches inspect(const float* g, const float* c, uint64_t n, const analyzer::Report& r);

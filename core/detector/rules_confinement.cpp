@@ -77,8 +77,8 @@ void confinedIndexError(RuleContext& x) {
     if (s.periodic) v.evidence["stride"] = double(m.largeDominantGap);
     else v.evidence["confined"] = 1;
     // ... and where: the confined columns or rows themselves, as ranges (the Where map frames them)
-    if (!s.periodic && s.colsConfined) v.parameters["columns"] = m.largeColRanges;
-    if (!s.periodic && s.rowsConfined) v.parameters["rows"] = m.largeRowRanges;
+    if (!s.periodic && s.colsConfined) v.parameters["columns"] = hitRanges(m.largeColHit);
+    if (!s.periodic && s.rowsConfined) v.parameters["rows"] = hitRanges(m.largeRowHit);
     x.add(v);
   }
 }
