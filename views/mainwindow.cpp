@@ -41,6 +41,7 @@
 #include "views/errorplotpanel.h"
 #include "views/explainpanel.h"
 #include "views/flipcontroller.h"
+#include "views/graphpanel.h"
 #include "views/historycontroller.h"
 #include "views/layermapview.h"
 #include "views/linkedviews.h"
@@ -157,6 +158,9 @@ void MainWindow::createPages() {
   connect(numerics_, &NumericsPanel::gridShown, this, &MainWindow::pageShown);  // its own read ended
   central_->addTab(numerics_, tr("Numerics"));
   central_->addTab(savePanel_, tr("SAVE"));
+  graph_ = new GraphPanel(this);
+  connect(graph_, &GraphPanel::graphShown, this, &MainWindow::pageShown);  // its own read ended
+  central_->addTab(graph_, tr("Graph"));
   compare_ = new ComparePanel(this);
   central_->addTab(compare_, tr("Compare"));
   setCentralWidget(central_);
@@ -191,8 +195,9 @@ void MainWindow::createControllers() {
   connect(links_, &LinkedViews::regrouped, this, &MainWindow::comparisonRegrouped);
   connect(links_, &LinkedViews::errorRaised, this, &MainWindow::reportError);
   connect(links_, &LinkedViews::statusMessage, statusBar(), &QStatusBar::showMessage);
-  const Pages pages{central_, overview_, callPage_, errorPlot_, curves_, numerics_, savePanel_, explain_};
+  const Pages pages{central_, overview_, callPage_, errorPlot_, curves_, numerics_, savePanel_, explain_, graph_};
   selection_ = new SelectionController(&session_, model_, tree_, pages, verdicts_, pairs_, this);
+  connect(graph_, &GraphPanel::nodeActivated, selection_, &SelectionController::selectGraphNode);
   connect(selection_, &SelectionController::pageShown, this, &MainWindow::pageShown);
   connect(selection_, &SelectionController::errorRaised, this, &MainWindow::reportError);
   history_ = new HistoryController(tree_, this);
@@ -379,7 +384,8 @@ void MainWindow::afterPages(std::function<void()> then) {
 }
 
 bool MainWindow::pagesLoading() const {
-  return selection_->loading() || sessions_->busy() || saveRuns_->loading() || savePanel_->loading() || numerics_->loading();
+  return selection_->loading() || sessions_->busy() || saveRuns_->loading() || savePanel_->loading() || numerics_->loading() ||
+         graph_->loading();
 }
 
 QString MainWindow::currentItemPath() const { return SessionTreeModel::pathOf(tree_->currentIndex()); }

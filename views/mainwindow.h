@@ -38,6 +38,7 @@ class CallPage;
 class SavePanel;
 class CurvePanel;
 class NumericsPanel;
+class GraphPanel;
 class BitExplorer;
 class RunPanel;
 class ComparePanel;
@@ -86,6 +87,7 @@ class MainWindow : public QMainWindow {
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
   NumericsPanel* numericsPanel() const { return numerics_; }
+  GraphPanel* graphPanel() const { return graph_; }
   // Tools > Bit Explorer (made on first use); null until then.
   void showBitExplorer();
   BitExplorer* bitExplorer() const;
@@ -180,6 +182,7 @@ class MainWindow : public QMainWindow {
   CallPage* callPage_;
   CurvePanel* curves_;
   NumericsPanel* numerics_;
+  GraphPanel* graph_;
   SavePanel* savePanel_;
   ComparePanel* compare_;
   ExplainPanel* explain_;

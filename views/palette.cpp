@@ -29,6 +29,13 @@ QColor bitField(int field) {
 
 QColor evidence() { return QColor(0xff, 0x8f, 0x00); }
 
+QColor verdictClass(const std::string& cls) {
+  if (cls == "error") return QColor(0xd5, 0x5e, 0x00);       // vermillion
+  if (cls == "unknown") return QColor(0xe6, 0x9f, 0x00);     // orange
+  if (cls == "legitimate") return QColor(0x00, 0x9e, 0x73);  // bluish green
+  return QColor(0xee, 0xee, 0xee);
+}
+
 QColor robust() { return QColor(0x00, 0x72, 0xb2); }      // blue
 QColor ranging() { return QColor(0xf0, 0xe4, 0x42); }     // yellow
 QColor vulnerable() { return QColor(0xd5, 0x5e, 0x00); }  // vermillion

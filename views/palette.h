@@ -35,6 +35,10 @@ QColor bitField(int field);  // 0 sign, 1 exponent, 2 mantissa
 // every series colour.
 QColor evidence();
 
+// A verdict's class (core/detector: detector::verdictClass): "error" vermillion, "unknown" orange,
+// "legitimate" bluish green; anything else light grey.
+QColor verdictClass(const std::string& cls);
+
 // Viridis at t in [0, 1] (clamped).
 QColor viridis(double t);
 QRgb viridisRgb(double t);

@@ -9,11 +9,13 @@
 
 #include "core/analysis/call_view.h"
 #include "core/analysis/numerics_record.h"
+#include "core/modelgraph/model_graph.h"
 #include "views/callpage.h"
 #include "views/curvepanel.h"
 #include "views/errorplotpanel.h"
 #include "views/explainpanel.h"
 #include "views/failedcalls.h"
+#include "views/graphpanel.h"
 #include "views/jobtracker.h"
 #include "views/numericspanel.h"
 #include "views/overviewpanel.h"
@@ -56,6 +58,7 @@ void SelectionController::reset(const QString& why, bool keepLive) {
   verdicts_->clear();
   pages_.call->showMessage(why);
   pages_.dock->showMessage(why);
+  pages_.graph->showMessage(why);
   if (keepLive) return;
   pages_.curves->showMessage(why);
   pages_.save->showMessage(why);
@@ -70,6 +73,7 @@ bool SelectionController::loading() const {
 void SelectionController::showItem(const QModelIndex& current) {
   itemJobs_->cancel();
   if (!session_->reader || !current.isValid()) return;
+  showGraphOf(current);
   using Kind = SessionTreeModel::NodeKind;
   const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
   const std::string key = current.data(SessionTreeModel::KeyRole).toString().toStdString();
@@ -130,6 +134,60 @@ void SelectionController::applyItem(const ItemData& item, const std::string& id,
     pages_.explain->showSave();
   }
   emit pageShown();
+}
+
+void SelectionController::showGraphOf(const QModelIndex& current) {
+  using Kind = SessionTreeModel::NodeKind;
+  const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
+  const QString key = current.data(SessionTreeModel::KeyRole).toString();
+  auto reader = session_->reader;
+  auto summary = session_->summary;
+  if (key.isEmpty() || kind == Kind::SaveGroup) return;
+  if (kind == Kind::SaveResult || kind == Kind::SaveLayer) {
+    const QString id = kind == Kind::SaveLayer ? current.parent().data(SessionTreeModel::KeyRole).toString() : key;
+    pages_.graph->show(QStringLiteral("save:") + id, [reader, id = id.toStdString()] {
+      return modelgraph::saveAnalysisGraph(*reader, id);
+    });
+    pages_.graph->highlightName(kind == Kind::SaveLayer ? current.siblingAtColumn(SessionTreeModel::NameColumn).data().toString()
+                                                        : QString());
+    return;
+  }
+  pages_.graph->show(QStringLiteral("run:") + key, [reader, summary, run = key.toStdString()] {
+    return modelgraph::runGraph(*reader, *summary, run);
+  });
+  if (kind == Kind::Call) pages_.graph->highlightCall(current.data(SessionTreeModel::PathRole).toString());
+  else pages_.graph->highlightName(QString());
+}
+
+void SelectionController::selectGraphNode(const modelgraph::ModelGraph& graph, int node) {
+  const modelgraph::GraphNode& n = graph.nodes[std::size_t(node)];
+  if (graph.overlay == "save") {
+    const QModelIndex layer = model_->findSaveLayer(graph.overlayRun, QString::fromStdString(n.name));
+    if (!layer.isValid()) {
+      emit errorRaised(tr("SAVE analysis %1 stored no layer %2 (the input, or an op it does not record)")
+                           .arg(QString::fromStdString(graph.overlayRun), QString::fromStdString(n.name)));
+      return;
+    }
+    tree_->scrollTo(layer);
+    tree_->selectionModel()->setCurrentIndex(layer, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    return;
+  }
+  // the op's calls, the one with its most serious verdict first (the dock overlays the first six)
+  std::vector<std::string> paths;
+  if (!n.worstCall.empty()) paths.push_back(n.worstCall);
+  for (const std::string& p : n.calls)
+    if (p != n.worstCall) paths.push_back(p);
+  const std::vector<QModelIndex> nodes = model_->findCalls(graph.callRun, paths);
+  if (nodes.empty()) {
+    emit errorRaised(tr("Run %1 holds no call of %2").arg(QString::fromStdString(graph.callRun), QString::fromStdString(n.name)));
+    return;
+  }
+  QItemSelection selection;
+  for (const QModelIndex& at : nodes)
+    selection.select(at.siblingAtColumn(SessionTreeModel::NameColumn), at.siblingAtColumn(SessionTreeModel::ColumnCount - 1));
+  tree_->scrollTo(nodes.front());
+  tree_->selectionModel()->setCurrentIndex(nodes.front(), QItemSelectionModel::NoUpdate);
+  tree_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
 }
 
 void SelectionController::showSaveItem(const QString& layer) {

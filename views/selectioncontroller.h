@@ -17,12 +17,17 @@ class QModelIndex;
 class QTabWidget;
 class QTreeView;
 
+namespace peat::modelgraph {
+struct ModelGraph;
+}
+
 namespace peat::views {
 
 class CallPage;
 class CurvePanel;
 class ErrorPlotPanel;
 class ExplainPanel;
+class GraphPanel;
 class JobTracker;
 class NumericsPanel;
 class OverviewPanel;
@@ -45,6 +50,7 @@ struct Pages {
   NumericsPanel* numerics;
   SavePanel* save;
   ExplainPanel* explain;
+  GraphPanel* graph;  // the model's graph of the selected run or SAVE analysis
 };
 
 class SelectionController : public QObject {
@@ -59,6 +65,8 @@ class SelectionController : public QObject {
   // Every page says `why` (keepLive: a run's live curve and campaign stay).
   void reset(const QString& why, bool keepLive = false);
   bool loading() const;  // a page is still reading what is selected
+  // An op clicked on the graph: its calls (PEAT) or its SAVE layer selected in the tree.
+  void selectGraphNode(const modelgraph::ModelGraph& graph, int node);
 
  signals:
   void pageShown();  // a page showed what a selection's job read (or why it could not)
@@ -66,6 +74,7 @@ class SelectionController : public QObject {
 
  private:
   void applyItem(const ItemData& item, const std::string& id, const QString& layer);
+  void showGraphOf(const QModelIndex& current);  // the Graph page follows the tree's current item
   void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
   void applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests);
   void showFailedCall(const FailedCall& failed, const QString& title);  // a call the kernel failed

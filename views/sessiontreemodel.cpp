@@ -6,6 +6,7 @@
 #include "views/calltext.h"
 
 #include <QBrush>
+#include <QHash>
 #include <QColor>
 
 #include <algorithm>
@@ -231,6 +232,39 @@ QModelIndex SessionTreeModel::findCall(const std::string& run, const QString& pa
         const QModelIndex node = index(c, 0, iteration);
         if (node.data(PathRole).toString() == path) return node;
       }
+    }
+  }
+  return {};
+}
+
+std::vector<QModelIndex> SessionTreeModel::findCalls(const std::string& run, const std::vector<std::string>& paths) const {
+  QHash<QString, QModelIndex> byPath;
+  for (int i = 0; i < rowCount(); ++i) {
+    const QModelIndex top = index(i, 0);
+    if (top.data().toString().toStdString() != run) continue;
+    for (int it = 0; it < rowCount(top); ++it) {
+      const QModelIndex iteration = index(it, 0, top);
+      for (int c = 0; c < rowCount(iteration); ++c) {
+        const QModelIndex node = index(c, 0, iteration);
+        byPath.insert(node.data(PathRole).toString(), node);
+      }
+    }
+  }
+  std::vector<QModelIndex> out;
+  for (const std::string& p : paths)
+    if (const auto at = byPath.constFind(QString::fromStdString(p)); at != byPath.constEnd()) out.push_back(*at);
+  return out;
+}
+
+QModelIndex SessionTreeModel::findSaveLayer(const std::string& analysis, const QString& layer) const {
+  for (int i = 0; i < rowCount(); ++i) {
+    const QModelIndex group = index(i, 0);
+    if (NodeKind(group.data(KindRole).toInt()) != NodeKind::SaveGroup) continue;
+    for (int r = 0; r < rowCount(group); ++r) {
+      const QModelIndex result = index(r, 0, group);
+      if (result.data(KeyRole).toString().toStdString() != analysis) continue;
+      for (int l = 0; l < rowCount(result); ++l)
+        if (index(l, 0, result).data().toString() == layer) return index(l, 0, result);
     }
   }
   return {};

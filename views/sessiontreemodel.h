@@ -42,6 +42,11 @@ class SessionTreeModel : public QAbstractItemModel {
   const store::SessionSummary& summary() const { return summary_; }
   // The node of call `path` of run `run` (a top-level run, any iteration); invalid when none.
   QModelIndex findCall(const std::string& run, const QString& path) const;
+  // The nodes of several calls of one run in one pass over it (a layer's hundreds of calls), in the
+  // order of `paths`; calls the tree does not list are left out.
+  std::vector<QModelIndex> findCalls(const std::string& run, const std::vector<std::string>& paths) const;
+  // The node of layer `layer` of SAVE result `analysis`; invalid when none.
+  QModelIndex findSaveLayer(const std::string& analysis, const QString& layer) const;
   // The node at a path of display names joined by '/' ("edge/iteration 0/#6 fc1"); invalid when none.
   QModelIndex findPath(const QString& path) const;
   static QString pathOf(const QModelIndex& index);  // the reverse: "" for an invalid index

@@ -29,6 +29,13 @@ struct InfoOptions {
 };
 int runInfo(const InfoOptions& o);
 
+// `peat graph`: a session's run (--run) or SAVE analysis (--save), or a model alone (--model)
+struct GraphOptions {
+  std::string session, run, save, model;
+  bool json = false, dot = false;
+};
+int runGraph(const GraphOptions& o);
+
 // `peat record ...` and `peat playback` of a Python recording or with a python: kernel run in the
 // user's Python (the package peat); returns -1 for every other command line, else never returns
 // unless the interpreter cannot be started.

@@ -192,6 +192,16 @@ int main(int argc, char** argv) {
   infoCmd->add_flag("--verify", info.verify,
                     "Read every dataset of complete iterations and checkpoints back and check its CRC-32");
 
+  GraphOptions graph;
+  CLI::App* graphCmd = app.add_subcommand(
+      "graph", "The model as a graph: a run's ops coloured by their verdicts, a SAVE analysis's by bit classes (docs/workbench.md)");
+  graphCmd->add_option("session", graph.session, "Session file (.h5)");
+  graphCmd->add_option("--run", graph.run, "A run of the session: its calls on their ops, with its newest analysis's verdicts");
+  graphCmd->add_option("--save", graph.save, "A SAVE analysis of the session: its layers' bit classes and reliable tiles");
+  graphCmd->add_option("--model,-m", graph.model, "Instead of a session: a zoo model or an ONNX file");
+  auto* graphJson = graphCmd->add_flag("--json", graph.json, "Print as JSON");
+  graphCmd->add_flag("--dot", graph.dot, "Print as Graphviz dot")->excludes(graphJson);
+
   AnalyzeOptions analyze;
   CLI::App* analyzeCmd = app.add_subcommand("analyze", "Error report of a candidate tensor against the golden one");
   analyzeCmd->add_option("--golden,-g", analyze.golden, "Golden tensor: file.npy or file.h5:/dataset");
@@ -384,6 +394,7 @@ int main(int argc, char** argv) {
     for (CLI::App* sub : torchCmds)
       if (*sub) return runTorch(torch.at(sub->get_name()), commandLineOf(argc, argv));
     if (*infoCmd) return runInfo(info);
+    if (*graphCmd) return runGraph(graph);
     if (*envCmd) return runEnv(env);
     if (*saveAnalyzeCmd) {
       for (int i = 0; i < argc; ++i) saveAnalyze.commandLine += (i ? " " : "") + std::string(argv[i]);

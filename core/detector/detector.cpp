@@ -20,6 +20,15 @@ const std::vector<std::string>& verdictNames() {
   return names;
 }
 
+bool legitimateVerdict(const std::string& model) {
+  return model == "exact" || model == "precision_loss" || model == "accumulation_order";
+}
+
+const char* verdictClass(const std::string& model) {
+  if (legitimateVerdict(model)) return "legitimate";
+  return model == "unknown" ? "unknown" : "error";
+}
+
 std::string verdictExplanation(const std::string& verdict) {
   static const std::map<std::string, std::string> text{
       {"exact", "Bit-identical to the golden kernel: nothing to explain."},

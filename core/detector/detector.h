@@ -28,6 +28,13 @@ struct Detection {
 
 const std::vector<std::string>& verdictNames();
 
+// How a kernel developer reads a verdict: "legitimate" (exact, precision_loss, accumulation_order:
+// a port that rounds or orders differently), "unknown" (nothing reproduced it, nothing names a bug)
+// or "error" (any other model: a bug, a fault, a kernel that failed). detect-eval's counts and the
+// workbench's graph colours use this one rule.
+const char* verdictClass(const std::string& model);
+bool legitimateVerdict(const std::string& model);
+
 // What a verdict means, in two or three sentences for people (the workbench's explanations and
 // tooltips): the signature, the error model it points to, and the likely cause. docs/error-models.md
 // has the exact rules. Empty for an unknown name.

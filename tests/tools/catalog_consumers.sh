@@ -32,8 +32,12 @@ complete_words() {  # WORDS...: what Tab offers after them
     _peat
     printf "%s\n" "${COMPREPLY[@]}"' _ "$completion" "$@")
 }
+commands=$("$peat" --help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1}' | sort)
+[[ $(echo "$commands" | wc -l) -gt 10 ]] || fail "peat --help lists commands '$commands'"
+offered=$(complete_words peat | grep -v '^--' | sort)
+[[ $offered == "$commands" ]] || fail "Tab after peat offers '$offered', peat --help '$commands'"
 offered=$(complete_words peat profile --model | sort)
 [[ $offered == "$(echo "$models" | sort)" ]] || fail "Tab after --model offers '$offered', the catalog '$models'"
 offered=$(complete_words peat playback --kernel | sort)
 [[ $offered == "$(echo "$kernels" | sort)" ]] || fail "Tab after --kernel offers '$offered', peat kernels '$kernels'"
-echo "ok: $(echo "$models" | wc -l) models and $(echo "$kernels" | wc -l) kernels, the same in peat models, --help, peat kernels and the completion"
+echo "ok: $(echo "$commands" | wc -l) commands, $(echo "$models" | wc -l) models and $(echo "$kernels" | wc -l) kernels, the same in peat models, --help, peat kernels and the completion"

@@ -53,7 +53,6 @@ const Labelled kCorpus[] = {
     {"inf", "nan_inf", "", false, false},
 };
 
-const std::set<std::string> kLegitimate{"exact", "precision_loss", "accumulation_order"};
 
 ops::OpCall makeCall(const std::string& op, int seed) {
   at::manual_seed(seed);
@@ -94,7 +93,7 @@ void judge(DetectEvalResult& r, DetectEvalCase c, const detector::Detection& d) 
   if (d.verdict.parameters.count("also_reproduced_by")) c.alsoReproducedBy = d.verdict.parameters.at("also_reproduced_by");
   for (const detector::Verdict& v : d.alternatives) c.alternatives.push_back(v.model);
   const bool anyLegitimate = c.expected == "legitimate";
-  c.correct = anyLegitimate ? kLegitimate.count(c.got) > 0 : c.got == c.expected;
+  c.correct = anyLegitimate ? detector::legitimateVerdict(c.got) : c.got == c.expected;
   ++r.confusion[c.expected][c.got];
   if (c.correct) ++r.correct;
   if (!c.expectedFormat.empty() && c.correct && (!anyLegitimate || c.got == "precision_loss")) {
@@ -103,13 +102,13 @@ void judge(DetectEvalResult& r, DetectEvalCase c, const detector::Detection& d) 
     else if (("," + c.alsoReproducedBy + ",").find("," + c.expectedFormat + ",") != std::string::npos) ++r.formatTied;
     ++r.formatConfusion[c.expectedFormat][c.gotFormat.empty() ? "none" : c.gotFormat];
   }
-  if (anyLegitimate || kLegitimate.count(c.expected)) {
+  if (anyLegitimate || detector::legitimateVerdict(c.expected)) {
     ++r.legitimate;
     if (c.got == "unknown") ++r.legitimateUnknown;
-    else if (!kLegitimate.count(c.got)) ++r.legitimateFaultVerdicts;
+    else if (!detector::legitimateVerdict(c.got)) ++r.legitimateFaultVerdicts;
   } else {
     ++r.faults;
-    if (kLegitimate.count(c.got)) ++r.faultLegitimateVerdicts;
+    if (detector::legitimateVerdict(c.got)) ++r.faultLegitimateVerdicts;
   }
   r.cases.push_back(c);
 }
