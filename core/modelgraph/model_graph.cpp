@@ -156,20 +156,35 @@ ModelGraph callOrderGraph(const store::SessionReader& reader, const store::RunIn
     if (!out.nodes.empty()) node.inputs.push_back(int(out.nodes.size()) - 1);
     out.nodes.push_back(std::move(node));
   }
+  // ops that never run forward on a layer of their own (the optimiser's updates, named by their
+  // parameters): one node per op after the rest, as a training step ends
+  for (const store::CallInfo& c : first->calls) {
+    bool placed = false;
+    for (const GraphNode& n : out.nodes) placed = placed || n.name == c.id.layer || n.name == c.id.op;
+    if (placed) continue;
+    GraphNode node;
+    node.name = c.id.op;
+    node.op = c.id.op;
+    node.shape = outputShape(reader, run.name, c.path);
+    if (!out.nodes.empty()) node.inputs.push_back(int(out.nodes.size()) - 1);
+    out.nodes.push_back(std::move(node));
+  }
   layOut(out);
   return out;
 }
 
-// The node of a recorded call: its layer and op (data flow: nodeOfLayer), else its layer's first node.
+// The node of a recorded call: its layer and op (data flow: nodeOfLayer), else its layer's first
+// node, else (call order) the node of its op that runs on no layer of its own.
 int nodeOfCall(const ModelGraph& g, const store::CallId& id) {
   if (g.structure == "data flow") return nodeOfLayer(g, id.layer, id.op);
-  int layerOnly = -1;
+  int layerOnly = -1, opOnly = -1;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].name == id.op && g.nodes[i].op == id.op && opOnly < 0) opOnly = int(i);
     if (g.nodes[i].name != id.layer) continue;
     if (g.nodes[i].op == id.op) return int(i);
     if (layerOnly < 0) layerOnly = int(i);
   }
-  return layerOnly;
+  return layerOnly >= 0 ? layerOnly : opOnly;
 }
 
 }  // namespace

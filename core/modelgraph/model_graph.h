@@ -12,7 +12,9 @@
 //   layer names one of its nodes: data flow;
 // - any other PEAT run (chargpt, a TorchScript model, a script recorded by `peat record`): the
 //   recorded forward calls of its first iteration, one node per layer and op, in the order they
-//   ran. The session holds no data flow for these, and the graph says so (structure "call order").
+//   ran, then one node per op that runs on no layer of its own (the optimiser's updates, named by
+//   their parameters). The session holds no data flow for these, and the graph says so (structure
+//   "call order").
 #include <cstdint>
 #include <string>
 #include <vector>
