@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "core/catalog/catalog.h"
 
+#include <map>
+#include <stdexcept>
+
 namespace peat::catalog {
 
 const std::vector<ZooModel>& zooModels() {
@@ -12,6 +15,39 @@ const std::vector<ZooModel>& zooModels() {
       {"chargpt", Task::Text, "text (characters)", false, "a character-level GPT (embedding, causal attention, layer norm)"},
   };
   return models;
+}
+
+const ZooSpec& zooSpec(const std::string& name) {
+  static const std::map<std::string, ZooSpec> specs = [] {
+    std::map<std::string, ZooSpec> m;
+    ZooSpec& mlp = m["mlp"];
+    mlp.input = {1, 28, 28};
+    mlp.linears = {{"fc1", 784, 256}, {"fc2", 256, 128}, {"fc3", 128, 10}};
+    ZooSpec& lenet = m["lenet"];
+    lenet.input = {1, 28, 28};
+    lenet.convs = {{"conv1", 1, 6, 5, 1, 2, true}, {"conv2", 6, 16, 5, 1, 0, true}};
+    lenet.linears = {{"fc1", 400, 120}, {"fc2", 120, 84}, {"fc3", 84, 10}};
+    ZooSpec& resnet = m["resnet"];
+    resnet.input = {1, 28, 28};
+    resnet.convs = {{"stem.conv", 1, 16, 3, 1, 1, false}};
+    resnet.blocks = {{"block1", 16, 16, 1}, {"block2", 16, 32, 2}, {"block3", 32, 64, 2}};
+    resnet.linears = {{"fc", 64, 10}};
+    ZooSpec& vit = m["vit"];  // 7x7 patches: 16 tokens
+    vit.input = {1, 28, 28};
+    vit.convs = {{"patch_embed", 1, 32, 7, 7, 0, true}};
+    vit.linears = {{"head", 32, 10}};
+    vit.width = 32;
+    vit.heads = 2;
+    vit.depth = 2;
+    ZooSpec& gpt = m["chargpt"];  // its vocabulary and context come from the text it trains on
+    gpt.width = 64;
+    gpt.heads = 4;
+    gpt.depth = 2;
+    return m;
+  }();
+  const auto it = specs.find(name);
+  if (it == specs.end()) throw std::invalid_argument("unknown model '" + name + "' (the zoo has " + zooModelList() + ")");
+  return it->second;
 }
 
 const ZooModel* zooModel(const std::string& name) {

@@ -117,12 +117,14 @@ int resnet18(Builder& b) {
   return b.linear("fc", b.globalAvgPool("avgpool", x), 1000);
 }
 
-// The zoo's vision transformer (core/torch/models/zoo.cpp): 7x7 patches embedded by a strided
-// convolution into 16 tokens of width 32, position embeddings, two pre-norm blocks of two-head
+// The zoo's vision transformer (core/torch/models/zoo.cpp; its sizes from catalog::zooSpec): patches
+// embedded by a strided convolution into tokens, position embeddings, pre-norm blocks of
 // self-attention and a GELU MLP, a final layer norm, the mean over the tokens and a linear head.
 int vit(Builder& b) {
-  const int64_t width = 32, heads = 2, hd = width / heads, depth = 2;
-  int x = b.conv("patch_embed", b.input({1, 28, 28}), width, 7, 7, 0, true);  // [32, 4, 4]
+  const catalog::ZooSpec& spec = catalog::zooSpec("vit");
+  const catalog::ZooConv& patch = spec.convs.at(0);
+  const int64_t width = spec.width, heads = spec.heads, hd = width / heads, depth = spec.depth;
+  int x = b.conv(patch.name, b.input(spec.input), patch.out, patch.kernel, patch.stride, patch.padding, patch.bias);
   const int64_t t = b.node(x).shape[1] * b.node(x).shape[2];
   std::vector<int64_t> gather;
   for (int64_t tok = 0; tok < t; ++tok)  // flatten(2).transpose(1, 2): [C, T] -> [T, C]
@@ -154,7 +156,7 @@ int vit(Builder& b) {
         for (int64_t d = 0; d < hd; ++d) merge.push_back((h * t + tok) * hd + d);
     const int y = b.select(n + ".attn.merge", values, {t, width}, merge);
     x = b.addNodes(n + ".attn.residual", x, b.linear(n + ".attn.proj", y, width));
-    int h = b.gelu(n + ".mlp.gelu", b.linear(n + ".mlp.up", b.layerNorm(n + ".ln2", x), 4 * width));
+    int h = b.gelu(n + ".mlp.gelu", b.linear(n + ".mlp.up", b.layerNorm(n + ".ln2", x), spec.mlpRatio * width));
     x = b.addNodes(n + ".mlp.residual", x, b.linear(n + ".mlp.down", h, width));
   }
   x = b.layerNorm("ln_f", x);
@@ -162,7 +164,12 @@ int vit(Builder& b) {
   for (int64_t c = 0; c < width; ++c)
     for (int64_t tok = 0; tok < t; ++tok) channels.push_back(tok * width + c);
   x = b.globalAvgPool("pool", b.select("pool.transpose", x, {width, t, 1}, channels));
-  return b.linear("head", x, 10);
+  return b.linear(spec.linears.at(0).name, x, spec.linears.at(0).out);
+}
+
+// A convolution of the spec on node x.
+int conv(Builder& b, const catalog::ZooConv& c, int x) {
+  return b.conv(c.name, x, c.out, c.kernel, c.stride, c.padding, c.bias);
 }
 
 }  // namespace
@@ -183,8 +190,8 @@ Graph randomGraph(const std::string& model, uint64_t seed) {
   Graph g;
   g.model = model;
   // Fashion-MNIST; ImageNet's, averaged over the channels
-  g.inputMean = model == "grouped" ? catalog::kFashionMnistMean : 0.449f;
-  g.inputDeviation = model == "grouped" ? catalog::kFashionMnistStd : 0.226f;
+  g.inputMean = model == "grouped" ? catalog::kFashionMnistMean : catalog::kImageNetMeanAll;
+  g.inputDeviation = model == "grouped" ? catalog::kFashionMnistStd : catalog::kImageNetStdAll;
   const std::map<std::string, store::Tensor> none;
   Builder b(g, none);
   b.randomFill(seed);
@@ -203,27 +210,29 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
   g.inputDeviation = catalog::kFashionMnistStd;
   Builder b(g, parameters);
   if (randomSeed) b.randomFill(randomSeed);
+  if (!catalog::zooModel(model))
+    throw SaveError("unknown model '" + model + "' (SAVE knows " + catalog::saveModelList() + ")");
+  const catalog::ZooSpec& spec = catalog::zooSpec(model);
+  // the linear layers of the spec, ReLU between them (mlp, lenet)
+  auto linears = [&](int x) {
+    for (std::size_t i = 0; i < spec.linears.size(); ++i) {
+      const catalog::ZooLinear& l = spec.linears[i];
+      x = b.linear(l.name, x, l.out);
+      if (i + 1 < spec.linears.size()) x = b.relu(l.name + ".relu", x);
+    }
+    return x;
+  };
   if (model == "mlp") {
-    int x = b.flatten("flatten", b.input({1, 28, 28}));
-    x = b.relu("fc1.relu", b.linear("fc1", x, 256));
-    x = b.relu("fc2.relu", b.linear("fc2", x, 128));
-    g.output = b.linear("fc3", x, 10);
+    g.output = linears(b.flatten("flatten", b.input(spec.input)));
   } else if (model == "lenet") {
-    int x = b.input({1, 28, 28});
-    x = b.maxPool("pool1", b.relu("conv1.relu", b.conv("conv1", x, 6, 5, 1, 2, true)), 2, 2);
-    x = b.maxPool("pool2", b.relu("conv2.relu", b.conv("conv2", x, 16, 5, 1, 0, true)), 2, 2);
-    x = b.flatten("flatten", x);
-    x = b.relu("fc1.relu", b.linear("fc1", x, 120));
-    x = b.relu("fc2.relu", b.linear("fc2", x, 84));
-    g.output = b.linear("fc3", x, 10);
+    int x = b.input(spec.input);
+    for (std::size_t i = 0; i < spec.convs.size(); ++i)
+      x = b.maxPool("pool" + std::to_string(i + 1), b.relu(spec.convs[i].name + ".relu", conv(b, spec.convs[i], x)), 2, 2);
+    g.output = linears(b.flatten("flatten", x));
   } else if (model == "resnet") {
-    int x = b.input({1, 28, 28});
-    x = b.relu("stem.relu", b.batchNorm("stem.bn", b.conv("stem.conv", x, 16, 3, 1, 1, false)));
-    const struct {
-      const char* name;
-      int64_t in, out, stride;
-    } blocks[] = {{"block1", 16, 16, 1}, {"block2", 16, 32, 2}, {"block3", 32, 64, 2}};
-    for (const auto& blk : blocks) {
+    int x = b.input(spec.input);
+    x = b.relu("stem.relu", b.batchNorm("stem.bn", conv(b, spec.convs.at(0), x)));
+    for (const catalog::ZooBlock& blk : spec.blocks) {
       const std::string n = blk.name;
       int h = b.batchNorm(n + ".bn1", b.conv(n + ".conv1", x, blk.out, 3, blk.stride, 1, false));
       h = b.relu(n + ".relu1", h);
@@ -233,7 +242,7 @@ Graph zooGraph(const std::string& model, const std::map<std::string, store::Tens
         skip = b.batchNorm(n + ".shortcut.bn", b.conv(n + ".shortcut", x, blk.out, 1, blk.stride, 0, false));
       x = b.relu(n + ".relu2", b.addNodes(n + ".add", h, skip));
     }
-    g.output = b.linear("fc", b.globalAvgPool("pool", x), 10);
+    g.output = b.linear(spec.linears.at(0).name, b.globalAvgPool("pool", x), spec.linears.at(0).out);
   } else if (model == "chargpt") {
     throw SaveError("model chargpt uses op 'embedding', which has no range transfer function in SAVE");
   } else if (model == "vit") {

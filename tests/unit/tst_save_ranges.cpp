@@ -74,13 +74,33 @@ void TestSaveRanges::catalogSaysWhatExists() {
     if (m.task == catalog::Task::Text) continue;  // a text model needs its vocabulary: built in tst_profiler
     const Twin t = twin(m.name);
     QVERIFY(t.model->parameterCount() > 0);
+    // the layer specification typed once: each of its convolutions and linear layers is a parameter
+    // of the LibTorch model of that shape, and a node of SAVE's graph of that output size
+    const catalog::ZooSpec& spec = catalog::zooSpec(m.name);
+    std::map<std::string, std::vector<uint64_t>> shapes;
+    for (const auto& [name, p] : t.model->parameters())
+      for (int64_t d : p.sizes()) shapes[name].push_back(uint64_t(d));
+    for (const catalog::ZooConv& c : spec.convs) {
+      const std::vector<uint64_t> want{uint64_t(c.out), uint64_t(c.in), uint64_t(c.kernel), uint64_t(c.kernel)};
+      QCOMPARE(shapes[c.name + ".weight"], want);
+      QCOMPARE(shapes.count(c.name + ".bias"), std::size_t(c.bias));
+    }
+    for (const catalog::ZooLinear& l : spec.linears)
+      QCOMPARE(shapes[l.name + ".weight"], (std::vector<uint64_t>{uint64_t(l.out), uint64_t(l.in)}));
     if (m.saveGraph) {
       const save::Graph g = save::zooGraph(m.name, t.parameters);
       QVERIFY2(g.nodes.size() > 2, m.name.c_str());
+      for (const catalog::ZooLinear& l : spec.linears) {
+        int found = 0;
+        for (const save::Node& n : g.nodes) found += n.name == l.name && n.op == save::Op::Linear && n.features() == l.out;
+        QVERIFY2(found == 1, l.name.c_str());
+      }
     } else {
       QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph(m.name, t.parameters));
     }
   }
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, catalog::zooSpec("no-such-model"));
+  QCOMPARE(catalog::zooSpec("chargpt").heads, int64_t(4));
   // a text model SAVE cannot bound is refused by name
   QVERIFY(!catalog::zooModel("chargpt")->saveGraph);
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::zooGraph("chargpt", {}));

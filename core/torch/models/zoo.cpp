@@ -58,49 +58,61 @@ struct NormParams {
   }
 };
 
+// The spec's linear layers (catalog::zooSpec), ReLU between them.
+struct LinearStack {
+  std::vector<std::pair<std::string, LinearParams>> layers;
+  void init(Model& m, const std::vector<catalog::ZooLinear>& spec) {
+    for (const catalog::ZooLinear& l : spec) {
+      layers.emplace_back(l.name, LinearParams());
+      layers.back().second.init(m, l.name, l.in, l.out);
+    }
+  }
+  at::Tensor operator()(ops::Dispatcher& d, at::Tensor x) const {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      x = layers[i].second(d, layers[i].first, x);
+      if (i + 1 < layers.size()) x = d.relu(layers[i].first, x);
+    }
+    return x;
+  }
+};
+
 class Mlp final : public Model {
  public:
-  Mlp() {
-    fc1.init(*this, "fc1", 784, 256);
-    fc2.init(*this, "fc2", 256, 128);
-    fc3.init(*this, "fc3", 128, 10);
-  }
+  Mlp() { fcs.init(*this, catalog::zooSpec("mlp").linears); }
   std::string modelName() const override { return "mlp"; }
   Task task() const override { return Task::Images; }
   at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
-    at::Tensor x = input.reshape({input.size(0), -1});
-    x = d.relu("fc1", fc1(d, "fc1", x));
-    x = d.relu("fc2", fc2(d, "fc2", x));
-    return fc3(d, "fc3", x);
+    return fcs(d, input.reshape({input.size(0), -1}));
   }
 
  private:
-  LinearParams fc1, fc2, fc3;
+  LinearStack fcs;
 };
 
 class LeNet final : public Model {
  public:
   LeNet() {
-    conv1.init(*this, "conv1", 1, 6, 5, 1, 2);
-    conv2.init(*this, "conv2", 6, 16, 5, 1, 0);
-    fc1.init(*this, "fc1", 400, 120);
-    fc2.init(*this, "fc2", 120, 84);
-    fc3.init(*this, "fc3", 84, 10);
+    const catalog::ZooSpec& spec = catalog::zooSpec("lenet");
+    for (const catalog::ZooConv& c : spec.convs) {
+      convs.emplace_back(c.name, ConvParams());
+      convs.back().second.init(*this, c.name, c.in, c.out, c.kernel, c.stride, c.padding, c.bias);
+    }
+    fcs.init(*this, spec.linears);
   }
   std::string modelName() const override { return "lenet"; }
   Task task() const override { return Task::Images; }
   at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
-    at::Tensor x = d.maxPool2d("pool1", d.relu("conv1", conv1(d, "conv1", input)), 2, 2);
-    x = d.maxPool2d("pool2", d.relu("conv2", conv2(d, "conv2", x)), 2, 2);
-    x = x.reshape({x.size(0), -1});
-    x = d.relu("fc1", fc1(d, "fc1", x));
-    x = d.relu("fc2", fc2(d, "fc2", x));
-    return fc3(d, "fc3", x);
+    at::Tensor x = input;
+    for (std::size_t i = 0; i < convs.size(); ++i) {
+      const std::string& name = convs[i].first;
+      x = d.maxPool2d("pool" + std::to_string(i + 1), d.relu(name, convs[i].second(d, name, x)), 2, 2);
+    }
+    return fcs(d, x.reshape({x.size(0), -1}));
   }
 
  private:
-  ConvParams conv1, conv2;
-  LinearParams fc1, fc2, fc3;
+  std::vector<std::pair<std::string, ConvParams>> convs;
+  LinearStack fcs;
 };
 
 // A small ResNet: a 3x3 stem and three basic blocks (16, 32, 64 channels), batch norm, global pooling.
@@ -114,12 +126,13 @@ class ResNet final : public Model {
 
  public:
   ResNet() {
-    stem.init(*this, "stem.conv", 1, 16, 3, 1, 1, false);
-    stemBn.initBatchNorm(*this, "stem.bn", 16);
-    addBlock("block1", 16, 16, 1);
-    addBlock("block2", 16, 32, 2);
-    addBlock("block3", 32, 64, 2);
-    fc.init(*this, "fc", 64, 10);
+    const catalog::ZooSpec& spec = catalog::zooSpec("resnet");
+    const catalog::ZooConv& s = spec.convs.at(0);
+    stem.init(*this, s.name, s.in, s.out, s.kernel, s.stride, s.padding, s.bias);
+    stemBn.initBatchNorm(*this, "stem.bn", s.out);
+    for (const catalog::ZooBlock& b : spec.blocks) addBlock(b.name, b.in, b.out, b.stride);
+    fcName = spec.linears.at(0).name;
+    fc.init(*this, fcName, spec.linears.at(0).in, spec.linears.at(0).out);
   }
   std::string modelName() const override { return "resnet"; }
   Task task() const override { return Task::Images; }
@@ -138,7 +151,7 @@ class ResNet final : public Model {
                            b.bnShortcut.beta, b.bnShortcut.mean, b.bnShortcut.var);
       x = d.relu(b.name + ".relu2", d.add(b.name + ".add", h, skip));
     }
-    return fc(d, "fc", d.globalAvgPool("pool", x));
+    return fc(d, fcName, d.globalAvgPool("pool", x));
   }
 
  private:
@@ -160,6 +173,7 @@ class ResNet final : public Model {
   ConvParams stem;
   NormParams stemBn;
   std::vector<Block> blocks;
+  std::string fcName;
   LinearParams fc;
 };
 
@@ -169,14 +183,14 @@ struct TransformerLayer {
   std::string name;
   NormParams ln1, ln2;
   LinearParams qkv, proj, up, down;
-  void init(Model& m, const std::string& layerName, int64_t width) {
+  void init(Model& m, const std::string& layerName, int64_t width, int64_t mlpRatio) {
     name = layerName;
     ln1.initLayerNorm(m, name + ".ln1", width);
     qkv.init(m, name + ".attn.qkv", width, 3 * width);
     proj.init(m, name + ".attn.proj", width, width);
     ln2.initLayerNorm(m, name + ".ln2", width);
-    up.init(m, name + ".mlp.up", width, 4 * width);
-    down.init(m, name + ".mlp.down", 4 * width, width);
+    up.init(m, name + ".mlp.up", width, mlpRatio * width);
+    down.init(m, name + ".mlp.down", mlpRatio * width, width);
   }
   bool fused = false;  // attention as one call (ModelOptions::fusedAttention)
   // x: [n, t, width]; mask: [t, t] added to the scores, or undefined.
@@ -206,13 +220,15 @@ struct TransformerLayer {
 // a GELU MLP, a final layer norm and a linear head.
 class CharGpt final : public Model {
  public:
-  CharGpt(int64_t vocabulary, int64_t context, bool fused) : vocab_(vocabulary), context_(context) {
+  CharGpt(int64_t vocabulary, int64_t context, bool fused)
+      : vocab_(vocabulary), context_(context), width_(catalog::zooSpec("chargpt").width),
+        heads_(catalog::zooSpec("chargpt").heads), depth_(catalog::zooSpec("chargpt").depth) {
     if (vocabulary < 2) throw std::invalid_argument("chargpt needs a vocabulary of at least 2 characters");
     tokens = registerParameter("tok_emb.weight", torch::randn({vocab_, width_}) * 0.02);
     positions = registerParameter("pos_emb.weight", torch::randn({context_, width_}) * 0.02);
     for (int64_t i = 0; i < depth_; ++i) {
       layers.emplace_back();
-      layers.back().init(*this, "blocks." + std::to_string(i), width_);
+      layers.back().init(*this, "blocks." + std::to_string(i), width_, mlpRatio_);
       layers.back().fused = fused;
     }
     lnf.initLayerNorm(*this, "ln_f", width_);
@@ -233,7 +249,7 @@ class CharGpt final : public Model {
 
  private:
   int64_t vocab_, context_;
-  int64_t width_ = 64, heads_ = 4, depth_ = 2;
+  int64_t width_, heads_, depth_, mlpRatio_ = catalog::zooSpec("chargpt").mlpRatio;
   at::Tensor tokens, positions, mask;
   std::vector<TransformerLayer> layers;
   NormParams lnf;
@@ -246,30 +262,38 @@ class CharGpt final : public Model {
 class Vit final : public Model {
  public:
   explicit Vit(bool fused) {
-    patch.init(*this, "patch_embed", 1, width_, 7, 7, 0);
-    positions = registerParameter("pos_emb", torch::randn({16, width_}) * 0.02);
+    const catalog::ZooSpec& spec = catalog::zooSpec("vit");
+    const catalog::ZooConv& p = spec.convs.at(0);
+    patchName_ = p.name;
+    patch.init(*this, p.name, p.in, p.out, p.kernel, p.stride, p.padding, p.bias);
+    const int64_t side = (spec.input.at(1) + 2 * p.padding - p.kernel) / p.stride + 1;
+    tokens_ = side * side;
+    positions = registerParameter("pos_emb", torch::randn({tokens_, width_}) * 0.02);
     for (int64_t i = 0; i < depth_; ++i) {
       layers.emplace_back();
-      layers.back().init(*this, "blocks." + std::to_string(i), width_);
+      layers.back().init(*this, "blocks." + std::to_string(i), width_, mlpRatio_);
       layers.back().fused = fused;
     }
     lnf.initLayerNorm(*this, "ln_f", width_);
-    head.init(*this, "head", width_, 10);
+    headName_ = spec.linears.at(0).name;
+    head.init(*this, headName_, spec.linears.at(0).in, spec.linears.at(0).out);
   }
   std::string modelName() const override { return "vit"; }
   Task task() const override { return Task::Images; }
   at::Tensor forward(ops::Dispatcher& d, const at::Tensor& input) override {
     const int64_t n = input.size(0);
-    at::Tensor x = patch(d, "patch_embed", input).flatten(2).transpose(1, 2);  // [n, 16, width]
+    at::Tensor x = patch(d, patchName_, input).flatten(2).transpose(1, 2);  // [n, tokens, width]
     x = d.add("pos_embed", x, positions);
     for (const TransformerLayer& l : layers) x = l(d, x, heads_, at::Tensor());
     x = d.layerNorm("ln_f", x, lnf.gamma, lnf.beta);
-    x = d.globalAvgPool("pool", x.transpose(1, 2).reshape({n, width_, 16, 1}));  // mean over the tokens
-    return head(d, "head", x);
+    x = d.globalAvgPool("pool", x.transpose(1, 2).reshape({n, width_, tokens_, 1}));  // mean over the tokens
+    return head(d, headName_, x);
   }
 
  private:
-  int64_t width_ = 32, heads_ = 2, depth_ = 2;
+  int64_t width_ = catalog::zooSpec("vit").width, heads_ = catalog::zooSpec("vit").heads,
+          depth_ = catalog::zooSpec("vit").depth, mlpRatio_ = catalog::zooSpec("vit").mlpRatio, tokens_ = 0;
+  std::string headName_, patchName_;
   ConvParams patch;
   at::Tensor positions;
   std::vector<TransformerLayer> layers;
