@@ -57,6 +57,18 @@ def error_line(args, *needles):
     check(ok, f"{' '.join(map(str, args[:3]))}...: one error line with {needles}: {errors or lines[-1:]}")
 
 
+def graph_case(name, session, layer_names, must_have=None):
+    """The model as a graph (issue 43): a TorchScript model's session holds no data flow, so its
+    graph is the recorded forward calls in order, each named by its module path, none left out."""
+    graph = run_json("graph", session, "--run", "golden")
+    ops = {(n["name"], n["op"]) for n in graph["nodes"]}
+    has = must_have is None or must_have in ops
+    check(graph["structure"] == "call order" and graph["unplaced_calls"] == 0 and len(ops) == len(graph["nodes"])
+          and {n for n, op in ops if n != op} <= layer_names and all(n["calls"] > 0 for n in graph["nodes"]) and has,
+          f"{name}: peat graph draws {len(graph['nodes'])} recorded ops in call order, every call on one "
+          f"({graph['unplaced_calls']} left out{'' if has else f'; {must_have} missing'})")
+
+
 def slot_case(name, shape, data, extra=()):
     model = os.path.join(MODELS, f"{name}.pt")
     task = ["--task", "lm"] if name == "gpt" else []
@@ -127,15 +139,7 @@ def slot_case(name, shape, data, extra=()):
             want |= {("relu", 0), ("relu", 1)}
         check(want <= kinds, f"{name}: recorded (op, variant) pairs include {sorted(want - kinds) or 'all of'} {len(want)}")
 
-    # the model as a graph (issue 43): a TorchScript model's session holds no data flow, so its
-    # graph is the recorded forward calls in order, each named by its module path, none left out
-    graph = run_json("graph", s1, "--run", "golden")
-    ops = {(n["name"], n["op"]) for n in graph["nodes"]}
-    check(graph["structure"] == "call order" and graph["unplaced_calls"] == 0 and len(ops) == len(graph["nodes"])
-          and {n for n, op in ops if n != op} <= layer_names and all(n["calls"] > 0 for n in graph["nodes"])
-          and ("resnet18" != name or ("layer2.0.downsample.0", "conv2d") in ops),
-          f"{name}: peat graph draws {len(graph['nodes'])} recorded ops in call order, every call on one "
-          f"({graph['unplaced_calls']} left out)")
+    graph_case(name, s1, layer_names, ("layer2.0.downsample.0", "conv2d") if name == "resnet18" else None)
 
     golden = run_json("playback", "-s", s1, "-k", "golden")
     check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p1["recorded_calls"],
@@ -233,15 +237,7 @@ def lstm_case():
         layers = {(calls[c].attrs["layer"].decode() if isinstance(calls[c].attrs["layer"], bytes)
                    else str(calls[c].attrs["layer"])) for c in calls}
     check({"rnn.ih_l0", "rnn.hh_l0"} <= layers, f"lstm: the gate GEMMs are recorded ({sorted(layers)})")
-    # the model as a graph (issue 43): a TorchScript model's session holds no data flow, so its
-    # graph is the recorded forward calls in order, each named by its module path, none left out
-    graph = run_json("graph", s1, "--run", "golden")
-    ops = {(n["name"], n["op"]) for n in graph["nodes"]}
-    check(graph["structure"] == "call order" and graph["unplaced_calls"] == 0 and len(ops) == len(graph["nodes"])
-          and {n for n, op in ops if n != op} <= layer_names and all(n["calls"] > 0 for n in graph["nodes"])
-          and ("resnet18" != name or ("layer2.0.downsample.0", "conv2d") in ops),
-          f"{name}: peat graph draws {len(graph['nodes'])} recorded ops in call order, every call on one "
-          f"({graph['unplaced_calls']} left out)")
+    graph_case("lstm", s1, layers, ("rnn.ih_l0", "linear"))
 
     golden = run_json("playback", "-s", s1, "-k", "golden")
     check(golden["worst"]["mismatched"] == 0 and golden["replayed_calls"] == p["recorded_calls"],
