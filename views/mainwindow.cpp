@@ -288,6 +288,19 @@ void MainWindow::connectRun() {
 
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
+  // a screen smaller than the layout's least (1024x700): it still fits (pages scroll), and says how
+  // to make room
+  if (const QScreen* shownOn = screen(); shownOn && screenNote_.isEmpty()) {
+    const QRect room = shownOn->availableGeometry();
+    if (room.width() < 1024 || room.height() < 700) {
+      screenNote_ = tr("The screen has %1 x %2 pixels for the workbench, less than the 1024 x 700 it is laid out for: "
+                       "pages scroll; close or tab docks (View) to make room")
+                        .arg(room.width())
+                        .arg(room.height());
+      statusBar()->showMessage(screenNote_);
+      if (!session_.reader) overview_->showNothing(OverviewPanel::firstStartHint() + QStringLiteral("\n\n") + screenNote_);
+    }
+  }
   if (firstLayout_) {
     auto apply = std::move(firstLayout_);
     firstLayout_ = nullptr;
@@ -351,8 +364,15 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   if (!again.isEmpty()) {  // the item may be gone: then the pages ask for a selection, without a dialog
     const bool quiet = quietErrors_;
     quietErrors_ = true;
-    if (!selectItem(again)) lastError_.clear();
+    const bool found = selectItem(again);
     quietErrors_ = quiet;
+    lastError_.clear();
+    if (!found && changed) {  // another program took it out of the file: say so where it was shown
+      const QString gone = tr("%1 is no longer in %2: another program changed the file").arg(again, QFileInfo(path).fileName());
+      selection_->reset(gone);
+      lastError_ = gone;
+      statusBar()->showMessage(gone);
+    }
   }
   emit sessionOpenEnded(path, true);
   return true;
@@ -364,8 +384,7 @@ void MainWindow::closeSession() {
   selection_->reset(tr("No session is open"));
   session_ = SessionState{};
   model_->clear();
-  overview_->showNothing(tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or "
-                            "Help > Tour (F1)."));
+  overview_->showNothing(OverviewPanel::firstStartHint());
   statusSession_->setText(tr("No session"));
   setWindowTitle(tr("PEAT Workbench"));
 }

@@ -84,6 +84,8 @@ class MainWindow : public QMainWindow {
   bool selectItem(const QString& path);
   QString sessionPath() const { return session_.path; }
   QString lastError() const { return lastError_; }
+  // Said once shown on a screen smaller than the 1024x700 the workbench is laid out for; "" otherwise.
+  QString screenNote() const { return screenNote_; }
   SessionTreeModel* sessionModel() const { return model_; }
   SavePanel* savePanel() const { return savePanel_; }
   NumericsPanel* numericsPanel() const { return numerics_; }
@@ -169,6 +171,7 @@ class MainWindow : public QMainWindow {
 
   SessionState session_;  // the session shown (reader, summary, path), shared with the controllers
   QString lastError_;
+  QString screenNote_;
   bool quietErrors_ = false;
   SessionController* sessions_;
   quint64 appliedGeneration_ = 0;  // the newest open job whose session is shown

@@ -29,8 +29,11 @@ OverviewPanel::OverviewPanel(QWidget* parent) : QWidget(parent) {
   table_->setAlternatingRowColors(true);
   layout->addWidget(title_);
   layout->addWidget(table_, 1);
-  showNothing(tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or "
-                            "Help > Tour (F1)."));
+  showNothing(firstStartHint());
+}
+
+QString OverviewPanel::firstStartHint() {
+  return tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or Help > Tour (F1).");
 }
 
 void OverviewPanel::showNothing(const QString& hint) {

@@ -16,6 +16,8 @@ class OverviewPanel : public QWidget {
   explicit OverviewPanel(QWidget* parent = nullptr);
   void showSummary(const store::SessionSummary& summary);
   void showNothing(const QString& hint);
+  // What an empty workbench says: how to open a session, the demo and the tour.
+  static QString firstStartHint();
 
  private:
   QLabel* title_;

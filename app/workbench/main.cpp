@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
         whenSettled(window, [&window, file, &opened, target, pageName, shootAt, at] {
           QTimer::singleShot(300, &window, [&window, file, &opened, target, pageName, shootAt, at] {
             opened = opened && window.lastError().isEmpty();
+            if (at == 0 && !window.screenNote().isEmpty())
+              std::fprintf(stderr, "peat-workbench: note: %s\n", qPrintable(window.screenNote()));
             const bool saved = target->grab().save(file, "PNG");
             if (!saved) std::fprintf(stderr, "peat-workbench: error: cannot write %s\n", qPrintable(file));
             if (!opened && !window.lastError().isEmpty())

@@ -18,6 +18,7 @@
 #include <QLineEdit>
 #include <QMimeData>
 #include <QSignalSpy>
+#include <QLabel>
 #include <QStatusBar>
 #include <cstdio>
 #include <functional>
@@ -69,6 +70,7 @@ class TestMainWindow : public QObject {
   void bitExplorerReadsBitPatterns();
   void exportsTakeWhatWasUsedAndNameIt();
   void sessionReplacedOnDisk();
+  void smallScreenIsSaid();
 
  private:
   QTemporaryDir dir_;
@@ -633,10 +635,48 @@ void TestMainWindow::sessionReplacedOnDisk() {
   QCOMPARE(reopened.last().at(0).toString(), path);
   QVERIFY(reopened.last().at(1).toBool());
   QTRY_VERIFY_WITH_TIMEOUT(!w.pagesLoading() && w.sessionModel()->rowCount() > 0 && w.sessionPath() == path, 10000);
+  // the item shown taken out by another program (the file rewritten without it): the pages and
+  // the status line say so, no page keeps it
+  QVERIFY(w.selectItem(QStringLiteral("golden/iteration 2")));
+  QTRY_VERIFY(!w.pagesLoading());
+  QCOMPARE(w.currentItemPath(), QStringLiteral("golden/iteration 2"));
+  QSignalSpy shrunk(&w, &MainWindow::sessionOpenEnded);
+  peat::testsupport::writeSampleSession(other.toStdString(), 2);
+  QVERIFY(std::rename(other.toLocal8Bit().constData(), path.toLocal8Bit().constData()) == 0);
+  QTRY_VERIFY_WITH_TIMEOUT(!shrunk.isEmpty(), 10000);
+  QTRY_VERIFY(!w.pagesLoading());
+  const QString gone = QStringLiteral("golden/iteration 2 is no longer in shown.h5: another program changed the file");
+  QCOMPARE(w.lastError(), gone);
+  QCOMPARE(w.statusBar()->currentMessage(), gone);
+  QVERIFY(w.currentItemPath() != QStringLiteral("golden/iteration 2"));
+  bool said = false;
+  for (const QLabel* l : w.callPage()->findChildren<QLabel*>()) said = said || l->text() == gone;
+  QVERIFY2(said, "the call page does not say why");
+  QCOMPARE(w.sessionModel()->rowCount(), 2);  // the rest of the session is shown again
   // removed: said in the title and the status line
   QVERIFY(QFile::remove(path));
   QTRY_VERIFY_WITH_TIMEOUT(w.windowTitle().contains(QStringLiteral("removed from disk")), 10000);
   QVERIFY(w.lastError().contains(QStringLiteral("was removed from disk")));
+}
+
+// A screen under the layout's least (1024x700; the offscreen platform's is 800x600) is said in the
+// status line and on the empty overview; a large one is not (gui_xvfb_layout checks both in X).
+void TestMainWindow::smallScreenIsSaid() {
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  const QRect room = w.screen()->availableGeometry();
+  if (room.width() >= 1024 && room.height() >= 700) {
+    QVERIFY(w.screenNote().isEmpty());
+    return;
+  }
+  QVERIFY(w.screenNote().contains(QStringLiteral("%1 x %2 pixels").arg(room.width()).arg(room.height())));
+  QCOMPARE(w.statusBar()->currentMessage(), w.screenNote());
+  bool said = false;
+  for (const QLabel* l : w.findChildren<QLabel*>()) said = said || (l->isVisible() && l->text().contains(w.screenNote()));
+  QVERIFY2(said, "no visible label says the screen is small");
+  QVERIFY(w.width() <= room.width() && w.height() <= room.height());
+  qInfo("said: %s", qPrintable(w.screenNote()));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "tests/support/sample_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -29,7 +30,7 @@ std::vector<uint16_t> narrowed(const fp::Format& f, const std::vector<float>& v)
 }
 }  // namespace
 
-void writeSampleSession(const std::string& path) {
+void writeSampleSession(const std::string& path, int iterations) {
   using namespace store;
   Provenance p;
   p.seed = 42;
@@ -40,7 +41,7 @@ void writeSampleSession(const std::string& path) {
   p.commandLine = "peat-sample-session";
   SessionWriter w(path, p, WriteMode::Overwrite);
   w.beginRun({"golden", "profile", "golden", "sample run for format tests"});
-  for (int it = 0; it < 3; ++it) {
+  for (int it = 0; it < iterations; ++it) {
     w.beginIteration(it);
     for (int c = 0; c < 4; ++c) {
       const int salt = it * 10 + c;
@@ -59,7 +60,7 @@ void writeSampleSession(const std::string& path) {
     w.endIteration();
   }
   const std::vector<float> weight = values(7, 32 * 128), momentum = values(8, 32 * 128);
-  w.writeCheckpoint(2, {{"fc0.weight", {DType::F32, {32, 128}, weight.data()}}},
+  w.writeCheckpoint(std::min(2, iterations - 1), {{"fc0.weight", {DType::F32, {32, 128}, weight.data()}}},
                     {{"fc0.weight.momentum", {DType::F32, {32, 128}, momentum.data()}}});
   const std::vector<double> histogram{0, 3, 17, 40, 12, 1};
   ResultRecord report;
@@ -68,10 +69,12 @@ void writeSampleSession(const std::string& path) {
   report.arrays = {{"log2_abs_error_hist", {DType::F64, {6}, histogram.data()}}};
   w.writeReport("call-000001-000002", report);
   // the first verdict as written before findings were stored; the second with its findings
-  w.writeVerdicts({{"iterations/000001/calls/000002", "precision_loss", 0.9, "errors confined to mantissa bits 0-12", {}},
-                   {"iterations/000002/calls/000000", "bit_flip", 0.75, "one element, bit 27",
-                    {{"bit_flip", 0.75, {{"bit", 27.0}, {"elements", 1.0}}, {{"format", "fp32"}}},
-                     {"accumulation_order", 0.5, {}, {}}}}});
+  std::vector<Verdict> verdicts{
+      {"iterations/000001/calls/000002", "precision_loss", 0.9, "errors confined to mantissa bits 0-12", {}},
+      {"iterations/000002/calls/000000", "bit_flip", 0.75, "one element, bit 27",
+       {{"bit_flip", 0.75, {{"bit", 27.0}, {"elements", 1.0}}, {{"format", "fp32"}}}, {"accumulation_order", 0.5, {}, {}}}}};
+  verdicts.resize(std::size_t(std::clamp(iterations - 1, 0, 2)));  // only of calls the session holds
+  w.writeVerdicts(verdicts);
   w.endRun(RunStatus::Complete);
   const std::vector<uint8_t> classes{0, 1, 2, 2, 1, 0};
   ResultRecord save;

@@ -9,8 +9,9 @@ namespace peat::testsupport {
 float sampleValue(int salt, long i);
 
 // A complete session: provenance, one profile run of 3 iterations x 4 calls (fp32, fp16, bf16
-// and int64 tensors), a checkpoint, a report, verdicts and a SAVE result.
-void writeSampleSession(const std::string& path);
+// and int64 tensors), a checkpoint, a report, verdicts and a SAVE result. Fewer iterations make
+// the same session with the later ones missing.
+void writeSampleSession(const std::string& path, int iterations = 3);
 // The sample with its schema_version raised past what this build reads.
 void writeFutureSession(const std::string& path);
 // An HDF5 file that is not a session.
