@@ -10,6 +10,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QVBoxLayout>
 
 #include "core/detector/detector.h"
@@ -66,6 +67,10 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   details_ = new QTextBrowser(split_);
   details_->setOpenLinks(false);
   details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 22);
+  // a narrow column scrolls sideways rather than break a label or a number inside it
+  details_->setWordWrapMode(QTextOption::WordWrap);
+  // (a label or a number is never broken; the 2x rule's sentence wraps)
+  details_->document()->setDefaultStyleSheet(QStringLiteral("td { white-space: nowrap; }"));
   plots_ = new ErrorPlotPanel(split_);
   split_->addWidget(details_);
   split_->addWidget(plots_);
@@ -178,12 +183,12 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
                 .arg(QString::number(k.cosine, 'f', 7), number(k.maxRel), number(100 * k.relAbove2),
                      number(100 * k.relAbove3), number(100 * k.relAbove4), number(k.maxUlp));
     if (k.ruleEvaluated)
-      html += tr("<tr><td nowrap>2x rule</td><td><b>%1</b>: max error against float64 %2, at most 2 x %3 + 1e-5 "
+      html += tr("<tr><td nowrap>2x rule</td><td style=\"white-space: normal\"><b>%1</b>: max error against float64 %2, at most 2 x %3 + 1e-5 "
                  "(FlashAttention's rule; reference: %4)</td></tr>")
                   .arg(k.rulePasses() ? tr("pass") : tr("fail"), number(k.candidateError), number(k.referenceError),
                        qs(k.reference).toHtmlEscaped());
     else
-      html += tr("<tr><td nowrap>2x rule</td><td>not evaluated: no float64 recomputation of this call "
+      html += tr("<tr><td nowrap>2x rule</td><td style=\"white-space: normal\">not evaluated: no float64 recomputation of this call "
                  "(FlashAttention's rule)</td></tr>");
     html += QStringLiteral("</table>");
   }
