@@ -53,6 +53,9 @@ struct GemmBound {
   // The operands themselves (and a per-column bias added after the GEMM), so that the detector can
   // replay each precision hypothesis: round the inputs to the format and compare.
   std::vector<float> a, b, bias;
+  // The replays computed whole because their hypothesis reproduced the candidate, by hypothesis id
+  // (formatGemm's ids): formatGemm hands them back instead of replaying again.
+  mutable std::map<std::string, std::vector<double>> replayed;
 };
 
 // |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "core/detector/rules.h"
 
@@ -70,35 +71,12 @@ namespace {
 
 // The bias added to output (i, j) of a bound's GEMM: none, one per column, or (a batched bound's
 // [batch, n], as a grouped conv's per-group channels) one per column of each GEMM.
-double biasAt(const GemmBound& b, int64_t i, int64_t j) {
-  if (b.bias.empty()) return 0.0;
+std::size_t biasIndex(const GemmBound& b, int64_t i, int64_t j) {
   const int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
-  return b.bias.size() == std::size_t(b.cols) ? double(b.bias[std::size_t(j)]) : double(b.bias[std::size_t((i / perBatch) * b.cols + j)]);
+  return b.bias.size() == std::size_t(b.cols) ? std::size_t(j) : std::size_t((i / perBatch) * b.cols + j);
 }
+double biasAt(const GemmBound& b, int64_t i, int64_t j) { return b.bias.empty() ? 0.0 : double(b.bias[biasIndex(b, i, j)]); }
 
-// The GEMM of a bound replayed from copies of its operands (rounded to a format by the caller), one
-// output row at a time, with the bias added, in fp32 and this replay's own summation order: what
-// every format hypothesis is judged by.
-struct RowReplay {
-  const GemmBound& b;
-  const std::vector<float>& a;
-  const std::vector<float>& bb;
-  std::vector<float> row = std::vector<float>(static_cast<std::size_t>(b.cols));
-  int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
-  // row i's values; out[j] for column j
-  void run(int64_t i, std::vector<double>& out) {
-    const int64_t n = b.cols, k = b.k;
-    std::fill(row.begin(), row.end(), 0.0f);
-    const float* bBatch = bb.data() + (i / perBatch) * k * n;  // row i's GEMM of the batch
-    for (int64_t q = 0; q < k; ++q) {
-      const float av = a[std::size_t(i * k + q)];
-      const float* br = bBatch + q * n;
-      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * br[j];
-    }
-    out.resize(std::size_t(n));
-    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[std::size_t(j)]) + biasAt(b, i, j);
-  }
-};
 
 // The elementwise formats the replay tries, in the order they are named when they round alike. fp8
 // comes unscaled (the values cast as they are) and with one scale per tensor, as fp8 GEMMs take it
@@ -124,21 +102,102 @@ const Hypothesis* hypothesis(const std::string& id) {
   return nullptr;
 }
 
-// v rounded to the hypothesis' format in place (scaled: by one scale for the whole tensor).
-void roundOperand(const Hypothesis& h, std::vector<float>& v) {
-  if (!h.scaled) {
-    fp::roundInPlace(*h.format, v.data(), v.size(), h.overflow);
-    return;
+// How a hypothesis rounds one tensor: to its format as it is, or (scaled) divided by one scale for
+// the whole tensor, rounded, multiplied back; a scale that is not a positive finite number leaves
+// the tensor as it is.
+struct TensorRounding {
+  const Hypothesis* h = nullptr;
+  bool keep = true;  // left as it is
+  float scale = 1.0f;
+  TensorRounding() = default;
+  TensorRounding(const Hypothesis& hyp, const float* v, std::size_t count) : h(&hyp), keep(false) {
+    if (!hyp.scaled) return;
+    // the largest finite |v|: on the encodings, whose order is the values' for non-negative floats
+    // (a loop the compiler vectorises; NaN and Inf count as 0)
+    uint32_t top = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const uint32_t u = fp::bitsOf(v[i]) & 0x7fffffffu;
+      top = std::max(top, u < 0x7f800000u ? u : 0u);
+    }
+    const float amax = fp::floatOf(top);
+    scale = amax > 0 ? amax / fp::decode(*hyp.format, fp::maxFinite(*hyp.format)) : 1.0f;
+    keep = !(std::isfinite(scale) && scale > 0);
   }
-  float amax = 0;
-  for (float x : v)
-    if (std::isfinite(x)) amax = std::max(amax, std::fabs(x));
-  const float scale = amax > 0 ? amax / fp::decode(*h.format, fp::maxFinite(*h.format)) : 1.0f;
-  if (!(std::isfinite(scale) && scale > 0)) return;
-  for (float& x : v) x /= scale;
-  fp::roundInPlace(*h.format, v.data(), v.size(), h.overflow);
-  for (float& x : v) x *= scale;
+  // elements [0, count) of v, in place: each element alone, so a part rounds as the whole does
+  void apply(float* v, std::size_t count) const {
+    if (keep) return;
+    if (h->scaled)
+      for (std::size_t i = 0; i < count; ++i) v[i] /= scale;
+    fp::roundInPlace(*h->format, v, count, h->overflow);
+    if (h->scaled)
+      for (std::size_t i = 0; i < count; ++i) v[i] *= scale;
+  }
+};
+
+// v rounded to the hypothesis' format in place (scaled: by one scale for the whole tensor).
+void roundOperand(const Hypothesis& h, std::vector<float>& v) { TensorRounding(h, v.data(), v.size()).apply(v.data(), v.size()); }
+
+// A bound's operands as one hypothesis rounds them (none: as recorded): b whole (the weights), a one
+// row at a time as a replay reaches it: a hypothesis that fails, fails in its first rows, so most
+// of a is never rounded (or copied); each row is the same bits as rounding a whole.
+class RoundedOperands {
+ public:
+  RoundedOperands(const GemmBound& g, const Hypothesis* h) : g_(g) {
+    if (!h) return;
+    b_ = g.b;
+    roundOperand(*h, b_);
+    aRounding_ = TensorRounding(*h, g.a.data(), g.a.size());
+    if (aRounding_.keep) return;
+    a_.reset(new float[g.a.size()]);
+    done_.assign(std::size_t(g.rows), 0);
+  }
+  const float* row(int64_t i) {
+    const float* from = g_.a.data() + i * g_.k;
+    if (!a_) return from;
+    float* to = a_.get() + i * g_.k;
+    if (!done_[std::size_t(i)]) {
+      std::copy_n(from, g_.k, to);
+      aRounding_.apply(to, std::size_t(g_.k));
+      done_[std::size_t(i)] = 1;
+    }
+    return to;
+  }
+  const float* b() const { return b_.empty() ? g_.b.data() : b_.data(); }
+
+ private:
+  const GemmBound& g_;
+  std::vector<float> b_;
+  TensorRounding aRounding_;
+  std::unique_ptr<float[]> a_;
+  std::vector<char> done_;
+};
+
+// row = ar b (ar: k values, b: [k, n]), summed in q order in float, each product rounded alone.
+void sumRow(float* row, const float* ar, const float* b, int64_t k, int64_t n) {
+  std::fill(row, row + n, 0.0f);
+  for (int64_t q = 0; q < k; ++q) {
+    const float av = ar[q];
+    const float* br = b + q * n;
+    for (int64_t j = 0; j < n; ++j) row[j] += av * br[j];
+  }
 }
+
+// The GEMM of a bound replayed from its operands (rounded to a format, or as recorded), one output
+// row at a time, with the bias added, in fp32 and this replay's own summation order: what every
+// format hypothesis is judged by.
+struct RowReplay {
+  const GemmBound& b;
+  RoundedOperands& ops;
+  std::vector<float> row = std::vector<float>(static_cast<std::size_t>(b.cols));
+  int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  // row i's values; out[j] for column j
+  void run(int64_t i, std::vector<double>& out) {
+    const int64_t n = b.cols, k = b.k;
+    sumRow(row.data(), ops.row(i), ops.b() + (i / perBatch) * k * n, k, n);  // row i's GEMM of the batch
+    out.resize(std::size_t(n));
+    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[std::size_t(j)]) + biasAt(b, i, j);
+  }
+};
 
 }  // namespace
 
@@ -154,27 +213,74 @@ const fp::Format* outputGrid(const float* c, uint64_t n) {
 
 namespace {
 
-// Whether the GEMM replayed from a, bb (the operands, rounded or not) gives the candidate within the
-// slack at every element: the fp32 reordering bound, and for a candidate stored in 16 bits (grid)
-// one step of that format and its bias given in it (C0).
-bool replayHolds(const float* c, const GemmBound& b, const std::vector<float>& a, const std::vector<float>& bb,
-                 const fp::Format* grid) {
+// What a replay is allowed to differ from the candidate by: the fp32 reordering bound, and for a
+// candidate stored in 16 bits (grid) one step of that format and its bias given in it (C0).
+struct ReplaySlack {
+  const GemmBound& b;
+  const fp::Format* grid;
+  double u32 = std::ldexp(1.0, -24), gamma = reorderGamma(b.k);
+  double outStep = grid ? std::ldexp(1.0, -grid->manBits) : 0.0;
+  // each bias value's rounding to the output's format, once (not once per output element)
+  std::vector<double> biasRounding = [this] {
+    std::vector<double> r(b.bias.size(), 0.0);
+    if (grid)
+      for (std::size_t q = 0; q < b.bias.size(); ++q)
+        if (b.bias[q] != 0) r[q] = std::fabs(double(fp::roundTo(*grid, b.bias[q])) - double(b.bias[q]));
+    return r;
+  }();
+  // whether replayed value yj of output (i, j) gives the candidate's c[i n + j]
+  bool holds(const float* c, int64_t i, int64_t j, double yj) const {
+    const int64_t n = b.cols;
+    const double rounding = b.bias.empty() ? 0.0 : biasRounding[biasIndex(b, i, j)];
+    const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(yj) +
+                         outStep * std::fabs(yj) + rounding + 1e-30;
+    return std::fabs(double(c[i * n + j]) - yj) <= slack;
+  }
+};
+
+// Whether the GEMM replayed from the operands (rounded or not) gives the candidate within the slack
+// at every element; `whole` (when given) gets every replayed value of a replay that holds.
+bool replayHolds(const float* c, const GemmBound& b, RoundedOperands& ops, const fp::Format* grid,
+                 std::vector<double>* whole = nullptr) {
   const int64_t m = b.rows, n = b.cols;
-  const double u32 = std::ldexp(1.0, -24), gamma = reorderGamma(b.k);
-  const double outStep = grid ? std::ldexp(1.0, -grid->manBits) : 0.0;
-  RowReplay replay{b, a, bb};
+  const ReplaySlack slack{b, grid};
+  RowReplay replay{b, ops};
   std::vector<double> y;
+  if (whole) whole->resize(std::size_t(m * n));
   for (int64_t i = 0; i < m; ++i) {
     replay.run(i, y);
-    for (int64_t j = 0; j < n; ++j) {
-      const double yj = y[std::size_t(j)], bias = biasAt(b, i, j);
-      const double biasRounding = grid && bias != 0 ? std::fabs(double(fp::roundTo(*grid, float(bias))) - bias) : 0.0;
-      const double slack = 2 * gamma * double(b.absProduct[std::size_t(i * n + j)]) * 1.01 + 4 * u32 * std::fabs(yj) +
-                           outStep * std::fabs(yj) + biasRounding + 1e-30;
-      if (!(std::fabs(double(c[i * n + j]) - yj) <= slack)) return false;
-    }
+    for (int64_t j = 0; j < n; ++j)
+      if (!slack.holds(c, i, j, y[std::size_t(j)])) {
+        if (whole) whole->clear();
+        return false;
+      }
+    if (whole) std::copy(y.begin(), y.end(), whole->begin() + i * n);
   }
   return true;
+}
+
+// A hypothesis that fails, fails nearly everywhere: five outputs (the corners and the middle)
+// replayed alone, each operand element rounded by itself (the same bits as rounding the whole
+// tensor) and summed in RowReplay's order, reject most hypotheses before any operand is rounded
+// whole. True only where replayHolds would be false too (it checks these elements among all).
+bool failsAtSamples(const float* c, const GemmBound& b, const Hypothesis& h, const fp::Format* grid) {
+  const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  if (m == 0 || n == 0) return false;
+  const TensorRounding ra(h, b.a.data(), b.a.size()), rb(h, b.b.data(), b.b.size());
+  const ReplaySlack slack{b, grid};
+  const std::pair<int64_t, int64_t> samples[] = {{0, 0}, {0, n - 1}, {m - 1, 0}, {m - 1, n - 1}, {m / 2, n / 2}};
+  std::vector<float> row(static_cast<std::size_t>(k)), column(static_cast<std::size_t>(k));
+  for (const auto& [i, j] : samples) {
+    std::copy_n(b.a.data() + i * k, k, row.begin());
+    const float* bc = b.b.data() + (i / perBatch) * k * n + j;
+    for (int64_t q = 0; q < k; ++q) column[std::size_t(q)] = bc[q * n];
+    ra.apply(row.data(), row.size());
+    rb.apply(column.data(), column.size());
+    float sum = 0.0f;
+    for (int64_t q = 0; q < k; ++q) sum += row[std::size_t(q)] * column[std::size_t(q)];
+    if (!slack.holds(c, i, j, double(sum) + biasAt(b, i, j))) return true;
+  }
+  return false;
 }
 
 bool replayable(const GemmBound& b) { return !b.a.empty() && double(b.rows) * double(b.cols) * double(b.k) <= 5e8; }
@@ -184,25 +290,27 @@ bool replayable(const GemmBound& b) { return !b.a.empty() && double(b.rows) * do
 bool recordedWithinOutputStep(const float* c, const GemmBound& b) {
   if (!replayable(b)) return false;
   const fp::Format* grid = outputGrid(c, uint64_t(b.rows * b.cols));
-  return grid && replayHolds(c, b, b.a, b.b, grid);
+  RoundedOperands recorded(b, nullptr);
+  return grid && replayHolds(c, b, recorded, grid);
 }
 
 std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
   std::vector<std::string> out;
   if (!replayable(b)) return out;  // too costly to replay here
   const fp::Format* grid = outputGrid(c, uint64_t(b.rows * b.cols));
-  std::vector<float> a, bb;
   for (const Hypothesis& h : kHypotheses) {
-    a = b.a;
-    bb = b.b;
-    roundOperand(h, a);
-    roundOperand(h, bb);
-    if (replayHolds(c, b, a, bb, grid)) out.push_back(h.id);
+    if (failsAtSamples(c, b, h, grid)) continue;
+    RoundedOperands rounded(b, &h);
+    std::vector<double> whole;
+    if (!replayHolds(c, b, rounded, grid, &whole)) continue;
+    out.push_back(h.id);
+    b.replayed[h.id] = std::move(whole);  // for formatGemm (the 2x rule's reference)
   }
   // Stored in 16 bits, the output's step can hide a finer input format's rounding (tf32 inside bf16's
   // step): where the operands as recorded reproduce it too, an input format counts only when its
   // replay lies clearly closer (half the squared error); else the output's format is the reading (R10).
-  if (grid && !out.empty() && replayHolds(c, b, b.a, b.b, grid)) {
+  RoundedOperands asRecorded(b, nullptr);
+  if (grid && !out.empty() && replayHolds(c, b, asRecorded, grid)) {
     const double recorded = replaySse(c, b, "");
     std::vector<std::string> closer;
     for (const std::string& id : out)
@@ -235,10 +343,9 @@ std::vector<double> exactGemm(const GemmBound& b) {
 std::vector<double> formatGemm(const GemmBound& b, const std::string& format) {
   const rules::Hypothesis* h = rules::hypothesis(format);
   if (!h || b.a.empty() || double(b.rows) * double(b.cols) * double(b.k) > 5e8) return {};
-  std::vector<float> a(b.a), bb(b.b);
-  rules::roundOperand(*h, a);
-  rules::roundOperand(*h, bb);
-  rules::RowReplay replay{b, a, bb};
+  if (const auto kept = b.replayed.find(format); kept != b.replayed.end()) return kept->second;
+  rules::RoundedOperands rounded(b, h);
+  rules::RowReplay replay{b, rounded};
   std::vector<double> out(std::size_t(b.rows * b.cols)), y;
   for (int64_t i = 0; i < b.rows; ++i) {
     replay.run(i, y);
@@ -253,14 +360,10 @@ namespace peat::detector::rules {
 
 double replaySse(const float* c, const GemmBound& b, const std::string& id, double limit) {
   const int64_t m = b.rows, n = b.cols, step = std::max<int64_t>(1, m / 64);
-  std::vector<float> a(b.a), bb(b.b);
-  if (!id.empty()) {
-    const Hypothesis* h = hypothesis(id);
-    if (!h) return std::numeric_limits<double>::infinity();
-    roundOperand(*h, a);
-    roundOperand(*h, bb);
-  }
-  RowReplay replay{b, a, bb};
+  const Hypothesis* h = id.empty() ? nullptr : hypothesis(id);
+  if (!id.empty() && !h) return std::numeric_limits<double>::infinity();
+  RoundedOperands rounded(b, h);  // only the rows replayed are rounded
+  RowReplay replay{b, rounded};
   std::vector<double> y;
   double sse = 0;
   for (int64_t i = 0; i < m; i += step) {
@@ -294,7 +397,8 @@ OrderDistance orderDistance(const float* golden, const float* c, const GemmBound
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
   // at most 64 rows are replayed (twice): the cost is 64 k n, whatever m is
   if (b.a.empty() || double(std::min<int64_t>(m, 64)) * double(n) * double(k) > 5e8) return out;
-  RowReplay replay{b, b.a, b.b};
+  RoundedOperands recorded(b, nullptr);
+  RowReplay replay{b, recorded};
   std::vector<double> y;
   std::vector<float> reversed(static_cast<std::size_t>(n));
   double dc = 0, dg = 0, dr = 0, scale = 0;
@@ -341,10 +445,8 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
     }
   out.onGrid = finiteCount > 0 && double(off) <= 1e-3 * double(finiteCount);
   if (!out.onGrid) return out;
-  std::vector<float> a(b.a), bb(b.b);
-  fp::roundInPlace(fp::kFp16, a.data(), a.size(), fp::Overflow::Standard);
-  fp::roundInPlace(fp::kFp16, bb.data(), bb.size(), fp::Overflow::Standard);
-  RowReplay replay{b, a, bb};
+  RoundedOperands rounded(b, hypothesis("fp16"));  // fp16 inputs, as the GEMM would take them
+  RowReplay replay{b, rounded};
   std::vector<double> y;
   std::vector<float> acc(static_cast<std::size_t>(n));
   double dc = 0, da = 0;
@@ -352,9 +454,10 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
   for (int64_t i = 0; i < m; i += step) {
     replay.run(i, y);  // fp16 inputs, fp32 sums, bias added
     std::fill(acc.begin(), acc.end(), 0.0f);
-    const float* bBatch = bb.data() + (i / perBatch) * k * n;
+    const float* bBatch = rounded.b() + (i / perBatch) * k * n;
+    const float* ar = rounded.row(i);
     for (int64_t q = k - 1; q >= 0; --q) {  // fp16 inputs, an fp16 accumulator, in reverse order
-      const float av = a[std::size_t(i * k + q)];
+      const float av = ar[q];
       for (int64_t j = 0; j < n; ++j) acc[std::size_t(j)] = fp::roundTo(fp::kFp16, acc[std::size_t(j)] + av * bBatch[q * n + j]);
     }
     for (int64_t j = 0; j < n; ++j) {

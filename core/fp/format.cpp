@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/fp/format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -150,53 +151,79 @@ uint32_t encode(const Format& f, float x, Overflow overflow) {
 
 void roundInPlace(const Format& f, float* data, std::size_t count, Overflow overflow) {
   if (isBinary32(f)) return;
+  // Both fast paths below go in blocks: a block whose values are all ordinary takes a branch-free
+  // loop the compiler vectorises; a block holding a rare value (NaN, Inf, beyond the format's
+  // range) goes element by element. The bits are the same either way.
+  constexpr std::size_t kBlock = 256;
   if (f.expBits == 8 && f.bias == 127) {
     // Same exponent range as fp32: rounding the low 23 - manBits bits of the encoding, ties to even,
     // is the whole conversion; a carry out of the top binade lands exactly on Inf.
     const int shift = 23 - f.manBits;
     const uint32_t keep = ~((uint32_t(1) << shift) - 1);
     const uint32_t halfMinusOne = (uint32_t(1) << (shift - 1)) - 1;
-    for (std::size_t i = 0; i < count; ++i) {
-      const uint32_t u = bitsOf(data[i]);
-      if ((u & 0x7fffffffu) >= 0x7f800000u) {  // NaN or Inf
-        if ((u & 0x7fffffffu) > 0x7f800000u) data[i] = decode(f, encode(f, data[i], overflow));
-        else if (overflow == Overflow::Saturate) data[i] = decode(f, (u >> 31 ? f.signMask() : 0) | maxFinite(f));
+    const uint32_t satMagnitude = (uint32_t(0xfe) << 23) | (((uint32_t(1) << f.manBits) - 1) << shift);
+    const bool saturate = overflow == Overflow::Saturate;
+    for (std::size_t at = 0; at < count; at += kBlock) {
+      float* block = data + at;
+      const std::size_t n = std::min(kBlock, count - at);
+      uint32_t rare = 0;
+      for (std::size_t i = 0; i < n; ++i) rare |= uint32_t((bitsOf(block[i]) & 0x7fffffffu) >= 0x7f800000u);
+      if (!rare) {
+        for (std::size_t i = 0; i < n; ++i) {
+          const uint32_t u = bitsOf(block[i]);
+          const uint32_t r = (u + halfMinusOne + ((u >> shift) & 1)) & keep;
+          const bool toSat = saturate && (r & 0x7fffffffu) == 0x7f800000u;
+          block[i] = floatOf(toSat ? (u & 0x80000000u) | satMagnitude : r);
+        }
         continue;
       }
-      uint32_t r = (u + halfMinusOne + ((u >> shift) & 1)) & keep;
-      if ((r & 0x7fffffffu) == 0x7f800000u && overflow == Overflow::Saturate)
-        r = (u & 0x80000000u) | (uint32_t(0xfe) << 23) | (((uint32_t(1) << f.manBits) - 1) << shift);
-      data[i] = floatOf(r);
+      for (std::size_t i = 0; i < n; ++i) {
+        const uint32_t u = bitsOf(block[i]);
+        if ((u & 0x7fffffffu) >= 0x7f800000u) {  // NaN or Inf
+          if ((u & 0x7fffffffu) > 0x7f800000u) block[i] = decode(f, encode(f, block[i], overflow));
+          else if (saturate) block[i] = decode(f, (u >> 31 ? f.signMask() : 0) | maxFinite(f));
+          continue;
+        }
+        uint32_t r = (u + halfMinusOne + ((u >> shift) & 1)) & keep;
+        if ((r & 0x7fffffffu) == 0x7f800000u && saturate) r = (u & 0x80000000u) | satMagnitude;
+        block[i] = floatOf(r);
+      }
     }
     return;
   }
   if (f.expBits < 8 && f.manBits < 23 && 1 - f.bias - f.manBits >= -126) {
     // A narrower exponent (fp16, the fp8, fp6 and fp4 elements): within the format's range, rounding
     // to it is rounding to a grid that float holds exactly: a fixed quantum below its smallest
-    // normal (nearbyint of an exact power-of-two quotient, ties to even), and in its normal binades
-    // the same low-bit rounding as above. Outside (beyond its largest finite value, Inf, NaN), the
-    // codec decides (overflow, saturation, NaN encodings). Bit-identical to the codec
+    // normal, and in its normal binades the same low-bit rounding as above. Below the smallest
+    // normal, adding (then taking away) quantum * 2^23 rounds to a multiple of the quantum, ties to
+    // even, exactly as nearbyint(|x| / quantum) * quantum. Outside (beyond its largest finite value,
+    // Inf, NaN), the codec decides (overflow, saturation, NaN encodings). Bit-identical to the codec
     // (tst_fp roundInPlaceMatchesRoundTo, every format, values across each one's range and ties);
     // most of `peat analyze --session`'s time was here.
     const float top = decode(f, maxFinite(f));
     const float minNormal = std::ldexp(1.0f, 1 - f.bias), quantum = std::ldexp(1.0f, 1 - f.bias - f.manBits);
+    const float grid = std::ldexp(quantum, 23);
     const int shift = 23 - f.manBits;
     const uint32_t keep = ~((uint32_t(1) << shift) - 1);
     const uint32_t halfMinusOne = (uint32_t(1) << (shift - 1)) - 1;
-    for (std::size_t i = 0; i < count; ++i) {
-      const float x = data[i], ax = std::fabs(x);
-      if (!(ax <= top)) {
-        data[i] = decode(f, encode(f, x, overflow));
+    const auto ordinary = [&](float x) {
+      const float ax = std::fabs(x);
+      const float sub = (ax + grid) - grid;
+      const uint32_t u = bitsOf(ax);
+      const float normal = floatOf((u + halfMinusOne + ((u >> shift) & 1)) & keep);
+      return std::copysign(ax < minNormal ? sub : normal, x);
+    };
+    for (std::size_t at = 0; at < count; at += kBlock) {
+      float* block = data + at;
+      const std::size_t n = std::min(kBlock, count - at);
+      uint32_t rare = 0;
+      for (std::size_t i = 0; i < n; ++i) rare |= uint32_t(!(std::fabs(block[i]) <= top));
+      if (!rare) {
+        for (std::size_t i = 0; i < n; ++i) block[i] = ordinary(block[i]);
         continue;
       }
-      float r;
-      if (ax < minNormal) {
-        r = std::nearbyint(ax / quantum) * quantum;
-      } else {
-        const uint32_t u = bitsOf(ax);
-        r = floatOf((u + halfMinusOne + ((u >> shift) & 1)) & keep);
-      }
-      data[i] = std::copysign(r, x);
+      for (std::size_t i = 0; i < n; ++i)
+        block[i] = std::fabs(block[i]) <= top ? ordinary(block[i]) : decode(f, encode(f, block[i], overflow));
     }
     return;
   }
