@@ -301,10 +301,13 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   for (const Hypothesis& h : kHypotheses) {
     if (failsAtSamples(c, b, h, grid)) continue;
     RoundedOperands rounded(b, &h);
+    // kept for formatGemm (the 2x rule's reference) up to 4M outputs (32 MB) each; larger ones it
+    // replays again rather than hold several at once
+    const bool keep = b.rows * b.cols <= (int64_t(1) << 22);
     std::vector<double> whole;
-    if (!replayHolds(c, b, rounded, grid, &whole)) continue;
+    if (!replayHolds(c, b, rounded, grid, keep ? &whole : nullptr)) continue;
     out.push_back(h.id);
-    b.replayed[h.id] = std::move(whole);  // for formatGemm (the 2x rule's reference)
+    if (keep) b.replayed[h.id] = std::move(whole);
   }
   // Stored in 16 bits, the output's step can hide a finer input format's rounding (tf32 inside bf16's
   // step): where the operands as recorded reproduce it too, an input format counts only when its
