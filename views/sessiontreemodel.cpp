@@ -223,18 +223,8 @@ const FailedCall* SessionTreeModel::failedCall(const QModelIndex& index) const {
 }
 
 QModelIndex SessionTreeModel::findCall(const std::string& run, const QString& path) const {
-  for (int i = 0; i < rowCount(); ++i) {
-    const QModelIndex top = index(i, 0);
-    if (top.data().toString().toStdString() != run) continue;
-    for (int it = 0; it < rowCount(top); ++it) {
-      const QModelIndex iteration = index(it, 0, top);
-      for (int c = 0; c < rowCount(iteration); ++c) {
-        const QModelIndex node = index(c, 0, iteration);
-        if (node.data(PathRole).toString() == path) return node;
-      }
-    }
-  }
-  return {};
+  const std::vector<QModelIndex> found = findCalls(run, {path.toStdString()});
+  return found.empty() ? QModelIndex() : found.front();
 }
 
 std::vector<QModelIndex> SessionTreeModel::findCalls(const std::string& run, const std::vector<std::string>& paths) const {

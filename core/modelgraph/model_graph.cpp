@@ -142,6 +142,15 @@ ModelGraph callOrderGraph(const store::SessionReader& reader, const store::RunIn
   out.structure = "call order";
   const store::IterationInfo* first = firstIteration(run);
   if (!first) throw std::invalid_argument("run '" + run.name + "' holds no recorded calls to draw a graph of");
+  // a node named `name` for call c's op, fed by the node before it
+  const auto appendAfterLast = [&](const std::string& name, const store::CallInfo& c) {
+    GraphNode node;
+    node.name = name;
+    node.op = c.id.op;
+    node.shape = outputShape(reader, run.name, c.path);
+    if (!out.nodes.empty()) node.inputs.push_back(int(out.nodes.size()) - 1);
+    out.nodes.push_back(std::move(node));
+  };
   bool anyForward = false;
   for (const store::CallInfo& c : first->calls) anyForward = anyForward || c.id.phase == store::Phase::Forward;
   for (const store::CallInfo& c : first->calls) {
@@ -149,12 +158,7 @@ ModelGraph callOrderGraph(const store::SessionReader& reader, const store::RunIn
     bool seen = false;
     for (const GraphNode& n : out.nodes) seen = seen || (n.name == c.id.layer && n.op == c.id.op);
     if (seen) continue;
-    GraphNode node;
-    node.name = c.id.layer;
-    node.op = c.id.op;
-    node.shape = outputShape(reader, run.name, c.path);
-    if (!out.nodes.empty()) node.inputs.push_back(int(out.nodes.size()) - 1);
-    out.nodes.push_back(std::move(node));
+    appendAfterLast(c.id.layer, c);
   }
   // ops that never run forward on a layer of their own (the optimiser's updates, named by their
   // parameters): one node per op after the rest, as a training step ends
@@ -162,12 +166,7 @@ ModelGraph callOrderGraph(const store::SessionReader& reader, const store::RunIn
     bool placed = false;
     for (const GraphNode& n : out.nodes) placed = placed || n.name == c.id.layer || n.name == c.id.op;
     if (placed) continue;
-    GraphNode node;
-    node.name = c.id.op;
-    node.op = c.id.op;
-    node.shape = outputShape(reader, run.name, c.path);
-    if (!out.nodes.empty()) node.inputs.push_back(int(out.nodes.size()) - 1);
-    out.nodes.push_back(std::move(node));
+    appendAfterLast(c.id.op, c);
   }
   layOut(out);
   return out;

@@ -15,8 +15,24 @@ mkdir -p "$out"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
+# check_pictures SIZE COUNT: COUNT pictures taken at SIZE (WxH), none larger than the screen; sets count
+check_pictures() {
+  count=0
+  for png in "$out"/page-*-"$1".png; do
+    [ -f "$png" ] || continue
+    count=$((count + 1))
+    dims=$(identify -format "%w %h" "$png")
+    if [ "${dims% *}" -gt "${1%x*}" ] || [ "${dims#* }" -gt "${1#*x}" ]; then
+      echo "$png: ${dims% *} x ${dims#* }, larger than the $1 screen"
+      status=1
+    fi
+  done
+  if [ "$count" -ne "$2" ]; then
+    echo "at $1: $count pictures, not $2"
+    status=1
+  fi
+}
 for size in 1024x700 1366x768 1920x1080; do
-  width=${size%x*} height=${size#*x}
   rm -f "$out"/page-*-"$size".png
   # a fresh configuration: the first-start layout, not one saved by an earlier run
   if ! XDG_CONFIG_HOME="$scratch/config-$size" XDG_DATA_HOME="$data" \
@@ -30,20 +46,7 @@ for size in 1024x700 1366x768 1920x1080; do
     echo "at $size:"; grep -v XDG_RUNTIME "$scratch/log-$size" || true
     status=1
   fi
-  count=0
-  for png in "$out"/page-*-"$size".png; do
-    [ -f "$png" ] || continue
-    count=$((count + 1))
-    set -- $(identify -format "%w %h" "$png")
-    if [ "$1" -gt "$width" ] || [ "$2" -gt "$height" ]; then
-      echo "$png: $1 x $2, larger than the $size screen"
-      status=1
-    fi
-  done
-  if [ "$count" -ne 21 ]; then
-    echo "at $size: $count pictures, not 21"
-    status=1
-  fi
+  check_pictures "$size" 21
   if grep -q "peat-workbench: note: The screen" "$scratch/log-$size"; then
     echo "at $size: the workbench calls the screen too small"
     status=1
@@ -65,16 +68,6 @@ if ! grep -q "peat-workbench: note: The screen has [0-9]* x [0-9]* pixels for th
   echo "at $size: no word that the screen is smaller than the layout's least"
   status=1
 fi
-count=0
-for png in "$out"/page-*-"$size".png; do
-  [ -f "$png" ] || continue
-  count=$((count + 1))
-  set -- $(identify -format "%w %h" "$png")
-  if [ "$1" -gt 800 ] || [ "$2" -gt 600 ]; then
-    echo "$png: $1 x $2, larger than the $size screen"
-    status=1
-  fi
-done
-[ "$count" -eq 3 ] || { echo "at $size: $count pictures, not 3"; status=1; }
+check_pictures "$size" 3
 echo "$size: $count pages rendered within the screen, and the workbench says it is small"
 exit $status
