@@ -2,7 +2,11 @@
 #pragma once
 // The workbench's pages read what is selected in jobs off the GUI thread (views/jobtracker.h):
 // a test that selects something waits for the pages to show it before it looks.
+#include <QCoreApplication>
 #include <QTest>
+#include <QThread>
+
+#include <atomic>
 
 #include "views/mainwindow.h"
 
@@ -20,6 +24,13 @@ inline bool selectAndSettle(views::MainWindow& w, const QString& path) {
 }
 
 }  // namespace peat::testsupport
+
+// Entries into the session layer (HDF5, probes) made on the GUI thread, counted while
+// peat::store::setSessionAccessObserver(countGuiThreadRead) is set: the pages read off it.
+inline std::atomic<int> guiThreadReads{0};
+inline void countGuiThreadRead() {
+  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadReads;
+}
 
 // An exported table without its first line, "# PEAT Workbench: session ...", which names what it shows.
 inline QString withoutHead(const QString& csv) {

@@ -31,12 +31,6 @@ using peat::views::GraphPanel;
 using peat::views::MainWindow;
 using peat::views::SessionTreeModel;
 
-namespace {
-std::atomic<int> guiThreadReads{0};
-void countGuiThreadRead() {
-  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadReads;
-}
-}  // namespace
 
 class TestGraphPage : public QObject {
   Q_OBJECT

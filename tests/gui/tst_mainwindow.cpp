@@ -45,14 +45,6 @@
 
 using peat::views::MainWindow;
 
-namespace {
-// Entries into the session layer (HDF5, probes) on the GUI thread.
-std::atomic<int> guiThreadFileAccesses{0};
-void countGuiThreadAccess() {
-  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadFileAccesses;
-}
-}  // namespace
-
 class TestMainWindow : public QObject {
   Q_OBJECT
  private slots:
@@ -104,11 +96,11 @@ void TestMainWindow::opensSessionAndRenders() {
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
   // the probe, the structure and the first verdicts are read off the GUI thread
-  guiThreadFileAccesses = 0;
-  peat::store::setSessionAccessObserver(countGuiThreadAccess);
+  guiThreadReads = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadRead);
   QVERIFY(w.openSession(sample_));
   peat::store::setSessionAccessObserver(nullptr);
-  QCOMPARE(guiThreadFileAccesses.load(), 0);
+  QCOMPARE(guiThreadReads.load(), 0);
   QCOMPARE(w.verdictModel()->rowCount(), 2);  // the first run's verdicts, read with it
   QCOMPARE(w.sessionModel()->rowCount(), 2);
   QVERIFY(w.windowTitle().startsWith(QStringLiteral("sample.h5")));

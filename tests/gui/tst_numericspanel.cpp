@@ -18,12 +18,6 @@
 #include "views/mainwindow.h"
 #include "views/numericspanel.h"
 
-namespace {
-std::atomic<int> guiThreadReads{0};
-void countGuiThreadRead() {
-  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadReads;
-}
-}  // namespace
 
 class TestNumericsPanel : public QObject {
   Q_OBJECT

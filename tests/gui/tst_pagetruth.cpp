@@ -32,10 +32,6 @@ using peat::views::MainWindow;
 using peat::views::SessionTreeModel;
 
 namespace {
-std::atomic<int> guiThreadReads{0};
-void countGuiThreadRead() {
-  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadReads;
-}
 
 // What the session says of one call, read here without the workbench.
 struct Truth {

@@ -29,13 +29,6 @@
 #include "core/save/flip_in_model.h"
 #include "core/save/model_source.h"
 
-namespace {
-// Entries into the session layer (HDF5, probes) on the GUI thread.
-std::atomic<int> guiThreadFileAccesses{0};
-void countGuiThreadAccess() {
-  if (QThread::currentThread() == QCoreApplication::instance()->thread()) ++guiThreadFileAccesses;
-}
-}  // namespace
 
 using peat::views::MainWindow;
 using peat::views::SavePanel;
@@ -152,11 +145,11 @@ void TestSavePanel::tileMapShowsPlacement() {
 void TestSavePanel::layerMapShowsEveryValue() {
   // the page reads the layer's values in its own job, off the GUI thread (issue 43 item 8)
   QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv2")));
-  guiThreadFileAccesses = 0;
-  peat::store::setSessionAccessObserver(countGuiThreadAccess);
+  guiThreadReads = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadRead);
   QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("SAVE/lenet-symbolic/conv1")));
   peat::store::setSessionAccessObserver(nullptr);
-  QCOMPARE(guiThreadFileAccesses.load(), 0);
+  QCOMPARE(guiThreadReads.load(), 0);
   SavePanel* panel = window_->savePanel();
   QCOMPARE(panel->currentTab(), SavePanel::MapTab);
   peat::views::LayerMapView* view = panel->layerMap();
@@ -317,12 +310,12 @@ void TestSavePanel::bitExplorerFromTheMap() {
   // GUI thread; what it shows equals core's run and the flip oracle's independent rerun
   QSignalSpy shown(window_.get(), &MainWindow::flipShown);
   explorer->setFlipImage(image);
-  guiThreadFileAccesses = 0;  // the analysis, its layers and the weights are read off the GUI thread
-  peat::store::setSessionAccessObserver(countGuiThreadAccess);
+  guiThreadReads = 0;  // the analysis, its layers and the weights are read off the GUI thread
+  peat::store::setSessionAccessObserver(countGuiThreadRead);
   explorer->requestFlip();
   QVERIFY(shown.wait(60000));
   peat::store::setSessionAccessObserver(nullptr);
-  QCOMPARE(guiThreadFileAccesses.load(), 0);
+  QCOMPARE(guiThreadReads.load(), 0);
   const peat::store::SessionReader reader(session_.toStdString());
   const peat::save::ModelFlip f =
       peat::save::flipInModel(reader, "lenet-symbolic", "conv1.relu", index, uint32_t(1) << rangingBit, image);
