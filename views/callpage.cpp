@@ -67,9 +67,9 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   details_ = new QTextBrowser(split_);
   details_->setOpenLinks(false);
   details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 22);
-  // a narrow column scrolls sideways rather than break a label or a number inside it
+  // a narrow column scrolls sideways rather than break a label or a number inside it (the 2x
+  // rule's sentence still wraps)
   details_->setWordWrapMode(QTextOption::WordWrap);
-  // (a label or a number is never broken; the 2x rule's sentence wraps)
   details_->document()->setDefaultStyleSheet(QStringLiteral("td { white-space: nowrap; }"));
   plots_ = new ErrorPlotPanel(split_);
   split_->addWidget(details_);

@@ -25,13 +25,13 @@ struct ZooModel {
   std::string name;
   Task task;
   std::string data;           // its built-in dataset
-  bool saveGraph;             // SAVE has its graph (core/save/graph.cpp)
+  bool saveGraph;             // SAVE has its graph (core/save/zoo_graph.cpp)
   std::string summary;        // one line for people
 };
 const std::vector<ZooModel>& zooModels();
 
 // Each zoo model's layers, typed once (issue 43): the LibTorch zoo (core/torch/models/zoo.cpp)
-// builds its modules from this and SAVE (core/save/graph.cpp) its graphs, so their parameters'
+// builds its modules from this and SAVE (core/save/zoo_graph.cpp) its graphs, so their parameters'
 // names and shapes cannot drift apart (SAVE reads the zoo's checkpoints by those names).
 struct ZooConv {
   std::string name;

@@ -134,19 +134,20 @@ struct TensorRounding {
   }
 };
 
-// v rounded to the hypothesis' format in place (scaled: by one scale for the whole tensor).
-void roundOperand(const Hypothesis& h, std::vector<float>& v) { TensorRounding(h, v.data(), v.size()).apply(v.data(), v.size()); }
-
 // A bound's operands as one hypothesis rounds them (none: as recorded): b whole (the weights), a one
 // row at a time as a replay reaches it: a hypothesis that fails, fails in its first rows, so most
 // of a is never rounded (or copied); each row is the same bits as rounding a whole.
 class RoundedOperands {
  public:
-  RoundedOperands(const GemmBound& g, const Hypothesis* h) : g_(g) {
-    if (!h) return;
-    b_ = g.b;
-    roundOperand(*h, b_);
-    aRounding_ = TensorRounding(*h, g.a.data(), g.a.size());
+  RoundedOperands(const GemmBound& g, const Hypothesis* h)
+      : RoundedOperands(g, h ? TensorRounding(*h, g.a.data(), g.a.size()) : TensorRounding(),
+                        h ? TensorRounding(*h, g.b.data(), g.b.size()) : TensorRounding()) {}
+  // with each operand's rounding (its scale) already made
+  RoundedOperands(const GemmBound& g, const TensorRounding& ra, const TensorRounding& rb) : g_(g), aRounding_(ra) {
+    if (!rb.keep) {
+      b_ = g.b;
+      rb.apply(b_.data(), b_.size());
+    }
     if (aRounding_.keep) return;
     a_.reset(new float[g.a.size()]);
     done_.assign(std::size_t(g.rows), 0);
@@ -240,10 +241,9 @@ struct ReplaySlack {
 
 // Whether the GEMM replayed from the operands (rounded or not) gives the candidate within the slack
 // at every element; `whole` (when given) gets every replayed value of a replay that holds.
-bool replayHolds(const float* c, const GemmBound& b, RoundedOperands& ops, const fp::Format* grid,
+bool replayHolds(const float* c, const GemmBound& b, RoundedOperands& ops, const ReplaySlack& slack,
                  std::vector<double>* whole = nullptr) {
   const int64_t m = b.rows, n = b.cols;
-  const ReplaySlack slack{b, grid};
   RowReplay replay{b, ops};
   std::vector<double> y;
   if (whole) whole->resize(std::size_t(m * n));
@@ -263,11 +263,10 @@ bool replayHolds(const float* c, const GemmBound& b, RoundedOperands& ops, const
 // replayed alone, each operand element rounded by itself (the same bits as rounding the whole
 // tensor) and summed in RowReplay's order, reject most hypotheses before any operand is rounded
 // whole. True only where replayHolds would be false too (it checks these elements among all).
-bool failsAtSamples(const float* c, const GemmBound& b, const Hypothesis& h, const fp::Format* grid) {
+bool failsAtSamples(const float* c, const GemmBound& b, const TensorRounding& ra, const TensorRounding& rb,
+                    const ReplaySlack& slack) {
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
   if (m == 0 || n == 0) return false;
-  const TensorRounding ra(h, b.a.data(), b.a.size()), rb(h, b.b.data(), b.b.size());
-  const ReplaySlack slack{b, grid};
   const std::pair<int64_t, int64_t> samples[] = {{0, 0}, {0, n - 1}, {m - 1, 0}, {m - 1, n - 1}, {m / 2, n / 2}};
   std::vector<float> row(static_cast<std::size_t>(k)), column(static_cast<std::size_t>(k));
   for (const auto& [i, j] : samples) {
@@ -291,21 +290,23 @@ bool recordedWithinOutputStep(const float* c, const GemmBound& b) {
   if (!replayable(b)) return false;
   const fp::Format* grid = outputGrid(c, uint64_t(b.rows * b.cols));
   RoundedOperands recorded(b, nullptr);
-  return grid && replayHolds(c, b, recorded, grid);
+  return grid && replayHolds(c, b, recorded, ReplaySlack{b, grid});
 }
 
 std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) {
   std::vector<std::string> out;
   if (!replayable(b)) return out;  // too costly to replay here
   const fp::Format* grid = outputGrid(c, uint64_t(b.rows * b.cols));
+  const ReplaySlack slack{b, grid};
   for (const Hypothesis& h : kHypotheses) {
-    if (failsAtSamples(c, b, h, grid)) continue;
-    RoundedOperands rounded(b, &h);
+    const TensorRounding ra(h, b.a.data(), b.a.size()), rb(h, b.b.data(), b.b.size());
+    if (failsAtSamples(c, b, ra, rb, slack)) continue;
+    RoundedOperands rounded(b, ra, rb);
     // kept for formatGemm (the 2x rule's reference) up to 4M outputs (32 MB) each; larger ones it
     // replays again rather than hold several at once
     const bool keep = b.rows * b.cols <= (int64_t(1) << 22);
     std::vector<double> whole;
-    if (!replayHolds(c, b, rounded, grid, keep ? &whole : nullptr)) continue;
+    if (!replayHolds(c, b, rounded, slack, keep ? &whole : nullptr)) continue;
     out.push_back(h.id);
     if (keep) b.replayed[h.id] = std::move(whole);
   }
@@ -313,7 +314,7 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   // step): where the operands as recorded reproduce it too, an input format counts only when its
   // replay lies clearly closer (half the squared error); else the output's format is the reading (R10).
   RoundedOperands asRecorded(b, nullptr);
-  if (grid && !out.empty() && replayHolds(c, b, asRecorded, grid)) {
+  if (grid && !out.empty() && replayHolds(c, b, asRecorded, slack)) {
     const double recorded = replaySse(c, b, "");
     std::vector<std::string> closer;
     for (const std::string& id : out)

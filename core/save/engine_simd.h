@@ -4,7 +4,7 @@
 // The engine's convolution GEMM, vectorised over output positions. Each output is bias[o] + sum
 // over taps t in order of w[o][t] * cols[t][p], each step a fused multiply-add (one rounding; per
 // lane std::fma on a target without FMA instructions), so every target gives the same bits as the
-// scalar loop (graph.cpp's fmaDot). The range analysis bounds either rounding by gamma_{taps+1}.
+// scalar loop (engine.cpp's fmaDot). The range analysis bounds either rounding by gamma_{taps+1}.
 #include <cstdint>
 
 namespace peat::save::detail {

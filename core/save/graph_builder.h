@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Builds a SAVE graph node by node from named parameters, checking each one's presence and shape:
-// the zoo's graphs (graph.cpp) and imported ONNX models (onnx_import.cpp) both use it.
+// the zoo's graphs (zoo_graph.cpp) and imported ONNX models (onnx_import.cpp) both use it.
 #include <cmath>
 #include <cstring>
 #include <map>
