@@ -54,13 +54,15 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
   const save::Tightness out = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   const std::string criterion = save::criterionText(so.criterion, so.tau, so.rtol, so.epsilon);
   if (s.sound)
-    std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for pixels in [%g, %g], %s\n",
-                s.model.c_str(), (long long)g.parameterCount(), s.mode.c_str(), so.pixelLo, so.pixelHi, criterion.c_str());
+    std::printf("SAVE selection: %s (%lld parameters), %s ranges (sound) for %s in [%g, %g], %s\n", s.model.c_str(),
+                (long long)g.parameterCount(), s.mode.c_str(), g.tokens > 0 ? "token ids" : "pixels", s.options.pixelLo,
+                s.options.pixelHi, criterion.c_str());
   else
     std::printf("SAVE selection: %s (%lld parameters), PROFILED ranges over 10,000 training images: UNSOUND, "
                 "inputs unlike them leave these ranges; for comparison only, %s\n",
                 s.model.c_str(), (long long)g.parameterCount(), criterion.c_str());
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
+  if (g.tokens > 0) std::printf("the input holds token ids in [0, %lld] (the embedding tables' rows)\n", (long long)(g.tokens - 1));
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
                 "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",

@@ -24,6 +24,7 @@ int runSaveInspect(const SaveAnalyzeOptions& o) {
               (long long)g.parameterCount(), save::dimsText(g.nodes[0].shape).c_str(), g.nodes[std::size_t(g.output)].name.c_str(),
               save::dimsText(g.nodes[std::size_t(g.output)].shape).c_str());
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
+  if (g.tokens > 0) std::printf("the input holds token ids in [0, %lld] (the embedding tables' rows)\n", (long long)(g.tokens - 1));
   int width = 12;
   for (const save::Node& n : g.nodes) width = std::max(width, int(n.name.size()));
   std::printf("%5s  %-*s %-14s %-14s %-10s %s\n", "#", width, "name", "op", "shape", "inputs", "weights / details");

@@ -76,6 +76,7 @@ void printText(const SaveRunOptions& o, const save::Graph& g, const save::Infere
     std::printf("%d runs on %u engine thread(s): first %.2f ms, warm median %.2f ms\n", r.runs, save::engineThreads(),
                 1000 * r.seconds, 1000 * r.warmSeconds);
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
+  if (g.tokens > 0) std::printf("the input holds token ids in [0, %lld] (the embedding tables' rows)\n", (long long)(g.tokens - 1));
   if (!note.empty()) std::printf("%s\n", note.c_str());
   if (o.protect != "none" || o.flips > 0)
     std::printf("unreliable memory %lld words; faults %llu, detections %llu, recoveries %llu%s\n",
@@ -108,6 +109,7 @@ void printJsonResult(const SaveRunOptions& o, const save::Graph& g, const save::
     j.beginObject().field("model", g.model).field("samples", r.samples).field("protect", o.protect);
     if (!note.empty()) j.field("note", note);  // where Ranger's bounds came from
     if (!g.batch.empty()) j.field("batch_reading", g.batch);
+    if (g.tokens > 0) j.field("token_ids", g.tokens);
     j.field("flips", o.flips).field("seconds", r.seconds).field("runs", r.runs);
     if (r.runs > 1) j.field("warm_seconds", r.warmSeconds);
     j.field("threads", int64_t(save::engineThreads()));

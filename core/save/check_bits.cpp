@@ -232,6 +232,7 @@ class Prober {
       case Op::Softmax:
       case Op::MatMul:
       case Op::Mul:
+      case Op::Embed:  // a changed id swaps a row
         return false;  // no bound here: the exact rerun decides
       case Op::Conv2d: {
         // from each changed input to the outputs of its group whose windows hold it

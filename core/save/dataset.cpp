@@ -65,6 +65,8 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
   std::vector<float> raw;
   const std::string builtin = "fashion-mnist";
   if (spec.empty() || spec == builtin || spec.rfind(builtin + ":", 0) == 0) {
+    if (g.tokens > 0)
+      throw std::invalid_argument("model " + g.model + " takes token ids, not images: give its data (--data FILE.h5 or DIR)");
     std::vector<int64_t> want = in;
     if (spec.size() > builtin.size()) {
       want.clear();
@@ -131,8 +133,9 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     }
     d.name = spec + " (" + split + ")";
   }
+  fitInputRange(g, lo, hi);  // token ids: integers in the tables' rows
   for (std::size_t i = 0; i < raw.size(); ++i)
-    if (!(raw[i] >= lo && raw[i] <= hi))
+    if (!(raw[i] >= lo && raw[i] <= hi) || (g.tokens > 0 && raw[i] != std::floor(raw[i])))
       throw std::invalid_argument("data '" + (spec.empty() ? builtin : spec) + "': " + split + "/x sample " +
                                   std::to_string(int64_t(i) / size) + " holds " + numberText(raw[i]) +
                                   ", outside the analysed input range [" + numberText(lo) + ", " + numberText(hi) +

@@ -53,6 +53,15 @@ inline float softmaxOf(float x, float max, float sum) { return std::exp(x - max)
 inline float geluOf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 inline float sigmoidOf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
+// Embed: the table row that id `x` names (negative ids count from the end, as ONNX's Gather), or
+// nullptr for anything else: an id outside [-rows, rows), a fraction, NaN (a corrupted id).
+inline const float* embedRow(const Node& n, float x) {
+  const int64_t features = n.features(), rows = int64_t(n.weight.size()) / features;
+  if (!(x >= -float(rows) && x < float(rows)) || x != std::floor(x)) return nullptr;
+  const int64_t id = int64_t(x) < 0 ? int64_t(x) + rows : int64_t(x);
+  return n.weight.data() + id * features;
+}
+
 // out[h, m, n] = sum_k a[h, m, k] * b[h, n, k], k in order.
 // One output element of an average pool over one sample `x`: the window's elements summed in
 // (row, column) order, padding skipped (it adds zero), divided by kernel^2 (padding counted).
@@ -405,6 +414,10 @@ float elementOf(const Graph& g, int index, const std::vector<const float*>& in, 
       return clipOf(in[0][e], n.bias[0], n.bias[1]);
     case Op::AvgPool2d:
       return avgPoolElement(n, src, in[0], e);
+    case Op::Embed: {
+      const float* row = embedRow(n, in[0][e / n.features()]);
+      return row ? row[e % n.features()] : std::numeric_limits<float>::quiet_NaN();
+    }
   }
   return 0;
 }
@@ -485,6 +498,17 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       for (int64_t s = 0; s < batch; ++s)
         for (int64_t e = 0; e < size; ++e) out[s * size + e] = avgPoolElement(n, *src, in[0] + s * inSize, e);
       return;
+    case Op::Embed: {
+      const int64_t f = n.features();
+      for (int64_t t = 0; t < batch * inSize; ++t) {  // id t of every sample: one output row each
+        const float* row = embedRow(n, in[0][t]);
+        if (row)
+          std::memcpy(out + t * f, row, std::size_t(f) * sizeof(float));
+        else
+          std::fill(out + t * f, out + (t + 1) * f, std::numeric_limits<float>::quiet_NaN());
+      }
+      return;
+    }
     case Op::LayerNorm:
       forEachFeatureRow(n, batch, in[0], out, [&](const float* x, float* o, int64_t w) {
         float mean, rstd;

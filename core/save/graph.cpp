@@ -32,6 +32,7 @@ const char* opName(Op op) {
     case Op::Mul: return "mul";
     case Op::Clip: return "clip";
     case Op::AvgPool2d: return "avgpool_window";
+    case Op::Embed: return "embed";
   }
   return "?";
 }
@@ -58,11 +59,13 @@ std::string resultBase(const std::string& model) {
 }
 
 float Graph::meanOf(int64_t element) const {
+  if (tokens > 0) return 0.0f;  // token ids are not normalised
   if (channelMeans.empty()) return inputMean;
   return channelMeans[std::size_t(element / (nodes[0].size() / int64_t(channelMeans.size())))];
 }
 
 float Graph::deviationOf(int64_t element) const {
+  if (tokens > 0) return 1.0f;
   if (channelDeviations.empty()) return inputDeviation;
   return channelDeviations[std::size_t(element / (nodes[0].size() / int64_t(channelDeviations.size())))];
 }

@@ -36,7 +36,12 @@ enum class Op {
   Sigmoid, Tanh, Mul,
   // Clip: min(max(x, lo), hi) with ReLU's NaN rule (NaN -> lo, as CUDA's fmaxf); ReLU6 is Clip(0, 6).
   // AvgPool2d: the mean of a k x k window (zero padding counted).
-  Clip, AvgPool2d
+  Clip, AvgPool2d,
+  // Embed: a table lookup (nn.Embedding, ONNX's Gather of a constant table by token ids): weight
+  // holds the table [rows, features]; output row t is the table's row at id x[t] (an input element
+  // holding an integer in [-rows, rows), negative ids counting from the end as ONNX's); any other
+  // value (a fault) gives a row of NaN. Output [ids..., features].
+  Embed
 };
 const char* opName(Op op);
 
@@ -77,7 +82,16 @@ struct Graph {
   float meanOf(int64_t element) const;       // the normalisation of input element `element`
   float deviationOf(int64_t element) const;
   int64_t parameterCount() const;
+  // > 0: node 0 holds token ids (an integer ONNX input read by embeddings), each an integer in
+  // [0, tokens); no normalisation applies, and the analysed input box is that range.
+  int64_t tokens = 0;
 };
+
+// The analysed input box of `g` for a requested [lo, hi]: token ids span [0, tokens - 1] whatever
+// was asked (they are not pixels), a float input the range requested.
+inline void fitInputRange(const Graph& g, double& lo, double& hi) {
+  if (g.tokens > 0) lo = 0, hi = double(g.tokens - 1);
+}
 
 // The stem of a SAVE result's name for a model: the zoo name, or an ONNX file's name without its
 // directory and with characters a result name cannot hold replaced ("/data/my net.onnx" -> "my-net.onnx").

@@ -46,6 +46,17 @@ class Builder {
     n.shape = tokens ? std::vector<int64_t>{from.shape[0], out} : std::vector<int64_t>{out};
     return add(std::move(n));
   }
+  // A lookup in a [rows, features] table by the token ids in x: output [x's shape..., features].
+  int embed(const std::string& name, int x, int64_t rows, int64_t features) {
+    Node n;
+    n.op = Op::Embed;
+    n.name = name;
+    n.inputs = {x};
+    n.weight = tensor(name + ".weight", {rows, features});
+    n.shape = g_.nodes[std::size_t(x)].shape;
+    n.shape.push_back(features);
+    return add(std::move(n));
+  }
   int conv(const std::string& name, int x, int64_t out, int64_t k, int64_t stride, int64_t padding, bool bias,
            int64_t groups = 1, int64_t dilation = 1) {
     const Node& from = g_.nodes[std::size_t(x)];

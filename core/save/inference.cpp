@@ -107,9 +107,16 @@ InferenceResult runProtected(const Graph& g, ProtectedRunner& runner, const floa
 
 std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples, double pixelLo, double pixelHi) {
   const int64_t size = g.nodes[0].size();
+  fitInputRange(g, pixelLo, pixelHi);
   for (int64_t s = 0; s < samples; ++s)
     for (int64_t i = 0; i < size; ++i) {
       const double x = inputs[s * size + i];
+      if (g.tokens > 0 && !(x >= 0 && x < double(g.tokens) && x == std::floor(x))) {
+        std::ostringstream m;
+        m << "sample " << s << ", element " << i << ": " << x << " is not a token id in [0, " << g.tokens - 1
+          << "] (the embedding tables' rows)";
+        return m.str();
+      }
       const double raw = x * double(g.deviationOf(i)) + double(g.meanOf(i));
       // the box is checked on raw values; a normalised value that maps back within rounding is in it
       const double slack = 1e-6 * std::max({1.0, std::fabs(pixelLo), std::fabs(pixelHi)});

@@ -25,6 +25,8 @@ Graph buildGraph(const ModelSource& o) {
     g = o.randomSeed ? randomGraph(o.model, o.randomSeed) : zooGraph(o.model, loadCheckpoint(o.weights, o.run, o.iteration));
   }
   if (o.inputMean.empty() && o.inputStd.empty()) return g;
+  if (g.tokens > 0)
+    throw std::invalid_argument("--input-mean and --input-std normalise pixels; model " + o.model + " takes token ids");
   if (!isOnnxModel(o.model))
     throw std::invalid_argument("--input-mean and --input-std are for ONNX models; zoo model " + o.model +
                                 " is normalised as it was trained");

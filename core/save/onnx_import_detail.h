@@ -149,6 +149,8 @@ class Importer {
   Constant decode(const onnx::TensorProto& t, const char* what);
   void replace();
   void input();
+  void tokenInput(const std::string& name, const std::string& type);
+  void embedding(const onnx::NodeProto& n);  // onnx_moves.cpp: Gather of a constant table by token ids
   void checkDeclaredOutput(const onnx::ValueInfoProto& out) const;
   // "" when a model whose input fixes its first dimension computes each sample alone; else why
   // not (onnx_batch.cpp)
@@ -286,6 +288,7 @@ class Importer {
   detail::Builder b_;
   std::map<std::string, Constant> constants_;
   std::map<std::string, int> values_, biasFree_, consumers_;
+  std::string tokenInput_;  // the integer input read as token ids ("" for a float input)
   std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
   std::map<std::string, std::vector<int64_t>> dims_;        // full ONNX dims of activations (batch 1)
   std::map<std::string, std::vector<const onnx::NodeProto*>> readers_;

@@ -194,6 +194,29 @@ void Importer::replace() {
   g_.model = path_ + " (" + std::to_string(replaced) + " initializers from the checkpoint)";
 }
 
+// An integer input is read as token ids when every node that reads it looks them up in a float32
+// table (Gather of a 2-D initializer along axis 0: nn.Embedding's export) or takes its Shape; the
+// ids' range is then the tables' rows. Anything else reading them is refused, naming the node.
+void Importer::tokenInput(const std::string& name, const std::string& type) {
+  const std::string lead = "ONNX model '" + path_ + "': input '" + name + "' is " + type +
+                           "; SAVE reads an integer input only as token ids looked up in an embedding table (Gather "
+                           "of a float32 initializer along axis 0)";
+  bool lookedUp = false;
+  for (const onnx::NodeProto& n : model_.graph().node())
+    for (const std::string& v : n.input()) {
+      if (v != name) continue;
+      const Constant* table = n.input_size() == 2 ? constant(n.input(0)) : nullptr;
+      const bool lookup = n.op_type() == "Gather" && n.input(1) == name && table && table->isFloat &&
+                          table->dims.size() == 2 && table->dims[0] > 0 && intAttr(n, "axis", 0) == 0;
+      if (!lookup && n.op_type() != "Shape")
+        throw SaveError(lead + ", and node '" + (n.name().empty() ? n.output(0) : n.name()) + "' (" + n.op_type() +
+                        ") reads it otherwise");
+      lookedUp = lookedUp || lookup;
+    }
+  if (!lookedUp) throw SaveError(lead + ", and no node looks it up");
+  tokenInput_ = name;
+}
+
 void Importer::input() {
   std::set<std::string> initialisers;
   for (const auto& t : model_.graph().initializer()) initialisers.insert(t.name());
@@ -205,9 +228,11 @@ void Importer::input() {
     }
   if (!in) throw SaveError("ONNX model '" + path_ + "' has no input");
   const auto& type = in->type().tensor_type();
-  if (type.elem_type() != onnx::TensorProto::FLOAT)
+  if (type.elem_type() == onnx::TensorProto::INT64 || type.elem_type() == onnx::TensorProto::INT32)
+    tokenInput(in->name(), typeName(type.elem_type()));  // token ids, or refused naming the node that reads them
+  else if (type.elem_type() != onnx::TensorProto::FLOAT)
     throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
-                    "; SAVE analyses float32 inputs");
+                    "; SAVE analyses float32 inputs and integer token ids");
   std::vector<int64_t> shape;
   const auto& dims = type.shape().dim();
   // The first dimension is a batch where the model says so (a symbolic dimension, or 1), and where

@@ -230,6 +230,8 @@ void Importer::concatIndices(const onnx::NodeProto& n, const std::vector<int64_t
 // Select over the computed inputs; a Concat's constant parts added after it).
 void Importer::move(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
+  if (op == "Gather" && n.input_size() == 2 && !isActivation(n.input(0)) && isActivation(n.input(1)))
+    return embedding(n);
   int part = -1, parts = 0;
   for (int i = 0; i < n.input_size(); ++i)
     if (isActivation(n.input(i))) {
@@ -253,6 +255,26 @@ void Importer::move(const onnx::NodeProto& n) {
     int v = gathered(name, x, sampleShape(out), gather);  // a view where no data moves
     if (op == "Concat") v = concatConstants(n, part, v, out);
     setActivation(n.output(0), name, v, out);
+  } catch (const SaveError& e) {
+    refuse(n, e.what());
+  }
+}
+
+// A Gather of a constant table by computed indices: a lookup of the model's token ids (checked by
+// tokenInput), SAVE's Embed; indices computed any other way are data-dependent moves SAVE refuses.
+void Importer::embedding(const onnx::NodeProto& n) {
+  if (tokenInput_.empty() || n.input(1) != tokenInput_)
+    return refuse(n, "its indices are computed from the model's input (a data-dependent gather)");
+  const Constant* table = constant(n.input(0));  // a float32 [rows, features] initializer (tokenInput)
+  const int64_t rows = table->dims[0], features = table->dims[1];
+  const std::string name = nameOf(n);
+  try {
+    params_[name + ".weight"] = tensorOf(table->values, table->dims);
+    const int v = b_.embed(name, values_.at(n.input(1)), rows, features);
+    std::vector<int64_t> out = dimsOf(n.input(1));
+    out.push_back(features);
+    setActivation(n.output(0), name, v, out);
+    g_.tokens = g_.tokens == 0 ? rows : std::min(g_.tokens, rows);  // ids that every table holds
   } catch (const SaveError& e) {
     refuse(n, e.what());
   }

@@ -150,6 +150,7 @@ std::vector<NodeRange> analyzeOnce(const Graph& original, const NodeRange& input
 }  // namespace
 
 NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi) {
+  fitInputRange(g, pixelLo, pixelHi);
   if (std::isnan(pixelLo) || std::isnan(pixelHi)) throw SaveError("the input range holds a NaN");
   if (pixelLo > pixelHi)
     throw SaveError("the input range is empty: lo " + std::to_string(pixelLo) + " > hi " + std::to_string(pixelHi));

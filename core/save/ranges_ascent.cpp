@@ -128,6 +128,7 @@ void gradientStep(const Graph& g, const Tensors& act, int v, Tensors& grad) {
   const std::size_t size = gy.size(), inSize = gx.size();
   switch (n.op) {
     case Op::Input:
+    case Op::Embed:  // token ids are discrete: no gradient reaches them
       break;
     case Op::Flatten:
       for (std::size_t i = 0; i < size; ++i) gx[i] += gy[i];
@@ -251,6 +252,7 @@ NodeRange ascentRanges(const Graph& g, int node, const NodeRange& input, int ste
         for (std::size_t i = 0; i < inSize; ++i) {
           const double t = s == 0 ? 0.5 : std::uniform_real_distribution<double>(0, 1)(rng);
           x[i] = float(input.lo[i] + t * (input.hi[i] - input.lo[i]));
+          if (g.tokens > 0) x[i] = std::clamp(std::round(x[i]), 0.0f, float(g.tokens - 1));  // an id
         }
         for (int step = 0; step <= steps; ++step) {
           const std::vector<std::vector<float>> act = runAll(g, x.data(), 1);

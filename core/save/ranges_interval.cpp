@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "core/save/engine_simd.h"
 #include "core/save/ranges_detail.h"
@@ -327,6 +328,7 @@ std::vector<double> roundingRadius(const Graph& g, int index, const std::vector<
     case Op::Relu:
     case Op::Clip:
     case Op::MaxPool2d:
+    case Op::Embed:
     case Op::Flatten:
     case Op::Select:
     case Op::Max2:
@@ -443,6 +445,38 @@ void intervalSelect(const Graph& g, const Node& n, const std::vector<NodeRange>&
     const NodeRange& x = r[std::size_t(n.inputs[k])];
     out.lo[i] = x.lo[std::size_t(at - off[k])];
     out.hi[i] = x.hi[std::size_t(at - off[k])];
+  }
+}
+
+// A table lookup: each output row spans the table's rows that an integer id in the input's range
+// names (negative ids count from the end, as the engine's); an id range holding none of them, or
+// not finite, spans the whole table. Rows of the same id range share one column-wise min and max.
+void intervalEmbed(const Node& n, const NodeRange& x, NodeRange& out) {
+  const int64_t f = n.features(), rows = int64_t(n.weight.size()) / f;
+  std::map<std::pair<int64_t, int64_t>, std::pair<std::vector<double>, std::vector<double>>> spans;
+  for (std::size_t t = 0; t < x.lo.size(); ++t) {
+    int64_t first = 0, last = rows - 1;  // the ids' range as table rows (both ends counted)
+    if (std::isfinite(x.lo[t]) && std::isfinite(x.hi[t])) {
+      const double lo = std::max(std::ceil(x.lo[t]), double(-rows)), hi = std::min(std::floor(x.hi[t]), double(rows - 1));
+      if (lo <= hi && (lo >= 0 || hi < 0)) {  // all of one sign: a contiguous span of rows
+        first = int64_t(lo) < 0 ? int64_t(lo) + rows : int64_t(lo);
+        last = int64_t(hi) < 0 ? int64_t(hi) + rows : int64_t(hi);
+      }
+    }
+    auto [it, fresh] = spans.try_emplace({first, last});
+    auto& [lo, hi] = it->second;
+    if (fresh) {
+      lo.assign(std::size_t(f), std::numeric_limits<double>::infinity());
+      hi.assign(std::size_t(f), -std::numeric_limits<double>::infinity());
+      for (int64_t row = first; row <= last; ++row)
+        for (int64_t c = 0; c < f; ++c) {
+          const double v = n.weight[std::size_t(row * f + c)];
+          lo[std::size_t(c)] = std::min(lo[std::size_t(c)], v);
+          hi[std::size_t(c)] = std::max(hi[std::size_t(c)], v);
+        }
+    }
+    std::copy(lo.begin(), lo.end(), out.lo.begin() + std::ptrdiff_t(t) * f);
+    std::copy(hi.begin(), hi.end(), out.hi.begin() + std::ptrdiff_t(t) * f);
   }
 }
 
@@ -666,6 +700,9 @@ NodeRange intervalStep(const Graph& g, int index, const std::vector<NodeRange>& 
       return out;
     case Op::Select:
       intervalSelect(g, n, r, out);
+      return out;
+    case Op::Embed:
+      intervalEmbed(n, x, out);
       return out;
     case Op::Max2:
       intervalMax2(x, r[std::size_t(n.inputs[1])], out);

@@ -17,7 +17,7 @@ namespace {
 // intervals (a cut), which is sound and only looser.
 bool cutsLinearBounds(Op op) {
   return op == Op::LayerNorm || op == Op::Softmax || op == Op::Gelu || op == Op::MatMul || op == Op::Sigmoid ||
-         op == Op::Tanh || op == Op::Mul;
+         op == Op::Tanh || op == Op::Mul || op == Op::Embed;
 }
 
 }  // namespace
@@ -170,6 +170,7 @@ void BackSubstitution::expand(int u, const Bounds& b) {
     case Op::Sigmoid:
     case Op::Tanh:
     case Op::Mul:
+    case Op::Embed:
       throw SaveError("internal: the linear bounds cannot pass through " + std::string(opName(n.op)));
     case Op::Conv2d:
       expandConv(n, b, radius);

@@ -56,6 +56,7 @@ const char* verifierKindName(VerifierKind kind) {
 void writeGraphJson(JsonWriter& j, const Graph& g) {
   j.beginObject().field("model", g.model).field("parameters", g.parameterCount());
   if (!g.batch.empty()) j.field("batch_reading", g.batch);
+  if (g.tokens > 0) j.field("token_ids", g.tokens);
   j.key("nodes").beginArray();
   for (std::size_t v = 0; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
@@ -71,7 +72,7 @@ void writeAnalysisJson(JsonWriter& j, const Graph& g, const Selection& s, const 
                        const TightnessReferences& ref) {
   const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", s.sound ? "sound" : "unsound (profiled)");
-  j.field("pixel_lo", so.pixelLo).field("pixel_hi", so.pixelHi).field("tau", so.tau).field("criterion", so.criterion);
+  j.field("pixel_lo", s.options.pixelLo).field("pixel_hi", s.options.pixelHi).field("tau", so.tau).field("criterion", so.criterion);
   if (so.rtol != 0) j.field("rtol", so.rtol);
   if (s.sensitivity)
     j.field("epsilon", so.epsilon).field("logit_rounding", s.sensitivity->rounding).field("sensitivity_seconds", s.sensitivity->seconds);

@@ -38,8 +38,10 @@ void checkOptions(const SelectionOptions& o) {
 // outputs, the placement problem, the greedy placement and its random baseline) share their tables
 // of tiles, lifetimes and costs; one function (about 220 lines) keeps those tables local to it, and
 // each stage is marked by its comment.
-Selection selectBits(const Graph& g, const SelectionOptions& o) {
+Selection selectBits(const Graph& g, const SelectionOptions& asked) {
   const auto start = std::chrono::steady_clock::now();
+  SelectionOptions o = asked;
+  fitInputRange(g, o.pixelLo, o.pixelHi);  // token ids: the tables' rows
   checkOptions(o);
   Selection s;
   s.model = g.model;

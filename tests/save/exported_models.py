@@ -25,6 +25,11 @@ and the output says so;
 - recurrent layers (issue 42): a GRU classifier (batch_first), a 2-layer bidirectional LSTM over
   [seq, batch, feature] (its first dimension is the sequence: not read as a batch) and a ReLU RNN,
   unrolled: equal to onnxruntime, its outputs inside SAVE's bounds;
+- token models (issue 42 item 2): nn.Embedding + nn.TransformerEncoder with int64 ids, exported by
+  PyTorch 1.13 (fixed and dynamic batch) and by the dynamo exporter: equal to onnxruntime, ids
+  counted from the end (negative) as ONNX's Gather does, onnxruntime's outputs inside SAVE's bounds
+  for ids over the whole vocabulary, an id outside the table refused under --protect save, and an
+  integer input read as anything but ids refused naming the node;
 - a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
@@ -409,6 +414,84 @@ for f in sorted(os.listdir(recurrent)):
         check("not read as a batch" in j.get("batch_reading", ""), f"{f}: the sequence axis is not read as a batch")
     if f.endswith("op17.onnx"):
         inside_bounds(path, f)
+
+# --- token models: int64 ids looked up in an embedding table
+EXPORT_TOKENS = r'''
+import sys, warnings, torch
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+nn = torch.nn
+class TokenModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0), 1)
+        self.head = nn.Linear(16, 4)
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(1))
+class IdsAsValues(nn.Module):  # reads the ids as numbers too: not a lookup alone
+    def __init__(self):
+        super().__init__(); self.embed = nn.Embedding(50, 4)
+    def forward(self, x):
+        return self.embed(x).sum(2) + x.float()
+m = TokenModel().eval()
+x = torch.randint(0, 50, (2, 7))
+torch.onnx.export(m, x, sys.argv[1] + "/tokens-fixed2-op17.onnx", opset_version=17, input_names=["x"])
+torch.onnx.export(m, x, sys.argv[1] + "/tokens-dynamic-op17.onnx", opset_version=17, input_names=["x"],
+                  dynamic_axes={"x": {0: "batch"}})
+torch.onnx.export(IdsAsValues().eval(), x, sys.argv[1] + "/ids_as_values.onnx", opset_version=17, input_names=["x"])
+'''
+tokens = export_113(EXPORT_TOKENS, "tokens")
+
+
+class TokenModel(torch.nn.Module):  # the same module under PyTorch 2.x, for its dynamo exporter
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.encoder = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0), 1)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(1))
+
+
+torch.manual_seed(0)
+tm = TokenModel().eval()
+torch.onnx.export(tm, (torch.randint(0, 50, (1, 7)),), os.path.join(tokens, "tokens-dynamo1-op18.onnx"), dynamo=True,
+                  opset_version=18, input_names=["x"])
+
+
+def token_compare(path, ids):
+    """`peat save run` on int64 ids against onnxruntime (fed the batch the file declares)."""
+    xp, rp = path + ".x.npy", path + ".ref.npy"
+    np.save(xp, ids)
+    ref = ort_reference(path, ids)
+    np.save(rp, ref)
+    j = json.loads(peat("save", "run", "-m", path, "-i", xp, "--expect", rp, "--json").stdout)
+    c = j.get("comparison", {})
+    check(c.get("max_abs", 1e9) <= 1e-5 * max(1.0, float(np.abs(ref).max())) and j.get("token_ids") == 50,
+          f"{os.path.basename(path)}: save run on token ids {ids.min()}..{ids.max()} equals onnxruntime (largest "
+          f"|difference| {c.get('max_abs')}; token ids {j.get('token_ids')})")
+    return j
+
+
+rng = np.random.default_rng(11)
+for f in ("tokens-fixed2-op17.onnx", "tokens-dynamic-op17.onnx", "tokens-dynamo1-op18.onnx"):
+    token_compare(os.path.join(tokens, f), rng.integers(0, 50, (4, 7)).astype(np.int64))
+token_compare(os.path.join(tokens, "tokens-dynamic-op17.onnx"), rng.integers(-50, 50, (4, 7)).astype(np.int64))
+# SAVE's bounds hold for ids anywhere in the vocabulary (whatever --input-range asks: ids are no pixels)
+dyn = os.path.join(tokens, "tokens-dynamic-op17.onnx")
+a = json.loads(peat("save", "analyze", "-m", dyn, "--input-range", "0,1", "--json").stdout)
+s_tok = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"])
+outs = s_tok.run(None, {"x": rng.integers(0, 50, (200, 7)).astype(np.int64)})[0]
+check(a["pixel_lo"] == 0 and a["pixel_hi"] == 49 and outs.min() >= a["output"]["lo"] and outs.max() <= a["output"]["hi"],
+      f"token model: onnxruntime's outputs on 200 id sequences lie in SAVE's bounds for ids 0..49 "
+      f"[{a['output']['lo']:.4g}, {a['output']['hi']:.4g}] (seen [{outs.min():.4g}, {outs.max():.4g}]; box "
+      f"[{a['pixel_lo']}, {a['pixel_hi']}])")
+np.save(os.path.join(tokens, "far.npy"), np.full((1, 7), 50, dtype=np.int64))
+one_error(["save", "run", "-m", dyn, "-i", os.path.join(tokens, "far.npy"), "--protect", "save", "--flips", "1"],
+          "is not a token id in [0, 49]")
+one_error(["save", "analyze", "-m", os.path.join(tokens, "ids_as_values.onnx")], "reads it otherwise", "Cast")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
