@@ -159,8 +159,10 @@ int runSaveRun(const SaveRunOptions& o) {
     if (scheme == save::Scheme::Save) {
       const std::string outside = save::outsideInputBox(g, x.data(), samples, so.pixelLo, so.pixelHi);
       if (!outside.empty())
-        throw save::SaveError(outside + " (--input-range, --input-mean, --input-std): SAVE's range checks hold only "
-                                        "inside the box its ranges were computed for");
+        throw save::SaveError(outside + (g.tokens > 0 ? std::string(": SAVE's range checks hold only for ids in the tables")
+                                                      : std::string(" (--input-range, --input-mean, --input-std): SAVE's "
+                                                                    "range checks hold only inside the box its ranges were "
+                                                                    "computed for")));
     }
     const save::Selection sel = save::selectBits(g, so);
     std::vector<save::NodeRange> profiled;

@@ -9,13 +9,19 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace peat::save::onnx_import {
 
 namespace {
 
-constexpr const char* kBatch = "peat_batch";
+// The first dimension is given a number no model uses (a prime past any layer's size) rather than a
+// symbol: ONNX's shape inference then computes every shape, and values computed from shapes (a
+// Resize's sizes from Shape, Slice and Concat, which libonnx 1.12's data propagation does not
+// follow) are evaluated here (shapeValues) and put in as constants, so a dimension taken from the
+// input's batch stays that number and one computed across it (B * 6) does not.
+constexpr int64_t kBatch = 1000003;
 
 // Ops that compute each output element from the elements at the same (broadcast) position.
 const std::set<std::string>& elementwise() {
@@ -50,16 +56,91 @@ int64_t intAttribute(const onnx::NodeProto& n, const char* name, int64_t fallbac
   return fallback;
 }
 
+// Where a value holds the batch: axis `at`, of size outer * B * inner (a reshape may merge the batch
+// with the axes around it, as attention's [T, B * heads, d] does; the sample index is then that
+// axis' middle digit).
 struct Axis {
-  int64_t at = -1, rank = 0;
+  int64_t at = -1, rank = 0, outer = 1, inner = 1;
   std::vector<int64_t> dims;  // -1 where not a number
+  bool plain() const { return outer == 1 && inner == 1; }
 };
 
-// Every dimension before the batch is 1: the samples are contiguous blocks in row-major order.
+// Every dimension before the batch is 1, and the batch is its axis alone: the samples are
+// contiguous blocks in row-major order.
 bool leadingOnes(const Axis& a) {
   for (int64_t i = 0; i < a.at; ++i)
     if (a.dims[std::size_t(i)] != 1) return false;
+  return a.plain();
+}
+
+// A row-major reshape keeps every element's flat index. The batch of `x` is the flat index' digit
+// of stride s = inner * (the sizes after its axis) and radix B; in `y` it must be the same digit of
+// the axis found there: the sizes after that axis divide s, and the axis' size holds s * B whole.
+// Fills y's outer and inner; false when the reshape spreads the batch over axes.
+bool reshapedBatch(const Axis& x, Axis& y) {
+  auto after = [](const Axis& a) {
+    int64_t p = 1;
+    for (std::size_t i = std::size_t(a.at) + 1; i < a.dims.size(); ++i) {
+      if (a.dims[i] <= 0) return int64_t(-1);
+      p *= a.dims[i];
+    }
+    return p;
+  };
+  const int64_t sx = after(x), sy = after(y);
+  if (sx <= 0 || sy <= 0) return false;
+  const int64_t stride = x.inner * sx;
+  if (stride % sy != 0) return false;
+  const int64_t inner = stride / sy, size = y.dims[std::size_t(y.at)];
+  if (size % (inner * kBatch) != 0) return false;
+  y.inner = inner;
+  y.outer = size / (inner * kBatch);
   return true;
+}
+
+// The batch-generic form of a Reshape's constant target `t` traced at the fixed batch N: the one
+// entry N * r that, read as B * r, keeps every sample of `x` a digit of its own (reshapedBatch),
+// with 0s (copies of x's sizes) resolved; empty when no entry does, or when more than one could.
+std::vector<int64_t> genericTarget(const Axis& x, std::vector<int64_t> t, int64_t fixed, bool allowzero) {
+  if (t.empty() || fixed < 2) return {};
+  int64_t total = 1;
+  for (int64_t d : x.dims) {
+    if (d <= 0 || total > (int64_t(1) << 62) / d) return {};
+    total *= d;
+  }
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] == 0) {
+      if (allowzero || i >= x.dims.size()) return {};
+      t[i] = x.dims[i];
+    }
+  std::vector<int64_t> found;
+  for (std::size_t j = 0; j < t.size(); ++j) {
+    if (t[j] <= 0 || t[j] % fixed != 0) continue;
+    std::vector<int64_t> tt = t;
+    tt[j] = t[j] / fixed * kBatch;
+    int64_t known = 1, unknown = 0;
+    for (int64_t v : tt) {
+      if (v == -1) {
+        ++unknown;
+        continue;
+      }
+      if (v <= 0 || known > (int64_t(1) << 62) / v) return {};
+      known *= v;
+    }
+    if (unknown > 1 || total % known != 0 || (unknown == 0 && known != total)) continue;
+    Axis y;
+    y.at = int64_t(j);
+    y.rank = int64_t(tt.size());
+    y.dims = tt;
+    int multiples = 0;
+    for (int64_t& v : y.dims) {
+      if (v == -1) v = total / known;
+      multiples += v % kBatch == 0;
+    }
+    if (multiples != 1 || !reshapedBatch(x, y)) continue;
+    if (!found.empty()) return {};  // two readings: neither is taken
+    found = tt;
+  }
+  return found;
 }
 
 }  // namespace
@@ -70,32 +151,209 @@ std::string Importer::mixesSamples(const std::string& input) {
   g0->clear_value_info();
   for (auto& in : *g0->mutable_input())
     if (in.name() == input)
-      in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(kBatch);
+      in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(kBatch);
   for (auto& out : *g0->mutable_output()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  // A Reshape to a constant [N, rest...] of a batch-first value is `x.view(x.size(0), -1)` traced at
-  // a fixed batch: rewritten to [0, rest...] (0 copies the batch dimension, 1 when the importer runs
-  // one sample) in the model and in its copy, and checked again from the start.
+  // A Reshape to a constant target traced at the fixed batch N (`x.view(x.size(0), -1)`, attention's
+  // `view(T, N * heads, d)`) is rewritten to the batch-generic target: in the check's copy with
+  // B * r where the target holds N * r, in the model with r (the importer runs one sample). The
+  // copy is checked again from the start; the model is rewritten only when the whole check passes
+  // (a model read as one sample keeps its targets).
+  struct Patch {
+    int node;
+    std::vector<int64_t> target;
+  };
+  std::vector<Patch> patches;
   for (int round = 0; round < 256; ++round) {
     int patched = -1;
-    std::vector<int64_t> target;
+    std::vector<int64_t> target, generic;
     const std::string why = sampleCheck(m, input, patched, target);
-    if (patched < 0) return why;
-    const std::string name = "peat_batch_reshape_" + std::to_string(round);
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.set_data_type(onnx::TensorProto::INT64);
-    t.add_dims(int64_t(target.size()));
-    for (int64_t v : target) t.add_int64_data(v);
-    for (onnx::ModelProto* into : {&m, &model_}) {
-      *into->mutable_graph()->add_initializer() = t;
-      onnx::NodeProto* reshape = into->mutable_graph()->mutable_node(patched);
-      reshape->set_input(1, name);
-      for (auto& a : *reshape->mutable_attribute())
-        if (a.name() == "allowzero") a.set_i(0);
+    if (patched < 0) {
+      if (!why.empty()) return why;
+      for (std::size_t k = 0; k < patches.size(); ++k) {
+        const std::string name = "peat_batch_reshape_" + std::to_string(k);
+        putReshapeTarget(model_, patches[k].node, name, patches[k].target);
+        constants_[name] = Constant{{int64_t(patches[k].target.size())}, {}, patches[k].target, false};
+      }
+      return "";
     }
-    constants_[name] = Constant{{int64_t(target.size())}, {}, target, false};
+    putReshapeTarget(m, patched, "peat_batch_check_reshape_" + std::to_string(round), target);
+    for (int64_t& v : target)
+      if (v > 0 && v % kBatch == 0) v /= kBatch;  // B * r -> r: one sample
+    patches.push_back({patched, target});
   }
   return "more than 256 reshapes fix the batch";
+}
+
+void Importer::putReshapeTarget(onnx::ModelProto& m, int node, const std::string& name,
+                                const std::vector<int64_t>& target) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(int64_t(target.size()));
+  for (int64_t v : target) t.add_int64_data(v);
+  *m.mutable_graph()->add_initializer() = t;
+  onnx::NodeProto* reshape = m.mutable_graph()->mutable_node(node);
+  reshape->set_input(1, name);
+  for (auto& a : *reshape->mutable_attribute())
+    if (a.name() == "allowzero") a.set_i(0);
+}
+
+namespace {
+
+// A small integer tensor computed from shapes (a scalar or a 1-D list), and its element type.
+struct ShapeValue {
+  std::vector<int64_t> v, dims;
+  int type = onnx::TensorProto::INT64;
+};
+
+// The value of `n`'s output from its inputs' values, for the ops that compute shapes in exported
+// models; nullopt where an input is not known or the op is not one of them. Integer arithmetic as
+// ONNX defines it (Div truncates), and only over lists of at most 64 entries.
+std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<const ShapeValue*>& in, int64_t opset) {
+  const std::string& op = n.op_type();
+  for (const ShapeValue* x : in)
+    if (!x || x->v.size() > 64) return std::nullopt;
+  if (in.empty()) return std::nullopt;
+  const ShapeValue& a = *in[0];
+  ShapeValue out;
+  out.type = a.type;
+  if (op == "Identity" || op == "Cast") {
+    out = a;
+    if (op == "Cast") {
+      out.type = int(intAttribute(n, "to", 0));
+      if (out.type != onnx::TensorProto::INT64 && out.type != onnx::TensorProto::INT32) return std::nullopt;
+    }
+    return out;
+  }
+  if (op == "Gather" && in.size() == 2 && a.dims.size() == 1 && intAttribute(n, "axis", 0) == 0) {
+    const int64_t size = int64_t(a.v.size());
+    for (int64_t i : in[1]->v) {
+      const int64_t k = i < 0 ? i + size : i;
+      if (k < 0 || k >= size) return std::nullopt;
+      out.v.push_back(a.v[std::size_t(k)]);
+    }
+    out.dims = in[1]->dims;
+    return out;
+  }
+  if (op == "Slice" && a.dims.size() == 1 && (opset >= 10 ? in.size() >= 3 : in.size() == 1)) {
+    if (opset < 10) return std::nullopt;  // attributes then; exporters of today write inputs
+    if (in[1]->v.size() != 1 || in[2]->v.size() != 1) return std::nullopt;
+    if (in.size() > 3 && (in[3]->v.size() != 1 || (in[3]->v[0] != 0 && in[3]->v[0] != -1))) return std::nullopt;
+    const int64_t step = in.size() > 4 ? (in[4]->v.size() == 1 ? in[4]->v[0] : 0) : 1;
+    if (step != 1) return std::nullopt;
+    const int64_t size = int64_t(a.v.size());
+    auto clampAt = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t(0), size); };
+    for (int64_t i = clampAt(in[1]->v[0]); i < clampAt(in[2]->v[0]); ++i) out.v.push_back(a.v[std::size_t(i)]);
+    out.dims = {int64_t(out.v.size())};
+    return out;
+  }
+  if (op == "Concat") {
+    for (const ShapeValue* x : in) {
+      if (x->dims.size() != 1) return std::nullopt;
+      out.v.insert(out.v.end(), x->v.begin(), x->v.end());
+    }
+    out.dims = {int64_t(out.v.size())};
+    return out;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {  // a scalar to [1] and back (axes 0)
+    out = a;
+    if (op == "Unsqueeze" && a.dims.empty()) out.dims = {1};
+    else if (op == "Squeeze" && a.dims == std::vector<int64_t>{1}) out.dims = {};
+    else return std::nullopt;
+    return out;
+  }
+  static const std::set<std::string> arithmetic{"Add", "Sub", "Mul", "Div"};
+  if (arithmetic.count(op) && in.size() == 2) {
+    const ShapeValue& b = *in[1];
+    const bool aOne = a.v.size() == 1 && a.dims.size() <= 1, bOne = b.v.size() == 1 && b.dims.size() <= 1;
+    if (a.v.size() != b.v.size() && !aOne && !bOne) return std::nullopt;
+    out.dims = a.v.size() >= b.v.size() ? (a.dims.size() >= b.dims.size() ? a.dims : b.dims) : b.dims;
+    for (std::size_t i = 0; i < std::max(a.v.size(), b.v.size()); ++i) {
+      const int64_t x = a.v[aOne ? 0 : i], y = b.v[bOne ? 0 : i];
+      if (op == "Div" && y == 0) return std::nullopt;
+      if (std::max(std::llabs(x), std::llabs(y)) > (int64_t(1) << 30)) return std::nullopt;  // no overflow
+      out.v.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Evaluates the values computed from shapes (Shape, then the ops of `evaluate`) over the inferred
+// shapes of `m`, and gives each reader of a value so computed that constant instead (in `m`, the
+// check's copy). True when a reader was given one.
+bool Importer::putShapeValues(onnx::ModelProto& m) const {
+  onnx::GraphProto* g = m.mutable_graph();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto* list : {&g->input(), &g->value_info(), &g->output()})
+    for (const auto& v : *list) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+      std::vector<int64_t> d;
+      bool known = true;
+      for (const auto& dim : v.type().tensor_type().shape().dim()) {
+        known = known && dim.has_dim_value();
+        d.push_back(dim.dim_value());
+      }
+      if (known) shapes[v.name()] = d;
+    }
+  std::map<std::string, ShapeValue> values, computed;
+  for (const auto& t : g->initializer())
+    if (const Constant* c = constant(t.name()); c && !c->isFloat && c->integers.size() <= 64)
+      values[t.name()] = ShapeValue{c->integers, c->dims, t.data_type()};
+  for (const auto& [name, c] : constants_)
+    if (!c.isFloat && c.integers.size() <= 64 && !values.count(name)) values[name] = ShapeValue{c.integers, c.dims};
+  for (const onnx::NodeProto& n : g->node()) {
+    if (n.output_size() != 1 || values.count(n.output(0))) continue;
+    std::optional<ShapeValue> v;
+    if (n.op_type() == "Shape" && n.input_size() == 1) {
+      auto it = shapes.find(n.input(0));
+      if (it == shapes.end()) continue;
+      const int64_t rank = int64_t(it->second.size());
+      auto clampAt = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t(0), rank); };
+      const int64_t first = clampAt(intAttribute(n, "start", 0)), last = clampAt(intAttribute(n, "end", rank));
+      v = ShapeValue{};
+      for (int64_t i = first; i < last; ++i) v->v.push_back(it->second[std::size_t(i)]);
+      v->dims = {int64_t(v->v.size())};
+    } else {
+      std::vector<const ShapeValue*> in;
+      for (const auto& name : n.input()) {
+        auto it = name.empty() ? values.end() : values.find(name);
+        in.push_back(it == values.end() ? nullptr : &it->second);
+      }
+      v = evaluate(n, in, opset_);
+    }
+    if (!v) continue;
+    values[n.output(0)] = *v;
+    computed[n.output(0)] = *v;
+  }
+  bool put = false;
+  for (int i = 0; i < g->node_size(); ++i) {
+    onnx::NodeProto* n = g->mutable_node(i);
+    for (int k = 0; k < n->input_size(); ++k) {
+      auto it = computed.find(n->input(k));
+      if (it == computed.end()) continue;
+      const std::string name = "peat_shape_value_" + n->input(k);
+      bool exists = false;
+      for (const auto& t : g->initializer()) exists = exists || t.name() == name;
+      if (!exists) {
+        onnx::TensorProto t;
+        t.set_name(name);
+        t.set_data_type(it->second.type);
+        for (int64_t d : it->second.dims) t.add_dims(d);
+        for (int64_t x : it->second.v)
+          if (it->second.type == onnx::TensorProto::INT32)
+            t.add_int32_data(int32_t(x));
+          else
+            t.add_int64_data(x);
+        *g->add_initializer() = t;
+      }
+      n->set_input(k, name);
+      put = true;
+    }
+  }
+  return put;
 }
 
 std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, int& patched,
@@ -106,12 +364,16 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
       if (in.name() == input) return in.type().tensor_type().shape().dim(0).dim_value();
     return int64_t(0);
   }();
-  try {
-    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, true));
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    return "ONNX's shape inference with a symbolic first dimension fails (" + what.substr(0, what.find('\n')) + ")";
+  for (int pass = 0;; ++pass) {  // shapes, then the values computed from them, until nothing new is known
+    g->clear_value_info();
+    try {
+      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return "ONNX's shape inference with a marked first dimension fails (" + what.substr(0, what.find('\n')) + ")";
+    }
+    if (pass == 16 || !putShapeValues(m)) break;
   }
   std::map<std::string, const onnx::TypeProto*> types;
   for (const auto& v : g->input()) types[v.name()] = &v.type();
@@ -133,8 +395,10 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
     a.dims.clear();
     for (int i = 0; i < dims.size(); ++i) {
       a.dims.push_back(dims[i].has_dim_value() ? dims[i].dim_value() : -1);
-      if (dims[i].has_dim_param() && dims[i].dim_param() == kBatch) {
+      const int64_t d = a.dims.back();
+      if (d > 0 && d % kBatch == 0) {  // B, or the batch merged with other axes (kBatch is past any layer's size)
         a.at = i;
+        a.inner = d / kBatch;  // outer and inner as one until the op that made it says which
         ++count;
       }
     }
@@ -155,31 +419,32 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
       if (o.empty()) continue;
       Axis a;
       if (std::string why = axisOfValue(o, a); !why.empty()) {
-        const Axis& x = in.front().second;
-        std::vector<int64_t> t = op == "Reshape" ? constantInts(n.input(1)) : std::vector<int64_t>{};
-        // a 0 in the target means a zero dimension with allowzero=1 (the exporters of PyTorch 2.x
-        // set it): the rewrite then drops allowzero, which changes nothing for a target without zeros
-        const bool zeros = std::count(t.begin(), t.end(), int64_t(0)) > 0;
-        if (op == "Reshape" && in.front().first == 0 && x.at == 0 && !(zeros && intAttribute(n, "allowzero", 0) != 0)) {
-          int64_t per = 1, rest = 1;
-          bool known = true;
-          for (std::size_t i = 1; i < x.dims.size(); ++i) known = known && x.dims[i] > 0, per *= x.dims[i];
-          for (std::size_t i = 1; i < t.size(); ++i) rest *= t[i] == -1 ? 1 : t[i];
-          bool inferred = false;
-          for (std::size_t i = 1; i < t.size(); ++i) inferred = inferred || t[i] == -1;
-          if (known && !t.empty() && rest > 0 &&
-              ((t[0] == fixed && (inferred ? per % rest == 0 : per == rest)) || (t[0] == -1 && !inferred && per == rest))) {
-            t[0] = 0;
+        if (op == "Reshape" && in.front().first == 0) {
+          const std::vector<int64_t> generic =
+              genericTarget(in.front().second, constantInts(n.input(1)), fixed, intAttribute(n, "allowzero", 0) != 0);
+          if (!generic.empty()) {
             patched = index;
-            target = t;
+            target = generic;
             return "";
           }
         }
         return where + ": " + why;
       }
+      const Axis& x = in.front().second;
+      if ((op == "Reshape" || op == "Flatten") && in.front().first == 0) {
+        if (!reshapedBatch(x, a)) return where + " reshapes across the batch axis";
+      } else if (a.inner != x.outer * x.inner) {
+        return where + " merges the batch with another axis";
+      } else {
+        a.outer = x.outer;
+        a.inner = x.inner;
+      }
       batch[o] = a;
       out.push_back(a);
     }
+    for (const auto& [i, a] : in)
+      if (a.outer != in.front().second.outer || a.inner != in.front().second.inner)
+        return where + " pairs samples laid out differently";
     if (out.empty()) continue;
     const Axis& x = in.front().second;
     const Axis& y = out.front();
@@ -193,11 +458,12 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
       if (in.front().first == 0 && axisOf(intAttribute(n, "axis", 0), std::size_t(x.rank)) == x.at)
         return mixes("gathers along the batch axis");
     } else if (channelsFirst().count(op)) {
-      if (in.front().first != 0 || x.at != 0 || y.at != 0) return mixes("reads the batch as another axis");
+      if (in.front().first != 0 || x.at != 0 || y.at != 0 || !x.plain() || !y.plain())
+        return mixes("reads the batch as another axis");
       if (op == "BatchNormalization" && intAttribute(n, "training_mode", 0) != 0)
         return mixes("normalises with batch statistics (training mode)");
     } else if (op == "RNN" || op == "GRU" || op == "LSTM") {  // X [seq, batch, in] (layout 1: [batch, seq, in])
-      if (in.front().first != 0 || x.at != (intAttribute(n, "layout", 0) == 0 ? 1 : 0))
+      if (in.front().first != 0 || !x.plain() || x.at != (intAttribute(n, "layout", 0) == 0 ? 1 : 0))
         return mixes("reads the batch as its sequence");
     } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
       const int64_t axis = axisOf(intAttribute(n, "axis", opset_ < 13 ? 1 : -1), std::size_t(x.rank));
@@ -214,7 +480,7 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
             (i == 1 && a.at == (intAttribute(n, "transB", 0) ? 1 : 0)))
           return mixes("sums over the batch axis");
     } else if (op == "Reshape" || op == "Flatten") {
-      if (in.front().first != 0 || !leadingOnes(x) || !leadingOnes(y)) return mixes("reshapes across the batch axis");
+      if (in.front().first != 0) return mixes("reshapes by a shape computed from the samples");
     } else if (op == "Concat" || op == "Split") {
       for (const auto& [i, a] : in)
         if (axisOf(intAttribute(n, "axis", 0), std::size_t(a.rank)) == a.at) return mixes("joins or splits along the batch axis");

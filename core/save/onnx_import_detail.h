@@ -156,6 +156,8 @@ class Importer {
   // not (onnx_batch.cpp)
   std::string mixesSamples(const std::string& input);
   std::string sampleCheck(onnx::ModelProto m, const std::string& input, int& patched, std::vector<int64_t>& target) const;
+  bool putShapeValues(onnx::ModelProto& m) const;
+  static void putReshapeTarget(onnx::ModelProto& m, int node, const std::string& name, const std::vector<int64_t>& target);
 
   // --- helpers for nodes (onnx_import.cpp)
   static const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name);

@@ -247,7 +247,7 @@ void Importer::input() {
     if (why.empty()) {
       fixedBatch_ = dims[0].dim_value();
       g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n +
-                 ": read as a batch (no node mixes samples, checked with that dimension symbolic)";
+                 ": read as a batch (no node mixes samples, checked with that dimension marked)";
     } else {
       first = 0;
       g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n + ", not read as a batch (" + why +

@@ -156,7 +156,8 @@ def run(path):
         return "refused: " + line.replace("peat: error: ", "").split(": ", 1)[-1][:140]
     j = json.loads(r.stdout)
     c = j["comparison"]
-    batch = "batch" if "read as a batch" in j.get("batch_reading", "") else "one sample" if j.get("batch_reading") else "-"
+    reading = j.get("batch_reading", "")  # "..., not read as a batch (...)" holds "read as a batch" too
+    batch = "one sample" if "not read as a batch" in reading else "batch" if "read as a batch" in reading else "-"
     return f"run, {c['max_abs']:.1e} ({batch})"
 
 
