@@ -418,10 +418,14 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
     for (const auto& o : n.output()) {
       if (o.empty()) continue;
       Axis a;
-      if (std::string why = axisOfValue(o, a); !why.empty()) {
-        if (op == "Reshape" && in.front().first == 0) {
+      std::string why = axisOfValue(o, a);
+      const Axis& x = in.front().second;
+      const bool reshape = (op == "Reshape" || op == "Flatten") && in.front().first == 0;
+      if (why.empty() && reshape && !reshapedBatch(x, a)) why = "it reshapes across the batch axis";
+      if (!why.empty()) {
+        if (op == "Reshape" && in.front().first == 0) {  // a target traced at the fixed batch?
           const std::vector<int64_t> generic =
-              genericTarget(in.front().second, constantInts(n.input(1)), fixed, intAttribute(n, "allowzero", 0) != 0);
+              genericTarget(x, constantInts(n.input(1)), fixed, intAttribute(n, "allowzero", 0) != 0);
           if (!generic.empty()) {
             patched = index;
             target = generic;
@@ -430,12 +434,8 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
         }
         return where + ": " + why;
       }
-      const Axis& x = in.front().second;
-      if ((op == "Reshape" || op == "Flatten") && in.front().first == 0) {
-        if (!reshapedBatch(x, a)) return where + " reshapes across the batch axis";
-      } else if (a.inner != x.outer * x.inner) {
-        return where + " merges the batch with another axis";
-      } else {
+      if (!reshape) {
+        if (a.inner != x.outer * x.inner) return where + " merges the batch with another axis";
         a.outer = x.outer;
         a.inner = x.inner;
       }
