@@ -235,16 +235,81 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     out.dims = in[1]->dims;
     return out;
   }
-  if (op == "Slice" && a.dims.size() == 1 && (opset >= 10 ? in.size() >= 3 : in.size() == 1)) {
-    if (opset < 10) return std::nullopt;  // attributes then; exporters of today write inputs
+  if (op == "Slice" && !a.dims.empty() && in.size() >= 3 && opset >= 10) {  // along one axis, any step
     if (in[1]->v.size() != 1 || in[2]->v.size() != 1) return std::nullopt;
-    if (in.size() > 3 && (in[3]->v.size() != 1 || (in[3]->v[0] != 0 && in[3]->v[0] != -1))) return std::nullopt;
+    const int64_t rank = int64_t(a.dims.size());
+    int64_t axis = in.size() > 3 ? (in[3]->v.size() == 1 ? in[3]->v[0] : rank) : 0;
+    axis = axis < 0 ? axis + rank : axis;
     const int64_t step = in.size() > 4 ? (in[4]->v.size() == 1 ? in[4]->v[0] : 0) : 1;
-    if (step != 1) return std::nullopt;
-    const int64_t size = int64_t(a.v.size());
-    auto clampAt = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t(0), size); };
-    for (int64_t i = clampAt(in[1]->v[0]); i < clampAt(in[2]->v[0]); ++i) out.v.push_back(a.v[std::size_t(i)]);
-    out.dims = {int64_t(out.v.size())};
+    if (axis < 0 || axis >= rank || step == 0 || (in.size() <= 3 && rank != 1)) return std::nullopt;
+    const int64_t size = a.dims[std::size_t(axis)];
+    int64_t inner = 1, outer = 1;
+    for (int64_t k = axis + 1; k < rank; ++k) inner *= a.dims[std::size_t(k)];
+    for (int64_t k = 0; k < axis; ++k) outer *= a.dims[std::size_t(k)];
+    // ONNX's clamping: [0, size] for a positive step, [-1, size - 1] for a negative one
+    auto at = [&](int64_t i, bool forward) {
+      const int64_t k = i < 0 ? i + size : i;
+      return forward ? std::clamp(k, int64_t(0), size) : std::clamp(k, int64_t(-1), size - 1);
+    };
+    std::vector<int64_t> picked;
+    for (int64_t i = at(in[1]->v[0], step > 0); step > 0 ? i < at(in[2]->v[0], true) : i > at(in[2]->v[0], false); i += step)
+      picked.push_back(i);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i : picked)
+        for (int64_t k = 0; k < inner; ++k) out.v.push_back(a.v[std::size_t((o * size + i) * inner + k)]);
+    out.dims = a.dims;
+    out.dims[std::size_t(axis)] = int64_t(picked.size());
+    return out;
+  }
+  if (op == "Reshape" && in.size() == 2) {  // the same values, new dims (0 copies, -1 fills)
+    out = a;
+    out.dims = in[1]->v;
+    int64_t known = 1, fill = -1;
+    for (std::size_t k = 0; k < out.dims.size(); ++k) {
+      if (out.dims[k] == 0 && k < a.dims.size()) out.dims[k] = a.dims[k];
+      if (out.dims[k] == -1) fill = int64_t(k);
+      else if (out.dims[k] > 0) known *= out.dims[k];
+      else return std::nullopt;
+    }
+    if (fill >= 0) {
+      if (known == 0 || int64_t(a.v.size()) % known != 0) return std::nullopt;
+      out.dims[std::size_t(fill)] = int64_t(a.v.size()) / known;
+    } else if (known != int64_t(a.v.size())) {
+      return std::nullopt;
+    }
+    return out;
+  }
+  if (op == "Transpose" && a.dims.size() == 2) {  // [r, c] -> [c, r] (the only 2-D permutation but identity)
+    const std::vector<int64_t> perm = [&] {
+      for (const auto& attr : n.attribute())
+        if (attr.name() == "perm") return std::vector<int64_t>(attr.ints().begin(), attr.ints().end());
+      return std::vector<int64_t>{1, 0};
+    }();
+    if (perm == std::vector<int64_t>{0, 1}) return a;
+    if (perm != std::vector<int64_t>{1, 0}) return std::nullopt;
+    const int64_t r = a.dims[0], c = a.dims[1];
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < r; ++i) out.v.push_back(a.v[std::size_t(i * c + j)]);
+    out.dims = {c, r};
+    return out;
+  }
+  if (op == "ConstantOfShape" && a.dims.size() == 1) {  // an integer fill (its value attribute, 0 by default)
+    int64_t fill = 0, count = 1;
+    for (const auto& attr : n.attribute())
+      if (attr.name() == "value" && attr.has_t()) {
+        const auto& t = attr.t();
+        if (t.data_type() == onnx::TensorProto::INT64 && t.int64_data_size() == 1) fill = t.int64_data(0);
+        else if (t.data_type() == onnx::TensorProto::INT64 && t.raw_data().size() == 8) std::memcpy(&fill, t.raw_data().data(), 8);
+        else return std::nullopt;
+        out.type = onnx::TensorProto::INT64;
+      }
+    for (int64_t d : a.v) {
+      if (d < 0 || (d > 0 && count > 64 / d)) return std::nullopt;
+      count *= d;
+    }
+    out.v.assign(std::size_t(count), fill);
+    out.dims = a.v;
+    out.type = onnx::TensorProto::INT64;
     return out;
   }
   if (op == "Concat") {
@@ -262,7 +327,7 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     else return std::nullopt;
     return out;
   }
-  static const std::set<std::string> arithmetic{"Add", "Sub", "Mul", "Div"};
+  static const std::set<std::string> arithmetic{"Add", "Sub", "Mul", "Div", "Mod"};
   if (arithmetic.count(op) && in.size() == 2) {
     const ShapeValue& b = *in[1];
     const bool aOne = a.v.size() == 1 && a.dims.size() <= 1, bOne = b.v.size() == 1 && b.dims.size() <= 1;
@@ -270,9 +335,15 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     out.dims = a.v.size() >= b.v.size() ? (a.dims.size() >= b.dims.size() ? a.dims : b.dims) : b.dims;
     for (std::size_t i = 0; i < std::max(a.v.size(), b.v.size()); ++i) {
       const int64_t x = a.v[aOne ? 0 : i], y = b.v[bOne ? 0 : i];
-      if (op == "Div" && y == 0) return std::nullopt;
+      if ((op == "Div" || op == "Mod") && y == 0) return std::nullopt;
+      if (op == "Mod" && intAttribute(n, "fmod", 0) != 0) return std::nullopt;
       if (std::max(std::llabs(x), std::llabs(y)) > (int64_t(1) << 30)) return std::nullopt;  // no overflow
-      out.v.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y);
+      const int64_t m = x % y;  // Mod: the sign of the divisor, as Python's
+      out.v.push_back(op == "Add"   ? x + y
+                      : op == "Sub" ? x - y
+                      : op == "Mul" ? x * y
+                      : op == "Div" ? x / y
+                                    : (m != 0 && (m < 0) != (y < 0) ? m + y : m));
     }
     return out;
   }
@@ -367,13 +438,15 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
   for (int pass = 0;; ++pass) {  // shapes, then the values computed from them, until nothing new is known
     g->clear_value_info();
     try {
+      // without libonnx's own data propagation: putShapeValues evaluates those values, and 1.12's
+      // propagation crashes on some models once their dimensions are numbers (Swin-T's Shape)
       onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
+                                         onnx::ShapeInferenceOptions(false, 0, false));
     } catch (const std::exception& e) {
       std::string what = e.what();
       return "ONNX's shape inference with a marked first dimension fails (" + what.substr(0, what.find('\n')) + ")";
     }
-    if (pass == 16 || !putShapeValues(m)) break;
+    if (pass == 256 || !putShapeValues(m)) break;
   }
   std::map<std::string, const onnx::TypeProto*> types;
   for (const auto& v : g->input()) types[v.name()] = &v.type();
@@ -381,8 +454,14 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
   for (const auto& v : g->output()) types[v.name()] = &v.type();
   // the integers of a constant input (Slice's axes, CumSum's axis); empty where not constant
   const auto constantInts = [&](const std::string& name) -> std::vector<int64_t> {
-    const Constant* c = constant(name);
-    return c ? c->integers : std::vector<int64_t>{};
+    if (const Constant* c = constant(name)) return c->integers;
+    for (const auto& t : g->initializer())  // a value putShapeValues computed (int64_data or int32_data)
+      if (t.name() == name) {
+        std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
+        v.insert(v.end(), t.int32_data().begin(), t.int32_data().end());
+        return v;
+      }
+    return {};
   };
   std::map<std::string, Axis> batch{{input, {}}};
   const auto axisOfValue = [&](const std::string& v, Axis& a) -> std::string {
@@ -449,9 +528,27 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
     const Axis& x = in.front().second;
     const Axis& y = out.front();
     const auto mixes = [&](const std::string& why) { return where + " " + why; };
+    // a value that does not come from the input, at the batch's axis: 1 (broadcast), or computed
+    // from the batch (a constant expanded to it); another size was traced at the fixed batch
+    const auto tracedAtFixed = [&](bool oneIsFine) {
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (batch.count(n.input(i)) || n.input(i).empty()) continue;
+        std::vector<int64_t> d;
+        if (const Constant* c = constant(n.input(i))) d = c->dims;
+        else if (auto t = types.find(n.input(i)); t != types.end() && t->second->tensor_type().has_shape())
+          for (const auto& dim : t->second->tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+        else return true;  // nothing known of it
+        const int64_t k = int64_t(d.size()) - (y.rank - y.at);  // aligned from the right
+        if (k < 0) continue;  // broadcast over the batch axis
+        const int64_t size = d[std::size_t(k)];
+        if (!(size > 0 && size % kBatch == 0) && !(oneIsFine && size == 1)) return true;
+      }
+      return false;
+    };
     if (elementwise().count(op)) {
       for (const auto& [i, a] : in)  // broadcasting aligns from the right
         if (y.rank - a.rank + a.at != y.at) return mixes("broadcasts one sample against another");
+      if (tracedAtFixed(true)) return mixes("combines the samples with a tensor traced at the fixed batch");
     } else if (axisMoves().count(op) || reduction(op)) {
       // where the batch goes is in the inferred shape, checked above
     } else if (op == "Gather") {
@@ -484,6 +581,7 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
     } else if (op == "Concat" || op == "Split") {
       for (const auto& [i, a] : in)
         if (axisOf(intAttribute(n, "axis", 0), std::size_t(a.rank)) == a.at) return mixes("joins or splits along the batch axis");
+      if (op == "Concat" && tracedAtFixed(false)) return mixes("joins the samples with a tensor traced at the fixed batch");
     } else if (op == "Slice") {
       if (in.front().first != 0) return mixes("slices with sample-dependent bounds");
       std::vector<int64_t> axes = n.input_size() > 3 ? constantInts(n.input(3)) : std::vector<int64_t>{};

@@ -166,9 +166,9 @@ def analyse(path):
         return "-"
     t0 = time.time()
     try:
-        r = subprocess.run([PEAT, "save", "analyze", "-m", path, "--mode", "interval", "--input-range", "0,1",
-                            "--input-mean", "0", "--input-std", "1", "--json"], capture_output=True, text=True,
-                           timeout=TIMEOUT)
+        pixels = [] if "token" in path else ["--input-range", "0,1", "--input-mean", "0", "--input-std", "1"]
+        r = subprocess.run([PEAT, "save", "analyze", "-m", path, "--mode", "interval", *pixels, "--json"],
+                           capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"over {TIMEOUT} s"
     if r.returncode != 0:
