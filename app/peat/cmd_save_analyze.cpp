@@ -33,8 +33,13 @@ void store(const save::Selection& s, const SaveAnalyzeOptions& o, const save::Ti
 }
 
 // The output's range against the --tightness references.
-void printOutputRange(const save::Graph& g, const save::Tightness& out, const save::TightnessReferences& ref) {
+void printOutputRange(const save::Graph& g, const save::Selection& s, const save::Tightness& out,
+                      const save::TightnessReferences& ref) {
   std::printf("\noutput (%s) in [%.4g, %.4g]\n", g.nodes[std::size_t(g.output)].name.c_str(), out.unionLo, out.unionHi);
+  for (const save::OutputPart& p : g.outputs) {  // a model with several outputs: each one's bounds
+    const save::Tightness t = save::tightnessOf(s.ranges.nodes[std::size_t(g.output)], p.offset, p.size());
+    std::printf("  output '%s' in [%.4g, %.4g]\n", p.name.c_str(), t.unionLo, t.unionHi);
+  }
   if (!ref.present) return;
   const save::Tightness& t = ref.test[std::size_t(g.output)];
   const double w = out.unionHi - out.unionLo;
@@ -63,6 +68,12 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
                 s.model.c_str(), (long long)g.parameterCount(), criterion.c_str());
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
   if (g.tokens > 0) std::printf("the input holds token ids in [0, %lld] (the embedding tables' rows)\n", (long long)(g.tokens - 1));
+  for (const save::InputPart& p : g.inputs)
+    if (g.inputs.size() > 1 || !std::isnan(p.lo)) {  // each input's raw box
+      double lo = s.options.pixelLo, hi = s.options.pixelHi;
+      save::elementRange(g, p.offset, lo, hi);
+      std::printf("input '%s' %s in [%g, %g]\n", p.name.c_str(), save::dimsText(p.shape).c_str(), lo, hi);
+    }
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "
                 "the box (the fp32 runs' own rounding reaches the logits by at most %.3g; sensitivities in %.3f s)\n",
@@ -82,7 +93,7 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
     if (ref.present) std::printf(" %10.2fx", ratio(l.meanWidth, ref.test[std::size_t(l.node)].meanWidth));
     std::printf("\n");
   }
-  printOutputRange(g, out, ref);
+  printOutputRange(g, s, out, ref);
   std::printf("reliable memory%s: %lld of %lld tiles (%lldx%lld fp32, batch %lld), peak %.1f KiB in use of a %.1f KiB budget "
               "(the working set peaks at %.1f KiB); %lld of %lld values are type 2\n",
               so.placement == "ranked" ? "" : so.placement == "none" ? " (none placed)" : " (random placement)", (long long)s.reliableTiles, (long long)s.totalTiles, (long long)so.tileRows, (long long)so.tileCols,

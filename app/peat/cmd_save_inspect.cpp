@@ -23,6 +23,10 @@ int runSaveInspect(const SaveAnalyzeOptions& o) {
   std::printf("SAVE graph of %s: %zu ops, %lld parameters, input %s, output '%s' (%s)\n", g.model.c_str(), g.nodes.size(),
               (long long)g.parameterCount(), save::dimsText(g.nodes[0].shape).c_str(), g.nodes[std::size_t(g.output)].name.c_str(),
               save::dimsText(g.nodes[std::size_t(g.output)].shape).c_str());
+  if (g.inputs.size() > 1)
+    std::printf("%zu inputs, laid end to end in the input node: %s\n", g.inputs.size(), save::partsText(g.inputs).c_str());
+  if (!g.outputs.empty())
+    std::printf("%zu outputs, laid end to end in the output node: %s\n", g.outputs.size(), save::partsText(g.outputs).c_str());
   if (!g.batch.empty()) std::printf("%s\n", g.batch.c_str());
   if (g.tokens > 0) std::printf("the input holds token ids in [0, %lld] (the embedding tables' rows)\n", (long long)(g.tokens - 1));
   int width = 12;

@@ -47,7 +47,9 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--weights,-w", o.weights, "Session or checkpoint file with the weights (not for an ONNX model)");
   cmd->add_option("--run", o.run, "Run holding the checkpoint")->capture_default_str();
   cmd->add_option("--iteration", o.iteration, "Checkpoint iteration (default: the last)");
-  cmd->add_option("--input-range", o.inputRange, "Raw pixel range LO,HI")->capture_default_str();
+  cmd->add_option("--input-range", o.inputRange, "Raw input range LO,HI; NAME=LO,HI for one input of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
+      ->capture_default_str();
   cmd->add_option("--input-mean", o.inputMean, "An ONNX model's input mean: one value or one per channel (default 0.2860)");
   cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
@@ -98,10 +100,18 @@ CLI::App* addSaveRunCommand(CLI::App* save, peat::cli::SaveRunOptions& o) {
                                       "injected faults) and write its outputs; compare them with a reference",
                                       o.analysis, "(the batch is the input's samples)", 6, 1);
   cmd->add_option("--input,-i", o.input, "The model's input as it takes it (normalised): x.npy or x.h5:/dataset, one "
-                                         "sample or [N, sample...]")->required();
-  cmd->add_option("--output,-o", o.output, "Write the outputs here as .npy ([N, output...])");
+                                         "sample or [N, sample...]; a model with several inputs takes one per input "
+                                         "in order, or NAME=FILE")
+      ->required()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--output,-o", o.output, "Write the outputs here as .npy ([N, output...]); a model with several "
+                                           "outputs writes Y.NAME.npy for each");
   cmd->add_flag("--force", o.force, "Replace an existing --output file");
-  cmd->add_option("--expect", o.expect, "A reference for the outputs (e.g. PyTorch's): .npy or .h5:/dataset");
+  cmd->add_option("--expect", o.expect, "A reference for the outputs (e.g. PyTorch's): .npy or .h5:/dataset; a model "
+                                       "with several outputs takes one per output in order, or NAME=FILE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--max-diff", o.maxDiff, "With --expect: fail (exit 1) when the largest |difference| exceeds this");
   cmd->add_option("--protect", o.protect, "none, save, tmr, ranger or ecc")->capture_default_str();
   cmd->add_option("--flips", o.flips, "Faults injected over the inference (all samples in one batch)")->capture_default_str();
@@ -244,7 +254,9 @@ int main(int argc, char** argv) {
       ->excludes(weightsOption);
   saveAnalyzeCmd->add_option("--run", saveAnalyze.run, "Run holding the checkpoint")->capture_default_str();
   saveAnalyzeCmd->add_option("--iteration", saveAnalyze.iteration, "Checkpoint iteration (default: the last)");
-  saveAnalyzeCmd->add_option("--input-range", saveAnalyze.inputRange, "Raw pixel range LO,HI (before normalisation)")
+  saveAnalyzeCmd->add_option("--input-range", saveAnalyze.inputRange, "Raw input range LO,HI (before normalisation); "
+                                                                       "NAME=LO,HI for one input of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--input-mean", saveAnalyze.inputMean,
                              "An ONNX model's input mean: one value or one per channel, e.g. 0.485,0.456,0.406 "

@@ -12,6 +12,15 @@ namespace peat::save {
 
 namespace {
 
+// "a=0,1;b=-1,1": the named inputs' ranges as one label (names hold no ';' in practice; a name
+// that does is stored with it, and the reload then refuses the range by name)
+std::string inputRangesText(const std::vector<std::string>& ranges) {
+  std::string t;
+  for (const std::string& e : ranges) t += (t.empty() ? "" : ";") + e;
+  return t;
+}
+
+
 double scalar(const store::StoredRecord& r, const std::string& key) {
   const auto it = r.scalars.find(key);
   return it == r.scalars.end() ? 0.0 : it->second;
@@ -111,6 +120,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                 {"weights", source.weights}, {"weights_run", source.run},
                 {"model_source", source.model}, {"input_mean", numberListText(source.inputMean)},
                 {"input_std", numberListText(source.inputStd)}, {"random_weights", std::to_string(source.randomSeed)},
+                {"input_ranges", inputRangesText(source.inputRanges)},
                 {"ranges", s.sound ? "sound" : "unsound (profiled)"},
                 {"criterion", s.options.criterion}, {"placement", s.options.placement}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
@@ -184,6 +194,8 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   for (auto [text, into] : {std::pair{label(sum, "input_mean"), &a.source.inputMean}, std::pair{label(sum, "input_std"), &a.source.inputStd}})
     if (!text.empty())
       for (double v : util::parseNumberList(text, "the stored input normalisation")) into->push_back(float(v));
+  for (const std::string& e : util::splitText(label(sum, "input_ranges"), ';'))  // absent before 2026-12-06
+    if (!e.empty()) a.source.inputRanges.push_back(e);
   for (const std::string& name : util::splitText(label(sum, "layers"), ','))
     a.layers.push_back(storedLayer(reader.saveResult(id + "." + name), name, id + "." + name));
   return a;

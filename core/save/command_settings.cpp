@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/save/command_settings.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -45,21 +46,26 @@ std::pair<int, int> shardOption(const std::string& text) {
   throw std::invalid_argument("--shard '" + text + "' is not INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4");
 }
 
-std::pair<double, double> inputRangeOption(const std::string& text) {
-  const auto comma = text.find(',');
-  if (comma != std::string::npos) {
-    try {
-      std::size_t used = 0;
-      const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
-      const double lo = std::stod(a, &used);
-      if (used == a.size()) {
-        const double hi = std::stod(b, &used);
-        if (used == b.size()) return {lo, hi};
-      }
-    } catch (const std::exception&) {
-    }
+std::vector<std::string> inputRangeEntries(const std::string& text) {
+  std::vector<std::string> entries;
+  std::size_t from = 0;
+  while (from <= text.size()) {  // the option given several times: its values joined by newlines
+    const std::size_t to = std::min(text.find('\n', from), text.size());
+    if (to > from) entries.push_back(text.substr(from, to - from));
+    from = to + 1;
   }
-  throw std::invalid_argument("--input-range '" + text + "' is not LO,HI with two numbers, e.g. 0,1");
+  return entries;
+}
+
+std::pair<double, double> inputRangeOption(const std::string& text) {
+  std::string all = "0,1";  // the default where only named inputs' ranges are given
+  int unnamed = 0;
+  for (const std::string& e : inputRangeEntries(text))
+    if (e.find('=') == std::string::npos) {
+      all = e;
+      if (++unnamed > 1) throw std::invalid_argument("--input-range gives two ranges for every input");
+    }
+  return rangeText(all, "--input-range");
 }
 
 void applyBudget(const std::string& budget, SelectionOptions& so) {
@@ -121,6 +127,8 @@ ModelSource modelSource(const cli::SaveAnalyzeOptions& o) {
   };
   source.inputMean = parse(o.inputMean, "--input-mean");
   source.inputStd = parse(o.inputStd, "--input-std");
+  for (const std::string& e : inputRangeEntries(o.inputRange))
+    if (e.find('=') != std::string::npos) source.inputRanges.push_back(e);
   return source;
 }
 

@@ -6,6 +6,7 @@
 // std::invalid_argument naming the option for bad text (the CLI exits 2 with it).
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/save/campaign.h"
 #include "core/save/check_bits_record.h"
@@ -17,8 +18,11 @@ namespace peat::save {
 
 // --shard "INDEX/COUNT" -> {INDEX, COUNT}.
 std::pair<int, int> shardOption(const std::string& text);
-// --input-range "LO,HI" -> {LO, HI}.
+// --input-range "LO,HI" -> {LO, HI}: the range of every input not named (0,1 where only named ones
+// are given; the option given several times holds its values joined by newlines).
 std::pair<double, double> inputRangeOption(const std::string& text);
+// --input-range's values one by one: "LO,HI" and "NAME=LO,HI" (an ONNX input's own range).
+std::vector<std::string> inputRangeEntries(const std::string& text);
 // --budget "5%" (a share of the working set) or "2.5" / "2.5MiB" (MiB) into `so`; empty: as it is.
 void applyBudget(const std::string& budget, SelectionOptions& so);
 

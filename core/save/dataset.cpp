@@ -67,6 +67,10 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
   if (spec.empty() || spec == builtin || spec.rfind(builtin + ":", 0) == 0) {
     if (g.tokens > 0)
       throw std::invalid_argument("model " + g.model + " takes token ids, not images: give its data (--data FILE.h5 or DIR)");
+    if (g.inputs.size() > 1)
+      throw std::invalid_argument("model " + g.model + " takes " + std::to_string(g.inputs.size()) +
+                                  " inputs, not one image: give its data (--data FILE.h5 or DIR, each sample's inputs "
+                                  "end to end)");
     std::vector<int64_t> want = in;
     if (spec.size() > builtin.size()) {
       want.clear();
@@ -134,8 +138,13 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     d.name = spec + " (" + split + ")";
   }
   fitInputRange(g, lo, hi);  // token ids: integers in the tables' rows
+  const auto inRange = [&](std::size_t i) {  // an input's own range, where one was named
+    double l = lo, h = hi;
+    elementRange(g, int64_t(i) % size, l, h);
+    return raw[i] >= l && raw[i] <= h;
+  };
   for (std::size_t i = 0; i < raw.size(); ++i)
-    if (!(raw[i] >= lo && raw[i] <= hi) || (g.tokens > 0 && raw[i] != std::floor(raw[i])))
+    if (!inRange(i) || (g.tokens > 0 && raw[i] != std::floor(raw[i])))
       throw std::invalid_argument("data '" + (spec.empty() ? builtin : spec) + "': " + split + "/x sample " +
                                   std::to_string(int64_t(i) / size) + " holds " + numberText(raw[i]) +
                                   ", outside the analysed input range [" + numberText(lo) + ", " + numberText(hi) +

@@ -3,7 +3,9 @@
 // SAVE's view of a model: a small dataflow graph of inference ops with their fp32 parameters,
 // built from a checkpoint's named parameters (the zoo's names), and an fp32 inference engine over
 // it whose arithmetic the range analysis bounds. No LibTorch: `peat save` runs without it.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -70,6 +72,22 @@ struct Node {
   int64_t rows() const { return size() / features(); }  // rows of the last dimension
 };
 
+// One input or output of an ONNX model: its part of every sample of node 0 (the inputs laid end to
+// end, in the model's input order) or of the output node (the outputs' concatenation).
+struct OutputPart {
+  std::string name;
+  int64_t offset = 0;           // where it starts in one sample of the output node
+  std::vector<int64_t> shape;   // one sample's
+  // an input's own raw range (`--input-range NAME=LO,HI`), in place of the one requested for all;
+  // NaN: none
+  double lo = std::numeric_limits<double>::quiet_NaN(), hi = std::numeric_limits<double>::quiet_NaN();
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
 struct Graph {
   std::string model;
   std::string batch;  // how an ONNX input's fixed first dimension was read; empty: a batch axis (1 or symbolic)
@@ -85,12 +103,29 @@ struct Graph {
   // > 0: node 0 holds token ids (an integer ONNX input read by embeddings), each an integer in
   // [0, tokens); no normalisation applies, and the analysed input box is that range.
   int64_t tokens = 0;
+  // A model with several outputs: each one's name, place and shape in the output node (a Select
+  // that lays them end to end); empty for a model with one output.
+  std::vector<OutputPart> outputs;
+  // An ONNX model's inputs: each one's name, place and shape in node 0 (one entry for a model with
+  // one input; several laid end to end, node 0 then being [total] and each input a select of it);
+  // empty for the zoo's graphs.
+  std::vector<OutputPart> inputs;
 };
+
+using InputPart = OutputPart;
 
 // The analysed input box of `g` for a requested [lo, hi]: token ids span [0, tokens - 1] whatever
 // was asked (they are not pixels), a float input the range requested.
 inline void fitInputRange(const Graph& g, double& lo, double& hi) {
   if (g.tokens > 0) lo = 0, hi = double(g.tokens - 1);
+}
+
+// The raw range of input element `element` (of one sample of node 0): its input's own where one
+// was given for it by name, else [lo, hi] as fitInputRange makes it.
+inline void elementRange(const Graph& g, int64_t element, double& lo, double& hi) {
+  fitInputRange(g, lo, hi);
+  for (const OutputPart& p : g.inputs)
+    if (element >= p.offset && element < p.offset + p.size() && !std::isnan(p.lo)) lo = p.lo, hi = p.hi;
 }
 
 // The stem of a SAVE result's name for a model: the zoo name, or an ONNX file's name without its

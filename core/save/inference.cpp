@@ -27,24 +27,72 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// top-1 of each sample's output (of the first, for a model with several)
+// " (input 'NAME', element k)" for an element of one of several inputs; "" for a model with one
+std::string inputNamed(const Graph& g, int64_t element) {
+  if (g.inputs.size() < 2) return "";
+  for (const OutputPart& p : g.inputs)
+    if (element >= p.offset && element < p.offset + p.size())
+      return " (input '" + p.name + "', element " + std::to_string(element - p.offset) + ")";
+  return "";
+}
+
 void predict(const Graph& g, InferenceResult& r) {
-  const int64_t size = g.nodes[std::size_t(g.output)].size();
+  const int64_t total = g.nodes[std::size_t(g.output)].size();
+  const int64_t offset = g.outputs.empty() ? 0 : g.outputs[0].offset;
+  const int64_t size = g.outputs.empty() ? total : g.outputs[0].size();
   r.predictions.resize(std::size_t(r.samples));
-  for (int64_t s = 0; s < r.samples; ++s) r.predictions[std::size_t(s)] = topClass(r.outputs.data() + s * size, size);
+  for (int64_t s = 0; s < r.samples; ++s)
+    r.predictions[std::size_t(s)] = topClass(r.outputs.data() + s * total + offset, size);
 }
 
 }  // namespace
 
-int64_t samplesIn(const Graph& g, const std::vector<uint64_t>& inputShape) {
+namespace {
+
+// Samples of `sampleShape` in a tensor of `inputShape` (one sample, with or without leading 1s, or
+// [N, sample...]); SaveError naming `what` otherwise.
+int64_t samplesOf(const std::vector<int64_t>& sampleShape, const std::vector<uint64_t>& inputShape, const std::string& what) {
   std::vector<uint64_t> sample;
-  for (int64_t d : g.nodes[0].shape) sample.push_back(uint64_t(d));
+  for (int64_t d : sampleShape) sample.push_back(uint64_t(d));
   const std::vector<uint64_t> given = withoutLeadingOnes(inputShape);
   if (given == withoutLeadingOnes(sample)) return 1;
   if (inputShape.size() == sample.size() + 1 && inputShape[0] > 0 &&
       std::equal(sample.begin(), sample.end(), inputShape.begin() + 1))
     return int64_t(inputShape[0]);
-  throw SaveError("the input has shape " + shapeText(inputShape) + ", but the model takes samples of " +
+  throw SaveError(what + " has shape " + shapeText(inputShape) + ", but the model takes samples of " +
                   shapeText(sample) + ": give one sample or [N," + shapeText(sample).substr(1));
+}
+
+}  // namespace
+
+int64_t samplesIn(const Graph& g, const std::vector<uint64_t>& inputShape) {
+  return samplesOf(g.nodes[0].shape, inputShape, "the input");
+}
+
+io::FloatTensor joinInputs(const Graph& g, const std::vector<const io::FloatTensor*>& parts) {
+  if (parts.size() != g.inputs.size())
+    throw SaveError("the model takes " + std::to_string(g.inputs.size()) + " inputs; " + std::to_string(parts.size()) +
+                    " given");
+  int64_t samples = -1;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const int64_t n = samplesOf(g.inputs[k].shape, parts[k]->shape(), "input '" + g.inputs[k].name + "' (" + parts[k]->origin + ")");
+    if (samples >= 0 && n != samples)
+      throw SaveError("input '" + g.inputs[k].name + "' holds " + std::to_string(n) + " sample(s), input '" +
+                      g.inputs[0].name + "' " + std::to_string(samples) + ": give every input the same samples");
+    samples = n;
+  }
+  const int64_t total = g.nodes[0].size();
+  std::vector<float> joined(std::size_t(samples * total));
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const OutputPart& p = g.inputs[k];
+    for (int64_t s = 0; s < samples; ++s)
+      std::copy(parts[k]->data() + s * p.size(), parts[k]->data() + (s + 1) * p.size(),
+                joined.begin() + std::ptrdiff_t(s * total + p.offset));
+  }
+  io::FloatTensor t = io::FloatTensor::owned(std::move(joined), {uint64_t(samples), uint64_t(total)});
+  t.origin = "the inputs";
+  return t;
 }
 
 namespace {
@@ -118,38 +166,43 @@ std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples
         return m.str();
       }
       const double raw = x * double(g.deviationOf(i)) + double(g.meanOf(i));
+      double lo = pixelLo, hi = pixelHi;
+      elementRange(g, i, lo, hi);  // an input's own range, where one was named
       // the box is checked on raw values; a normalised value that maps back within rounding is in it
-      const double slack = 1e-6 * std::max({1.0, std::fabs(pixelLo), std::fabs(pixelHi)});
-      if (!(raw >= pixelLo - slack && raw <= pixelHi + slack)) {
+      const double slack = 1e-6 * std::max({1.0, std::fabs(lo), std::fabs(hi)});
+      if (!(raw >= lo - slack && raw <= hi + slack)) {
         std::ostringstream m;
-        m << "sample " << s << ", element " << i << ": " << x << " (raw " << raw << ") lies outside the analysed input box ["
-          << pixelLo << ", " << pixelHi << "]";
+        m << "sample " << s << ", element " << i << inputNamed(g, i) << ": " << x << " (raw " << raw
+          << ") lies outside the analysed input box [" << lo << ", " << hi << "]";
         return m.str();
       }
     }
   return {};
 }
 
-OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor& reference) {
-  if (reference.size() != r.outputs.size()) {
+OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor& reference, const OutputPart* part) {
+  const int64_t total = r.samples ? int64_t(r.outputs.size()) / r.samples : 0;
+  const int64_t offset = part ? part->offset : 0, size = part ? part->size() : total;
+  if (int64_t(reference.size()) != r.samples * size) {
     std::vector<uint64_t> ours{uint64_t(r.samples)};
-    for (int64_t d : r.outputShape) ours.push_back(uint64_t(d));
+    for (int64_t d : part ? part->shape : r.outputShape) ours.push_back(uint64_t(d));
     throw SaveError("the reference " + reference.origin + " has shape " + shapeText(reference.shape()) + " (" +
-                    std::to_string(reference.size()) + " values), the outputs " + shapeText(ours) + " (" +
-                    std::to_string(r.outputs.size()) + ")");
+                    std::to_string(reference.size()) + " values), the output" + (part ? " '" + part->name + "'" : "s") +
+                    " " + shapeText(ours) + " (" + std::to_string(r.samples * size) + ")");
   }
   OutputComparison c;
   c.samples = r.samples;
-  const int64_t size = r.samples ? int64_t(r.outputs.size()) / r.samples : 0;
-  if (!r.outputs.empty()) {  // where no element differs, the worst is the first
-    c.worstValue = r.outputs[0];
+  if (r.samples > 0 && size > 0) {  // where no element differs, the worst is the first
+    c.worstValue = r.outputs[std::size_t(offset)];
     c.worstReference = reference.data()[0];
   }
   for (int64_t s = 0; s < r.samples; ++s) {
     const float* ref = reference.data() + s * size;
-    if (topClass(ref, size) == r.predictions[std::size_t(s)] && r.predictions[std::size_t(s)] >= 0) ++c.top1Agree;
+    const float* ours = r.outputs.data() + s * total + offset;
+    const int top = topClass(ours, size);
+    if (top >= 0 && topClass(ref, size) == top) ++c.top1Agree;
     for (int64_t i = 0; i < size; ++i) {
-      const double a = r.outputs[std::size_t(s * size + i)], b = ref[i];
+      const double a = ours[i], b = ref[i];
       if (std::isfinite(a) != std::isfinite(b)) {
         ++c.nonFinite;
         continue;
@@ -167,6 +220,17 @@ OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor&
     }
   }
   return c;
+}
+
+std::vector<float> outputValues(const InferenceResult& r, const OutputPart& part) {
+  const int64_t total = r.samples ? int64_t(r.outputs.size()) / r.samples : 0;
+  std::vector<float> v;
+  v.reserve(std::size_t(r.samples * part.size()));
+  for (int64_t s = 0; s < r.samples; ++s) {
+    const float* from = r.outputs.data() + s * total + part.offset;
+    v.insert(v.end(), from, from + part.size());
+  }
+  return v;
 }
 
 }  // namespace peat::save

@@ -18,6 +18,11 @@ namespace peat::save {
 // [B, sample...] is B samples. Anything else throws SaveError naming both shapes.
 int64_t samplesIn(const Graph& g, const std::vector<uint64_t>& inputShape);
 
+// A model with several inputs: their tensors (in g.inputs' order, each one sample of its input's
+// shape or [N, sample...], all with the same N) as node 0 takes them, each sample's inputs end to
+// end ([N, total]). Throws SaveError naming the input that does not fit.
+io::FloatTensor joinInputs(const Graph& g, const std::vector<const io::FloatTensor*>& parts);
+
 struct InferenceOptions {
   Scheme scheme = Scheme::None;  // protection; None with no faults: the plain engine
   FaultModel faults;             // faults per inference of the whole input (flips 0: none)
@@ -28,7 +33,7 @@ struct InferenceResult {
   int64_t samples = 0;
   std::vector<int64_t> outputShape;  // one sample's output (the graph's output node)
   std::vector<float> outputs;        // samples x output size, in sample order
-  std::vector<int> predictions;      // top-1 per sample; -1 where an output is NaN or infinite
+  std::vector<int> predictions;      // top-1 per sample (of the first of several outputs); -1: NaN or Inf
   RunStats stats;                    // faults, detections, recoveries (protected runs)
   int64_t unreliableWords = 0;       // the scheme's unreliable memory (protected runs)
   double seconds = 0;                // the first inference alone (no import, no analysis)
@@ -58,7 +63,12 @@ struct OutputComparison {
   int64_t top1Agree = 0, samples = 0;
   int64_t nonFinite = 0;  // elements where exactly one side is NaN or infinite
 };
-// Throws SaveError when the reference's element count differs, naming both shapes.
-OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor& reference);
+// Throws SaveError when the reference's element count differs, naming both shapes. With `part`
+// (one of a model's several outputs, Graph::outputs), that output alone against the reference.
+OutputComparison compareOutputs(const InferenceResult& r, const io::FloatTensor& reference,
+                                const OutputPart* part = nullptr);
+
+// One of several outputs' values out of the output node's, [samples x part.size()] in sample order.
+std::vector<float> outputValues(const InferenceResult& r, const OutputPart& part);
 
 }  // namespace peat::save

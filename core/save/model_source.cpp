@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/save/model_source.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -8,6 +9,52 @@
 #include "core/save/onnx_model.h"
 
 namespace peat::save {
+
+std::pair<double, double> rangeText(const std::string& text, const std::string& option) {
+  const auto cut = text.find_first_of(",:");
+  if (cut != std::string::npos) {
+    try {
+      std::size_t used = 0;
+      const std::string a = text.substr(0, cut), b = text.substr(cut + 1);
+      const double lo = std::stod(a, &used);
+      if (used == a.size()) {
+        const double hi = std::stod(b, &used);
+        if (used == b.size()) return {lo, hi};
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  throw std::invalid_argument(option + " '" + text + "' is not LO,HI with two numbers, e.g. 0,1");
+}
+
+namespace {
+
+// --input-range NAME=LO,HI: that input's own raw range (an ONNX model's input, float32)
+void applyInputRanges(const ModelSource& o, Graph& g) {
+  for (const std::string& e : o.inputRanges) {
+    const std::size_t eq = e.find('=');
+    const std::string name = e.substr(0, eq);
+    const auto [lo, hi] = rangeText(eq == std::string::npos ? "" : e.substr(eq + 1), "--input-range " + name + "=");
+    if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+      throw std::invalid_argument("--input-range " + e + " is no finite range with LO <= HI");
+    if (g.tokens > 0)
+      throw std::invalid_argument("--input-range " + e + ": model " + o.model + " takes token ids, whose range is its "
+                                  "embedding tables' rows");
+    std::string names;
+    OutputPart* part = nullptr;
+    for (OutputPart& p : g.inputs) {
+      names += (names.empty() ? "'" : ", '") + p.name + "'";
+      if (p.name == name) part = &p;
+    }
+    if (!part)
+      throw std::invalid_argument("--input-range names '" + name + "', which is no input of model " + o.model +
+                                  (g.inputs.empty() ? std::string(" (a zoo model: give LO,HI alone)") : " (its inputs: " + names + ")"));
+    part->lo = lo;
+    part->hi = hi;
+  }
+}
+
+}  // namespace
 
 Graph buildGraph(const ModelSource& o) {
   Graph g;
@@ -24,6 +71,7 @@ Graph buildGraph(const ModelSource& o) {
       throw std::invalid_argument("give --weights FILE or --random-weights SEED (a seed > 0)");
     g = o.randomSeed ? randomGraph(o.model, o.randomSeed) : zooGraph(o.model, loadCheckpoint(o.weights, o.run, o.iteration));
   }
+  applyInputRanges(o, g);
   if (o.inputMean.empty() && o.inputStd.empty()) return g;
   if (g.tokens > 0)
     throw std::invalid_argument("--input-mean and --input-std normalise pixels; model " + o.model + " takes token ids");

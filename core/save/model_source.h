@@ -6,6 +6,7 @@
 // so that the workbench can rebuild the very network later ("Flip in the model").
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/save/graph.h"
@@ -20,7 +21,13 @@ struct ModelSource {
   uint64_t randomSeed = 0;  // > 0: seeded random weights of a zoo model
   // An ONNX model's input normalisation, one value or one per channel; empty: the graph's own
   std::vector<float> inputMean, inputStd;
+  // Raw ranges of an ONNX model's inputs by name, "NAME=LO,HI" (`--input-range NAME=LO,HI`), each
+  // in place of the range requested for all inputs
+  std::vector<std::string> inputRanges;
 };
+
+// "LO,HI" or "LO:HI" -> {LO, HI}; std::invalid_argument naming `option` otherwise.
+std::pair<double, double> rangeText(const std::string& text, const std::string& option);
 
 // The network. Throws std::invalid_argument for a source that names no network (both or neither of
 // weights and seed for a zoo model, a seed for an ONNX file, normalisation for a zoo model, a

@@ -145,12 +145,12 @@ std::vector<int64_t> genericTarget(const Axis& x, std::vector<int64_t> t, int64_
 
 }  // namespace
 
-std::string Importer::mixesSamples(const std::string& input) {
+std::string Importer::mixesSamples(const std::vector<std::string>& inputs) {
   onnx::ModelProto m = model_;
   onnx::GraphProto* g0 = m.mutable_graph();
   g0->clear_value_info();
   for (auto& in : *g0->mutable_input())
-    if (in.name() == input)
+    if (std::find(inputs.begin(), inputs.end(), in.name()) != inputs.end())
       in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(kBatch);
   for (auto& out : *g0->mutable_output()) out.mutable_type()->mutable_tensor_type()->clear_shape();
   // A Reshape to a constant target traced at the fixed batch N (`x.view(x.size(0), -1)`, attention's
@@ -166,7 +166,7 @@ std::string Importer::mixesSamples(const std::string& input) {
   for (int round = 0; round < 256; ++round) {
     int patched = -1;
     std::vector<int64_t> target, generic;
-    const std::string why = sampleCheck(m, input, patched, target);
+    const std::string why = sampleCheck(m, inputs, patched, target);
     if (patched < 0) {
       if (!why.empty()) return why;
       for (std::size_t k = 0; k < patches.size(); ++k) {
@@ -427,12 +427,12 @@ bool Importer::putShapeValues(onnx::ModelProto& m) const {
   return put;
 }
 
-std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, int& patched,
+std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::string>& inputs, int& patched,
                                   std::vector<int64_t>& target) const {
   onnx::GraphProto* g = m.mutable_graph();
-  const int64_t fixed = [&] {
+  const int64_t fixed = [&] {  // the inputs' fixed first dimension (input() checked that they agree)
     for (const auto& in : model_.graph().input())
-      if (in.name() == input) return in.type().tensor_type().shape().dim(0).dim_value();
+      if (in.name() == inputs.front()) return in.type().tensor_type().shape().dim(0).dim_value();
     return int64_t(0);
   }();
   for (int pass = 0;; ++pass) {  // shapes, then the values computed from them, until nothing new is known
@@ -463,7 +463,8 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
       }
     return {};
   };
-  std::map<std::string, Axis> batch{{input, {}}};
+  std::map<std::string, Axis> batch;
+  for (const std::string& input : inputs) batch[input] = {};
   const auto axisOfValue = [&](const std::string& v, Axis& a) -> std::string {
     auto t = types.find(v);
     if (t == types.end() || !t->second->has_tensor_type() || !t->second->tensor_type().has_shape())
@@ -484,7 +485,8 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::string& input, 
     if (count != 1) return count == 0 ? "the batch dimension does not come through it" : "it pairs samples with samples";
     return "";
   };
-  if (std::string why = axisOfValue(input, batch[input]); !why.empty()) return "the input: " + why;
+  for (const std::string& input : inputs)
+    if (std::string why = axisOfValue(input, batch[input]); !why.empty()) return "input '" + input + "': " + why;
   for (int index = 0; index < g->node_size(); ++index) {
     const onnx::NodeProto& n = g->node(index);
     const std::string& op = n.op_type();

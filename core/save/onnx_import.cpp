@@ -53,12 +53,25 @@ Graph Importer::mapped() {
     throw SaveError("ONNX model '" + path_ + "' has " + std::to_string(unsupported_.size()) + " node" +
                     (unsupported_.size() == 1 ? "" : "s") + " SAVE cannot bound: " + list);
   }
-  if (graph.output_size() != 1) throw SaveError("ONNX model '" + path_ + "' has " + std::to_string(graph.output_size()) +
-                                                " outputs; SAVE analyses models with one (the logits)");
-  auto it = values_.find(graph.output(0).name());
-  if (it == values_.end()) throw SaveError("ONNX model '" + path_ + "': its output is not computed from its input");
-  g_.output = it->second;
-  checkDeclaredOutput(graph.output(0));
+  if (graph.output_size() == 0) throw SaveError("ONNX model '" + path_ + "' has no output");
+  std::vector<int> outputs;
+  for (const auto& out : graph.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end())
+      throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is not computed from its input");
+    checkDeclaredOutput(out, it->second);
+    outputs.push_back(it->second);
+  }
+  g_.output = outputs[0];
+  if (outputs.size() > 1) {  // several outputs: one node that lays them end to end, each part named
+    std::vector<int64_t> gather;
+    for (int i = 0; i < graph.output_size(); ++i) {
+      const Node& n = b_.node(outputs[std::size_t(i)]);
+      g_.outputs.push_back({graph.output(i).name(), int64_t(gather.size()), n.shape});
+      for (int64_t e = 0; e < n.size(); ++e) gather.push_back(int64_t(gather.size()));
+    }
+    g_.output = b_.select("outputs", outputs, {int64_t(gather.size())}, gather);
+  }
   pruneDeadNodes();
   if (!replacements_) g_.model = path_;
   return g_;

@@ -149,13 +149,15 @@ class Importer {
   Constant decode(const onnx::TensorProto& t, const char* what);
   void replace();
   void input();
+  std::vector<int64_t> sampleShape(const onnx::ValueInfoProto& in, int first) const;
   void tokenInput(const std::string& name, const std::string& type);
   void embedding(const onnx::NodeProto& n);  // onnx_moves.cpp: Gather of a constant table by token ids
-  void checkDeclaredOutput(const onnx::ValueInfoProto& out) const;
+  void checkDeclaredOutput(const onnx::ValueInfoProto& out, int node) const;
   // "" when a model whose input fixes its first dimension computes each sample alone; else why
   // not (onnx_batch.cpp)
-  std::string mixesSamples(const std::string& input);
-  std::string sampleCheck(onnx::ModelProto m, const std::string& input, int& patched, std::vector<int64_t>& target) const;
+  std::string mixesSamples(const std::vector<std::string>& inputs);
+  std::string sampleCheck(onnx::ModelProto m, const std::vector<std::string>& inputs, int& patched,
+                          std::vector<int64_t>& target) const;
   bool putShapeValues(onnx::ModelProto& m) const;
   static void putReshapeTarget(onnx::ModelProto& m, int node, const std::string& name, const std::vector<int64_t>& target);
 

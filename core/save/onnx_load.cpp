@@ -217,75 +217,122 @@ void Importer::tokenInput(const std::string& name, const std::string& type) {
   tokenInput_ = name;
 }
 
-void Importer::input() {
-  std::set<std::string> initialisers;
-  for (const auto& t : model_.graph().initializer()) initialisers.insert(t.name());
-  const onnx::ValueInfoProto* in = nullptr;
-  for (const auto& v : model_.graph().input())
-    if (!initialisers.count(v.name())) {
-      if (in) throw SaveError("ONNX model '" + path_ + "' has more than one input; SAVE analyses models with one");
-      in = &v;
-    }
-  if (!in) throw SaveError("ONNX model '" + path_ + "' has no input");
-  const auto& type = in->type().tensor_type();
-  if (type.elem_type() == onnx::TensorProto::INT64 || type.elem_type() == onnx::TensorProto::INT32)
-    tokenInput(in->name(), typeName(type.elem_type()));  // token ids, or refused naming the node that reads them
-  else if (type.elem_type() != onnx::TensorProto::FLOAT)
-    throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
-                    "; SAVE analyses float32 inputs and integer token ids");
+// One sample's shape of input `in` (its dimensions from `first` on), each fixed and positive, and
+// at most 2^26 elements (bounded before anything is allocated for it: a 150-byte file may declare
+// [1, 2^62, 4], whose count wraps to 0 in 64 bits).
+std::vector<int64_t> Importer::sampleShape(const onnx::ValueInfoProto& in, int first) const {
   std::vector<int64_t> shape;
-  const auto& dims = type.shape().dim();
-  // The first dimension is a batch where the model says so (a symbolic dimension, or 1), and where
-  // a model that fixes it to N computes each sample alone (checked: mixesSamples). Else the whole
-  // declared input is one sample (a Transpose, Concat or Reshape over axis 0 mixes its samples).
-  int first = 1;
-  if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1) {
-    const std::string why = dims[0].dim_value() < 1 ? "it is not positive"
-                            : dims.size() == 1      ? "it is the only dimension, a sample needs one"
-                                                    : mixesSamples(in->name());
-    const std::string n = std::to_string(dims[0].dim_value());
-    if (why.empty()) {
-      fixedBatch_ = dims[0].dim_value();
-      g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n +
-                 ": read as a batch (no node mixes samples, checked with that dimension marked)";
-    } else {
-      first = 0;
-      g_.batch = "input '" + in->name() + "' fixes its first dimension to " + n + ", not read as a batch (" + why +
-                 "): the whole declared input is one sample";
-    }
-  }
+  const auto& dims = in.type().tensor_type().shape().dim();
   for (int i = first; i < dims.size(); ++i) {
     if (dims[i].has_dim_value() && dims[i].dim_value() == 0)
-      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in.name() +
                       "' is 0 (an empty tensor); export with a non-empty input");
     if (!dims[i].has_dim_value() || dims[i].dim_value() <= 0)
-      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in->name() +
+      throw SaveError("ONNX model '" + path_ + "': dimension " + std::to_string(i) + " of input '" + in.name() +
                       "' is dynamic ('" + dims[i].dim_param() + "'); export with a fixed input shape");
     shape.push_back(dims[i].dim_value());
   }
-  if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' has no sample dimensions");
-  // the declared size, bounded before anything is allocated for it (a 150-byte file may declare
-  // [1, 2^62, 4], whose count wraps to 0 in 64 bits)
+  if (shape.empty()) throw SaveError("ONNX model '" + path_ + "': input '" + in.name() + "' has no sample dimensions");
   constexpr int64_t kMaxInputElements = int64_t(1) << 26;  // 256 MiB of fp32 per sample
   int64_t count = 1;
   for (int64_t d : shape)
     if (d > kMaxInputElements / count)
-      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' declares more than 2^26 elements per "
+      throw SaveError("ONNX model '" + path_ + "': input '" + in.name() + "' declares more than 2^26 elements per "
                       "sample (dimension " + std::to_string(d) + "); SAVE's limit is 2^26 (67,108,864)");
     else
       count *= d;
-  values_[in->name()] = b_.input(shape);
+  return shape;
+}
+
+void Importer::input() {
+  std::set<std::string> initialisers;
+  for (const auto& t : model_.graph().initializer()) initialisers.insert(t.name());
+  std::vector<const onnx::ValueInfoProto*> ins;
+  for (const auto& v : model_.graph().input())
+    if (!initialisers.count(v.name())) ins.push_back(&v);
+  if (ins.empty()) throw SaveError("ONNX model '" + path_ + "' has no input");
+  std::vector<std::string> names;
+  for (const auto* in : ins) {
+    const auto& type = in->type().tensor_type();
+    const bool integer = type.elem_type() == onnx::TensorProto::INT64 || type.elem_type() == onnx::TensorProto::INT32;
+    if (integer && ins.size() == 1)
+      tokenInput(in->name(), typeName(type.elem_type()));  // token ids, or refused naming the node that reads them
+    else if (type.elem_type() != onnx::TensorProto::FLOAT)
+      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
+                      (ins.size() == 1 ? "; SAVE analyses float32 inputs and integer token ids"
+                                       : "; SAVE reads a model with several inputs when every one is float32"));
+    names.push_back(in->name());
+  }
+  std::string quoted;
+  for (const std::string& n : names) quoted += (quoted.empty() ? "'" : ", '") + n + "'";
+  const std::string which = ins.size() == 1 ? "input " + quoted : "inputs " + quoted;
+  // The first dimension is a batch where the model says so (a symbolic dimension, or 1), and where
+  // a model that fixes it to N computes each sample alone (checked: mixesSamples). Else the whole
+  // declared input is one sample (a Transpose, Concat or Reshape over axis 0 mixes its samples).
+  // Several inputs are read alike: all with a batch axis, or all fixing it to the same N.
+  int first = 1;
+  const auto fixedOf = [](const onnx::ValueInfoProto* in) -> std::pair<bool, int64_t> {
+    const auto& dims = in->type().tensor_type().shape().dim();
+    if (dims.size() > 0 && dims[0].has_dim_value() && dims[0].dim_value() != 1) return {true, dims[0].dim_value()};
+    return {false, 0};
+  };
+  const auto [isFixed, fixed] = fixedOf(ins.front());
+  for (const auto* in : ins)
+    if (fixedOf(in) != fixedOf(ins.front()))
+      throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' and input '" + ins.front()->name() +
+                      "' differ in their first dimension (" +
+                      (fixedOf(in).first ? std::to_string(fixedOf(in).second) : "a batch") + " and " +
+                      (isFixed ? std::to_string(fixed) : "a batch") + "); SAVE reads their samples side by side");
+  if (isFixed) {
+    std::string why;
+    if (fixed < 1) why = "it is not positive";
+    for (const auto* in : ins)
+      if (why.empty() && in->type().tensor_type().shape().dim_size() == 1)
+        why = ins.size() == 1 ? "it is the only dimension, a sample needs one"
+                              : "input '" + in->name() + "' has only that dimension, a sample needs one";
+    if (why.empty()) why = mixesSamples(names);
+    const std::string n = std::to_string(fixed);
+    const std::string fixes = which + (ins.size() == 1 ? " fixes its" : " fix their") + " first dimension to " + n;
+    if (why.empty()) {
+      fixedBatch_ = fixed;
+      g_.batch = fixes + ": read as a batch (no node mixes samples, checked with that dimension marked)";
+    } else {
+      first = 0;
+      g_.batch = fixes + ", not read as a batch (" + why + "): the whole declared input is one sample";
+    }
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t total = 0;
+  for (const auto* in : ins) {
+    shapes.push_back(sampleShape(*in, first));
+    const int64_t size = OutputPart{"", 0, shapes.back()}.size();
+    if (size > (int64_t(1) << 26) - total)
+      throw SaveError("ONNX model '" + path_ + "': its inputs declare more than 2^26 elements per sample together; "
+                      "SAVE's limit is 2^26 (67,108,864)");
+    g_.inputs.push_back({in->name(), total, shapes.back()});
+    total += size;
+  }
+  if (ins.size() == 1) {
+    values_[names[0]] = b_.input(shapes[0]);
+  } else {  // node 0 holds every input's sample end to end; each input is its part
+    const int node = b_.input({total});
+    for (const OutputPart& p : g_.inputs) {
+      std::vector<int64_t> gather(std::size_t(p.size()));
+      for (int64_t e = 0; e < p.size(); ++e) gather[std::size_t(e)] = p.offset + e;
+      values_[p.name] = b_.select("input." + p.name, node, p.shape, gather);
+    }
+  }
   if (first == 0) {
     wholeSample_ = true;
-    dims_[in->name()] = shape;  // no batch axis: the sample's own dims
+    for (std::size_t k = 0; k < names.size(); ++k) dims_[names[k]] = shapes[k];  // no batch axis: the sample's own dims
   }
 }
 
 // The output's computed shape against the shape the model declares (its batch dimension and
 // leading 1s aside: SAVE keeps one sample's shape, [1000] for a declared [1, 1000]). A model
 // whose declared and computed shapes differ was misread: refused, naming both.
-void Importer::checkDeclaredOutput(const onnx::ValueInfoProto& out) const {
-  const std::vector<int64_t>& computed = g_.nodes[std::size_t(g_.output)].shape;
+void Importer::checkDeclaredOutput(const onnx::ValueInfoProto& out, int node) const {
+  const std::vector<int64_t>& computed = g_.nodes[std::size_t(node)].shape;
   const auto text = [](const std::vector<int64_t>& d) {
     std::string t = "[";
     for (std::size_t i = 0; i < d.size(); ++i) t += (i ? "x" : "") + std::to_string(d[i]);

@@ -162,7 +162,9 @@ NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi) {
   box.hi.resize(size);
   for (std::size_t i = 0; i < size; ++i) {
     const double mean = g.meanOf(int64_t(i)), deviation = g.deviationOf(int64_t(i));
-    const double lo = (pixelLo - mean) / deviation, hi = (pixelHi - mean) / deviation;
+    double rawLo = pixelLo, rawHi = pixelHi;
+    elementRange(g, int64_t(i), rawLo, rawHi);  // an input's own range, where one was named
+    const double lo = (rawLo - mean) / deviation, hi = (rawHi - mean) / deviation;
     box.lo[i] = lo - 4 * kU32 * (std::fabs(lo) + 1);
     box.hi[i] = hi + 4 * kU32 * (std::fabs(hi) + 1);
   }
@@ -235,14 +237,17 @@ std::vector<float> normalisedImages(const Graph& g, const std::vector<uint8_t>& 
   return x;
 }
 
-Tightness tightnessOf(const NodeRange& r) {
+Tightness tightnessOf(const NodeRange& r) { return tightnessOf(r, 0, int64_t(r.lo.size())); }
+
+Tightness tightnessOf(const NodeRange& r, int64_t offset, int64_t size) {
   Tightness t;
-  if (r.lo.empty()) return t;
-  t.unionLo = *std::min_element(r.lo.begin(), r.lo.end());
-  t.unionHi = *std::max_element(r.hi.begin(), r.hi.end());
+  if (size <= 0 || offset < 0 || offset + size > int64_t(r.lo.size())) return t;
+  const auto lo = r.lo.begin() + offset, hi = r.hi.begin() + offset;
+  t.unionLo = *std::min_element(lo, lo + size);
+  t.unionHi = *std::max_element(hi, hi + size);
   double w = 0;
-  for (std::size_t i = 0; i < r.lo.size(); ++i) w += r.hi[i] - r.lo[i];
-  t.meanWidth = w / double(r.lo.size());
+  for (int64_t i = 0; i < size; ++i) w += hi[i] - lo[i];
+  t.meanWidth = w / double(size);
   return t;
 }
 

@@ -90,5 +90,7 @@ struct Tightness {
   double meanWidth = 0, unionLo = 0, unionHi = 0;
 };
 Tightness tightnessOf(const NodeRange& r);
+// Elements [offset, offset + size) alone (one of several outputs).
+Tightness tightnessOf(const NodeRange& r, int64_t offset, int64_t size);
 
 }  // namespace peat::save

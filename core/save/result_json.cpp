@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <cmath>
 #include "core/save/result_json.h"
 
 #include <cstdio>
@@ -27,6 +28,12 @@ void judgedJson(JsonWriter& j, const Judged& x) {
 }
 
 }  // namespace
+
+std::string partsText(const std::vector<OutputPart>& parts) {
+  std::string t;
+  for (const OutputPart& p : parts) t += (t.empty() ? "'" : ", '") + p.name + "' " + dimsText(p.shape);
+  return t;
+}
 
 std::string dimsText(const std::vector<int64_t>& shape) {
   std::string t;
@@ -73,6 +80,15 @@ void writeAnalysisJson(JsonWriter& j, const Graph& g, const Selection& s, const 
   const Tightness out = tightnessOf(s.ranges.nodes[std::size_t(g.output)]);
   j.beginObject().field("model", s.model).field("mode", s.mode).field("ranges", s.sound ? "sound" : "unsound (profiled)");
   j.field("pixel_lo", s.options.pixelLo).field("pixel_hi", s.options.pixelHi).field("tau", so.tau).field("criterion", so.criterion);
+  if (g.inputs.size() > 1 || (g.inputs.size() == 1 && !std::isnan(g.inputs[0].lo))) {  // each input's raw box
+    j.key("inputs").beginArray();
+    for (const OutputPart& p : g.inputs) {
+      double lo = s.options.pixelLo, hi = s.options.pixelHi;
+      elementRange(g, p.offset, lo, hi);
+      j.beginObject().field("name", p.name).field("shape", dimsText(p.shape)).field("lo", lo).field("hi", hi).endObject();
+    }
+    j.endArray();
+  }
   if (so.rtol != 0) j.field("rtol", so.rtol);
   if (s.sensitivity)
     j.field("epsilon", so.epsilon).field("logit_rounding", s.sensitivity->rounding).field("sensitivity_seconds", s.sensitivity->seconds);
@@ -89,7 +105,17 @@ void writeAnalysisJson(JsonWriter& j, const Graph& g, const Selection& s, const 
     j.field("interval_lo", ref.interval.unionLo).field("interval_hi", ref.interval.unionHi);
     j.field("test_lo", ref.test[std::size_t(g.output)].unionLo).field("test_hi", ref.test[std::size_t(g.output)].unionHi);
   }
-  j.endObject().key("layers").beginArray();
+  j.endObject();
+  if (!g.outputs.empty()) {  // a model with several outputs: each one's bounds, named
+    j.key("outputs").beginArray();
+    for (const OutputPart& p : g.outputs) {
+      const Tightness t = tightnessOf(s.ranges.nodes[std::size_t(g.output)], p.offset, p.size());
+      j.beginObject().field("name", p.name).field("shape", dimsText(p.shape)).field("lo", t.unionLo);
+      j.field("hi", t.unionHi).field("mean_width", t.meanWidth).endObject();
+    }
+    j.endArray();
+  }
+  j.key("layers").beginArray();
   for (const LayerSelection& l : s.layers) {
     j.beginObject().field("name", l.name).field("op", l.op).field("elements", l.elements).field("type2", l.type2);
     j.field("robust_bits", l.robustBits).field("ranging_bits", l.rangingBits).field("vulnerable_bits", l.vulnerableBits);

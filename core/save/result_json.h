@@ -16,6 +16,8 @@ namespace peat::save {
 // A node's shape as "1x28x28", and its op's details ("kernel 3, stride 1, padding 1", "[0, 6]",
 // "eps 1e-05"; empty for other ops), as `peat save inspect` prints them.
 std::string dimsText(const std::vector<int64_t>& shape);
+// A model's several inputs or outputs: "'image' 3x8x8, 'meta' 5"
+std::string partsText(const std::vector<OutputPart>& parts);
 std::string nodeDetails(const Node& n);
 // "recompute", "abft", "mixed"
 const char* verifierKindName(VerifierKind kind);

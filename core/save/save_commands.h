@@ -104,7 +104,11 @@ struct SaveVerifiersOptions {
 // protected, with optional faults; the outputs to a file and against a reference.
 struct SaveRunOptions {
   SaveAnalyzeOptions analysis;  // model, weights, the input box and tiles (for a protected run)
-  std::string input, output, expect;
+  // the model's inputs: FILE (in the model's input order) or NAME=FILE (a named input)
+  std::vector<std::string> input;
+  std::string output;
+  // references for the outputs: FILE (in the model's output order) or NAME=FILE (a named output)
+  std::vector<std::string> expect;
   std::string protect = "none";  // none, save, tmr, ranger, ecc
   int64_t flips = 0;             // faults over the whole inference (every sample in one batch)
   std::string pattern = "random", target = "both";

@@ -18,6 +18,7 @@ and the output says so;
   transformation ONNX defines, by scales and by sizes, up and down, each equal to onnxruntime;
   torchvision's FCN, DeepLabV3, LRASPP and FeaturePyramidNetwork and a user's F.interpolate model
   (PyTorch 1.13, opsets 13 and 17) equal to onnxruntime, and onnxruntime's outputs inside SAVE's bounds;
+  DeepLabV3 and LRASPP exported at a fixed batch of 2 read as a batch (sizes computed from Shape);
 - convolutions beyond SAVE's Conv2d node (issue 42): Conv1d, Conv3d, 1x7 and 7x1 kernels, unequal
   strides and padding, dilations, ConvTranspose in 1-D, 2-D and 3-D with output_padding;
   torchvision's Inception-v3 and R3D-18 (a video net): equal to onnxruntime, and its outputs inside
@@ -30,6 +31,15 @@ and the output says so;
   counted from the end (negative) as ONNX's Gather does, onnxruntime's outputs inside SAVE's bounds
   for ids over the whole vocabulary, an id outside the table refused under --protect save, and an
   integer input read as anything but ids refused naming the node;
+- several outputs (issue 42 item 2): a multi-task model (logits, a sigmoid box, a feature map), exported
+  by PyTorch 2.x (dynamic batch) and 1.13 (fixed batch 2): every output run, named, written and
+  compared with onnxruntime's (references by name or in order), each output's bounds holding
+  onnxruntime's outputs, an unknown output name refused;
+- several inputs (issue 42 item 2): an image and side features (PyTorch 1.13, fixed batch 2 and
+  dynamic): run with inputs in order or by name, equal to onnxruntime; a box per input
+  (`--input-range meta=-2:2`) holding onnxruntime's outputs and widening the bounds; under --protect
+  save each input checked against its own box; an input left out, an unknown name, and inputs with
+  different sample counts refused in one line;
 - a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
@@ -320,11 +330,20 @@ for name, (m, size) in models.items():
     for opset in (13, 17):
         torch.onnx.export(m.eval(), torch.rand(1, 3, size, size), f"{sys.argv[1]}/{name}-op{opset}.onnx",
                           opset_version=opset, input_names=["x"])
+# at a fixed batch of 2 (the default export): the final Resize's sizes come from Shape through Slice
+# and Concat, which SAVE's batch check evaluates itself
+for name in ("deeplabv3", "lraspp"):
+    torch.onnx.export(models[name][0].eval(), torch.rand(2, 3, 64, 64), f"{sys.argv[1]}/{name}-fixed2-op17.onnx",
+                      opset_version=17, input_names=["x"])
 '''
 upsampling = export_113(EXPORT_UPSAMPLING, "upsampling")
 for f in sorted(os.listdir(upsampling)):
     if f.endswith(".onnx"):
-        compare(os.path.join(upsampling, f), samples=1)
+        j = compare(os.path.join(upsampling, f), samples=4 if "fixed2" in f else 1)
+        if "fixed2" in f:
+            reading = j.get("batch_reading", "")
+            check("read as a batch" in reading and "not read" not in reading,
+                  f"{f}: its fixed first dimension 2 read as a batch through the Resize's computed sizes: {reading[:160]}")
 for f in ("fpn-op17.onnx", "interpolate-op13.onnx"):
     inside_bounds(os.path.join(upsampling, f), f)
 
@@ -496,6 +515,152 @@ np.save(os.path.join(tokens, "far.npy"), np.full((1, 7), 50, dtype=np.int64))
 one_error(["save", "run", "-m", dyn, "-i", os.path.join(tokens, "far.npy"), "--protect", "save", "--flips", "1"],
           "is not a token id in [0, 49]")
 one_error(["save", "analyze", "-m", os.path.join(tokens, "ids_as_values.onnx")], "reads it otherwise", "Cast")
+
+# --- several outputs: a multi-task model a user writes (class logits, a box, a feature map)
+class MultiTask(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.cls, self.box = torch.nn.Linear(6 * 4 * 4, 5), torch.nn.Linear(6 * 4 * 4, 4)
+
+    def forward(self, x):
+        f = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        z = torch.flatten(f, 1)
+        return self.cls(z), torch.sigmoid(self.box(z)), f
+
+
+torch.manual_seed(3)
+multi_model = MultiTask().eval()
+multi = {}
+for tag, kw in (("multi-dynamo-op18", {"dynamo": True, "opset_version": 18,
+                                       "dynamic_shapes": {"x": {0: torch.export.Dim("batch")}}}),
+                ("multi-fixed2-op17", {"dynamo": False, "opset_version": 17})):
+    multi[tag] = os.path.join(WORK, tag + ".onnx")
+    torch.onnx.export(multi_model, (torch.rand(2, 3, 8, 8),), multi[tag], input_names=["x"],
+                      output_names=["logits", "box", "features"], **kw)
+rng = np.random.default_rng(5)
+x_multi = rng.random((4, 3, 8, 8), dtype=np.float32)
+for tag, path in multi.items():
+    s_multi = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    fixed = s_multi.get_inputs()[0].shape[0]
+    step = fixed if isinstance(fixed, int) else len(x_multi)
+    parts = [s_multi.run(None, {"x": x_multi[k:k + step]}) for k in range(0, len(x_multi), step)]
+    refs = {o.name: np.concatenate([p[i] for p in parts]) for i, o in enumerate(s_multi.get_outputs())}
+    xp = os.path.join(WORK, tag + ".x.npy")
+    np.save(xp, x_multi)
+    for name, ref in refs.items():
+        np.save(os.path.join(WORK, f"{tag}.ref-{name}.npy"), ref)
+    # named references, out of order; every output written to its own file
+    named = [f"{n}={os.path.join(WORK, f'{tag}.ref-{n}.npy')}" for n in ("features", "logits", "box")]
+    j = json.loads(peat("save", "run", "-m", path, "-i", xp, "--expect", *named, "-o",
+                        os.path.join(WORK, tag + ".y.npy"), "--json").stdout)
+    cs = {c["output"]: c for c in j.get("comparisons", [])}
+    check([o["name"] for o in j.get("outputs", [])] == ["logits", "box", "features"] and
+          all(cs.get(n, {}).get("max_abs", 1e9) <= 1e-5 * max(1.0, float(np.abs(r).max())) for n, r in refs.items()),
+          f"{tag}: save run names its 3 outputs and each equals onnxruntime's "
+          f"({ {n: c.get('max_abs') for n, c in cs.items()} })")
+    written = {n: np.load(os.path.join(WORK, f"{tag}.y.{n}.npy")) for n in refs}
+    check(all(written[n].shape == refs[n].shape and np.abs(written[n] - refs[n]).max() <= 1e-5 for n in refs),
+          f"{tag}: -o y.npy writes y.NAME.npy per output in onnxruntime's shapes "
+          f"{ {n: list(w.shape) for n, w in written.items()} }")
+    # references in the model's output order, and one output compared alone
+    j = json.loads(peat("save", "run", "-m", path, "-i", xp, "--expect",
+                        *[os.path.join(WORK, f"{tag}.ref-{n}.npy") for n in ("logits", "box")], "--json").stdout)
+    check([c["output"] for c in j.get("comparisons", [])] == ["logits", "box"] and
+          j["comparison"]["max_abs"] <= 1e-5 * max(1.0, float(np.abs(refs["logits"]).max())),
+          f"{tag}: references in output order go to the first outputs ({[c['output'] for c in j.get('comparisons', [])]})")
+    if "fixed2" in tag:
+        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
+              f"{tag}: its fixed first dimension read as a batch")
+# each output's bounds named, and onnxruntime's outputs inside them
+path = multi["multi-dynamo-op18"]
+a = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
+                    "--json").stdout)
+s_multi = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+seen = s_multi.run(None, {"x": rng.random((50, 3, 8, 8), dtype=np.float32)})
+bounds = {o["name"]: o for o in a.get("outputs", [])}
+check(list(bounds) == ["logits", "box", "features"] and
+      all(seen[i].min() >= bounds[n]["lo"] and seen[i].max() <= bounds[n]["hi"]
+          for i, n in enumerate(("logits", "box", "features"))) and bounds["box"]["lo"] >= 0 and bounds["box"]["hi"] <= 1,
+      f"several outputs: onnxruntime's outputs on 50 inputs lie in SAVE's bounds per output "
+      f"{ {n: (round(b['lo'], 4), round(b['hi'], 4)) for n, b in bounds.items()} }")
+ref_logits = os.path.join(WORK, "multi-dynamo-op18.ref-logits.npy")
+one_error(["save", "run", "-m", path, "-i", os.path.join(WORK, "multi-dynamo-op18.x.npy"), "--expect",
+           "scores=" + ref_logits], "'scores'", "logits")
+one_error(["save", "run", "-m", path, "-i", os.path.join(WORK, "multi-dynamo-op18.x.npy"), "--expect",
+           "box=" + ref_logits], "box", "shape")
+
+# --- several inputs: an image and a vector of side features (a user's two-branch model)
+EXPORT_TWO = r"""
+import sys, warnings, torch
+warnings.filterwarnings("ignore")
+class Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.meta = torch.nn.Linear(5, 4)
+        self.fc = torch.nn.Linear(4 * 4 * 4 + 4, 3)
+    def forward(self, image, meta):
+        f = torch.nn.functional.max_pool2d(torch.relu(self.conv(image)), 2)
+        return self.fc(torch.cat([torch.flatten(f, 1), torch.tanh(self.meta(meta))], 1))
+torch.manual_seed(0)
+m = Two().eval()
+names = {"input_names": ["image", "meta"]}
+torch.onnx.export(m, (torch.rand(2, 3, 8, 8), torch.rand(2, 5)), sys.argv[1] + "/two-fixed2-op17.onnx", opset_version=17, **names)
+torch.onnx.export(m, (torch.rand(1, 3, 8, 8), torch.rand(1, 5)), sys.argv[1] + "/two-dynamic-op13.onnx", opset_version=13,
+                  dynamic_axes={"image": {0: "b"}, "meta": {0: "b"}}, **names)
+"""
+two = export_113(EXPORT_TWO, "two")
+rng = np.random.default_rng(9)
+image, meta = rng.random((4, 3, 8, 8), dtype=np.float32), (rng.random((4, 5), dtype=np.float32) * 4 - 2)
+np.save(os.path.join(two, "image.npy"), image)
+np.save(os.path.join(two, "meta.npy"), meta)
+for f in ("two-fixed2-op17.onnx", "two-dynamic-op13.onnx"):
+    path = os.path.join(two, f)
+    s_two = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    step = 2 if "fixed2" in f else 4
+    ref = np.concatenate([s_two.run(None, {"image": image[k:k + step], "meta": meta[k:k + step]})[0]
+                          for k in range(0, 4, step)])
+    np.save(path + ".ref.npy", ref)
+    for order in (["-i", os.path.join(two, "image.npy"), "-i", os.path.join(two, "meta.npy")],
+                  ["-i", "meta=" + os.path.join(two, "meta.npy"), "image=" + os.path.join(two, "image.npy")]):
+        j = json.loads(peat("save", "run", "-m", path, *order, "--expect", path + ".ref.npy", "--json").stdout)
+        check([i["name"] for i in j.get("inputs", [])] == ["image", "meta"] and j["comparison"]["max_abs"] <= 1e-5 and
+              j["comparison"]["top1_agree"] == 4,
+              f"{f}: save run with inputs {'in order' if order[0] == '-i' and order[2] == '-i' else 'by name'} equals "
+              f"onnxruntime (largest |difference| {j['comparison']['max_abs']:.3g})")
+    if "fixed2" in f:
+        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
+              f"{f}: both inputs' fixed first dimension read as a batch: {j.get('batch_reading', '')[:120]}")
+# a box per input: the image in [0, 1], the side features in [-2, 2]; onnxruntime inside SAVE's bounds
+path = os.path.join(two, "two-dynamic-op13.onnx")
+box = ["--input-range", "0,1", "--input-range", "meta=-2:2", "--input-mean", "0", "--input-std", "1"]
+a = json.loads(peat("save", "analyze", "-m", path, *box, "--json").stdout)
+s_two = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+seen = s_two.run(None, {"image": rng.random((200, 3, 8, 8), dtype=np.float32),
+                        "meta": rng.choice([-2.0, 2.0], (200, 5)).astype(np.float32)})[0]
+boxes = {i["name"]: (i["lo"], i["hi"]) for i in a.get("inputs", [])}
+check(boxes == {"image": (0, 1), "meta": (-2, 2)} and seen.min() >= a["output"]["lo"] and seen.max() <= a["output"]["hi"],
+      f"two inputs: onnxruntime's outputs on 200 inputs (side features at the box's corners) lie in SAVE's bounds "
+      f"[{a['output']['lo']:.4g}, {a['output']['hi']:.4g}] (seen [{seen.min():.4g}, {seen.max():.4g}]; boxes {boxes})")
+narrow = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
+                         "--json").stdout)["output"]
+check(narrow["hi"] - narrow["lo"] < a["output"]["hi"] - a["output"]["lo"],
+      f"two inputs: the side features' own wider range widens the bounds ({narrow['hi'] - narrow['lo']:.4g} < "
+      f"{a['output']['hi'] - a['output']['lo']:.4g})")
+# protected: the side features outside [0, 1] are inside their own box, and refused without it
+run = ["save", "run", "-m", path, "-i", os.path.join(two, "image.npy"), os.path.join(two, "meta.npy"), "--protect", "save",
+       "--flips", "0", "--input-mean", "0", "--input-std", "1", "--json"]
+j = json.loads(peat(*run, "--input-range", "meta=-2,2", "--expect", path + ".ref.npy").stdout)
+check(j["comparison"]["max_abs"] <= 1e-5, f"two inputs under --protect save, each in its own box: equal to onnxruntime "
+                                          f"({j['comparison']['max_abs']:.3g})")
+one_error(run, "input 'meta'", "outside the analysed input box")
+one_error(["save", "run", "-m", path, "-i", os.path.join(two, "image.npy")], "'meta'", "not given")
+one_error(["save", "run", "-m", path, "-i", "colour=" + os.path.join(two, "image.npy")], "'colour'", "'image', 'meta'")
+one_error(["save", "analyze", "-m", path, "--input-range", "colour=0,1"], "'colour'", "'image', 'meta'")
+np.save(os.path.join(two, "meta3.npy"), meta[:3])
+one_error(["save", "run", "-m", path, "-i", os.path.join(two, "image.npy"), os.path.join(two, "meta3.npy")], "'meta'",
+          "samples")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
