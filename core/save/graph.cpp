@@ -60,12 +60,14 @@ std::string resultBase(const std::string& model) {
 
 float Graph::meanOf(int64_t element) const {
   if (tokens > 0) return 0.0f;  // token ids are not normalised
+  if (const OutputPart* p = inputPartOf(*this, element); p && (p->tokens > 0 || p->integer)) return 0.0f;
   if (channelMeans.empty()) return inputMean;
   return channelMeans[std::size_t(element / (nodes[0].size() / int64_t(channelMeans.size())))];
 }
 
 float Graph::deviationOf(int64_t element) const {
   if (tokens > 0) return 1.0f;
+  if (const OutputPart* p = inputPartOf(*this, element); p && (p->tokens > 0 || p->integer)) return 1.0f;
   if (channelDeviations.empty()) return inputDeviation;
   return channelDeviations[std::size_t(element / (nodes[0].size() / int64_t(channelDeviations.size())))];
 }

@@ -81,6 +81,10 @@ struct OutputPart {
   // an input's own raw range (`--input-range NAME=LO,HI`), in place of the one requested for all;
   // NaN: none
   double lo = std::numeric_limits<double>::quiet_NaN(), hi = std::numeric_limits<double>::quiet_NaN();
+  // one input of several that is integer: token ids in [0, tokens) (tokens > 0), or values such as
+  // an attention mask (integer: its range must be given); neither is normalised
+  int64_t tokens = 0;
+  bool integer = false;
   int64_t size() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -125,7 +129,18 @@ inline void fitInputRange(const Graph& g, double& lo, double& hi) {
 inline void elementRange(const Graph& g, int64_t element, double& lo, double& hi) {
   fitInputRange(g, lo, hi);
   for (const OutputPart& p : g.inputs)
-    if (element >= p.offset && element < p.offset + p.size() && !std::isnan(p.lo)) lo = p.lo, hi = p.hi;
+    if (element >= p.offset && element < p.offset + p.size()) {
+      if (p.tokens > 0) lo = 0, hi = double(p.tokens - 1);
+      else if (!std::isnan(p.lo)) lo = p.lo, hi = p.hi;
+    }
+}
+
+// The input part (of several) that holds element `element` of node 0; nullptr for a model with one.
+inline const OutputPart* inputPartOf(const Graph& g, int64_t element) {
+  if (g.inputs.size() < 2) return nullptr;
+  for (const OutputPart& p : g.inputs)
+    if (element >= p.offset && element < p.offset + p.size()) return &p;
+  return nullptr;
 }
 
 // The stem of a SAVE result's name for a model: the zoo name, or an ONNX file's name without its

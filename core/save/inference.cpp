@@ -165,6 +165,12 @@ std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples
           << "] (the embedding tables' rows)";
         return m.str();
       }
+      if (const OutputPart* p = inputPartOf(g, i); p && (p->tokens > 0 || p->integer) && x != std::floor(x)) {
+        std::ostringstream m;
+        m << "sample " << s << ", element " << i << inputNamed(g, i) << ": " << x << " is not an integer ("
+          << (p->tokens > 0 ? "a token id" : "the input is integer") << ")";
+        return m.str();
+      }
       const double raw = x * double(g.deviationOf(i)) + double(g.meanOf(i));
       double lo = pixelLo, hi = pixelHi;
       elementRange(g, i, lo, hi);  // an input's own range, where one was named

@@ -49,6 +49,9 @@ void applyInputRanges(const ModelSource& o, Graph& g) {
     if (!part)
       throw std::invalid_argument("--input-range names '" + name + "', which is no input of model " + o.model +
                                   (g.inputs.empty() ? std::string(" (a zoo model: give LO,HI alone)") : " (its inputs: " + names + ")"));
+    if (part->tokens > 0)
+      throw std::invalid_argument("--input-range " + e + ": input '" + name + "' holds token ids, whose range is its "
+                                  "embedding tables' rows");
     part->lo = lo;
     part->hi = hi;
   }

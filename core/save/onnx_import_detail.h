@@ -126,6 +126,9 @@ std::vector<int64_t> axisWiseGather(const std::vector<int64_t>& in, const std::v
 
 // Maps one ONNX model onto SAVE's graph, node by node in the graph's order; every node SAVE cannot
 // bound is refused with its reason, and all of them are reported at once.
+// An ONNX element type's name ("float32", "int64", ...).
+std::string typeName(int t);
+
 class Importer {
  public:
   Importer(const std::string& path, const std::map<std::string, store::Tensor>* replacements)
@@ -150,7 +153,9 @@ class Importer {
   void replace();
   void input();
   std::vector<int64_t> sampleShape(const onnx::ValueInfoProto& in, int first) const;
-  void tokenInput(const std::string& name, const std::string& type);
+  // an integer input: token ids, or (`several`: beside other inputs) values such as a mask
+  void tokenInput(const std::string& name, const std::string& type, bool several);
+  bool mapIntegerValue(const onnx::NodeProto& n);  // onnx_map.cpp: nodes reading an integer input's values
   void embedding(const onnx::NodeProto& n);  // onnx_moves.cpp: Gather of a constant table by token ids
   void checkDeclaredOutput(const onnx::ValueInfoProto& out, int node) const;
   // "" when a model whose input fixes its first dimension computes each sample alone; else why
@@ -292,7 +297,9 @@ class Importer {
   detail::Builder b_;
   std::map<std::string, Constant> constants_;
   std::map<std::string, int> values_, biasFree_, consumers_;
-  std::string tokenInput_;  // the integer input read as token ids ("" for a float input)
+  std::set<std::string> tokenInputs_;    // integer inputs read as token ids
+  std::set<std::string> integerInputs_;  // integer inputs read as values (masks), beside other inputs
+  std::set<std::string> integerValues_;  // activations holding an integer input's values, not yet cast
   std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
   std::map<std::string, std::vector<int64_t>> dims_;        // full ONNX dims of activations (batch 1)
   std::map<std::string, std::vector<const onnx::NodeProto*>> readers_;

@@ -17,8 +17,6 @@
 
 namespace peat::save::onnx_import {
 
-namespace {
-
 std::string typeName(int t) {
   switch (t) {
     case onnx::TensorProto::FLOAT: return "float32";
@@ -32,6 +30,8 @@ std::string typeName(int t) {
     default: return "type " + std::to_string(t);
   }
 }
+
+namespace {
 
 // A tensor's `count` elements, from its raw bytes (little-endian) or its typed field.
 template <typename T, typename Field>
@@ -197,7 +197,7 @@ void Importer::replace() {
 // An integer input is read as token ids when every node that reads it looks them up in a float32
 // table (Gather of a 2-D initializer along axis 0: nn.Embedding's export) or takes its Shape; the
 // ids' range is then the tables' rows. Anything else reading them is refused, naming the node.
-void Importer::tokenInput(const std::string& name, const std::string& type) {
+void Importer::tokenInput(const std::string& name, const std::string& type, bool several) {
   const std::string lead = "ONNX model '" + path_ + "': input '" + name + "' is " + type +
                            "; SAVE reads an integer input only as token ids looked up in an embedding table (Gather "
                            "of a float32 initializer along axis 0)";
@@ -208,13 +208,18 @@ void Importer::tokenInput(const std::string& name, const std::string& type) {
       const Constant* table = n.input_size() == 2 ? constant(n.input(0)) : nullptr;
       const bool lookup = n.op_type() == "Gather" && n.input(1) == name && table && table->isFloat &&
                           table->dims.size() == 2 && table->dims[0] > 0 && intAttr(n, "axis", 0) == 0;
-      if (!lookup && n.op_type() != "Shape")
+      if (!lookup && n.op_type() != "Shape") {
+        // beside other inputs, an integer input read otherwise is read as values (an attention mask):
+        // moved and cast to float, never computed on as integers (mapIntegerValue)
+        if (several) return void(integerInputs_.insert(name));
         throw SaveError(lead + ", and node '" + (n.name().empty() ? n.output(0) : n.name()) + "' (" + n.op_type() +
                         ") reads it otherwise");
+      }
       lookedUp = lookedUp || lookup;
     }
+  if (!lookedUp && several) return void(integerInputs_.insert(name));
   if (!lookedUp) throw SaveError(lead + ", and no node looks it up");
-  tokenInput_ = name;
+  tokenInputs_.insert(name);
 }
 
 // One sample's shape of input `in` (its dimensions from `first` on), each fixed and positive, and
@@ -255,12 +260,11 @@ void Importer::input() {
   for (const auto* in : ins) {
     const auto& type = in->type().tensor_type();
     const bool integer = type.elem_type() == onnx::TensorProto::INT64 || type.elem_type() == onnx::TensorProto::INT32;
-    if (integer && ins.size() == 1)
-      tokenInput(in->name(), typeName(type.elem_type()));  // token ids, or refused naming the node that reads them
+    if (integer)  // token ids, a mask read as values beside other inputs, or refused naming the node
+      tokenInput(in->name(), typeName(type.elem_type()), ins.size() > 1);
     else if (type.elem_type() != onnx::TensorProto::FLOAT)
       throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
-                      (ins.size() == 1 ? "; SAVE analyses float32 inputs and integer token ids"
-                                       : "; SAVE reads a model with several inputs when every one is float32"));
+                      "; SAVE analyses float32 inputs and integer ones (token ids, masks)");
     names.push_back(in->name());
   }
   std::string quoted;
@@ -310,6 +314,7 @@ void Importer::input() {
       throw SaveError("ONNX model '" + path_ + "': its inputs declare more than 2^26 elements per sample together; "
                       "SAVE's limit is 2^26 (67,108,864)");
     g_.inputs.push_back({in->name(), total, shapes.back()});
+    g_.inputs.back().integer = integerInputs_.count(in->name()) > 0;
     total += size;
   }
   if (ins.size() == 1) {
@@ -322,6 +327,7 @@ void Importer::input() {
       values_[p.name] = b_.select("input." + p.name, node, p.shape, gather);
     }
   }
+  integerValues_ = integerInputs_;  // tracked through moves until cast to float32
   if (first == 0) {
     wholeSample_ = true;
     for (std::size_t k = 0; k < names.size(); ++k) dims_[names[k]] = shapes[k];  // no batch axis: the sample's own dims

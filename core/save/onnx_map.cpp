@@ -140,12 +140,53 @@ void Importer::nodeInner(const onnx::NodeProto& n) {
     constants_[n.output(0)] = decode(a->t(), "constant");
     return;
   }
+  if (mapIntegerValue(n)) return;
   if (op == "Identity" || op == "Dropout") return mapIdentity(n);
+  if (op == "Cast" && n.input_size() == 1 && isActivation(n.input(0))) {  // SAVE's activations are float32
+    if (intAttr(n, "to", 0) != onnx::TensorProto::FLOAT)
+      return refuse(n, "it casts a float32 activation to " + typeName(int(intAttr(n, "to", 0))) + "; SAVE computes in float32");
+    values_[n.output(0)] = values_[n.input(0)];
+    if (auto d = dims_.find(n.input(0)); d != dims_.end()) dims_[n.output(0)] = d->second;
+    return;
+  }
   bool anyActivation = false;
   for (const auto& in : n.input()) anyActivation = anyActivation || isActivation(in);
   if ((op == "Shape" || !anyActivation) && foldConstants(n)) return;  // shape arithmetic, masks and other constants
   if (mapGeluChain(n, name) || mapLayerNormChain(n, name)) return;
   mapOperator(n);
+}
+
+// A node reading an integer input's values (a mask beside other inputs): moves keep them integers
+// (their outputs tracked), a Cast to float32 makes them an ordinary activation (SAVE holds them as
+// float32 already: exact for |v| <= 2^24, a mask's 0 and 1), Shape reads only the dims; any
+// other node would compute on integers (an integer Div truncates): refused by name. False where
+// the node reads no integer value or is a move to map as usual.
+bool Importer::mapIntegerValue(const onnx::NodeProto& n) {
+  bool reads = false;
+  for (const auto& in : n.input()) reads = reads || integerValues_.count(in) > 0;
+  if (!reads) return false;
+  const std::string& op = n.op_type();
+  if (op == "Cast") {
+    if (intAttr(n, "to", 0) != onnx::TensorProto::FLOAT)
+      refuse(n, "it casts an integer input's values to " + typeName(int(intAttr(n, "to", 0))) + ", not float32");
+    else if (!isActivation(n.input(0)))
+      refuse(n, "its input is not computed from the model's input");
+    else {
+      values_[n.output(0)] = values_[n.input(0)];
+      if (auto d = dims_.find(n.input(0)); d != dims_.end()) dims_[n.output(0)] = d->second;
+    }
+    return true;
+  }
+  static const std::set<std::string> moves{"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose",
+                                           "Slice",     "Expand",  "Identity", "Shape"};
+  if (!moves.count(op)) {
+    refuse(n, "it computes on an integer input's values as integers; SAVE reads an integer input beside others "
+              "(a mask) through moves and a Cast to float32 only");
+    return true;
+  }
+  if (op != "Shape")
+    for (const auto& out : n.output()) integerValues_.insert(out);
+  return false;
 }
 
 // Identity, and Dropout as the identity of inference (refused where it would drop values):

@@ -263,7 +263,7 @@ void Importer::move(const onnx::NodeProto& n) {
 // A Gather of a constant table by computed indices: a lookup of the model's token ids (checked by
 // tokenInput), SAVE's Embed; indices computed any other way are data-dependent moves SAVE refuses.
 void Importer::embedding(const onnx::NodeProto& n) {
-  if (tokenInput_.empty() || n.input(1) != tokenInput_)
+  if (!tokenInputs_.count(n.input(1)))
     return refuse(n, "its indices are computed from the model's input (a data-dependent gather)");
   const Constant* table = constant(n.input(0));  // a float32 [rows, features] initializer (tokenInput)
   const int64_t rows = table->dims[0], features = table->dims[1];
@@ -274,7 +274,12 @@ void Importer::embedding(const onnx::NodeProto& n) {
     std::vector<int64_t> out = dimsOf(n.input(1));
     out.push_back(features);
     setActivation(n.output(0), name, v, out);
-    g_.tokens = g_.tokens == 0 ? rows : std::min(g_.tokens, rows);  // ids that every table holds
+    if (g_.inputs.size() <= 1) {
+      g_.tokens = g_.tokens == 0 ? rows : std::min(g_.tokens, rows);  // ids that every table holds
+    } else {  // one input of several: its part of node 0 holds ids
+      for (InputPart& p : g_.inputs)
+        if (p.name == n.input(1)) p.tokens = p.tokens == 0 ? rows : std::min(p.tokens, rows);
+    }
   } catch (const SaveError& e) {
     refuse(n, e.what());
   }

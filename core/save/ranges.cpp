@@ -160,6 +160,10 @@ NodeRange inputBox(const Graph& g, double pixelLo, double pixelHi) {
   NodeRange box;
   box.lo.resize(size);
   box.hi.resize(size);
+  for (const OutputPart& p : g.inputs)
+    if (p.integer && std::isnan(p.lo))
+      throw SaveError("input '" + p.name + "' holds integers read as values (a mask cast to float): give its range, "
+                      "--input-range " + p.name + "=LO,HI");
   for (std::size_t i = 0; i < size; ++i) {
     const double mean = g.meanOf(int64_t(i)), deviation = g.deviationOf(int64_t(i));
     double rawLo = pixelLo, rawHi = pixelHi;

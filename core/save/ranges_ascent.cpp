@@ -246,13 +246,21 @@ NodeRange ascentRanges(const Graph& g, int node, const NodeRange& input, int ste
   out.hi.assign(size, -std::numeric_limits<double>::infinity());
   std::mt19937_64 rng(seed);
   std::vector<float> x(inSize);
+  // token ids and integer inputs (masks) take whole values inside their box
+  std::vector<char> integral(inSize, g.tokens > 0 ? 1 : 0);
+  for (const OutputPart& p : g.inputs)
+    if (g.inputs.size() > 1 && (p.tokens > 0 || p.integer))
+      std::fill(integral.begin() + p.offset, integral.begin() + p.offset + p.size(), 1);
+  const auto whole = [&](std::size_t i) {
+    if (integral[i]) x[i] = std::clamp(std::round(x[i]), float(std::ceil(input.lo[i])), float(std::floor(input.hi[i])));
+  };
   for (std::size_t e = 0; e < size; ++e)
     for (int direction : {1, -1})
       for (int s = 0; s < starts; ++s) {
         for (std::size_t i = 0; i < inSize; ++i) {
           const double t = s == 0 ? 0.5 : std::uniform_real_distribution<double>(0, 1)(rng);
           x[i] = float(input.lo[i] + t * (input.hi[i] - input.lo[i]));
-          if (g.tokens > 0) x[i] = std::clamp(std::round(x[i]), 0.0f, float(g.tokens - 1));  // an id
+          whole(i);
         }
         for (int step = 0; step <= steps; ++step) {
           const std::vector<std::vector<float>> act = runAll(g, x.data(), 1);
@@ -265,6 +273,7 @@ NodeRange ascentRanges(const Graph& g, int node, const NodeRange& input, int ste
           for (std::size_t i = 0; i < inSize; ++i) {
             const double move = direction * (grad[i] > 0 ? 1 : grad[i] < 0 ? -1 : 0) * rate * (input.hi[i] - input.lo[i]);
             x[i] = float(std::clamp(double(x[i]) + move, input.lo[i], input.hi[i]));
+            whole(i);
           }
         }
       }

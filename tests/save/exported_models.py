@@ -40,6 +40,12 @@ and the output says so;
   (`--input-range meta=-2:2`) holding onnxruntime's outputs and widening the bounds; under --protect
   save each input checked against its own box; an input left out, an unknown name, and inputs with
   different sample counts refused in one line;
+- token ids beside an attention mask (issue 42 item 2): a user's masked self-attention classifier
+  (int64 ids and an int64 mask added to the scores as (1 - mask) * -10000), exported by PyTorch 1.13
+  (fixed batch 2 and dynamic) and the dynamo exporter: equal to onnxruntime with padded rows and
+  negative ids, onnxruntime's outputs on 300 random ids and masks inside SAVE's bounds for ids
+  0..49 and mask in [0, 1]; a mask without a range, a range for the ids, a non-integer mask under
+  --protect save and a model computing on the mask as integers each refused in one line;
 - a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
@@ -661,6 +667,98 @@ one_error(["save", "analyze", "-m", path, "--input-range", "colour=0,1"], "'colo
 np.save(os.path.join(two, "meta3.npy"), meta[:3])
 one_error(["save", "run", "-m", path, "-i", os.path.join(two, "image.npy"), os.path.join(two, "meta3.npy")], "'meta'",
           "samples")
+
+# --- token ids and an attention mask: a user's masked self-attention classifier, HF-style
+# (the mask an int64 input, cast to float and added to the scores as (1 - mask) * -10000)
+EXPORT_MASKED = r"""
+import sys, warnings, torch
+warnings.filterwarnings("ignore")
+class TinyBert(torch.nn.Module):
+    def __init__(self, vocab=50, d=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(1, 7, d) * 0.1)
+        self.q, self.k, self.v = torch.nn.Linear(d, d), torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, 3)
+    def forward(self, ids, mask):
+        h = self.emb(ids) + self.pos
+        scores = self.q(h) @ self.k(h).transpose(1, 2) / 4.0
+        scores = scores + (1.0 - mask[:, None, :].to(scores.dtype)) * -10000.0
+        h = self.norm(h + torch.softmax(scores, -1) @ self.v(h))
+        return self.head(h[:, 0])
+class DividesMask(torch.nn.Module):  # computes on the mask as integers: refused by name
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(7, 2)
+    def forward(self, x, mask):
+        return self.fc(x * (mask // 2).float())
+torch.manual_seed(0)
+m, out = TinyBert().eval(), sys.argv[1]
+ids, mask = torch.randint(0, 50, (2, 7)), torch.ones(2, 7, dtype=torch.long)
+names = {"input_names": ["ids", "mask"]}
+torch.onnx.export(m, (ids, mask), out + "/masked-fixed2-op17.onnx", opset_version=17, **names)
+torch.onnx.export(m, (ids, mask), out + "/masked-dynamic-op17.onnx", opset_version=17,
+                  dynamic_axes={"ids": {0: "b"}, "mask": {0: "b"}}, **names)
+torch.onnx.export(DividesMask(), (torch.rand(2, 7), mask), out + "/divides-mask.onnx", opset_version=17,
+                  input_names=["x", "mask"], dynamic_axes={"x": {0: "b"}, "mask": {0: "b"}})
+torch.save(m.state_dict(), out + "/masked.pt")
+"""
+masked = export_113(EXPORT_MASKED, "masked")
+rng = np.random.default_rng(13)
+ids = rng.integers(-50, 50, (6, 7)).astype(np.int64)  # negative ids count from the end, as Gather's
+mask = np.ones((6, 7), np.int64)
+for row, keep in ((1, 4), (2, 2), (3, 6), (5, 1)):
+    mask[row, keep:] = 0
+np.save(os.path.join(masked, "ids.npy"), ids)
+np.save(os.path.join(masked, "mask.npy"), mask)
+for f in ("masked-fixed2-op17.onnx", "masked-dynamic-op17.onnx"):
+    path = os.path.join(masked, f)
+    s_m = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    step = 2 if "fixed2" in f else 6
+    ref = np.concatenate([s_m.run(None, {"ids": ids[k:k + step], "mask": mask[k:k + step]})[0] for k in range(0, 6, step)])
+    np.save(path + ".ref.npy", ref)
+    j = json.loads(peat("save", "run", "-m", path, "-i", os.path.join(masked, "ids.npy"), os.path.join(masked, "mask.npy"),
+                        "--expect", path + ".ref.npy", "--json").stdout)
+    check(j["comparison"]["max_abs"] <= 1e-5 * max(1.0, float(np.abs(ref).max())) and j["comparison"]["top1_agree"] == 6,
+          f"{f}: save run on token ids and a mask (4 of 6 rows padded) equals onnxruntime "
+          f"(largest |difference| {j['comparison']['max_abs']:.3g})")
+    if "fixed2" in f:
+        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
+              f"{f}: ids and mask fixed at 2 read as a batch: {j.get('batch_reading', '')[:140]}")
+path = os.path.join(masked, "masked-dynamic-op17.onnx")
+a = json.loads(peat("save", "analyze", "-m", path, "--input-range", "mask=0,1", "--json").stdout)
+s_m = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+many_ids = rng.integers(0, 50, (300, 7)).astype(np.int64)
+many_mask = (rng.random((300, 7)) < 0.7).astype(np.int64)
+many_mask[:, 0] = 1
+seen = s_m.run(None, {"ids": many_ids, "mask": many_mask})[0]
+boxes = {i["name"]: (i["lo"], i["hi"]) for i in a.get("inputs", [])}
+check(boxes == {"ids": (0, 49), "mask": (0, 1)} and seen.min() >= a["output"]["lo"] and seen.max() <= a["output"]["hi"],
+      f"ids and mask: onnxruntime's outputs on 300 random id sequences and masks lie in SAVE's bounds "
+      f"[{a['output']['lo']:.4g}, {a['output']['hi']:.4g}] (seen [{seen.min():.4g}, {seen.max():.4g}]; boxes {boxes})")
+one_error(["save", "analyze", "-m", path], "input 'mask'", "--input-range mask=")
+one_error(["save", "analyze", "-m", path, "--input-range", "ids=0,9"], "'ids'", "token ids")
+np.save(os.path.join(masked, "half.npy"), np.full((6, 7), 0.5, np.float32))
+np.save(os.path.join(masked, "ids50.npy"), ids % 50)
+one_error(["save", "run", "-m", path, "-i", os.path.join(masked, "ids50.npy"), os.path.join(masked, "half.npy"),
+           "--input-range", "mask=0,1", "--protect", "save", "--flips", "1"], "input 'mask'", "not an integer")
+one_error(["save", "analyze", "-m", os.path.join(masked, "divides-mask.onnx"), "--input-range", "mask=0,1"],
+          "as integers", "Div")
+# the same model through PyTorch 2.x's exporter (dynamic batch)
+tb_path = os.path.join(masked, "masked-dynamo-op18.onnx")
+tb_src = EXPORT_MASKED.split("torch.manual_seed(0)")[0]
+exec(tb_src.replace("import sys, warnings, torch", "import warnings"), globals())
+tb = TinyBert().eval()  # noqa: F821 - defined by the exec above
+tb.load_state_dict(torch.load(os.path.join(masked, "masked.pt")))
+torch.onnx.export(tb, (torch.from_numpy(ids[:2] % 50), torch.from_numpy(mask[:2])), tb_path, dynamo=True, opset_version=18,
+                  input_names=["ids", "mask"], dynamic_shapes={"ids": {0: torch.export.Dim("b")}, "mask": {0: torch.export.Dim("b")}})
+ref = ort.InferenceSession(tb_path, providers=["CPUExecutionProvider"]).run(None, {"ids": ids % 50, "mask": mask})[0]
+np.save(tb_path + ".ref.npy", ref)
+j = json.loads(peat("save", "run", "-m", tb_path, "-i", "mask=" + os.path.join(masked, "mask.npy"),
+                    "ids=" + os.path.join(masked, "ids50.npy"), "--expect", tb_path + ".ref.npy", "--json").stdout)
+check(j["comparison"]["max_abs"] <= 1e-5 * max(1.0, float(np.abs(ref).max())),
+      f"masked-dynamo-op18: the dynamo export on ids and a mask equals onnxruntime ({j['comparison']['max_abs']:.3g})")
 
 # --- models whose first axis is no batch
 class SwapsAxis0(torch.nn.Module):
