@@ -97,6 +97,10 @@ std::vector<Reported> reportedOutputs(const save::Graph& g, const SaveRunOptions
       Reported r;
       r.part = p;
       if (!o.output.empty()) r.file = partFile(o.output, p.name);
+      for (const Reported& before : out)
+        if (!r.file.empty() && before.file == r.file)
+          throw std::invalid_argument("outputs '" + before.part.name + "' and '" + p.name + "' would both be written to " +
+                                      r.file);
       out.push_back(std::move(r));
     }
   }
@@ -137,12 +141,16 @@ std::vector<std::size_t> placeNamed(const Named& given, const std::vector<std::s
         throw std::invalid_argument(std::to_string(given.size()) + " " + option + " files for a model with " +
                                     std::to_string(count) + " " + what + "(s)" + (listed.empty() ? "" : " (" + listed + ")"));
     } else {
+      if (names.empty())
+        throw std::invalid_argument(option + " names '" + name + "', but the model's one " + what +
+                                    " has no name: give the file alone");
       k = std::size_t(std::find(names.begin(), names.end(), name) - names.begin());
       if (k >= count)
         throw std::invalid_argument(option + " names '" + name + "', which is no " + what + " of the model (" +
                                     (listed.empty() ? "it has one: give the file alone" : "its " + what + "s: " + listed) + ")");
     }
-    if (taken[k]) throw std::invalid_argument(option + " gives two files for the " + what + " " + (names.empty() ? "" : "'" + names[k] + "'"));
+    if (taken[k])
+      throw std::invalid_argument(option + " gives two files for the " + what + (names.empty() ? "" : " '" + names[k] + "'"));
     taken[k] = true;
     at.push_back(k);
   }

@@ -131,7 +131,7 @@ std::vector<VerifierCoverage> compareVerifiers(ProtectedRunner& runner, const Gr
   const int64_t classes = g.nodes[std::size_t(g.output)].size();
   std::vector<int> clean(static_cast<std::size_t>(batch));
   for (int64_t s = 0; s < batch; ++s)
-    clean[std::size_t(s)] = topClass(act[std::size_t(g.output)].data() + s * classes, classes);
+    clean[std::size_t(s)] = topClassOf(g, act[std::size_t(g.output)].data() + s * classes);
   // The prediction of sample s after node v's output changed: the rest of the network, one sample.
   auto predictAfter = [&](int v, int64_t s) {
     std::map<int, std::vector<float>> fresh;
@@ -146,7 +146,7 @@ std::vector<VerifierCoverage> compareVerifiers(ProtectedRunner& runner, const Gr
       out.resize(std::size_t(g.nodes[std::size_t(u)].size()));
       runNode(g, u, in, 1, out.data());
     }
-    return topClass(input(g.output), classes);
+    return topClassOf(g, input(g.output));
   };
   const VerifierKind kinds[3] = {VerifierKind::Recompute, VerifierKind::Abft, VerifierKind::Mixed};
   std::vector<VerifierCoverage> out;

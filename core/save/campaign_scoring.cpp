@@ -14,7 +14,7 @@ void agreementLabels(const Graph& g, const float* images, int64_t count, int64_t
     const int64_t n = std::min(batch, count - first);
     const auto act = runAll(g, images + first * inSize, n);
     for (int64_t s = 0; s < n; ++s) {
-      const int top = topClass(act[std::size_t(g.output)].data() + s * classes, classes);
+      const int top = topClassOf(g, act[std::size_t(g.output)].data() + s * classes);
       if (top < 0) throw std::invalid_argument("--agreement: the fault-free logits of sample " +
                                                std::to_string(first + s) + " are not finite");
       labels[std::size_t(first + s)] = top;

@@ -66,7 +66,7 @@ class Prober {
     const Sample& sm = samples_[std::size_t(s)];
     const std::vector<float> logits = rerun(s, v, changed);
     FlipOracle::Outcome out;
-    out.top1 = topClass(logits.data(), int64_t(logits.size())) != sm.top;
+    out.top1 = topClassOf(g_, logits.data()) != sm.top;
     if (epsilon >= 0) {
       const std::vector<float>& clean = sm.act[std::size_t(g_.output)];
       for (std::size_t m = 0; m < logits.size(); ++m)
@@ -364,7 +364,7 @@ std::vector<Sample> cleanRuns(const Graph& g, const float* images, int64_t batch
     sm.radius.resize(g.nodes.size());
     for (std::size_t v = 1; v < g.nodes.size(); ++v) sm.radius[v] = roundingRadius(g, int(v), point);
     const std::vector<float>& logits = sm.act[std::size_t(g.output)];
-    sm.top = topClass(logits.data(), int64_t(logits.size()));
+    sm.top = topClassOf(g, logits.data());
     if (sm.top < 0) throw SaveError("the clean model gives a non-finite logit on evaluation image " + std::to_string(s));
   }
   return samples;

@@ -29,6 +29,18 @@ std::vector<std::string> splitList(const std::string& text) {
 
 // The data and the input normalisation, where given (left out otherwise, so that the settings of
 // campaigns on Fashion-MNIST read as before and their shards still merge).
+// --input-range as a campaign's key: the range for every input, then the named ones sorted, joined
+// by ';' (the same ranges in any order make the same key; one range alone stays as it was, "0,1")
+std::string inputRangeKey(const std::string& text) {
+  std::string all;
+  std::vector<std::string> named;
+  for (const std::string& e : inputRangeEntries(text)) (e.find('=') == std::string::npos ? all : named.emplace_back()) = e;
+  std::sort(named.begin(), named.end());
+  std::string key = all.empty() && named.empty() ? text : all;
+  for (const std::string& e : named) key += (key.empty() ? "" : ";") + e;
+  return key;
+}
+
 util::CampaignKey& addInputSettings(util::CampaignKey& key, const cli::SaveAnalyzeOptions& a) {
   if (!a.data.empty()) key.add("data", a.data);
   if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
@@ -151,7 +163,7 @@ CheckBitsCampaign checkBitsCampaign(const cli::SaveCheckBitsOptions& o) {
                    .add("depth", a.depth)
                    .add("splits", a.splits)
                    .add("tau", a.tau)
-                   .add("input_range", a.inputRange)
+                   .add("input_range", inputRangeKey(a.inputRange))
                    .add("tile", a.tile)
                    .add("budget_mib", a.budgetMiB)
                    .add("budget", a.budget)
@@ -175,7 +187,7 @@ std::string campaignSettings(const cli::SaveCampaignOptions& o) {
       .add("mode", o.analysis.mode)
       .add("tau", o.analysis.tau)
       .add("tile", o.analysis.tile)
-      .add("input_range", o.analysis.inputRange)
+      .add("input_range", inputRangeKey(o.analysis.inputRange))
       .add("verifier", o.verifier);
   if (o.agreement) key.add("agreement", "1");
   // the fault model, where it differs from the first round's (whose shards keep merging)

@@ -60,7 +60,7 @@ std::vector<float> resizeBilinear(const float* x, int64_t channels, int64_t h, i
 DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& split, int64_t count, double lo,
                     double hi, bool atMost) {
   const std::vector<int64_t>& in = g.nodes[0].shape;
-  const int64_t size = g.nodes[0].size(), classes = g.nodes[std::size_t(g.output)].size();
+  const int64_t size = g.nodes[0].size(), classes = classCount(g);
   DataSet d;
   std::vector<float> raw;
   const std::string builtin = "fashion-mnist";
@@ -138,17 +138,21 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     d.name = spec + " (" + split + ")";
   }
   fitInputRange(g, lo, hi);  // token ids: integers in the tables' rows
-  const auto inRange = [&](std::size_t i) {  // an input's own range, where one was named
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const int64_t element = int64_t(i) % size;
     double l = lo, h = hi;
-    elementRange(g, int64_t(i) % size, l, h);
-    return raw[i] >= l && raw[i] <= h;
-  };
-  for (std::size_t i = 0; i < raw.size(); ++i)
-    if (!inRange(i) || (g.tokens > 0 && raw[i] != std::floor(raw[i])))
-      throw std::invalid_argument("data '" + (spec.empty() ? builtin : spec) + "': " + split + "/x sample " +
-                                  std::to_string(int64_t(i) / size) + " holds " + numberText(raw[i]) +
-                                  ", outside the analysed input range [" + numberText(lo) + ", " + numberText(hi) +
-                                  "] (--input-range): SAVE's ranges hold only inside it");
+    elementRange(g, element, l, h);  // an input's own range, where one was named
+    const OutputPart* part = inputPartOf(g, element);
+    const bool whole = g.tokens > 0 || (part && (part->tokens > 0 || part->integer));
+    if (raw[i] >= l && raw[i] <= h && (!whole || raw[i] == std::floor(raw[i]))) continue;
+    const std::string where = part ? " (input '" + part->name + "', element " + std::to_string(element - part->offset) + ")" : "";
+    throw std::invalid_argument("data '" + (spec.empty() ? builtin : spec) + "': " + split + "/x sample " +
+                                std::to_string(int64_t(i) / size) + where + " holds " + numberText(raw[i]) +
+                                (whole && raw[i] >= l && raw[i] <= h ? std::string(", not an integer")
+                                                                     : ", outside the analysed input range [" + numberText(l) +
+                                                                           ", " + numberText(h) + "] (--input-range)") +
+                                ": SAVE's ranges hold only inside it");
+  }
   d.count = count;
   d.normalised.resize(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {

@@ -59,10 +59,9 @@ ModelFlip flipInModel(const Graph& g, const std::vector<LayerMap>& layers, const
   f.recomputeCatches = f.recomputed && (mask & ~f.robustMask) != 0;
 
   std::vector<std::vector<float>> act = runAll(g, image, 1);
-  const int64_t classes = g.nodes[std::size_t(g.output)].size();
   const std::vector<float>& clean = act[std::size_t(g.output)];
   f.logitsBefore.assign(clean.begin(), clean.end());
-  f.classBefore = topClass(clean.data(), classes);
+  f.classBefore = topClassOf(g, clean.data());
   float& value = act[std::size_t(node)][std::size_t(element)];
   f.before = value;
   uint32_t bits;
@@ -89,7 +88,7 @@ ModelFlip flipInModel(const Graph& g, const std::vector<LayerMap>& layers, const
   f.outOfRange = outside(f.after, f.lo, f.hi);
   const std::vector<float>& flipped = act[std::size_t(g.output)];
   f.logitsAfter.assign(flipped.begin(), flipped.end());
-  f.classAfter = topClass(flipped.data(), classes);
+  f.classAfter = topClassOf(g, flipped.data());
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return f;
 }

@@ -79,6 +79,15 @@ int64_t Graph::parameterCount() const {
 }
 
 
+int topClassOf(const Graph& g, const float* sampleOutput) {
+  if (g.outputs.empty()) return topClass(sampleOutput, g.nodes[std::size_t(g.output)].size());
+  return topClass(sampleOutput + g.outputs[0].offset, g.outputs[0].size());
+}
+
+int64_t classCount(const Graph& g) {
+  return g.outputs.empty() ? g.nodes[std::size_t(g.output)].size() : g.outputs[0].size();
+}
+
 int topClass(const float* logits, int64_t n) {
   int best = 0;
   for (int64_t i = 0; i < n; ++i) {

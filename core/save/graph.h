@@ -225,6 +225,10 @@ void runAllInto(const Graph& g, const float* input, int64_t batch, std::vector<s
 
 // First index of the largest logit; -1 when a logit is NaN or infinite (a corrupted output).
 int topClass(const float* logits, int64_t n);
+// Top-1 of one sample of g's output node: of its first output where the model has several
+// (Graph::outputs: a classifier's logits first), else of all of it; classCount: how many classes.
+int topClassOf(const Graph& g, const float* sampleOutput);
+int64_t classCount(const Graph& g);
 
 // One output element of a linear or conv2d node for one sample `x` of its input: the very
 // arithmetic runNode uses, so a partial recomputation equals a full one bit for bit.

@@ -27,7 +27,6 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// top-1 of each sample's output (of the first, for a model with several)
 // " (input 'NAME', element k)" for an element of one of several inputs; "" for a model with one
 std::string inputNamed(const Graph& g, int64_t element) {
   if (g.inputs.size() < 2) return "";
@@ -37,13 +36,11 @@ std::string inputNamed(const Graph& g, int64_t element) {
   return "";
 }
 
+// top-1 of each sample's output (of the first, for a model with several)
 void predict(const Graph& g, InferenceResult& r) {
   const int64_t total = g.nodes[std::size_t(g.output)].size();
-  const int64_t offset = g.outputs.empty() ? 0 : g.outputs[0].offset;
-  const int64_t size = g.outputs.empty() ? total : g.outputs[0].size();
   r.predictions.resize(std::size_t(r.samples));
-  for (int64_t s = 0; s < r.samples; ++s)
-    r.predictions[std::size_t(s)] = topClass(r.outputs.data() + s * total + offset, size);
+  for (int64_t s = 0; s < r.samples; ++s) r.predictions[std::size_t(s)] = topClassOf(g, r.outputs.data() + s * total);
 }
 
 }  // namespace
@@ -175,7 +172,8 @@ std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples
       double lo = pixelLo, hi = pixelHi;
       elementRange(g, i, lo, hi);  // an input's own range, where one was named
       // the box is checked on raw values; a normalised value that maps back within rounding is in it
-      const double slack = 1e-6 * std::max({1.0, std::fabs(lo), std::fabs(hi)});
+      const OutputPart* part = inputPartOf(g, i);  // integers (ids, masks) compared exactly
+      const double slack = part && (part->tokens > 0 || part->integer) ? 0.0 : 1e-6 * std::max({1.0, std::fabs(lo), std::fabs(hi)});
       if (!(raw >= lo - slack && raw <= hi + slack)) {
         std::ostringstream m;
         m << "sample " << s << ", element " << i << inputNamed(g, i) << ": " << x << " (raw " << raw

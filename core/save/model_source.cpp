@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "core/save/onnx_model.h"
@@ -31,6 +32,7 @@ namespace {
 
 // --input-range NAME=LO,HI: that input's own raw range (an ONNX model's input, float32)
 void applyInputRanges(const ModelSource& o, Graph& g) {
+  std::set<std::string> named;
   for (const std::string& e : o.inputRanges) {
     const std::size_t eq = e.find('=');
     const std::string name = e.substr(0, eq);
@@ -52,6 +54,11 @@ void applyInputRanges(const ModelSource& o, Graph& g) {
     if (part->tokens > 0)
       throw std::invalid_argument("--input-range " + e + ": input '" + name + "' holds token ids, whose range is its "
                                   "embedding tables' rows");
+    if (part->integer && std::ceil(lo) > std::floor(hi))
+      throw std::invalid_argument("--input-range " + e + ": input '" + name + "' holds integers, and no integer lies in "
+                                  "that range");
+    if (named.count(name)) throw std::invalid_argument("--input-range gives two ranges for input '" + name + "'");
+    named.insert(name);
     part->lo = lo;
     part->hi = hi;
   }

@@ -193,7 +193,7 @@ void Importer::putReshapeTarget(onnx::ModelProto& m, int node, const std::string
   for (int64_t v : target) t.add_int64_data(v);
   *m.mutable_graph()->add_initializer() = t;
   onnx::NodeProto* reshape = m.mutable_graph()->mutable_node(node);
-  reshape->set_input(1, name);
+  reshape->set_input(reshape->op_type() == "Resize" ? 3 : 1, name);  // a Reshape's target, a Resize's sizes
   for (auto& a : *reshape->mutable_attribute())
     if (a.name() == "allowzero") a.set_i(0);
 }
@@ -510,6 +510,17 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
           if (!generic.empty()) {
             patched = index;
             target = generic;
+            return "";
+          }
+        }
+        // a Resize to constant sizes traced at the fixed batch ([N, C, H, W]: the dynamo exporter's
+        // F.interpolate) of a batch-first value: the batch's own size instead
+        if (op == "Resize" && in.front().first == 0 && x.at == 0 && x.plain() && n.input_size() > 3) {
+          std::vector<int64_t> sizes = constantInts(n.input(3));
+          if (sizes.size() == std::size_t(x.rank) && sizes[0] == fixed) {
+            sizes[0] = kBatch;
+            patched = index;
+            target = sizes;
             return "";
           }
         }

@@ -55,7 +55,10 @@ Graph Importer::mapped() {
   }
   if (graph.output_size() == 0) throw SaveError("ONNX model '" + path_ + "' has no output");
   std::vector<int> outputs;
+  std::set<std::string> outputNames;
   for (const auto& out : graph.output()) {
+    if (!outputNames.insert(out.name()).second)
+      throw SaveError("ONNX model '" + path_ + "' names two outputs '" + out.name() + "'");
     auto it = values_.find(out.name());
     if (it == values_.end())
       throw SaveError("ONNX model '" + path_ + "': its output '" + out.name() + "' is not computed from its input");

@@ -299,6 +299,7 @@ class Importer {
   std::map<std::string, int> values_, biasFree_, consumers_;
   std::set<std::string> tokenInputs_;    // integer inputs read as token ids
   std::set<std::string> integerInputs_;  // integer inputs read as values (masks), beside other inputs
+  std::set<std::string> unreadInputs_;   // of those, the ones no node reads but Shape
   std::set<std::string> integerValues_;  // activations holding an integer input's values, not yet cast
   std::map<std::string, std::pair<int, int64_t>> zeroPad_;  // a Pad's output: its input and padding
   std::map<std::string, std::vector<int64_t>> dims_;        // full ONNX dims of activations (batch 1)

@@ -12,6 +12,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -217,7 +218,11 @@ void Importer::tokenInput(const std::string& name, const std::string& type, bool
       }
       lookedUp = lookedUp || lookup;
     }
-  if (!lookedUp && several) return void(integerInputs_.insert(name));
+  if (!lookedUp && several) {  // read by no node but Shape: its values reach nothing, any range holds
+    integerInputs_.insert(name);
+    unreadInputs_.insert(name);
+    return;
+  }
   if (!lookedUp) throw SaveError(lead + ", and no node looks it up");
   tokenInputs_.insert(name);
 }
@@ -265,6 +270,8 @@ void Importer::input() {
     else if (type.elem_type() != onnx::TensorProto::FLOAT)
       throw SaveError("ONNX model '" + path_ + "': input '" + in->name() + "' is " + typeName(type.elem_type()) +
                       "; SAVE analyses float32 inputs and integer ones (token ids, masks)");
+    if (std::find(names.begin(), names.end(), in->name()) != names.end())
+      throw SaveError("ONNX model '" + path_ + "' names two inputs '" + in->name() + "'");
     names.push_back(in->name());
   }
   std::string quoted;
@@ -315,6 +322,7 @@ void Importer::input() {
                       "SAVE's limit is 2^26 (67,108,864)");
     g_.inputs.push_back({in->name(), total, shapes.back()});
     g_.inputs.back().integer = integerInputs_.count(in->name()) > 0;
+    if (unreadInputs_.count(in->name())) g_.inputs.back().lo = -16777216, g_.inputs.back().hi = 16777216;  // +-2^24
     total += size;
   }
   if (ins.size() == 1) {

@@ -120,7 +120,7 @@ std::vector<int> ProtectedRunner::run(const float* images, Scheme scheme, const 
   const std::vector<float>& logits = act[std::size_t(g_.output)];
   const int64_t classes = g_.nodes[std::size_t(g_.output)].size();
   output_.assign(logits.begin(), logits.begin() + batch_ * classes);
-  for (int64_t s = 0; s < batch_; ++s) out[std::size_t(s)] = topClass(logits.data() + s * classes, classes);  // -1: a corrupted output
+  for (int64_t s = 0; s < batch_; ++s) out[std::size_t(s)] = topClassOf(g_, logits.data() + s * classes);  // -1: a corrupted output
   return out;
 }
 

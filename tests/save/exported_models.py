@@ -18,7 +18,8 @@ and the output says so;
   transformation ONNX defines, by scales and by sizes, up and down, each equal to onnxruntime;
   torchvision's FCN, DeepLabV3, LRASPP and FeaturePyramidNetwork and a user's F.interpolate model
   (PyTorch 1.13, opsets 13 and 17) equal to onnxruntime, and onnxruntime's outputs inside SAVE's bounds;
-  DeepLabV3 and LRASPP exported at a fixed batch of 2 read as a batch (sizes computed from Shape);
+  DeepLabV3 and LRASPP exported at a fixed batch of 2 read as a batch (sizes computed from Shape), and
+  a user's F.interpolate model from the dynamo exporter at a fixed batch (sizes constant [2, C, H, W]);
 - convolutions beyond SAVE's Conv2d node (issue 42): Conv1d, Conv3d, 1x7 and 7x1 kernels, unequal
   strides and padding, dilations, ConvTranspose in 1-D, 2-D and 3-D with output_padding;
   torchvision's Inception-v3 and R3D-18 (a video net): equal to onnxruntime, and its outputs inside
@@ -158,6 +159,25 @@ def ort_reference(path, x):
     return np.concatenate([s.run(None, {i.name: x[k:k + fixed]})[0] for k in range(0, len(x), fixed)])
 
 
+def ort_inputs(path, feeds):
+    """onnxruntime's first output for several inputs (name -> samples), fed the batch the file declares,
+    also saved as PATH.ref.npy."""
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    count = len(next(iter(feeds.values())))
+    fixed = s.get_inputs()[0].shape[0]
+    step = fixed if isinstance(fixed, int) else count
+    ref = np.concatenate([s.run(None, {k: v[i:i + step] for k, v in feeds.items()})[0] for i in range(0, count, step)])
+    np.save(path + ".ref.npy", ref)  # the reference beside the model, for --expect
+    return ref
+
+
+def save_arrays(folder, **arrays):
+    """Each array as folder/NAME.npy; their paths by name."""
+    for name, a in arrays.items():
+        np.save(os.path.join(folder, name + ".npy"), a)
+    return {name: os.path.join(folder, name + ".npy") for name in arrays}
+
+
 def compare(path, samples=4, whole=False):
     """`peat save run` against onnxruntime on the same inputs; the run's JSON."""
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -180,11 +200,21 @@ def compare(path, samples=4, whole=False):
     return j
 
 
+# what every export script under PyTorch 1.13 starts with
+PREAMBLE_113 = "import sys, warnings, torch, torchvision\nwarnings.filterwarnings('ignore')\ntorch.manual_seed(0)\nnn = torch.nn\n"
+
+
+def read_as_batch(j, what):
+    """The run's JSON says its fixed first dimension was read as a batch (not "not read as a batch")."""
+    reading = j.get("batch_reading", "")
+    check("read as a batch" in reading and "not read" not in reading, f"{what}: {reading[:140]}")
+
+
 def export_113(script, folder):
     """Runs an export script under Debian's PyTorch 1.13 into WORK/folder; the folder."""
     out = os.path.join(WORK, folder)
     os.makedirs(out)
-    subprocess.run(["/usr/bin/python3", "-c", script, out], check=True, capture_output=True, timeout=600)
+    subprocess.run(["/usr/bin/python3", "-c", PREAMBLE_113 + script, out], check=True, capture_output=True, timeout=600)
     return out
 
 
@@ -204,11 +234,11 @@ for f in sorted(os.listdir(WORK)):
     if not f.endswith(".onnx"):
         continue
     j = compare(os.path.join(WORK, f))
-    reading = j.get("batch_reading", "")
     if "fixed2" in f:
-        check("read as a batch" in reading and "not read" not in reading, f"{f}: its fixed first dimension 2 read as a batch: {reading[:120]}")
+        read_as_batch(j, f"{f}: its fixed first dimension 2 read as a batch")
     else:
-        check(reading == "", f"{f}: a batch of 1 or a dynamic batch needs no reading: {reading[:80]}")
+        check(j.get("batch_reading", "") == "", f"{f}: a batch of 1 or a dynamic batch needs no reading: "
+                                                f"{j.get('batch_reading', '')[:80]}")
 
 # a fixed-batch model through the whole SAVE analysis: the analysis says how it read the batch
 a = peat("save", "analyze", "-m", os.path.join(WORK, "usercnn-fixed2-op18.onnx"), "--input-range", "0,1")
@@ -347,18 +377,29 @@ for f in sorted(os.listdir(upsampling)):
     if f.endswith(".onnx"):
         j = compare(os.path.join(upsampling, f), samples=4 if "fixed2" in f else 1)
         if "fixed2" in f:
-            reading = j.get("batch_reading", "")
-            check("read as a batch" in reading and "not read" not in reading,
-                  f"{f}: its fixed first dimension 2 read as a batch through the Resize's computed sizes: {reading[:160]}")
+            read_as_batch(j, f"{f}: its fixed first dimension 2 read as a batch through the Resize's computed sizes")
 for f in ("fpn-op17.onnx", "interpolate-op13.onnx"):
     inside_bounds(os.path.join(upsampling, f), f)
 
+
+# the dynamo exporter writes F.interpolate at a fixed batch as a Resize to constant sizes [2, C, H, W]:
+# read as a batch, the sizes' first entry being the batch's own
+class UserUpsample(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.interpolate(torch.relu(self.a(x)), scale_factor=2, mode="bilinear", align_corners=False)
+        return self.b(torch.nn.functional.interpolate(y, size=(13, 11), mode="nearest"))
+
+
+up = os.path.join(WORK, "upsample-dynamo-fixed2-op18.onnx")
+torch.onnx.export(UserUpsample().eval(), (torch.rand(2, 3, 6, 5),), up, dynamo=True, opset_version=18, input_names=["x"])
+read_as_batch(compare(up), "upsample-dynamo-fixed2-op18: a Resize to sizes traced at the fixed batch read as a batch")
+
 # --- convolutions as patches: 1-D, 3-D, non-square, transposed (PyTorch 1.13, dynamic batch)
 EXPORT_CONVS = r'''
-import sys, warnings, torch, torchvision
-warnings.filterwarnings("ignore")
-torch.manual_seed(0)
-nn = torch.nn
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -442,10 +483,6 @@ for f in sorted(os.listdir(recurrent)):
 
 # --- token models: int64 ids looked up in an embedding table
 EXPORT_TOKENS = r'''
-import sys, warnings, torch
-warnings.filterwarnings("ignore")
-torch.manual_seed(0)
-nn = torch.nn
 class TokenModel(nn.Module):
     def __init__(self):
         super().__init__()
@@ -504,9 +541,7 @@ rng = np.random.default_rng(11)
 for f in ("tokens-fixed2-op17.onnx", "tokens-dynamic-op17.onnx", "tokens-dynamo1-op18.onnx"):
     j = token_compare(os.path.join(tokens, f), rng.integers(0, 50, (4, 7)).astype(np.int64))
     if "fixed2" in f:  # attention's view(T, N * heads, d) traced at N = 2: read back as B * heads
-        reading = j.get("batch_reading", "")
-        check("read as a batch" in reading and "not read" not in reading,
-              f"{f}: its fixed first dimension 2 read as a batch through attention's reshapes: {reading[:160]}")
+        read_as_batch(j, f"{f}: its fixed first dimension 2 read as a batch through attention's reshapes")
 token_compare(os.path.join(tokens, "tokens-dynamic-op17.onnx"), rng.integers(-50, 50, (4, 7)).astype(np.int64))
 # SAVE's bounds hold for ids anywhere in the vocabulary (whatever --input-range asks: ids are no pixels)
 dyn = os.path.join(tokens, "tokens-dynamic-op17.onnx")
@@ -576,8 +611,7 @@ for tag, path in multi.items():
           j["comparison"]["max_abs"] <= 1e-5 * max(1.0, float(np.abs(refs["logits"]).max())),
           f"{tag}: references in output order go to the first outputs ({[c['output'] for c in j.get('comparisons', [])]})")
     if "fixed2" in tag:
-        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
-              f"{tag}: its fixed first dimension read as a batch")
+        read_as_batch(j, f"{tag}: its fixed first dimension read as a batch")
 # each output's bounds named, and onnxruntime's outputs inside them
 path = multi["multi-dynamo-op18"]
 a = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-mean", "0", "--input-std", "1",
@@ -619,15 +653,10 @@ torch.onnx.export(m, (torch.rand(1, 3, 8, 8), torch.rand(1, 5)), sys.argv[1] + "
 two = export_113(EXPORT_TWO, "two")
 rng = np.random.default_rng(9)
 image, meta = rng.random((4, 3, 8, 8), dtype=np.float32), (rng.random((4, 5), dtype=np.float32) * 4 - 2)
-np.save(os.path.join(two, "image.npy"), image)
-np.save(os.path.join(two, "meta.npy"), meta)
+save_arrays(two, image=image, meta=meta)
 for f in ("two-fixed2-op17.onnx", "two-dynamic-op13.onnx"):
     path = os.path.join(two, f)
-    s_two = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    step = 2 if "fixed2" in f else 4
-    ref = np.concatenate([s_two.run(None, {"image": image[k:k + step], "meta": meta[k:k + step]})[0]
-                          for k in range(0, 4, step)])
-    np.save(path + ".ref.npy", ref)
+    ort_inputs(path, {"image": image, "meta": meta})
     for order in (["-i", os.path.join(two, "image.npy"), "-i", os.path.join(two, "meta.npy")],
                   ["-i", "meta=" + os.path.join(two, "meta.npy"), "image=" + os.path.join(two, "image.npy")]):
         j = json.loads(peat("save", "run", "-m", path, *order, "--expect", path + ".ref.npy", "--json").stdout)
@@ -636,8 +665,7 @@ for f in ("two-fixed2-op17.onnx", "two-dynamic-op13.onnx"):
               f"{f}: save run with inputs {'in order' if order[0] == '-i' and order[2] == '-i' else 'by name'} equals "
               f"onnxruntime (largest |difference| {j['comparison']['max_abs']:.3g})")
     if "fixed2" in f:
-        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
-              f"{f}: both inputs' fixed first dimension read as a batch: {j.get('batch_reading', '')[:120]}")
+        read_as_batch(j, f"{f}: both inputs' fixed first dimension read as a batch")
 # a box per input: the image in [0, 1], the side features in [-2, 2]; onnxruntime inside SAVE's bounds
 path = os.path.join(two, "two-dynamic-op13.onnx")
 box = ["--input-range", "0,1", "--input-range", "meta=-2:2", "--input-mean", "0", "--input-std", "1"]
@@ -710,22 +738,17 @@ ids = rng.integers(-50, 50, (6, 7)).astype(np.int64)  # negative ids count from 
 mask = np.ones((6, 7), np.int64)
 for row, keep in ((1, 4), (2, 2), (3, 6), (5, 1)):
     mask[row, keep:] = 0
-np.save(os.path.join(masked, "ids.npy"), ids)
-np.save(os.path.join(masked, "mask.npy"), mask)
+save_arrays(masked, ids=ids, mask=mask)
 for f in ("masked-fixed2-op17.onnx", "masked-dynamic-op17.onnx"):
     path = os.path.join(masked, f)
-    s_m = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    step = 2 if "fixed2" in f else 6
-    ref = np.concatenate([s_m.run(None, {"ids": ids[k:k + step], "mask": mask[k:k + step]})[0] for k in range(0, 6, step)])
-    np.save(path + ".ref.npy", ref)
+    ref = ort_inputs(path, {"ids": ids, "mask": mask})
     j = json.loads(peat("save", "run", "-m", path, "-i", os.path.join(masked, "ids.npy"), os.path.join(masked, "mask.npy"),
                         "--expect", path + ".ref.npy", "--json").stdout)
     check(j["comparison"]["max_abs"] <= 1e-5 * max(1.0, float(np.abs(ref).max())) and j["comparison"]["top1_agree"] == 6,
           f"{f}: save run on token ids and a mask (4 of 6 rows padded) equals onnxruntime "
           f"(largest |difference| {j['comparison']['max_abs']:.3g})")
     if "fixed2" in f:
-        check("read as a batch" in j.get("batch_reading", "") and "not read" not in j.get("batch_reading", ""),
-              f"{f}: ids and mask fixed at 2 read as a batch: {j.get('batch_reading', '')[:140]}")
+        read_as_batch(j, f"{f}: ids and mask fixed at 2 read as a batch")
 path = os.path.join(masked, "masked-dynamic-op17.onnx")
 a = json.loads(peat("save", "analyze", "-m", path, "--input-range", "mask=0,1", "--json").stdout)
 s_m = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
