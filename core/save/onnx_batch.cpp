@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace peat::save::onnx_import {
 
@@ -327,7 +328,20 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     else return std::nullopt;
     return out;
   }
-  static const std::set<std::string> arithmetic{"Add", "Sub", "Mul", "Div", "Mod"};
+  if (op == "Where" && in.size() == 3) {  // cond ? x : y, element by element (a scalar broadcast)
+    const ShapeValue &x = *in[1], &y = *in[2];
+    std::size_t size = 1;
+    for (const ShapeValue* v : in) size = std::max(size, v->v.size());
+    for (const ShapeValue* v : in)
+      if (v->v.size() != size && v->v.size() != 1) return std::nullopt;
+    const auto at = [&](const ShapeValue& v, std::size_t i) { return v.v[v.v.size() == 1 ? 0 : i]; };
+    for (std::size_t i = 0; i < size; ++i) out.v.push_back(at(a, i) != 0 ? at(x, i) : at(y, i));
+    for (const ShapeValue* v : in)
+      if (v->v.size() == size) out.dims = v->dims;
+    out.type = x.type;
+    return out;
+  }
+  static const std::set<std::string> arithmetic{"Add", "Sub", "Mul", "Div", "Mod", "Equal"};
   if (arithmetic.count(op) && in.size() == 2) {
     const ShapeValue& b = *in[1];
     const bool aOne = a.v.size() == 1 && a.dims.size() <= 1, bOne = b.v.size() == 1 && b.dims.size() <= 1;
@@ -339,12 +353,14 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
       if (op == "Mod" && intAttribute(n, "fmod", 0) != 0) return std::nullopt;
       if (std::max(std::llabs(x), std::llabs(y)) > (int64_t(1) << 30)) return std::nullopt;  // no overflow
       const int64_t m = x % y;  // Mod: the sign of the divisor, as Python's
-      out.v.push_back(op == "Add"   ? x + y
+      out.v.push_back(op == "Equal" ? int64_t(x == y)
+                      : op == "Add" ? x + y
                       : op == "Sub" ? x - y
                       : op == "Mul" ? x * y
                       : op == "Div" ? x / y
                                     : (m != 0 && (m < 0) != (y < 0) ? m + y : m));
     }
+    if (op == "Equal") out.type = onnx::TensorProto::BOOL;
     return out;
   }
   return std::nullopt;
@@ -378,7 +394,23 @@ bool Importer::putShapeValues(onnx::ModelProto& m) const {
   for (const onnx::NodeProto& n : g->node()) {
     if (n.output_size() != 1 || values.count(n.output(0))) continue;
     std::optional<ShapeValue> v;
-    if (n.op_type() == "Shape" && n.input_size() == 1) {
+    if (n.op_type() == "Constant") {  // a small integer tensor (the exporter's [N, -1, -1] and the like)
+      for (const auto& attr : n.attribute()) {
+        if (attr.name() != "value" || !attr.has_t()) continue;
+        const onnx::TensorProto& t = attr.t();
+        ShapeValue c{{}, std::vector<int64_t>(t.dims().begin(), t.dims().end()), t.data_type()};
+        if (t.data_type() == onnx::TensorProto::INT64 && t.int64_data_size() > 0 && t.int64_data_size() <= 64)
+          c.v.assign(t.int64_data().begin(), t.int64_data().end());
+        else if (t.data_type() == onnx::TensorProto::INT64 && !t.raw_data().empty() && t.raw_data().size() <= 512 &&
+                 t.raw_data().size() % 8 == 0) {
+          c.v.resize(t.raw_data().size() / 8);
+          std::memcpy(c.v.data(), t.raw_data().data(), t.raw_data().size());
+        }
+        int64_t count = 1;
+        for (int64_t d : c.dims) count *= d;
+        if (!c.v.empty() && int64_t(c.v.size()) == count) v = c;
+      }
+    } else if (n.op_type() == "Shape" && n.input_size() == 1) {
       auto it = shapes.find(n.input(0));
       if (it == shapes.end()) continue;
       const int64_t rank = int64_t(it->second.size());
@@ -414,8 +446,8 @@ bool Importer::putShapeValues(onnx::ModelProto& m) const {
         t.set_data_type(it->second.type);
         for (int64_t d : it->second.dims) t.add_dims(d);
         for (int64_t x : it->second.v)
-          if (it->second.type == onnx::TensorProto::INT32)
-            t.add_int32_data(int32_t(x));
+          if (it->second.type == onnx::TensorProto::INT32 || it->second.type == onnx::TensorProto::BOOL)
+            t.add_int32_data(int32_t(x));  // bool's field too
           else
             t.add_int64_data(x);
         *g->add_initializer() = t;
@@ -487,6 +519,41 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
   };
   for (const std::string& input : inputs)
     if (std::string why = axisOfValue(input, batch[input]); !why.empty()) return "input '" + input + "': " + why;
+  // a value's dims: a constant's, else the inferred ones (-1 where unknown); nullopt where nothing is known
+  const auto dimsOf = [&](const std::string& v) -> std::optional<std::vector<int64_t>> {
+    if (const Constant* c = constant(v)) return c->dims;
+    for (const auto& t : g->initializer())
+      if (t.name() == v) return std::vector<int64_t>(t.dims().begin(), t.dims().end());
+    auto t = types.find(v);
+    if (t == types.end() || !t->second->tensor_type().has_shape()) return std::nullopt;
+    std::vector<int64_t> d;
+    for (const auto& dim : t->second->tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    return d;
+  };
+  std::map<std::string, int> producer;  // which node computes a value
+  for (int index = 0; index < g->node_size(); ++index)
+    for (const auto& o : g->node(index).output()) producer[o] = index;
+  // An Expand of a sample-independent value (size 1 at the batch's axis) to a constant shape traced
+  // at the fixed batch (ViT's class_token.expand(N, -1, -1)), read by a node whose samples sit on
+  // axis `a`: patched (`patched`, `target`) to expand to the batch instead. False where `v` is no such
+  // value.
+  int patchedAt = -1;
+  std::vector<int64_t> patchTarget;
+  const auto expandPatch = [&](const std::string& v, const Axis& a) {
+    const auto p = producer.find(v);
+    if (p == producer.end() || g->node(p->second).op_type() != "Expand") return false;
+    const onnx::NodeProto& e = g->node(p->second);
+    std::vector<int64_t> shape = constantInts(e.input(1));
+    const auto data = dimsOf(e.input(0));
+    const int64_t at = int64_t(shape.size()) - (a.rank - a.at);
+    if (!data || at < 0 || at >= int64_t(shape.size()) || shape[std::size_t(at)] != fixed) return false;
+    const int64_t atData = int64_t(data->size()) - (int64_t(shape.size()) - at);
+    if (atData >= 0 && (*data)[std::size_t(atData)] != 1) return false;
+    shape[std::size_t(at)] = kBatch;
+    patchedAt = p->second;
+    patchTarget = shape;
+    return true;
+  };
   for (int index = 0; index < g->node_size(); ++index) {
     const onnx::NodeProto& n = g->node(index);
     const std::string& op = n.op_type();
@@ -504,6 +571,13 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
       const bool reshape = (op == "Reshape" || op == "Flatten") && in.front().first == 0;
       if (why.empty() && reshape && !reshapedBatch(x, a)) why = "it reshapes across the batch axis";
       if (!why.empty()) {
+        if (op == "Concat" || elementwise().count(op))  // joined with an Expand traced at the fixed batch?
+          for (int i = 0; i < n.input_size(); ++i)
+            if (!batch.count(n.input(i)) && !n.input(i).empty() && expandPatch(n.input(i), x)) {
+              patched = patchedAt;
+              target = patchTarget;
+              return "";
+            }
         if (op == "Reshape" && in.front().first == 0) {  // a target traced at the fixed batch?
           const std::vector<int64_t> generic =
               genericTarget(x, constantInts(n.input(1)), fixed, intAttribute(n, "allowzero", 0) != 0);
@@ -543,18 +617,21 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
     const auto mixes = [&](const std::string& why) { return where + " " + why; };
     // a value that does not come from the input, at the batch's axis: 1 (broadcast), or computed
     // from the batch (a constant expanded to it); another size was traced at the fixed batch
+    // (an Expand of a sample-independent value to a constant shape traced at the fixed batch, ViT's
+    // class_token.expand(N, -1, -1), is patched to expand to the batch instead: `patched`)
     const auto tracedAtFixed = [&](bool oneIsFine) {
       for (int i = 0; i < n.input_size(); ++i) {
         if (batch.count(n.input(i)) || n.input(i).empty()) continue;
-        std::vector<int64_t> d;
-        if (const Constant* c = constant(n.input(i))) d = c->dims;
-        else if (auto t = types.find(n.input(i)); t != types.end() && t->second->tensor_type().has_shape())
-          for (const auto& dim : t->second->tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
-        else return true;  // nothing known of it
+        const auto known = dimsOf(n.input(i));
+        if (!known) return true;  // nothing known of it
+        const std::vector<int64_t>& d = *known;
         const int64_t k = int64_t(d.size()) - (y.rank - y.at);  // aligned from the right
         if (k < 0) continue;  // broadcast over the batch axis
         const int64_t size = d[std::size_t(k)];
-        if (!(size > 0 && size % kBatch == 0) && !(oneIsFine && size == 1)) return true;
+        if (!(size > 0 && size % kBatch == 0) && !(oneIsFine && size == 1)) {
+          if (size == fixed && expandPatch(n.input(i), y)) return false;
+          return true;
+        }
       }
       return false;
     };
@@ -562,6 +639,7 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
       for (const auto& [i, a] : in)  // broadcasting aligns from the right
         if (y.rank - a.rank + a.at != y.at) return mixes("broadcasts one sample against another");
       if (tracedAtFixed(true)) return mixes("combines the samples with a tensor traced at the fixed batch");
+      if (patchedAt >= 0) return patched = patchedAt, target = patchTarget, "";
     } else if (axisMoves().count(op) || reduction(op)) {
       // where the batch goes is in the inferred shape, checked above
     } else if (op == "Gather") {
@@ -595,6 +673,7 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
       for (const auto& [i, a] : in)
         if (axisOf(intAttribute(n, "axis", 0), std::size_t(a.rank)) == a.at) return mixes("joins or splits along the batch axis");
       if (op == "Concat" && tracedAtFixed(false)) return mixes("joins the samples with a tensor traced at the fixed batch");
+      if (patchedAt >= 0) return patched = patchedAt, target = patchTarget, "";
     } else if (op == "Slice") {
       if (in.front().first != 0) return mixes("slices with sample-dependent bounds");
       std::vector<int64_t> axes = n.input_size() > 3 ? constantInts(n.input(3)) : std::vector<int64_t>{};

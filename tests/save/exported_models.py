@@ -20,6 +20,8 @@ and the output says so;
   (PyTorch 1.13, opsets 13 and 17) equal to onnxruntime, and onnxruntime's outputs inside SAVE's bounds;
   DeepLabV3 and LRASPP exported at a fixed batch of 2 read as a batch (sizes computed from Shape), and
   a user's F.interpolate model from the dynamo exporter at a fixed batch (sizes constant [2, C, H, W]);
+- torchvision's VisionTransformer at a fixed batch of 2 (1.13, opsets 13 and 17): read as a batch
+  (its class token's expand(N, -1, -1) made batch-generic), equal to onnxruntime;
 - convolutions beyond SAVE's Conv2d node (issue 42): Conv1d, Conv3d, 1x7 and 7x1 kernels, unequal
   strides and padding, dilations, ConvTranspose in 1-D, 2-D and 3-D with output_padding;
   torchvision's Inception-v3 and R3D-18 (a video net): equal to onnxruntime, and its outputs inside
@@ -244,6 +246,24 @@ for f in sorted(os.listdir(WORK)):
 a = peat("save", "analyze", "-m", os.path.join(WORK, "usercnn-fixed2-op18.onnx"), "--input-range", "0,1")
 check("fixes its first dimension to 2: read as a batch" in a.stdout, "save analyze states the batch reading")
 
+
+# torchvision's VisionTransformer at a fixed batch of 2 (PyTorch 1.13): its class token is
+# expand(N, -1, -1) to a shape computed from constants traced at N, then joined with the samples;
+# read as a batch (the expand's shape made the batch's own), its head given weights (torchvision
+# initialises it to zeros, which would make any comparison trivial)
+EXPORT_VIT = r'''
+vit = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=2, hidden_dim=32,
+                                           mlp_dim=64, num_classes=5).eval()
+with torch.no_grad():
+    vit.heads.head.weight.normal_()
+    vit.class_token.normal_()
+for opset in (13, 17):
+    torch.onnx.export(vit, torch.rand(2, 3, 32, 32), f"{sys.argv[1]}/vit-fixed2-op{opset}.onnx", opset_version=opset)
+'''
+vit = export_113(EXPORT_VIT, "vit")
+for f in ("vit-fixed2-op13.onnx", "vit-fixed2-op17.onnx"):
+    j = compare(os.path.join(vit, f))
+    read_as_batch(j, f"{f}: the class token's expand traced at the fixed batch read as the batch's own")
 
 # every node of a transformer stores in a session (two of its nodes once got one name, and the
 # store failed after writing part of the analysis): nn.TransformerEncoder exported by PyTorch 1.13
