@@ -212,8 +212,13 @@ struct ShapeValue {
 // ONNX defines it (Div truncates), and only over lists of at most 64 entries.
 std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<const ShapeValue*>& in, int64_t opset) {
   const std::string& op = n.op_type();
-  for (const ShapeValue* x : in)
+  for (const ShapeValue* x : in) {  // every operand at most 64 values, its dims >= 0 and holding them
     if (!x || x->v.size() > 64) return std::nullopt;
+    uint64_t count = 1;
+    for (int64_t d : x->dims)
+      if (d < 0 || (count *= uint64_t(d)) > 64) return std::nullopt;
+    if (count != x->v.size()) return std::nullopt;
+  }
   if (in.empty()) return std::nullopt;
   const ShapeValue& a = *in[0];
   ShapeValue out;
@@ -242,7 +247,8 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     int64_t axis = in.size() > 3 ? (in[3]->v.size() == 1 ? in[3]->v[0] : rank) : 0;
     axis = axis < 0 ? axis + rank : axis;
     const int64_t step = in.size() > 4 ? (in[4]->v.size() == 1 ? in[4]->v[0] : 0) : 1;
-    if (axis < 0 || axis >= rank || step == 0 || (in.size() <= 3 && rank != 1)) return std::nullopt;
+    if (axis < 0 || axis >= rank || step == 0 || step > 64 || step < -64 || (in.size() <= 3 && rank != 1))
+      return std::nullopt;
     const int64_t size = a.dims[std::size_t(axis)];
     int64_t inner = 1, outer = 1;
     for (int64_t k = axis + 1; k < rank; ++k) inner *= a.dims[std::size_t(k)];
@@ -332,8 +338,12 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
     const ShapeValue &x = *in[1], &y = *in[2];
     std::size_t size = 1;
     for (const ShapeValue* v : in) size = std::max(size, v->v.size());
+    const ShapeValue* widest = in[0];
     for (const ShapeValue* v : in)
-      if (v->v.size() != size && v->v.size() != 1) return std::nullopt;
+      if (v->v.size() > widest->v.size()) widest = v;
+    for (const ShapeValue* v : in)  // equal dims, or one value (ONNX's broadcasting otherwise: not evaluated)
+      if (v->v.empty() || (v->v.size() != 1 && v->dims != widest->dims) || v->dims.size() > widest->dims.size())
+        return std::nullopt;
     const auto at = [&](const ShapeValue& v, std::size_t i) { return v.v[v.v.size() == 1 ? 0 : i]; };
     for (std::size_t i = 0; i < size; ++i) out.v.push_back(at(a, i) != 0 ? at(x, i) : at(y, i));
     for (const ShapeValue* v : in)
@@ -345,14 +355,16 @@ std::optional<ShapeValue> evaluate(const onnx::NodeProto& n, const std::vector<c
   if (arithmetic.count(op) && in.size() == 2) {
     const ShapeValue& b = *in[1];
     const bool aOne = a.v.size() == 1 && a.dims.size() <= 1, bOne = b.v.size() == 1 && b.dims.size() <= 1;
-    if (a.v.size() != b.v.size() && !aOne && !bOne) return std::nullopt;
+    if (a.v.empty() || b.v.empty()) return std::nullopt;
+    if (!aOne && !bOne && a.dims != b.dims) return std::nullopt;  // ONNX's broadcasting of two shapes: not evaluated
     out.dims = a.v.size() >= b.v.size() ? (a.dims.size() >= b.dims.size() ? a.dims : b.dims) : b.dims;
     for (std::size_t i = 0; i < std::max(a.v.size(), b.v.size()); ++i) {
       const int64_t x = a.v[aOne ? 0 : i], y = b.v[bOne ? 0 : i];
       if ((op == "Div" || op == "Mod") && y == 0) return std::nullopt;
       if (op == "Mod" && intAttribute(n, "fmod", 0) != 0) return std::nullopt;
-      if (std::max(std::llabs(x), std::llabs(y)) > (int64_t(1) << 30)) return std::nullopt;  // no overflow
-      const int64_t m = x % y;  // Mod: the sign of the divisor, as Python's
+      constexpr int64_t kLimit = int64_t(1) << 30;  // no overflow
+      if (x > kLimit || x < -kLimit || y > kLimit || y < -kLimit) return std::nullopt;
+      const int64_t m = op == "Mod" ? x % y : 0;  // Mod: the sign of the divisor, as Python's
       out.v.push_back(op == "Equal" ? int64_t(x == y)
                       : op == "Add" ? x + y
                       : op == "Sub" ? x - y
@@ -543,6 +555,11 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
     const auto p = producer.find(v);
     if (p == producer.end() || g->node(p->second).op_type() != "Expand") return false;
     const onnx::NodeProto& e = g->node(p->second);
+    int readers = 0;  // the expanded value read by one node only (another could reduce over its copies)
+    for (const onnx::NodeProto& r : g->node())
+      for (const auto& i : r.input()) readers += i == v;
+    for (const auto& o : g->output()) readers += o.name() == v;
+    if (readers != 1) return false;
     std::vector<int64_t> shape = constantInts(e.input(1));
     const auto data = dimsOf(e.input(0));
     const int64_t at = int64_t(shape.size()) - (a.rank - a.at);
@@ -560,6 +577,27 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
     std::vector<std::pair<int, Axis>> in;  // sample-carrying inputs
     for (int i = 0; i < n.input_size(); ++i)
       if (auto it = batch.find(n.input(i)); it != batch.end()) in.push_back({i, it->second});
+    // The batch size as a number (a value computed from Shape: the constants put in hold multiples
+    // of kBatch) may shape things and be computed on as integers; read as data it would be N in the
+    // model and 1 in SAVE's one-sample graph (x * x.shape[0], a Range over the batch, a Tile by it)
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (n.input(i).empty() || batch.count(n.input(i))) continue;
+      const std::vector<int64_t> v = constantInts(n.input(i));
+      if (std::none_of(v.begin(), v.end(), [](int64_t e) { return e != 0 && e % kBatch == 0; })) continue;
+      static const std::map<std::string, std::set<int>> shapeInputs{
+          {"Reshape", {1}}, {"Expand", {1}}, {"ConstantOfShape", {0}}, {"Resize", {1, 2, 3}}, {"Upsample", {1}},
+          {"Slice", {1, 2, 3, 4}}, {"Pad", {1}}, {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Split", {1}}};
+      static const std::set<std::string> integerOps{"Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Cast",
+                                                    "Identity", "Add", "Sub", "Mul", "Div", "Mod", "Equal", "Where",
+                                                    "Reshape", "Shape", "Size"};
+      const auto shape = shapeInputs.find(op);
+      if (shape != shapeInputs.end() && shape->second.count(i)) continue;
+      const int64_t to = intAttribute(n, "to", onnx::TensorProto::INT64);
+      if (in.empty() && integerOps.count(op) &&
+          !(op == "Cast" && to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32))
+        continue;
+      return "node '" + (n.name().empty() ? n.output(0) : n.name()) + "' (" + op + ") reads the batch size as a number";
+    }
     if (in.empty() || op == "Shape" || op == "Size") continue;  // constants, or the batch as a number
     const std::string where = "node '" + (n.name().empty() ? n.output(0) : n.name()) + "' (" + op + ")";
     std::vector<Axis> out;
@@ -650,6 +688,9 @@ std::string Importer::sampleCheck(onnx::ModelProto m, const std::vector<std::str
         return mixes("reads the batch as another axis");
       if (op == "BatchNormalization" && intAttribute(n, "training_mode", 0) != 0)
         return mixes("normalises with batch statistics (training mode)");
+      for (const auto& a : n.attribute())  // a crop box may reach across samples
+        if (op == "Resize" && a.name() == "coordinate_transformation_mode" && a.s() == "tf_crop_and_resize")
+          return mixes("crops and resizes with a box that may span the batch axis (tf_crop_and_resize)");
     } else if (op == "RNN" || op == "GRU" || op == "LSTM") {  // X [seq, batch, in] (layout 1: [batch, seq, in])
       if (in.front().first != 0 || !x.plain() || x.at != (intAttribute(n, "layout", 0) == 0 ? 1 : 0))
         return mixes("reads the batch as its sequence");

@@ -49,7 +49,8 @@ and the output says so;
   negative ids, onnxruntime's outputs on 300 random ids and masks inside SAVE's bounds for ids
   0..49 and mask in [0, 1]; a mask without a range, a range for the ids, a non-integer mask under
   --protect save and a model computing on the mask as integers each refused in one line;
-- a model that does mix its samples (it swaps axis 0 with the next) is read as one sample of its
+- a model that does mix its samples (it swaps axis 0 with the next; it multiplies by x.shape[0]; it
+  sums a token expanded to the batch) is read as one sample of its
   declared shape and still equals onnxruntime; one that normalises over the batch is refused by name.
 """
 import json
@@ -814,6 +815,40 @@ class NormalisesBatch(torch.nn.Module):
         return torch.softmax(x * 2, dim=0)
 
 
+# models that use their fixed batch as a number (made with onnx.helper: PyTorch's exporters fold
+# x.shape[0] into a constant at a fixed batch): N in the model, 1 in SAVE's one-sample graph
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+i64 = [helper.make_tensor("zero", TensorProto.INT64, [1], [0]), helper.make_tensor("axes0", TensorProto.INT64, [1], [0])]
+batch_as_number = {
+    # relu(x) * x.shape[0]
+    "scales_by_batch": ([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["n"]),
+                         helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+                         helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "nf"], ["y"])],
+                        [4], i64),
+    # a token expanded to the batch (the shape traced at 3), joined with the samples and also summed
+    # over its copies
+    "sums_expanded_token": ([helper.make_node("Expand", ["token", "shape"], ["t"]),
+                             helper.make_node("ReduceSum", ["t", "axes0"], ["ts"], keepdims=1),
+                             helper.make_node("Add", ["x", "ts"], ["a"]),
+                             helper.make_node("Concat", ["a", "t"], ["y"], axis=1)],
+                            [8], i64 + [helper.make_tensor("token", TensorProto.FLOAT, [1, 4], [0.5, -1, 2, 0.25]),
+                                        helper.make_tensor("shape", TensorProto.INT64, [2], [3, 4])]),
+}
+for name, (nodes, out, inits) in batch_as_number.items():
+    path = os.path.join(WORK, name + ".onnx")
+    graph = helper.make_graph(nodes, name, [x_info], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3] + out)],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    if name == "scales_by_batch":
+        reading = compare(path, whole=True).get("batch_reading", "")
+    else:  # SAVE folds no ReduceSum of constants: refused, the refusal saying how the batch was read
+        r = subprocess.run([PEAT, "save", "inspect", "-m", path], capture_output=True, text=True, timeout=60)
+        reading = r.stdout + r.stderr
+    check("not read as a batch" in reading, f"{name}: a model that uses its fixed batch as a number (or sums over "
+                                            f"a batch-sized copy) is not read as a batch: {reading[-200:]}")
 swap = os.path.join(WORK, "swap_axis0.onnx")
 torch.onnx.export(SwapsAxis0(), (torch.rand(2, 3, 4),), swap, opset_version=17, input_names=["x"], dynamo=False)
 j = compare(swap, whole=True)
