@@ -145,7 +145,7 @@ DataSet loadDataSet(const Graph& g, const std::string& spec, const std::string& 
     const OutputPart* part = inputPartOf(g, element);
     const bool whole = g.tokens > 0 || (part && (part->tokens > 0 || part->integer));
     if (raw[i] >= l && raw[i] <= h && (!whole || raw[i] == std::floor(raw[i]))) continue;
-    const std::string where = part ? " (input '" + part->name + "', element " + std::to_string(element - part->offset) + ")" : "";
+    const std::string where = inputElementText(g, element);
     throw std::invalid_argument("data '" + (spec.empty() ? builtin : spec) + "': " + split + "/x sample " +
                                 std::to_string(int64_t(i) / size) + where + " holds " + numberText(raw[i]) +
                                 (whole && raw[i] >= l && raw[i] <= h ? std::string(", not an integer")

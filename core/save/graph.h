@@ -143,6 +143,12 @@ inline const OutputPart* inputPartOf(const Graph& g, int64_t element) {
   return nullptr;
 }
 
+// " (input 'NAME', element k)" for an element of one of several inputs; "" for a model with one.
+inline std::string inputElementText(const Graph& g, int64_t element) {
+  const OutputPart* p = inputPartOf(g, element);
+  return p ? " (input '" + p->name + "', element " + std::to_string(element - p->offset) + ")" : "";
+}
+
 // The stem of a SAVE result's name for a model: the zoo name, or an ONNX file's name without its
 // directory and with characters a result name cannot hold replaced ("/data/my net.onnx" -> "my-net.onnx").
 std::string resultBase(const std::string& model);

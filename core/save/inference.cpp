@@ -27,15 +27,6 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// " (input 'NAME', element k)" for an element of one of several inputs; "" for a model with one
-std::string inputNamed(const Graph& g, int64_t element) {
-  if (g.inputs.size() < 2) return "";
-  for (const OutputPart& p : g.inputs)
-    if (element >= p.offset && element < p.offset + p.size())
-      return " (input '" + p.name + "', element " + std::to_string(element - p.offset) + ")";
-  return "";
-}
-
 // top-1 of each sample's output (of the first, for a model with several)
 void predict(const Graph& g, InferenceResult& r) {
   const int64_t total = g.nodes[std::size_t(g.output)].size();
@@ -164,7 +155,7 @@ std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples
       }
       if (const OutputPart* p = inputPartOf(g, i); p && (p->tokens > 0 || p->integer) && x != std::floor(x)) {
         std::ostringstream m;
-        m << "sample " << s << ", element " << i << inputNamed(g, i) << ": " << x << " is not an integer ("
+        m << "sample " << s << ", element " << i << inputElementText(g, i) << ": " << x << " is not an integer ("
           << (p->tokens > 0 ? "a token id" : "the input is integer") << ")";
         return m.str();
       }
@@ -176,7 +167,7 @@ std::string outsideInputBox(const Graph& g, const float* inputs, int64_t samples
       const double slack = part && (part->tokens > 0 || part->integer) ? 0.0 : 1e-6 * std::max({1.0, std::fabs(lo), std::fabs(hi)});
       if (!(raw >= lo - slack && raw <= hi + slack)) {
         std::ostringstream m;
-        m << "sample " << s << ", element " << i << inputNamed(g, i) << ": " << x << " (raw " << raw
+        m << "sample " << s << ", element " << i << inputElementText(g, i) << ": " << x << " (raw " << raw
           << ") lies outside the analysed input box [" << lo << ", " << hi << "]";
         return m.str();
       }
