@@ -173,11 +173,13 @@ unsigned workersFor(int64_t work) { return work < engineMinWork.load() ? 1u : en
 
 // Output positions [p0, p1) of every output channel of a (grouped) convolution's GEMM over the
 // unfolded input `cols` (rows `positions` long): one convGemm per group.
-void convPositions(const Node& n, int64_t co, int64_t taps, const float* cols, int64_t positions, float* out,
-                   int64_t p0, int64_t p1) {
-  for (int64_t gr = 0; gr < n.groups; ++gr)
-    detail::convGemm(n.weight.data() + gr * co * taps, co, taps, cols + gr * taps * positions + p0, p1 - p0, positions,
+void convPositions(const Node& n, const std::vector<detail::PackedWeights>& packed, const float* cols,
+                   int64_t positions, float* out, int64_t p0, int64_t p1) {
+  for (int64_t gr = 0; gr < n.groups; ++gr) {
+    const int64_t co = packed[std::size_t(gr)].channels, taps = packed[std::size_t(gr)].taps;
+    detail::convGemm(packed[std::size_t(gr)], cols + gr * taps * positions + p0, p1 - p0, positions,
                      n.bias.empty() ? nullptr : n.bias.data() + gr * co, out + gr * co * positions + p0);
+  }
 }
 
 // Splits [0, count) between the workers in ranges that are multiples of `unit` (whole register
@@ -202,38 +204,41 @@ void forElements(int64_t count, int64_t cost, F&& f) {
 }
 
 // Output channels [first, last) of a depthwise convolution (one input channel per output channel)
-// of one sample without im2col: every output starts at its bias and adds its taps in (kernel row,
-// kernel column) order, the zero padding's products included, as convElement does.
-PEAT_ENGINE_CLONES void depthwiseChannels(const Node& n, const Node& src, const float* x, float* out, int64_t first, int64_t last) {
-  const int64_t h = src.shape[1], w = src.shape[2], k = n.kernel, st = n.stride, dl = n.dilation;
-  const int64_t oh = n.shape[1], ow = n.shape[2];
+// of one sample without im2col: each channel's input is laid out zero-padded and split by column
+// into `stride` phases (phase q holds the padded columns q, q + stride, ...), so that every tap of a
+// row of outputs reads consecutive elements; then every output starts at its bias and adds its taps
+// in (kernel row, kernel column) order, the padding's zeros included, as convElement does.
+void depthwiseChannels(const Node& n, const Node& src, const float* x, float* out, int64_t first, int64_t last) {
+  const int64_t h = src.shape[1], w = src.shape[2], k = n.kernel, st = n.stride, dl = n.dilation, pad = n.padding;
+  const int64_t oh = n.shape[1], ow = n.shape[2], lanes = detail::floatLanes(), reach = (k - 1) * dl;
+  const int64_t rows = (oh - 1) * st + reach + 1;                             // padded rows read
+  const int64_t cols = (ow + lanes - 1) / lanes * lanes + reach / st + lanes;  // per phase, with the vectors' overrun
+  std::vector<int64_t> tapOffset(std::size_t(k * k));
+  for (int64_t ky = 0; ky < k; ++ky)
+    for (int64_t kx = 0; kx < k; ++kx)
+      tapOffset[std::size_t(ky * k + kx)] = ((kx * dl) % st * rows + ky * dl) * cols + kx * dl / st;
+  // Every channel writes the same places of `padded`: the padding's zeros are written once.
+  std::vector<float> padded(std::size_t(st * rows * cols), 0.0f);
+  const int64_t lastRow = std::min(h, rows - pad);
   for (int64_t c = first; c < last; ++c) {
-    float* o = out + c * oh * ow;
-    std::fill(o, o + oh * ow, n.bias.empty() ? 0.0f : n.bias[std::size_t(c)]);
     const float* xc = x + c * h * w;
-    for (int64_t ky = 0; ky < k; ++ky)
-      for (int64_t kx = 0; kx < k; ++kx) {
-        const float wt = n.weight[std::size_t((c * k + ky) * k + kx)];
-        const int64_t off = kx * dl - n.padding;
-        int64_t x0, x1;  // the output columns whose input column lies inside
-        insideColumns(ow, w, st, off, x0, x1);
-        for (int64_t y = 0; y < oh; ++y) {
-          const int64_t iy = y * st + ky * dl - n.padding;
-          float* row = o + y * ow;
-          if (iy < 0 || iy >= h) {
-            for (int64_t xx = 0; xx < ow; ++xx) row[xx] = std::fma(wt, 0.0f, row[xx]);
-            continue;
-          }
-          const float* xr = xc + iy * w;
-          for (int64_t xx = 0; xx < x0; ++xx) row[xx] = std::fma(wt, 0.0f, row[xx]);
-          if (st == 1)
-            for (int64_t xx = x0; xx < x1; ++xx) row[xx] = std::fma(wt, xr[xx + off], row[xx]);
-          else
-            for (int64_t xx = x0; xx < x1; ++xx) row[xx] = std::fma(wt, xr[xx * st + off], row[xx]);
-          for (int64_t xx = x1; xx < ow; ++xx) row[xx] = std::fma(wt, 0.0f, row[xx]);
-        }
+    for (int64_t iy = 0; iy < lastRow; ++iy)
+      for (int64_t q = 0; q < st; ++q) {  // the input columns ix of phase q: (ix + pad) % st == q
+        float* to = padded.data() + (q * rows + iy + pad) * cols;
+        const float* from = xc + iy * w;
+        const int64_t ix0 = ((q - pad) % st + st) % st;
+        for (int64_t ix = ix0, j = (ix0 + pad) / st; ix < w && j < cols; ix += st, ++j) to[j] = from[ix];
       }
+    detail::depthwisePlane(n.weight.data() + c * k * k, k * k, tapOffset.data(), n.bias.empty() ? 0.0f : n.bias[std::size_t(c)],
+                           padded.data(), st * cols, oh, ow, out + c * oh * ow);
   }
+}
+
+// An element-wise pass over `count` elements, split between the workers where it is big enough.
+void elementwisePass(detail::Elementwise op, const float* a, const float* b, float p, float q, float* out, int64_t count) {
+  splitRanges(count, 256, workersFor(count * 4), [&](int64_t x, int64_t y) {
+    detail::elementwise(op, a + x, b ? b + x : nullptr, p, q, out + x, y - x);
+  });
 }
 
 // A convolution of `batch` samples: im2col and a GEMM per sample (a 1x1 kernel with stride 1 and no
@@ -255,11 +260,13 @@ void runConv(const Node& n, const Node& src, const float* in, int64_t batch, flo
         });
     return;
   }
+  std::vector<detail::PackedWeights> packed;  // each group's weights, packed once for every sample
+  for (int64_t gr = 0; gr < n.groups; ++gr) packed.push_back(detail::packGemmWeights(n.weight.data() + gr * co * taps, co, taps));
   // Positions [p0, p1) of sample s: their columns of the unfolded input, then their GEMM.
   auto part = [&](int64_t s, float* cols, int64_t p0, int64_t p1) {
     const float* x = in + s * inSize;
     if (!direct) unfoldPositions(n, src, x, cols, p0, p1);
-    convPositions(n, co, taps, direct ? x : cols, positions, out + s * size, p0, p1);
+    convPositions(n, packed, direct ? x : cols, positions, out + s * size, p0, p1);
   };
   const std::size_t colsSize = direct ? 0 : std::size_t(taps * n.groups * positions);
   if (batch >= int64_t(workers)) {  // whole samples per worker, each with its own unfolded input
@@ -289,11 +296,12 @@ void runLinear(const Node& n, const Node& src, const float* in, int64_t batch, f
   std::vector<float> xt(std::size_t(taps * positions)), yt(std::size_t(features * positions));
   for (int64_t p = 0; p < positions; ++p)
     for (int64_t i = 0; i < taps; ++i) xt[std::size_t(i * positions + p)] = in[p * taps + i];
-  if (positions >= 32 * int64_t(workers))  // each worker its own positions (its own packed panels)
+  if (positions >= 32 * int64_t(workers)) {  // each worker its own positions (its own packed panels)
+    const detail::PackedWeights packed = detail::packGemmWeights(n.weight.data(), features, taps);
     splitRanges(positions, 32, workers, [&](int64_t a, int64_t b) {
-      detail::convGemm(n.weight.data(), features, taps, xt.data() + a, b - a, positions, n.bias.data(), yt.data() + a);
+      detail::convGemm(packed, xt.data() + a, b - a, positions, n.bias.data(), yt.data() + a);
     });
-  else
+  } else
     splitRanges(features, 8, workers, [&](int64_t a, int64_t b) {
       detail::convGemm(n.weight.data() + a * taps, b - a, taps, xt.data(), positions, positions, n.bias.data() + a,
                        yt.data() + a * positions);
@@ -436,13 +444,13 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       std::memcpy(out, in[0], std::size_t(batch * size) * sizeof(float));
       return;
     case Op::Relu:
-      forElements(batch * size, 4, [&](int64_t i) { out[i] = in[0][i] > 0 ? in[0][i] : 0.0f; });
+      elementwisePass(detail::Elementwise::Relu, in[0], nullptr, 0, 0, out, batch * size);
       return;
     case Op::Add:
-      forElements(batch * size, 4, [&](int64_t i) { out[i] = in[0][i] + in[1][i]; });
+      elementwisePass(detail::Elementwise::Add, in[0], in[1], 0, 0, out, batch * size);
       return;
     case Op::Max2:
-      forElements(batch * size, 4, [&](int64_t i) { out[i] = std::max(in[0][i], in[1][i]); });
+      elementwisePass(detail::Elementwise::Max2, in[0], in[1], 0, 0, out, batch * size);
       return;
     case Op::Select: {
       if (n.inputs.size() == 1) {
@@ -465,10 +473,9 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
     case Op::BatchNorm: {
       const int64_t c = n.shape[0], hw = size / c;
       splitRanges(batch * c, 1, workersFor(batch * size * 4), [&](int64_t a, int64_t b) {
-        for (int64_t r = a; r < b; ++r) {  // row r: sample r / c, channel r % c
-          const float wt = n.weight[std::size_t(r % c)], bs = n.bias[std::size_t(r % c)];
-          for (int64_t at = r * hw; at < (r + 1) * hw; ++at) out[at] = in[0][at] * wt + bs;
-        }
+        for (int64_t r = a; r < b; ++r)  // row r: sample r / c, channel r % c
+          detail::elementwise(detail::Elementwise::Affine, in[0] + r * hw, nullptr, n.weight[std::size_t(r % c)],
+                              n.bias[std::size_t(r % c)], out + r * hw, hw);
       });
       return;
     }
@@ -489,10 +496,10 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       forElements(batch * size, 32, [&](int64_t i) { out[i] = std::tanh(in[0][i]); });
       return;
     case Op::Mul:
-      forElements(batch * size, 4, [&](int64_t i) { out[i] = in[0][i] * in[1][i]; });
+      elementwisePass(detail::Elementwise::Mul, in[0], in[1], 0, 0, out, batch * size);
       return;
     case Op::Clip:
-      forElements(batch * size, 4, [&](int64_t i) { out[i] = clipOf(in[0][i], n.bias[0], n.bias[1]); });
+      elementwisePass(detail::Elementwise::Clip, in[0], nullptr, n.bias[0], n.bias[1], out, batch * size);
       return;
     case Op::AvgPool2d:
       for (int64_t s = 0; s < batch; ++s)

@@ -31,92 +31,206 @@ HWY_INLINE V Fma(D d, V k, V x, V a) {
 #endif
 }
 
-// The register block: MR output channels by two vectors of positions (2 MR accumulators; AVX-512
-// has the registers for 8 channels, the others for 4).
+// The register block: kRows output channels by two vectors of positions (2 kRows accumulators,
+// with the two position vectors and a broadcast weight: 16 of AVX-512's 32 registers, 15 of AVX2's 16).
 #if HWY_TARGET <= HWY_AVX3
 constexpr int64_t kRows = 8;
 #else
-constexpr int64_t kRows = 4;
+constexpr int64_t kRows = 6;
 #endif
-constexpr int64_t kTapBlock = 256;  // taps per packed panel: 2 vectors x 256 taps stay in L1
+constexpr int64_t kTapBlock = 256;  // taps per packed block
+constexpr int64_t kPanels = 16;    // panels of two vectors of positions per block of positions
 
-// Rows [o, o + MR) of the panel's outputs c (2N positions per row), over the panel's taps
-// [t0, t0 + kc) packed in pk (2N positions per tap): each accumulator goes on from c, then adds its
-// taps in order with one fused multiply-add each.
-template <int64_t MR, class D>
-HWY_INLINE void Block(D d, const float* HWY_RESTRICT w, int64_t taps, int64_t t0, int64_t kc,
-                      const float* HWY_RESTRICT pk, float* HWY_RESTRICT c) {
+// kRows output rows (accumulators in c, rows ldc apart) of one panel, over kc taps: weights packed
+// w[t * kRows + i], the panel's positions packed pk[t * 2N + j]. Each accumulator goes on from c,
+// then adds its taps in order with one fused multiply-add each.
+template <class D>
+HWY_INLINE void Block(D d, const float* HWY_RESTRICT w, int64_t kc, const float* HWY_RESTRICT pk, float* HWY_RESTRICT c,
+                      int64_t ldc) {
   using V = hn::Vec<D>;
   const int64_t N = int64_t(hn::Lanes(d));
-  V a[MR], b[MR];
+  V a[kRows], b[kRows];
 #pragma GCC unroll 8
-  for (int64_t i = 0; i < MR; ++i) {
-    a[i] = hn::Load(d, c + i * 2 * N);
-    b[i] = hn::Load(d, c + i * 2 * N + N);
+  for (int64_t i = 0; i < kRows; ++i) {
+    a[i] = hn::Load(d, c + i * ldc);
+    b[i] = hn::Load(d, c + i * ldc + N);
   }
-  const float* wt = w + t0;
   for (int64_t t = 0; t < kc; ++t) {
     const V x = hn::Load(d, pk + t * 2 * N), y = hn::Load(d, pk + t * 2 * N + N);
 #pragma GCC unroll 8
-    for (int64_t i = 0; i < MR; ++i) {
-      const V k = hn::Set(d, wt[i * taps + t]);
+    for (int64_t i = 0; i < kRows; ++i) {
+      const V k = hn::Set(d, w[t * kRows + i]);
       a[i] = Fma(d, k, x, a[i]);
       b[i] = Fma(d, k, y, b[i]);
     }
   }
 #pragma GCC unroll 8
-  for (int64_t i = 0; i < MR; ++i) {
-    hn::Store(a[i], d, c + i * 2 * N);
-    hn::Store(b[i], d, c + i * 2 * N + N);
+  for (int64_t i = 0; i < kRows; ++i) {
+    hn::Store(a[i], d, c + i * ldc);
+    hn::Store(b[i], d, c + i * ldc + N);
   }
 }
 
-// Panels of 2N positions: the taps' values for the panel are packed (zero past the last position)
-// in blocks of kTapBlock, and every output row of the panel accumulates in c, starting at its bias,
-// block after block; the panel's valid positions are then copied out. The lanes past the last
-// position compute on zeros and are dropped, so each output is bias, then its taps in order.
-void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
-                  int64_t positions, int64_t ld, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
+// Blocked as a BLAS GEMM is, without changing any output's order of summation: the weights are
+// packed once by blocks of kRows rows (zero rows past the last channel); then for every block of
+// kPanels panels of 2N positions, every output starts at its bias in c, and for each block of taps
+// in order the block's positions are packed (zero past the last position) and each block of rows
+// adds those taps to its accumulators, panel by panel (a block of rows' weights stay in L1, the
+// packed positions in L2). The rows and lanes past the last channel and position compute on zeros
+// and are dropped, so each output is bias, then its taps in order, one rounding each.
+void PackGemmWeightsImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, PackedWeights* packed) {
+  const int64_t rowBlocks = (channels + kRows - 1) / kRows;
+  packed->rows = kRows;
+  packed->channels = channels;
+  packed->taps = taps;
+  packed->data.assign(std::size_t(rowBlocks * kRows * taps), 0.0f);
+  float* wp = packed->data.data();
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t t = 0; t < taps; ++t) wp[((o / kRows) * taps + t) * kRows + o % kRows] = weight[o * taps + t];
+}
+
+void ConvGemmPackedImpl(const PackedWeights& packed, const float* HWY_RESTRICT cols, int64_t positions, int64_t ld,
+                        const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> d;
-  const int64_t N = int64_t(hn::Lanes(d)), P = 2 * N;
-  auto pk = hwy::AllocateAligned<float>(std::size_t(kTapBlock * P));
-  auto c = hwy::AllocateAligned<float>(std::size_t(channels * P));
-  for (int64_t p0 = 0; p0 < positions; p0 += P) {
-    const int64_t pw = std::min(P, positions - p0);
-    for (int64_t o = 0; o < channels; ++o) {
-      const auto start = hn::Set(d, bias ? bias[o] : 0.0f);
-      hn::Store(start, d, c.get() + o * P);
-      hn::Store(start, d, c.get() + o * P + N);
+  const int64_t N = int64_t(hn::Lanes(d)), P = 2 * N, NC = kPanels * P;
+  const int64_t channels = packed.channels, taps = packed.taps, rowBlocks = (channels + kRows - 1) / kRows;
+  const float* wp = packed.data.data();
+  auto pk = hwy::AllocateAligned<float>(std::size_t(kTapBlock * NC));
+  auto c = hwy::AllocateAligned<float>(std::size_t(rowBlocks * kRows * NC));
+  for (int64_t p0 = 0; p0 < positions; p0 += NC) {
+    const int64_t pw = std::min(NC, positions - p0), panels = (pw + P - 1) / P;
+    for (int64_t o = 0; o < rowBlocks * kRows; ++o) {
+      const auto start = hn::Set(d, bias && o < channels ? bias[o] : 0.0f);
+      for (int64_t j = 0; j < panels * P; j += N) hn::Store(start, d, c.get() + o * NC + j);
     }
     for (int64_t t0 = 0; t0 < taps; t0 += kTapBlock) {
       const int64_t kc = std::min(kTapBlock, taps - t0);
-      for (int64_t t = 0; t < kc; ++t) {
-        const float* row = cols + (t0 + t) * ld + p0;
-        float* to = pk.get() + t * P;
-        if (pw == P) {
-          hn::Store(hn::LoadU(d, row), d, to);
-          hn::Store(hn::LoadU(d, row + N), d, to + N);
-        } else {
-          for (int64_t j = 0; j < P; ++j) to[j] = j < pw ? row[j] : 0.0f;
+      for (int64_t j = 0; j < panels; ++j)
+        for (int64_t t = 0; t < kc; ++t) {
+          const float* row = cols + (t0 + t) * ld + p0 + j * P;
+          float* to = pk.get() + (j * kc + t) * P;
+          const int64_t valid = std::min(P, pw - j * P);
+          if (valid == P) {
+            hn::Store(hn::LoadU(d, row), d, to);
+            hn::Store(hn::LoadU(d, row + N), d, to + N);
+          } else {
+            for (int64_t q = 0; q < P; ++q) to[q] = q < valid ? row[q] : 0.0f;
+          }
         }
-      }
-      int64_t o = 0;
-      for (; o + kRows <= channels; o += kRows)
-        Block<kRows>(d, weight + o * taps, taps, t0, kc, pk.get(), c.get() + o * P);
-      for (; o < channels; ++o) Block<1>(d, weight + o * taps, taps, t0, kc, pk.get(), c.get() + o * P);
+      for (int64_t ob = 0; ob < rowBlocks; ++ob)
+        for (int64_t j = 0; j < panels; ++j)
+          Block(d, wp + (ob * taps + t0) * kRows, kc, pk.get() + j * kc * P, c.get() + ob * kRows * NC + j * P, NC);
     }
-    for (int64_t o = 0; o < channels; ++o) {
-      const float* from = c.get() + o * P;
-      float* to = out + o * ld + p0;
-      if (pw == P) {
-        hn::StoreU(hn::Load(d, from), d, to);
-        hn::StoreU(hn::Load(d, from + N), d, to + N);
-      } else {
-        for (int64_t j = 0; j < pw; ++j) to[j] = from[j];
-      }
-    }
+    for (int64_t o = 0; o < channels; ++o) std::copy(c.get() + o * NC, c.get() + o * NC + pw, out + o * ld + p0);
   }
 }
+
+void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
+                  int64_t positions, int64_t ld, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
+  PackedWeights packed;
+  PackGemmWeightsImpl(weight, channels, taps, &packed);
+  ConvGemmPackedImpl(packed, cols, positions, ld, bias, out);
+}
+
+// Outputs are taken a vector of one row at a time ("units", row-major); eight units share each
+// tap's broadcast weight, so eight chains of fused multiply-adds are in flight.
+void DepthwisePlaneImpl(const float* HWY_RESTRICT w, int64_t taps, const int64_t* HWY_RESTRICT tapOffset, float bias,
+                        const float* HWY_RESTRICT padded, int64_t rowStep, int64_t oh, int64_t ow,
+                        float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t N = int64_t(hn::Lanes(d)), perRow = (ow + N - 1) / N, units = oh * perRow;
+  const auto store = [&](V v, int64_t u) {
+    const int64_t x = (u % perRow) * N;
+    float* o = out + (u / perRow) * ow + x;
+    if (x + N <= ow) {
+      hn::StoreU(v, d, o);
+      return;
+    }
+    HWY_ALIGN float t[hn::MaxLanes(decltype(d)())];
+    hn::Store(v, d, t);
+    std::copy(t, t + (ow - x), o);
+  };
+  const auto base = [&](int64_t u) { return padded + (u / perRow) * rowStep + (u % perRow) * N; };
+  constexpr int64_t U = 8;
+  int64_t u = 0;
+  for (; u + U <= units; u += U) {
+    const float* p[U];
+    V a[U];
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < U; ++i) {
+      p[i] = base(u + i);
+      a[i] = hn::Set(d, bias);
+    }
+    for (int64_t t = 0; t < taps; ++t) {
+      const V k = hn::Set(d, w[t]);
+      const int64_t off = tapOffset[t];
+#pragma GCC unroll 8
+      for (int64_t i = 0; i < U; ++i) a[i] = Fma(d, k, hn::LoadU(d, p[i] + off), a[i]);
+    }
+    for (int64_t i = 0; i < U; ++i) store(a[i], u + i);
+  }
+  for (; u < units; ++u) {
+    const float* p = base(u);
+    V a = hn::Set(d, bias);
+    for (int64_t t = 0; t < taps; ++t) a = Fma(d, hn::Set(d, w[t]), hn::LoadU(d, p + tapOffset[t]), a);
+    store(a, u);
+  }
+}
+
+// The scalar forms, for the elements past the last whole vector.
+inline float ElementwiseOne(Elementwise op, float a, float b, float p, float q) {
+  switch (op) {
+    case Elementwise::Relu: return a > 0 ? a : 0.0f;
+    case Elementwise::Clip: return a > p ? (a < q ? a : q) : p;
+    case Elementwise::Add: return a + b;
+    case Elementwise::Mul: return a * b;
+    case Elementwise::Max2: return a < b ? b : a;
+    case Elementwise::Affine: return a * p + q;
+  }
+  return a;
+}
+
+template <class D, class V>
+HWY_INLINE V ElementwiseVec(D d, Elementwise op, V a, V b, V p, V q) {
+  switch (op) {
+    case Elementwise::Relu: return hn::IfThenElse(a > hn::Zero(d), a, hn::Zero(d));
+    case Elementwise::Clip: return hn::IfThenElse(a > p, hn::IfThenElse(a < q, a, q), p);
+    case Elementwise::Add: return hn::Add(a, b);
+    case Elementwise::Mul: return hn::Mul(a, b);
+    case Elementwise::Max2: return hn::IfThenElse(a < b, b, a);
+    case Elementwise::Affine: return hn::Add(hn::Mul(a, p), q);
+  }
+  return a;
+}
+
+template <Elementwise kOp>
+HWY_INLINE void ElementwiseLoop(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float p, float q,
+                                float* HWY_RESTRICT out, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const auto vp = hn::Set(d, p), vq = hn::Set(d, q);
+  constexpr bool kTwo = kOp == Elementwise::Add || kOp == Elementwise::Mul || kOp == Elementwise::Max2;
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, a + i);
+    hn::StoreU(ElementwiseVec(d, kOp, x, kTwo ? hn::LoadU(d, b + i) : x, vp, vq), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = ElementwiseOne(kOp, a[i], kTwo ? b[i] : 0.0f, p, q);
+}
+
+void ElementwiseImpl(Elementwise op, const float* a, const float* b, float p, float q, float* out, int64_t n) {
+  switch (op) {
+    case Elementwise::Relu: return ElementwiseLoop<Elementwise::Relu>(a, b, p, q, out, n);
+    case Elementwise::Clip: return ElementwiseLoop<Elementwise::Clip>(a, b, p, q, out, n);
+    case Elementwise::Add: return ElementwiseLoop<Elementwise::Add>(a, b, p, q, out, n);
+    case Elementwise::Mul: return ElementwiseLoop<Elementwise::Mul>(a, b, p, q, out, n);
+    case Elementwise::Max2: return ElementwiseLoop<Elementwise::Max2>(a, b, p, q, out, n);
+    case Elementwise::Affine: return ElementwiseLoop<Elementwise::Affine>(a, b, p, q, out, n);
+  }
+}
+
+int64_t FloatLanesImpl() { return int64_t(hn::Lanes(hn::ScalableTag<float>())); }
 
 // The range analysis's double GEMM on packed panels (see packedGemmF64). Four rows by two vectors
 // of columns per pass keep eight accumulators in registers; fused multiply-adds where the target
@@ -165,6 +279,42 @@ namespace peat::save::detail {
 
 HWY_EXPORT(ConvGemmImpl);
 HWY_EXPORT(PackedGemmF64Impl);
+HWY_EXPORT(DepthwisePlaneImpl);
+HWY_EXPORT(PackGemmWeightsImpl);
+HWY_EXPORT(ConvGemmPackedImpl);
+HWY_EXPORT(ElementwiseImpl);
+HWY_EXPORT(FloatLanesImpl);
+
+PackedWeights packGemmWeights(const float* weight, int64_t channels, int64_t taps) {
+  PackedWeights packed;
+  HWY_DYNAMIC_DISPATCH(PackGemmWeightsImpl)(weight, channels, taps, &packed);
+  return packed;
+}
+
+// Weights packed for another target (a test switching targets between the two calls) are packed
+// again for this one.
+void convGemm(const PackedWeights& packed, const float* cols, int64_t positions, int64_t ld, const float* bias, float* out) {
+  if (packed.rows != packGemmWeights(nullptr, 0, 0).rows) {
+    const int64_t r = packed.rows, taps = packed.taps;
+    std::vector<float> weight(std::size_t(packed.channels * taps));
+    for (int64_t o = 0; o < packed.channels; ++o)
+      for (int64_t t = 0; t < taps; ++t) weight[std::size_t(o * taps + t)] = packed.data[std::size_t(((o / r) * taps + t) * r + o % r)];
+    convGemm(weight.data(), packed.channels, taps, cols, positions, ld, bias, out);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(ConvGemmPackedImpl)(packed, cols, positions, ld, bias, out);
+}
+
+void depthwisePlane(const float* w, int64_t taps, const int64_t* tapOffset, float bias, const float* padded,
+                    int64_t rowStep, int64_t oh, int64_t ow, float* out) {
+  HWY_DYNAMIC_DISPATCH(DepthwisePlaneImpl)(w, taps, tapOffset, bias, padded, rowStep, oh, ow, out);
+}
+
+void elementwise(Elementwise op, const float* a, const float* b, float p, float q, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ElementwiseImpl)(op, a, b, p, q, out, n);
+}
+
+int64_t floatLanes() { return HWY_DYNAMIC_DISPATCH(FloatLanesImpl)(); }
 
 void packedGemmF64(const double* a, int64_t rowBlocks, int64_t taps, const double* b, int64_t colBlocks, double* c,
                    int64_t ldc) {

@@ -17,6 +17,7 @@ class TestSaveRanges : public QObject {
   void engineMatchesTorch();
   void partialRecomputationIsExact();
   void engineThreadsGiveTheSameBits();
+  void engineKernelsKeepTheScalarBits();
   void rangesAreSound_data();
   void rangesAreSound();
   void transformerOpsAreSoundOnNarrowBoxes();
@@ -128,6 +129,34 @@ void TestSaveRanges::engineMatchesTorch() {
   QVERIFY2(diff <= 1e-4 * scale, qPrintable(QStringLiteral("max difference %1 (scale %2)").arg(diff).arg(scale)));
 }
 
+namespace {
+
+// Every element of every node of `g` run on `batch` samples `x`, recomputed alone (affineElement,
+// elementOf: the scalar definitions): the first element whose bits differ, described, or "".
+std::string firstElementRecomputedOtherwise(const save::Graph& g, const std::vector<float>& x, int64_t batch,
+                                            int& nodesChecked) {
+  const auto act = save::runAll(g, x.data(), batch);
+  for (std::size_t v = 1; v < g.nodes.size(); ++v) {
+    const save::Node& n = g.nodes[v];
+    const bool affine = n.op == save::Op::Linear || n.op == save::Op::Conv2d;
+    const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
+    for (int64_t s = 0; s < batch; ++s)
+      for (int64_t e = 0; e < n.size(); ++e) {
+        const float full = act[v][std::size_t(s * n.size() + e)];
+        std::vector<const float*> in;
+        for (int i : n.inputs) in.push_back(act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size());
+        const float one = affine ? save::affineElement(n, src, in[0], e) : save::elementOf(g, int(v), in, e);
+        if (std::memcmp(&full, &one, 4) != 0)
+          return n.name + " sample " + std::to_string(s) + " element " + std::to_string(e) + ": " + std::to_string(full) +
+                 " vs " + std::to_string(one);
+      }
+    ++nodesChecked;
+  }
+  return "";
+}
+
+}  // namespace
+
 // The flip oracle and SAVE's verifier recompute single elements (affineElement, elementOf): they
 // must equal the full (vectorised) run, for every op, on every SIMD target this CPU runs.
 void TestSaveRanges::partialRecomputationIsExact() {
@@ -137,30 +166,58 @@ void TestSaveRanges::partialRecomputationIsExact() {
     const save::Graph g = std::string(name) == "grouped" ? save::randomGraph(name, 7) : save::zooGraph(name, twin(name).parameters);
     std::vector<uint8_t> pixels(testSet().pixels.begin(), testSet().pixels.begin() + 5 * 784);
     const std::vector<float> x = save::normalisedImages(g, pixels);
-    const auto act = save::runAll(g, x.data(), 5);
     int checked = 0;
-    for (std::size_t v = 1; v < g.nodes.size(); ++v) {
-      const save::Node& n = g.nodes[v];
-      const bool affine = n.op == save::Op::Linear || n.op == save::Op::Conv2d;
-      const save::Node& src = g.nodes[std::size_t(n.inputs[0])];
-      for (int64_t s = 0; s < 5; ++s)
-        for (int64_t e = 0; e < n.size(); ++e) {
-          const float full = act[v][std::size_t(s * n.size() + e)];
-          std::vector<const float*> in;
-          for (int i : n.inputs) in.push_back(act[std::size_t(i)].data() + s * g.nodes[std::size_t(i)].size());
-          const float one = affine ? save::affineElement(n, src, in[0], e) : save::elementOf(g, int(v), in, e);
-          if (std::memcmp(&full, &one, 4) != 0)
-            QFAIL(qPrintable(QStringLiteral("%1 %2 element %3 on %4: %5 vs %6")
-                                 .arg(QLatin1String(name), QString::fromStdString(n.name))
-                                 .arg(e)
-                                 .arg(QLatin1String(hwy::TargetName(target)))
-                                 .arg(full)
-                                 .arg(one)));
-        }
-      ++checked;
-    }
+    const std::string differs = firstElementRecomputedOtherwise(g, x, 5, checked);
+    QVERIFY2(differs.empty(), qPrintable(QStringLiteral("%1 on %2: %3").arg(QLatin1String(name),
+                                         QLatin1String(hwy::TargetName(target)), QString::fromStdString(differs))));
     QVERIFY(checked >= 9);
   }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The engine's vectorised kernels (depthwise convolutions over padded, phase-split inputs; the
+// element-wise passes) against the scalar definitions, bit for bit, on every SIMD target: depthwise
+// convolutions with odd sizes (rows that end inside a vector), strides 1 to 3, dilation, padding
+// wider than the kernel's reach, with and without bias; ReLU, Clip (to [-0, 0.5]), batch norm, add,
+// product and max, on inputs that hold NaN, infinities, signed zeros and subnormals.
+void TestSaveRanges::engineKernelsKeepTheScalarBits() {
+  save::Graph g;
+  g.model = "kernels";
+  const std::map<std::string, store::Tensor> none;
+  save::detail::Builder b(g, none);
+  b.randomFill(5);
+  const int x = b.input({6, 13, 11});
+  b.conv("dw.s1", x, 6, 3, 1, 1, true, 6);
+  b.conv("dw.s2", x, 6, 3, 2, 0, false, 6);
+  b.conv("dw.dilated", x, 6, 3, 1, 2, true, 6, 2);
+  b.conv("dw.s3k5", x, 6, 5, 3, 2, true, 6);
+  b.conv("dw.wide", x, 6, 2, 2, 3, true, 6);
+  b.conv("dw.k7", x, 12, 7, 1, 3, true, 6);  // two output channels per input channel: the GEMM
+  const int relu = b.relu("relu", x), clip = b.clip("clip", x, -0.0f, 0.5f), bn = b.batchNorm("bn", x);
+  b.addNodes("add", x, clip);
+  b.mul("mul", x, bn);
+  const int max = b.mul("max", relu, bn);
+  g.nodes[std::size_t(max)].op = save::Op::Max2;
+  g.output = max;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f, 1e-40f, -1e-40f, 0.5f, 6.0f};
+  const int64_t batch = 3;
+  std::vector<float> in(std::size_t(batch * g.nodes[0].size()));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = i % 7 == 0 ? specials[(i / 7) % 9] : normal(rng);
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const unsigned workers : {1u, 2u}) {
+      save::setEngineThreads(workers, 0);
+      int checked = 0;
+      const std::string differs = firstElementRecomputedOtherwise(g, in, batch, checked);
+      QVERIFY2(differs.empty(), qPrintable(QStringLiteral("on %1, %2 workers: %3").arg(QLatin1String(hwy::TargetName(target)))
+                                               .arg(workers).arg(QString::fromStdString(differs))));
+      QCOMPARE(checked, int(g.nodes.size()) - 1);
+    }
+  }
+  save::setEngineThreads(1);
   hwy::SetSupportedTargetsForTest(0);
 }
 
