@@ -12,6 +12,7 @@
 
 #include "core/save/engine_simd.h"
 #include "core/util/parallel.h"
+#include "core/util/worker_pool.h"
 
 // The engine's scalar arithmetic with fused multiply-adds: a clone for CPUs with FMA instructions
 // (inlined, vectorised) beside the default (libm's std::fma, the same bits).
@@ -165,6 +166,22 @@ void unfoldPositions(const Node& n, const Node& src, const float* x, float* cols
 }
 
 std::atomic<unsigned> engineWorkers{1};
+
+// The engine's fork-joins (one or more per layer) run on workers kept between them.
+util::WorkerPool& enginePool() {
+  static util::WorkerPool pool;
+  return pool;
+}
+
+// As util::parallelRanges, on the engine's kept workers: part p covers [count p / parts, count (p + 1) / parts).
+template <class F>
+void parallelRanges(int64_t count, unsigned parts, F&& body) {
+  if (count <= 0) return;
+  parts = unsigned(std::clamp<int64_t>(int64_t(parts), 1, count));
+  enginePool().run(parts, [&](unsigned p) {
+    body(count * int64_t(p) / int64_t(parts), count * int64_t(p + 1) / int64_t(parts), p);
+  });
+}
 std::atomic<int64_t> engineMinWork{int64_t(1) << 20};
 
 // The workers for `work` multiply-adds: one below the threshold (about a million by default: a
@@ -173,13 +190,11 @@ unsigned workersFor(int64_t work) { return work < engineMinWork.load() ? 1u : en
 
 // Output positions [p0, p1) of every output channel of a (grouped) convolution's GEMM over the
 // unfolded input `cols` (rows `positions` long): one convGemm per group.
-void convPositions(const Node& n, const std::vector<detail::PackedWeights>& packed, const float* cols,
-                   int64_t positions, float* out, int64_t p0, int64_t p1) {
-  for (int64_t gr = 0; gr < n.groups; ++gr) {
-    const int64_t co = packed[std::size_t(gr)].channels, taps = packed[std::size_t(gr)].taps;
-    detail::convGemm(packed[std::size_t(gr)], cols + gr * taps * positions + p0, p1 - p0, positions,
+void convPositions(const Node& n, int64_t co, int64_t taps, const float* cols, int64_t positions, float* out,
+                   int64_t p0, int64_t p1) {
+  for (int64_t gr = 0; gr < n.groups; ++gr)
+    detail::convGemm(n.weight.data() + gr * co * taps, co, taps, cols + gr * taps * positions + p0, p1 - p0, positions,
                      n.bias.empty() ? nullptr : n.bias.data() + gr * co, out + gr * co * positions + p0);
-  }
 }
 
 // Splits [0, count) between the workers in ranges that are multiples of `unit` (whole register
@@ -191,7 +206,7 @@ void splitRanges(int64_t count, int64_t unit, unsigned workers, F&& body) {
     body(int64_t(0), count);
     return;
   }
-  util::parallelRanges(units, workers, [&](int64_t a, int64_t b, unsigned) { body(a * unit, std::min(count, b * unit)); });
+  parallelRanges(units, workers, [&](int64_t a, int64_t b, unsigned) { body(a * unit, std::min(count, b * unit)); });
 }
 
 // Calls f(i) for every element i < count, split between the workers where the pass is big enough
@@ -222,13 +237,18 @@ void depthwiseChannels(const Node& n, const Node& src, const float* x, float* ou
   const int64_t lastRow = std::min(h, rows - pad);
   for (int64_t c = first; c < last; ++c) {
     const float* xc = x + c * h * w;
-    for (int64_t iy = 0; iy < lastRow; ++iy)
+    for (int64_t iy = 0; iy < lastRow; ++iy) {
+      const float* from = xc + iy * w;
+      if (st == 1) {  // one phase: the row as it lies
+        std::copy(from, from + std::max(int64_t(0), std::min(w, cols - pad)), padded.data() + (iy + pad) * cols + pad);
+        continue;
+      }
       for (int64_t q = 0; q < st; ++q) {  // the input columns ix of phase q: (ix + pad) % st == q
         float* to = padded.data() + (q * rows + iy + pad) * cols;
-        const float* from = xc + iy * w;
         const int64_t ix0 = ((q - pad) % st + st) % st;
         for (int64_t ix = ix0, j = (ix0 + pad) / st; ix < w && j < cols; ix += st, ++j) to[j] = from[ix];
       }
+    }
     detail::depthwisePlane(n.weight.data() + c * k * k, k * k, tapOffset.data(), n.bias.empty() ? 0.0f : n.bias[std::size_t(c)],
                            padded.data(), st * cols, oh, ow, out + c * oh * ow);
   }
@@ -250,7 +270,7 @@ void runConv(const Node& n, const Node& src, const float* in, int64_t batch, flo
   const unsigned workers = workersFor(batch * size * taps);
   if (co == 1 && taps == n.kernel * n.kernel) {  // depthwise
     if (batch >= int64_t(workers))
-      util::parallelRanges(batch, workers, [&](int64_t a, int64_t b, unsigned) {
+      parallelRanges(batch, workers, [&](int64_t a, int64_t b, unsigned) {
         for (int64_t s = a; s < b; ++s) depthwiseChannels(n, src, in + s * inSize, out + s * size, 0, channels);
       });
     else
@@ -260,17 +280,15 @@ void runConv(const Node& n, const Node& src, const float* in, int64_t batch, flo
         });
     return;
   }
-  std::vector<detail::PackedWeights> packed;  // each group's weights, packed once for every sample
-  for (int64_t gr = 0; gr < n.groups; ++gr) packed.push_back(detail::packGemmWeights(n.weight.data() + gr * co * taps, co, taps));
   // Positions [p0, p1) of sample s: their columns of the unfolded input, then their GEMM.
   auto part = [&](int64_t s, float* cols, int64_t p0, int64_t p1) {
     const float* x = in + s * inSize;
     if (!direct) unfoldPositions(n, src, x, cols, p0, p1);
-    convPositions(n, packed, direct ? x : cols, positions, out + s * size, p0, p1);
+    convPositions(n, co, taps, direct ? x : cols, positions, out + s * size, p0, p1);
   };
   const std::size_t colsSize = direct ? 0 : std::size_t(taps * n.groups * positions);
   if (batch >= int64_t(workers)) {  // whole samples per worker, each with its own unfolded input
-    util::parallelRanges(batch, workers, [&](int64_t a, int64_t b, unsigned) {
+    parallelRanges(batch, workers, [&](int64_t a, int64_t b, unsigned) {
       std::unique_ptr<float[]> cols(new float[colsSize]);  // every element is written before it is read
       for (int64_t s = a; s < b; ++s) part(s, cols.get(), 0, positions);
     });
@@ -296,12 +314,11 @@ void runLinear(const Node& n, const Node& src, const float* in, int64_t batch, f
   std::vector<float> xt(std::size_t(taps * positions)), yt(std::size_t(features * positions));
   for (int64_t p = 0; p < positions; ++p)
     for (int64_t i = 0; i < taps; ++i) xt[std::size_t(i * positions + p)] = in[p * taps + i];
-  if (positions >= 32 * int64_t(workers)) {  // each worker its own positions (its own packed panels)
-    const detail::PackedWeights packed = detail::packGemmWeights(n.weight.data(), features, taps);
+  if (positions >= 32 * int64_t(workers))  // each worker its own positions (its own packed panels)
     splitRanges(positions, 32, workers, [&](int64_t a, int64_t b) {
-      detail::convGemm(packed, xt.data() + a, b - a, positions, n.bias.data(), yt.data() + a);
+      detail::convGemm(n.weight.data(), features, taps, xt.data() + a, b - a, positions, n.bias.data(), yt.data() + a);
     });
-  } else
+  else
     splitRanges(features, 8, workers, [&](int64_t a, int64_t b) {
       detail::convGemm(n.weight.data() + a * taps, b - a, taps, xt.data(), positions, positions, n.bias.data() + a,
                        yt.data() + a * positions);
@@ -316,7 +333,7 @@ void runMatMul(const Node& n, int64_t k, const float* a, int64_t aSize, const fl
                float* out) {
   const int64_t heads = n.shape[0], rows = n.shape[1], cols = n.shape[2], size = n.size();
   const unsigned workers = workersFor(batch * size * k);
-  util::parallelRanges(batch * heads, workers, [&](int64_t first, int64_t last, unsigned) {
+  parallelRanges(batch * heads, workers, [&](int64_t first, int64_t last, unsigned) {
     std::vector<float> bt(std::size_t(k * cols));
     for (int64_t u = first; u < last; ++u) {
       const int64_t s = u / heads, h = u % heads;

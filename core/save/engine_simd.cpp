@@ -41,67 +41,58 @@ constexpr int64_t kRows = 6;
 constexpr int64_t kTapBlock = 256;  // taps per packed block
 constexpr int64_t kPanels = 16;    // panels of two vectors of positions per block of positions
 
-// kRows output rows (accumulators in c, rows ldc apart) of one panel, over kc taps: weights packed
-// w[t * kRows + i], the panel's positions packed pk[t * 2N + j]. Each accumulator goes on from c,
-// then adds its taps in order with one fused multiply-add each.
-template <class D>
-HWY_INLINE void Block(D d, const float* HWY_RESTRICT w, int64_t kc, const float* HWY_RESTRICT pk, float* HWY_RESTRICT c,
-                      int64_t ldc) {
+// MR output rows (accumulators in c, rows ldc apart; weights w[i * taps + t]) of one panel, over
+// the taps [t0, t0 + kc), the panel's positions packed pk[t * 2N + j]. Each accumulator goes on
+// from c, then adds its taps in order with one fused multiply-add each.
+template <int64_t MR, class D>
+HWY_INLINE void Block(D d, const float* HWY_RESTRICT w, int64_t taps, int64_t t0, int64_t kc,
+                      const float* HWY_RESTRICT pk, float* HWY_RESTRICT c, int64_t ldc) {
   using V = hn::Vec<D>;
   const int64_t N = int64_t(hn::Lanes(d));
-  V a[kRows], b[kRows];
+  V a[MR], b[MR];
 #pragma GCC unroll 8
-  for (int64_t i = 0; i < kRows; ++i) {
-    a[i] = hn::Load(d, c + i * ldc);
-    b[i] = hn::Load(d, c + i * ldc + N);
+  for (int64_t i = 0; i < MR; ++i) {
+    a[i] = hn::LoadU(d, c + i * ldc);
+    b[i] = hn::LoadU(d, c + i * ldc + N);
   }
+  const float* wt = w + t0;
   for (int64_t t = 0; t < kc; ++t) {
     const V x = hn::Load(d, pk + t * 2 * N), y = hn::Load(d, pk + t * 2 * N + N);
 #pragma GCC unroll 8
-    for (int64_t i = 0; i < kRows; ++i) {
-      const V k = hn::Set(d, w[t * kRows + i]);
+    for (int64_t i = 0; i < MR; ++i) {
+      const V k = hn::Set(d, wt[i * taps + t]);
       a[i] = Fma(d, k, x, a[i]);
       b[i] = Fma(d, k, y, b[i]);
     }
   }
 #pragma GCC unroll 8
-  for (int64_t i = 0; i < kRows; ++i) {
-    hn::Store(a[i], d, c + i * ldc);
-    hn::Store(b[i], d, c + i * ldc + N);
+  for (int64_t i = 0; i < MR; ++i) {
+    hn::StoreU(a[i], d, c + i * ldc);
+    hn::StoreU(b[i], d, c + i * ldc + N);
   }
 }
 
-// Blocked as a BLAS GEMM is, without changing any output's order of summation: the weights are
-// packed once by blocks of kRows rows (zero rows past the last channel); then for every block of
-// kPanels panels of 2N positions, every output starts at its bias in c, and for each block of taps
-// in order the block's positions are packed (zero past the last position) and each block of rows
-// adds those taps to its accumulators, panel by panel (a block of rows' weights stay in L1, the
-// packed positions in L2). The rows and lanes past the last channel and position compute on zeros
+// Blocked by positions and taps without changing any output's order of summation: for every block
+// of kPanels panels of 2N positions, every output starts at its bias in c (the output itself where
+// the block is whole panels, else a buffer copied out at the end); then for each block of
+// taps in order the block's positions are packed (zero past the last position) and each block of
+// kRows output rows adds those taps to its accumulators, panel by panel (the packed positions stay
+// in L2, a block of rows' accumulators in L1). The lanes past the last position compute on zeros
 // and are dropped, so each output is bias, then its taps in order, one rounding each.
-void PackGemmWeightsImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, PackedWeights* packed) {
-  const int64_t rowBlocks = (channels + kRows - 1) / kRows;
-  packed->rows = kRows;
-  packed->channels = channels;
-  packed->taps = taps;
-  packed->data.assign(std::size_t(rowBlocks * kRows * taps), 0.0f);
-  float* wp = packed->data.data();
-  for (int64_t o = 0; o < channels; ++o)
-    for (int64_t t = 0; t < taps; ++t) wp[((o / kRows) * taps + t) * kRows + o % kRows] = weight[o * taps + t];
-}
-
-void ConvGemmPackedImpl(const PackedWeights& packed, const float* HWY_RESTRICT cols, int64_t positions, int64_t ld,
-                        const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
+void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
+                  int64_t positions, int64_t ld, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d)), P = 2 * N, NC = kPanels * P;
-  const int64_t channels = packed.channels, taps = packed.taps, rowBlocks = (channels + kRows - 1) / kRows;
-  const float* wp = packed.data.data();
-  auto pk = hwy::AllocateAligned<float>(std::size_t(kTapBlock * NC));
-  auto c = hwy::AllocateAligned<float>(std::size_t(rowBlocks * kRows * NC));
+  auto pk = hwy::AllocateAligned<float>(std::size_t(std::min(kTapBlock, taps) * NC));
+  auto buffer = hwy::AllocateAligned<float>(std::size_t(channels * NC));
   for (int64_t p0 = 0; p0 < positions; p0 += NC) {
     const int64_t pw = std::min(NC, positions - p0), panels = (pw + P - 1) / P;
-    for (int64_t o = 0; o < rowBlocks * kRows; ++o) {
-      const auto start = hn::Set(d, bias && o < channels ? bias[o] : 0.0f);
-      for (int64_t j = 0; j < panels * P; j += N) hn::Store(start, d, c.get() + o * NC + j);
+    const bool whole = pw == panels * P;
+    float* c = whole ? out + p0 : buffer.get();
+    const int64_t ldc = whole ? ld : NC;
+    for (int64_t o = 0; o < channels; ++o) {
+      const auto start = hn::Set(d, bias ? bias[o] : 0.0f);
+      for (int64_t j = 0; j < panels * P; j += N) hn::StoreU(start, d, c + o * ldc + j);
     }
     for (int64_t t0 = 0; t0 < taps; t0 += kTapBlock) {
       const int64_t kc = std::min(kTapBlock, taps - t0);
@@ -117,19 +108,17 @@ void ConvGemmPackedImpl(const PackedWeights& packed, const float* HWY_RESTRICT c
             for (int64_t q = 0; q < P; ++q) to[q] = q < valid ? row[q] : 0.0f;
           }
         }
-      for (int64_t ob = 0; ob < rowBlocks; ++ob)
+      int64_t o = 0;
+      for (; o + kRows <= channels; o += kRows)
         for (int64_t j = 0; j < panels; ++j)
-          Block(d, wp + (ob * taps + t0) * kRows, kc, pk.get() + j * kc * P, c.get() + ob * kRows * NC + j * P, NC);
+          Block<kRows>(d, weight + o * taps, taps, t0, kc, pk.get() + j * kc * P, c + o * ldc + j * P, ldc);
+      for (; o < channels; ++o)
+        for (int64_t j = 0; j < panels; ++j)
+          Block<1>(d, weight + o * taps, taps, t0, kc, pk.get() + j * kc * P, c + o * ldc + j * P, ldc);
     }
-    for (int64_t o = 0; o < channels; ++o) std::copy(c.get() + o * NC, c.get() + o * NC + pw, out + o * ld + p0);
+    if (!whole)
+      for (int64_t o = 0; o < channels; ++o) std::copy(c + o * NC, c + o * NC + pw, out + o * ld + p0);
   }
-}
-
-void ConvGemmImpl(const float* HWY_RESTRICT weight, int64_t channels, int64_t taps, const float* HWY_RESTRICT cols,
-                  int64_t positions, int64_t ld, const float* HWY_RESTRICT bias, float* HWY_RESTRICT out) {
-  PackedWeights packed;
-  PackGemmWeightsImpl(weight, channels, taps, &packed);
-  ConvGemmPackedImpl(packed, cols, positions, ld, bias, out);
 }
 
 // Outputs are taken a vector of one row at a time ("units", row-major); eight units share each
@@ -280,30 +269,9 @@ namespace peat::save::detail {
 HWY_EXPORT(ConvGemmImpl);
 HWY_EXPORT(PackedGemmF64Impl);
 HWY_EXPORT(DepthwisePlaneImpl);
-HWY_EXPORT(PackGemmWeightsImpl);
-HWY_EXPORT(ConvGemmPackedImpl);
+
 HWY_EXPORT(ElementwiseImpl);
 HWY_EXPORT(FloatLanesImpl);
-
-PackedWeights packGemmWeights(const float* weight, int64_t channels, int64_t taps) {
-  PackedWeights packed;
-  HWY_DYNAMIC_DISPATCH(PackGemmWeightsImpl)(weight, channels, taps, &packed);
-  return packed;
-}
-
-// Weights packed for another target (a test switching targets between the two calls) are packed
-// again for this one.
-void convGemm(const PackedWeights& packed, const float* cols, int64_t positions, int64_t ld, const float* bias, float* out) {
-  if (packed.rows != packGemmWeights(nullptr, 0, 0).rows) {
-    const int64_t r = packed.rows, taps = packed.taps;
-    std::vector<float> weight(std::size_t(packed.channels * taps));
-    for (int64_t o = 0; o < packed.channels; ++o)
-      for (int64_t t = 0; t < taps; ++t) weight[std::size_t(o * taps + t)] = packed.data[std::size_t(((o / r) * taps + t) * r + o % r)];
-    convGemm(weight.data(), packed.channels, taps, cols, positions, ld, bias, out);
-    return;
-  }
-  HWY_DYNAMIC_DISPATCH(ConvGemmPackedImpl)(packed, cols, positions, ld, bias, out);
-}
 
 void depthwisePlane(const float* w, int64_t taps, const int64_t* tapOffset, float bias, const float* padded,
                     int64_t rowStep, int64_t oh, int64_t ow, float* out) {

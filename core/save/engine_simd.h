@@ -6,7 +6,6 @@
 // lane std::fma on a target without FMA instructions), so every target gives the same bits as the
 // scalar loop (engine.cpp's fmaDot). The range analysis bounds either rounding by gamma_{taps+1}.
 #include <cstdint>
-#include <vector>
 
 namespace peat::save::detail {
 
@@ -14,14 +13,6 @@ namespace peat::save::detail {
 void convGemm(const float* weight, int64_t channels, int64_t taps, const float* cols, int64_t positions, int64_t ld,
               const float* bias, float* out);
 
-// The weights [channels, taps] laid out as the GEMM reads them (blocks of rows, tap by tap): packed
-// once for the calls of one layer, which then take `packed` in place of `weight`.
-struct PackedWeights {
-  int64_t rows = 0, channels = 0, taps = 0;  // rows per block: the target's
-  std::vector<float> data;
-};
-PackedWeights packGemmWeights(const float* weight, int64_t channels, int64_t taps);
-void convGemm(const PackedWeights& packed, const float* cols, int64_t positions, int64_t ld, const float* bias, float* out);
 
 // One channel of a depthwise convolution over its input zero-padded and laid out by the caller:
 // out[y][x] (oh rows of ow) = bias, then for each tap t in order one fused multiply-add of w[t] and

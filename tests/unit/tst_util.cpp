@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -14,6 +16,9 @@
 #include "core/util/sha256.h"
 #include "core/util/events.h"
 #include "core/util/parallel.h"
+#include "core/util/worker_pool.h"
+
+#include <thread>
 
 using peat::util::CampaignKey;
 
@@ -26,6 +31,9 @@ class TestUtil : public QObject {
   void parallelForRunsEveryWorkerOnce();
   void parallelForRethrowsAWorkersException();
   void parallelRangesCoverEachIndexOnce();
+  void workerPoolRunsEveryWorkerOnceAcrossRuns();
+  void workerPoolRethrowsAndStaysUsable();
+  void workerPoolTakesNestedAndConcurrentRuns();
   void eventLinesAreVersionedJson();
   void torchCommandsRoundTrip();
   void sha256MatchesFipsVectors();
@@ -75,6 +83,63 @@ void TestUtil::campaignKeyEscapesSeparators() {
   QCOMPARE(back.value("weights"), std::string("a%3Bb.h5"));
   QVERIFY(CampaignKey().add("weights", "a%3Bb.h5").add("next", "x=y").text() != k.text());  // "%" is escaped too
   QCOMPARE(back.value("next"), std::string("x=y"));  // only the first '=' separates
+}
+
+// The engine's kept workers: 2000 fork-joins of 1 to 5 workers (more than the threads kept at first,
+// then fewer), every worker index run exactly once per run, on more than one thread.
+void TestUtil::workerPoolRunsEveryWorkerOnceAcrossRuns() {
+  peat::util::WorkerPool pool;
+  std::vector<std::atomic<int>> runs(5);
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  for (int r = 0; r < 2000; ++r) {
+    const unsigned workers = unsigned(1 + (r * 7) % 5);
+    for (auto& n : runs) n = 0;
+    pool.run(workers, [&](unsigned w) {
+      ++runs[w];
+      std::lock_guard<std::mutex> lock(m);
+      threads.insert(std::this_thread::get_id());
+    });
+    for (unsigned w = 0; w < 5; ++w) QCOMPARE(runs[w].load(), w < workers ? 1 : 0);
+  }
+  QCOMPARE(int(threads.size()), 5);  // the caller and four kept threads, however many runs
+}
+
+void TestUtil::workerPoolRethrowsAndStaysUsable() {
+  peat::util::WorkerPool pool;
+  for (const unsigned failing : {0u, 2u}) {
+    std::atomic<int> ran{0};
+    bool caught = false;
+    try {
+      pool.run(3, [&](unsigned w) {
+        ++ran;
+        if (w == failing) throw std::runtime_error("worker " + std::to_string(w));
+      });
+    } catch (const std::runtime_error& e) {
+      caught = std::string(e.what()) == "worker " + std::to_string(failing);
+    }
+    QVERIFY(caught);
+    QCOMPARE(ran.load(), 3);  // every worker ran before the exception came back
+  }
+  std::atomic<int> after{0};
+  pool.run(3, [&](unsigned) { ++after; });
+  QCOMPARE(after.load(), 3);
+}
+
+// A run from inside a run, and runs from two threads at once, each get all their workers.
+void TestUtil::workerPoolTakesNestedAndConcurrentRuns() {
+  peat::util::WorkerPool pool;
+  std::atomic<int> inner{0};
+  pool.run(2, [&](unsigned) { pool.run(3, [&](unsigned) { ++inner; }); });
+  QCOMPARE(inner.load(), 6);
+  std::atomic<int> total{0};
+  auto caller = [&] {
+    for (int r = 0; r < 300; ++r) pool.run(2, [&](unsigned) { ++total; });
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  QCOMPARE(total.load(), 1200);
 }
 
 void TestUtil::parallelForRunsEveryWorkerOnce() {
