@@ -58,17 +58,35 @@ SaveRunOutputs SaveRunController::read(const QJsonObject& result, const QString&
   out.nonFinite = c.value(QLatin1String("non_finite")).toInteger();
 
   const int64_t samples = result.value(QLatin1String("samples")).toInteger();
-  std::vector<int64_t> shape;
-  int64_t size = 1;
-  for (const QJsonValue d : result.value(QLatin1String("output_shape")).toArray()) {
-    shape.push_back(d.toInteger());
-    size *= shape.back();
+  // One outputs file of `samples` x `shape` values, summarised.
+  auto summarise = [&](const QString& file, const QJsonArray& dims) {
+    std::vector<int64_t> shape;
+    int64_t size = 1;
+    for (const QJsonValue d : dims) {
+      shape.push_back(d.toInteger());
+      size *= shape.back();
+    }
+    const io::FloatTensor y = io::readSource(file.toStdString());
+    if (samples < 0 || y.size() != uint64_t(samples * size))
+      throw std::runtime_error("the outputs file " + file.toStdString() + " holds " + std::to_string(y.size()) +
+                               " values, not the " + std::to_string(samples * size) + " the run reported");
+    return save::summariseOutputs(y.data(), samples, shape, kTopClasses, kShownSamples, kFirstValues);
+  };
+  const QJsonArray parts = result.value(QLatin1String("outputs")).toArray();
+  if (parts.isEmpty()) {
+    out.summary = summarise(outputs, result.value(QLatin1String("output_shape")).toArray());
+    return out;
   }
-  const io::FloatTensor y = io::readSource(outputs.toStdString());
-  if (samples < 0 || y.size() != uint64_t(samples * size))
-    throw std::runtime_error("the outputs file " + outputs.toStdString() + " holds " + std::to_string(y.size()) +
-                             " values, not the " + std::to_string(samples * size) + " the run reported");
-  out.summary = save::summariseOutputs(y.data(), samples, shape, kTopClasses, kShownSamples, kFirstValues);
+  for (const QJsonValue v : parts) {  // several outputs: each in the file the command named for it
+    const QJsonObject p = v.toObject();
+    SaveRunOutputPart part;
+    part.name = p.value(QLatin1String("name")).toString();
+    part.file = p.value(QLatin1String("file")).toString();
+    if (part.file.isEmpty()) throw std::runtime_error("the run names no file for output " + part.name.toStdString());
+    part.summary = summarise(part.file, p.value(QLatin1String("shape")).toArray());
+    out.parts.push_back(std::move(part));
+  }
+  out.summary = out.parts.front().summary;
   return out;
 }
 

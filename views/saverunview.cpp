@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "views/saverunview.h"
 
+#include <QComboBox>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QStringList>
@@ -41,6 +43,21 @@ SaveRunView::SaveRunView(QWidget* parent) : QWidget(parent), model_(new SaveRunT
   details_->setTextFormat(Qt::RichText);
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(details_);
+  chooserRow_ = new QWidget(this);
+  chooser_ = new QComboBox(chooserRow_);
+  chooser_->setToolTip(tr("The model has several outputs: the one the lines above and the table show"));
+  chooser_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  chooser_->setMinimumContentsLength(12);
+  auto* choose = new QHBoxLayout(chooserRow_);
+  choose->setContentsMargins(0, 0, 0, 0);
+  auto* label = new QLabel(tr("&Output:"), chooserRow_);
+  label->setBuddy(chooser_);
+  choose->addWidget(label);
+  choose->addWidget(chooser_, 1);
+  layout->addWidget(chooserRow_);
+  connect(chooser_, &QComboBox::currentIndexChanged, this, [this](int part) {
+    if (part >= 0 && part < int(run_.parts.size())) showPart(part);
+  });
   table_ = new QTableView(this);
   table_->setModel(model_);
   table_->verticalHeader()->hide();
@@ -54,6 +71,9 @@ SaveRunView::SaveRunView(QWidget* parent) : QWidget(parent), model_(new SaveRunT
 }
 
 void SaveRunView::showMessage(const QString& text) {
+  run_ = SaveRunOutputs();
+  chooser_->clear();
+  chooserRow_->hide();
   title_->setText(text);
   details_->clear();
   details_->hide();
@@ -62,13 +82,33 @@ void SaveRunView::showMessage(const QString& text) {
 }
 
 void SaveRunView::showOutputs(const SaveRunOutputs& r) {
-  const save::OutputSummary& s = r.summary;
+  run_ = r;
+  const QSignalBlocker quiet(chooser_);
+  chooser_->clear();
+  for (const SaveRunOutputPart& p : r.parts)
+    chooser_->addItem(QStringLiteral("%1 [%2]").arg(p.name, shapeText(p.summary.sampleShape)));
+  chooserRow_->setVisible(!r.parts.empty());
+  showPart(r.parts.empty() ? -1 : 0);
+}
+
+void SaveRunView::showPart(int part) {
+  const SaveRunOutputs& r = run_;
+  const save::OutputSummary& s = part < 0 ? r.summary : r.parts[std::size_t(part)].summary;
   const QString model = QFileInfo(r.model).fileName(), input = QFileInfo(r.input).fileName();
   title_->setText(tr("%1 on %n sample(s) of %2", nullptr, int(s.samples)).arg(model, input));
   QString html = QStringLiteral("<table cellspacing=3>");
-  html += row(tr("Outputs"), tr("%1 x [%2], written to %3")
-                                 .arg(s.samples)
-                                 .arg(shapeText(s.sampleShape), r.outputs.toHtmlEscaped()));
+  if (part < 0) {
+    html += row(tr("Outputs"), tr("%1 x [%2], written to %3")
+                                   .arg(s.samples)
+                                   .arg(shapeText(s.sampleShape), r.outputs.toHtmlEscaped()));
+  } else {
+    QStringList each;
+    for (const SaveRunOutputPart& p : r.parts)
+      each << tr("%1 [%2] written to %3").arg(p.name.toHtmlEscaped(), shapeText(p.summary.sampleShape), p.file.toHtmlEscaped());
+    html += row(tr("Outputs"), tr("%n output(s) of %1 sample(s): %2; top-1 is taken over the first", nullptr, int(r.parts.size()))
+                                   .arg(s.samples)
+                                   .arg(each.join(QStringLiteral("; "))));
+  }
   const bool plain = r.protection == QLatin1String("none") && r.flips == 0;
   html += row(tr("Inference"), tr("%1 ms, %2").arg(1000 * r.seconds, 0, 'f', 2)
                                    .arg(plain ? tr("SAVE's plain fp32 engine (no protection, no faults)")
@@ -82,7 +122,8 @@ void SaveRunView::showOutputs(const SaveRunOutputs& r) {
                     .arg(r.recoveries)
                     .arg(r.unrecovered > 0 ? tr("<b>some layers were not recovered</b>") : tr("every detection recovered")));
   }
-  html += row(tr("All values"), s.stats.finite == 0 ? tr("no finite value")
+  const QString values = part < 0 ? tr("All values") : tr("All values of %1").arg(r.parts[std::size_t(part)].name.toHtmlEscaped());
+  html += row(values, s.stats.finite == 0 ? tr("no finite value")
                                                      : tr("min %1, max %2, mean %3, std %4")
                                                            .arg(number(s.stats.min), number(s.stats.max), number(s.stats.mean),
                                                                 number(s.stats.stddev)) +

@@ -7,6 +7,8 @@
 - classifier.onnx: a small MLP (1x4x4 -> 7 scores), dynamic batch; x.npy holds 6 inputs, ref.npy
   PyTorch's outputs on them, top_index.npy and top_value.npy torch.topk(ref, 5) per sample;
 - conv.onnx: a conv and a ReLU (1x4x4 -> 2x2x2, not a vector of scores); conv_ref.npy its outputs;
+- two_heads.onnx: a trunk with two outputs, "scores" (7 per sample) and "box" ([2, 3] per sample);
+  two_scores_ref.npy and two_box_ref.npy PyTorch's outputs on x.npy;
 - wrong.npy: an input of another shape (3x3), which the model refuses.
 """
 import os
@@ -29,6 +31,27 @@ classifier = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 12), to
 export(classifier, "classifier.onnx")
 conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU())
 export(conv, "conv.onnx")
+
+
+class TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 12), torch.nn.ReLU())
+        self.scores, self.box = torch.nn.Linear(12, 7), torch.nn.Linear(12, 6)
+
+    def forward(self, x):
+        h = self.trunk(x)
+        return self.scores(h), self.box(h).view(-1, 2, 3)
+
+
+two = TwoHeads().eval()
+torch.onnx.export(two, torch.zeros(1, 1, 4, 4), os.path.join(out, "two_heads.onnx"), opset_version=13,
+                  input_names=["x"], output_names=["scores", "box"],
+                  dynamic_axes={"x": {0: "batch"}, "scores": {0: "batch"}, "box": {0: "batch"}})
+with torch.no_grad():
+    two_scores, two_box = two(x)
+np.save(os.path.join(out, "two_scores_ref.npy"), two_scores.numpy())
+np.save(os.path.join(out, "two_box_ref.npy"), two_box.numpy())
 with torch.no_grad():
     ref = classifier.eval()(x)
     top = torch.topk(ref, 5, dim=1)

@@ -7,6 +7,7 @@
 // the outputs file, and what the protection caught against the command's own JSON. A bad input is
 // one line on the page and in the panel; a form without an input is refused; Cancel ends a run.
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -51,6 +52,7 @@ class TestSaveRun : public QObject {
   void initTestCase();
   void classifierShowsTopClasses();
   void tensorShowsItsRangeAndFirstValues();
+  void severalOutputsShowOneAtATime();
   void protectionSaysWhatItCaught();
   void badInputIsOneLine();
   void incompleteFormIsRefused();
@@ -164,6 +166,58 @@ void TestSaveRun::tensorShowsItsRangeAndFirstValues() {
     for (int i = 0; i < 8; ++i) QVERIFY2(close(first[i].toDouble(), y[i], 1e-5), qPrintable(first.join(QLatin1Char(' '))));
   }
   QVERIFY(w.savePanel()->runView()->detailsText().contains(QStringLiteral("6 x [2x2x2]")));
+}
+
+// A model with two outputs (scores [7], box [2, 3]): each output's file read, one shown at a time,
+// chosen above the table; the tables against PyTorch's outputs of each head.
+void TestSaveRun::severalOutputsShowOneAtATime() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.resize(1366, 768);
+  w.show();
+  fill(w, file(QStringLiteral("two_heads.onnx")), file(QStringLiteral("x.npy")), QString());
+  w.runPanel()->setOutputs(file(QStringLiteral("two.npy")));
+  auto* view = w.savePanel()->runView();
+  SaveRunTableModel* m = view->model();
+  QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(runUntilShown(w, true));
+  QComboBox* chooser = view->outputChooser();
+  QVERIFY(chooser->isVisibleTo(view));
+  QCOMPARE(chooser->count(), 2);
+  QCOMPARE(chooser->itemText(0), QStringLiteral("scores [7]"));
+  QCOMPARE(chooser->itemText(1), QStringLiteral("box [2x3]"));
+  QCOMPARE(chooser->currentIndex(), 0);
+  const QString details = view->detailsText();
+  QVERIFY2(details.contains(QStringLiteral("2 output(s) of 6 sample(s): scores [7] written to %1")
+                                .arg(file(QStringLiteral("two.scores.npy")))),
+           qPrintable(details));
+  // scores: top classes as PyTorch's
+  const peat::io::FloatTensor scores = load(file(QStringLiteral("two_scores_ref.npy")));
+  QCOMPARE(m->classColumns(), 5);
+  QCOMPARE(m->rowCount(), 6);
+  for (int r = 0; r < 6; ++r) {
+    const float* y = scores.data() + r * 7;
+    QCOMPARE(m->index(r, 1).data(SaveRunTableModel::ClassRole).toInt(), int(std::max_element(y, y + 7) - y));
+    QVERIFY(close(m->index(r, 1).data(SaveRunTableModel::ScoreRole).toDouble(), *std::max_element(y, y + 7), 1e-5));
+  }
+  // box: each sample's range, as PyTorch's second output
+  chooser->setCurrentIndex(1);
+  const peat::io::FloatTensor box = load(file(QStringLiteral("two_box_ref.npy")));
+  QCOMPARE(m->classColumns(), 0);
+  QCOMPARE(m->rowCount(), 6);
+  for (int r = 0; r < 6; ++r) {
+    const float* y = box.data() + r * 6;
+    QVERIFY(close(m->index(r, 1).data(SaveRunTableModel::ScoreRole).toDouble(), *std::min_element(y, y + 6), 1e-5));
+    QVERIFY(close(m->index(r, 2).data(SaveRunTableModel::ScoreRole).toDouble(), *std::max_element(y, y + 6), 1e-5));
+  }
+  QVERIFY2(view->detailsText().contains(QStringLiteral("All values of box")), qPrintable(view->detailsText()));
+  w.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/saverun-two-outputs.png"));
+  // a model with one output afterwards: no chooser
+  fill(w, file(QStringLiteral("conv.onnx")), file(QStringLiteral("x.npy")), QString());
+  w.runPanel()->setOutputs(QString());
+  QVERIFY(runUntilShown(w, true));
+  QVERIFY(!chooser->isVisibleTo(view));
+  QCOMPARE(m->classColumns(), 0);
 }
 
 // The counts the page shows are the command's: faults injected, detected and recovered.
