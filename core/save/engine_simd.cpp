@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include <hwy/aligned_allocator.h>
 
@@ -219,6 +220,43 @@ void ElementwiseImpl(Elementwise op, const float* a, const float* b, float p, fl
   }
 }
 
+bool AnyOutsideImpl(const float* HWY_RESTRICT x, const float* HWY_RESTRICT lo, const float* HWY_RESTRICT hi, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {  // four vectors per test: the fault-free pass reads on
+    auto inside = hn::And(hn::LoadU(d, x + i) >= hn::LoadU(d, lo + i), hn::LoadU(d, x + i) <= hn::LoadU(d, hi + i));
+    for (int64_t j = 1; j < 4; ++j) {
+      const auto v = hn::LoadU(d, x + i + j * N);
+      inside = hn::And(inside, hn::And(v >= hn::LoadU(d, lo + i + j * N), v <= hn::LoadU(d, hi + i + j * N)));
+    }
+    if (!hn::AllTrue(d, inside)) return true;
+  }
+  for (; i < n; ++i)
+    if (!(x[i] >= lo[i]) || !(x[i] <= hi[i])) return true;  // NaN fails both
+  return false;
+}
+
+bool AnyMaskedDifferenceImpl(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, const uint32_t* HWY_RESTRICT mask,
+                             int64_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const int64_t N = int64_t(hn::Lanes(d));
+  auto differ = hn::Zero(du);
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    differ = hn::Or(differ, hn::And(hn::Xor(hn::BitCast(du, hn::LoadU(d, a + i)), hn::BitCast(du, hn::LoadU(d, b + i))),
+                                    hn::LoadU(du, mask + i)));
+  uint32_t rest = 0;
+  for (; i < n; ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, a + i, 4);
+    std::memcpy(&y, b + i, 4);
+    rest |= (x ^ y) & mask[i];
+  }
+  return rest != 0 || !hn::AllTrue(du, differ == hn::Zero(du));
+}
+
 int64_t FloatLanesImpl() { return int64_t(hn::Lanes(hn::ScalableTag<float>())); }
 
 // The range analysis's double GEMM on packed panels (see packedGemmF64). Four rows by two vectors
@@ -272,6 +310,8 @@ HWY_EXPORT(DepthwisePlaneImpl);
 
 HWY_EXPORT(ElementwiseImpl);
 HWY_EXPORT(FloatLanesImpl);
+HWY_EXPORT(AnyOutsideImpl);
+HWY_EXPORT(AnyMaskedDifferenceImpl);
 
 void depthwisePlane(const float* w, int64_t taps, const int64_t* tapOffset, float bias, const float* padded,
                     int64_t rowStep, int64_t oh, int64_t ow, float* out) {
@@ -283,6 +323,14 @@ void elementwise(Elementwise op, const float* a, const float* b, float p, float 
 }
 
 int64_t floatLanes() { return HWY_DYNAMIC_DISPATCH(FloatLanesImpl)(); }
+
+bool anyMaskedDifference(const float* a, const float* b, const uint32_t* mask, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(AnyMaskedDifferenceImpl)(a, b, mask, n);
+}
+
+bool anyOutside(const float* x, const float* lo, const float* hi, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(AnyOutsideImpl)(x, lo, hi, n);
+}
 
 void packedGemmF64(const double* a, int64_t rowBlocks, int64_t taps, const double* b, int64_t colBlocks, double* c,
                    int64_t ldc) {

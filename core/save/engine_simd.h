@@ -27,6 +27,12 @@ void depthwisePlane(const float* w, int64_t taps, const int64_t* tapOffset, floa
 enum class Elementwise { Relu, Clip, Add, Mul, Max2, Affine };
 void elementwise(Elementwise op, const float* a, const float* b, float p, float q, float* out, int64_t n);
 
+// Whether any x[i] (i < n) lies outside [lo[i], hi[i]]; NaN lies outside (SAVE's range check).
+bool anyOutside(const float* x, const float* lo, const float* hi, int64_t n);
+
+// Whether the bits of a[i] and b[i] (i < n) differ anywhere mask[i] is set (SAVE's recomputation check).
+bool anyMaskedDifference(const float* a, const float* b, const uint32_t* mask, int64_t n);
+
 // The float lanes of the vectors the kernels above use on this CPU.
 int64_t floatLanes();
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/save/engine_simd.h"
 #include "core/save/runtime_parts.h"
 
 namespace peat::save::protect {
@@ -334,10 +335,7 @@ bool Verifiers::rangeViolated(int v, const std::vector<float>& x, RunStats& stat
   const float* hi = rangeHi_[std::size_t(v)].data();
   if (faults_.unreliable(std::size_t(v)).empty()) return false;
   for (int64_t s = 0; s < batch_; ++s) {
-    const float* xs = x.data() + s * size;
-    int outside = 0;
-    for (int64_t i = 0; i < size; ++i) outside |= !(xs[i] >= lo[i]) | !(xs[i] <= hi[i]);  // NaN fails
-    if (outside) {
+    if (detail::anyOutside(x.data() + s * size, lo, hi, size)) {  // NaN fails
       ++stats.rangeViolations;
       std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every value outside, for the repair
       for (int64_t t = s; t < batch_; ++t)
@@ -408,14 +406,7 @@ bool Verifiers::recomputeMismatch(int v, const std::vector<const float*>& in, co
     runNode(g_, v, in, batch_, again.data());
     const uint32_t* mask = compareMask_[std::size_t(v)].data();
     for (int64_t s = 0; s < batch_; ++s) {
-      uint32_t differ = 0;
-      for (int64_t i = 0; i < size; ++i) {
-        uint32_t a, b;
-        std::memcpy(&a, &again[std::size_t(s * size + i)], 4);
-        std::memcpy(&b, &x[std::size_t(s * size + i)], 4);
-        differ |= (a ^ b) & mask[i];
-      }
-      if (differ) {
+      if (detail::anyMaskedDifference(again.data() + s * size, x.data() + s * size, mask, size)) {
         ++stats.recomputeMismatches;
         std::vector<int64_t>& failed = failedElements_[std::size_t(v)];  // every changed value, for the repair
         for (int64_t t = s; t < batch_; ++t)

@@ -4,6 +4,7 @@
 #include "tests/unit/tst_save_support.h"
 
 #include "core/catalog/catalog.h"
+#include "core/save/engine_simd.h"
 #include "core/save/graph_builder.h"
 
 using namespace peat;
@@ -216,6 +217,26 @@ void TestSaveRanges::engineKernelsKeepTheScalarBits() {
                                                .arg(workers).arg(QString::fromStdString(differs))));
       QCOMPARE(checked, int(g.nodes.size()) - 1);
     }
+    // the verifiers' vectorised checks: one element outside its range (or NaN), or one bit that
+    // differs under the mask, found at every place of rows of every length up to 70
+    for (int64_t len = 1; len <= 70; ++len)
+      for (int64_t at = 0; at < len; ++at)
+        for (const float bad : {2.0f, -2.0f, std::numeric_limits<float>::quiet_NaN()}) {
+          std::vector<float> v(std::size_t(len), 0.5f), lo(std::size_t(len), -1.0f), hi(std::size_t(len), 1.0f);
+          QVERIFY(!save::detail::anyOutside(v.data(), lo.data(), hi.data(), len));
+          v[std::size_t(at)] = bad;
+          QVERIFY2(save::detail::anyOutside(v.data(), lo.data(), hi.data(), len), qPrintable(QString::number(at)));
+          std::vector<float> y(std::size_t(len), 0.5f), z = y;
+          std::vector<uint32_t> mask(std::size_t(len), 0xFFFFFFFEu);  // the lowest bit not compared
+          uint32_t bits;
+          std::memcpy(&bits, &z[std::size_t(at)], 4);
+          bits ^= 1u;
+          std::memcpy(&z[std::size_t(at)], &bits, 4);
+          QVERIFY(!save::detail::anyMaskedDifference(y.data(), z.data(), mask.data(), len));
+          bits ^= 1u << 30;
+          std::memcpy(&z[std::size_t(at)], &bits, 4);
+          QVERIFY(save::detail::anyMaskedDifference(y.data(), z.data(), mask.data(), len));
+        }
   }
   save::setEngineThreads(1);
   hwy::SetSupportedTargetsForTest(0);
