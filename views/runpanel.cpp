@@ -68,16 +68,19 @@ void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field,
   form->addRow(label, row);
 }
 
-// A row naming a file: a line edit with a "..." button that asks for it (to read, or to write).
+// A row naming a file: a line edit with a "..." button that asks for it (to read, or to write;
+// `several`: one or more to read, joined by "; ").
 QLineEdit* addFileRow(QWidget* owner, QFormLayout* form, const QString& label, const QString& placeholder,
-                      const QString& filter, bool write) {
+                      const QString& filter, bool write, bool several = false) {
   auto* edit = new QLineEdit(owner);
   edit->setPlaceholderText(placeholder);
   auto* browse = new QPushButton(QObject::tr("..."), owner);
   addFieldWithButton(form, label, edit, browse);
-  QObject::connect(browse, &QPushButton::clicked, owner, [owner, edit, label, filter, write] {
-    const QString path = write ? QFileDialog::getSaveFileName(owner, label, edit->text(), filter)
-                               : QFileDialog::getOpenFileName(owner, label, edit->text(), filter);
+  QObject::connect(browse, &QPushButton::clicked, owner, [owner, edit, label, filter, write, several] {
+    const QString first = edit->text().section(QLatin1Char(';'), 0, 0).trimmed();
+    const QString path = write     ? QFileDialog::getSaveFileName(owner, label, edit->text(), filter)
+                         : several ? QFileDialog::getOpenFileNames(owner, label, first, filter).join(QStringLiteral("; "))
+                                   : QFileDialog::getOpenFileName(owner, label, edit->text(), filter);
     if (!path.isEmpty()) edit->setText(path);
   });
   return edit;
@@ -135,10 +138,15 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
 
   // SAVE run: the inputs, a reference, the protection and its faults, and where the outputs go
   const QString tensors = tr("NumPy arrays (*.npy);;HDF5 files (*.h5 *.hdf5);;All files (*)");
-  input_ = addFileRow(this, form_, tr("Input"), tr("x.npy or x.h5:/dataset: one sample or [N, sample...]"), tensors, false);
+  input_ = addFileRow(this, form_, tr("Input"), tr("x.npy or x.h5:/dataset: one sample or [N, sample...]"), tensors, false,
+                      true);
+  input_->setToolTip(tr("The model's input as it takes it. A model with several inputs: one file per input in the\n"
+                        "model's order, separated by ';' (ids.npy; mask.npy), or each as NAME=FILE (mask=mask.npy)"));
   input_->setToolTip(tr("The model's input as it takes it (already normalised); an HDF5 file names its dataset after a colon"));
-  expect_ = addFileRow(this, form_, tr("Expected outputs"), tr("optional: a reference, e.g. PyTorch's outputs"), tensors, false);
-  expect_->setToolTip(tr("The outputs another runtime gives on the same inputs: the largest difference is reported"));
+  expect_ = addFileRow(this, form_, tr("Expected outputs"), tr("optional: a reference, e.g. PyTorch's outputs"), tensors, false,
+                       true);
+  expect_->setToolTip(tr("The outputs another runtime gives on the same inputs: the largest difference is reported.\n"
+                         "A model with several outputs: one file per output in order, separated by ';', or NAME=FILE"));
   protect_ = new QComboBox(this);
   protect_->addItems({QStringLiteral("none"), QStringLiteral("save"), QStringLiteral("tmr"), QStringLiteral("ranger"),
                       QStringLiteral("ecc")});

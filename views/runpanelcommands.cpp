@@ -148,26 +148,38 @@ QStringList RunPanel::arguments(QString* error) const {
 QStringList RunPanel::saveRunArguments(const QString& model, QString* error) const {
   QString why;
   const QStringList modelArgs = saveModelArguments(model, &why);
-  const QString input = input_->text().trimmed(), expect = expect_->text().trimmed();
-  // FILE.h5:/dataset names a file before the colon
-  const auto file = [](const QString& spec) {
-    const qsizetype colon = spec.indexOf(QStringLiteral(":/"));
+  // A field may name several files, one per input or output of the model, separated by ';', each
+  // FILE, FILE.h5:/dataset or NAME=FILE, as `save run` takes them (its --input and --expect).
+  const auto entries = [](const QLineEdit* field) {
+    QStringList out;
+    for (const QString& e : field->text().split(QLatin1Char(';')))
+      if (!e.trimmed().isEmpty()) out << e.trimmed();
+    return out;
+  };
+  const auto file = [](const QString& entry) {  // the file an entry reads
+    QString spec = entry;
+    const qsizetype eq = spec.indexOf(QLatin1Char('='));
+    if (eq > 0 && !QFileInfo::exists(spec)) spec = spec.mid(eq + 1);  // NAME=FILE, as the command reads it
+    const qsizetype colon = spec.indexOf(QStringLiteral(":/"));     // FILE.h5:/dataset
     return colon > 0 ? spec.left(colon) : spec;
   };
-  if (why.isEmpty() && input.isEmpty()) why = tr("choose the model's input (.npy or FILE.h5:/dataset)");
-  if (why.isEmpty() && !QFileInfo(file(input)).isFile()) why = tr("input %1 does not exist").arg(file(input));
-  if (why.isEmpty() && !expect.isEmpty() && !QFileInfo(file(expect)).isFile())
-    why = tr("expected outputs %1 do not exist").arg(file(expect));
+  const QStringList inputs = entries(input_), expected = entries(expect_);
+  if (why.isEmpty() && inputs.isEmpty()) why = tr("choose the model's input (.npy or FILE.h5:/dataset)");
+  for (const QString& i : inputs)
+    if (why.isEmpty() && !QFileInfo(file(i)).isFile()) why = tr("input %1 does not exist").arg(file(i));
+  for (const QString& e : expected)
+    if (why.isEmpty() && !QFileInfo(file(e)).isFile()) why = tr("expected outputs %1 do not exist").arg(file(e));
   if (why.isEmpty() && outputsPath().isEmpty()) why = tr("no folder for the outputs: name an outputs file");
   if (!why.isEmpty()) {
     if (error) *error = why;
     return {};
   }
   QStringList a = QStringList{QStringLiteral("save"), QStringLiteral("run")} + modelArgs;
-  a << QStringLiteral("--input") << input << QStringLiteral("--output") << outputsPath() << QStringLiteral("--protect")
-    << protect_->currentText() << QStringLiteral("--flips") << QString::number(faults_->value()) << QStringLiteral("--seed")
+  for (const QString& i : inputs) a << QStringLiteral("--input") << i;
+  a << QStringLiteral("--output") << outputsPath() << QStringLiteral("--protect") << protect_->currentText()
+    << QStringLiteral("--flips") << QString::number(faults_->value()) << QStringLiteral("--seed")
     << QString::number(seed_->value()) << QStringLiteral("--json");
-  if (!expect.isEmpty()) a << QStringLiteral("--expect") << expect;
+  for (const QString& e : expected) a << QStringLiteral("--expect") << e;
   return a;
 }
 QString RunPanel::outputsPath() const {

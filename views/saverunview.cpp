@@ -94,7 +94,10 @@ void SaveRunView::showOutputs(const SaveRunOutputs& r) {
 void SaveRunView::showPart(int part) {
   const SaveRunOutputs& r = run_;
   const save::OutputSummary& s = part < 0 ? r.summary : r.parts[std::size_t(part)].summary;
-  const QString model = QFileInfo(r.model).fileName(), input = QFileInfo(r.input).fileName();
+  QStringList inputs;  // the files of one input each (';' between them, as the run form takes them)
+  for (const QString& e : r.input.split(QLatin1Char(';')))
+    if (!e.trimmed().isEmpty()) inputs << QFileInfo(e.trimmed()).fileName();
+  const QString model = QFileInfo(r.model).fileName(), input = inputs.join(QStringLiteral(", "));
   title_->setText(tr("%1 on %n sample(s) of %2", nullptr, int(s.samples)).arg(model, input));
   QString html = QStringLiteral("<table cellspacing=3>");
   if (part < 0) {

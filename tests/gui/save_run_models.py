@@ -9,6 +9,8 @@
 - conv.onnx: a conv and a ReLU (1x4x4 -> 2x2x2, not a vector of scores); conv_ref.npy its outputs;
 - two_heads.onnx: a trunk with two outputs, "scores" (7 per sample) and "box" ([2, 3] per sample);
   two_scores_ref.npy and two_box_ref.npy PyTorch's outputs on x.npy;
+- two_inputs.onnx: inputs "a" (1x4x4, x.npy) and "b" (3 values, b.npy), 5 scores; two_inputs_ref.npy
+  PyTorch's outputs;
 - wrong.npy: an input of another shape (3x3), which the model refuses.
 """
 import os
@@ -52,6 +54,25 @@ with torch.no_grad():
     two_scores, two_box = two(x)
 np.save(os.path.join(out, "two_scores_ref.npy"), two_scores.numpy())
 np.save(os.path.join(out, "two_box_ref.npy"), two_box.numpy())
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(19, 5)
+
+    def forward(self, a, b):
+        return self.head(torch.cat([a.flatten(1), b], dim=1))
+
+
+both = TwoInputs().eval()
+b = torch.randn(6, 3).clamp(-0.8, 2.0)
+torch.onnx.export(both, (torch.zeros(1, 1, 4, 4), torch.zeros(1, 3)), os.path.join(out, "two_inputs.onnx"),
+                  opset_version=13, input_names=["a", "b"], output_names=["y"],
+                  dynamic_axes={"a": {0: "batch"}, "b": {0: "batch"}, "y": {0: "batch"}})
+with torch.no_grad():
+    np.save(os.path.join(out, "two_inputs_ref.npy"), both(x, b).numpy())
+np.save(os.path.join(out, "b.npy"), b.numpy())
 with torch.no_grad():
     ref = classifier.eval()(x)
     top = torch.topk(ref, 5, dim=1)

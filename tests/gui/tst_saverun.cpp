@@ -53,6 +53,7 @@ class TestSaveRun : public QObject {
   void classifierShowsTopClasses();
   void tensorShowsItsRangeAndFirstValues();
   void severalOutputsShowOneAtATime();
+  void severalInputsAreOneFieldEach();
   void protectionSaysWhatItCaught();
   void badInputIsOneLine();
   void incompleteFormIsRefused();
@@ -218,6 +219,35 @@ void TestSaveRun::severalOutputsShowOneAtATime() {
   QVERIFY(runUntilShown(w, true));
   QVERIFY(!chooser->isVisibleTo(view));
   QCOMPARE(m->classColumns(), 0);
+}
+
+// A model with two inputs: the Input field names one file per input, separated by ';', in order or
+// as NAME=FILE; the outputs against PyTorch's; a missing second file is refused by name.
+void TestSaveRun::severalInputsAreOneFieldEach() {
+  MainWindow w;
+  w.setQuietErrors(true);
+  const peat::io::FloatTensor ref = load(file(QStringLiteral("two_inputs_ref.npy")));
+  const QList<QPair<QString, QString>> cases = {
+      {file(QStringLiteral("x.npy")) + QStringLiteral("; ") + file(QStringLiteral("b.npy")), QStringLiteral("x.npy, b.npy")},
+      {QStringLiteral("b=%1;a=%2").arg(file(QStringLiteral("b.npy")), file(QStringLiteral("x.npy"))), QStringLiteral("b.npy, x.npy")}};
+  for (const auto& [given, shown] : cases) {
+    fill(w, file(QStringLiteral("two_inputs.onnx")), given, QString());
+    QVERIFY2(runUntilShown(w, true), qPrintable(given));
+    SaveRunTableModel* m = w.savePanel()->runView()->model();
+    QCOMPARE(m->rowCount(), 6);
+    QCOMPARE(m->classColumns(), 5);
+    for (int r = 0; r < 6; ++r) {
+      const float* y = ref.data() + r * 5;
+      QCOMPARE(m->index(r, 1).data(SaveRunTableModel::ClassRole).toInt(), int(std::max_element(y, y + 5) - y));
+      QVERIFY(close(m->index(r, 1).data(SaveRunTableModel::ScoreRole).toDouble(), *std::max_element(y, y + 5), 1e-5));
+    }
+    QCOMPARE(w.savePanel()->runView()->titleText(), QStringLiteral("two_inputs.onnx on 6 sample(s) of ") + shown);
+  }
+  fill(w, file(QStringLiteral("two_inputs.onnx")), file(QStringLiteral("x.npy")) + QStringLiteral("; ") + file(QStringLiteral("none.npy")),
+       QString());
+  QString why;
+  QVERIFY(w.runPanel()->arguments(&why).isEmpty());
+  QVERIFY2(why.contains(QStringLiteral("none.npy does not exist")), qPrintable(why));
 }
 
 // The counts the page shows are the command's: faults injected, detected and recovered.
