@@ -140,9 +140,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   const QString tensors = tr("NumPy arrays (*.npy);;HDF5 files (*.h5 *.hdf5);;All files (*)");
   input_ = addFileRow(this, form_, tr("Input"), tr("x.npy or x.h5:/dataset: one sample or [N, sample...]"), tensors, false,
                       true);
-  input_->setToolTip(tr("The model's input as it takes it. A model with several inputs: one file per input in the\n"
-                        "model's order, separated by ';' (ids.npy; mask.npy), or each as NAME=FILE (mask=mask.npy)"));
-  input_->setToolTip(tr("The model's input as it takes it (already normalised); an HDF5 file names its dataset after a colon"));
+  input_->setToolTip(tr("The model's input as it takes it (already normalised); an HDF5 file names its dataset after a\n"
+                        "colon. A model with several inputs: one file per input in the model's order, separated by ';'\n"
+                        "(ids.npy; mask.npy), or each as NAME=FILE (mask=mask.npy; ids=ids.npy)"));
   expect_ = addFileRow(this, form_, tr("Expected outputs"), tr("optional: a reference, e.g. PyTorch's outputs"), tensors, false,
                        true);
   expect_->setToolTip(tr("The outputs another runtime gives on the same inputs: the largest difference is reported.\n"

@@ -152,7 +152,9 @@ QStringList RunPanel::saveRunArguments(const QString& model, QString* error) con
   // FILE, FILE.h5:/dataset or NAME=FILE, as `save run` takes them (its --input and --expect).
   const auto entries = [](const QLineEdit* field) {
     QStringList out;
-    for (const QString& e : field->text().split(QLatin1Char(';')))
+    const QString text = field->text().trimmed();
+    if (QFileInfo(text).isFile()) return QStringList{text};  // one file whose name holds a ';'
+    for (const QString& e : text.split(QLatin1Char(';')))
       if (!e.trimmed().isEmpty()) out << e.trimmed();
     return out;
   };

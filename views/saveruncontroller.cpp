@@ -84,6 +84,18 @@ SaveRunOutputs SaveRunController::read(const QJsonObject& result, const QString&
     part.file = p.value(QLatin1String("file")).toString();
     if (part.file.isEmpty()) throw std::runtime_error("the run names no file for output " + part.name.toStdString());
     part.summary = summarise(part.file, p.value(QLatin1String("shape")).toArray());
+    for (const QJsonValue cv : result.value(QLatin1String("comparisons")).toArray()) {  // its own comparison
+      const QJsonObject c1 = cv.toObject();
+      if (c1.value(QLatin1String("output")).toString() != part.name) continue;
+      part.compared = true;
+      part.reference = c1.value(QLatin1String("reference")).toString();
+      part.maxAbs = c1.value(QLatin1String("max_abs")).toDouble();
+      part.maxRel = c1.value(QLatin1String("max_rel")).toDouble();
+      part.worstSample = c1.value(QLatin1String("worst_sample")).toInteger();
+      part.worstElement = c1.value(QLatin1String("worst_element")).toInteger();
+      part.top1Agree = c1.value(QLatin1String("top1_agree")).toInteger();
+      part.nonFinite = c1.value(QLatin1String("non_finite")).toInteger();
+    }
     out.parts.push_back(std::move(part));
   }
   out.summary = out.parts.front().summary;

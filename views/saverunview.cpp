@@ -133,17 +133,31 @@ void SaveRunView::showPart(int part) {
                                                            (s.stats.nan || s.stats.inf
                                                                 ? tr("; <b>%1 NaN, %2 Inf</b>").arg(s.stats.nan).arg(s.stats.inf)
                                                                 : QString()));
-  if (r.compared) {
-    html += row(tr("Against %1").arg(QFileInfo(r.reference).fileName().toHtmlEscaped()),
+  // the comparison of the output shown (a model with several: its own, from the command's list)
+  struct Compared {
+    bool given;
+    QString reference;
+    double maxAbs, maxRel;
+    qint64 worstSample, worstElement, top1Agree, nonFinite;
+  };
+  const Compared c = part < 0 ? Compared{r.compared, r.reference, r.maxAbs, r.maxRel, r.worstSample, r.worstElement,
+                                         r.top1Agree, r.nonFinite}
+                              : [&] {
+                                  const SaveRunOutputPart& p = r.parts[std::size_t(part)];
+                                  return Compared{p.compared, p.reference, p.maxAbs, p.maxRel, p.worstSample,
+                                                  p.worstElement, p.top1Agree, p.nonFinite};
+                                }();
+  if (c.given) {
+    html += row(tr("Against %1").arg(QFileInfo(c.reference).fileName().toHtmlEscaped()),
                 tr("largest |difference| <b>%1</b> (sample %2, element %3), largest relative %4; top-1 agrees on %5 of "
                    "%6 samples; %7 element(s) finite on one side only")
-                    .arg(number(r.maxAbs))
-                    .arg(r.worstSample)
-                    .arg(r.worstElement)
-                    .arg(number(r.maxRel))
-                    .arg(r.top1Agree)
+                    .arg(number(c.maxAbs))
+                    .arg(c.worstSample)
+                    .arg(c.worstElement)
+                    .arg(number(c.maxRel))
+                    .arg(c.top1Agree)
                     .arg(s.samples)
-                    .arg(r.nonFinite));
+                    .arg(c.nonFinite));
   }
   const QString table = s.scoreVector ? tr("the %n largest outputs of each sample: class (output)", nullptr,
                                            s.shown.empty() ? 0 : int(s.shown.front().classes.size()))

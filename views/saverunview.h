@@ -24,6 +24,10 @@ class SaveRunTableModel;
 struct SaveRunOutputPart {
   QString name, file;
   save::OutputSummary summary;
+  bool compared = false;  // its expected outputs were given: the numbers below are set
+  QString reference;
+  double maxAbs = 0, maxRel = 0;
+  qint64 worstSample = 0, worstElement = 0, top1Agree = 0, nonFinite = 0;
 };
 
 // One SAVE run, as the run panel's child reported it and as core summarised its outputs file.

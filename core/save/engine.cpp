@@ -299,15 +299,33 @@ void runConv(const Node& n, const Node& src, const float* in, int64_t batch, flo
     splitRanges(positions, 32, workers, [&](int64_t a, int64_t b) { part(s, cols.get(), a, b); });
 }
 
+// Outputs [a, b) of a linear layer on one row x: each bias, then its taps in order with one fused
+// multiply-add each (as fmaDot, so as affineElement), eight outputs at a time so that eight chains
+// of multiply-adds are in flight instead of one.
+PEAT_ENGINE_CLONES void linearOutputs(const float* w, const float* bias, int64_t taps, const float* x, int64_t a,
+                                      int64_t b, float* out) {
+  int64_t o = a;
+  for (; o + 8 <= b; o += 8) {
+    float acc[8];
+    for (int64_t i = 0; i < 8; ++i) acc[i] = bias[o + i];
+    const float* row = w + o * taps;
+    for (int64_t t = 0; t < taps; ++t) {
+      const float xv = x[t];
+      for (int64_t i = 0; i < 8; ++i) acc[i] = std::fma(row[i * taps + t], xv, acc[i]);
+    }
+    std::copy(acc, acc + 8, out + o);
+  }
+  for (; o < b; ++o) out[o] = fmaDot(w + o * taps, x, taps, bias[o]);
+}
+
 // A token-wise linear layer as one GEMM: positions are the rows of every sample.
-void runLinear(const Node& n, const Node& src, const float* in, int64_t batch, float* out) {
-  const int64_t size = n.size(), inSize = src.size();
+void runLinear(const Node& n, const float* in, int64_t batch, float* out) {
   const int64_t positions = batch * n.rows(), features = n.features(), taps = int64_t(n.weight.size()) / features;
   const unsigned workers = workersFor(positions * features * taps);
-  if (positions < 4) {
-    for (int64_t s = 0; s < batch; ++s)
-      splitRanges(size, 64, workers, [&](int64_t a, int64_t b) {
-        for (int64_t o = a; o < b; ++o) out[s * size + o] = affineElement(n, src, in + s * inSize, o);
+  if (positions < 4) {  // a row or three (a classifier's head at batch 1): eight outputs at a time
+    for (int64_t p = 0; p < positions; ++p)
+      splitRanges(features, 64, workers, [&](int64_t a, int64_t b) {
+        linearOutputs(n.weight.data(), n.bias.data(), taps, in + p * taps, a, b, out + p * features);
       });
     return;
   }
@@ -497,7 +515,7 @@ void runNode(const Graph& g, int index, const std::vector<const float*>& in, int
       return;
     }
     case Op::Linear:
-      runLinear(n, *src, in[0], batch, out);
+      runLinear(n, in[0], batch, out);
       return;
     case Op::AddConst:
       for (int64_t s = 0; s < batch; ++s)

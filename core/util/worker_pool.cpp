@@ -5,35 +5,35 @@
 
 namespace peat::util {
 
+namespace {
+thread_local bool insideRun = false;  // this thread is running a body of some pool's run
+}  // namespace
+
 WorkerPool::~WorkerPool() {
-  if (pid_ == int64_t(::getpid()))
-    stop();
-  else
-    (void)threads_.release();  // a forked child's copies name no thread of its own
-}
-
-void WorkerPool::stop() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    quit_ = true;
+  if (pid_ != int64_t(::getpid())) {
+    (void)state_.release();  // a forked child's copies name no thread of its own
+    return;
   }
-  start_.notify_all();
-  for (std::thread& t : *threads_)
-    if (t.joinable()) t.join();
-  threads_->clear();
-  quit_ = false;
+  State& s = *state_;
+  std::lock_guard<std::mutex> busy(s.busy);  // a run in progress ends first
+  {
+    std::lock_guard<std::mutex> lock(s.m);
+    s.quit = true;
+  }
+  s.start.notify_all();
+  for (std::thread& t : s.threads) t.join();
 }
 
-void WorkerPool::loop(unsigned index) {
-  uint64_t seen = 0;
+void WorkerPool::loop(State& s, unsigned index, uint64_t seen) {
+  insideRun = true;
   for (;;) {
     const std::function<void(unsigned)>* body = nullptr;
     {
-      std::unique_lock<std::mutex> lock(m_);
-      start_.wait(lock, [&] { return quit_ || (generation_ != seen && index < workers_); });
-      if (quit_) return;
-      seen = generation_;
-      body = body_;
+      std::unique_lock<std::mutex> lock(s.m);
+      s.start.wait(lock, [&] { return s.quit || (s.generation != seen && index < s.workers); });
+      if (s.quit) return;
+      seen = s.generation;
+      body = s.body;
     }
     std::exception_ptr failure;
     try {
@@ -41,9 +41,9 @@ void WorkerPool::loop(unsigned index) {
     } catch (...) {
       failure = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(m_);
-    if (failure && !failure_) failure_ = failure;
-    if (--pending_ == 0) done_.notify_one();
+    std::lock_guard<std::mutex> lock(s.m);
+    if (failure && !s.failure) s.failure = failure;
+    if (--s.pending == 0) s.done.notify_one();
   }
 }
 
@@ -53,43 +53,65 @@ void WorkerPool::run(unsigned workers, const std::function<void(unsigned)>& body
     body(0);
     return;
   }
-  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (insideRun) {  // a run from inside a body: the kept threads are taken
+    parallelFor(workers, body);
+    return;
+  }
+  State* state = nullptr;
+  {
+    std::lock_guard<std::mutex> own(own_);
+    const int64_t pid = int64_t(::getpid());
+    if (pid_ != pid) {  // first use, or a forked child: the parent's threads are not here
+      if (pid_ != 0) {
+        (void)state_.release();
+        state_ = std::make_unique<State>();
+      }
+      pid_ = pid;
+    }
+    state = state_.get();
+  }
+  State& s = *state;
+  std::unique_lock<std::mutex> busy(s.busy, std::try_to_lock);
   if (!busy.owns_lock()) {  // another fork-join holds the kept threads
     parallelFor(workers, body);
     return;
   }
-  const int64_t pid = int64_t(::getpid());
-  if (pid_ != pid) {  // first use, or a forked child: the parent's threads are not here
-    if (pid_ != 0) (void)threads_.release();
-    threads_ = std::make_unique<std::vector<std::thread>>();
-    pid_ = pid;
-  }
   try {
-    while (threads_->size() + 1 < workers) threads_->emplace_back([this, i = unsigned(threads_->size()) + 1] { loop(i); });
+    while (s.threads.size() + 1 < workers) {
+      const unsigned index = unsigned(s.threads.size()) + 1;
+      uint64_t now;
+      {
+        std::lock_guard<std::mutex> lock(s.m);
+        now = s.generation;  // a new thread waits for the next run, not one that has ended
+      }
+      s.threads.emplace_back([&s, index, now] { loop(s, index, now); });
+    }
   } catch (...) {  // no more threads to be had: this fork-join starts its own, or runs its parts in turn
     busy.unlock();
     parallelFor(workers, body);
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(m_);
-    body_ = &body;
-    workers_ = workers;
-    pending_ = workers - 1;
-    failure_ = nullptr;
-    ++generation_;
+    std::lock_guard<std::mutex> lock(s.m);
+    s.body = &body;
+    s.workers = workers;
+    s.pending = workers - 1;
+    s.failure = nullptr;
+    ++s.generation;
   }
-  start_.notify_all();
+  s.start.notify_all();
   std::exception_ptr failure;
+  insideRun = true;
   try {
     body(0);
   } catch (...) {
     failure = std::current_exception();
   }
-  std::unique_lock<std::mutex> lock(m_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  if (!failure) failure = failure_;
-  body_ = nullptr;
+  insideRun = false;
+  std::unique_lock<std::mutex> lock(s.m);
+  s.done.wait(lock, [&] { return s.pending == 0; });
+  if (!failure) failure = s.failure;
+  s.body = nullptr;
   lock.unlock();
   if (failure) std::rethrow_exception(failure);
 }

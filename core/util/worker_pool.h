@@ -22,7 +22,7 @@ class WorkerPool {
   WorkerPool() = default;
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
-  ~WorkerPool();
+  ~WorkerPool();  // waits for a run in progress, then ends the kept threads
 
   // Calls body(worker) for every worker in [0, workers) at once, worker 0 on the calling thread,
   // and returns when all have returned; the first exception is rethrown here. One fork-join at a
@@ -31,20 +31,24 @@ class WorkerPool {
   void run(unsigned workers, const std::function<void(unsigned)>& body);
 
  private:
-  void loop(unsigned index);
-  void stop();
+  // Everything the kept threads share. A forked child has none of the threads and may hold a copy
+  // of a locked mutex: it leaves its copy of the state alone (never freed) and starts a new one.
+  struct State {
+    std::mutex busy;  // held for a whole run on the kept threads
+    std::mutex m;
+    std::condition_variable start, done;
+    std::vector<std::thread> threads;
+    uint64_t generation = 0;
+    unsigned workers = 0, pending = 0;
+    bool quit = false;
+    const std::function<void(unsigned)>* body = nullptr;
+    std::exception_ptr failure;
+  };
+  static void loop(State& s, unsigned index, uint64_t seen);
 
-  std::mutex busy_;  // held for a whole run on the kept threads
-  std::mutex m_;
-  std::condition_variable start_, done_;
-  // the kept threads; a forked child, which has none of them, leaves its copy of the list alone
-  std::unique_ptr<std::vector<std::thread>> threads_ = std::make_unique<std::vector<std::thread>>();
-  int64_t pid_ = 0;  // the process that started the threads (a forked child has none of them)
-  uint64_t generation_ = 0;
-  unsigned workers_ = 0, pending_ = 0;
-  bool quit_ = false;
-  const std::function<void(unsigned)>* body_ = nullptr;
-  std::exception_ptr failure_;
+  std::unique_ptr<State> state_ = std::make_unique<State>();
+  std::mutex own_;   // guards state_ and pid_ against two first calls at once
+  int64_t pid_ = 0;  // the process that made state_'s threads
 };
 
 }  // namespace peat::util

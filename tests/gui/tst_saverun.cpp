@@ -176,7 +176,9 @@ void TestSaveRun::severalOutputsShowOneAtATime() {
   w.setQuietErrors(true);
   w.resize(1366, 768);
   w.show();
-  fill(w, file(QStringLiteral("two_heads.onnx")), file(QStringLiteral("x.npy")), QString());
+  // the references named, the second first: each output is compared with its own
+  fill(w, file(QStringLiteral("two_heads.onnx")), file(QStringLiteral("x.npy")),
+       QStringLiteral("box=%1; scores=%2").arg(file(QStringLiteral("two_box_ref.npy")), file(QStringLiteral("two_scores_ref.npy"))));
   w.runPanel()->setOutputs(file(QStringLiteral("two.npy")));
   auto* view = w.savePanel()->runView();
   SaveRunTableModel* m = view->model();
@@ -192,6 +194,8 @@ void TestSaveRun::severalOutputsShowOneAtATime() {
   QVERIFY2(details.contains(QStringLiteral("2 output(s) of 6 sample(s): scores [7] written to %1")
                                 .arg(file(QStringLiteral("two.scores.npy")))),
            qPrintable(details));
+  QVERIFY2(details.contains(QStringLiteral("Against two_scores_ref.npy")), qPrintable(details));
+  QVERIFY2(details.contains(QStringLiteral("top-1 agrees on 6 of 6 samples")), qPrintable(details));
   // scores: top classes as PyTorch's
   const peat::io::FloatTensor scores = load(file(QStringLiteral("two_scores_ref.npy")));
   QCOMPARE(m->classColumns(), 5);
@@ -212,6 +216,7 @@ void TestSaveRun::severalOutputsShowOneAtATime() {
     QVERIFY(close(m->index(r, 2).data(SaveRunTableModel::ScoreRole).toDouble(), *std::max_element(y, y + 6), 1e-5));
   }
   QVERIFY2(view->detailsText().contains(QStringLiteral("All values of box")), qPrintable(view->detailsText()));
+  QVERIFY2(view->detailsText().contains(QStringLiteral("Against two_box_ref.npy")), qPrintable(view->detailsText()));
   w.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/saverun-two-outputs.png"));
   // a model with one output afterwards: no chooser
   fill(w, file(QStringLiteral("conv.onnx")), file(QStringLiteral("x.npy")), QString());

@@ -20,6 +20,9 @@
 
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using peat::util::CampaignKey;
 
 class TestUtil : public QObject {
@@ -34,6 +37,7 @@ class TestUtil : public QObject {
   void workerPoolRunsEveryWorkerOnceAcrossRuns();
   void workerPoolRethrowsAndStaysUsable();
   void workerPoolTakesNestedAndConcurrentRuns();
+  void workerPoolStartsAfreshInAForkedChild();
   void eventLinesAreVersionedJson();
   void torchCommandsRoundTrip();
   void sha256MatchesFipsVectors();
@@ -140,6 +144,27 @@ void TestUtil::workerPoolTakesNestedAndConcurrentRuns() {
   a.join();
   b.join();
   QCOMPARE(total.load(), 1200);
+}
+
+// A child forked after the pool ran (its threads are the parent's only) runs its own fork-joins.
+void TestUtil::workerPoolStartsAfreshInAForkedChild() {
+  peat::util::WorkerPool pool;
+  std::atomic<int> ran{0};
+  pool.run(3, [&](unsigned) { ++ran; });
+  QCOMPARE(ran.load(), 3);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::atomic<int> again{0};
+    for (int r = 0; r < 50; ++r) pool.run(3, [&](unsigned) { ++again; });
+    std::_Exit(again.load() == 150 ? 0 : 1);
+  }
+  QVERIFY(child > 0);
+  int status = 0;
+  QCOMPARE(::waitpid(child, &status, 0), child);
+  QVERIFY(WIFEXITED(status));
+  QCOMPARE(WEXITSTATUS(status), 0);
+  pool.run(3, [&](unsigned) { ++ran; });  // the parent's threads go on
+  QCOMPARE(ran.load(), 6);
 }
 
 void TestUtil::parallelForRunsEveryWorkerOnce() {
