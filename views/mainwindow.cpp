@@ -82,10 +82,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setObjectName(QStringLiteral("MainWindow"));
   setAcceptDrops(true);
   // the first size: 1400x860 where the screen has room, else nine tenths of what it has (a window
-  // manager's panels excluded); a saved geometry below replaces it
+  // manager's panels excluded), and on a screen under 1280 wide all its width but a frame's (every
+  // pixel goes to the pages: at nine tenths of 1024 the page tabs scroll); a saved geometry below
+  // replaces it
   if (const QScreen* screen = QGuiApplication::primaryScreen()) {
     const QRect room = screen->availableGeometry();
-    resize(std::min(1400, room.width() * 9 / 10), std::min(860, room.height() * 9 / 10));
+    const int width = room.width() < 1280 ? room.width() - 16 : std::min(1400, room.width() * 9 / 10);
+    resize(width, std::min(860, room.height() * 9 / 10));
   } else {
     resize(1400, 860);
   }
@@ -253,9 +256,10 @@ void MainWindow::createDocks() {
   // share); a saved layout (QSettings) replaces them.
   firstLayout_ = [this, sessionDock, plotDock, verdictDock] {
     const int width = this->width();
-    // a small screen leaves the page at the centre the larger share
-    resizeDocks({sessionDock, plotDock}, {std::clamp(width * 22 / 100, 200, 420), std::clamp(width * 26 / 100, 220, 520)},
-                Qt::Horizontal);
+    // a small screen leaves the page at the centre the larger share (under 1100 px, room for every
+    // page tab: the right-hand docks at 210)
+    const int right = width < 1100 ? 210 : std::clamp(width * 26 / 100, 220, 520);
+    resizeDocks({sessionDock, plotDock}, {std::clamp(width * 22 / 100, 200, 420), right}, Qt::Horizontal);
     resizeDocks({verdictDock}, {std::max(140, height() * 22 / 100)}, Qt::Vertical);
   };
 }

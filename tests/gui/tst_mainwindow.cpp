@@ -11,6 +11,7 @@
 #include <QAbstractScrollArea>
 #include <QAbstractSpinBox>
 #include <QComboBox>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QMenuBar>
 #include <QTableView>
@@ -498,6 +499,10 @@ void TestMainWindow::fitsSmallScreens() {
                         .arg(c->width()).arg(c->height()).arg(need.width()).arg(need.height());
     }
     QVERIFY2(squeezed.isEmpty(), qPrintable(view + QLatin1Char('\n') + squeezed.join(QLatin1Char('\n'))));
+    // every central tab's name is in view: no scrolling through the page tabs
+    QVERIFY2(tabs->tabBar()->width() >= tabs->tabBar()->sizeHint().width(),
+             qPrintable(QStringLiteral("%1: the page tabs need %2 px, have %3").arg(view)
+                            .arg(tabs->tabBar()->sizeHint().width()).arg(tabs->tabBar()->width())));
     // the docks keep a usable width: the session tree shows its names
     for (QDockWidget* d : w.findChildren<QDockWidget*>())
       if (d->isVisible() && d->objectName() == QLatin1String("SessionDock"))
