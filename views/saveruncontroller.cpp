@@ -20,6 +20,20 @@ namespace {
 constexpr int kTopClasses = 5;       // per sample, as the table shows them
 constexpr int64_t kShownSamples = 1000;  // rows of the table; the page says when there are more
 constexpr int kFirstValues = 8;
+
+// One entry of the command's "comparison" or "comparisons" (empty: no expected outputs given).
+SaveRunComparison comparisonOf(const QJsonObject& c) {
+  SaveRunComparison out;
+  out.given = !c.isEmpty();
+  out.reference = c.value(QLatin1String("reference")).toString();
+  out.maxAbs = c.value(QLatin1String("max_abs")).toDouble();
+  out.maxRel = c.value(QLatin1String("max_rel")).toDouble();
+  out.worstSample = c.value(QLatin1String("worst_sample")).toInteger();
+  out.worstElement = c.value(QLatin1String("worst_element")).toInteger();
+  out.top1Agree = c.value(QLatin1String("top1_agree")).toInteger();
+  out.nonFinite = c.value(QLatin1String("non_finite")).toInteger();
+  return out;
+}
 }  // namespace
 
 SaveRunController::SaveRunController(RunPanel* run, SavePanel* save, QTabWidget* central, QObject* parent)
@@ -47,16 +61,7 @@ SaveRunOutputs SaveRunController::read(const QJsonObject& result, const QString&
   out.detections = stats.value(QLatin1String("detections")).toInteger();
   out.recoveries = stats.value(QLatin1String("recoveries")).toInteger();
   out.unrecovered = stats.value(QLatin1String("unrecovered")).toInteger();
-  const QJsonObject c = result.value(QLatin1String("comparison")).toObject();
-  out.compared = !c.isEmpty();
-  out.reference = c.value(QLatin1String("reference")).toString();
-  out.maxAbs = c.value(QLatin1String("max_abs")).toDouble();
-  out.maxRel = c.value(QLatin1String("max_rel")).toDouble();
-  out.worstSample = c.value(QLatin1String("worst_sample")).toInteger();
-  out.worstElement = c.value(QLatin1String("worst_element")).toInteger();
-  out.top1Agree = c.value(QLatin1String("top1_agree")).toInteger();
-  out.nonFinite = c.value(QLatin1String("non_finite")).toInteger();
-
+  out.comparison = comparisonOf(result.value(QLatin1String("comparison")).toObject());
   const int64_t samples = result.value(QLatin1String("samples")).toInteger();
   // One outputs file of `samples` x `shape` values, summarised.
   auto summarise = [&](const QString& file, const QJsonArray& dims) {
@@ -84,18 +89,8 @@ SaveRunOutputs SaveRunController::read(const QJsonObject& result, const QString&
     part.file = p.value(QLatin1String("file")).toString();
     if (part.file.isEmpty()) throw std::runtime_error("the run names no file for output " + part.name.toStdString());
     part.summary = summarise(part.file, p.value(QLatin1String("shape")).toArray());
-    for (const QJsonValue cv : result.value(QLatin1String("comparisons")).toArray()) {  // its own comparison
-      const QJsonObject c1 = cv.toObject();
-      if (c1.value(QLatin1String("output")).toString() != part.name) continue;
-      part.compared = true;
-      part.reference = c1.value(QLatin1String("reference")).toString();
-      part.maxAbs = c1.value(QLatin1String("max_abs")).toDouble();
-      part.maxRel = c1.value(QLatin1String("max_rel")).toDouble();
-      part.worstSample = c1.value(QLatin1String("worst_sample")).toInteger();
-      part.worstElement = c1.value(QLatin1String("worst_element")).toInteger();
-      part.top1Agree = c1.value(QLatin1String("top1_agree")).toInteger();
-      part.nonFinite = c1.value(QLatin1String("non_finite")).toInteger();
-    }
+    for (const QJsonValue c : result.value(QLatin1String("comparisons")).toArray())  // its own comparison
+      if (c.toObject().value(QLatin1String("output")).toString() == part.name) part.comparison = comparisonOf(c.toObject());
     out.parts.push_back(std::move(part));
   }
   out.summary = out.parts.front().summary;

@@ -134,19 +134,7 @@ void SaveRunView::showPart(int part) {
                                                                 ? tr("; <b>%1 NaN, %2 Inf</b>").arg(s.stats.nan).arg(s.stats.inf)
                                                                 : QString()));
   // the comparison of the output shown (a model with several: its own, from the command's list)
-  struct Compared {
-    bool given;
-    QString reference;
-    double maxAbs, maxRel;
-    qint64 worstSample, worstElement, top1Agree, nonFinite;
-  };
-  const Compared c = part < 0 ? Compared{r.compared, r.reference, r.maxAbs, r.maxRel, r.worstSample, r.worstElement,
-                                         r.top1Agree, r.nonFinite}
-                              : [&] {
-                                  const SaveRunOutputPart& p = r.parts[std::size_t(part)];
-                                  return Compared{p.compared, p.reference, p.maxAbs, p.maxRel, p.worstSample,
-                                                  p.worstElement, p.top1Agree, p.nonFinite};
-                                }();
+  const SaveRunComparison& c = part < 0 ? r.comparison : r.parts[std::size_t(part)].comparison;
   if (c.given) {
     html += row(tr("Against %1").arg(QFileInfo(c.reference).fileName().toHtmlEscaped()),
                 tr("largest |difference| <b>%1</b> (sample %2, element %3), largest relative %4; top-1 agrees on %5 of "

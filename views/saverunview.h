@@ -20,14 +20,19 @@ namespace peat::views {
 
 class SaveRunTableModel;
 
+// An output against the expected outputs given for it, as `save run --json` reports it.
+struct SaveRunComparison {
+  bool given = false;  // expected outputs were given: the numbers below are set
+  QString reference;
+  double maxAbs = 0, maxRel = 0;
+  qint64 worstSample = 0, worstElement = 0, top1Agree = 0, nonFinite = 0;
+};
+
 // One output of a model with several: its name, the file `save run` wrote it to, its summary.
 struct SaveRunOutputPart {
   QString name, file;
   save::OutputSummary summary;
-  bool compared = false;  // its expected outputs were given: the numbers below are set
-  QString reference;
-  double maxAbs = 0, maxRel = 0;
-  qint64 worstSample = 0, worstElement = 0, top1Agree = 0, nonFinite = 0;
+  SaveRunComparison comparison;  // its own
 };
 
 // One SAVE run, as the run panel's child reported it and as core summarised its outputs file.
@@ -39,10 +44,7 @@ struct SaveRunOutputs {
   save::OutputSummary summary;    // the output shown (a model with several: the first, as top-1 is)
   std::vector<SaveRunOutputPart> parts;  // a model with several outputs: each one (else empty)
   qint64 faults = 0, detections = 0, recoveries = 0, unrecovered = 0;  // what the protection saw
-  bool compared = false;  // an expected-outputs file was given: the numbers below are set
-  QString reference;
-  double maxAbs = 0, maxRel = 0;
-  qint64 worstSample = 0, worstElement = 0, top1Agree = 0, nonFinite = 0;
+  SaveRunComparison comparison;  // a model with several outputs: the worst of theirs
 };
 
 class SaveRunView : public QWidget {
