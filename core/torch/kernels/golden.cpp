@@ -151,7 +151,9 @@ at::Tensor attentionGolden(const ops::OpCall& c) {
   if (keep) dp = dp * *keep;
   const at::Tensor ds = at::_softmax_backward_data(dp, p, -1, at::kFloat);
   const double scale = c.realOr("scale", 1.0);
-  at::Tensor g = wrt == 0 ? at::matmul(ds, k) : at::matmul(ds.transpose(-1, -2), q);
+  // dk as autograd computes it for the parts: the weight gradient of bmm(q, k^T), q^T ds, then
+  // transposed back (ds^T q is the same product summed in another order: 1 ulp apart)
+  at::Tensor g = wrt == 0 ? at::matmul(ds, k) : at::matmul(q.transpose(-1, -2), ds).transpose(-1, -2);
   if (scale != 1.0) g = g * scale;
   return g.sum_to_size(wrt == 0 ? q.sizes() : k.sizes());
 }
