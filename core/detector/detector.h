@@ -56,6 +56,8 @@ struct GemmBound {
   // The replays computed whole because their hypothesis reproduced the candidate, by hypothesis id
   // (formatGemm's ids): formatGemm hands them back instead of replaying again.
   mutable std::map<std::string, std::vector<double>> replayed;
+  // b rounded as each hypothesis rounds it, by hypothesis id, made by the first replay that needs it
+  mutable std::map<std::string, std::vector<float>> roundedB;
 };
 
 // |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).

@@ -4,11 +4,79 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "core/detector/rules.h"
 
 namespace peat::detector {
+
+namespace {
+
+// GCC's vector types: each operation is the lanes' own IEEE operation (and nothing is contracted,
+// -ffp-contract=off), so a lane sums exactly as a scalar loop does.
+typedef float Float8 __attribute__((vector_size(32)));
+typedef double Double4 __attribute__((vector_size(32)));
+
+// The rows of a GEMM side by side in vector lanes: out[r n + j] = sum over q, in q order from 0, of
+// aT[q R + r] * b[q n + j] (|b[q n + j]| where AbsB), for r < rows; aT holds R rows of a transposed
+// (lanes past `rows` are zero and not stored). Each lane sums its row as a scalar loop would (the products
+// rounded alone, added in q order to a sum that starts at 0), the same bits whatever R is, and a GEMM with few columns (a conv's 6 or 16 channels) still fills the vectors.
+template <typename V, typename T, int R, bool AbsB>
+inline __attribute__((always_inline)) void lanesGemm(T* out, int rows, const T* aT, const float* b, int64_t k, int64_t n) {
+  constexpr int64_t J = 8;
+  for (int64_t j0 = 0; j0 < n; j0 += J) {
+    const int64_t width = std::min<int64_t>(J, n - j0);
+    V acc[J];
+    for (int64_t jj = 0; jj < J; ++jj) acc[jj] = V{};
+    if (width == J) {
+      for (int64_t q = 0; q < k; ++q) {
+        V av;
+        std::memcpy(&av, aT + q * R, sizeof(V));
+        const float* br = b + q * n + j0;
+        for (int64_t jj = 0; jj < J; ++jj) acc[jj] += av * T(AbsB ? std::fabs(br[jj]) : br[jj]);
+      }
+    } else {
+      for (int64_t q = 0; q < k; ++q) {
+        V av;
+        std::memcpy(&av, aT + q * R, sizeof(V));
+        const float* br = b + q * n + j0;
+        for (int64_t jj = 0; jj < width; ++jj) acc[jj] += av * T(AbsB ? std::fabs(br[jj]) : br[jj]);
+      }
+    }
+    for (int64_t jj = 0; jj < width; ++jj)
+      for (int r = 0; r < rows; ++r) out[r * n + j0 + jj] = acc[jj][r];
+  }
+}
+
+constexpr int kFloatLanes = 8, kDoubleLanes = 4;
+
+// The kernels for this CPU's vectors (AVX2 where it has them; the same bits either way).
+__attribute__((target_clones("avx2", "default"))) void floatRows(float* out, int rows, const float* aT, const float* b,
+                                                                 int64_t k, int64_t n, bool absB) {
+  if (absB)
+    lanesGemm<Float8, float, kFloatLanes, true>(out, rows, aT, b, k, n);
+  else
+    lanesGemm<Float8, float, kFloatLanes, false>(out, rows, aT, b, k, n);
+}
+__attribute__((target_clones("avx2", "default"))) void doubleRows(double* out, int rows, const double* aT, const float* b,
+                                                                  int64_t k, int64_t n) {
+  lanesGemm<Double4, double, kDoubleLanes, false>(out, rows, aT, b, k, n);
+}
+
+// aT[q R + r] = f(rowPtr(r)[q]) for r < rows, 0 for the lanes past them.
+template <int R, typename T, typename RowOf, typename F>
+void transposeRows(std::vector<T>& aT, int rows, int64_t k, RowOf rowPtr, F f) {
+  aT.resize(std::size_t(k * R));
+  for (int r = 0; r < rows; ++r) {
+    const float* ar = rowPtr(r);
+    for (int64_t q = 0; q < k; ++q) aT[std::size_t(q * R + r)] = f(ar[q]);
+  }
+  for (int r = rows; r < R; ++r)
+    for (int64_t q = 0; q < k; ++q) aT[std::size_t(q * R + r)] = T(0);
+}
+
+}  // namespace
 
 GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {
   GemmBound g;
@@ -25,15 +93,12 @@ GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_
     for (int64_t q = 0; q < k; ++q) g.rowAbsSum[std::size_t(i)] += std::fabs(a[i * k + q]);
   for (int64_t q = 0; q < k; ++q)
     for (int64_t j = 0; j < n; ++j) g.colAbsSum[std::size_t(j)] += std::fabs(b[q * n + j]);
-  std::vector<float> row(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < m; ++i) {
-    std::fill(row.begin(), row.end(), 0.0f);
-    for (int64_t q = 0; q < k; ++q) {
-      const float av = std::fabs(a[i * k + q]);
-      const float* br = b + q * n;
-      for (int64_t j = 0; j < n; ++j) row[std::size_t(j)] += av * std::fabs(br[j]);
-    }
-    std::copy(row.begin(), row.end(), g.absProduct.begin() + i * n);
+  // absProduct row i: |a_i.| |b| summed in q order in float, eight rows at a time
+  std::vector<float> aT;
+  for (int64_t i0 = 0; i0 < m; i0 += kFloatLanes) {
+    const int rows = int(std::min<int64_t>(kFloatLanes, m - i0));
+    transposeRows<kFloatLanes>(aT, rows, k, [&](int r) { return a + (i0 + r) * k; }, [](float v) { return std::fabs(v); });
+    floatRows(g.absProduct.data() + i0 * n, rows, aT.data(), b, k, n, true);
   }
   return g;
 }
@@ -145,8 +210,14 @@ class RoundedOperands {
   // with each operand's rounding (its scale) already made
   RoundedOperands(const GemmBound& g, const TensorRounding& ra, const TensorRounding& rb) : g_(g), aRounding_(ra) {
     if (!rb.keep) {
-      b_ = g.b;
-      rb.apply(b_.data(), b_.size());
+      // b rounded once per hypothesis for all of a bound's replays (up to 4M values, 16 MB, each)
+      const bool keep = g.b.size() <= (std::size_t(1) << 22);
+      std::vector<float>& rounded = keep ? g.roundedB[rb.h->id] : b_;
+      if (rounded.size() != g.b.size()) {
+        rounded = g.b;
+        rb.apply(rounded.data(), rounded.size());
+      }
+      bRounded_ = rounded.data();
     }
     if (aRounding_.keep) return;
     a_.reset(new float[g.a.size()]);
@@ -163,40 +234,46 @@ class RoundedOperands {
     }
     return to;
   }
-  const float* b() const { return b_.empty() ? g_.b.data() : b_.data(); }
+  const float* b() const { return bRounded_ ? bRounded_ : g_.b.data(); }
 
  private:
   const GemmBound& g_;
   std::vector<float> b_;
+  const float* bRounded_ = nullptr;
   TensorRounding aRounding_;
   std::unique_ptr<float[]> a_;
   std::vector<char> done_;
 };
 
-// row = ar b (ar: k values, b: [k, n]), summed in q order in float, each product rounded alone.
-void sumRow(float* row, const float* ar, const float* b, int64_t k, int64_t n) {
-  std::fill(row, row + n, 0.0f);
-  for (int64_t q = 0; q < k; ++q) {
-    const float av = ar[q];
-    const float* br = b + q * n;
-    for (int64_t j = 0; j < n; ++j) row[j] += av * br[j];
-  }
-}
-
 // The GEMM of a bound replayed from its operands (rounded to a format, or as recorded), one output
 // row at a time, with the bias added, in fp32 and this replay's own summation order: what every
 // format hypothesis is judged by.
+// Rows are replayed eight at a time side by side in vector lanes (each lane summed in q order): row i and
+// the next seven a caller will ask for, `step` rows apart (1: every row; a sampling caller's stride),
+// within i's GEMM of the batch.
 struct RowReplay {
+  RowReplay(const GemmBound& bound, RoundedOperands& operands, int64_t rowStep = 1)
+      : b(bound), ops(operands), step(rowStep), perBatch(bound.rows / std::max<int64_t>(1, bound.batch)) {}
   const GemmBound& b;
   RoundedOperands& ops;
-  std::vector<float> row = std::vector<float>(static_cast<std::size_t>(b.cols));
-  int64_t perBatch = b.rows / std::max<int64_t>(1, b.batch);
+  int64_t step;
+  int64_t perBatch;
+  std::vector<float> aT, block;  // the rows first, first + step, ... (count of them), each b.cols values
+  int64_t first = -1, count = 0;
   // row i's values; out[j] for column j
   void run(int64_t i, std::vector<double>& out) {
     const int64_t n = b.cols, k = b.k;
-    sumRow(row.data(), ops.row(i), ops.b() + (i / perBatch) * k * n, k, n);  // row i's GEMM of the batch
+    if (first < 0 || i < first || (i - first) % step != 0 || (i - first) / step >= count) {
+      const int64_t batchEnd = (i / perBatch + 1) * perBatch;
+      first = i;
+      count = std::min<int64_t>(kFloatLanes, (batchEnd - i + step - 1) / step);
+      transposeRows<kFloatLanes>(aT, int(count), k, [&](int r) { return ops.row(i + r * step); }, [](float v) { return v; });
+      block.resize(std::size_t(kFloatLanes * n));
+      floatRows(block.data(), int(count), aT.data(), ops.b() + (i / perBatch) * k * n, k, n, false);  // i's GEMM of the batch
+    }
+    const float* row = block.data() + ((i - first) / step) * n;
     out.resize(std::size_t(n));
-    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[std::size_t(j)]) + biasAt(b, i, j);
+    for (int64_t j = 0; j < n; ++j) out[std::size_t(j)] = double(row[j]) + biasAt(b, i, j);
   }
 };
 
@@ -332,14 +409,14 @@ std::vector<double> exactGemm(const GemmBound& b) {
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
   if (b.a.empty() || double(m) * double(n) * double(k) > 5e8) return {};
   std::vector<double> out(std::size_t(m * n), 0.0);
-  for (int64_t i = 0; i < m; ++i) {
-    const float* bBatch = b.b.data() + (i / perBatch) * k * n;
-    double* row = out.data() + i * n;
-    for (int64_t q = 0; q < k; ++q) {
-      const double av = b.a[std::size_t(i * k + q)];
-      for (int64_t j = 0; j < n; ++j) row[j] += av * double(bBatch[q * n + j]);
-    }
-    for (int64_t j = 0; j < n; ++j) row[j] += rules::biasAt(b, i, j);
+  std::vector<double> aT;
+  for (int64_t i0 = 0; i0 < m;) {  // four rows at a time in the lanes, within one GEMM of the batch
+    const int rows = int(std::min<int64_t>({kDoubleLanes, m - i0, (i0 / perBatch + 1) * perBatch - i0}));
+    transposeRows<kDoubleLanes>(aT, rows, k, [&](int r) { return b.a.data() + (i0 + r) * k; }, [](float v) { return double(v); });
+    doubleRows(out.data() + i0 * n, rows, aT.data(), b.b.data() + (i0 / perBatch) * k * n, k, n);
+    for (int64_t i = i0; i < i0 + rows; ++i)
+      for (int64_t j = 0; j < n; ++j) out[std::size_t(i * n + j)] += rules::biasAt(b, i, j);
+    i0 += rows;
   }
   return out;
 }
@@ -367,7 +444,7 @@ double replaySse(const float* c, const GemmBound& b, const std::string& id, doub
   const Hypothesis* h = id.empty() ? nullptr : hypothesis(id);
   if (!id.empty() && !h) return std::numeric_limits<double>::infinity();
   RoundedOperands rounded(b, h);  // only the rows replayed are rounded
-  RowReplay replay{b, rounded};
+  RowReplay replay{b, rounded, step};
   std::vector<double> y;
   double sse = 0;
   for (int64_t i = 0; i < m; i += step) {
@@ -401,12 +478,12 @@ OrderDistance orderDistance(const float* golden, const float* c, const GemmBound
   const int64_t m = b.rows, n = b.cols, k = b.k, perBatch = b.rows / std::max<int64_t>(1, b.batch);
   // at most 64 rows are replayed (twice): the cost is 64 k n, whatever m is
   if (b.a.empty() || double(std::min<int64_t>(m, 64)) * double(n) * double(k) > 5e8) return out;
+  const int64_t step = std::max<int64_t>(1, m / 64);
   RoundedOperands recorded(b, nullptr);
-  RowReplay replay{b, recorded};
+  RowReplay replay{b, recorded, step};
   std::vector<double> y;
   std::vector<float> reversed(static_cast<std::size_t>(n));
   double dc = 0, dg = 0, dr = 0, scale = 0;
-  const int64_t step = std::max<int64_t>(1, m / 64);
   for (int64_t i = 0; i < m; i += step) {
     replay.run(i, y);  // fp32 sums in order, bias added
     std::fill(reversed.begin(), reversed.end(), 0.0f);
@@ -450,11 +527,11 @@ Fp16Accumulation fp16Accumulation(const float* c, const GemmBound& b) {
   out.onGrid = finiteCount > 0 && double(off) <= 1e-3 * double(finiteCount);
   if (!out.onGrid) return out;
   RoundedOperands rounded(b, hypothesis("fp16"));  // fp16 inputs, as the GEMM would take them
-  RowReplay replay{b, rounded};
+  const int64_t step = std::max<int64_t>(1, m / 64);
+  RowReplay replay{b, rounded, step};
   std::vector<double> y;
   std::vector<float> acc(static_cast<std::size_t>(n));
   double dc = 0, da = 0;
-  const int64_t step = std::max<int64_t>(1, m / 64);
   for (int64_t i = 0; i < m; i += step) {
     replay.run(i, y);  // fp16 inputs, fp32 sums, bias added
     std::fill(acc.begin(), acc.end(), 0.0f);

@@ -149,7 +149,9 @@ uint32_t encode(const Format& f, float x, Overflow overflow) {
   return sign | out;
 }
 
-void roundInPlace(const Format& f, float* data, std::size_t count, Overflow overflow) {
+// AVX2 where the CPU has it (twice the lanes; the same bits: nothing here contracts or reassociates)
+__attribute__((target_clones("avx2", "default"))) void roundInPlace(const Format& f, float* data, std::size_t count,
+                                                                    Overflow overflow) {
   if (isBinary32(f)) return;
   // Both fast paths below go in blocks: a block whose values are all ordinary takes a branch-free
   // loop the compiler vectorises; a block holding a rare value (NaN, Inf, beyond the format's

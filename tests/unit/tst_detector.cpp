@@ -8,6 +8,7 @@
 #include "core/analysis/session_analysis.h"
 #include "core/analysis/finding_evidence.h"
 #include "core/detector/detector.h"
+#include "core/detector/gemm_replay.h"
 #include "core/fp/block.h"
 #include "core/fp/format.h"
 #include "tests/support/random_values.h"
@@ -48,6 +49,7 @@ class TestDetector : public QObject {
   Q_OBJECT
  private slots:
   void everyVerdictIsExplained();
+  void replaysSumEachOutputInOrder();
   void tf32UnderTheReorderingBoundIsNamed();
   void bf16AtLongKIsNotTakenForTf32();
   void fp16AccumulationIsNamedAndItsBugsAreNot();
@@ -449,6 +451,69 @@ void TestDetector::convGradInputIsTheDirectConvolutionsGemm() {
   const auto named = detector::detect(g.data(), {c.data()}, gemm->seenShape(), {}, &b);
   QCOMPARE(named.verdict.model, std::string("precision_loss"));
   QCOMPARE(named.verdict.parameters.at("format"), std::string("bf16"));
+}
+
+// The replays compute several rows at once in vector lanes; every output must still be the scalar
+// sum in q order (products rounded alone, from 0, the bias added after), bit for bit: a batched
+// GEMM whose row count is no multiple of the lanes, rows sampled with a stride, and values from
+// tiny to huge.
+void TestDetector::replaysSumEachOutputInOrder() {
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-30, 30);
+  const auto draw = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = std::ldexp(unit(rng), scale(rng));
+    return v;
+  };
+  struct Shape {
+    int64_t batch, m, k, n;
+  };
+  for (const Shape& s : {Shape{3, 11, 37, 13}, Shape{1, 200, 9, 5}, Shape{2, 70, 3, 21}}) {
+    const std::vector<float> a = draw(std::size_t(s.batch * s.m * s.k)), bm = draw(std::size_t(s.batch * s.k * s.n));
+    detector::GemmBound b = detector::batchedGemmBound(a.data(), bm.data(), s.batch, s.m, s.k, s.n, false, false);
+    b.bias = draw(std::size_t(s.batch * s.n));
+    const int64_t rows = s.batch * s.m;
+    const auto at = [&](const std::vector<float>& v, std::size_t i) { return v[i]; };
+    // the scalar sums, in q order
+    const auto scalar = [&](const fp::Format* f, int64_t i, int64_t j, bool absolute) {
+      float sum = 0.0f;
+      for (int64_t q = 0; q < s.k; ++q) {
+        float x = at(a, std::size_t(i * s.k + q)), y = at(bm, std::size_t(((i / s.m) * s.k + q) * s.n + j));
+        if (f) x = fp::roundTo(*f, x), y = fp::roundTo(*f, y);
+        if (absolute) x = std::fabs(x), y = std::fabs(y);
+        sum += x * y;
+      }
+      return sum;
+    };
+    const std::vector<double> exact = detector::exactGemm(b), bf16 = detector::formatGemm(b, "bf16");
+    QCOMPARE(int64_t(exact.size()), rows * s.n);
+    QCOMPARE(int64_t(bf16.size()), rows * s.n);
+    std::vector<float> candidate(std::size_t(rows * s.n));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        const std::size_t o = std::size_t(i * s.n + j);
+        const double bias = double(b.bias[std::size_t((i / s.m) * s.n + j)]);
+        // exact equality (QCOMPARE on floating point is fuzzy)
+        QVERIFY2(b.absProduct[o] == scalar(nullptr, i, j, true), "absProduct");
+        double e = 0;
+        for (int64_t q = 0; q < s.k; ++q)
+          e += double(a[std::size_t(i * s.k + q)]) * double(bm[std::size_t(((i / s.m) * s.k + q) * s.n + j)]);
+        QVERIFY2(exact[o] == e + bias, "exactGemm");
+        QVERIFY2(bf16[o] == double(scalar(&fp::kBf16, i, j, false)) + bias, "formatGemm");
+        candidate[o] = float(bf16[o]) * 1.001f;
+      }
+    // replaySse samples every (rows / 64)-th row (3 at 200 rows): the same rows, the same values
+    const int64_t step = std::max<int64_t>(1, rows / 64);
+    double sse = 0;
+    for (int64_t i = 0; i < rows; i += step)
+      for (int64_t j = 0; j < s.n; ++j) {
+        const std::size_t o = std::size_t(i * s.n + j);
+        const double d = double(candidate[o]) - bf16[o];
+        sse += d * d;
+      }
+    QVERIFY2(detector::rules::replaySse(candidate.data(), b, "bf16") == sse, "replaySse");
+  }
 }
 
 // The workbench explains every verdict the detector can give (and nothing else).
