@@ -123,25 +123,33 @@ void SessionTreeModel::rebuild() {
     addFailedCalls(r, run);
   }
   if (!summary_.saveResults.empty()) {
-    // A result "<id>.<layer>" is a layer of the result "<id>": listed under it.
+    // A result "<id>.<layer>" is a layer of the result "<id>": listed under it, as are the layers a
+    // packed record "<id>.packed-layers" holds (the record itself is no layer).
+    const auto& packed = summary_.packedSaveLayers;
     std::vector<std::string> tops;
     for (const std::string& id : summary_.saveResults) {
-      bool child = false;
+      bool child = packed.count(id) > 0;
       for (const std::string& other : summary_.saveResults)
         child = child || (id.size() > other.size() + 1 && id.compare(0, other.size(), other) == 0 && id[other.size()] == '.');
       if (!child) tops.push_back(id);
     }
     Node* s = root_->add(NodeKind::SaveGroup, tr("SAVE"), tr("%n result(s)", nullptr, int(tops.size())));
     for (const std::string& top : tops) {
-      int layers = 0;
-      for (const std::string& id : summary_.saveResults) layers += id.rfind(top + ".", 0) == 0;
-      Node* t = s->add(NodeKind::SaveResult, qs(top), layers ? tr("%n layer(s)", nullptr, layers) : QString());
+      std::vector<std::string> layers;
+      for (const std::string& id : summary_.saveResults) {
+        if (id.rfind(top + ".", 0) != 0) continue;
+        if (const auto rows = packed.find(id); rows != packed.end())
+          layers.insert(layers.end(), rows->second.begin(), rows->second.end());
+        else
+          layers.push_back(id.substr(top.size() + 1));
+      }
+      std::sort(layers.begin(), layers.end());
+      Node* t = s->add(NodeKind::SaveResult, qs(top), layers.empty() ? QString() : tr("%n layer(s)", nullptr, int(layers.size())));
       t->key = qs(top);
-      for (const std::string& id : summary_.saveResults)
-        if (id.rfind(top + ".", 0) == 0) {
-          Node* l = t->add(NodeKind::SaveLayer, qs(id.substr(top.size() + 1)), QString());
-          l->key = qs(id);
-        }
+      for (const std::string& layer : layers) {
+        Node* l = t->add(NodeKind::SaveLayer, qs(layer), QString());
+        l->key = qs(top + "." + layer);
+      }
     }
   }
   // Runs and everything under them carry the run's name.

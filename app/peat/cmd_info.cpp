@@ -59,11 +59,16 @@ void printText(const store::SessionSummary& s, bool listCalls) {
     }
   }
   row("save", std::to_string(s.saveResults.size()) + " results");
-  // SAVE analyses write one summary and one record per layer ("<id>.<layer>"): list the summaries.
+  // SAVE analyses write one summary and one record per layer ("<id>.<layer>"), or one record that
+  // packs several layers ("<id>.packed-layers"): list the summaries.
   for (const std::string& id : s.saveResults) {
     if (id.find('.') != std::string::npos) continue;
     std::size_t layers = 0;
-    for (const std::string& other : s.saveResults) layers += other.rfind(id + ".", 0) == 0;
+    for (const std::string& other : s.saveResults) {
+      if (other.rfind(id + ".", 0) != 0) continue;
+      const auto packed = s.packedSaveLayers.find(other);
+      layers += packed == s.packedSaveLayers.end() ? 1 : packed->second.size();
+    }
     std::cout << "  " << safe(id);
     if (layers) std::cout << " (" << layers << " layers)";
     std::cout << '\n';

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <numeric>
+#include <optional>
 
 #include "core/save/graph.h"
 #include "core/util/text.h"
@@ -42,6 +44,69 @@ std::vector<T> array(const store::StoredRecord& r, const std::string& name, stor
   return out;
 }
 
+// Layers of at most kPackedElements values per sample are stored together as rows of one record
+// of kind "save_layers" (docs/session-format.md), not as a record each: HDF5 takes about 1 ms for a
+// record's group, nine datasets and their attributes, so a 100,000-node chain took 100 s to store.
+constexpr const char* kPackedKind = "save_layers";
+
+// The packed record being built: each layer's scalars as a row, each of its arrays appended to that
+// array's column, with the offsets where every layer's part starts.
+class PackedLayers {
+ public:
+  bool empty() const { return nodes_.empty(); }
+  void add(const store::ResultRecord& rec) {
+    if (nodes_.empty()) {
+      for (const auto& [key, value] : rec.scalars) scalarNames_.push_back(key);
+      for (const store::NamedTensor& t : rec.arrays) arrays_.push_back({t.name, t.view.dtype, {}, 0});
+      offsets_.assign(arrays_.size(), 0);
+    }
+    if (rec.scalars.size() != scalarNames_.size() || rec.arrays.size() != arrays_.size() ||
+        !std::all_of(scalarNames_.begin(), scalarNames_.end(), [&](const std::string& k) { return rec.scalars.count(k) > 0; }))
+      throw SaveError("the layers of one analysis store different fields");
+    nodes_ += (nodes_.empty() ? "" : "\n") + rec.labels.at("node");
+    ops_ += (ops_.empty() ? "" : "\n") + rec.labels.at("op");
+    ++count_;
+    for (const std::string& key : scalarNames_) scalars_.push_back(rec.scalars.at(key));
+    for (std::size_t a = 0; a < arrays_.size(); ++a) {
+      const store::NamedTensor& t = rec.arrays[a];
+      Column& c = arrays_[a];
+      if (t.name != c.name || t.view.dtype != c.type) throw SaveError("the layers of one analysis store different fields");
+      const uint64_t n = t.view.elementCount();
+      const auto* bytes = static_cast<const unsigned char*>(t.view.data);
+      c.bytes.insert(c.bytes.end(), bytes, bytes + n * h5::typeSize(t.view.dtype));
+      c.total += n;
+      offsets_.push_back(int64_t(c.total));
+    }
+  }
+  // The record (its arrays point into this object).
+  store::ResultRecord record(const std::string& analysis) const {
+    store::ResultRecord r;
+    std::string scalarNames, arrayNames;
+    for (const std::string& k : scalarNames_) scalarNames += (scalarNames.empty() ? "" : ",") + k;
+    for (const Column& c : arrays_) arrayNames += (arrayNames.empty() ? "" : ",") + c.name;
+    r.labels = {{"kind", kPackedKind}, {"analysis", analysis}, {"nodes", nodes_}, {"ops", ops_},
+                {"scalar_names", scalarNames}, {"array_names", arrayNames}};
+    r.arrays.push_back({"scalars", {store::DType::F64, {count_, uint64_t(scalarNames_.size())}, scalars_.data()}});
+    r.arrays.push_back({"offsets", {store::DType::I64, {count_ + 1, uint64_t(arrays_.size())}, offsets_.data()}});
+    for (const Column& c : arrays_) r.arrays.push_back({c.name, {c.type, {c.total}, c.bytes.data()}});
+    return r;
+  }
+
+ private:
+  struct Column {
+    std::string name;
+    store::DType type;
+    std::vector<unsigned char> bytes;
+    uint64_t total;
+  };
+  std::string nodes_, ops_;
+  uint64_t count_ = 0;
+  std::vector<std::string> scalarNames_;
+  std::vector<double> scalars_;
+  std::vector<Column> arrays_;
+  std::vector<int64_t> offsets_;  // [count_ + 1, arrays]: where each layer's part of each array starts
+};
+
 // One layer's record (`layerId`: "<analysis>.<name>"), its counts and tile map.
 StoredLayer storedLayer(const store::StoredRecord& r, const std::string& name, const std::string& layerId) {
   StoredLayer l;
@@ -77,10 +142,97 @@ store::StoredRecord analysisSummary(const store::SessionReader& reader, const st
   return sum;
 }
 
+// A packed record read back: its rows by node name, each cut out as the layer's own record would
+// read (its arrays flattened to 1-D) only when asked for; throws SaveError naming what is malformed.
+class PackedRows {
+ public:
+  // `layers`: how many layers the analysis lists (a packed record holds no more)
+  PackedRows(store::StoredRecord packed, const std::string& id, std::size_t layers) : r_(std::move(packed)), id_(id) {
+    const auto fail = [&](const std::string& what) { return SaveError("SAVE result '" + id + "' " + what); };
+    nodes_ = util::splitText(label(r_, "nodes"), '\n');
+    ops_ = util::splitText(label(r_, "ops"), '\n');
+    scalarNames_ = util::splitText(label(r_, "scalar_names"), ',');
+    arrayNames_ = util::splitText(label(r_, "array_names"), ',');
+    const uint64_t count = nodes_.size(), s = scalarNames_.size(), a = arrayNames_.size();
+    if (count == 0 || count > layers || ops_.size() != count) throw fail("lists its layers and their ops unevenly");
+    if (s == 0 || a == 0) throw fail("names no scalars or no arrays");
+    scalars_ = array<double>(r_, "scalars", store::DType::F64, count * s, id);
+    offsets_ = array<int64_t>(r_, "offsets", store::DType::I64, (count + 1) * a, id);
+    for (std::size_t c = 0; c < a; ++c) {
+      const auto it = r_.arrays.find(arrayNames_[c]);
+      if (it == r_.arrays.end()) throw fail("has no " + arrayNames_[c] + " array");
+      columns_.push_back(&it->second);
+      // each column's offsets run from 0 up to its length, never down: every slice lies inside it
+      if (offsets_[c] != 0 || uint64_t(offsets_[count * a + c]) != it->second.elementCount())
+        throw fail("has offsets that do not cover its " + arrayNames_[c] + " array");
+      for (uint64_t p = 0; p < count; ++p)
+        if (offsets_[(p + 1) * a + c] < offsets_[p * a + c]) throw fail("has offsets that run backwards");
+    }
+    for (std::size_t p = 0; p < count; ++p)
+      if (!rows_.emplace(nodes_[p], p).second) throw fail("names layer '" + nodes_[p] + "' twice");
+  }
+  // Layer `name`'s record, or none when this record does not hold it.
+  std::optional<store::StoredRecord> row(const std::string& name) const {
+    const auto at = rows_.find(name);
+    if (at == rows_.end()) return std::nullopt;
+    const std::size_t p = at->second, s = scalarNames_.size(), a = arrayNames_.size();
+    store::StoredRecord r;
+    r.labels = {{"kind", "save_layer"}, {"analysis", label(r_, "analysis")}, {"node", nodes_[p]}, {"op", ops_[p]}};
+    for (std::size_t k = 0; k < s; ++k) r.scalars[scalarNames_[k]] = scalars_[p * s + k];
+    for (std::size_t c = 0; c < a; ++c) {
+      const store::Tensor& col = *columns_[c];
+      const uint64_t from = uint64_t(offsets_[p * a + c]), to = uint64_t(offsets_[(p + 1) * a + c]);
+      const std::size_t size = h5::typeSize(col.dtype);
+      store::Tensor t;
+      t.dtype = col.dtype;
+      t.shape = {to - from};
+      t.bytes.assign(col.bytes.begin() + std::ptrdiff_t(from * size), col.bytes.begin() + std::ptrdiff_t(to * size));
+      r.arrays.emplace(arrayNames_[c], std::move(t));
+    }
+    return r;
+  }
+
+ private:
+  store::StoredRecord r_;
+  std::string id_;
+  std::vector<std::string> nodes_, ops_, scalarNames_, arrayNames_;
+  std::vector<double> scalars_;
+  std::vector<int64_t> offsets_;  // [layers + 1, arrays]
+  std::vector<const store::Tensor*> columns_;
+  std::map<std::string, std::size_t> rows_;
+};
+
+// An analysis' layer records: each its own ("<id>.<name>"), or a row of the packed record its
+// summary names (label packed_layers), read once when a layer first needs it.
+class LayerRecords {
+ public:
+  LayerRecords(const store::SessionReader& reader, const std::string& id, const store::StoredRecord& summary)
+      : reader_(reader), id_(id), packedId_(label(summary, "packed_layers")),
+        layers_(util::splitText(label(summary, "layers"), ',').size()) {}
+  store::StoredRecord get(const std::string& name) {
+    if (!packedId_.empty()) {
+      if (!packed_) {
+        store::StoredRecord rec = reader_.saveResult(packedId_);
+        if (label(rec, "kind") != kPackedKind || label(rec, "analysis") != id_)
+          throw SaveError("SAVE result '" + packedId_ + "' holds no layers of analysis '" + id_ + "'");
+        packed_.emplace(std::move(rec), packedId_, layers_);
+      }
+      if (std::optional<store::StoredRecord> row = packed_->row(name)) return std::move(*row);
+    }
+    return reader_.saveResult(id_ + "." + name);
+  }
+
+ private:
+  const store::SessionReader& reader_;
+  std::string id_, packedId_;
+  std::size_t layers_;
+  std::optional<PackedRows> packed_;
+};
+
 }  // namespace
 
 void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selection& s, const ModelSource& source,
-                   const TightnessReference* ref) {
+                   const TightnessReference* ref, int64_t packUpTo) {
   std::string layers;
   // every record built first and written as a whole (none left behind when one fails)
   std::vector<store::ResultRecord> records;
@@ -142,7 +294,23 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
     sum.scalars["union_width"] = out.unionHi - out.unionLo;
   }
   std::vector<std::pair<std::string, const store::ResultRecord*>> named;
-  for (std::size_t i = 0; i < s.layers.size(); ++i) named.push_back({id + "." + s.layers[i].name, &records[i]});
+  PackedLayers packed;
+  for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    if (s.layers[i].elements <= packUpTo)
+      packed.add(records[i]);
+    else
+      named.push_back({id + "." + s.layers[i].name, &records[i]});
+  }
+  store::ResultRecord packedRecord;
+  if (!packed.empty()) {
+    // "<id>.packed-layers", or -2, -3, ... where a layer of its own is named so
+    std::string packedId = id + ".packed-layers";
+    for (int k = 2; std::any_of(named.begin(), named.end(), [&](const auto& n) { return n.first == packedId; }); ++k)
+      packedId = id + ".packed-layers-" + std::to_string(k);
+    sum.labels["packed_layers"] = packedId;
+    packedRecord = packed.record(id);
+    named.push_back({packedId, &packedRecord});
+  }
   named.push_back({id, &sum});
   w.writeSaveResults(named);
 }
@@ -196,18 +364,17 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
       for (double v : util::parseNumberList(text, "the stored input normalisation")) into->push_back(float(v));
   for (const std::string& e : util::splitText(label(sum, "input_ranges"), ';'))  // absent before 2026-12-06
     if (!e.empty()) a.source.inputRanges.push_back(e);
+  LayerRecords records(reader, id, sum);
   for (const std::string& name : util::splitText(label(sum, "layers"), ','))
-    a.layers.push_back(storedLayer(reader.saveResult(id + "." + name), name, id + "." + name));
+    a.layers.push_back(storedLayer(records.get(name), name, id + "." + name));
   return a;
 }
 
-LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer) {
-  // the summary's list of layers, then that one layer's record only (not every layer's values)
-  const std::vector<std::string> names = util::splitText(label(analysisSummary(reader, analysis), "layers"), ',');
-  if (std::find(names.begin(), names.end(), layer) == names.end())
-    throw SaveError("SAVE analysis '" + analysis + "' has no layer '" + layer + "'");
+namespace {
+
+// One layer's map from its record (`id`: "<analysis>.<layer>").
+LayerMap layerMapOf(const store::StoredRecord& r, const std::string& analysis, const std::string& layer) {
   const std::string id = analysis + "." + layer;
-  const store::StoredRecord r = reader.saveResult(id);
   const StoredLayer stored = storedLayer(r, layer, id);
   LayerMap m;
   m.analysis = analysis;
@@ -251,6 +418,27 @@ LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& ana
   m.robustMask = array<uint32_t>(r, "robust_mask", store::DType::U32, uint64_t(n), id);
   m.rangingMask = array<uint32_t>(r, "ranging_mask", store::DType::U32, uint64_t(n), id);
   return m;
+}
+
+}  // namespace
+
+LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer) {
+  // the summary's list of layers, then that one layer's record only (not every layer's values;
+  // a small layer's packed record is read whole)
+  const store::StoredRecord sum = analysisSummary(reader, analysis);
+  const std::vector<std::string> names = util::splitText(label(sum, "layers"), ',');
+  if (std::find(names.begin(), names.end(), layer) == names.end())
+    throw SaveError("SAVE analysis '" + analysis + "' has no layer '" + layer + "'");
+  return layerMapOf(LayerRecords(reader, analysis, sum).get(layer), analysis, layer);
+}
+
+std::vector<LayerMap> loadLayerMaps(const store::SessionReader& reader, const std::string& analysis) {
+  const store::StoredRecord sum = analysisSummary(reader, analysis);
+  LayerRecords records(reader, analysis, sum);
+  std::vector<LayerMap> out;
+  for (const std::string& layer : util::splitText(label(sum, "layers"), ','))
+    out.push_back(layerMapOf(records.get(layer), analysis, layer));
+  return out;
 }
 
 }  // namespace peat::save

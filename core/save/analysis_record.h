@@ -52,10 +52,14 @@ struct TightnessReference {
   Tightness ascent, interval;   // the output node
 };
 
-// Writes the analysis as "<id>" (the summary) and "<id>.<node>" (one record per layer).
-// `source`: where the network came from (stored, so that it can be rebuilt: loadAnalysis).
+// Writes the analysis as "<id>" (the summary) and "<id>.<node>" (one record per layer), the layers
+// of at most `packUpTo` elements per sample together as rows of one record "<id>.packed-layers"
+// (docs/session-format.md; HDF5 takes about 1 ms per record). `source`: where the network came from
+// (stored, so that it can be rebuilt: loadAnalysis).
+inline constexpr int64_t kPackUpTo = 4096;
 void writeAnalysis(store::SessionWriter& writer, const std::string& id, const Selection& selection,
-                   const ModelSource& source, const TightnessReference* reference = nullptr);
+                   const ModelSource& source, const TightnessReference* reference = nullptr,
+                   int64_t packUpTo = kPackUpTo);
 
 // The analyses in a session (ids of records of kind save_analysis).
 std::vector<std::string> storedAnalyses(const store::SessionReader& reader);
@@ -66,5 +70,7 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
 // layer's shape). Throws SaveError naming what is missing or malformed, including a session written
 // before layers stored their shape.
 LayerMap loadLayerMap(const store::SessionReader& reader, const std::string& analysis, const std::string& layer);
+// Every layer's map, in the analysis' order (the summary and a packed record read once).
+std::vector<LayerMap> loadLayerMaps(const store::SessionReader& reader, const std::string& analysis);
 
 }  // namespace peat::save

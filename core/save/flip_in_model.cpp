@@ -104,8 +104,7 @@ ModelFlip flipInModel(const store::SessionReader& reader, const std::string& ana
     throw SaveError("the analysed model " + a.source.model + " is not there any more");
   if (image < 0) throw SaveError("image " + std::to_string(image) + " does not exist");
   const Graph g = buildGraph(a.source);
-  std::vector<LayerMap> layers;
-  for (const StoredLayer& l : a.layers) layers.push_back(loadLayerMap(reader, analysis, l.name));
+  const std::vector<LayerMap> layers = loadLayerMaps(reader, analysis);
   const DataSet d = loadDataSet(g, data, "test", image + 1, a.pixelLo, a.pixelHi, true);
   if (d.count <= image)
     throw SaveError("the test set has " + std::to_string(d.count) + " images; there is no image " + std::to_string(image));

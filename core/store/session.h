@@ -187,6 +187,9 @@ struct SessionSummary {
   Provenance provenance;
   std::vector<RunInfo> runs;
   std::vector<std::string> saveResults;
+  // The SAVE results that hold several layers of one analysis as rows (kind "save_layers", named
+  // "<analysis>.packed-layers[-N]"): each one's id to the names of the layers it holds.
+  std::map<std::string, std::vector<std::string>> packedSaveLayers;
 };
 
 // Opens a session read-only and checks it is one this build understands.

@@ -209,7 +209,24 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
       h5::Group runs = root.openGroup("runs");
       for (const std::string& runName : runs.children()) s.runs.push_back(readRun(runs, runName, withTensors));
     }
-    if (root.hasGroup("save")) s.saveResults = root.openGroup("save").children();
+    if (root.hasGroup("save")) {
+      h5::Group save = root.openGroup("save");
+      s.saveResults = save.children();
+      for (const std::string& id : s.saveResults) {
+        if (id.find(".packed-layers") == std::string::npos || !save.hasGroup(id)) continue;  // only these are read
+        const h5::Group g = save.openGroup(id);
+        if (!g.hasAttribute("kind") || !g.attributeIsText("kind") || g.stringAttribute("kind") != "save_layers" ||
+            !g.hasAttribute("nodes") || !g.attributeIsText("nodes"))
+          continue;
+        std::vector<std::string>& names = s.packedSaveLayers[id];
+        const std::string nodes = g.stringAttribute("nodes");
+        for (std::size_t at = 0; at <= nodes.size();) {
+          const std::size_t end = std::min(nodes.find('\n', at), nodes.size());
+          if (end > at) names.push_back(nodes.substr(at, end - at));  // no empty names (as util::splitText)
+          at = end + 1;
+        }
+      }
+    }
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }

@@ -13,6 +13,7 @@ class TestSaveBits : public QObject {
   void rangingAndRobustBitsHoldForEveryValue();
   void relativeToleranceHoldsForEveryValue();
   void tilesGoToReliableMemoryByWorkPerByte();
+  void packedLayersReadAsTheirOwnRecords();
   void refusals();
 };
 
@@ -231,6 +232,88 @@ void TestSaveBits::tilesGoToReliableMemoryByWorkPerByte() {
   }
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "no-such-layer"));
   QVERIFY_THROWS_EXCEPTION(save::SaveError, save::loadLayerMap(reader, "lenet-interval", "conv1").element(6 * 28 * 28));
+}
+
+// Small layers are stored as rows of one record (HDF5 takes about 1 ms per record): every layer
+// reads back the same whether packed or in a record of its own, the session lists the packed
+// layers by name, and a packed record with offsets outside its arrays is refused in one line.
+void TestSaveBits::packedLayersReadAsTheirOwnRecords() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions o;
+  o.ranges.mode = save::RangeMode::Interval;
+  const save::Selection s = save::selectBits(g, o);
+  QTemporaryDir dir;
+  const std::string own = dir.filePath(QStringLiteral("own.h5")).toStdString();
+  const std::string mixed = dir.filePath(QStringLiteral("mixed.h5")).toStdString();
+  const std::string all = dir.filePath(QStringLiteral("all.h5")).toStdString();
+  writeLenetAnalysis(own, s, 0);         // every layer a record of its own
+  writeLenetAnalysis(mixed, s);          // conv1 (4,704 values) and its ReLU their own, the rest packed
+  writeLenetAnalysis(all, s, 1 << 30);   // every layer packed
+  const store::SessionReader ownReader(own), mixedReader(mixed), allReader(all);
+  QCOMPARE(ownReader.summaryWithoutTensors().saveResults.size(), s.layers.size() + 1);
+  const store::SessionSummary mixedSummary = mixedReader.summaryWithoutTensors();
+  const auto large = std::size_t(std::count_if(s.layers.begin(), s.layers.end(),
+                                                [](const save::LayerSelection& l) { return l.elements > save::kPackUpTo; }));
+  QVERIFY(large >= 1 && large < s.layers.size());  // conv1's 6 x 28 x 28 values and more
+  QCOMPARE(mixedSummary.saveResults.size(), large + 2);  // the summary, the large layers, the packed record
+  QCOMPARE(mixedSummary.packedSaveLayers.size(), std::size_t(1));
+  QCOMPARE(mixedSummary.packedSaveLayers.begin()->first, std::string("lenet-interval.packed-layers"));
+  QCOMPARE(mixedSummary.packedSaveLayers.begin()->second.size(), s.layers.size() - large);
+  QCOMPARE(allReader.summaryWithoutTensors().saveResults.size(), std::size_t(2));
+  const save::StoredAnalysis a = save::loadAnalysis(ownReader, "lenet-interval");
+  QCOMPARE(a.layers.size(), s.layers.size());
+  for (const store::SessionReader* reader : {&mixedReader, &allReader}) {
+    const save::StoredAnalysis b = save::loadAnalysis(*reader, "lenet-interval");
+    QCOMPARE(b.layers.size(), a.layers.size());
+    for (std::size_t i = 0; i < a.layers.size(); ++i) {
+      const save::StoredLayer &x = a.layers[i], &y = b.layers[i];
+      QCOMPARE(y.name, x.name);
+      QCOMPARE(y.op, x.op);
+      QCOMPARE(y.elements, x.elements);
+      QCOMPARE(y.type2, x.type2);
+      QVERIFY(y.robustBits == x.robustBits && y.rangingBits == x.rangingBits && y.vulnerableBits == x.vulnerableBits);
+      QVERIFY(y.meanWidth == x.meanWidth);
+      QCOMPARE(y.tilesDown, x.tilesDown);
+      QCOMPARE(y.tilesAcross, x.tilesAcross);
+      QCOMPARE(y.tileRows, x.tileRows);
+      QVERIFY(y.tileShare == x.tileShare && y.tileVulnerableBits == x.tileVulnerableBits);
+      QCOMPARE(y.tileReliable, x.tileReliable);
+      const save::LayerMap m = save::loadLayerMap(ownReader, "lenet-interval", x.name);
+      const save::LayerMap n = save::loadLayerMap(*reader, "lenet-interval", x.name);
+      QCOMPARE(n.shape, m.shape);
+      QVERIFY(n.lo == m.lo && n.hi == m.hi);
+      QCOMPARE(n.robustMask, m.robustMask);
+      QCOMPARE(n.rangingMask, m.rangingMask);
+      // and both as selected
+      const save::LayerSelection& l = s.layers[i];
+      QCOMPARE(n.robustMask, l.robustMask);
+      QVERIFY(n.lo == s.ranges.nodes[std::size_t(l.node)].lo);
+    }
+  }
+  // A crafted packed record: offsets past its arrays' ends.
+  const std::string crafted = dir.filePath(QStringLiteral("crafted.h5")).toStdString();
+  {
+    store::SessionWriter w(crafted, store::Provenance{});
+    const std::vector<double> scalars(2, 1.0);
+    const std::vector<int64_t> offsets{0, 6, 4};  // [3, 1]: two layers, one array of 4 values; 6 lies past it
+    const std::vector<double> lo(4, 0.0);
+    store::ResultRecord packed, sum;
+    packed.labels = {{"kind", "save_layers"}, {"analysis", "x"}, {"nodes", "a\nb"}, {"ops", "relu\nrelu"},
+                     {"scalar_names", "elements"}, {"array_names", "lo"}};
+    packed.arrays = {{"scalars", {store::DType::F64, {2, 1}, scalars.data()}},
+                     {"offsets", {store::DType::I64, {3, 1}, offsets.data()}},
+                     {"lo", {store::DType::F64, {4}, lo.data()}}};
+    sum.labels = {{"kind", "save_analysis"}, {"layers", "a,b"}, {"packed_layers", "x.packed-layers"}};
+    w.writeSaveResults({{"x.packed-layers", &packed}, {"x", &sum}});
+    w.flush();
+  }
+  const store::SessionReader craftedReader(crafted);
+  try {
+    (void)save::loadAnalysis(craftedReader, "x");
+    QFAIL("a packed record with offsets outside its arrays was read");
+  } catch (const save::SaveError& e) {
+    QVERIFY2(std::string(e.what()).find("offsets") != std::string::npos, e.what());
+  }
 }
 
 void TestSaveBits::refusals() {

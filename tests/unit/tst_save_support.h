@@ -36,12 +36,13 @@ inline const char* const kLenetWeights = PEAT_SOURCE_DIR "/data/lenet-fashion-mn
 inline const char* const kVitWeights = PEAT_SOURCE_DIR "/data/vit-fashion-mnist.h5";
 
 // A session holding one SAVE analysis of the shipped LeNet, as "lenet-interval".
-inline void writeLenetAnalysis(const std::string& path, const save::Selection& s) {
+// `packUpTo`: layers of at most that many elements are stored as rows of one record.
+inline void writeLenetAnalysis(const std::string& path, const save::Selection& s, int64_t packUpTo = save::kPackUpTo) {
   store::SessionWriter w(path, store::Provenance{});
   save::ModelSource source;
   source.model = "lenet";
   source.weights = kLenetWeights;
-  save::writeAnalysis(w, "lenet-interval", s, source);
+  save::writeAnalysis(w, "lenet-interval", s, source, nullptr, packUpTo);
   w.flush();
 }
 
