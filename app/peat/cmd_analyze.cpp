@@ -231,7 +231,15 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
       j.field("outcome", f.detection.verdict.parameters.at("outcome"));
       j.field("explanation", f.detection.verdict.explanation).endObject();
     }
-    j.endArray().endObject();
+    j.endArray();
+    if (!a.reused) {
+      const analyzer::SessionAnalysis::Timing& t = a.timing;
+      j.key("timing").beginObject().field("wall_seconds", t.wall).field("workers", int64_t(t.workers));
+      j.field("read_seconds", t.read).field("analyzer_seconds", t.analyzer).field("operands_seconds", t.operands);
+      j.field("detector_seconds", t.detector).field("reference_seconds", t.reference).field("store_seconds", t.store);
+      j.endObject();
+    }
+    j.endObject();
     std::cout << '\n';
     return 0;
   }
@@ -279,6 +287,15 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);
   std::printf("trend       max |err| per iteration:");
   for (const auto& [it, v] : worst) std::printf(" %lld:%.3g", (long long)it, v);
+  if (!a.reused) {
+    // where the time went: the call loop's wall time, each part's seconds summed over the workers
+    const analyzer::SessionAnalysis::Timing& t = a.timing;
+    std::printf("\ntime        %.1f s on %u worker%s (seconds summed over them): detector %.1f (its format replays), "
+                "operands %.1f (reading inputs, GEMM bounds), analyzer %.1f, reading outputs %.1f, float64 rule %.1f; "
+                "storing %.1f",
+                t.wall, t.workers, t.workers == 1 ? "" : "s", t.detector, t.operands, t.analyzer, t.read, t.reference,
+                t.store);
+  }
   if (a.reused)
     std::printf("\nread back from run %s in %s: analysed before with the same tile, calls and rules (--force analyses "
                 "again, --name N stores a new analysis)\n", a.resultRun.c_str(), a.session.c_str());

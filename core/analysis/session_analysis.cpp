@@ -4,7 +4,9 @@
 // (conv_gemm.cpp builds the convolutions' GEMMs, stored_analysis.cpp reads analyses back).
 #include "core/analysis/session_analysis.h"
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <mutex>
 
@@ -322,11 +324,23 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
     std::vector<CallAnalysis> results(todo.size());
     std::atomic<int64_t> next{0}, done{0};
-    auto analyseOne = [&](const store::CallInfo& c) -> CallAnalysis {
+    // each call's seconds per part (SessionAnalysis::Timing's read, analyzer, operands, detector, reference)
+    std::vector<std::array<double, 5>> seconds(todo.size());
+    using Clock = std::chrono::steady_clock;
+    const auto loopStart = Clock::now();
+    auto analyseOne = [&](const store::CallInfo& c, std::array<double, 5>& spent) -> CallAnalysis {
+        Clock::time_point mark = Clock::now();
+        const auto lap = [&](int part) {  // the time since the last lap goes to `part`
+          const Clock::time_point now = Clock::now();
+          spent[std::size_t(part)] += std::chrono::duration<double>(now - mark).count();
+          mark = now;
+        };
+        enum { kRead, kAnalyzer, kOperands, kDetector, kReference };
         auto g = recorded.find(c.path);
         if (g == recorded.end()) throw std::invalid_argument("call " + c.path + " is not in run '" + out.sourceRun + "'");
         const std::vector<float> golden = readOutput(reader, out.sourceRun, *g->second);
         const std::vector<float> candidate = readOutput(reader, run, c);
+        lap(kRead);
         std::vector<uint64_t> shape;
         for (const store::TensorInfo& t : c.tensors)
           if (t.name == "output") shape = t.shape;
@@ -337,6 +351,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         a.iteration = c.id.iteration;
         a.callIndex = c.id.callIndex;
         a.report = analyze(golden.data(), candidate.data(), mapShape(shape, c.id.op), perCall);
+        lap(kAnalyzer);
         // Linear, matmul (batched) and forward conv2d calls (grouped: batched): the operands were recorded,
         // so the detector can compute rounding bounds and replay formats; a conv's outputs are seen
         // in its GEMM's layout.
@@ -357,7 +372,9 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           const std::vector<float> w = readInput(reader, out.sourceRun, *g->second, "input_1", sw);
           if (!dy.empty() && !w.empty()) conv = convGradInputGemm(dy.data(), sdy, w.data(), sw, g->second->params, shape);
         }
+        lap(kOperands);
         a.criteria = criteria(golden.data(), candidate.data(), uint64_t(golden.size()));
+        lap(kAnalyzer);
         // FlashAttention's rule against the GEMM recomputed in float64: PyTorch's kernel is golden (fp32),
         // or, where a format's replay reproduced the candidate, that replay (a kernel in that format)
         auto gemmRule = [&](const detector::GemmBound& b, const float* candidateValues) {
@@ -366,6 +383,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
             a.criteria.reference = "golden (PyTorch's fp32 kernel); the candidate is bit-identical to it";
             return;
           }
+          lap(kDetector);  // the detector's verdict came first
           const std::vector<double> exact = detector::exactGemm(b);
           if (exact.size() != golden.size()) return;
           const detector::Verdict& v = a.detection.verdict;
@@ -388,6 +406,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
             reference.assign(seenGolden.begin(), seenGolden.end());
           }
           applyReferenceRule(a.criteria, candidateValues, exact.data(), reference.data(), exact.size(), referenceName);
+          lap(kReference);
         };
         if (conv) {
           const std::vector<float> gg = conv->toGemm(golden), cc = conv->toGemm(candidate);
@@ -441,6 +460,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         }
         if (cand.attributes.count("declared_formats"))
           judgeWithDeclared(a.detection.verdict, c.id.op, variant, declaredFor(cand.attributes.at("declared_formats"), c.id.op));
+        lap(kDetector);  // the op replays and the rest
         return a;
     };
     // a failed call: the earliest in call order is reported, as one worker would (not the first in time)
@@ -455,7 +475,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           if (i > failedAt) break;  // calls after a failed one are not needed; earlier ones still are
         }
         try {
-          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)]);
+          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)], seconds[std::size_t(i)]);
         } catch (...) {
           const std::lock_guard<std::mutex> lock(failureMutex);
           if (i < failedAt) failedAt = i, failure = std::current_exception();
@@ -466,6 +486,15 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
       }
     });
     if (failure) std::rethrow_exception(failure);
+    out.timing.wall = std::chrono::duration<double>(Clock::now() - loopStart).count();
+    out.timing.workers = workers;
+    for (const std::array<double, 5>& t : seconds) {
+      out.timing.read += t[0];
+      out.timing.analyzer += t[1];
+      out.timing.operands += t[2];
+      out.timing.detector += t[3];
+      out.timing.reference += t[4];
+    }
     if (progress && total) progress(total, total);
     out.calls = std::move(results);
     out.failures = kernelFailures(reader, cand, source, call);
@@ -474,6 +503,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                                                : "run '" + run + "' has no call '" + call + "'");
   }
 
+  const auto storeStart = std::chrono::steady_clock::now();
   store::SessionWriter w(session, {}, store::WriteMode::Append);
   std::string resultName = name.empty() ? "analysis-" + run : name;
   for (int k = 2; name.empty() && w.hasRun(resultName); ++k) resultName = "analysis-" + run + "-" + std::to_string(k);
@@ -534,6 +564,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   w.writeVerdicts(verdicts);
   w.endRun(store::RunStatus::Complete);
   out.resultRun = resultName;
+  out.timing.store = std::chrono::duration<double>(std::chrono::steady_clock::now() - storeStart).count();
   return out;
 }
 

@@ -42,6 +42,14 @@ struct SessionAnalysis {
   // read back from an analysis of the same run with the same settings (analyzeSession's `reuse`):
   // the verdicts' own findings beside them (R13's) and the alternatives' explanations are not stored
   bool reused = false;
+  // Where the time went (none when reused): the call loop's wall seconds and its workers, and each
+  // part's seconds summed over the workers: reading the calls' outputs, the analyzer's report and
+  // criteria, reading the operands and building the GEMM bounds, the detector (its format replays),
+  // the float64 recomputations of the 2x rule, and storing the result.
+  struct Timing {
+    double wall = 0, read = 0, analyzer = 0, operands = 0, detector = 0, reference = 0, store = 0;
+    unsigned workers = 0;
+  } timing;
 };
 
 // What an analysis was made with: its tile, the calls it covered and the version of the rules
