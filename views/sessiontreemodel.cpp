@@ -135,15 +135,7 @@ void SessionTreeModel::rebuild() {
     }
     Node* s = root_->add(NodeKind::SaveGroup, tr("SAVE"), tr("%n result(s)", nullptr, int(tops.size())));
     for (const std::string& top : tops) {
-      std::vector<std::string> layers;
-      for (const std::string& id : summary_.saveResults) {
-        if (id.rfind(top + ".", 0) != 0) continue;
-        if (const auto rows = packed.find(id); rows != packed.end())
-          layers.insert(layers.end(), rows->second.begin(), rows->second.end());
-        else
-          layers.push_back(id.substr(top.size() + 1));
-      }
-      std::sort(layers.begin(), layers.end());
+      const std::vector<std::string> layers = summary_.saveLayersOf(top);
       Node* t = s->add(NodeKind::SaveResult, qs(top), layers.empty() ? QString() : tr("%n layer(s)", nullptr, int(layers.size())));
       t->key = qs(top);
       for (const std::string& layer : layers) {

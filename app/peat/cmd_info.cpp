@@ -63,12 +63,7 @@ void printText(const store::SessionSummary& s, bool listCalls) {
   // packs several layers ("<id>.packed-layers"): list the summaries.
   for (const std::string& id : s.saveResults) {
     if (id.find('.') != std::string::npos) continue;
-    std::size_t layers = 0;
-    for (const std::string& other : s.saveResults) {
-      if (other.rfind(id + ".", 0) != 0) continue;
-      const auto packed = s.packedSaveLayers.find(other);
-      layers += packed == s.packedSaveLayers.end() ? 1 : packed->second.size();
-    }
+    const std::size_t layers = s.saveLayersOf(id).size();
     std::cout << "  " << safe(id);
     if (layers) std::cout << " (" << layers << " layers)";
     std::cout << '\n';

@@ -324,18 +324,18 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
     std::vector<CallAnalysis> results(todo.size());
     std::atomic<int64_t> next{0}, done{0};
-    // each call's seconds per part (SessionAnalysis::Timing's read, analyzer, operands, detector, reference)
-    std::vector<std::array<double, 5>> seconds(todo.size());
+    // each call's seconds per part of SessionAnalysis::Timing
+    enum Part { kRead, kAnalyzer, kOperands, kDetector, kReference, kParts };
+    std::vector<std::array<double, kParts>> seconds(todo.size());
     using Clock = std::chrono::steady_clock;
     const auto loopStart = Clock::now();
-    auto analyseOne = [&](const store::CallInfo& c, std::array<double, 5>& spent) -> CallAnalysis {
+    auto analyseOne = [&](const store::CallInfo& c, std::array<double, kParts>& spent) -> CallAnalysis {
         Clock::time_point mark = Clock::now();
-        const auto lap = [&](int part) {  // the time since the last lap goes to `part`
+        const auto lap = [&](Part part) {  // the time since the last lap goes to `part`
           const Clock::time_point now = Clock::now();
           spent[std::size_t(part)] += std::chrono::duration<double>(now - mark).count();
           mark = now;
         };
-        enum { kRead, kAnalyzer, kOperands, kDetector, kReference };
         auto g = recorded.find(c.path);
         if (g == recorded.end()) throw std::invalid_argument("call " + c.path + " is not in run '" + out.sourceRun + "'");
         const std::vector<float> golden = readOutput(reader, out.sourceRun, *g->second);
@@ -488,12 +488,12 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (failure) std::rethrow_exception(failure);
     out.timing.wall = std::chrono::duration<double>(Clock::now() - loopStart).count();
     out.timing.workers = workers;
-    for (const std::array<double, 5>& t : seconds) {
-      out.timing.read += t[0];
-      out.timing.analyzer += t[1];
-      out.timing.operands += t[2];
-      out.timing.detector += t[3];
-      out.timing.reference += t[4];
+    for (const std::array<double, kParts>& t : seconds) {
+      out.timing.read += t[kRead];
+      out.timing.analyzer += t[kAnalyzer];
+      out.timing.operands += t[kOperands];
+      out.timing.detector += t[kDetector];
+      out.timing.reference += t[kReference];
     }
     if (progress && total) progress(total, total);
     out.calls = std::move(results);

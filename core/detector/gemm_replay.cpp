@@ -20,8 +20,9 @@ typedef double Double4 __attribute__((vector_size(32)));
 
 // The rows of a GEMM side by side in vector lanes: out[r n + j] = sum over q, in q order from 0, of
 // aT[q R + r] * b[q n + j] (|b[q n + j]| where AbsB), for r < rows; aT holds R rows of a transposed
-// (lanes past `rows` are zero and not stored). Each lane sums its row as a scalar loop would (the products
-// rounded alone, added in q order to a sum that starts at 0), the same bits whatever R is, and a GEMM with few columns (a conv's 6 or 16 channels) still fills the vectors.
+// (lanes past `rows` are zero and not stored). Each lane sums its row as a scalar loop would (the
+// products rounded alone, added in q order to a sum that starts at 0), the same bits whatever R is,
+// and a GEMM with few columns (a conv's 6 or 16 channels) still fills the vectors.
 template <typename V, typename T, int R, bool AbsB>
 inline __attribute__((always_inline)) void lanesGemm(T* out, int rows, const T* aT, const float* b, int64_t k, int64_t n) {
   constexpr int64_t J = 8;
@@ -245,12 +246,11 @@ class RoundedOperands {
   std::vector<char> done_;
 };
 
-// The GEMM of a bound replayed from its operands (rounded to a format, or as recorded), one output
-// row at a time, with the bias added, in fp32 and this replay's own summation order: what every
-// format hypothesis is judged by.
-// Rows are replayed eight at a time side by side in vector lanes (each lane summed in q order): row i and
-// the next seven a caller will ask for, `step` rows apart (1: every row; a sampling caller's stride),
-// within i's GEMM of the batch.
+// The GEMM of a bound replayed from its operands (rounded to a format, or as recorded), handed out
+// one output row at a time with the bias added, in fp32 and this replay's own summation order: what
+// every format hypothesis is judged by. Rows are computed eight at a time in vector lanes (each
+// summed in q order): row i and the next seven a caller will ask for, `step` rows apart (1: every
+// row; a sampling caller's stride), within i's GEMM of the batch.
 struct RowReplay {
   RowReplay(const GemmBound& bound, RoundedOperands& operands, int64_t rowStep = 1)
       : b(bound), ops(operands), step(rowStep), perBatch(bound.rows / std::max<int64_t>(1, bound.batch)) {}

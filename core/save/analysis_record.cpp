@@ -44,7 +44,7 @@ std::vector<T> array(const store::StoredRecord& r, const std::string& name, stor
   return out;
 }
 
-// Layers of at most kPackedElements values per sample are stored together as rows of one record
+// Layers of at most kPackUpTo values per sample (writeAnalysis' packUpTo) are stored together as rows of one record
 // of kind "save_layers" (docs/session-format.md), not as a record each: HDF5 takes about 1 ms for a
 // record's group, nine datasets and their attributes, so a 100,000-node chain took 100 s to store.
 constexpr const char* kPackedKind = "save_layers";
@@ -147,7 +147,7 @@ store::StoredRecord analysisSummary(const store::SessionReader& reader, const st
 class PackedRows {
  public:
   // `layers`: how many layers the analysis lists (a packed record holds no more)
-  PackedRows(store::StoredRecord packed, const std::string& id, std::size_t layers) : r_(std::move(packed)), id_(id) {
+  PackedRows(store::StoredRecord packed, const std::string& id, std::size_t layers) : r_(std::move(packed)) {
     const auto fail = [&](const std::string& what) { return SaveError("SAVE result '" + id + "' " + what); };
     nodes_ = util::splitText(label(r_, "nodes"), '\n');
     ops_ = util::splitText(label(r_, "ops"), '\n');
@@ -194,7 +194,6 @@ class PackedRows {
 
  private:
   store::StoredRecord r_;
-  std::string id_;
   std::vector<std::string> nodes_, ops_, scalarNames_, arrayNames_;
   std::vector<double> scalars_;
   std::vector<int64_t> offsets_;  // [layers + 1, arrays]

@@ -3,6 +3,8 @@
 // The rest: session_writer.cpp, session_reader.cpp, session_verify.cpp and session_common.cpp.
 #include "core/store/session.h"
 
+#include <algorithm>
+
 #include "core/store/tensor.h"
 
 namespace peat::store {
@@ -41,6 +43,19 @@ int64_t RunInfo::callCount() const {
   int64_t n = 0;
   for (const IterationInfo& it : iterations) n += int64_t(it.calls.size());
   return n;
+}
+
+std::vector<std::string> SessionSummary::saveLayersOf(const std::string& id) const {
+  std::vector<std::string> layers;
+  for (const std::string& other : saveResults) {
+    if (other.rfind(id + ".", 0) != 0) continue;
+    if (const auto rows = packedSaveLayers.find(other); rows != packedSaveLayers.end())
+      layers.insert(layers.end(), rows->second.begin(), rows->second.end());
+    else
+      layers.push_back(other.substr(id.size() + 1));
+  }
+  std::sort(layers.begin(), layers.end());
+  return layers;
 }
 
 }  // namespace peat::store

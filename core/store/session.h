@@ -190,6 +190,9 @@ struct SessionSummary {
   // The SAVE results that hold several layers of one analysis as rows (kind "save_layers", named
   // "<analysis>.packed-layers[-N]"): each one's id to the names of the layers it holds.
   std::map<std::string, std::vector<std::string>> packedSaveLayers;
+  // The layers stored under SAVE result `id`, sorted: the names of its "<id>.<layer>" records and
+  // of the layers its packed records hold.
+  std::vector<std::string> saveLayersOf(const std::string& id) const;
 };
 
 // Opens a session read-only and checks it is one this build understands.

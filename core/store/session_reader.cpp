@@ -17,6 +17,7 @@
 #include "core/store/probe.h"
 #include "core/store/session.h"
 #include "core/store/session_common.h"
+#include "core/util/text.h"
 
 namespace peat::store {
 
@@ -218,13 +219,7 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
         if (!g.hasAttribute("kind") || !g.attributeIsText("kind") || g.stringAttribute("kind") != "save_layers" ||
             !g.hasAttribute("nodes") || !g.attributeIsText("nodes"))
           continue;
-        std::vector<std::string>& names = s.packedSaveLayers[id];
-        const std::string nodes = g.stringAttribute("nodes");
-        for (std::size_t at = 0; at <= nodes.size();) {
-          const std::size_t end = std::min(nodes.find('\n', at), nodes.size());
-          if (end > at) names.push_back(nodes.substr(at, end - at));  // no empty names (as util::splitText)
-          at = end + 1;
-        }
+        s.packedSaveLayers[id] = util::splitText(g.stringAttribute("nodes"), '\n');
       }
     }
   } catch (const h5::Error& e) {
