@@ -49,6 +49,8 @@ void readBack(const store::SessionReader& reader, const std::string& analysisRun
     throw std::runtime_error("analysis run '" + analysisRun + "' has no call table to read back");
   std::map<std::string, store::Verdict> verdicts;
   for (store::Verdict& v : reader.verdicts(analysisRun)) verdicts[v.call] = std::move(v);
+  std::map<std::string, store::StoredRecord> records;  // every report, each pack read once
+  for (auto& [id, record] : reader.reports(analysisRun)) records.emplace(id, std::move(record));
   auto number = [&](const char* name, std::size_t row) {
     const h5::Column* c = column(name);
     return c && !c->isText && row < c->numbers.size() ? c->numbers[row] : 0.0;
@@ -94,7 +96,10 @@ void readBack(const store::SessionReader& reader, const std::string& analysisRun
       a.detection.verdict.confidence = v->second.confidence;
       a.detection.verdict.explanation = v->second.evidence;
     }
-    const StoredCallReport stored = loadCallReport(reader, analysisRun, a.call);
+    const auto record = records.find(reportId(a.call));
+    if (record == records.end())
+      throw std::runtime_error("analysis run '" + analysisRun + "' has no report of call " + a.call);
+    const StoredCallReport stored = callReport(record->second, analysisRun, a.call);
     if (stored.hasCriteria) a.criteria = stored.criteria;
     out.calls.push_back(std::move(a));
   }
@@ -110,7 +115,10 @@ std::string analysisRunOf(const store::SessionSummary& summary, const std::strin
 }
 
 StoredCallReport loadCallReport(const store::SessionReader& reader, const std::string& analysisRun, const std::string& call) {
-  const store::StoredRecord rec = reader.report(analysisRun, reportId(call));
+  return callReport(reader.report(analysisRun, reportId(call)), analysisRun, call);
+}
+
+StoredCallReport callReport(const store::StoredRecord& rec, const std::string& analysisRun, const std::string& call) {
   StoredCallReport out;
   out.analysisRun = analysisRun;
   out.call = call;

@@ -11,6 +11,9 @@ namespace peat::analyzer {
 // A call path as a report name: "iterations/000010/calls/000003" -> "iterations-000010-calls-000003".
 std::string reportId(std::string call);
 
+// A call's report as loadCallReport reads it, from its stored record.
+StoredCallReport callReport(const store::StoredRecord& record, const std::string& analysisRun, const std::string& call);
+
 // An analysis run read back into `out`: its table's rows (the kernel failures' rows, whose numbers
 // are NaN, are the candidate run's to say again), its verdicts with their parameters, evidence and
 // alternatives, and each call's criteria from its report.

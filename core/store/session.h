@@ -172,7 +172,7 @@ struct RunInfo {
   std::string started, finished;
   std::vector<IterationInfo> iterations;
   std::vector<int64_t> checkpoints;
-  std::vector<std::string> reports;
+  std::vector<std::string> reports;  // report ids, those of packs (packed_records.h) included
   std::vector<std::string> tables;
   std::map<std::string, std::string> attributes;  // every string attribute of the run
   int64_t verdictCount = 0;
@@ -226,7 +226,11 @@ class SessionReader {
     std::map<std::string, Tensor> parameters, optimizer;
   };
   Checkpoint checkpoint(const std::string& run, int64_t iteration) const;
+  // A report by its id, stored as its own record or as a row of a pack (packed_records.h); throws
+  // SessionError when the run has none of that id.
   StoredRecord report(const std::string& run, const std::string& id) const;
+  // Every report of a run with its id, in the order the run lists them (each pack read once).
+  std::vector<std::pair<std::string, StoredRecord>> reports(const std::string& run) const;
   StoredRecord saveResult(const std::string& id) const;
 
   // Reads every dataset of the session except those of iterations and checkpoints not marked

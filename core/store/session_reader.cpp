@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/store/packed_records.h"
 #include "core/store/probe.h"
 #include "core/store/session.h"
 #include "core/store/session_common.h"
@@ -30,6 +31,31 @@ namespace {
 
 std::string optionalString(const h5::Group& g, const char* name) {
   return g.hasAttribute(name) ? g.stringAttribute(name) : std::string();
+}
+
+bool endsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A child of a run's reports/ that packs several (packed_records.h): named "<first id>.pack", kind
+// label packed_records. Its ids, from that label alone.
+std::optional<std::vector<std::string>> packIds(const h5::Group& reports, const std::string& child) {
+  if (!endsWith(child, kPackSuffix) || !reports.hasGroup(child)) return std::nullopt;
+  const h5::Group g = reports.openGroup(child);
+  if (optionalString(g, "kind") != kPackedRecordsKind) return std::nullopt;
+  return packedIds(optionalString(g, "ids"));
+}
+
+// The report ids under reports/: a record of its own by its name, a pack by the ids it holds.
+std::vector<std::string> reportIds(const h5::Group& reports) {
+  std::vector<std::string> out;
+  for (const std::string& child : reports.children()) {
+    if (std::optional<std::vector<std::string>> ids = packIds(reports, child))
+      out.insert(out.end(), ids->begin(), ids->end());
+    else
+      out.push_back(child);
+  }
+  return out;
 }
 
 Provenance readProvenance(const h5::Group& p) {
@@ -131,7 +157,7 @@ RunInfo readRun(const h5::Group& runs, const std::string& runName, bool withTens
       }
     }
   }
-  if (rg.hasGroup("reports")) run.reports = rg.openGroup("reports").children();
+  if (rg.hasGroup("reports")) run.reports = reportIds(rg.openGroup("reports"));
   if (rg.hasGroup("tables")) run.tables = rg.openGroup("tables").children();
   for (const std::string& attr : rg.attributeNames())
     if (rg.attributeIsText(attr)) run.attributes[attr] = rg.stringAttribute(attr);
@@ -352,7 +378,44 @@ SessionReader::Checkpoint SessionReader::checkpoint(const std::string& run, int6
 StoredRecord SessionReader::report(const std::string& run, const std::string& id) const {
   Lock lock;
   try {
-    return readRecord(d->file->root().openGroup("runs").openGroup(run).openGroup("reports").openGroup(id));
+    const h5::Group reports = d->file->root().openGroup("runs").openGroup(run).openGroup("reports");
+    if (reports.hasGroup(id) && !endsWith(id, kPackSuffix)) return readRecord(reports.openGroup(id));
+    // a row of a pack: packs are named after their first id and ids sort in call order, so the
+    // last pack named at or before `id` holds it; the others are asked only when that one does not
+    const std::vector<std::string> children = reports.children();
+    std::vector<std::string> packs;
+    for (const std::string& child : children)
+      if (endsWith(child, kPackSuffix)) packs.push_back(child);
+    const auto after = std::upper_bound(packs.begin(), packs.end(), id + kPackSuffix);
+    if (after != packs.begin()) std::rotate(packs.begin(), std::prev(after), packs.end());
+    for (const std::string& pack : packs) {
+      const std::optional<std::vector<std::string>> ids = packIds(reports, pack);
+      if (!ids || std::find(ids->begin(), ids->end(), id) == ids->end()) continue;
+      for (auto& [rowId, record] : unpackRecords(readRecord(reports.openGroup(pack)), "'" + run + "/" + pack + "'"))
+        if (rowId == id) return std::move(record);
+    }
+    throw SessionError("run '" + run + "' of " + d->path + " has no report '" + id + "'");
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+std::vector<std::pair<std::string, StoredRecord>> SessionReader::reports(const std::string& run) const {
+  Lock lock;
+  try {
+    std::vector<std::pair<std::string, StoredRecord>> out;
+    const h5::Group rg = d->file->root().openGroup("runs").openGroup(run);
+    if (!rg.hasGroup("reports")) return out;
+    const h5::Group reports = rg.openGroup("reports");
+    for (const std::string& child : reports.children()) {
+      StoredRecord record = readRecord(reports.openGroup(child));
+      if (!packIds(reports, child)) {
+        out.emplace_back(child, std::move(record));
+        continue;
+      }
+      for (auto& row : unpackRecords(record, "'" + run + "/" + child + "'")) out.push_back(std::move(row));
+    }
+    return out;
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }

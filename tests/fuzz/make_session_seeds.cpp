@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/store/packed_records.h"
 #include "core/store/session.h"
 
 namespace peat {
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
       r.labels["candidate"] = "fp16";
       r.arrays.push_back({"hist", {DType::F64, {2}, hist.data()}});
       w.writeReport("call-000000-000000", r);
+      RecordPacker packer;  // two reports as rows of one record, as analyze --session stores them
+      packer.add("call-000001-000000", r);
+      r.labels["verdict"] = "exact";
+      packer.add("call-000001-000001", r);
+      w.writeReport(packer.firstId() + kPackSuffix, packer.record());
       w.writeSaveResult("fc1-bits", r);
     }
     if (variant != 2) w.endRun(RunStatus::Complete);

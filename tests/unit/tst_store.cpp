@@ -2,6 +2,8 @@
 // core/store: the session file written, read back, refused when bad, and kept when a writer dies.
 #include <QtTest>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -17,6 +19,7 @@
 #include "core/store/curves.h"
 #include "core/store/h5.h"
 #include "core/store/journal.h"
+#include "core/store/packed_records.h"
 #include "core/store/session.h"
 #include "tests/support/sample_session.h"
 
@@ -30,6 +33,7 @@ class TestStore : public QObject {
   void summaryRoundTrip();
   void tensorsRoundTrip();
   void recordsAndVerdictsRoundTrip();
+  void packedReportsReadAsTheirOwnRecords();
   void largeTensorsAreChunkedAndCompressed();
   void refusesToOverwrite();
   void rejectsBadNames_data();
@@ -147,6 +151,115 @@ void TestStore::recordsAndVerdictsRoundTrip() {
   const StoredRecord save = r.saveResult("fc0-bits");
   QCOMPARE(save.labels.at("layer"), std::string("fc0"));
   QCOMPARE(save.arrays.at("bit_class").shape, (std::vector<uint64_t>{2, 3}));
+}
+
+namespace {
+// A ResultRecord as it reads back, for comparing with what a reader returns.
+StoredRecord asStored(const ResultRecord& r) {
+  StoredRecord out{r.scalars, r.labels, {}};
+  for (const NamedTensor& t : r.arrays) {
+    const auto* b = static_cast<const unsigned char*>(t.view.data);
+    out.arrays[t.name] = Tensor{t.view.dtype, t.view.shape,
+                                std::vector<unsigned char>(b, b + t.view.elementCount() * h5::typeSize(t.view.dtype))};
+  }
+  return out;
+}
+
+bool sameRecord(const StoredRecord& a, const StoredRecord& b) {
+  if (a.labels != b.labels || a.arrays.size() != b.arrays.size() || a.scalars.size() != b.scalars.size()) return false;
+  for (const auto& [k, v] : a.scalars)  // NaN reads back as NaN
+    if (!b.scalars.count(k) || !(b.scalars.at(k) == v || (std::isnan(v) && std::isnan(b.scalars.at(k))))) return false;
+  for (const auto& [k, t] : a.arrays) {
+    const auto it = b.arrays.find(k);
+    if (it == b.arrays.end() || it->second.dtype != t.dtype || it->second.shape != t.shape || it->second.bytes != t.bytes)
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
+// Reports packed 64 to a record (analyze --session) read back as the records they were: every
+// scalar, label and array (type and shape) of each row, rows with parts the others lack, and the
+// records a pack cannot hold stored as their own beside it; a crafted pack gives one SessionError.
+void TestStore::packedReportsReadAsTheirOwnRecords() {
+  const std::vector<uint64_t> hist0{1, 2, 3}, hist1{4, 5, 6, 7}, hist5{9};
+  const std::vector<double> grid0{0.5, -1, 2, 3, 4, 1e300}, one{42};
+  const std::vector<float> wrongType{1.0f};
+  std::vector<ResultRecord> records(6);
+  records[0] = {{{"elements", 6}, {"max_abs", std::nan("")}}, {{"call", "c0"}, {"verdict", "exact"}},
+                {{"hist", {DType::U64, {3}, hist0.data()}}, {"grid", {DType::F64, {2, 3}, grid0.data()}}}};
+  records[1] = {{{"elements", 7}, {"rule_candidate_error", 0.25}},  // max_abs absent, a scalar the others lack
+                {{"call", "c1"}, {"verdict", "bit_flip"}, {"rule_reference", "golden, with, commas"}},
+                {{"hist", {DType::U64, {4}, hist1.data()}}, {"empty", {DType::U64, {0}, hist1.data()}}}};
+  records[2] = {{}, {{"call", ""}}, {{"scalar", {DType::F64, {}, one.data()}}}};  // no scalars, an empty label
+  records[3] = {{{"elements", 1}}, {{"call", "two\nlines"}}, {}};                 // a label no pack holds
+  records[4] = {{{"elements", 1}}, {{"call", "c4"}}, {{"hist", {DType::F32, {1}, wrongType.data()}}}};  // another type
+  records[5] = {{{"elements", 1}}, {{"call", "c5"}}, {{"hist", {DType::U64, {1}, hist5.data()}}}};
+  const std::vector<std::string> ids{"call-000000-000000", "call-000000-000001", "call-000000-000002",
+                                     "call-000000-000003", "call-000001-000000", "call-000001-000001"};
+  const std::string p = path("packed.h5").toStdString();
+  std::vector<std::string> own;
+  {
+    SessionWriter w(p, {});
+    w.beginRun({"analysis-x", "analysis", "", "packed reports"});
+    RecordPacker packer;
+    for (std::size_t k = 0; k < 5; ++k)
+      if (!packer.add(ids[k], records[k])) w.writeReport(ids[k], records[k]), own.push_back(ids[k]);
+    QCOMPARE(packer.size(), std::size_t(3));
+    w.writeReport(packer.firstId() + kPackSuffix, packer.record());
+    packer.clear();
+    QVERIFY(packer.add(ids[5], records[5]));  // a pack of one
+    w.writeReport(packer.firstId() + kPackSuffix, packer.record());
+    w.endRun(RunStatus::Complete);
+  }
+  QCOMPARE(own, (std::vector<std::string>{ids[3], ids[4]}));
+  SessionReader r(p);
+  std::vector<std::string> listed = r.summary().runs.front().reports;
+  std::sort(listed.begin(), listed.end());
+  QCOMPARE(listed, ids);
+  const std::vector<std::pair<std::string, StoredRecord>> all = r.reports("analysis-x");
+  QCOMPARE(all.size(), ids.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const StoredRecord expected = asStored(records[k]);
+    QVERIFY2(sameRecord(r.report("analysis-x", ids[k]), expected), ids[k].c_str());
+    const auto it = std::find_if(all.begin(), all.end(), [&](const auto& e) { return e.first == ids[k]; });
+    QVERIFY(it != all.end() && sameRecord(it->second, expected));
+  }
+  QVERIFY(r.verify().datasets > 0);  // the packs' datasets carry checksums like any other
+  try {
+    (void)r.report("analysis-x", "call-000009-000000");
+    QFAIL("a report the run does not hold was read");
+  } catch (const SessionError& e) {
+    QVERIFY(std::string(e.what()).find("has no report 'call-000009-000000'") != std::string::npos);
+  }
+
+  // crafted packs: each malformed part is refused before any row is cut out
+  RecordPacker packer;
+  for (std::size_t k : {0, 1, 2}) QVERIFY(packer.add(ids[k], records[k]));
+  const StoredRecord good = asStored(packer.record());
+  QCOMPARE(unpackRecords(good, "t").size(), std::size_t(3));
+  const auto i64 = [](StoredRecord& rec, const char* name) { return reinterpret_cast<int64_t*>(rec.arrays.at(name).bytes.data()); };
+  const std::vector<std::pair<const char*, std::function<void(StoredRecord&)>>> crafted{
+      {"offsets that do not cover", [&](StoredRecord& c) { i64(c, "offsets")[0] = 1; }},
+      {"offsets that disagree", [&](StoredRecord& c) { i64(c, "offsets")[6] = 2; }},  // row 0's hist cut short
+      {"rank 3", [&](StoredRecord& c) { i64(c, "dims")[0] = 3; }},
+      {"twice", [](StoredRecord& c) { c.labels["ids"] = "a\nb\na"; }},
+      {"another number of rows", [](StoredRecord& c) { c.labels["label.call"] = "c0\nc1"; }},
+      {"another type or size", [](StoredRecord& c) { c.arrays.at("scalars").shape = {1}; }},
+      {"has no array.hist", [](StoredRecord& c) { c.arrays.erase("array.hist"); }},
+      {"malformed scalar_names", [](StoredRecord& c) { c.labels["scalar_names"] = "elements,,max_abs"; }},
+      {"is no packed record", [](StoredRecord& c) { c.labels["kind"] = "report"; }},
+  };
+  for (const auto& [what, craft] : crafted) {
+    StoredRecord c = good;
+    craft(c);
+    try {
+      (void)unpackRecords(c, "'t'");
+      QFAIL(what);
+    } catch (const SessionError& e) {
+      QVERIFY2(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  }
 }
 
 void TestStore::largeTensorsAreChunkedAndCompressed() {
