@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "views/comparecontroller.h"
 
+#include <QEventLoop>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QItemSelectionModel>
 #include <QTabWidget>
 #include <QTreeView>
+#include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -63,10 +67,10 @@ void CompareController::release(const QString& path) {
   }
 }
 
-std::vector<std::pair<analyzer::StoredCallReport, QString>> CompareController::selectedReports(std::size_t limit, QString* why) const {
+std::vector<CompareController::Request> CompareController::selectedCalls(QString* why) const {
   using Kind = SessionTreeModel::NodeKind;
-  std::vector<std::pair<analyzer::StoredCallReport, QString>> reports;
-  if (!session_->reader) return reports;
+  std::vector<Request> calls;
+  if (!session_->reader) return calls;
   const QString file = QFileInfo(session_->path).fileName();
   for (const QModelIndex& index : tree_->selectionModel()->selectedRows(SessionTreeModel::NameColumn)) {
     if (Kind(index.data(SessionTreeModel::KindRole).toInt()) != Kind::Call) continue;
@@ -77,44 +81,75 @@ std::vector<std::pair<analyzer::StoredCallReport, QString>> CompareController::s
       continue;
     }
     const QString path = index.data(SessionTreeModel::PathRole).toString();
-    try {
-      reports.emplace_back(analyzer::loadCallReport(*session_->reader, analysis, path.toStdString()),
-                           tr("%1, run %2 (%3)").arg(path, QString::fromStdString(run), file));
-    } catch (const std::exception&) {
-      *why = tr("No report for this call in %1 (it may not have been replayed)").arg(QString::fromStdString(analysis));
-    }
-    if (reports.size() >= limit) break;
+    calls.push_back({run, analysis, path.toStdString(), tr("%1, run %2 (%3)").arg(path, QString::fromStdString(run), file)});
   }
-  return reports;
+  return calls;
 }
+
+namespace {
+
+// What Compare Selected read in its worker.
+struct Comparison {
+  std::vector<std::pair<analyzer::StoredCallReport, QString>> reports;  // at most two, in selection order
+  QString why;                                      // a selected call without a report
+  std::optional<analyzer::StoredCallReport> there;  // the one call's report in the compared session
+  QString error;                                    // why that one could not be read
+};
+
+}  // namespace
 
 bool CompareController::compareSelected() {
   emit errorCleared();
   QString why;
-  const auto reports = selectedReports(2, &why);
-  if (reports.size() == 2) {
-    panel_->showPair(reports[0].first, reports[0].second, reports[1].first, reports[1].second);
-  } else if (reports.size() == 1 && other_) {
+  const std::vector<Request> calls = selectedCalls(&why);
+  const std::shared_ptr<store::SessionReader> here = session_->reader, other = other_;
+  const QString otherFile = QFileInfo(otherPath_).fileName();
+  QFutureWatcher<Comparison> watcher;
+  QEventLoop wait;
+  connect(&watcher, &QFutureWatcherBase::finished, &wait, &QEventLoop::quit);
+  watcher.setFuture(QtConcurrent::run([calls, here, other, otherFile]() {
+    Comparison c;
+    for (const Request& r : calls) {
+      if (c.reports.size() == 2) break;
+      try {
+        c.reports.emplace_back(analyzer::loadCallReport(*here, r.analysis, r.call), r.title);
+      } catch (const std::exception&) {
+        c.why = tr("No report for this call in %1 (it may not have been replayed)").arg(QString::fromStdString(r.analysis));
+      }
+    }
+    if (c.reports.size() != 1 || !other) return c;
     // the same call of the same run, analysed in the other session
-    const analyzer::StoredCallReport& here = reports.front().first;
-    const std::string run = analyzer::candidateRunOf(model_->summary(), here.analysisRun);
+    const auto first = std::find_if(calls.begin(), calls.end(), [&](const Request& r) { return r.call == c.reports[0].first.call; });
     try {
-      const std::string analysis = analyzer::analysisRunOf(other_->summaryWithoutTensors(), run);
+      const std::string analysis = analyzer::analysisRunOf(other->summaryWithoutTensors(), first->run);
       if (analysis.empty())
-        throw std::runtime_error(
-            tr("%1 has no analysed run %2").arg(QFileInfo(otherPath_).fileName(), QString::fromStdString(run)).toStdString());
-      panel_->showPair(here, reports.front().second, analyzer::loadCallReport(*other_, analysis, here.call),
-                       tr("%1, run %2 (%3)").arg(QString::fromStdString(here.call), QString::fromStdString(run),
-                                                QFileInfo(otherPath_).fileName()));
+        throw std::runtime_error(tr("%1 has no analysed run %2").arg(otherFile, QString::fromStdString(first->run)).toStdString());
+      c.there = analyzer::loadCallReport(*other, analysis, first->call);
     } catch (const std::exception& e) {
-      emit errorRaised(QString::fromStdString(e.what()));
+      c.error = QString::fromStdString(e.what());
+    }
+    return c;
+  }));
+  if (!watcher.isFinished()) wait.exec();
+  const Comparison c = watcher.result();
+  if (!c.why.isEmpty()) why = c.why;
+  if (c.reports.size() == 2) {
+    panel_->showPair(c.reports[0].first, c.reports[0].second, c.reports[1].first, c.reports[1].second);
+  } else if (c.reports.size() == 1 && other) {
+    if (!c.there) {
+      emit errorRaised(c.error);
       return false;
     }
+    const analyzer::StoredCallReport& report = c.reports.front().first;
+    panel_->showPair(report, c.reports.front().second, *c.there,
+                     tr("%1, run %2 (%3)")
+                         .arg(QString::fromStdString(report.call),
+                              QString::fromStdString(analyzer::candidateRunOf(model_->summary(), report.analysisRun)), otherFile));
   } else {
     emit errorRaised(!why.isEmpty() ? why
-                     : other_ ? tr("select one analysed call to compare with %1, or two calls").arg(QFileInfo(otherPath_).fileName())
-                              : tr("select two analysed calls to compare (Ctrl+click), or open a second session with "
-                                   "Compare > Compare With Session"));
+                     : other ? tr("select one analysed call to compare with %1, or two calls").arg(otherFile)
+                             : tr("select two analysed calls to compare (Ctrl+click), or open a second session with "
+                                  "Compare > Compare With Session"));
     return false;
   }
   central_->setCurrentWidget(panel_);

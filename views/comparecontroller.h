@@ -6,6 +6,7 @@
 #include <QString>
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,16 +33,23 @@ class CompareController : public QObject {
   void closeSession();  // Stop Comparing Sessions
   // A run is about to write `path`: the compared session lets go of it when it is that file.
   void release(const QString& path);
-  bool compareSelected();  // false, with an error raised, when the selection does not make a pair
+  // False, with an error raised, when the selection does not make a pair. The reports are read in
+  // a worker (a session read never runs on the GUI thread); the GUI thread serves its events meanwhile.
+  bool compareSelected();
 
  signals:
   void errorRaised(const QString& text);
   void errorCleared();
 
  private:
-  // The selected calls' stored reports (at most `limit`), each with where it comes from; `why`
-  // says what was selected but could not be shown.
-  std::vector<std::pair<analyzer::StoredCallReport, QString>> selectedReports(std::size_t limit, QString* why) const;
+  // A selected call whose report is to be read: its run, that run's analysis and where it comes from.
+  struct Request {
+    std::string run, analysis, call;
+    QString title;
+  };
+  // The selected calls of analysed runs, in the tree's order; `why` says what was selected but has
+  // no analysis. Reads nothing from the session (the tree's summary only).
+  std::vector<Request> selectedCalls(QString* why) const;
 
   const SessionState* session_;
   SessionTreeModel* model_;

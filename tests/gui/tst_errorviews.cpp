@@ -287,7 +287,11 @@ void TestErrorViews::comparesTwoKernelsSideBySide() {
   QVERIFY(window_->lastError().contains(QStringLiteral("select two")));
   selection->select(callIndex(0, 0, QStringLiteral("flips")), QItemSelectionModel::Select | QItemSelectionModel::Rows);
   QVERIFY(peat::testsupport::settle(*window_));
+  guiThreadReads = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadRead);
   QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadReads.load(), 0);  // the reports were read in a worker
   peat::views::ComparePanel* compare = window_->comparePanel();
   QVERIFY(compare->hasPair());
   const peat::store::SessionReader reader(session_.toStdString());
@@ -322,7 +326,11 @@ void TestErrorViews::comparesTwoSessions() {
   QVERIFY2(window_->openCompareSession(other), qPrintable(window_->lastError()));
   window_->sessionTree()->selectionModel()->setCurrentIndex(callIndex(0, 1), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   QVERIFY(peat::testsupport::settle(*window_));
+  guiThreadReads = 0;
+  peat::store::setSessionAccessObserver(countGuiThreadRead);
   QVERIFY2(window_->compareSelected(), qPrintable(window_->lastError()));
+  peat::store::setSessionAccessObserver(nullptr);
+  QCOMPARE(guiThreadReads.load(), 0);  // both sessions read in a worker
   QTableWidget* table = window_->comparePanel()->table();
   QCOMPARE(table->item(2, 1)->text(), table->item(2, 2)->text());  // the same call in a copy
   QCOMPARE(table->item(2, 3)->text(), QStringLiteral("1"));
