@@ -18,6 +18,7 @@
 #include "views/errorplotpanel.h"
 #include "views/failedcalls.h"
 #include "views/heading.h"
+#include "views/jobtracker.h"
 #include "views/pageloads.h"
 
 namespace peat::views {
@@ -38,7 +39,7 @@ QString findingHtml(const store::Finding& f) {
 
 }  // namespace
 
-CallPage::CallPage(QWidget* parent) : QWidget(parent) {
+CallPage::CallPage(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   title_ = new QLabel(this);
   title_->setWordWrap(true);
@@ -84,7 +85,24 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent) {
   showMessage(tr("Select an analysed call in the session tree: its page opens here"));
 }
 
+void CallPage::load(const QString& loading, std::function<SelectedCalls()> read) {
+  showMessage(loading);
+  jobs_->start<SelectedCalls>(
+      std::move(read), [this](const SelectedCalls& selected) { emit callsRead(selected); },
+      [this](const QString& why) { emit readFailed(why); });
+}
+
+void CallPage::loadFailed(const QString& loading, std::function<FailedCallPage()> read) {
+  showMessage(loading);
+  jobs_->start<FailedCallPage>(
+      std::move(read), [this](const FailedCallPage& page) { emit failedCallRead(page); },
+      [this](const QString& why) { emit readFailed(why); });
+}
+
+bool CallPage::loading() const { return jobs_->pending(); }
+
 void CallPage::showMessage(const QString& text) {
+  jobs_->cancel();
   title_->setText(text);
   details_->clear();
   replay_->clear();

@@ -2,6 +2,7 @@
 #pragma once
 #include <QWidget>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@ class QTextBrowser;
 namespace peat::views {
 
 class ErrorPlotPanel;
+class JobTracker;
 struct CallOp;
 struct FailedCallPage;
+struct SelectedCalls;
 
 // One analysed call at the centre of the window (issue 18's call page): its identity, the error
 // statistics, the verdict with its confidence, explanation, parameters and evidence, the findings
@@ -38,7 +41,15 @@ class CallPage : public QWidget {
   // its role (the recorded call's inputs beside a playback's outputs).
   void showCall(const analyzer::StoredCallReport& report, const QString& title, const CallOp& op,
                 const std::vector<store::TensorInfo>& tensors, const store::Verdict* verdict);
+  // A message instead of a call; a read still in flight is dropped (it would show an older call).
   void showMessage(const QString& text);
+  // Reads the selected calls (or a failed call's page) in this page's own job, off the GUI thread,
+  // showing `loading` meanwhile; then callsRead or failedCallRead (or readFailed) on the GUI thread
+  // if no newer load or message came first. The page itself shows nothing of it: the selection
+  // controller decides what the page, the docks and the verdict table show.
+  void load(const QString& loading, std::function<SelectedCalls()> read);
+  void loadFailed(const QString& loading, std::function<FailedCallPage()> read);
+  bool loading() const;
   // A call the kernel failed in its kernel host (no output, so no plots): its tensors' shapes, the
   // failure, its verdict, and the command that replays it alone, with a button that copies it.
   void showKernelFailure(const FailedCallPage& page, const QString& title);
@@ -51,6 +62,11 @@ class CallPage : public QWidget {
   ErrorPlotPanel* plots() const { return plots_; }
   QString titleText() const;
   QString detailsText() const;  // statistics and verdict (or a failed call's page), as plain text
+
+ signals:
+  void callsRead(const peat::views::SelectedCalls& selected);
+  void failedCallRead(const peat::views::FailedCallPage& page);
+  void readFailed(const QString& why);
 
  private:
   void showReport(const analyzer::StoredCallReport& report, const QString& title, const QString& callHtml,
@@ -65,6 +81,7 @@ class CallPage : public QWidget {
   QPushButton* copy_;
   QString html_;  // the page's text before the pair's statistics
   ErrorPlotPanel* plots_;
+  JobTracker* jobs_;  // this page's reads
 };
 
 }  // namespace peat::views

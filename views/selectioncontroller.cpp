@@ -48,11 +48,19 @@ SelectionController::SelectionController(const SessionState* session, SessionTre
       verdicts_(verdicts),
       pairs_(pairs),
       itemJobs_(new JobTracker(this)),
-      callJobs_(new JobTracker(this)),
-      tellJobs_(new JobTracker(this)) {}
+      tellJobs_(new JobTracker(this)) {
+  connect(pages_.call, &CallPage::callsRead, this, &SelectionController::applySelectedCalls);
+  connect(pages_.call, &CallPage::failedCallRead, this, &SelectionController::applyFailedCall);
+  connect(pages_.call, &CallPage::readFailed, this, [this](const QString& why) {
+    pages_.call->showMessage(tr("The call could not be read: %1").arg(why));
+    pages_.dock->showMessage(tr("The call could not be read: %1").arg(why));
+    emit errorRaised(why);
+    emit pageShown();
+  });
+}
 
 void SelectionController::reset(const QString& why, bool keepLive) {
-  for (JobTracker* jobs : {itemJobs_, callJobs_, tellJobs_}) jobs->cancel();
+  for (JobTracker* jobs : {itemJobs_, tellJobs_}) jobs->cancel();  // the call page's read: by its message below
   pairs_->reset();  // a pair read from the old session (a dropped pair goes too)
   shownAnalysis_.clear();
   verdicts_->clear();
@@ -66,7 +74,7 @@ void SelectionController::reset(const QString& why, bool keepLive) {
 }
 
 bool SelectionController::loading() const {
-  return itemJobs_->pending() || callJobs_->pending() || tellJobs_->pending();
+  return itemJobs_->pending() || pages_.call->loading() || tellJobs_->pending();
 }
 
 // For a run or an iteration, its analysis's verdicts go to the table in the same job.
@@ -202,7 +210,6 @@ void SelectionController::showSaveItem(const QString& layer) {
 }
 
 void SelectionController::showSelectedCalls() {
-  callJobs_->cancel();
   pairs_->cancelReads();  // the statistics of a call shown before are not this one's
   using Kind = SessionTreeModel::NodeKind;
   std::vector<CallRequest> requests;
@@ -241,22 +248,15 @@ void SelectionController::showSelectedCalls() {
     return;
   }
   const QString loading = tr("Loading %1 ...").arg(requests.front().title);
-  pages_.call->showMessage(loading);
   pages_.dock->showMessage(loading);
+  callRequests_ = requests;
   auto reader = session_->reader;
   auto summary = session_->summary;
-  callJobs_->start<SelectedCalls>(
-      [reader, summary, requests] { return loadSelectedCalls(*reader, *summary, requests); },
-      [this, requests](const SelectedCalls& selected) { applySelectedCalls(selected, requests); },
-      [this](const QString& why) {
-        pages_.call->showMessage(tr("The call could not be read: %1").arg(why));
-        pages_.dock->showMessage(tr("The call could not be read: %1").arg(why));
-        emit errorRaised(why);
-        emit pageShown();
-      });
+  pages_.call->load(loading, [reader, summary, requests] { return loadSelectedCalls(*reader, *summary, requests); });
 }
 
-void SelectionController::applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests) {
+void SelectionController::applySelectedCalls(const SelectedCalls& selected) {
+  const std::vector<CallRequest>& requests = callRequests_;
   if (selected.calls.empty()) {
     pages_.call->showMessage(selected.missing);
     pages_.dock->showMessage(selected.missing);
@@ -294,29 +294,26 @@ void SelectionController::applySelectedCalls(const SelectedCalls& selected, cons
 }
 
 void SelectionController::showFailedCall(const FailedCall& failed, const QString& title) {
-  pages_.call->showMessage(tr("Loading %1 ...").arg(title));
   pages_.dock->showMessage(tr("%1: the kernel failed this call in its kernel host, so it has no output to plot").arg(title));
+  failedTitle_ = title;
   auto reader = session_->reader;
   auto summary = session_->summary;
   const QString path = session_->path;
-  callJobs_->start<FailedCallPage>(
-      [reader, summary, path, failed] { return loadFailedCallPage(*reader, *summary, path, failed); },
-      [this, title](const FailedCallPage& page) {
-        if (!page.analysisRun.empty() && QString::fromStdString(page.analysisRun) != verdicts_->shownRun())
-          verdicts_->show(QString::fromStdString(page.analysisRun), page.verdicts);
-        analyzer::StoredCallReport shown;
-        shown.call = page.failed.call;
-        verdicts_->highlight({shown});
-        pages_.call->showKernelFailure(page, title);
-        pages_.central->setCurrentWidget(pages_.call);
-        if (page.verdict) pages_.explain->showVerdict(QString::fromStdString(page.verdict->model));
-        emit pageShown();
-      },
-      [this](const QString& why) {
-        pages_.call->showMessage(tr("The call could not be read: %1").arg(why));
-        emit errorRaised(why);
-        emit pageShown();
-      });
+  pages_.call->loadFailed(tr("Loading %1 ...").arg(title), [reader, summary, path, failed] {
+    return loadFailedCallPage(*reader, *summary, path, failed);
+  });
+}
+
+void SelectionController::applyFailedCall(const FailedCallPage& page) {
+  if (!page.analysisRun.empty() && QString::fromStdString(page.analysisRun) != verdicts_->shownRun())
+    verdicts_->show(QString::fromStdString(page.analysisRun), page.verdicts);
+  analyzer::StoredCallReport shown;
+  shown.call = page.failed.call;
+  verdicts_->highlight({shown});
+  pages_.call->showKernelFailure(page, failedTitle_);
+  pages_.central->setCurrentWidget(pages_.call);
+  if (page.verdict) pages_.explain->showVerdict(QString::fromStdString(page.verdict->model));
+  emit pageShown();
 }
 
 bool SelectionController::showTellingCall() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "views/pageloads.h"
 #include "views/sessionstate.h"
 
 class QModelIndex;
@@ -37,6 +38,7 @@ class SessionTreeModel;
 class VerdictController;
 struct CallRequest;
 struct FailedCall;
+struct FailedCallPage;
 struct ItemData;
 struct SelectedCalls;
 
@@ -76,7 +78,9 @@ class SelectionController : public QObject {
   void applyItem(const ItemData& item, const std::string& id, const QString& layer);
   void showGraphOf(const QModelIndex& current);  // the Graph page follows the tree's current item
   void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
-  void applySelectedCalls(const SelectedCalls& selected, const std::vector<CallRequest>& requests);
+  // What the call page read for the selection, to the page, the docks and the verdict table.
+  void applySelectedCalls(const SelectedCalls& selected);
+  void applyFailedCall(const FailedCallPage& page);
   void showFailedCall(const FailedCall& failed, const QString& title);  // a call the kernel failed
 
   const SessionState* session_;
@@ -86,8 +90,10 @@ class SelectionController : public QObject {
   VerdictController* verdicts_;
   PairController* pairs_;
   JobTracker* itemJobs_;  // the current item's page (a run, an iteration, a SAVE result)
-  JobTracker* callJobs_;  // the selected calls' pages
   JobTracker* tellJobs_;  // the most telling verdict
+  // the calls the call page reads (in its own job): their titles, for when the read arrives
+  std::vector<CallRequest> callRequests_;
+  QString failedTitle_;
   std::string shownAnalysis_;  // the SAVE analysis on its page
 };
 
