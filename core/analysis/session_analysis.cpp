@@ -285,12 +285,16 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   const std::string settings = analysisSettings(options, call);
   {
     store::SessionReader reader(session);  // probed first in a helper process (core/store/probe.h)
-    const store::SessionSummary s = reader.summary();
-    const store::RunInfo& cand = findRun(s, run);
+    // the runs' headers, and the calls of only the two runs compared: memory does not grow with
+    // the other runs the session holds
+    const store::SessionSummary s = reader.summaryWithoutCalls();
+    findRun(s, run);
+    const store::RunInfo cand = reader.run(run);
     if (!cand.attributes.count("source_run") || !cand.attributes.count("stored_outputs"))
       throw std::invalid_argument("run '" + run + "' holds no candidate outputs: make it with peat playback --store-outputs");
     out.sourceRun = cand.attributes.at("source_run");
-    const store::RunInfo& source = findRun(s, out.sourceRun);
+    findRun(s, out.sourceRun);
+    const store::RunInfo source = reader.run(out.sourceRun);
     if (!name.empty())
       for (const store::RunInfo& r : s.runs)
         if (r.name == name) throw std::invalid_argument("run '" + name + "' exists in " + session + ": choose another --name");

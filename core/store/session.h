@@ -214,6 +214,11 @@ class SessionReader {
   // Without each call's tensor list (CallInfo::tensors stays empty): a session of thousands of
   // calls opens several times faster. callTensors() reads one call's list when it is wanted.
   SessionSummary summaryWithoutTensors() const;
+  // Every run's header (spec, status, attributes, tables, reports) without its iterations: what a
+  // reader that works on one run reads first, so its memory does not grow with the other runs.
+  SessionSummary summaryWithoutCalls() const;
+  // One run whole, its calls' tensor lists included; throws SessionError when there is none of that name.
+  RunInfo run(const std::string& name) const;
   std::vector<TensorInfo> callTensors(const std::string& run, const std::string& callPath) const;
   Tensor readTensor(const std::string& run, const std::string& callPath, const std::string& name) const;
   // Reads a tensor converted to `as` straight into `out`, which holds `elements` values of that type;
@@ -245,7 +250,7 @@ class SessionReader {
   Verification verify() const;
 
  private:
-  SessionSummary readSummary(bool withTensors) const;
+  SessionSummary readSummary(int calls) const;  // a Calls of session_reader.cpp
   struct Impl;
   std::unique_ptr<Impl> d;
 };

@@ -136,7 +136,10 @@ bool writerHoldsLock(const std::string& path) {
   return held;
 }
 
-RunInfo readRun(const h5::Group& runs, const std::string& runName, bool withTensors) {
+// What of a run's calls readRun reads: none (the run's header only), their ids, or their tensors too.
+enum class Calls { None, Ids, WithTensors };
+
+RunInfo readRun(const h5::Group& runs, const std::string& runName, Calls calls) {
   h5::Group rg = runs.openGroup(runName);
   RunInfo run;
   run.name = runName;
@@ -144,7 +147,7 @@ RunInfo readRun(const h5::Group& runs, const std::string& runName, bool withTens
   run.status = optionalString(rg, "status");
   run.started = optionalString(rg, "started");
   run.finished = optionalString(rg, "finished");
-  if (rg.hasGroup("iterations")) readIterations(rg, run, withTensors);
+  if (calls != Calls::None && rg.hasGroup("iterations")) readIterations(rg, run, calls == Calls::WithTensors);
   if (rg.hasGroup("checkpoints")) {
     h5::Group cps = rg.openGroup("checkpoints");
     for (const std::string& name : cps.children()) {
@@ -220,10 +223,25 @@ SessionReader::SessionReader(const std::string& path, InsideProbe) : d(std::make
 
 SessionReader::~SessionReader() = default;
 
-SessionSummary SessionReader::summary() const { return readSummary(true); }
-SessionSummary SessionReader::summaryWithoutTensors() const { return readSummary(false); }
+SessionSummary SessionReader::summary() const { return readSummary(int(Calls::WithTensors)); }
+SessionSummary SessionReader::summaryWithoutTensors() const { return readSummary(int(Calls::Ids)); }
+SessionSummary SessionReader::summaryWithoutCalls() const { return readSummary(int(Calls::None)); }
 
-SessionSummary SessionReader::readSummary(bool withTensors) const {
+RunInfo SessionReader::run(const std::string& name) const {
+  Lock lock;
+  try {
+    h5::Group root = d->file->root();
+    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(name))
+      throw SessionError("'" + d->path + "' has no run '" + util::printable(name) + "'");
+    RunInfo run = readRun(root.openGroup("runs"), name, Calls::WithTensors);
+    if (run.status == "running" && !writerHoldsLock(d->path)) run.status = "interrupted";  // as readSummary says
+    return run;
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+SessionSummary SessionReader::readSummary(int calls) const {
   Lock lock;
   SessionSummary s;
   s.path = d->path;
@@ -234,7 +252,7 @@ SessionSummary SessionReader::readSummary(bool withTensors) const {
     if (root.hasGroup("provenance")) s.provenance = readProvenance(root.openGroup("provenance"));
     if (root.hasGroup("runs")) {
       h5::Group runs = root.openGroup("runs");
-      for (const std::string& runName : runs.children()) s.runs.push_back(readRun(runs, runName, withTensors));
+      for (const std::string& runName : runs.children()) s.runs.push_back(readRun(runs, runName, Calls(calls)));
     }
     if (root.hasGroup("save")) {
       h5::Group save = root.openGroup("save");

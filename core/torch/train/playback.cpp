@@ -126,14 +126,18 @@ void checkShard(const PlaybackOptions& o) {
     throw std::invalid_argument("a shard of a replay goes to its own session: give --out");
 }
 
-// The recorded run to replay: the one asked for, or the first profile run with calls.
-store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionSummary& s) {
+// The recorded run to replay: the one asked for, or the first profile run with calls. Only that
+// run's calls are read (the other runs' headers only), so a replay's memory does not grow with the
+// runs the session holds beside it.
+store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionReader& reader, const store::SessionSummary& s) {
   store::RunInfo source;
   // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
   // outputs has calls too, but only their outputs).
   for (const store::RunInfo& run : s.runs)
-    if (o.run.empty() ? run.callCount() > 0 && run.spec.kind == "profile" : run.name == o.run) {
-      source = run;
+    if (o.run.empty() ? run.spec.kind == "profile" : run.name == o.run) {
+      store::RunInfo whole = reader.run(run.name);
+      if (o.run.empty() && whole.callCount() == 0) continue;
+      source = std::move(whole);
       break;
     }
   if (source.name.empty())
@@ -336,8 +340,8 @@ void resumeFromCheckpoint(const PlaybackOptions& o, store::SessionReader& reader
 // training. The reader closes on return, before the session is opened for writing.
 void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const Progress& progress, Replay& p) {
   store::SessionReader reader(o.session);  // probed first in a helper process (core/store/probe.h)
-  const store::SessionSummary s = reader.summary();
-  p.source = findSourceRun(o, s);
+  const store::SessionSummary s = reader.summaryWithoutCalls();
+  p.source = findSourceRun(o, reader, s);
   const store::RunInfo& source = p.source;
   p.r.run = source.name;
   const std::string recordedModel = source.attributes.count("model") ? source.attributes.at("model") : "";

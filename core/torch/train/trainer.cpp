@@ -418,7 +418,7 @@ std::map<std::string, store::Tensor> readInitCheckpoint(const std::string& spec,
     if (c2 != std::string::npos) iteration = std::stoll(rest.substr(c2 + 1));
   }
   store::SessionReader reader(file);
-  const store::SessionSummary s = reader.summary();
+  const store::SessionSummary s = reader.summaryWithoutCalls();  // checkpoints are in the runs' headers
   if (run.empty())
     for (const store::RunInfo& r : s.runs)
       if (!r.checkpoints.empty()) run = r.name;
