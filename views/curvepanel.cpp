@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "views/curvepanel.h"
+#include "views/jobtracker.h"
 #include "views/palette.h"
 #include "views/plotstyle.h"
 
@@ -31,7 +32,7 @@ void setCurve(QCPGraph* g, const std::vector<double>& x, const std::vector<doubl
 
 }  // namespace
 
-CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
+CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   plot_ = newTrackingPlot(this);
@@ -50,7 +51,30 @@ CurvePanel::CurvePanel(QWidget* parent) : QWidget(parent) {
   showMessage(tr("Select a run that trained (profile or runtime FI)"));
 }
 
+void CurvePanel::load(const QString& title, std::function<RunCurves()> read) {
+  showMessage(tr("Loading %1 ...").arg(title));
+  jobs_->start<RunCurves>(
+      std::move(read),
+      [this](const RunCurves& c) {
+        if (c.curve) {
+          showCurves(*c.curve, c.golden ? *c.golden : store::TrainingCurve{}, c.about);
+        } else {
+          showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(c.about));
+        }
+        emit curvesShown(c.curve.has_value());
+      },
+      [this, title](const QString& why) {
+        showMessage(tr("%1 could not be read: %2").arg(title, why));
+        emit readFailed(why);
+      });
+}
+
+bool CurvePanel::loading() const { return jobs_->pending(); }
+
+void CurvePanel::dropLoad() { jobs_->cancel(); }
+
 void CurvePanel::showMessage(const QString& text) {
+  jobs_->cancel();
   run_ = {};
   golden_ = {};
   summary_->hide();
@@ -68,6 +92,7 @@ void CurvePanel::showMessage(const QString& text) {
 QString CurvePanel::summaryText() const { return summary_->isVisible() ? summary_->text() : QString(); }
 
 void CurvePanel::showCurves(const store::TrainingCurve& run, const store::TrainingCurve& golden, const QString& about) {
+  jobs_->cancel();
   run_ = run;
   golden_ = golden;
   QString summary = about.toHtmlEscaped();

@@ -53,6 +53,26 @@ void NumericsPanel::showRun(const QString& run, const std::vector<std::string>& 
   draw();
 }
 
+void NumericsPanel::loadRun(const QString& run, std::function<std::vector<std::string>()> quantities, GridLoader loader) {
+  jobs_->cancel();
+  plot_->clearPlottables();
+  plot_->clearItems();
+  grid_ = {};
+  info_->setText(tr("Reading the numerics of %1 ...").arg(run));
+  plot_->replot();
+  jobs_->start<std::vector<std::string>>(
+      std::move(quantities),
+      [this, run, loader = std::move(loader)](const std::vector<std::string>& q) {
+        showRun(run, q, loader);
+        if (!jobs_->pending()) emit gridShown();  // no quantity to read: the read has ended here
+      },
+      [this, run](const QString& why) {
+        info_->setText(tr("The numerics of %1 could not be read: %2").arg(run, why));
+        plot_->replot();
+        emit gridShown();
+      });
+}
+
 void NumericsPanel::setQuantity(const QString& quantity) { quantity_->setCurrentText(quantity); }
 
 void NumericsPanel::draw() {

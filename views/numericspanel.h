@@ -31,6 +31,9 @@ class NumericsPanel : public QWidget {
   using GridLoader = std::function<analyzer::NumericsGrid(const std::string& quantity)>;
   explicit NumericsPanel(QWidget* parent = nullptr);
   void showRun(const QString& run, const std::vector<std::string>& quantities, GridLoader loader);
+  // Reads the run's quantities off the GUI thread in the page's job (`quantities` holds the reader
+  // it reads), then shows the run as showRun does.
+  void loadRun(const QString& run, std::function<std::vector<std::string>()> quantities, GridLoader loader);
   void setQuantity(const QString& quantity);
   QCustomPlot* plot() const { return plot_; }
   const analyzer::NumericsGrid& grid() const { return grid_; }

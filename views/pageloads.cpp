@@ -5,14 +5,10 @@
 
 #include <algorithm>
 
-#include "core/analysis/numerics_record.h"
 
 namespace peat::views {
 
 namespace {
-bool hasTable(const store::RunInfo& r, const char* name) {
-  return std::find(r.tables.begin(), r.tables.end(), name) != r.tables.end();
-}
 
 // The call's op and parameters as its run stored them (else as the recorded call did), and the
 // recorded call's tensors: a playback stores only outputs, its inputs are the source run's.
@@ -59,33 +55,6 @@ SelectedCalls loadSelectedCalls(const store::SessionReader& reader, const store:
     out.verdictRun = out.calls.front().analysisRun;
     out.verdicts = reader.verdicts(out.verdictRun);
   }
-  return out;
-}
-
-ItemData loadItem(const store::SessionReader& reader, const store::SessionSummary& summary, ItemKind kind,
-                  const std::string& key) {
-  ItemData out;
-  if (kind == ItemKind::SaveResult) {
-    out.analysis = save::loadAnalysis(reader, key);
-    return out;
-  }
-  const store::RunInfo* run = nullptr;
-  for (const store::RunInfo& r : summary.runs)
-    if (r.name == key) run = &r;
-  if (!run) throw std::runtime_error("the session has no run " + key);
-  // the verdicts of the run's newest analysis (or of the run itself, when it is one)
-  const std::string analysis = run->spec.kind == "analysis" ? key : analyzer::analysisRunOf(summary, key);
-  out.hasVerdicts = true;
-  out.verdictRun = analysis;
-  if (!analysis.empty()) out.verdicts = reader.verdicts(analysis);
-  if (kind != ItemKind::Run) return out;
-  out.about = QString::fromStdString(analyzer::describeRun(*run));
-  if (hasTable(*run, "curve")) {
-    out.curve = store::loadTrainingCurve(reader, key);
-    out.goldenCurve = out.curve->goldenRun.empty() ? store::TrainingCurve{} : store::loadTrainingCurve(reader, out.curve->goldenRun);
-  }
-  if (hasTable(*run, "numerics")) out.numerics = analyzer::numericsQuantities(reader.table(key, "numerics"));
-  if (run->spec.kind == "save_campaign" && hasTable(*run, "points")) out.campaign = save::loadCampaign(reader, key);
   return out;
 }
 

@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// What the pages show of a selection, read from the session in one job off the GUI thread
-// (JobTracker). Each result names the run and the analysis it was read from, so a page shows what
-// was selected or says why it cannot, never what was selected before.
+// What the call page shows of the selected calls, read from the session in the page's job off the
+// GUI thread (JobTracker). Each result names the run and the analysis it was read from, so a page
+// shows what was selected or says why it cannot, never what was selected before. (A run's, an
+// iteration's and a SAVE result's pages read their parts themselves: CurvePanel::load,
+// SavePanel::loadAnalysis, NumericsPanel::loadRun, VerdictController::load.)
 #include <QString>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/analysis/call_view.h"
-#include "core/save/analysis_record.h"
-#include "core/save/campaign_record.h"
-#include "core/store/curves.h"
 #include "core/store/session.h"
 #include "views/calltext.h"
 
@@ -34,21 +32,6 @@ struct SelectedCalls {
 };
 SelectedCalls loadSelectedCalls(const store::SessionReader& reader, const store::SessionSummary& summary,
                                 const std::vector<CallRequest>& requests);
-
-// A tree item other than a call: a run, an iteration, a SAVE result or layer.
-struct ItemData {
-  bool hasVerdicts = false;  // the table shows verdictRun's verdicts (a run or iteration item)
-  std::string verdictRun;
-  std::vector<store::Verdict> verdicts;
-  std::optional<store::TrainingCurve> curve, goldenCurve;
-  QString about;                                  // the run's kind, kernel and (runtime FI) schedule
-  std::optional<std::vector<std::string>> numerics;  // the run's numerics quantities
-  std::optional<save::StoredCampaign> campaign;
-  std::optional<save::StoredAnalysis> analysis;   // a SAVE result or layer's analysis
-};
-enum class ItemKind { Run, Iteration, SaveResult };
-ItemData loadItem(const store::SessionReader& reader, const store::SessionSummary& summary, ItemKind kind,
-                  const std::string& key);
 
 // One line a tensor: "output f32[64x32]".
 QString tensorListText(const std::vector<store::TensorInfo>& tensors);

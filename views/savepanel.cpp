@@ -41,7 +41,8 @@ QCustomPlot* newPlot(QWidget* parent) {
 
 }  // namespace
 
-SavePanel::SavePanel(QWidget* parent) : QWidget(parent), mapJobs_(new JobTracker(this)) {
+SavePanel::SavePanel(QWidget* parent)
+    : QWidget(parent), mapJobs_(new JobTracker(this)), analysisJobs_(new JobTracker(this)), campaignJobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   tabs_ = new QTabWidget(this);
@@ -132,7 +133,38 @@ void SavePanel::showBitsEmpty(const QString& why) {
 
 QString SavePanel::bitsEmptyText() const { return bitsStack_->currentWidget() == bitsEmpty_ ? bitsEmpty_->text() : QString(); }
 
+void SavePanel::loadAnalysis(const QString& title, std::function<save::StoredAnalysis()> read) {
+  showMessage(tr("Loading %1 ...").arg(title));
+  analysisJobs_->start<save::StoredAnalysis>(
+      std::move(read),
+      [this](const save::StoredAnalysis& a) {
+        showAnalysis(a);
+        emit analysisShown();
+      },
+      [this, title](const QString& why) {
+        showMessage(tr("%1 could not be read: %2").arg(title, why));
+        emit readFailed(why);
+      });
+}
+
+void SavePanel::loadCampaign(std::function<save::StoredCampaign()> read) {
+  // the analysis shown (if any) stays until the campaign arrives, as showCampaign keeps it
+  campaignJobs_->start<save::StoredCampaign>(
+      std::move(read),
+      [this](const save::StoredCampaign& c) {
+        showCampaign(c);
+        emit campaignShown();
+      },
+      [this](const QString& why) { emit readFailed(why); });
+}
+
+void SavePanel::dropLoads() {
+  analysisJobs_->cancel();
+  campaignJobs_->cancel();
+}
+
 void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
+  analysisJobs_->cancel();
   mapJobs_->cancel();
   analysis_ = analysis;
   layer_ = -1;
@@ -146,7 +178,7 @@ void SavePanel::showAnalysis(const save::StoredAnalysis& analysis) {
 }
 
 void SavePanel::showMessage(const QString& text) {
-  mapJobs_->cancel();  // a map still being read belongs to what was shown
+  for (JobTracker* jobs : {mapJobs_, analysisJobs_, campaignJobs_}) jobs->cancel();  // reads of what was shown
   analysis_ = {};
   layer_ = -1;
   {
@@ -248,7 +280,7 @@ void SavePanel::showLayerMap() {
       });
 }
 
-bool SavePanel::loading() const { return mapJobs_->pending(); }
+bool SavePanel::loading() const { return mapJobs_->pending() || analysisJobs_->pending() || campaignJobs_->pending(); }
 
 bool SavePanel::selectLayerNamed(const QString& name) {
   for (std::size_t i = 0; i < analysis_.layers.size(); ++i)
@@ -347,6 +379,7 @@ void SavePanel::drawTiles() {
 }
 
 void SavePanel::showCampaign(const save::StoredCampaign& c) {
+  campaignJobs_->cancel();
   campaignData_ = c;
   if (analysis_.layers.empty())
     showBitsEmpty(tr("A campaign is selected: its accuracy under bit flips is on the Campaign tab.\n\n"

@@ -41,10 +41,17 @@ class SavePanel : public QWidget {
 
   explicit SavePanel(QWidget* parent = nullptr);
   void setLayerMapLoader(LayerMapLoader loader) { loadMap_ = std::move(loader); }
-  bool loading() const;  // a layer's map is being read
-  void showAnalysis(const save::StoredAnalysis& analysis);
-  void showCampaign(const save::StoredCampaign& campaign);
-  // No analysis: `text` (loading, or why it could not be read) on the bits and tiles tabs.
+  bool loading() const;  // an analysis, a campaign or a layer's map is being read
+  void showAnalysis(const save::StoredAnalysis& analysis);  // drops an analysis load in flight
+  void showCampaign(const save::StoredCampaign& campaign);  // drops a campaign load in flight
+  // Reads a stored analysis (or campaign) off the GUI thread in the page's own job (`read` holds the
+  // session reader it reads); an analysis says "Loading TITLE ..." until it delivers, then it is
+  // shown (a campaign keeps the analysis shown until then).
+  void loadAnalysis(const QString& title, std::function<save::StoredAnalysis()> read);
+  void loadCampaign(std::function<save::StoredCampaign()> read);
+  void dropLoads();  // an analysis or campaign load in flight will not be shown (what is shown stays)
+  // No analysis: `text` (loading, or why it could not be read) on the bits and tiles tabs; drops
+  // every load in flight.
   void showMessage(const QString& text);
   void selectLayer(int layer);  // of the analysis shown
   bool selectLayerNamed(const QString& name);
@@ -68,6 +75,9 @@ class SavePanel : public QWidget {
 
  signals:
   void layerMapShown();  // a layer's map was read and drawn (or why not)
+  void analysisShown();  // a load delivered its analysis, now shown
+  void campaignShown();  // ... its campaign
+  void readFailed(const QString& why);  // a load failed; the page says why
 
  private:
   void drawBits();
@@ -89,7 +99,9 @@ class SavePanel : public QWidget {
   LayerMapView* map_;
   SaveRunView* run_;
   LayerMapLoader loadMap_;
-  JobTracker* mapJobs_;  // the page's own reads: a layer's map
+  JobTracker* mapJobs_;  // the page's own reads: a layer's map,
+  JobTracker* analysisJobs_;  // a stored analysis
+  JobTracker* campaignJobs_;  // and a stored campaign
   save::StoredAnalysis analysis_;
   save::StoredCampaign campaignData_;
   int layer_ = -1;

@@ -5,11 +5,16 @@
 #include <QTabWidget>
 #include <QTreeView>
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "core/analysis/call_view.h"
 #include "core/analysis/numerics_record.h"
 #include "core/modelgraph/model_graph.h"
+#include "core/save/analysis_record.h"
+#include "core/save/campaign_record.h"
+#include "core/store/curves.h"
 #include "views/callpage.h"
 #include "views/curvepanel.h"
 #include "views/errorplotpanel.h"
@@ -28,6 +33,10 @@
 namespace peat::views {
 
 namespace {
+bool hasTable(const store::RunInfo& r, const char* name) {
+  return std::find(r.tables.begin(), r.tables.end(), name) != r.tables.end();
+}
+
 void raiseDockOf(QWidget* content) {  // the dock holding it, through a scroll area if there is one
   for (QWidget* w = content->parentWidget(); w; w = w->parentWidget())
     if (auto* d = qobject_cast<QDockWidget*>(w)) {
@@ -47,8 +56,27 @@ SelectionController::SelectionController(const SessionState* session, SessionTre
       pages_(pages),
       verdicts_(verdicts),
       pairs_(pairs),
-      itemJobs_(new JobTracker(this)),
       tellJobs_(new JobTracker(this)) {
+  // what the item's pages read (each in its own job), once it arrives
+  connect(pages_.curves, &CurvePanel::curvesShown, this, [this](bool trained) {
+    if (trained) pages_.central->setCurrentWidget(pages_.curves);
+    emit pageShown();
+  });
+  connect(pages_.save, &SavePanel::analysisShown, this, [this] {
+    shownAnalysis_ = loadingAnalysis_;
+    showSaveItem(pendingLayer_);
+    emit pageShown();
+  });
+  connect(pages_.save, &SavePanel::campaignShown, this, [this] {
+    pages_.save->setCurrentTab(SavePanel::CampaignTab);
+    pages_.central->setCurrentWidget(pages_.save);
+    pages_.explain->showSave();
+    emit pageShown();
+  });
+  connect(verdicts_, &VerdictController::loaded, this, &SelectionController::pageShown);
+  connect(pages_.curves, &CurvePanel::readFailed, this, &SelectionController::itemReadFailed);
+  connect(pages_.save, &SavePanel::readFailed, this, &SelectionController::itemReadFailed);
+  connect(verdicts_, &VerdictController::readFailed, this, &SelectionController::itemReadFailed);
   connect(pages_.call, &CallPage::callsRead, this, &SelectionController::applySelectedCalls);
   connect(pages_.call, &CallPage::failedCallRead, this, &SelectionController::applyFailedCall);
   connect(pages_.call, &CallPage::readFailed, this, [this](const QString& why) {
@@ -59,8 +87,15 @@ SelectionController::SelectionController(const SessionState* session, SessionTre
   });
 }
 
+void SelectionController::itemReadFailed(const QString& why) {  // the page says why already
+  emit errorRaised(why);
+  emit pageShown();
+}
+
 void SelectionController::reset(const QString& why, bool keepLive) {
-  for (JobTracker* jobs : {itemJobs_, tellJobs_}) jobs->cancel();  // the call page's read: by its message below
+  tellJobs_->cancel();  // the pages' own reads: by their messages below, or dropped
+  pages_.curves->dropLoad();
+  pages_.save->dropLoads();
   pairs_->reset();  // a pair read from the old session (a dropped pair goes too)
   shownAnalysis_.clear();
   verdicts_->clear();
@@ -74,12 +109,14 @@ void SelectionController::reset(const QString& why, bool keepLive) {
 }
 
 bool SelectionController::loading() const {
-  return itemJobs_->pending() || pages_.call->loading() || tellJobs_->pending();
+  // the SAVE and numerics pages' reads are counted by the window, which asks them
+  return pages_.call->loading() || pages_.curves->loading() || verdicts_->loading() || tellJobs_->pending();
 }
 
-// For a run or an iteration, its analysis's verdicts go to the table in the same job.
+// A run's or an iteration's page: each page reads its part in its own job (the verdict table its
+// analysis's verdicts, the curves page the run's curves, the numerics and SAVE pages theirs); what
+// to read is decided from the summary in memory, so nothing is read here.
 void SelectionController::showItem(const QModelIndex& current) {
-  itemJobs_->cancel();
   if (!session_->reader || !current.isValid()) return;
   showGraphOf(current);
   using Kind = SessionTreeModel::NodeKind;
@@ -94,54 +131,49 @@ void SelectionController::showItem(const QModelIndex& current) {
   }
   const bool save = kind == Kind::SaveResult || kind == Kind::SaveLayer;
   if (save && id == shownAnalysis_) {  // that analysis is on its page already
+    pages_.save->dropLoads();
     showSaveItem(layer);
     return;
   }
-  const ItemKind what = save ? ItemKind::SaveResult : kind == Kind::Run ? ItemKind::Run : ItemKind::Iteration;
   const QString name = current.data().toString();
-  if (save) pages_.save->showMessage(tr("Loading %1 ...").arg(name));
-  if (what == ItemKind::Run) pages_.curves->showMessage(tr("Loading %1 ...").arg(name));
-  auto reader = session_->reader;
-  auto summary = session_->summary;
-  itemJobs_->start<ItemData>(
-      [reader, summary, what, id] { return loadItem(*reader, *summary, what, id); },
-      [this, id, layer](const ItemData& item) { applyItem(item, id, layer); },
-      [this, name](const QString& why) {
-        pages_.curves->showMessage(tr("%1 could not be read: %2").arg(name, why));
-        pages_.save->showMessage(tr("%1 could not be read: %2").arg(name, why));
-        emit errorRaised(why);
-        emit pageShown();
-      });
-}
-
-void SelectionController::applyItem(const ItemData& item, const std::string& id, const QString& layer) {
-  if (item.hasVerdicts && QString::fromStdString(item.verdictRun) != verdicts_->shownRun())
-    verdicts_->show(QString::fromStdString(item.verdictRun), item.verdicts);
-  if (item.analysis) {
-    pages_.save->showAnalysis(*item.analysis);
-    shownAnalysis_ = id;
-    showSaveItem(layer);
+  std::shared_ptr<const store::SessionReader> reader = session_->reader;
+  if (save) {
+    shownAnalysis_.clear();
+    loadingAnalysis_ = id;
+    pendingLayer_ = layer;
+    pages_.save->loadAnalysis(name, [reader, id] { return save::loadAnalysis(*reader, id); });
+    return;
   }
-  if (item.curve) {
-    pages_.curves->showCurves(*item.curve, item.goldenCurve ? *item.goldenCurve : store::TrainingCurve{}, item.about);
-    pages_.central->setCurrentWidget(pages_.curves);
-  } else if (!item.about.isEmpty()) {  // a run that did not train
-    pages_.curves->showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(item.about));
+  const std::shared_ptr<const store::SessionSummary> summary = session_->summary;
+  const store::RunInfo* run = nullptr;
+  for (const store::RunInfo& r : summary->runs)
+    if (r.name == id) run = &r;
+  if (!run) {
+    emit errorRaised(tr("The session has no run %1").arg(QString::fromStdString(id)));
+    return;
   }
-  if (item.numerics) {
-    // read off the GUI thread by the page, through the reader of this selection
-    pages_.numerics->showRun(QString::fromStdString(id), *item.numerics, [reader = session_->reader, id](const std::string& quantity) {
-      if (!reader) throw std::runtime_error("no session is open");
-      return analyzer::loadNumericsGrid(*reader, id, quantity);
+  // the verdicts of the run's newest analysis (or of the run itself, when it is one)
+  const std::string analysis = run->spec.kind == "analysis" ? id : analyzer::analysisRunOf(*summary, id);
+  verdicts_->load(QString::fromStdString(analysis), [reader, analysis] { return reader->verdicts(analysis); });
+  if (kind != Kind::Run) return;
+  const QString about = QString::fromStdString(analyzer::describeRun(*run));
+  if (hasTable(*run, "curve")) {
+    pages_.curves->load(name, [reader, id, about] {
+      RunCurves c;
+      c.about = about;
+      c.curve = store::loadTrainingCurve(*reader, id);
+      c.golden = c.curve->goldenRun.empty() ? store::TrainingCurve{} : store::loadTrainingCurve(*reader, c.curve->goldenRun);
+      return c;
     });
+  } else {
+    pages_.curves->showMessage(tr("%1: no training curve (profile and runtime-FI runs train)").arg(about));
   }
-  if (item.campaign) {
-    pages_.save->showCampaign(*item.campaign);
-    pages_.save->setCurrentTab(SavePanel::CampaignTab);
-    pages_.central->setCurrentWidget(pages_.save);
-    pages_.explain->showSave();
-  }
-  emit pageShown();
+  if (hasTable(*run, "numerics"))
+    pages_.numerics->loadRun(
+        QString::fromStdString(id), [reader, id] { return analyzer::numericsQuantities(reader->table(id, "numerics")); },
+        [reader, id](const std::string& quantity) { return analyzer::loadNumericsGrid(*reader, id, quantity); });
+  if (run->spec.kind == "save_campaign" && hasTable(*run, "points"))
+    pages_.save->loadCampaign([reader, id] { return save::loadCampaign(*reader, id); });
 }
 
 void SelectionController::showGraphOf(const QModelIndex& current) {

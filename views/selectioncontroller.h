@@ -2,9 +2,10 @@
 #pragma once
 // What is selected in the session tree, on the pages: the current item's page (a run's curves,
 // numerics or campaign, a SAVE analysis) and the selected calls' pages (one call's page at the
-// centre with the verdict its own analysis gave it, up to six calls overlaid in the dock). Each is
-// read in one job off the GUI thread (views/pageloads.h, one JobTracker each); until it delivers
-// the page says what it is loading, and why when it cannot, never what was selected before.
+// centre with the verdict its own analysis gave it, up to six calls overlaid in the dock). The
+// controller decides from the summary in memory what each page is to show; each page reads it in
+// its own job off the GUI thread (its own JobTracker); until it delivers the page says what it is
+// loading, and why when it cannot, never what was selected before.
 #include <QObject>
 #include <QString>
 
@@ -39,7 +40,6 @@ class VerdictController;
 struct CallRequest;
 struct FailedCall;
 struct FailedCallPage;
-struct ItemData;
 struct SelectedCalls;
 
 // The window's pages, which the selection fills.
@@ -75,7 +75,7 @@ class SelectionController : public QObject {
   void errorRaised(const QString& text);
 
  private:
-  void applyItem(const ItemData& item, const std::string& id, const QString& layer);
+  void itemReadFailed(const QString& why);  // a page could not read its part of the item
   void showGraphOf(const QModelIndex& current);  // the Graph page follows the tree's current item
   void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits
   // What the call page read for the selection, to the page, the docks and the verdict table.
@@ -89,12 +89,13 @@ class SelectionController : public QObject {
   Pages pages_;
   VerdictController* verdicts_;
   PairController* pairs_;
-  JobTracker* itemJobs_;  // the current item's page (a run, an iteration, a SAVE result)
   JobTracker* tellJobs_;  // the most telling verdict
   // the calls the call page reads (in its own job): their titles, for when the read arrives
   std::vector<CallRequest> callRequests_;
   QString failedTitle_;
-  std::string shownAnalysis_;  // the SAVE analysis on its page
+  std::string shownAnalysis_;    // the SAVE analysis on its page
+  std::string loadingAnalysis_;  // the one the page reads, and the layer to show when it arrives
+  QString pendingLayer_;
 };
 
 }  // namespace peat::views

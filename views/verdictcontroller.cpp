@@ -7,13 +7,14 @@
 
 #include "core/analysis/call_view.h"
 #include "views/explainpanel.h"
+#include "views/jobtracker.h"
 #include "views/sessiontreemodel.h"
 #include "views/verdicttablemodel.h"
 
 namespace peat::views {
 
 VerdictController::VerdictController(SessionTreeModel* sessionModel, QTreeView* tree, ExplainPanel* explain, QWidget* window)
-    : QObject(window), sessionModel_(sessionModel), tree_(tree), explain_(explain) {
+    : QObject(window), sessionModel_(sessionModel), tree_(tree), explain_(explain), jobs_(new JobTracker(this)) {
   model_ = new VerdictTableModel(window);
   table_ = new QTableView(window);
   table_->setModel(model_);
@@ -29,7 +30,31 @@ VerdictController::VerdictController(SessionTreeModel* sessionModel, QTreeView* 
   });
 }
 
+void VerdictController::load(const QString& run, std::function<std::vector<store::Verdict>()> read) {
+  if (run == shownRun_) {  // shown already: a load of another run in flight is dropped
+    jobs_->cancel();
+    return;
+  }
+  if (run.isEmpty()) {
+    show(QString(), {});
+    return;
+  }
+  jobs_->start<std::vector<store::Verdict>>(
+      std::move(read),
+      [this, run](const std::vector<store::Verdict>& verdicts) {
+        show(run, verdicts);
+        emit loaded();
+      },
+      [this](const QString& why) {
+        clear();
+        emit readFailed(why);
+      });
+}
+
+bool VerdictController::loading() const { return jobs_->pending(); }
+
 void VerdictController::show(const QString& run, std::vector<store::Verdict> verdicts) {
+  jobs_->cancel();
   shownRun_ = run;
   // each call as the tree names it (the summary in memory: no read)
   const store::SessionSummary& summary = sessionModel_->summary();
@@ -48,6 +73,7 @@ void VerdictController::show(const QString& run, std::vector<store::Verdict> ver
 }
 
 void VerdictController::clear() {
+  jobs_->cancel();
   shownRun_.clear();
   model_->clear();
 }

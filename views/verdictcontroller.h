@@ -6,6 +6,7 @@
 #include <QObject>
 #include <QString>
 
+#include <functional>
 #include <vector>
 
 #include "core/analysis/session_analysis.h"
@@ -17,6 +18,7 @@ class QWidget;
 namespace peat::views {
 
 class ExplainPanel;
+class JobTracker;
 class SessionTreeModel;
 class VerdictTableModel;
 
@@ -28,12 +30,20 @@ class VerdictController : public QObject {
   QTableView* table() const { return table_; }
   VerdictTableModel* model() const { return model_; }
 
-  void show(const QString& run, std::vector<store::Verdict> verdicts);
+  void show(const QString& run, std::vector<store::Verdict> verdicts);  // drops a load in flight
+  // The verdicts of analysis `run`, read off the GUI thread in the table's own job (`read` holds the
+  // session reader it reads); nothing is read when they are shown already. An empty run: none.
+  void load(const QString& run, std::function<std::vector<store::Verdict>()> read);
+  bool loading() const;
   const QString& shownRun() const { return shownRun_; }  // the analysis whose verdicts are shown
-  void clear();
+  void clear();  // drops a load in flight
   void highlight(const std::vector<analyzer::StoredCallReport>& reports);  // the rows of the calls shown
   // Makes `row` current, and its call the tree's selection even when the row was current already.
   void choose(int row);
+
+ signals:
+  void loaded();                        // a load delivered (the table shows its verdicts)
+  void readFailed(const QString& why);  // a load failed (the table is cleared)
 
  private:
   void selectCall(int row);  // the verdict's call, in the run its analysis replayed
@@ -44,6 +54,7 @@ class VerdictController : public QObject {
   VerdictTableModel* model_;
   QTableView* table_;
   QString shownRun_;
+  JobTracker* jobs_;
 };
 
 }  // namespace peat::views
