@@ -9,6 +9,8 @@
 #include "tests/gui/settle.h"
 
 #include <cmath>
+#include <future>
+#include <stdexcept>
 
 #include "core/store/curves.h"
 #include "views/curvepanel.h"
@@ -23,7 +25,62 @@ class TestCurvePanel : public QObject {
  private slots:
   void runtimeFiBesideGolden();
   void liveCurveKeepsItsRunsName();
+  void loadsAreThePagesOwn();
 };
+
+namespace {
+QString shownText(QCustomPlot* plot) {  // the message the page shows in place of curves
+  for (int i = 0; i < plot->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(plot->item(i))) return t->text();
+  return QString();
+}
+}  // namespace
+
+// The page reads in its own job: a load in flight says so, a message shown meanwhile drops it
+// (its result never drawn), a failed read says why, and a read that delivers is drawn.
+void TestCurvePanel::loadsAreThePagesOwn() {
+  peat::views::CurvePanel panel;
+  QSignalSpy shown(&panel, &peat::views::CurvePanel::curvesShown);
+  QSignalSpy failed(&panel, &peat::views::CurvePanel::readFailed);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  peat::store::TrainingCurve curve;
+  curve.iteration = {0, 1, 2};
+  curve.loss = {2.0, 1.5, 1.0};
+  curve.accuracy = {0.1, 0.2, 0.3};
+  panel.load(QStringLiteral("slow"), [go, curve] {
+    go.wait();  // until the test lets it deliver
+    peat::views::RunCurves c;
+    c.curve = curve;
+    c.about = QStringLiteral("profile run");
+    return c;
+  });
+  QVERIFY(panel.loading());
+  QCOMPARE(shownText(panel.plot()), QStringLiteral("Loading slow ..."));
+  panel.showMessage(QStringLiteral("something else"));  // the user moved on
+  QVERIFY(!panel.loading());
+  release.set_value();
+  QTest::qWait(300);  // the dropped read delivers into nothing
+  QCOMPARE(shown.count(), 0);
+  QCOMPARE(panel.plot()->graphCount(), 0);
+  QCOMPARE(shownText(panel.plot()), QStringLiteral("something else"));
+
+  panel.load(QStringLiteral("broken"), []() -> peat::views::RunCurves { throw std::runtime_error("no such table"); });
+  QTRY_COMPARE(failed.count(), 1);
+  QCOMPARE(failed.at(0).at(0).toString(), QStringLiteral("no such table"));
+  QCOMPARE(shownText(panel.plot()), QStringLiteral("broken could not be read: no such table"));
+
+  panel.load(QStringLiteral("good"), [curve] {
+    peat::views::RunCurves c;
+    c.curve = curve;
+    return c;
+  });
+  QTRY_COMPARE(shown.count(), 1);
+  QCOMPARE(shown.at(0).at(0).toBool(), true);
+  QVERIFY(!panel.loading());
+  QVERIFY(panel.plot()->graphCount() >= 1);
+  QCOMPARE(panel.plot()->graph(0)->data()->size(), 3);
+}
 
 void TestCurvePanel::runtimeFiBesideGolden() {
   const QString session = qEnvironmentVariable("PEAT_RUNTIME_FI_SESSION");
