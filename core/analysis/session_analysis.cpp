@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 
 #include <optional>
@@ -26,6 +27,7 @@
 #include "core/store/session.h"
 #include "core/store/table.h"
 #include "core/util/parallel.h"
+#include "core/util/spool_file.h"
 
 namespace peat::analyzer {
 
@@ -148,6 +150,137 @@ std::optional<detector::GemmBound> matmulBound(const store::SessionReader& r, co
   const std::vector<float> a = perBatch(in0, b0, r0, c0, transposeA), b = perBatch(in1, b1, r1, c1, transposeB);
   return detector::batchedGemmBound(a.data(), b.data(), int64_t(batch), int64_t(m), int64_t(k), int64_t(n), b0 == 1 && batch > 1,
                                     b1 == 1 && batch > 1);
+}
+
+// A call's report as it is stored: the scalars and the histograms, for plots; its arrays are views
+// into the call's report.
+store::ResultRecord reportRecord(const CallAnalysis& a) {
+  const Report& r = a.report;
+  store::ResultRecord rec;
+  rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},
+                 {"mean_abs", r.meanAbs}, {"rms_abs", r.rmsAbs}, {"max_rel", r.maxRel}, {"mean_rel", r.meanRel},
+                 {"golden_rms", r.goldenRms}, {"p50_abs", r.p50}, {"p99_abs", r.p99}, {"p999_abs", r.p999},
+                 {"max_abs_index", double(r.maxAbsIndex)}, {"log2_abs_first_bin", double(Report::kLog2AbsMin)},
+                 {"rows", double(r.rows)}, {"cols", double(r.cols)}, {"tile_rows", double(r.tileRows)},
+                 {"tile_cols", double(r.tileCols)}, {"tiles_down", double(r.tilesDown)},
+                 {"tiles_across", double(r.tilesAcross)}};
+  const Criteria& k = a.criteria;  // what users apply beside the verdict
+  for (const auto& [key, value] : std::initializer_list<std::pair<const char*, double>>{
+           {"criteria_cosine", k.cosine}, {"criteria_max_abs", k.maxAbs}, {"criteria_max_rel", k.maxRel},
+           {"criteria_rel_above_1e-2", k.relAbove2}, {"criteria_rel_above_1e-3", k.relAbove3},
+           {"criteria_rel_above_1e-4", k.relAbove4}, {"criteria_max_ulp", k.maxUlp},
+           {"criteria_non_finite", double(k.nonFinite)}})
+    rec.scalars.emplace(key, value);
+  if (k.ruleEvaluated) {
+    rec.scalars.emplace("rule_candidate_error", k.candidateError);
+    rec.scalars.emplace("rule_reference_error", k.referenceError);
+  }
+  rec.labels = {{"call", a.call}, {"verdict", a.detection.verdict.model}};
+  if (k.ruleEvaluated) rec.labels.emplace("rule_reference", k.reference);
+  rec.arrays = {{"log2_abs_hist", {store::DType::U64, {r.log2Abs.size()}, r.log2Abs.data()}},
+                {"log2_ulp_hist", {store::DType::U64, {r.log2Ulp.size()}, r.log2Ulp.data()}},
+                {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
+                {"column_mismatch", {store::DType::U64, {r.colMismatch.counts.size()}, r.colMismatch.counts.data()}},
+                {"row_mismatch", {store::DType::U64, {r.rowMismatch.counts.size()}, r.rowMismatch.counts.data()}}};
+  if (!r.tileMismatch.empty())
+    rec.arrays.push_back({"tile_mismatch", {store::DType::U64, {r.tilesDown, r.tilesAcross}, r.tileMismatch.data()}});
+  return rec;
+}
+
+// The calls' stored reports, kept in an anonymous file beside the session from the moment a call
+// is analysed until the analysis is stored (the session cannot be written while it is read): their
+// arrays (tile, row and column counts, histograms; about 6 KB a LeNet call) are what made
+// analyze's memory grow with the session (1.25 GB at 70,000 calls).
+class ReportSpool {
+ public:
+  ReportSpool(const std::string& besideSession, std::size_t calls) : file_(besideSession), at_(calls) {}
+  void add(std::size_t call, const store::ResultRecord& rec) {  // thread-safe
+    std::vector<unsigned char> bytes;
+    const auto put = [&](const void* p, std::size_t n) {
+      bytes.insert(bytes.end(), static_cast<const unsigned char*>(p), static_cast<const unsigned char*>(p) + n);
+    };
+    const auto putText = [&](const std::string& t) {
+      const uint64_t n = t.size();
+      put(&n, sizeof n);
+      put(t.data(), t.size());
+    };
+    const uint64_t scalars = rec.scalars.size(), labels = rec.labels.size(), arrays = rec.arrays.size();
+    put(&scalars, sizeof scalars);
+    for (const auto& [name, value] : rec.scalars) putText(name), put(&value, sizeof value);
+    put(&labels, sizeof labels);
+    for (const auto& [name, value] : rec.labels) putText(name), putText(value);
+    put(&arrays, sizeof arrays);
+    for (const store::NamedTensor& t : rec.arrays) {
+      putText(t.name);
+      const auto dtype = uint64_t(t.view.dtype);
+      const uint64_t dims = t.view.shape.size();
+      put(&dtype, sizeof dtype);
+      put(&dims, sizeof dims);
+      for (uint64_t d : t.view.shape) put(&d, sizeof d);
+      const uint64_t size = t.view.elementCount() * h5::typeSize(t.view.dtype);
+      put(&size, sizeof size);
+      put(t.view.data, std::size_t(size));
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    at_[call] = {file_.append(bytes.data(), bytes.size()), bytes.size()};
+  }
+  // A kept report: its arrays in the order they were given.
+  struct Kept {
+    std::map<std::string, double> scalars;
+    std::map<std::string, std::string> labels;
+    std::vector<std::pair<std::string, store::Tensor>> arrays;
+  };
+  Kept read(std::size_t call) const {
+    const auto [offset, size] = at_.at(call);
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+    file_.read(offset, bytes.data(), size);
+    std::size_t pos = 0;
+    const auto get = [&](void* p, std::size_t n) {
+      if (pos + n > bytes.size()) throw std::runtime_error("a kept report is cut short");
+      std::memcpy(p, bytes.data() + pos, n);
+      pos += n;
+    };
+    const auto getCount = [&] {
+      uint64_t n = 0;
+      get(&n, sizeof n);
+      return n;
+    };
+    const auto getText = [&] {
+      std::string t(std::size_t(getCount()), '\0');
+      get(t.data(), t.size());
+      return t;
+    };
+    Kept rec;
+    for (uint64_t i = getCount(); i > 0; --i) {
+      std::string name = getText();
+      get(&rec.scalars[name], sizeof(double));
+    }
+    for (uint64_t i = getCount(); i > 0; --i) {
+      std::string name = getText();
+      rec.labels[name] = getText();
+    }
+    for (uint64_t i = getCount(); i > 0; --i) {
+      rec.arrays.emplace_back(getText(), store::Tensor{});
+      store::Tensor& t = rec.arrays.back().second;
+      t.dtype = store::DType(getCount());
+      t.shape.resize(std::size_t(getCount()));
+      for (uint64_t& d : t.shape) d = getCount();
+      t.bytes.resize(std::size_t(getCount()));
+      get(t.bytes.data(), t.bytes.size());
+    }
+    return rec;
+  }
+
+ private:
+  util::SpoolFile file_;
+  std::vector<std::pair<uint64_t, uint64_t>> at_;  // each call's (offset, size) in the file
+  std::mutex mutex_;
+};
+
+// The report's arrays, once kept: the calls returned hold their scalars, the verdicts and criteria.
+void dropReportArrays(Report& r) {
+  for (std::vector<uint64_t>* v : {&r.log2Abs, &r.rowMismatch.counts, &r.colMismatch.counts, &r.tileMismatch})
+    std::vector<uint64_t>().swap(*v);
 }
 
 const store::RunInfo& findRun(const store::SessionSummary& s, const std::string& name) {
@@ -283,6 +416,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   out.session = session;
   out.run = run;
   const std::string settings = analysisSettings(options, call);
+  std::optional<ReportSpool> spool;  // the calls' reports, from their analysis to the store
   {
     store::SessionReader reader(session);  // probed first in a helper process (core/store/probe.h)
     // the runs' headers, and the calls of only the two runs compared: memory does not grow with
@@ -331,7 +465,9 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     const unsigned workers = unsigned(std::min<int64_t>(util::threadsOr(options.threads), std::max<int64_t>(total, 1)));
     ReportOptions perCall = options;
     if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
-    std::vector<CallAnalysis> results(todo.size());
+    // made as each call is analysed: a CallAnalysis made beforehand holds a report's histogram
+    std::vector<std::optional<CallAnalysis>> results(todo.size());
+    spool.emplace(session, todo.size());
     std::atomic<int64_t> next{0}, done{0};
     // each call's seconds per part of SessionAnalysis::Timing
     enum Part { kRead, kAnalyzer, kOperands, kDetector, kReference, kParts };
@@ -484,7 +620,9 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           if (i > failedAt) break;  // calls after a failed one are not needed; earlier ones still are
         }
         try {
-          results[std::size_t(i)] = analyseOne(*todo[std::size_t(i)], seconds[std::size_t(i)]);
+          CallAnalysis& a = results[std::size_t(i)].emplace(analyseOne(*todo[std::size_t(i)], seconds[std::size_t(i)]));
+          spool->add(std::size_t(i), reportRecord(a));
+          dropReportArrays(a.report);
         } catch (...) {
           const std::lock_guard<std::mutex> lock(failureMutex);
           if (i < failedAt) failedAt = i, failure = std::current_exception();
@@ -505,7 +643,9 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
       out.timing.reference += t[kReference];
     }
     if (progress && total) progress(total, total);
-    out.calls = std::move(results);
+    out.calls.reserve(results.size());
+    for (std::optional<CallAnalysis>& a : results) out.calls.push_back(std::move(*a));
+    results.clear();
     out.failures = kernelFailures(reader, cand, source, call);
     if (out.calls.empty() && out.failures.empty())
       throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"
@@ -525,10 +665,12 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                              "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence", "variant"});
   std::vector<store::Verdict> verdicts;
   store::RecordPacker packer;
+  std::deque<ReportSpool::Kept> packRows;  // the reports the packer holds
   const auto flushPack = [&] {
     if (packer.size() == 0) return;
     w.writeReport(packer.firstId() + store::kPackSuffix, packer.record());
     packer.clear();
+    packRows.clear();
   };
   for (const CallAnalysis& a : out.calls) {
     const Report& r = a.report;
@@ -537,37 +679,12 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence,
                double(a.variant)});
     verdicts.push_back(storedVerdict(a.call, a.detection));
-    // One report per call: the scalars and the histograms, for plots.
-    store::ResultRecord rec;
-    rec.scalars = {{"elements", double(r.elements)}, {"mismatched", double(r.mismatched)}, {"max_abs", r.maxAbs},
-                   {"mean_abs", r.meanAbs}, {"rms_abs", r.rmsAbs}, {"max_rel", r.maxRel}, {"mean_rel", r.meanRel},
-                   {"golden_rms", r.goldenRms}, {"p50_abs", r.p50}, {"p99_abs", r.p99}, {"p999_abs", r.p999},
-                   {"max_abs_index", double(r.maxAbsIndex)}, {"log2_abs_first_bin", double(Report::kLog2AbsMin)},
-                   {"rows", double(r.rows)}, {"cols", double(r.cols)}, {"tile_rows", double(r.tileRows)},
-                   {"tile_cols", double(r.tileCols)}, {"tiles_down", double(r.tilesDown)},
-                   {"tiles_across", double(r.tilesAcross)}};
-    const Criteria& k = a.criteria;  // what users apply beside the verdict
-    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, double>>{
-             {"criteria_cosine", k.cosine}, {"criteria_max_abs", k.maxAbs}, {"criteria_max_rel", k.maxRel},
-             {"criteria_rel_above_1e-2", k.relAbove2}, {"criteria_rel_above_1e-3", k.relAbove3},
-             {"criteria_rel_above_1e-4", k.relAbove4}, {"criteria_max_ulp", k.maxUlp},
-             {"criteria_non_finite", double(k.nonFinite)}})
-      rec.scalars.emplace(key, value);
-    if (k.ruleEvaluated) {
-      rec.scalars.emplace("rule_candidate_error", k.candidateError);
-      rec.scalars.emplace("rule_reference_error", k.referenceError);
-    }
-    rec.labels = {{"call", a.call}, {"verdict", a.detection.verdict.model}};
-    if (k.ruleEvaluated) rec.labels.emplace("rule_reference", k.reference);
-    rec.arrays = {{"log2_abs_hist", {store::DType::U64, {r.log2Abs.size()}, r.log2Abs.data()}},
-                  {"log2_ulp_hist", {store::DType::U64, {r.log2Ulp.size()}, r.log2Ulp.data()}},
-                  {"bit_mismatch", {store::DType::U64, {r.bitMismatch.size()}, r.bitMismatch.data()}},
-                  {"column_mismatch", {store::DType::U64, {r.colMismatch.counts.size()}, r.colMismatch.counts.data()}},
-                  {"row_mismatch", {store::DType::U64, {r.rowMismatch.counts.size()}, r.rowMismatch.counts.data()}}};
-    if (!r.tileMismatch.empty())
-      rec.arrays.push_back({"tile_mismatch", {store::DType::U64, {r.tilesDown, r.tilesAcross}, r.tileMismatch.data()}});
-    // 64 reports to a record: HDF5 takes about a millisecond per record, whatever its size
+    // read back from the spool; the packer borrows its arrays until the pack is written
     if (packer.size() == kReportsPerPack) flushPack();
+    const ReportSpool::Kept& stored = packRows.emplace_back(spool->read(std::size_t(&a - out.calls.data())));
+    store::ResultRecord rec{stored.scalars, stored.labels, {}};
+    for (const auto& [arrayName, t] : stored.arrays) rec.arrays.push_back({arrayName, t.view()});
+    // 64 reports to a record: HDF5 takes about a millisecond per record, whatever its size
     if (!packer.add(reportId(a.call), rec)) w.writeReport(reportId(a.call), rec);
   }
   flushPack();

@@ -14,6 +14,7 @@
 #include "core/cli/torch_commands.h"
 #include "core/util/campaign_key.h"
 #include "core/util/sha256.h"
+#include "core/util/spool_file.h"
 #include "core/util/events.h"
 #include "core/util/parallel.h"
 #include "core/util/worker_pool.h"
@@ -41,6 +42,7 @@ class TestUtil : public QObject {
   void eventLinesAreVersionedJson();
   void torchCommandsRoundTrip();
   void sha256MatchesFipsVectors();
+  void spoolFileKeepsBytesNamelessly();
 };
 
 // FIPS 180-4 examples (one block, two blocks) and a million 'a's (padding across many blocks).
@@ -226,6 +228,39 @@ void TestUtil::torchCommandsRoundTrip() {
   QCOMPARE(d.resumeFrom, int64_t(-1));
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, peat::cli::decode("name=train\n"));  // fields missing
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, peat::cli::decode("no equals sign"));
+}
+
+// The spool playback and analyze keep bytes in: what is appended reads back from where append said,
+// nothing is left in the directory (the file has no name), and a directory it cannot write in gives
+// one error naming the path.
+void TestUtil::spoolFileKeepsBytesNamelessly() {
+  QTemporaryDir dir;
+  const std::string beside = dir.filePath(QStringLiteral("s.h5")).toStdString();
+  {
+    peat::util::SpoolFile spool(beside);
+    std::vector<unsigned char> a(100000), b(7);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<unsigned char>(i * 31);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<unsigned char>(200 + i);
+    const uint64_t at = spool.append(a.data(), a.size()), bt = spool.append(b.data(), b.size());
+    QCOMPARE(at, uint64_t(0));
+    QCOMPARE(bt, uint64_t(a.size()));
+    QCOMPARE(spool.size(), uint64_t(a.size() + b.size()));
+    std::vector<unsigned char> back(b.size()), front(a.size());
+    spool.read(bt, back.data(), back.size());
+    spool.read(at, front.data(), front.size());
+    QVERIFY(back == b);
+    QVERIFY(front == a);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, spool.read(bt, back.data(), back.size() + 1));  // past the end
+    QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).size(), 0);
+  }
+  peat::util::SpoolFile nowhere(dir.filePath(QStringLiteral("missing/s.h5")).toStdString());
+  const unsigned char byte = 1;
+  try {
+    nowhere.append(&byte, 1);
+    QFAIL("a spool was made in a directory that does not exist");
+  } catch (const std::runtime_error& e) {
+    QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("missing/s.h5")), e.what());
+  }
 }
 
 QTEST_GUILESS_MAIN(TestUtil)

@@ -23,6 +23,7 @@
 #include "core/torch/train/profiler.h"
 #include "core/torch/train/run_common.h"
 #include "core/util/campaign_key.h"
+#include "core/util/spool_file.h"
 #include "core/util/text.h"
 
 namespace peat::train {
@@ -40,30 +41,16 @@ struct KeptOutput {
 };
 
 // The candidate's outputs, as --store-outputs keeps them until the run is written: spooled to an
-// anonymous file beside the session (O_TMPFILE: it has no name, so nothing can be planted at it and
-// a killed replay leaves nothing behind), not held in memory, so a replay's memory stays flat
-// however many calls it keeps; read back one output at a time when the run is written.
+// anonymous file beside the session (util::SpoolFile), not held in memory, so a replay's memory
+// stays flat however many calls it keeps; read back one output at a time when the run is written.
 class OutputSpool {
  public:
-  OutputSpool() = default;
-  OutputSpool(const OutputSpool&) = delete;
-  OutputSpool& operator=(const OutputSpool&) = delete;
-  ~OutputSpool() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void add(const std::string& besideSession, KeptOutput k, const store::Tensor& t) {
-    if (fd_ < 0) open(besideSession);
+  explicit OutputSpool(const std::string& besideSession) : file_(besideSession) {}
+  void add(KeptOutput k, const store::Tensor& t) {
     k.dtype = t.dtype;
     k.shape = t.shape;
-    k.offset = end_;
     k.size = t.bytes.size();
-    for (uint64_t done = 0; done < k.size;) {
-      const ssize_t n = ::pwrite(fd_, t.bytes.data() + done, std::size_t(k.size - done), off_t(end_ + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error(std::string("cannot keep the candidate's outputs: ") + std::strerror(errno));
-      done += uint64_t(n);
-    }
-    end_ += k.size;
+    k.offset = file_.append(t.bytes.data(), k.size);
     kept_.push_back(std::move(k));
   }
   const std::vector<KeptOutput>& kept() const { return kept_; }
@@ -73,30 +60,12 @@ class OutputSpool {
     t.dtype = k.dtype;
     t.shape = k.shape;
     t.bytes.resize(std::size_t(k.size));
-    for (uint64_t done = 0; done < k.size;) {
-      const ssize_t n = ::pread(fd_, t.bytes.data() + done, std::size_t(k.size - done), off_t(k.offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error("cannot read back the candidate's kept outputs");
-      done += uint64_t(n);
-    }
+    file_.read(k.offset, t.bytes.data(), k.size);
     return t;
   }
 
  private:
-  void open(const std::string& besideSession) {
-    const std::string::size_type slash = besideSession.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : besideSession.substr(0, std::max<std::size_t>(slash, 1));
-    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {  // no O_TMPFILE there
-      const std::string name = dir + "/.peat-outputs-" + std::to_string(::getpid()) + ".spool";
-      fd_ = ::open(name.c_str(), O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC, 0600);
-      if (fd_ >= 0) ::unlink(name.c_str());  // nameless from here on, as O_TMPFILE's
-    }
-    if (fd_ < 0)
-      throw std::runtime_error("cannot keep the candidate's outputs beside '" + besideSession + "': " + std::strerror(errno));
-  }
-  int fd_ = -1;
-  uint64_t end_ = 0;
+  util::SpoolFile file_;
   std::vector<KeptOutput> kept_;
 };
 
@@ -107,6 +76,7 @@ struct Replay {
   Table injections = injectionTable();
   Curve goldenCurve, candidateCurve;
   store::RunInfo source;
+  explicit Replay(const PlaybackOptions& o) : kept(o.out.empty() ? o.session : o.out) {}
   OutputSpool kept;
   std::string campaign;
   KernelFailures failures;
@@ -236,7 +206,7 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
       analyzer::summarize(recorded.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(recorded.numel()));
   keepWorst(p.r.worst, e);
   addCallError(p.errors, c.id, call.variant, e);
-  if (o.storeOutputs) p.kept.add(o.out.empty() ? o.session : o.out, {c.id, c.params, {}, {}, 0, 0}, fromTorch(candidate));
+  if (o.storeOutputs) p.kept.add({c.id, c.params, {}, {}, 0, 0}, fromTorch(candidate));
   const auto log = kernel.takeInjections();
   p.r.injections += int64_t(log.size());
   addInjections(p.injections, log);
@@ -449,7 +419,7 @@ std::string playbackCampaign(const PlaybackOptions& o, const std::string& source
 
 PlaybackResult runPlayback(const PlaybackOptions& o, const Progress& progress) {
   const auto start = Clock::now();
-  Replay p;
+  Replay p(o);
   p.r.session = o.session;
   std::unique_ptr<kernels::Kernel> kernel = kernels::makeKernel(o.kernel, o.seed, placement(o));
   checkShard(o);
