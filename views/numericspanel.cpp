@@ -20,7 +20,8 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 bool isShare(const std::string& q) { return q.size() > 9 && (q.rfind("_underflow") == q.size() - 10 || q.rfind("_saturated") == q.size() - 10); }
 }  // namespace
 
-NumericsPanel::NumericsPanel(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this)) {
+NumericsPanel::NumericsPanel(QWidget* parent)
+    : QWidget(parent), jobs_(new JobTracker(this)), quantityJobs_(new JobTracker(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   quantity_ = new QComboBox(this);
@@ -39,6 +40,7 @@ NumericsPanel::NumericsPanel(QWidget* parent) : QWidget(parent), jobs_(new JobTr
 }
 
 void NumericsPanel::showRun(const QString& run, const std::vector<std::string>& quantities, GridLoader loader) {
+  quantityJobs_->cancel();
   run_ = run;
   loader_ = std::move(loader);
   const QString keep = quantity_->currentText();
@@ -55,12 +57,13 @@ void NumericsPanel::showRun(const QString& run, const std::vector<std::string>& 
 
 void NumericsPanel::loadRun(const QString& run, std::function<std::vector<std::string>()> quantities, GridLoader loader) {
   jobs_->cancel();
+  loader_ = nullptr;  // the run shown before is no longer drawn
   plot_->clearPlottables();
   plot_->clearItems();
   grid_ = {};
   info_->setText(tr("Reading the numerics of %1 ...").arg(run));
   plot_->replot();
-  jobs_->start<std::vector<std::string>>(
+  quantityJobs_->start<std::vector<std::string>>(
       std::move(quantities),
       [this, run, loader = std::move(loader)](const std::vector<std::string>& q) {
         showRun(run, q, loader);
@@ -98,7 +101,9 @@ void NumericsPanel::draw() {
       });
 }
 
-bool NumericsPanel::loading() const { return jobs_->pending(); }
+bool NumericsPanel::loading() const { return jobs_->pending() || quantityJobs_->pending(); }
+
+void NumericsPanel::dropLoad() { quantityJobs_->cancel(); }
 
 void NumericsPanel::drawGrid() {
   const int rows = int(grid_.layers.size()), cols = int(grid_.iterations.size());

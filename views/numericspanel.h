@@ -37,7 +37,8 @@ class NumericsPanel : public QWidget {
   void setQuantity(const QString& quantity);
   QCustomPlot* plot() const { return plot_; }
   const analyzer::NumericsGrid& grid() const { return grid_; }
-  bool loading() const;  // a grid is being read
+  bool loading() const;  // a run's quantities or a grid is being read
+  void dropLoad();       // a quantities read in flight will not be shown (a grid read goes on)
 
   QString csv() const;
 
@@ -54,7 +55,8 @@ class NumericsPanel : public QWidget {
   QCustomPlot* plot_;
   QCPColorScale* scale_ = nullptr;
   GridLoader loader_;
-  JobTracker* jobs_;
+  JobTracker* jobs_;          // the grid shown
+  JobTracker* quantityJobs_;  // a run's quantities
   QString run_;
   analyzer::NumericsGrid grid_;
 };

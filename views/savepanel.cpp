@@ -147,7 +147,7 @@ void SavePanel::loadAnalysis(const QString& title, std::function<save::StoredAna
       });
 }
 
-void SavePanel::loadCampaign(std::function<save::StoredCampaign()> read) {
+void SavePanel::loadCampaign(const QString& title, std::function<save::StoredCampaign()> read) {
   // the analysis shown (if any) stays until the campaign arrives, as showCampaign keeps it
   campaignJobs_->start<save::StoredCampaign>(
       std::move(read),
@@ -155,7 +155,10 @@ void SavePanel::loadCampaign(std::function<save::StoredCampaign()> read) {
         showCampaign(c);
         emit campaignShown();
       },
-      [this](const QString& why) { emit readFailed(why); });
+      [this, title](const QString& why) {
+        showMessage(tr("%1 could not be read: %2").arg(title, why));
+        emit readFailed(why);
+      });
 }
 
 void SavePanel::dropLoads() {

@@ -48,7 +48,7 @@ class SavePanel : public QWidget {
   // session reader it reads); an analysis says "Loading TITLE ..." until it delivers, then it is
   // shown (a campaign keeps the analysis shown until then).
   void loadAnalysis(const QString& title, std::function<save::StoredAnalysis()> read);
-  void loadCampaign(std::function<save::StoredCampaign()> read);
+  void loadCampaign(const QString& title, std::function<save::StoredCampaign()> read);
   void dropLoads();  // an analysis or campaign load in flight will not be shown (what is shown stays)
   // No analysis: `text` (loading, or why it could not be read) on the bits and tiles tabs; drops
   // every load in flight.

@@ -75,7 +75,10 @@ SelectionController::SelectionController(const SessionState* session, SessionTre
   });
   connect(verdicts_, &VerdictController::loaded, this, &SelectionController::pageShown);
   connect(pages_.curves, &CurvePanel::readFailed, this, &SelectionController::itemReadFailed);
-  connect(pages_.save, &SavePanel::readFailed, this, &SelectionController::itemReadFailed);
+  connect(pages_.save, &SavePanel::readFailed, this, [this](const QString& why) {
+    shownAnalysis_.clear();  // the page says why instead of any analysis
+    itemReadFailed(why);
+  });
   connect(verdicts_, &VerdictController::readFailed, this, &SelectionController::itemReadFailed);
   connect(pages_.call, &CallPage::callsRead, this, &SelectionController::applySelectedCalls);
   connect(pages_.call, &CallPage::failedCallRead, this, &SelectionController::applyFailedCall);
@@ -96,6 +99,7 @@ void SelectionController::reset(const QString& why, bool keepLive) {
   tellJobs_->cancel();  // the pages' own reads: by their messages below, or dropped
   pages_.curves->dropLoad();
   pages_.save->dropLoads();
+  pages_.numerics->dropLoad();
   pairs_->reset();  // a pair read from the old session (a dropped pair goes too)
   shownAnalysis_.clear();
   verdicts_->clear();
@@ -117,6 +121,16 @@ bool SelectionController::loading() const {
 // analysis's verdicts, the curves page the run's curves, the numerics and SAVE pages theirs); what
 // to read is decided from the summary in memory, so nothing is read here.
 void SelectionController::showItem(const QModelIndex& current) {
+  // the previous item's reads still in flight are not shown (the call page's: by its own request)
+  pages_.curves->dropLoad();
+  pages_.save->dropLoads();
+  pages_.numerics->dropLoad();
+  verdicts_->dropLoad();
+  startItemLoads(current);
+  emit pageShown();  // a wait for the pages asks them again (nothing may be left to read)
+}
+
+void SelectionController::startItemLoads(const QModelIndex& current) {
   if (!session_->reader || !current.isValid()) return;
   showGraphOf(current);
   using Kind = SessionTreeModel::NodeKind;
@@ -131,7 +145,6 @@ void SelectionController::showItem(const QModelIndex& current) {
   }
   const bool save = kind == Kind::SaveResult || kind == Kind::SaveLayer;
   if (save && id == shownAnalysis_) {  // that analysis is on its page already
-    pages_.save->dropLoads();
     showSaveItem(layer);
     return;
   }
@@ -173,7 +186,7 @@ void SelectionController::showItem(const QModelIndex& current) {
         QString::fromStdString(id), [reader, id] { return analyzer::numericsQuantities(reader->table(id, "numerics")); },
         [reader, id](const std::string& quantity) { return analyzer::loadNumericsGrid(*reader, id, quantity); });
   if (run->spec.kind == "save_campaign" && hasTable(*run, "points"))
-    pages_.save->loadCampaign([reader, id] { return save::loadCampaign(*reader, id); });
+    pages_.save->loadCampaign(name, [reader, id] { return save::loadCampaign(*reader, id); });
 }
 
 void SelectionController::showGraphOf(const QModelIndex& current) {

@@ -75,6 +75,7 @@ class SelectionController : public QObject {
   void errorRaised(const QString& text);
 
  private:
+  void startItemLoads(const QModelIndex& current);  // showItem's part: each page's read of the item
   void itemReadFailed(const QString& why);  // a page could not read its part of the item
   void showGraphOf(const QModelIndex& current);  // the Graph page follows the tree's current item
   void showSaveItem(const QString& layer);  // the SAVE analysis shown: a layer's map, or its bits

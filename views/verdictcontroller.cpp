@@ -53,6 +53,8 @@ void VerdictController::load(const QString& run, std::function<std::vector<store
 
 bool VerdictController::loading() const { return jobs_->pending(); }
 
+void VerdictController::dropLoad() { jobs_->cancel(); }
+
 void VerdictController::show(const QString& run, std::vector<store::Verdict> verdicts) {
   jobs_->cancel();
   shownRun_ = run;

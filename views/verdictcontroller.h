@@ -35,6 +35,7 @@ class VerdictController : public QObject {
   // session reader it reads); nothing is read when they are shown already. An empty run: none.
   void load(const QString& run, std::function<std::vector<store::Verdict>()> read);
   bool loading() const;
+  void dropLoad();  // a load in flight will not be shown
   const QString& shownRun() const { return shownRun_; }  // the analysis whose verdicts are shown
   void clear();  // drops a load in flight
   void highlight(const std::vector<analyzer::StoredCallReport>& reports);  // the rows of the calls shown

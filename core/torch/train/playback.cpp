@@ -100,23 +100,19 @@ void checkShard(const PlaybackOptions& o) {
 // run's calls are read (the other runs' headers only), so a replay's memory does not grow with the
 // runs the session holds beside it.
 store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionReader& reader, const store::SessionSummary& s) {
-  store::RunInfo source;
   // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
   // outputs has calls too, but only their outputs).
-  for (const store::RunInfo& run : s.runs)
-    if (o.run.empty() ? run.spec.kind == "profile" : run.name == o.run) {
-      store::RunInfo whole = reader.run(run.name);
-      if (o.run.empty() && whole.callCount() == 0) continue;
-      source = std::move(whole);
-      break;
-    }
-  if (source.name.empty())
-    throw std::invalid_argument(o.run.empty() ? "session '" + o.session + "' has no recorded calls to replay"
-                                              : "session '" + o.session + "' has no run '" + o.run + "'");
-  if (source.spec.kind != "profile")
-    throw std::invalid_argument("run '" + source.name + "' of '" + o.session + "' is a " + source.spec.kind +
-                                " run, not a recording: replay a profile run (peat info lists them)");
-  return source;
+  for (const store::RunInfo& run : s.runs) {
+    if (o.run.empty() ? run.spec.kind != "profile" : run.name != o.run) continue;
+    if (run.spec.kind != "profile")
+      throw std::invalid_argument("run '" + run.name + "' of '" + o.session + "' is a " + run.spec.kind +
+                                  " run, not a recording: replay a profile run (peat info lists them)");
+    store::RunInfo whole = reader.run(run.name);
+    if (o.run.empty() && whole.callCount() == 0) continue;
+    return whole;
+  }
+  throw std::invalid_argument(o.run.empty() ? "session '" + o.session + "' has no recorded calls to replay"
+                                            : "session '" + o.session + "' has no run '" + o.run + "'");
 }
 
 // The calls this process replays, in recorded order; those of other ops, beyond --max-calls or
