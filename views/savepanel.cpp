@@ -141,10 +141,7 @@ void SavePanel::loadAnalysis(const QString& title, std::function<save::StoredAna
         showAnalysis(a);
         emit analysisShown();
       },
-      [this, title](const QString& why) {
-        showMessage(tr("%1 could not be read: %2").arg(title, why));
-        emit readFailed(why);
-      });
+      loadFailed(title));
 }
 
 void SavePanel::loadCampaign(const QString& title, std::function<save::StoredCampaign()> read) {
@@ -155,10 +152,14 @@ void SavePanel::loadCampaign(const QString& title, std::function<save::StoredCam
         showCampaign(c);
         emit campaignShown();
       },
-      [this, title](const QString& why) {
-        showMessage(tr("%1 could not be read: %2").arg(title, why));
-        emit readFailed(why);
-      });
+      loadFailed(title));
+}
+
+std::function<void(const QString&)> SavePanel::loadFailed(const QString& title) {
+  return [this, title](const QString& why) {
+    showMessage(tr("%1 could not be read: %2").arg(title, why));
+    emit readFailed(why);
+  };
 }
 
 void SavePanel::dropLoads() {

@@ -92,6 +92,7 @@ class SavePanel : public QWidget {
   QCPTextElement* bitsTitle_;
   QCPColorScale* scale_ = nullptr;
   void showBitsEmpty(const QString& why);
+  std::function<void(const QString&)> loadFailed(const QString& title);  // a load's failure: said, signalled
   QStackedWidget* bitsStack_;
   QLabel* bitsEmpty_;
   QComboBox *layerBox_, *tileMeasure_;
