@@ -7,6 +7,10 @@
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QImage>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSvgGenerator>
 #include <QTabWidget>
 #include <QWidget>
 
@@ -130,6 +134,81 @@ bool PageExport::exportByDialog(QWidget* parent, bool table, QString* message) c
   if (!(table ? exportTable(path, message) : exportPlot(path, message))) return false;
   *message = tr("Wrote %1").arg(path);
   return true;
+}
+
+namespace {
+// An export goes through util::writeFileAtomically: a fresh file beside PATH, renamed over it (the
+// file dialog has asked before replacing), so a link planted at PATH is refused, never written
+// through. WRITE renders into the fresh file's name.
+bool exportThroughFreshFile(const QString& path, QString* error, const std::function<bool(const QString&)>& write) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (suffix != QLatin1String("png") && suffix != QLatin1String("svg") && suffix != QLatin1String("pdf")) {
+    if (error) *error = QObject::tr("unknown image type '%1': use .png, .svg or .pdf").arg(suffix);
+    return false;
+  }
+  try {
+    util::writeFileAtomically(path.toStdString(), true,
+                              [&](int, const std::string& fresh) { return write(QString::fromStdString(fresh)); });
+    return true;
+  } catch (const util::FileRefused& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
+  }
+}
+
+bool renderInto(QWidget* widget, QPaintDevice* device) {
+  QPainter painter;
+  if (!painter.begin(device)) return false;
+  widget->render(&painter);
+  return painter.end();
+}
+}  // namespace
+
+bool exportWidget(QWidget* widget, const QString& path, QString* error, const QString& description) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  return exportThroughFreshFile(path, error, [&](const QString& fresh) {
+    if (suffix == QLatin1String("png")) {
+      QImage image = widget->grab().toImage();
+      if (!description.isEmpty()) image.setText(QStringLiteral("Description"), description);
+      return image.save(fresh, "PNG");
+    }
+    if (suffix == QLatin1String("svg")) {
+      QSvgGenerator svg;
+      svg.setFileName(fresh);
+      svg.setDescription(description);
+      svg.setSize(widget->size());
+      svg.setViewBox(QRect(QPoint(0, 0), widget->size()));
+      return renderInto(widget, &svg);
+    }
+    QPdfWriter pdf(fresh);
+    pdf.setTitle(description);
+    pdf.setPageSize(QPageSize(QSizeF(widget->size()), QPageSize::Point));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setResolution(72);
+    return renderInto(widget, &pdf);
+  });
+}
+
+bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, const QString& description) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  return exportThroughFreshFile(path, error, [&](const QString& fresh) {
+    if (suffix == QLatin1String("png")) {  // what the plot shows, in the PNG's Description text
+      QImage image = plot->toPixmap(plot->width(), plot->height(), 2.0).toImage();
+      if (!description.isEmpty()) image.setText(QStringLiteral("Description"), description);
+      return image.save(fresh, "PNG");
+    }
+    if (suffix == QLatin1String("pdf"))
+      return plot->savePdf(fresh, 0, 0, QCP::epAllowCosmetic, QStringLiteral("PEAT Workbench"), description);
+    QSvgGenerator svg;
+    svg.setFileName(fresh);
+    svg.setDescription(description);
+    svg.setSize(plot->size());
+    svg.setViewBox(QRect(QPoint(0, 0), plot->size()));
+    QCPPainter painter;
+    if (!painter.begin(&svg)) return false;
+    plot->toPainter(&painter, plot->width(), plot->height());
+    return painter.end();
+  });
 }
 
 }  // namespace peat::views

@@ -108,11 +108,4 @@ class SavePanel : public QWidget {
   int layer_ = -1;
 };
 
-// Writes a widget as PNG, SVG or PDF, chosen by the file's suffix; false (with `error` set) on
-// failure. `description` (the session, run and call shown) goes into the file: the PNG's
-// Description text, the SVG's description, the PDF's title.
-bool exportWidget(QWidget* widget, const QString& path, QString* error, const QString& description = {});
-// The same for a plot.
-bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, const QString& description = {});
-
 }  // namespace peat::views

@@ -231,9 +231,10 @@ RunInfo SessionReader::run(const std::string& name) const {
   Lock lock;
   try {
     h5::Group root = d->file->root();
-    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(name))
+    const std::optional<h5::Group> runs = root.hasGroup("runs") ? std::optional<h5::Group>(root.openGroup("runs")) : std::nullopt;
+    if (!runs || !runs->hasGroup(name))
       throw SessionError("'" + d->path + "' has no run '" + util::printable(name) + "'");
-    RunInfo run = readRun(root.openGroup("runs"), name, Calls::WithTensors);
+    RunInfo run = readRun(*runs, name, Calls::WithTensors);
     if (run.status == "running" && !writerHoldsLock(d->path)) run.status = "interrupted";  // as readSummary says
     return run;
   } catch (const h5::Error& e) {

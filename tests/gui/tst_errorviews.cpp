@@ -27,6 +27,7 @@
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/palette.h"
+#include "views/pageexport.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
 #include "views/verdicttablemodel.h"

@@ -22,6 +22,7 @@
 #include "views/bitexplorer.h"
 #include "views/layermapview.h"
 #include "views/mainwindow.h"
+#include "views/pageexport.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
 #include "core/save/check_bits.h"

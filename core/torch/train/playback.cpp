@@ -3,16 +3,12 @@
 // optionally resumes training from a checkpoint with it, and writes the replay as a run.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
