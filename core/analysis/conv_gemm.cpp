@@ -78,7 +78,7 @@ std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx
   const uint64_t m = batch * ho * wo, k = cinG * kh * kw;
   if (double(G) * double(m) * double(k) * double(nOutG) > 2e9) return std::nullopt;  // the bound alone would cost more than the call
   // a [G, m, k] and b [G, k, nOutG]
-  const std::vector<float> a = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
+  std::vector<float> a = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
   std::vector<float> bt(G * k * nOutG);
   for (uint64_t g = 0; g < G; ++g)
     for (uint64_t o = 0; o < nOutG; ++o)
@@ -86,7 +86,7 @@ std::optional<ConvGemm> convGemm(const float* x, const std::vector<uint64_t>& sx
   const bool hasBias = biasData && biasSize == nOut;
   ConvGemm out;
   if (G == 1) {
-    out.bound = detector::gemmBound(a.data(), bt.data(), int64_t(m), int64_t(k), int64_t(nOut), hasBias ? biasData : nullptr);
+    out.bound = detector::gemmBound(std::move(a), std::move(bt), int64_t(m), int64_t(k), int64_t(nOut), hasBias ? biasData : nullptr);
   } else {
     out.bound = detector::batchedGemmBound(a.data(), bt.data(), int64_t(G), int64_t(m), int64_t(k), int64_t(nOutG), false, false);
     if (hasBias) out.bound.bias.assign(biasData, biasData + nOut);  // [G, Cout/G]: each group's own channels
@@ -118,8 +118,8 @@ std::optional<detector::GemmBound> convGradWeightGemm(const float* dy, const std
       for (uint64_t n = 0; n < batch; ++n)
         for (uint64_t p = 0; p < positions; ++p)
           a[(g * coutG + o) * k + n * positions + p] = dy[(n * cout + g * coutG + o) * positions + p];
-  const std::vector<float> b = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
-  if (G == 1) return detector::gemmBound(a.data(), b.data(), int64_t(coutG), int64_t(k), int64_t(taps));
+  std::vector<float> b = im2colGroups(x, sx, G, kh, kw, ho, wo, geometry);
+  if (G == 1) return detector::gemmBound(std::move(a), std::move(b), int64_t(coutG), int64_t(k), int64_t(taps));
   return detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(coutG), int64_t(k), int64_t(taps), false, false);
 }
 
@@ -160,7 +160,7 @@ std::optional<ConvGemm> convGradInputGemm(const float* dy, const std::vector<uin
         for (uint64_t t = 0; t < kh * kw; ++t)
           b[(g * k + o * kh * kw + t) * cinG + ci] = w[((g * coutG + o) * cinG + ci) * kh * kw + t];
   ConvGemm out;
-  out.bound = G == 1 ? detector::gemmBound(a.data(), b.data(), int64_t(m), int64_t(k), int64_t(cinG))
+  out.bound = G == 1 ? detector::gemmBound(std::move(a), std::move(b), int64_t(m), int64_t(k), int64_t(cinG))
                      : detector::batchedGemmBound(a.data(), b.data(), int64_t(G), int64_t(m), int64_t(k), int64_t(cinG), false, false);
   out.n = batch;
   out.cout = cin;

@@ -74,7 +74,7 @@ std::vector<float> transposed(const std::vector<float>& v, uint64_t rows, uint64
 std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, const std::string& run,
                                                const store::CallInfo& c) {
   std::vector<uint64_t> s0, s1;
-  const std::vector<float> in0 = readInput(r, run, c, "input_0", s0), in1 = readInput(r, run, c, "input_1", s1);
+  std::vector<float> in0 = readInput(r, run, c, "input_0", s0), in1 = readInput(r, run, c, "input_1", s1);
   const int64_t variant = c.params.count("variant") ? c.params.at("variant") : 0;
   // forward and grad_input take the weight [N, K]; grad_weight takes x, of any rank (a transformer's [B, T, K])
   if (in0.empty() || in1.empty() || s0.size() < 2 || (variant != 2 && s1.size() != 2) || s1.size() < 2) return std::nullopt;
@@ -82,15 +82,15 @@ std::optional<detector::GemmBound> linearBound(const store::SessionReader& r, co
   if (variant == 0) {  // y = x w^T + bias: a = x [rows0, K], b = w^T [K, N]
     std::vector<uint64_t> s2;
     const std::vector<float> bias = readInput(r, run, c, "input_2", s2);
-    return detector::gemmBound(in0.data(), transposed(in1, s1[0], s1[1]).data(), int64_t(rows0), int64_t(last0),
+    return detector::gemmBound(std::move(in0), transposed(in1, s1[0], s1[1]), int64_t(rows0), int64_t(last0),
                                int64_t(s1[0]), bias.size() == s1[0] ? bias.data() : nullptr);
   }
   if (variant == 1)  // dx = dy w: a = dy [rows0, N], b = w [N, K]
-    return detector::gemmBound(in0.data(), in1.data(), int64_t(rows0), int64_t(last0), int64_t(s1[1]));
+    return detector::gemmBound(std::move(in0), std::move(in1), int64_t(rows0), int64_t(last0), int64_t(s1[1]));
   // dw = dy^T x: a = dy^T [N, rows0], b = x [rows0, K]
   const uint64_t lastX = s1.back(), rowsX = in1.size() / lastX;
   if (rowsX != rows0) return std::nullopt;
-  return detector::gemmBound(transposed(in0, rows0, last0).data(), in1.data(), int64_t(last0), int64_t(rows0),
+  return detector::gemmBound(transposed(in0, rows0, last0), std::move(in1), int64_t(last0), int64_t(rows0),
                              int64_t(lastX));
 }
 

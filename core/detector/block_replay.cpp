@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/detector/block_replay.h"
+#include "core/detector/gemm_replay.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,12 +16,7 @@ std::string BlockScheme::bugName() const {
 
 namespace {
 
-float amaxOf(const float* v, std::size_t n) {
-  float a = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(v[i])) a = std::max(a, std::fabs(v[i]));
-  return a;
-}
+float amaxOf(const float* v, std::size_t n) { return finiteAmax(v, n); }
 
 // b^T [n, k] as the scheme quantises it, and a [m, k] when the blocks run along M (along K, a's rows
 // are quantised one at a time as the replay reaches them: a scheme that fails on the first row

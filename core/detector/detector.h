@@ -58,10 +58,15 @@ struct GemmBound {
   mutable std::map<std::string, std::vector<double>> replayed;
   // b rounded as each hypothesis rounds it, by hypothesis id, made by the first replay that needs it
   mutable std::map<std::string, std::vector<float>> roundedB;
+  // the largest finite |a| and |b| (per-tensor scales), made by the first replay that needs them; -1: not yet
+  mutable float aAmax = -1, bAmax = -1;
 };
 
 // |a| |b| for c = a b (+ bias) with row-major a[m,k], b[k,n] and bias[n] (or null).
 GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias = nullptr);
+// The same, keeping the operands given (a [m k] and b [k n] values) rather than copies of them.
+GemmBound gemmBound(std::vector<float>&& a, std::vector<float>&& b, int64_t m, int64_t k, int64_t n,
+                    const float* bias = nullptr);
 // `batch` GEMMs c_i = a_i b_i, a [batch, m, k] and b [batch, k, n] row-major (`aShared` / `bShared`:
 // one a or one b for every batch, as matmul broadcasts it). The block-scaled replay runs each GEMM
 // of the batch on its own (its own tensor amax and blocks), as a batched kernel quantises them.

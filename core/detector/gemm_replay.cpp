@@ -52,6 +52,8 @@ inline __attribute__((always_inline)) void lanesGemm(T* out, int rows, const T* 
 
 constexpr int kFloatLanes = 8, kDoubleLanes = 4;
 
+typedef uint32_t Bits8 __attribute__((vector_size(32)));
+
 // The kernels for this CPU's vectors (AVX2 where it has them; the same bits either way).
 __attribute__((target_clones("avx2", "default"))) void floatRows(float* out, int rows, const float* aT, const float* b,
                                                                  int64_t k, int64_t n, bool absB) {
@@ -79,29 +81,68 @@ void transposeRows(std::vector<T>& aT, int rows, int64_t k, RowOf rowPtr, F f) {
 
 }  // namespace
 
-GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {
-  GemmBound g;
-  g.k = k;
-  g.a.assign(a, a + m * k);
-  g.b.assign(b, b + k * n);
-  if (bias) g.bias.assign(bias, bias + n);
-  g.rows = m;
-  g.cols = n;
-  g.absProduct.assign(std::size_t(m * n), 0.0f);
-  g.rowAbsSum.assign(std::size_t(m), 0.0f);
-  g.colAbsSum.assign(std::size_t(n), 0.0f);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t q = 0; q < k; ++q) g.rowAbsSum[std::size_t(i)] += std::fabs(a[i * k + q]);
+// On the encodings, whose order is the values' for non-negative floats: eight lanes of maxima (a
+// scalar loop with the same condition did not vectorise; the operands' amax was 12% of analyze).
+__attribute__((target_clones("avx2", "default"))) float finiteAmax(const float* v, std::size_t n) {
+  Bits8 top{};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Bits8 u;
+    std::memcpy(&u, v + i, sizeof u);
+    u &= 0x7fffffffu;
+    u = u < 0x7f800000u ? u : Bits8{};
+    top = top > u ? top : u;
+  }
+  uint32_t t = 0;
+  for (int l = 0; l < 8; ++l) t = std::max(t, uint32_t(top[l]));
+  for (; i < n; ++i) {
+    const uint32_t u = fp::bitsOf(v[i]) & 0x7fffffffu;
+    t = std::max(t, u < 0x7f800000u ? u : 0u);
+  }
+  return fp::floatOf(t);
+}
+
+namespace {
+// |a| |b|, sum_k |a_ik| per row and sum_k |b_kj| per column of one GEMM, into the given places
+void boundSums(const float* a, const float* b, int64_t m, int64_t k, int64_t n, float* absProduct, float* rowAbsSum,
+               float* colAbsSum) {
+  for (int64_t i = 0; i < m; ++i) {
+    float s = 0.0f;
+    for (int64_t q = 0; q < k; ++q) s += std::fabs(a[i * k + q]);
+    rowAbsSum[i] = s;
+  }
+  std::fill(colAbsSum, colAbsSum + n, 0.0f);
   for (int64_t q = 0; q < k; ++q)
-    for (int64_t j = 0; j < n; ++j) g.colAbsSum[std::size_t(j)] += std::fabs(b[q * n + j]);
+    for (int64_t j = 0; j < n; ++j) colAbsSum[j] += std::fabs(b[q * n + j]);
   // absProduct row i: |a_i.| |b| summed in q order in float, eight rows at a time
   std::vector<float> aT;
   for (int64_t i0 = 0; i0 < m; i0 += kFloatLanes) {
     const int rows = int(std::min<int64_t>(kFloatLanes, m - i0));
     transposeRows<kFloatLanes>(aT, rows, k, [&](int r) { return a + (i0 + r) * k; }, [](float v) { return std::fabs(v); });
-    floatRows(g.absProduct.data() + i0 * n, rows, aT.data(), b, k, n, true);
+    floatRows(absProduct + i0 * n, rows, aT.data(), b, k, n, true);
   }
+}
+}  // namespace
+
+GemmBound gemmBound(std::vector<float>&& a, std::vector<float>&& b, int64_t m, int64_t k, int64_t n, const float* bias) {
+  GemmBound g;
+  g.k = k;
+  g.a = std::move(a);
+  g.b = std::move(b);
+  g.a.resize(std::size_t(m * k));
+  g.b.resize(std::size_t(k * n));
+  if (bias) g.bias.assign(bias, bias + n);
+  g.rows = m;
+  g.cols = n;
+  g.absProduct.resize(std::size_t(m * n));
+  g.rowAbsSum.resize(std::size_t(m));
+  g.colAbsSum.resize(std::size_t(n));
+  boundSums(g.a.data(), g.b.data(), m, k, n, g.absProduct.data(), g.rowAbsSum.data(), g.colAbsSum.data());
   return g;
+}
+
+GemmBound gemmBound(const float* a, const float* b, int64_t m, int64_t k, int64_t n, const float* bias) {
+  return gemmBound(std::vector<float>(a, a + m * k), std::vector<float>(b, b + k * n), m, k, n, bias);
 }
 
 GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool aShared,
@@ -120,12 +161,9 @@ GemmBound batchedGemmBound(const float* a, const float* b, int64_t batch, int64_
   g.absProduct.resize(std::size_t(batch * m * n));
   g.rowAbsSum.resize(std::size_t(batch * m));
   g.colAbsSum.resize(std::size_t(batch * n));
-  for (int64_t t = 0; t < batch; ++t) {
-    const GemmBound one = gemmBound(g.a.data() + t * m * k, g.b.data() + t * k * n, m, k, n);
-    std::copy(one.absProduct.begin(), one.absProduct.end(), g.absProduct.begin() + t * m * n);
-    std::copy(one.rowAbsSum.begin(), one.rowAbsSum.end(), g.rowAbsSum.begin() + t * m);
-    std::copy(one.colAbsSum.begin(), one.colAbsSum.end(), g.colAbsSum.begin() + t * n);
-  }
+  for (int64_t t = 0; t < batch; ++t)
+    boundSums(g.a.data() + t * m * k, g.b.data() + t * k * n, m, k, n, g.absProduct.data() + t * m * n,
+              g.rowAbsSum.data() + t * m, g.colAbsSum.data() + t * n);
   return g;
 }
 
@@ -176,18 +214,20 @@ struct TensorRounding {
   bool keep = true;  // left as it is
   float scale = 1.0f;
   TensorRounding() = default;
-  TensorRounding(const Hypothesis& hyp, const float* v, std::size_t count) : h(&hyp), keep(false) {
+  // `amax`: the tensor's largest finite |value| (finiteAmax), used by a scaled hypothesis only
+  TensorRounding(const Hypothesis& hyp, float amax) : h(&hyp), keep(false) {
     if (!hyp.scaled) return;
-    // the largest finite |v|: on the encodings, whose order is the values' for non-negative floats
-    // (a loop the compiler vectorises; NaN and Inf count as 0)
-    uint32_t top = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      const uint32_t u = fp::bitsOf(v[i]) & 0x7fffffffu;
-      top = std::max(top, u < 0x7f800000u ? u : 0u);
-    }
-    const float amax = fp::floatOf(top);
     scale = amax > 0 ? amax / fp::decode(*hyp.format, fp::maxFinite(*hyp.format)) : 1.0f;
     keep = !(std::isfinite(scale) && scale > 0);
+  }
+  // operand a or b of a bound as `hyp` rounds it, its amax made once per bound
+  static TensorRounding ofA(const Hypothesis& hyp, const GemmBound& g) {
+    if (hyp.scaled && g.aAmax < 0) g.aAmax = finiteAmax(g.a.data(), g.a.size());
+    return TensorRounding(hyp, g.aAmax);
+  }
+  static TensorRounding ofB(const Hypothesis& hyp, const GemmBound& g) {
+    if (hyp.scaled && g.bAmax < 0) g.bAmax = finiteAmax(g.b.data(), g.b.size());
+    return TensorRounding(hyp, g.bAmax);
   }
   // elements [0, count) of v, in place: each element alone, so a part rounds as the whole does
   void apply(float* v, std::size_t count) const {
@@ -206,8 +246,7 @@ struct TensorRounding {
 class RoundedOperands {
  public:
   RoundedOperands(const GemmBound& g, const Hypothesis* h)
-      : RoundedOperands(g, h ? TensorRounding(*h, g.a.data(), g.a.size()) : TensorRounding(),
-                        h ? TensorRounding(*h, g.b.data(), g.b.size()) : TensorRounding()) {}
+      : RoundedOperands(g, h ? TensorRounding::ofA(*h, g) : TensorRounding(), h ? TensorRounding::ofB(*h, g) : TensorRounding()) {}
   // with each operand's rounding (its scale) already made
   RoundedOperands(const GemmBound& g, const TensorRounding& ra, const TensorRounding& rb) : g_(g), aRounding_(ra) {
     if (!rb.keep) {
@@ -376,7 +415,7 @@ std::vector<std::string> reproducingFormats(const float* c, const GemmBound& b) 
   const fp::Format* grid = outputGrid(c, uint64_t(b.rows * b.cols));
   const ReplaySlack slack{b, grid};
   for (const Hypothesis& h : kHypotheses) {
-    const TensorRounding ra(h, b.a.data(), b.a.size()), rb(h, b.b.data(), b.b.size());
+    const TensorRounding ra = TensorRounding::ofA(h, b), rb = TensorRounding::ofB(h, b);
     if (failsAtSamples(c, b, ra, rb, slack)) continue;
     RoundedOperands rounded(b, ra, rb);
     // kept for formatGemm (the 2x rule's reference) up to 4M outputs (32 MB) each; larger ones it

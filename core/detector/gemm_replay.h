@@ -4,6 +4,8 @@
 // core/detector: which formats reproduce a candidate, how close each replay lies, and whether the
 // kernel accumulated in fp16. The rules in rules_replay.cpp judge by them; block_replay.h does the same
 // for the block-scaled formats.
+#include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -12,6 +14,11 @@
 
 #include "core/detector/detector.h"
 #include "core/fp/format.h"
+
+namespace peat::detector {
+// The largest |v[i]| over the finite values (NaN and Inf count as 0), in vector lanes.
+float finiteAmax(const float* v, std::size_t n);
+}  // namespace peat::detector
 
 namespace peat::detector::rules {
 

@@ -3,11 +3,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 namespace peat::fp {
+
+namespace {
+// GCC's vector types: each lane's operation is the scalar IEEE one (nothing contracted)
+typedef uint32_t Bits8 __attribute__((vector_size(32)));
+typedef float Lanes8 __attribute__((vector_size(32)));
+}  // namespace
 
 const std::vector<Format>& allFormats() {
   static const std::vector<Format> formats{kFp32, kFp16, kBf16, kTf32, kE4M3, kE5M2, kE3M2, kE2M3, kE2M1};
@@ -221,7 +229,23 @@ __attribute__((target_clones("avx2", "default"))) void roundInPlace(const Format
       uint32_t rare = 0;
       for (std::size_t i = 0; i < n; ++i) rare |= uint32_t(!(std::fabs(block[i]) <= top));
       if (!rare) {
-        for (std::size_t i = 0; i < n; ++i) block[i] = ordinary(block[i]);
+        // eight at a time in vector lanes, each lane the scalar `ordinary` (a scalar loop with its
+        // branch did not vectorise: 10% of `peat analyze --session`)
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+          Bits8 u;
+          std::memcpy(&u, block + i, sizeof u);
+          const Bits8 sign = u & 0x80000000u, mag = u & 0x7fffffffu;
+          Lanes8 ax;
+          std::memcpy(&ax, &mag, sizeof ax);
+          const Lanes8 sub = (ax + grid) - grid;
+          Bits8 subBits;
+          std::memcpy(&subBits, &sub, sizeof subBits);
+          const Bits8 normal = (mag + halfMinusOne + ((mag >> shift) & 1u)) & keep;
+          const Bits8 r = (ax < minNormal ? subBits : normal) | sign;
+          std::memcpy(block + i, &r, sizeof r);
+        }
+        for (; i < n; ++i) block[i] = ordinary(block[i]);
         continue;
       }
       for (std::size_t i = 0; i < n; ++i)

@@ -50,6 +50,7 @@ class TestDetector : public QObject {
  private slots:
   void everyVerdictIsExplained();
   void replaysSumEachOutputInOrder();
+  void operandAmaxSkipsNonFinite();
   void tf32UnderTheReorderingBoundIsNamed();
   void bf16AtLongKIsNotTakenForTf32();
   void fp16AccumulationIsNamedAndItsBugsAreNot();
@@ -457,6 +458,25 @@ void TestDetector::convGradInputIsTheDirectConvolutionsGemm() {
 // sum in q order (products rounded alone, from 0, the bias added after), bit for bit: a batched
 // GEMM whose row count is no multiple of the lanes, rows sampled with a stride, and values from
 // tiny to huge.
+// The per-tensor scale's amax, in vector lanes: the largest |value| over the finite values at every
+// length and place (NaN, Inf, signed zeros, subnormals), against a scalar loop.
+void TestDetector::operandAmaxSkipsNonFinite() {
+  std::mt19937 rng(7);
+  const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 1e-45f, -3e38f, 3.4028235e38f};
+  for (std::size_t n = 0; n < 70; ++n)
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> v(n);
+      for (float& x : v) x = std::ldexp(float(rng() % 2000) / 1000.0f - 1.0f, int(rng() % 40) - 20);
+      for (int k = 0; n && k < 1 + trial % 4; ++k) v[rng() % n] = specials[rng() % std::size(specials)];
+      float expected = 0;
+      for (float x : v)
+        if (std::isfinite(x)) expected = std::max(expected, std::fabs(x));
+      const float got = detector::finiteAmax(v.data(), v.size());
+      if (fp::bitsOf(got) != fp::bitsOf(expected))
+        QFAIL(qPrintable(QStringLiteral("n %1 trial %2: %3, expected %4").arg(n).arg(trial).arg(got).arg(expected)));
+    }
+}
+
 void TestDetector::replaysSumEachOutputInOrder() {
   std::mt19937_64 rng(77);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);

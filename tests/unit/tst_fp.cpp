@@ -333,6 +333,19 @@ void TestFp::roundInPlaceMatchesRoundTo() {
     const float v = std::ldexp(1.0f + float((state >> 16) & 0xffffff) / 16777216.0f, e);
     values.push_back((state >> 63) ? -v : v);
   }
+  // and a run of values all within the format's range (subnormals, normals, ties, signed zeros), so
+  // that whole blocks take the fast path's vector lanes: the mixed values above send most blocks
+  // element by element
+  const float inRangeTop = decode(f, maxFinite(f));
+  for (int i = 0; i < 1 << 18; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int lowest = 1 - f.bias - f.manBits - 3, span = (1 << f.expBits) + f.manBits + 3;
+    const int e = lowest + int((state >> 40) % uint64_t(span));
+    float v = std::ldexp(1.0f + float((state >> 16) & 0xffffff) / 16777216.0f, e);
+    if (!(v <= inRangeTop)) v = inRangeTop;
+    if ((state >> 8) % 97 == 0) v = 0.0f;
+    values.push_back((state >> 63) ? -v : v);
+  }
   for (uint32_t code = 0; code <= f.allMask(); ++code) {
     const float a = decode(f, code), b = decode(f, code + 1 <= f.allMask() ? code + 1 : code);
     if (!std::isfinite(a) || !std::isfinite(b)) continue;
