@@ -22,6 +22,8 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QCursor>
+#include <QToolTip>
 #include <QTreeView>
 
 #include <algorithm>
@@ -138,8 +140,10 @@ MainWindow::~MainWindow() = default;
 // The page stack at the centre and the widgets the docks hold.
 void MainWindow::createPages() {
   model_ = new SessionTreeModel(this);
-  model_->setTensorLister([this](const std::string& run, const std::string& call) {
-    return session_.reader ? session_.reader->callTensors(run, call) : std::vector<store::TensorInfo>{};
+  model_->setTensorLister([this](const std::string& run, const std::string& call) -> SessionTreeModel::TensorRead {
+    return [reader = session_.reader, run, call] {
+      return reader ? reader->callTensors(run, call) : std::vector<store::TensorInfo>{};
+    };
   });
   overview_ = new OverviewPanel(this);
   savePanel_ = new SavePanel(this);
@@ -175,6 +179,12 @@ void MainWindow::createPages() {
   tree_->header()->setSectionResizeMode(SessionTreeModel::NameColumn, QHeaderView::ResizeToContents);
   tree_->setAlternatingRowColors(true);
   tree_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  // a call's tensors read for its tooltip: the tooltip still shown over that call is made whole
+  connect(model_, &SessionTreeModel::toolTipRead, this, [this](const QModelIndex& index) {
+    const QModelIndex under = tree_->indexAt(tree_->viewport()->mapFromGlobal(QCursor::pos()));
+    if (!QToolTip::isVisible() || under.siblingAtColumn(0) != index) return;
+    QToolTip::showText(QCursor::pos(), under.data(Qt::ToolTipRole).toString(), tree_->viewport(), tree_->visualRect(under));
+  });
   devices_ = new DevicesPanel(this);
   errorPlot_ = new ErrorPlotPanel(this);
   runPanel_ = new RunPanel(this);

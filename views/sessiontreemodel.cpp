@@ -79,10 +79,13 @@ void SessionTreeModel::addFailedCalls(Node* node, const store::RunInfo& run) {
                          .arg(attribute("kernel_failures"), attribute("first_kernel_failure"));
 }
 
-SessionTreeModel::SessionTreeModel(QObject* parent) : QAbstractItemModel(parent), root_(std::make_unique<Node>()) {}
+SessionTreeModel::SessionTreeModel(QObject* parent)
+    : QAbstractItemModel(parent), root_(std::make_unique<Node>()), tensorReads_(new JobTracker(this)) {}
 SessionTreeModel::~SessionTreeModel() = default;
 
 void SessionTreeModel::setSummary(const store::SessionSummary& summary, std::vector<FailedCall> failed) {
+  tensorReads_->cancel();  // a read in flight would fill a node this reset frees
+  reading_ = nullptr;
   beginResetModel();
   summary_ = summary;
   failed_ = std::move(failed);
@@ -189,16 +192,7 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
     case Qt::ToolTipRole:
-      if (n->tooltip.isEmpty() && n->call) {
-        try {
-          const store::CallInfo& c = *n->call;
-          const std::vector<store::TensorInfo> tensors =
-              c.tensors.empty() && lister_ ? lister_(n->key.toStdString(), n->path.toStdString()) : c.tensors;
-          const_cast<Node*>(n)->tooltip = callToolTip(store::describeCall(c.id.op, c.params), tensors);
-        } catch (const std::exception& e) {
-          return QString::fromStdString(e.what());
-        }
-      }
+      if (n->tooltip.isEmpty() && n->call) return callToolTipOf(const_cast<Node*>(n));
       return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
     case KindRole: return int(n->kind);
     case KeyRole: return n->key;
@@ -210,6 +204,41 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
       return {};
     default: return {};
   }
+}
+
+// A call's tooltip: whole when the summary holds its tensors; else what the summary says, its
+// tensors read in a worker (not on the GUI thread as the pointer moves over a large session).
+QString SessionTreeModel::callToolTipOf(Node* n) const {
+  const store::CallInfo& c = *n->call;
+  const store::CallDescription description = store::describeCall(c.id.op, c.params);
+  if (!c.tensors.empty() || !lister_) {
+    n->tooltip = callToolTip(description, c.tensors);
+    return n->tooltip;
+  }
+  const QString partial = callToolTip(description, {});
+  if (reading_ != n) {
+    auto* self = const_cast<SessionTreeModel*>(this);
+    self->reading_ = n;
+    const QModelIndex index = createIndex(n->row, 0, n);
+    const auto finish = [self, n, index](QString tooltip) {
+      n->tooltip = std::move(tooltip);
+      self->reading_ = nullptr;
+      emit self->dataChanged(index, index, {Qt::ToolTipRole});
+      emit self->toolTipRead(index);
+    };
+    try {
+      tensorReads_->start<std::vector<store::TensorInfo>>(
+          lister_(n->key.toStdString(), n->path.toStdString()),
+          [finish, description](const std::vector<store::TensorInfo>& tensors) { finish(callToolTip(description, tensors)); },
+          [finish, partial](const QString& message) {
+            finish(partial + tr("\nIts tensors could not be read: %1").arg(message));
+          });
+    } catch (const std::exception& e) {
+      self->reading_ = nullptr;
+      return partial + tr("\nIts tensors could not be read: %1").arg(QString::fromStdString(e.what()));
+    }
+  }
+  return partial + tr("\nReading its tensors...");
 }
 
 QVariant SessionTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {

@@ -8,6 +8,7 @@
 
 #include "core/store/session.h"
 #include "views/failedcalls.h"
+#include "views/jobtracker.h"
 
 namespace peat::views {
 
@@ -34,9 +35,12 @@ class SessionTreeModel : public QAbstractItemModel {
   void setSummary(const store::SessionSummary& summary, std::vector<FailedCall> failed = {});
   // The failed call at `index`, or null for any other node.
   const FailedCall* failedCall(const QModelIndex& index) const;
-  // Reads one call's tensor list when its tooltip is first asked for (a summary made without them
-  // opens a large session much faster).
-  using TensorLister = std::function<std::vector<store::TensorInfo>(const std::string& run, const std::string& call)>;
+  // A call's tensor list is read when its tooltip is first asked for (a summary made without them
+  // opens a large session much faster), in a worker: the lister, called on the GUI thread, gives
+  // the read to run there (it must not touch the model). Until it ends the tooltip says the
+  // tensors are being read; then the tooltip is whole and toolTipRead tells which node.
+  using TensorRead = std::function<std::vector<store::TensorInfo>()>;
+  using TensorLister = std::function<TensorRead(const std::string& run, const std::string& call)>;
   void setTensorLister(TensorLister lister) { lister_ = std::move(lister); }
   void clear();
   const store::SessionSummary& summary() const { return summary_; }
@@ -58,16 +62,23 @@ class SessionTreeModel : public QAbstractItemModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
+ signals:
+  // The tooltip of `index` (a call) is whole now: its tensors were read, or their read failed.
+  void toolTipRead(const QModelIndex& index);
+
  private:
   struct Node;
   void rebuild();
   void addFailedCalls(Node* node, const store::RunInfo& run);
   Node* nodeOf(const QModelIndex& index) const;
+  QString callToolTipOf(Node* n) const;
 
   store::SessionSummary summary_;
   std::vector<FailedCall> failed_;
   std::unique_ptr<Node> root_;
   TensorLister lister_;
+  JobTracker* tensorReads_;    // one read at a time: the newest hover's
+  Node* reading_ = nullptr;    // the node whose tensors are being read
 };
 
 }  // namespace peat::views

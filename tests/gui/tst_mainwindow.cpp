@@ -43,6 +43,7 @@
 #include "views/savepanel.h"
 #include "views/callpage.h"
 #include "views/sessiontreemodel.h"
+#include "tests/support/tooltips.h"
 
 using peat::views::MainWindow;
 
@@ -220,7 +221,9 @@ void TestMainWindow::dropsSessionsAndTensors() {
   QCOMPARE(w.sessionPath(), sample_);
 }
 
-// The window opens sessions without their tensor lists; a call's tooltip reads its own.
+// The window opens sessions without their tensor lists; a call's tooltip reads its own, in a
+// worker: the first answer (on the GUI thread) says they are being read, then the tooltip is whole
+// and the model says so.
 void TestMainWindow::callTensorsLoadOnDemand() {
   MainWindow w;
   w.setQuietErrors(true);
@@ -228,7 +231,24 @@ void TestMainWindow::callTensorsLoadOnDemand() {
   QVERIFY(w.sessionModel()->summary().runs.front().iterations.at(1).calls.at(3).tensors.empty());
   const QModelIndex call = w.sessionModel()->index(3, 0, w.sessionModel()->index(1, 0, w.sessionModel()->index(0, 0)));
   QCOMPARE(call.data().toString(), QStringLiteral("#3 fc3"));
-  QVERIFY(call.data(Qt::ToolTipRole).toString().contains(QStringLiteral("input_0 float32[64x128]")));
+  QSignalSpy read(w.sessionModel(), &peat::views::SessionTreeModel::toolTipRead);
+  const QString first = call.data(Qt::ToolTipRole).toString();
+  QVERIFY2(peat::testsupport::toolTipReading(first), qPrintable(first));
+  QVERIFY(!first.contains(QStringLiteral("input_0")));
+  const QString whole = peat::testsupport::wholeToolTip(call);
+  QVERIFY2(whole.contains(QStringLiteral("input_0 float32[64x128]")), qPrintable(whole));
+  QCOMPARE(read.count(), 1);
+  QCOMPARE(read.front().front().value<QModelIndex>(), call);
+  // the tree made again (a session opened) while a read is in flight: its result, for a node that is
+  // gone, is dropped; the new tree reads its own
+  const QModelIndex other = w.sessionModel()->index(2, 0, w.sessionModel()->index(1, 0, w.sessionModel()->index(0, 0)));
+  QVERIFY(peat::testsupport::toolTipReading(other.data(Qt::ToolTipRole).toString()));
+  const peat::store::SessionSummary summary = w.sessionModel()->summary();
+  w.sessionModel()->setSummary(summary);  // no event ran since the read started
+  QTest::qWait(300);
+  QCOMPARE(read.count(), 1);
+  const QModelIndex again = w.sessionModel()->index(2, 0, w.sessionModel()->index(1, 0, w.sessionModel()->index(0, 0)));
+  QVERIFY(!peat::testsupport::wholeToolTip(again).isEmpty());
 }
 
 // A click on a tile of a compared pair's Where map opens the tile's worst element in the bit

@@ -26,6 +26,7 @@
 #include "views/mainwindow.h"
 #include "views/runpanel.h"
 #include "views/sessiontreemodel.h"
+#include "tests/support/tooltips.h"
 
 using peat::views::MainWindow;
 using peat::views::RunPanel;
@@ -156,7 +157,7 @@ void TestOpCalls::treeShowsOpVariantAndParameters() {
   QCOMPARE(node.data().toString(), dBeta.name);
   QCOMPARE(detail(node), QStringLiteral("layernorm grad_bias, eps 1e-06"));  // the model's eps, from its bits
   QCOMPARE(node.data(SessionTreeModel::CallKindRole).toString(), QStringLiteral("layernorm grad_bias"));
-  QString tip = node.data(Qt::ToolTipRole).toString();
+  QString tip = peat::testsupport::wholeToolTip(node);
   QStringList lines = tip.split(QLatin1Char('\n'));
   QCOMPARE(lines.value(0), QStringLiteral("layer norm, gradient of beta (dBeta = sum dy)"));
   QCOMPARE(lines.value(1), QStringLiteral("normalized 1 (default), eps 1e-06, weight 1 (with gamma, default), bias 1 (with beta, default)"));
@@ -168,19 +169,19 @@ void TestOpCalls::treeShowsOpVariantAndParameters() {
   node = m->findCall("golden", drop.path);
   QVERIFY(node.isValid());
   QCOMPARE(detail(node), QStringLiteral("dropout forward, p 0.25"));
-  tip = node.data(Qt::ToolTipRole).toString();
+  tip = peat::testsupport::wholeToolTip(node);
   QVERIFY2(tip.contains(QStringLiteral("\nx: input_0 %1 (the input)\n").arg(drop.shape("input_0"))), qPrintable(tip));
   QVERIFY2(tip.contains(QStringLiteral("\nmask: input_1 %1 (the recorded mask: 0 or 1/(1-p))\n").arg(drop.shape("input_1"))),
            qPrintable(tip));
   const Recorded dropBack = find("dropout", 1);
   QCOMPARE(detail(m->findCall("golden", dropBack.path)), QStringLiteral("dropout grad_input, p 0.25"));
-  QVERIFY(m->findCall("golden", dropBack.path).data(Qt::ToolTipRole).toString().contains(QStringLiteral("\ndy: input_0 ")));
+  QVERIFY(peat::testsupport::wholeToolTip(m->findCall("golden", dropBack.path)).contains(QStringLiteral("\ndy: input_0 ")));
 
   const Recorded adam = find("adam", 4, "norm.bias");
   node = m->findCall("golden", adam.path);
   QVERIFY(node.isValid());
   QCOMPARE(detail(node), QStringLiteral("adam update, lr 0.0025, beta1 0.9, beta2 0.999, eps 1e-08, step 1"));
-  tip = node.data(Qt::ToolTipRole).toString();
+  tip = peat::testsupport::wholeToolTip(node);
   QVERIFY2(tip.startsWith(QStringLiteral("Adam update: new parameter, m and v stacked (m' = beta1 m")), qPrintable(tip));
   const char* roles[][2] = {{"p", "the parameter"}, {"g", "its gradient"}, {"m", "the first moment"}, {"v", "the second moment"}};
   for (int i = 0; i < 4; ++i) {
@@ -198,8 +199,7 @@ void TestOpCalls::treeShowsOpVariantAndParameters() {
   // GELU's tanh form; a GEMM as before, by its variant
   QCOMPARE(detail(m->findCall("golden", find("gelu", 0).path)), QStringLiteral("gelu forward, approximate 1 (tanh form)"));
   QCOMPARE(detail(m->findCall("golden", find("linear", 2, "head").path)), QStringLiteral("linear grad_weight"));
-  QVERIFY(m->findCall("golden", find("linear", 2, "head").path)
-              .data(Qt::ToolTipRole).toString().contains(QStringLiteral("\ndy: input_0 ")));
+  QVERIFY(peat::testsupport::wholeToolTip(m->findCall("golden", find("linear", 2, "head").path)).contains(QStringLiteral("\ndy: input_0 ")));
 
   // how the tree reads, wide enough for its details (test output, to look at)
   QTreeView view;
