@@ -148,6 +148,7 @@ class Importer {
 
   // --- the file, its initializers and its input (onnx_load.cpp)
   void load();
+  void identityGathers();  // Gathers by every index in order: Reshapes
   void readExternal(onnx::TensorProto& t);
   Constant decode(const onnx::TensorProto& t, const char* what);
   void replace();

@@ -78,6 +78,54 @@ void Importer::load() {
     std::string what = e.what();
     throw SaveError("ONNX model '" + path_ + "' does not pass ONNX's checker: " + what.substr(0, what.find('\n')));
   }
+  identityGathers();
+}
+
+// PyTorch 2.x's exporter writes as_strided (a view of a tensor's storage) as a Gather, along axis 0,
+// from the tensor flattened, by constant indices. Where those indices are every element once and in
+// order (0, 1, ..., L-1 laid out in a shape S, L the flattened length: the identity view ConvNeXt's
+// head takes), the Gather is exactly a Reshape to S, and is rewritten as one: the batch check and
+// the importer follow a Reshape, not a table of indices.
+void Importer::identityGathers() {
+  onnx::GraphProto* g = model_.mutable_graph();
+  const auto lengthOf = [&](const std::string& v) -> int64_t {  // a 1-D value's known length, else -1
+    const auto fromType = [](const onnx::TypeProto& t) -> int64_t {
+      if (!t.has_tensor_type() || !t.tensor_type().has_shape() || t.tensor_type().shape().dim_size() != 1) return -1;
+      const auto& d = t.tensor_type().shape().dim(0);
+      return d.has_dim_value() ? d.dim_value() : -1;
+    };
+    for (const auto& vi : g->value_info())
+      if (vi.name() == v) return fromType(vi.type());
+    for (const auto& vi : g->input())
+      if (vi.name() == v) return fromType(vi.type());
+    return -1;
+  };
+  for (int i = 0; i < g->node_size(); ++i) {
+    onnx::NodeProto& n = *g->mutable_node(i);
+    if (n.op_type() != "Gather" || n.input_size() != 2 || n.output_size() != 1) continue;
+    bool axisZero = true;
+    for (const auto& a : n.attribute()) axisZero = axisZero && !(a.name() == "axis" && a.i() != 0);
+    const onnx::TensorProto* indices = nullptr;
+    for (const auto& t : g->initializer())
+      if (t.name() == n.input(1)) indices = &t;
+    if (!axisZero || !indices || indices->data_type() != onnx::TensorProto::INT64 || indices->dims_size() == 0) continue;
+    int64_t count = 1;
+    for (int64_t d : indices->dims()) count = d > 0 && count <= (int64_t(1) << 31) / d ? count * d : -1;
+    if (count <= 0 || count != lengthOf(n.input(0))) continue;
+    const std::vector<int64_t> v = elements<int64_t>(*indices, indices->int64_data(), count, "initializer");
+    bool identity = true;
+    for (int64_t k = 0; k < count && identity; ++k) identity = v[std::size_t(k)] == k;
+    if (!identity) continue;
+    onnx::TensorProto shape;
+    shape.set_name("peat_identity_gather_" + std::to_string(i));
+    shape.set_data_type(onnx::TensorProto::INT64);
+    shape.add_dims(indices->dims_size());
+    for (int64_t d : indices->dims()) shape.add_int64_data(d);
+    *g->add_initializer() = shape;
+    n.set_op_type("Reshape");
+    n.set_input(1, shape.name());
+    n.clear_attribute();
+  }
 }
 
 // An initializer kept in an external data file (models over 2 GB; onnx.save(...,

@@ -426,6 +426,36 @@ up = os.path.join(WORK, "upsample-dynamo-fixed2-op18.onnx")
 torch.onnx.export(UserUpsample().eval(), (torch.rand(2, 3, 6, 5),), up, dynamo=True, opset_version=18, input_names=["x"])
 read_as_batch(compare(up), "upsample-dynamo-fixed2-op18: a Resize to sizes traced at the fixed batch read as a batch")
 
+import onnx.numpy_helper  # noqa: E402
+
+# torchvision's ConvNeXt from the dynamo exporter at a fixed batch: its head's as_strided is written
+# as a Gather from the pooled features flattened ([N C]) by every index in order; read as the
+# Reshape it is, the model reads as a batch (it was read as one sample, then refused)
+torch.manual_seed(0)
+cx = os.path.join(WORK, "convnext-dynamo-fixed2-op18.onnx")
+torch.onnx.export(torchvision.models.convnext_tiny(num_classes=10).eval(), (torch.rand(2, 3, 32, 32),), cx, dynamo=True,
+                  opset_version=18, input_names=["x"])
+cx_model = onnx.load(cx)
+check(any(n.op_type == "Gather" and "as_strided" in n.name for n in cx_model.graph.node),
+      "the dynamo exporter writes ConvNeXt's as_strided as a Gather (what this check is about)")
+read_as_batch(compare(cx), "convnext-dynamo-fixed2-op18: an identity Gather read as a Reshape")
+# a Gather by indices that are not every element in order stays a Gather, computed as ONNX defines it
+g_in = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 6])
+g_out = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2, 3])
+for tag, order in (("identity", list(range(6))), ("permuted", [0, 1, 2, 3, 5, 4])):
+    idx = onnx.numpy_helper.from_array(np.array(order, dtype=np.int64).reshape(2, 3), "idx")
+    shape = onnx.numpy_helper.from_array(np.array([-1], dtype=np.int64), "flat")
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Reshape", ["x", "flat"], ["f"]),
+                                    onnx.helper.make_node("Gather", ["f", "idx"], ["g"], axis=0),
+                                    onnx.helper.make_node("Unsqueeze", ["g", "zero"], ["y"])],
+                                   "gather", [g_in], [g_out], [idx, shape,
+                                   onnx.numpy_helper.from_array(np.array([0], dtype=np.int64), "zero")])
+    gm = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    gm.ir_version = 8
+    gp = os.path.join(WORK, f"gather-{tag}.onnx")
+    onnx.save(gm, gp)
+    compare(gp, whole=True)
+
 # --- convolutions as patches: 1-D, 3-D, non-square, transposed (PyTorch 1.13, dynamic batch)
 EXPORT_CONVS = r'''
 class Conv1d(nn.Module):
