@@ -81,11 +81,7 @@ void CurvePanel::showMessage(const QString& text) {
   plot_->clearPlottables();
   plot_->clearItems();
   showLegendBelow(plot_, false);
-  auto* item = new QCPItemText(plot_);
-  item->position->setType(QCPItemPosition::ptAxisRectRatio);
-  item->position->setCoords(0.5, 0.5);
-  item->setText(text);
-  item->setColor(QColor(0x80, 0x80, 0x80));
+  centredNote(plot_, text);
   plot_->replot();
 }
 

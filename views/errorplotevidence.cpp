@@ -10,6 +10,7 @@
 #include "core/analysis/finding_evidence.h"
 #include "views/errorplotpanel.h"
 #include "views/palette.h"
+#include "views/plotstyle.h"
 
 namespace peat::views {
 
@@ -79,10 +80,10 @@ int ErrorPlotPanel::highlightConfinement(const std::vector<std::pair<uint64_t, u
   note->position->setType(QCPItemPosition::ptAxisRectRatio);
   note->position->setCoords(0.01, 0.01);
   note->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
-  note->setText(tr("evidence: large errors confined to %1%2").arg(where.join(tr(" and ")), truncated ? tr(" (the first 64 ranges)") : QString()));
+  evidenceText_ = tr("evidence: large errors confined to %1%2").arg(where.join(tr(" and ")), truncated ? tr(" (the first 64 ranges)") : QString());
   note->setColor(orange);
   note->setBrush(map_->legend->brush());
-  evidenceText_ = note->text();
+  wrapToAxisRect(map_, note, evidenceText_);
   map_->replot();
   return marks_;
 }
@@ -126,9 +127,9 @@ int ErrorPlotPanel::highlightPattern(int stride) {
   note->position->setType(QCPItemPosition::ptAxisRectRatio);
   note->position->setCoords(0.01, 0.01);
   note->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
-  note->setText(text);
   note->setColor(orange);
   note->setBrush(map_->legend->brush());
+  wrapToAxisRect(map_, note, text);
   evidenceText_ = text;
   map_->replot();
   return marks_;

@@ -134,6 +134,7 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   bits_->xAxis->setRange(-1, 32);
   bits_->xAxis->setRangeReversed(true);
   bits_->yAxis->setLabel(tr("elements"));
+  bits_->yAxis->setRange(0, 1);  // not the last call's counts
   plot_->replot(QCustomPlot::rpQueuedReplot);
   bits_->replot(QCustomPlot::rpQueuedReplot);
   map_->replot(QCustomPlot::rpQueuedReplot);
@@ -158,7 +159,12 @@ void ErrorPlotPanel::setScale(Scale scale) {
     const QSignalBlocker block(scaleBox_);
     scaleBox_->setCurrentIndex(scale == Scale::Log2Abs ? 0 : 1);
   }
-  if (!reports_.empty()) draw();
+  if (!reports_.empty()) {
+    draw();
+  } else {  // no call: the axis still says which scale
+    plot_->xAxis->setLabel(scaleBox_->currentText());
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  }
   emit scaleChanged(scale);
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 // Shared plot styling. Include after views/qcustomplot_include.h.
 #include <QEvent>
+#include <QFontMetrics>
+#include <QStringList>
 #include <QPalette>
 
 namespace peat::views {
@@ -53,13 +55,46 @@ inline QCustomPlot* newTrackingPlot(QWidget* parent) {
   return plot;
 }
 
+// `text` broken at spaces into lines no wider than `width` pixels in `font` (a word wider than
+// that stays whole on its own line).
+inline QString wrappedText(const QString& text, const QFont& font, int width) {
+  const QFontMetrics metrics(font);
+  QStringList lines;
+  for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
+    QString line;
+    for (const QString& word : paragraph.split(QLatin1Char(' '))) {
+      const QString tried = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+      if (!line.isEmpty() && metrics.horizontalAdvance(tried) > width) {
+        lines << line;
+        line = word;
+      } else {
+        line = tried;
+      }
+    }
+    lines << line;
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
+// Keeps a note's text (`text`) wrapped to its plot's axis rect, less a margin, after every layout
+// (a long note in a narrow dock was cut at both ends).
+inline void wrapToAxisRect(QCustomPlot* plot, QCPItemText* item, const QString& text, int margin = 12) {
+  const auto wrap = [plot, item, text, margin] {
+    const QMargins pad = item->padding();
+    const int width = std::max(60, plot->axisRect()->width() - margin - pad.left() - pad.right());
+    item->setText(wrappedText(text, item->font(), width));
+  };
+  wrap();
+  QObject::connect(plot, &QCustomPlot::afterLayout, item, wrap);
+}
+
 // A grey note in the middle of the plot, where there is nothing to draw.
 inline void centredNote(QCustomPlot* plot, const QString& text) {
   auto* item = new QCPItemText(plot);
   item->position->setType(QCPItemPosition::ptAxisRectRatio);
   item->position->setCoords(0.5, 0.5);
-  item->setText(text);
   item->setColor(QColor(0x80, 0x80, 0x80));
+  wrapToAxisRect(plot, item, text);
 }
 
 // Integer ticks only (bins, tiles).

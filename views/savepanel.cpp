@@ -332,12 +332,13 @@ void SavePanel::drawTiles() {
     note->position->setType(QCPItemPosition::ptAxisRectRatio);
     note->position->setCoords(0.5, 0.02);
     note->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    note->setText(bitsShown ? tr("every tile's values have %1 vulnerable bits on average: the Map tab shows the layer value by value")
-                                  .arg(double(*low), 0, 'f', 2)
-                            : tr("every tile holds %1% type-2 values: the Map tab shows the layer value by value")
-                                  .arg(100.0 * double(*low), 0, 'f', 1));
     note->setBrush(QBrush(QColor(255, 255, 255, 220)));
     note->setPadding(QMargins(4, 2, 4, 2));
+    wrapToAxisRect(tiles_, note,
+                   bitsShown ? tr("every tile's values have %1 vulnerable bits on average: the Map tab shows the layer value by value")
+                                   .arg(double(*low), 0, 'f', 2)
+                             : tr("every tile holds %1% type-2 values: the Map tab shows the layer value by value")
+                                   .arg(100.0 * double(*low), 0, 'f', 1));
   }
   // Reliable tiles get a frame: one rectangle each (a marker per tile for very large layers).
   const QPen frame(QColor(0xff, 0xff, 0xff), 2);

@@ -2,6 +2,7 @@
 #include "views/verdictcontroller.h"
 
 #include <QHeaderView>
+#include <QScopedValueRollback>
 #include <QTableView>
 #include <QTreeView>
 
@@ -24,6 +25,7 @@ VerdictController::VerdictController(SessionTreeModel* sessionModel, QTreeView* 
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (highlighting_) return;  // the table following what is shown, not a user's choice
     const int row = current.isValid() ? current.row() : -1;
     if (const store::Verdict* v = model_->verdict(row)) explain_->showVerdict(QString::fromStdString(v->model));
     selectCall(row);
@@ -81,7 +83,9 @@ void VerdictController::clear() {
 }
 
 void VerdictController::highlight(const std::vector<analyzer::StoredCallReport>& reports) {
-  const QSignalBlocker block(table_->selectionModel());
+  // the selection model's signals flow (the view repaints the rows they name: blocked, a row chosen
+  // before stayed painted selected); only this controller's own reaction to them is held back
+  const QScopedValueRollback<bool> quiet(highlighting_, true);
   table_->clearSelection();
   // the current row (the focus frame) follows too: it is the first call shown, or none, never a
   // row chosen before

@@ -56,6 +56,7 @@ class VerdictController : public QObject {
   QTableView* table_;
   QString shownRun_;
   JobTracker* jobs_;
+  bool highlighting_ = false;  // highlight() moving the selection: not a row the user chose
 };
 
 }  // namespace peat::views

@@ -31,7 +31,7 @@ class TestCurvePanel : public QObject {
 namespace {
 QString shownText(QCustomPlot* plot) {  // the message the page shows in place of curves
   for (int i = 0; i < plot->itemCount(); ++i)
-    if (auto* t = qobject_cast<QCPItemText*>(plot->item(i))) return t->text();
+    if (auto* t = qobject_cast<QCPItemText*>(plot->item(i))) return t->text().replace(QLatin1Char('\n'), QLatin1Char(' '));  // wrapped to the plot
   return QString();
 }
 }  // namespace

@@ -49,6 +49,8 @@ class TestErrorViews : public QObject {
   void followsADarkPalette();
   void keyboardWalksCallsAndVerdicts();
   void exportKeepsTheEvidence();
+  void verdictRowsRepaintWithTheTree();
+  void notesFitANarrowDock();
 
  private:
   QTemporaryDir dir_;
@@ -452,6 +454,69 @@ void TestErrorViews::exportKeepsTheEvidence() {
   QFile file(svg);
   QVERIFY(file.open(QIODevice::ReadOnly));
   QVERIFY(file.readAll().contains("evidence: bit 30"));
+}
+
+// A verdict row chosen, then another call chosen in the tree: the table paints only the shown
+// call's rows as selected (the earlier row stayed painted selected: its selection was cleared with
+// the selection model's signals blocked, so the view never repainted it).
+void TestErrorViews::verdictRowsRepaintWithTheTree() {
+  QVERIFY(peat::testsupport::selectAndSettle(*window_, QStringLiteral("flips")));
+  QTableView* verdicts = window_->verdictTable();
+  QAbstractItemModel* m = verdicts->model();
+  QVERIFY(m->rowCount() > 2);
+  const QString firstCall = m->index(0, 0).data(peat::views::VerdictTableModel::PathRole).toString();
+  int other = -1;  // a row of another call
+  for (int r = 1; r < m->rowCount() && other < 0; ++r)
+    if (m->index(r, 0).data(peat::views::VerdictTableModel::PathRole).toString() != firstCall) other = r;
+  QVERIFY(other > 0);
+  QTreeView* tree = window_->sessionTree();
+  verdicts->setCurrentIndex(m->index(other, 0));  // the tree node of the other call: where the table takes it
+  QVERIFY(peat::testsupport::settle(*window_));
+  const QPersistentModelIndex node = tree->currentIndex();
+  QCOMPARE(node.data(SessionTreeModel::PathRole).toString(), m->index(other, 0).data(peat::views::VerdictTableModel::PathRole).toString());
+  verdicts->setCurrentIndex(m->index(0, 0));
+  QVERIFY(peat::testsupport::settle(*window_));
+  // the view repaints the rows the selection model says changed: row 0 must be among them
+  QSignalSpy changed(verdicts->selectionModel(), &QItemSelectionModel::selectionChanged);
+  tree->setCurrentIndex(node);
+  QVERIFY(peat::testsupport::settle(*window_));
+  QVERIFY(!verdicts->selectionModel()->isRowSelected(0, {}));
+  QVERIFY(verdicts->selectionModel()->isRowSelected(other, {}));
+  bool toldDeselected = false, toldSelected = false;
+  for (const QList<QVariant>& signal : changed) {
+    toldSelected = toldSelected || signal.at(0).value<QItemSelection>().contains(m->index(other, 0));
+    toldDeselected = toldDeselected || signal.at(1).value<QItemSelection>().contains(m->index(0, 0));
+  }
+  QVERIFY2(toldDeselected && toldSelected, "the table view was not told which rows' selection changed");
+}
+
+// A note in a plot (nothing selected) is wrapped to the plot's width, whatever the dock's width (it
+// was one line, cut at both ends); a blank panel no longer keeps the last call's counts' axis.
+void TestErrorViews::notesFitANarrowDock() {
+  peat::views::ErrorPlotPanel panel;
+  panel.resize(260, 300);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  panel.bitPlot()->yAxis->setRange(0, 60000);  // as a call's counts left it
+  const QString text = QStringLiteral("No call is selected: select an analysed call in the session tree, and its page opens here");
+  panel.showMessage(text);
+  panel.plot()->replot();
+  QCOMPARE(panel.bitPlot()->yAxis->range().upper, 1.0);
+  QCPItemText* note = nullptr;
+  for (int i = 0; i < panel.plot()->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(panel.plot()->item(i))) note = t;
+  QVERIFY(note);
+  const QStringList lines = note->text().split(QLatin1Char('\n'));
+  QVERIFY2(lines.size() > 1, qPrintable(note->text()));
+  QCOMPARE(lines.join(QLatin1Char(' ')), text);
+  const QFontMetrics metrics(note->font());
+  for (const QString& line : lines)
+    QVERIFY2(metrics.horizontalAdvance(line) <= panel.plot()->axisRect()->width(), qPrintable(line));
+  // wider: fewer lines
+  panel.resize(900, 300);
+  QTest::qWait(50);
+  panel.plot()->replot();
+  QVERIFY2(note->text().split(QLatin1Char('\n')).size() < lines.size(), qPrintable(note->text()));
 }
 
 QTEST_MAIN(TestErrorViews)
