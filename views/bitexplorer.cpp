@@ -306,8 +306,10 @@ void BitExplorer::setLargeType(bool large) {
   const int bit = std::clamp(room / 34, 26, 36);
   for (QToolButton* b : buttons_) b->setFixedSize(large ? bit : 22, large ? 42 : 26);
   adjustSize();
-  if (window() != this) {  // the explorer's window takes the height the larger type needs, within the screen
-    const QSize want = window()->sizeHint();
+  if (window() != this) {  // the explorer's window takes the size the larger type needs, within the screen
+    // (the explorer's own hint: its window holds it in a scroll area, whose hint is small; the rest
+    // scrolls)
+    const QSize want = sizeHint() + QSize(24, 24);
     const int tall = screen ? screen->availableGeometry().height() - 40 : 1000;
     window()->resize(std::min(std::max(window()->width(), want.width()), room + 60),
                      std::min(std::max(window()->height(), want.height()), tall));

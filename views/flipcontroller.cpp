@@ -2,6 +2,8 @@
 #include "views/flipcontroller.h"
 
 #include <QDialog>
+#include <QFrame>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include "core/analysis/value_bound.h"
@@ -20,8 +22,15 @@ BitExplorer* FlipController::showExplorer() {
     explorerWindow_ = new QDialog(window_);
     explorerWindow_->setWindowTitle(tr("Bit Explorer"));
     auto* layout = new QVBoxLayout(explorerWindow_);
-    explorer_ = new BitExplorer(explorerWindow_);
-    layout->addWidget(explorer_);
+    // scrolled where the screen is smaller than the explorer (1024 x 700, or Large type): the window
+    // never grows past the screen
+    auto* scroll = new QScrollArea(explorerWindow_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    explorer_ = new BitExplorer(scroll);
+    scroll->setWidget(explorer_);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(scroll);
     connect(explorer_, &BitExplorer::flipRequested, this, &FlipController::flip);
     explorerWindow_->resize(960, 460);
   }

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QStringList>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -191,14 +192,28 @@ class LayerMapCanvas : public QWidget {
       p.drawImage(r, image);
       if (!bitsView) drawTiles(p, l, k);
       p.setPen(palette().color(QPalette::Text));
-      p.drawText(QRectF(r.left(), r.top() - 14, bitsView ? double(width() - kLegendWidth) : std::max(r.width(), 80.0), 14),
-                 Qt::AlignLeft | Qt::AlignBottom,
-                 bitsView ? tr("rows: bit positions (31 the sign, 30-23 the exponent, 22-0 the mantissa); columns: channels 0-%1")
-                                .arg(m.channels - 1)
-                 : l.tiled        ? (m.rows > 1 ? tr("rows 0-%1, columns %2-%3").arg(m.rows - 1) : tr("columns %2-%3"))
-                                        .arg(k * l.mapCols).arg(std::min(m.cols, (k + 1) * l.mapCols) - 1)
-                 : m.channels > 1 ? tr("channel %1").arg(k)
-                                  : QString());
+      // a panel's title within its own width (side by side, long titles ran into the next panel's):
+      // the longest form that fits, else the shortest elided
+      const double titleWidth = bitsView ? double(width() - kLegendWidth) : r.width();
+      QStringList forms;
+      if (bitsView) {
+        forms << tr("rows: bit positions (31 the sign, 30-23 the exponent, 22-0 the mantissa); columns: channels 0-%1")
+                     .arg(m.channels - 1);
+      } else if (l.tiled) {
+        const int64_t first = k * l.mapCols, last = std::min(m.cols, (k + 1) * l.mapCols) - 1;
+        if (m.rows > 1) forms << tr("rows 0-%1, columns %2-%3").arg(m.rows - 1).arg(first).arg(last);
+        forms << tr("columns %1-%2").arg(first).arg(last) << tr("cols %1-%2").arg(first).arg(last)
+              << QStringLiteral("%1-%2").arg(first).arg(last);
+      } else if (m.channels > 1) {
+        forms << tr("channel %1").arg(k) << tr("ch %1").arg(k) << QString::number(k);
+      }
+      QString title = forms.isEmpty() ? QString() : p.fontMetrics().elidedText(forms.back(), Qt::ElideRight, int(titleWidth));
+      for (const QString& form : forms)
+        if (p.fontMetrics().horizontalAdvance(form) <= titleWidth) {
+          title = form;
+          break;
+        }
+      p.drawText(QRectF(r.left(), r.top() - 14, titleWidth, 14), Qt::AlignLeft | Qt::AlignBottom, title);
       if (bitsView)  // the bit positions beside the rows
         for (const int bit : {31, 30, 23, 22, 0})
           p.drawText(QPointF(r.right() + 4, r.top() + (31.5 - bit) * l.cell + 4), QString::number(bit));

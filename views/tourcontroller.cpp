@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -128,6 +130,26 @@ bool TourController::openDemo() {
 }
 
 // The script: seven steps over the demo session (about 100 lines of text and page choices).
+void TourController::placeBesideTour(QWidget* opened) const {
+  if (!panel_ || !opened) return;
+  const QScreen* screen = window_->screen() ? window_->screen() : QGuiApplication::primaryScreen();
+  if (!screen) return;
+  const QRect room = screen->availableGeometry();
+  const QRect tour(panel_->mapToGlobal(QPoint(0, 0)), panel_->size());
+  const QRect frame = opened->frameGeometry();
+  const int decoration = frame.height() - opened->height(), sides = frame.width() - opened->width();
+  const int gap = 8;
+  // the wider of the two sides of the panel, then the opened window within it
+  const int rightRoom = room.right() - tour.right() - gap, leftRoom = tour.left() - room.left() - gap;
+  const bool right = rightRoom >= leftRoom;
+  const int width = std::min(opened->width() + sides, right ? rightRoom : leftRoom);
+  const int height = std::min(opened->height() + decoration, room.height());
+  if (width < 320) return;  // no room beside it: left where it is
+  const int x = right ? tour.right() + gap : tour.left() - gap - width;
+  opened->resize(width - sides, height - decoration);
+  opened->move(x, std::max(room.top(), std::min(frame.top(), room.bottom() - height)));
+}
+
 std::vector<TourPanel::Step> TourController::steps() {
   MainWindow* w = window_;
   const auto item = [w](const QString& path) {
@@ -215,6 +237,7 @@ std::vector<TourPanel::Step> TourController::steps() {
                        }
                        const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
                        w->openSaveValue(widest);
+                       placeBesideTour(w->bitExplorer()->window());
                        w->bitExplorer()->toggleBit(30);
                        w->bitExplorer()->setFlipImage(0);
                        w->bitExplorer()->requestFlip();

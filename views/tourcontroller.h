@@ -42,6 +42,9 @@ class TourController : public QObject {
 
  private:
   void returnToSession();  // after Leave: the session the tour replaced, on its item
+  // Moves a window a step opens (the Bit Explorer) beside the tour's panel, within the screen, so
+  // that it covers neither the panel's text nor its buttons (it opened over them at 1024 x 700).
+  void placeBesideTour(QWidget* opened) const;
   QString returnTo_, returnItem_;
   TourPanel* panel_ = nullptr;
   QDockWidget* dock_ = nullptr;

@@ -596,6 +596,13 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
   QVERIFY(again.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour.png")));
   QVERIFY(again.bitExplorer()->window()->grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/tour-flip.png")));
   QVERIFY(again.bitExplorer()->window()->isVisible());
+  // the explorer beside the tour's panel, not over its text or buttons (it covered them at 1024 x 700)
+  const QRect panelRect(tour->mapToGlobal(QPoint(0, 0)), tour->size());
+  QVERIFY2(!again.bitExplorer()->window()->frameGeometry().intersects(panelRect),
+           qPrintable(QStringLiteral("explorer %1,%2 %3x%4; tour panel %5,%6 %7x%8")
+                          .arg(again.bitExplorer()->window()->frameGeometry().x()).arg(again.bitExplorer()->window()->frameGeometry().y())
+                          .arg(again.bitExplorer()->window()->frameGeometry().width()).arg(again.bitExplorer()->window()->frameGeometry().height())
+                          .arg(panelRect.x()).arg(panelRect.y()).arg(panelRect.width()).arg(panelRect.height())));
   QVERIFY(tour->next());
   QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::CampaignTab);
