@@ -20,10 +20,11 @@ DevicesPanel::DevicesPanel(QWidget* parent) : QWidget(parent) {
 void DevicesPanel::showBackends(const std::vector<gpu::BackendProbe>& backends) {
   tree_->clear();
   for (const gpu::BackendProbe& b : backends) {
-    auto* item = new QTreeWidgetItem(tree_, {QString::fromStdString(b.name),
-                                             (b.usable ? tr("usable: ") : tr("unavailable: ")) +
-                                                 QString::fromStdString(b.status)});
-    item->setToolTip(1, QString::fromStdString(b.status));
+    // the word in the column (a dock's width cut the sentence after it), the sentence on hovering
+    const QString said = (b.usable ? tr("usable: ") : tr("unavailable: ")) + QString::fromStdString(b.status);
+    auto* item = new QTreeWidgetItem(tree_, {QString::fromStdString(b.name), b.usable ? tr("usable") : tr("unavailable")});
+    item->setToolTip(0, said);
+    item->setToolTip(1, said);
     for (const gpu::DeviceInfo& d : b.devices) {
       auto* dev = new QTreeWidgetItem(item, {QStringLiteral("%1:%2").arg(QString::fromStdString(b.name)).arg(d.index),
                                              tr("%1, %2, %3 MiB")

@@ -193,6 +193,9 @@ QVariant SessionTreeModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return index.column() == NameColumn ? n->name : n->detail;
     case Qt::ToolTipRole:
       if (n->tooltip.isEmpty() && n->call) return callToolTipOf(const_cast<Node*>(n));
+      // a run's or a result's Details, cut by a narrow dock, whole on hovering (a call's tooltip holds them)
+      if (index.column() == DetailColumn && !n->call && !n->detail.isEmpty())
+        return n->tooltip.isEmpty() ? n->detail : n->detail + QLatin1Char('\n') + n->tooltip;
       return n->tooltip.isEmpty() ? QVariant() : QVariant(n->tooltip);
     case KindRole: return int(n->kind);
     case KeyRole: return n->key;

@@ -4,7 +4,10 @@
 
 #include "core/store/session.h"
 #include "tests/support/sample_session.h"
+#include "views/devicespanel.h"
 #include "views/sessiontreemodel.h"
+
+#include <QTreeWidget>
 
 using peat::views::SessionTreeModel;
 
@@ -14,6 +17,7 @@ class TestSessionTreeModel : public QObject {
   void structureFollowsSession();
   void incompleteIterationIsFlagged();
   void resetToEmpty();
+  void cutTextsWholeOnHovering();
 };
 
 void TestSessionTreeModel::structureFollowsSession() {
@@ -66,6 +70,29 @@ void TestSessionTreeModel::resetToEmpty() {
   QCOMPARE(model.rowCount(), 2);
   model.clear();
   QCOMPARE(model.rowCount(), 0);
+}
+
+// A narrow dock cuts a run's Details and a backend's status: the column holds what fits first (the
+// run's details, the backend's one word) and hovering gives the whole of it.
+void TestSessionTreeModel::cutTextsWholeOnHovering() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath(QStringLiteral("s.h5")).toStdString();
+  peat::testsupport::writeSampleSession(path);
+  SessionTreeModel model;
+  model.setSummary(peat::store::SessionReader(path).summary());
+  const QString details = model.index(0, 1).data().toString();
+  QVERIFY(!details.isEmpty());
+  QVERIFY2(model.index(0, 1).data(Qt::ToolTipRole).toString().startsWith(details + QLatin1Char('\n')),
+           qPrintable(model.index(0, 1).data(Qt::ToolTipRole).toString()));
+
+  peat::views::DevicesPanel devices;
+  peat::gpu::BackendProbe cuda;
+  cuda.name = "cuda";
+  cuda.status = "no device: cudaGetDeviceCount failed (no CUDA-capable device is detected)";
+  devices.showBackends({cuda});
+  const QTreeWidgetItem* item = devices.findChild<QTreeWidget*>()->topLevelItem(0);
+  QCOMPARE(item->text(1), QStringLiteral("unavailable"));
+  QCOMPARE(item->toolTip(1), QStringLiteral("unavailable: ") + QString::fromStdString(cuda.status));
 }
 
 QTEST_MAIN(TestSessionTreeModel)
