@@ -23,6 +23,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QCursor>
+#include <QTimer>
 #include <QToolTip>
 #include <QTreeView>
 
@@ -108,7 +109,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(watcher_, &SessionWatcher::changed, this, [this](const QString& path) {
     changedPath_ = path;
     statusBar()->showMessage(tr("%1 changed on disk: opening it again").arg(QFileInfo(path).fileName()));
-    startOpeningSession(path);
+    reopenWhenReleased(path);
   });
   connect(watcher_, &SessionWatcher::removed, this, [this](const QString& path) {
     setWindowTitle(tr("%1 (removed from disk) - PEAT Workbench").arg(QFileInfo(path).fileName()));
@@ -328,6 +329,25 @@ bool MainWindow::openSession(const QString& path) {
   const quint64 job = startOpeningSession(path);
   sessions_->waitFor(job, [&] { opened = appliedGeneration_ == job; });
   return opened;
+}
+
+// A file written in place (another program, with HDF5's file locking off) is still open here, and
+// HDF5 hands a new open of it the file it has open, with the metadata it cached before the write:
+// the window would show the runs as they were. Every handle of ours is let go first (a read in
+// flight ends with its own), then the file opens afresh (within two seconds whatever holds it).
+void MainWindow::reopenWhenReleased(const QString& path) {
+  sessions_->cancel();
+  comparisons_->release(path);
+  std::weak_ptr<store::SessionReader> held = session_.reader;
+  if (QFileInfo(path) == QFileInfo(session_.path)) session_.reader.reset();
+  auto* wait = new QTimer(this);
+  wait->setInterval(20);
+  connect(wait, &QTimer::timeout, this, [this, wait, held, path, tries = 0]() mutable {
+    if (!held.expired() && ++tries < 100) return;
+    wait->deleteLater();
+    startOpeningSession(path);
+  });
+  wait->start();
 }
 
 quint64 MainWindow::startOpeningSession(const QString& path) {

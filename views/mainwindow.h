@@ -77,6 +77,8 @@ class MainWindow : public QMainWindow {
   // Starts opening a session and returns at once; sessionOpenEnded reports the outcome. A newer
   // open drops an older one that has not finished.
   quint64 startOpeningSession(const QString& path);  // the open's generation (SessionController)
+  // The file changed on disk: every handle of ours let go, then opened afresh.
+  void reopenWhenReleased(const QString& path);
   SessionController* sessionController() const { return sessions_; }
   void closeSession();
   // Selects the session tree item at a path of display names joined by '/', e.g.

@@ -18,6 +18,7 @@
 #include <QThread>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QLabel>
 #include <QStatusBar>
@@ -64,6 +65,7 @@ class TestMainWindow : public QObject {
   void bitExplorerReadsBitPatterns();
   void exportsTakeWhatWasUsedAndNameIt();
   void sessionReplacedOnDisk();
+  void runDeletedInPlace();
   void smallScreenIsSaid();
 
  private:
@@ -620,6 +622,37 @@ void TestMainWindow::exportsTakeWhatWasUsedAndNameIt() {
 // The session shown is replaced on disk by another program: by a file that is no session, the
 // pages close and say why (none stays up from the file that was); by a session again, it opens
 // again; removed, the window says so.
+// Another program deletes the shown run inside the file (h5py, with HDF5's file locking off: with
+// it on, the window's open file keeps the writer out): the window opens the file again and shows
+// what is there now, not what its open handle had cached; the item shown is said to be gone.
+void TestMainWindow::runDeletedInPlace() {
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("shown.h5"));
+  peat::testsupport::writeSampleSession(path.toStdString());
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.show();
+  QVERIFY(w.openSession(path));
+  QVERIFY(w.selectItem(QStringLiteral("golden/iteration 1")));
+  QTRY_VERIFY(!w.pagesLoading());
+  QCOMPARE(w.sessionModel()->index(0, 0).data().toString(), QStringLiteral("golden"));
+  QProcess h5py;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("HDF5_USE_FILE_LOCKING"), QStringLiteral("FALSE"));
+  h5py.setProcessEnvironment(env);
+  h5py.start(QStringLiteral("/usr/bin/python3"),
+             {QStringLiteral("-c"), QStringLiteral("import sys, h5py\nwith h5py.File(sys.argv[1], 'a') as f:\n    del f['runs/golden']"),
+              path});
+  QVERIFY(h5py.waitForFinished(60000));
+  QVERIFY2(h5py.exitCode() == 0, h5py.readAllStandardError().constData());
+  QTRY_VERIFY_WITH_TIMEOUT(w.sessionModel()->rowCount() > 0 &&
+                               w.sessionModel()->index(0, 0).data().toString() != QStringLiteral("golden"),
+                           10000);
+  QTRY_VERIFY(!w.pagesLoading());
+  QVERIFY2(w.lastError().contains(QStringLiteral("golden/iteration 1 is no longer in shown.h5")), qPrintable(w.lastError()));
+  QVERIFY(w.currentItemPath() != QStringLiteral("golden/iteration 1"));
+}
+
 void TestMainWindow::sessionReplacedOnDisk() {
   QTemporaryDir dir;
   const QString path = dir.filePath(QStringLiteral("shown.h5"));
