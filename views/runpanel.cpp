@@ -210,8 +210,8 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     if (path.isEmpty()) return;
     const auto answer = QMessageBox::warning(
         this, tr("Load a kernel plugin?"),
-        tr("A plugin is code: it runs with your rights, in peat's kernel host (a process of its own beside the\n"
-           "replay or training, so a crash or a runaway allocation in it fails its calls, not the run).\n"
+        tr("A plugin is code: it runs with your rights, in peat's kernel host (a process of its own beside the "
+           "replay or training, so a crash or a runaway allocation in it fails its calls, not the run). "
            "peat probes it in a separate process first, but only load plugins you trust.\n\n%1").arg(path),
         QMessageBox::Ok | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer == QMessageBox::Ok) kernel_->setCurrentText(QStringLiteral("plugin:path=") + path);

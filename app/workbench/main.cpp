@@ -151,9 +151,11 @@ int main(int argc, char** argv) {
     window.showRunPanel();  // the form it runs, beside its outputs
     opened = fillSaveRun(*window.runPanel(), QProcess::splitCommand(parser.value(saveRun)), &error) &&
              window.runPanel()->start();
-    if (!error.isEmpty() || !opened)
-      std::fprintf(stderr, "peat-workbench: error: %s\n",
-                   qPrintable(error.isEmpty() ? window.runPanel()->statusText() : error));
+    if (!error.isEmpty() || !opened) {
+      const QString why = error.isEmpty() ? window.runPanel()->statusText() : error;
+      std::fprintf(stderr, "peat-workbench: error: %s\n", qPrintable(why));
+      window.reportError(why);  // the window says it too: its form is empty or was not run
+    }
   }
 
   if (shooting) {
