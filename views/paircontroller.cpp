@@ -217,7 +217,10 @@ void PairController::detect(const std::shared_ptr<ComparedPair>& pair, const ana
         const store::Verdict verdict = analyzer::storedVerdict(report.call, detection);
         callPage_->showCall(withVerdict, QString::fromStdString(report.call), description, &verdict);
         callPage_->showPairStats(pair->goldenStats, pair->candidateStats);
-        if (!verdict.findings.empty()) callPage_->plots()->showFinding(verdict.findings.front());
+        if (!verdict.findings.empty()) {  // drawn where it shows, on the page and the dock alike
+          callPage_->plots()->showFinding(verdict.findings.front());
+          dock_->showFinding(verdict.findings.front());
+        }
         explain_->showVerdict(QString::fromStdString(withVerdict.verdict));
         emit statusMessage(tr("%1: %2").arg(QString::fromStdString(withVerdict.call), QString::fromStdString(withVerdict.verdict)), 0);
         emit errorCleared();

@@ -280,6 +280,7 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QCOMPARE(qobject_cast<QTabWidget*>(w.centralWidget())->currentWidget(), static_cast<QWidget*>(w.callPage()));
   QVERIFY2(w.callPage()->detailsText().contains(QStringLiteral("Verdict: bit_flip")), qPrintable(w.callPage()->detailsText()));
   QCOMPARE(w.callPage()->plots()->highlightedBit(), 27);
+  QCOMPARE(w.errorPlot()->highlightedBit(), 27);  // the dock draws the evidence too
   {
     float ga = 0, ca = 0;
     for (float v : golden) ga = std::max(ga, std::fabs(v));
