@@ -365,27 +365,28 @@ void ErrorPlotPanel::drawMap() {
     title->position->setType(QCPItemPosition::ptAxisRectRatio);
     title->position->setCoords(0.5, 0.02);
     title->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    title->setText(mapBit_ >= 0
+    title->setBrush(QBrush(QColor(255, 255, 255, 220)));
+    wrapToAxisRect(map_, title,
+                   mapBit_ >= 0
                        ? tr("elements whose bit %1 differs (click the Bits plot's bar again for all mismatches)").arg(mapBit_)
                        : tr("elements with |error| in [2^%1, 2^%2) (click the histogram's bar again for all mismatches, "
                             "shift-click another to extend)")
                              .arg(mapBin_)
                              .arg(mapBinLast_ + 1));
-    title->setBrush(QBrush(QColor(255, 255, 255, 220)));
   }
   if (r.worstRow >= 0) {
     QCPGraph* worst = map_->addGraph();
     worst->setLineStyle(QCPGraph::lsNone);
     worst->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssStar, QPen(QColor(0xd3, 0x2f, 0x2f), 2), Qt::NoBrush, 14));
     worst->addData((double(r.worstCol) + 0.5) / double(r.tileCols), (double(r.worstRow) + 0.5) / double(r.tileRows));
-    worst->setName(tr("largest |error|: row %1, column %2").arg(r.worstRow).arg(r.worstCol));
+    worst->setName(tr("largest |error|: row %1, col %2").arg(r.worstRow).arg(r.worstCol));
     showLegendBelow(map_, true);
   }
   if (r.tileRows == 1) {  // blocks along the rows
-    map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
+    wrapAxisLabel(map_, map_->xAxis, tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
     map_->yAxis->setLabel(tr("row (%1 in all)").arg(r.rows));
   } else {
-    map_->xAxis->setLabel(tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
+    wrapAxisLabel(map_, map_->xAxis, tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
     map_->yAxis->setLabel(tr("tile row (%1 rows each)").arg(r.tileRows));
   }
   map_->xAxis->setRange(0, across);

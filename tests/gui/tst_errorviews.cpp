@@ -27,6 +27,7 @@
 #include "views/errorplotpanel.h"
 #include "views/mainwindow.h"
 #include "views/palette.h"
+#include "views/plotstyle.h"
 #include "views/pageexport.h"
 #include "views/savepanel.h"
 #include "views/sessiontreemodel.h"
@@ -517,6 +518,20 @@ void TestErrorViews::notesFitANarrowDock() {
   QTest::qWait(50);
   panel.plot()->replot();
   QVERIFY2(note->text().split(QLatin1Char('\n')).size() < lines.size(), qPrintable(note->text()));
+  // an axis' label the same way (the Where map's, in a narrow dock)
+  QCustomPlot plot;
+  plot.resize(240, 200);
+  plot.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&plot));
+  const QString label = QStringLiteral("tile column (16 columns each; output seen as 384 x 784)");
+  peat::views::wrapAxisLabel(&plot, plot.xAxis, label);
+  plot.replot();
+  plot.replot();
+  const QStringList labelLines = plot.xAxis->label().split(QLatin1Char('\n'));
+  QVERIFY2(labelLines.size() > 1, qPrintable(plot.xAxis->label()));
+  QCOMPARE(labelLines.join(QLatin1Char(' ')), label);
+  for (const QString& line : labelLines)
+    QVERIFY2(QFontMetrics(plot.xAxis->labelFont()).horizontalAdvance(line) <= plot.axisRect()->width(), qPrintable(line));
 }
 
 QTEST_MAIN(TestErrorViews)
