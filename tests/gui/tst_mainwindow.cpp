@@ -18,6 +18,7 @@
 #include <QThread>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QLabel>
@@ -620,22 +621,30 @@ void TestMainWindow::exportsTakeWhatWasUsedAndNameIt() {
   QVERIFY2(w.pageExport()->suggestedName().startsWith(QStringLiteral("sample-golden-iteration-1-")), qPrintable(w.pageExport()->suggestedName()));
 }
 
-// The session shown is replaced on disk by another program: by a file that is no session, the
-// pages close and say why (none stays up from the file that was); by a session again, it opens
-// again; removed, the window says so.
+namespace {
+
+// A sample session written at `path`, shown in `w` on golden/iteration 1 with its pages read.
+bool showSampleAt(MainWindow& w, const QString& path) {
+  peat::testsupport::writeSampleSession(path.toStdString());
+  w.setQuietErrors(true);
+  w.show();
+  if (!w.openSession(path) || !w.selectItem(QStringLiteral("golden/iteration 1"))) return false;
+  QElapsedTimer waited;
+  waited.start();
+  while (w.pagesLoading() && waited.elapsed() < 10000) QTest::qWait(10);
+  return !w.pagesLoading();
+}
+
+}  // namespace
+
 // Another program deletes the shown run inside the file (h5py, with HDF5's file locking off: with
 // it on, the window's open file keeps the writer out): the window opens the file again and shows
 // what is there now, not what its open handle had cached; the item shown is said to be gone.
 void TestMainWindow::runDeletedInPlace() {
   QTemporaryDir dir;
   const QString path = dir.filePath(QStringLiteral("shown.h5"));
-  peat::testsupport::writeSampleSession(path.toStdString());
   MainWindow w;
-  w.setQuietErrors(true);
-  w.show();
-  QVERIFY(w.openSession(path));
-  QVERIFY(w.selectItem(QStringLiteral("golden/iteration 1")));
-  QTRY_VERIFY(!w.pagesLoading());
+  QVERIFY(showSampleAt(w, path));
   QCOMPARE(w.sessionModel()->index(0, 0).data().toString(), QStringLiteral("golden"));
   QProcess h5py;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -654,16 +663,14 @@ void TestMainWindow::runDeletedInPlace() {
   QVERIFY(w.currentItemPath() != QStringLiteral("golden/iteration 1"));
 }
 
+// The session shown is replaced on disk by another program: by a file that is no session, the
+// pages close and say why (none stays up from the file that was); by a session again, it opens
+// again; removed, the window says so.
 void TestMainWindow::sessionReplacedOnDisk() {
   QTemporaryDir dir;
   const QString path = dir.filePath(QStringLiteral("shown.h5"));
-  peat::testsupport::writeSampleSession(path.toStdString());
   MainWindow w;
-  w.setQuietErrors(true);
-  w.show();
-  QVERIFY(w.openSession(path));
-  QVERIFY(w.selectItem(QStringLiteral("golden/iteration 1")));
-  QTRY_VERIFY(!w.pagesLoading());
+  QVERIFY(showSampleAt(w, path));
   QVERIFY(w.sessionModel()->rowCount() > 0);
   // another program writes a foreign HDF5 file under a temporary name and renames it over
   const QString other = dir.filePath(QStringLiteral("other.tmp"));
