@@ -71,7 +71,7 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this
   // a narrow column scrolls sideways rather than break a label or a number inside it (the 2x
   // rule's sentence still wraps)
   details_->setWordWrapMode(QTextOption::WordWrap);
-  details_->document()->setDefaultStyleSheet(QStringLiteral("td { white-space: nowrap; }"));
+  details_->document()->setDefaultStyleSheet(QStringLiteral("td { white-space: nowrap; padding-right: 6px; }"));  // a key never runs into its value
   plots_ = new ErrorPlotPanel(split_);
   split_->addWidget(details_);
   split_->addWidget(plots_);

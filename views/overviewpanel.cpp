@@ -33,7 +33,7 @@ OverviewPanel::OverviewPanel(QWidget* parent) : QWidget(parent) {
 }
 
 QString OverviewPanel::firstStartHint() {
-  return tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session, or Help > Tour (F1).");
+  return tr("Open a session (Ctrl+O), or start with the demo: Run > Open Demo Session (or peat-workbench --demo), or Help > Tour (F1).");
 }
 
 void OverviewPanel::showNothing(const QString& hint) {

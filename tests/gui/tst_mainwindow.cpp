@@ -723,6 +723,12 @@ void TestMainWindow::smallScreenIsSaid() {
   MainWindow w;
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
+  // the first start offers the demo every way there is, the tour too
+  bool offered = false;
+  for (const QLabel* l : w.findChildren<QLabel*>())
+    offered = offered || (l->isVisible() && l->text().contains(QStringLiteral("Run > Open Demo Session")) &&
+                          l->text().contains(QStringLiteral("peat-workbench --demo")) && l->text().contains(QStringLiteral("Tour (F1)")));
+  QVERIFY2(offered, "no visible label offers the demo and the tour");
   const QRect room = w.screen()->availableGeometry();
   if (room.width() >= 1024 && room.height() >= 700) {
     QVERIFY(w.screenNote().isEmpty());
