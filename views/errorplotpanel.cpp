@@ -135,6 +135,10 @@ void ErrorPlotPanel::showMessage(const QString& text) {
   bits_->xAxis->setRangeReversed(true);
   bits_->yAxis->setLabel(tr("elements"));
   bits_->yAxis->setRange(0, 1);  // not the last call's counts
+  // nor the last call's tile map's words (its colour map went with the plottables)
+  map_->xAxis->setLabel(QString());
+  map_->yAxis->setLabel(QString());
+  centredNote(map_, text);
   plot_->replot(QCustomPlot::rpQueuedReplot);
   bits_->replot(QCustomPlot::rpQueuedReplot);
   map_->replot(QCustomPlot::rpQueuedReplot);
@@ -383,10 +387,10 @@ void ErrorPlotPanel::drawMap() {
     showLegendBelow(map_, true);
   }
   if (r.tileRows == 1) {  // blocks along the rows
-    wrapAxisLabel(map_, map_->xAxis, tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
+    map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
     map_->yAxis->setLabel(tr("row (%1 in all)").arg(r.rows));
   } else {
-    wrapAxisLabel(map_, map_->xAxis, tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
+    map_->xAxis->setLabel(tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
     map_->yAxis->setLabel(tr("tile row (%1 rows each)").arg(r.tileRows));
   }
   map_->xAxis->setRange(0, across);

@@ -88,21 +88,6 @@ inline void wrapToAxisRect(QCustomPlot* plot, QCPItemText* item, const QString& 
   QObject::connect(plot, &QCustomPlot::afterLayout, item, wrap);
 }
 
-// An axis' label (`text`) kept wrapped to the axis rect's width before every replot (a long
-// label in a narrow dock was cut at both ends). For a horizontal axis: its lines change the
-// height, not the width, so the wrap is stable. A later call for the same axis replaces it.
-inline void wrapAxisLabel(QCustomPlot* plot, QCPAxis* axis, const QString& text) {
-  const QString tag = QStringLiteral("peatAxisWrap%1").arg(int(axis->axisType()));
-  delete plot->findChild<QObject*>(tag, Qt::FindDirectChildrenOnly);
-  auto* keeper = new QObject(plot);  // the connection lives as long as this label
-  keeper->setObjectName(tag);
-  const auto wrap = [plot, axis, text] {
-    axis->setLabel(wrappedText(text, axis->labelFont(), std::max(60, plot->axisRect()->width() - 8)));
-  };
-  wrap();
-  QObject::connect(plot, &QCustomPlot::beforeReplot, keeper, wrap);
-}
-
 // A grey note in the middle of the plot, where there is nothing to draw.
 inline void centredNote(QCustomPlot* plot, const QString& text) {
   auto* item = new QCPItemText(plot);

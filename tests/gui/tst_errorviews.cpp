@@ -499,10 +499,12 @@ void TestErrorViews::notesFitANarrowDock() {
   panel.show();
   QVERIFY(QTest::qWaitForWindowExposed(&panel));
   panel.bitPlot()->yAxis->setRange(0, 60000);  // as a call's counts left it
+  panel.mapPlot()->xAxis->setLabel(QStringLiteral("tile column (16 columns each; output seen as 1024 x 100)"));  // and its map
   const QString text = QStringLiteral("No call is selected: select an analysed call in the session tree, and its page opens here");
   panel.showMessage(text);
   panel.plot()->replot();
   QCOMPARE(panel.bitPlot()->yAxis->range().upper, 1.0);
+  QVERIFY(panel.mapPlot()->xAxis->label().isEmpty());  // no tile map's words left from a call
   QCPItemText* note = nullptr;
   for (int i = 0; i < panel.plot()->itemCount(); ++i)
     if (auto* t = qobject_cast<QCPItemText*>(panel.plot()->item(i))) note = t;
@@ -518,20 +520,6 @@ void TestErrorViews::notesFitANarrowDock() {
   QTest::qWait(50);
   panel.plot()->replot();
   QVERIFY2(note->text().split(QLatin1Char('\n')).size() < lines.size(), qPrintable(note->text()));
-  // an axis' label the same way (the Where map's, in a narrow dock)
-  QCustomPlot plot;
-  plot.resize(240, 200);
-  plot.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&plot));
-  const QString label = QStringLiteral("tile column (16 columns each; output seen as 384 x 784)");
-  peat::views::wrapAxisLabel(&plot, plot.xAxis, label);
-  plot.replot();
-  plot.replot();
-  const QStringList labelLines = plot.xAxis->label().split(QLatin1Char('\n'));
-  QVERIFY2(labelLines.size() > 1, qPrintable(plot.xAxis->label()));
-  QCOMPARE(labelLines.join(QLatin1Char(' ')), label);
-  for (const QString& line : labelLines)
-    QVERIFY2(QFontMetrics(plot.xAxis->labelFont()).horizontalAdvance(line) <= plot.axisRect()->width(), qPrintable(line));
 }
 
 QTEST_MAIN(TestErrorViews)
