@@ -16,8 +16,6 @@ std::string BlockScheme::bugName() const {
 
 namespace {
 
-float amaxOf(const float* v, std::size_t n) { return finiteAmax(v, n); }
-
 // b^T [n, k] as the scheme quantises it, and a [m, k] when the blocks run along M (along K, a's rows
 // are quantised one at a time as the replay reaches them: a scheme that fails on the first row
 // costs one pass over b).
@@ -31,8 +29,8 @@ Quantised quantiseOperands(const GemmBound& g, const BlockScheme& s) {
   Quantised q{{}, std::vector<float>(std::size_t(n * k))};
   for (int64_t p = 0; p < k; ++p)
     for (int64_t j = 0; j < n; ++j) q.bt[std::size_t(j * k + p)] = g.b[std::size_t(p * n + j)];
-  q.aAmax = amaxOf(g.a.data(), g.a.size());
-  const float bAmax = amaxOf(q.bt.data(), q.bt.size());
+  q.aAmax = operandAmaxA(g);  // made once per bound, shared with the elementwise replays
+  const float bAmax = operandAmaxB(g);  // b^T holds b's values
   if (!s.wrongDimension) {
     for (int64_t j = 0; j < n; ++j) fp::quantizeBlocks(s.format, q.bt.data() + j * k, uint64_t(k), s.block, s.bug, bAmax);
     return q;
@@ -87,7 +85,7 @@ bool compareRows(const float* c, const GemmBound& g, const BlockScheme& s, const
     }
     float rowAmax = 0;
     if (s.output) {
-      rowAmax = amaxOf(row.data(), row.size());
+      rowAmax = finiteAmax(row.data(), row.size());
       fp::quantizeBlocks(s.format, row.data(), uint64_t(n), s.block, fp::BlockBug::None, outAmax);
     }
     for (int64_t j = 0; j < n; ++j) {
@@ -170,7 +168,7 @@ bool onBlockGrid(const fp::BlockFormat& f, const float* v, uint64_t n, uint64_t 
   for (uint64_t row = 0; row < n; row += cols)
     for (uint64_t first = row; first < std::min(n, row + cols); first += block) {
       const uint64_t last = std::min({n, row + cols, first + block});
-      const float amax = amaxOf(v + first, std::size_t(last - first));
+      const float amax = finiteAmax(v + first, std::size_t(last - first));
       if (amax == 0) continue;
       ++nonzero;
       float scales[2];

@@ -102,6 +102,15 @@ __attribute__((target_clones("avx2", "default"))) float finiteAmax(const float* 
   return fp::floatOf(t);
 }
 
+float operandAmaxA(const GemmBound& g) {
+  if (g.aAmax < 0) g.aAmax = finiteAmax(g.a.data(), g.a.size());
+  return g.aAmax;
+}
+float operandAmaxB(const GemmBound& g) {
+  if (g.bAmax < 0) g.bAmax = finiteAmax(g.b.data(), g.b.size());
+  return g.bAmax;
+}
+
 namespace {
 // |a| |b|, sum_k |a_ik| per row and sum_k |b_kj| per column of one GEMM, into the given places
 void boundSums(const float* a, const float* b, int64_t m, int64_t k, int64_t n, float* absProduct, float* rowAbsSum,
@@ -222,12 +231,10 @@ struct TensorRounding {
   }
   // operand a or b of a bound as `hyp` rounds it, its amax made once per bound
   static TensorRounding ofA(const Hypothesis& hyp, const GemmBound& g) {
-    if (hyp.scaled && g.aAmax < 0) g.aAmax = finiteAmax(g.a.data(), g.a.size());
-    return TensorRounding(hyp, g.aAmax);
+    return TensorRounding(hyp, hyp.scaled ? operandAmaxA(g) : 0.0f);
   }
   static TensorRounding ofB(const Hypothesis& hyp, const GemmBound& g) {
-    if (hyp.scaled && g.bAmax < 0) g.bAmax = finiteAmax(g.b.data(), g.b.size());
-    return TensorRounding(hyp, g.bAmax);
+    return TensorRounding(hyp, hyp.scaled ? operandAmaxB(g) : 0.0f);
   }
   // elements [0, count) of v, in place: each element alone, so a part rounds as the whole does
   void apply(float* v, std::size_t count) const {

@@ -18,6 +18,9 @@
 namespace peat::detector {
 // The largest |v[i]| over the finite values (NaN and Inf count as 0), in vector lanes.
 float finiteAmax(const float* v, std::size_t n);
+// The same over a bound's whole operand a or b, made once per bound (GemmBound::aAmax, bAmax).
+float operandAmaxA(const GemmBound& g);
+float operandAmaxB(const GemmBound& g);
 }  // namespace peat::detector
 
 namespace peat::detector::rules {
