@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
 
 namespace peat::save::onnx_import {
 
@@ -88,26 +89,29 @@ void Importer::load() {
 // the importer follow a Reshape, not a table of indices.
 void Importer::identityGathers() {
   onnx::GraphProto* g = model_.mutable_graph();
-  const auto lengthOf = [&](const std::string& v) -> int64_t {  // a 1-D value's known length, else -1
-    const auto fromType = [](const onnx::TypeProto& t) -> int64_t {
-      if (!t.has_tensor_type() || !t.tensor_type().has_shape() || t.tensor_type().shape().dim_size() != 1) return -1;
-      const auto& d = t.tensor_type().shape().dim(0);
-      return d.has_dim_value() ? d.dim_value() : -1;
-    };
-    for (const auto& vi : g->value_info())
-      if (vi.name() == v) return fromType(vi.type());
-    for (const auto& vi : g->input())
-      if (vi.name() == v) return fromType(vi.type());
-    return -1;
+  // each name looked up once (a scan per Gather was quadratic in a graph with many of them)
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers;
+  for (const auto& t : g->initializer()) initializers.emplace(t.name(), &t);
+  std::unordered_map<std::string, int64_t> lengths;  // 1-D values' known lengths
+  const auto addLength = [&](const onnx::ValueInfoProto& vi) {
+    const onnx::TypeProto& t = vi.type();
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape() || t.tensor_type().shape().dim_size() != 1) return;
+    const auto& d = t.tensor_type().shape().dim(0);
+    if (d.has_dim_value()) lengths.emplace(vi.name(), d.dim_value());
+  };
+  for (const auto& vi : g->value_info()) addLength(vi);
+  for (const auto& vi : g->input()) addLength(vi);
+  const auto lengthOf = [&](const std::string& v) -> int64_t {
+    const auto it = lengths.find(v);
+    return it == lengths.end() ? -1 : it->second;
   };
   for (int i = 0; i < g->node_size(); ++i) {
     onnx::NodeProto& n = *g->mutable_node(i);
     if (n.op_type() != "Gather" || n.input_size() != 2 || n.output_size() != 1) continue;
     bool axisZero = true;
     for (const auto& a : n.attribute()) axisZero = axisZero && !(a.name() == "axis" && a.i() != 0);
-    const onnx::TensorProto* indices = nullptr;
-    for (const auto& t : g->initializer())
-      if (t.name() == n.input(1)) indices = &t;
+    const auto found = initializers.find(n.input(1));
+    const onnx::TensorProto* indices = found == initializers.end() ? nullptr : found->second;
     if (!axisZero || !indices || indices->data_type() != onnx::TensorProto::INT64 || indices->dims_size() == 0) continue;
     int64_t count = 1;
     for (int64_t d : indices->dims()) count = d > 0 && count <= (int64_t(1) << 31) / d ? count * d : -1;
