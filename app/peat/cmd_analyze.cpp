@@ -202,70 +202,32 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   events::Progress lines("calls");  // the run panel's determinate bar
-  const analyzer::SessionAnalysis a = analyzer::analyzeSession(
-      session, run, call, ro, [&](int64_t done, int64_t total) { lines(done, total, {}, done == total); }, !force, name);
-  if (json) {
-    JsonWriter j(std::cout);
-    j.beginObject().field("session", a.session).field("run", a.run).field("source_run", a.sourceRun);
-    j.field("stored_as", a.resultRun).field("reused", a.reused).key("calls").beginArray();
-    for (const analyzer::CallAnalysis& c : a.calls) {
-      j.beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
-      j.field("call_index", c.callIndex).field("variant", c.variant);
-      writeVerdict(j, c.detection.verdict, true);  // verdict, confidence, explanation, parameters, evidence
-      j.key("findings").beginArray();  // secondary findings beside the primary verdict
-      for (const detector::Verdict& v : c.detection.findings) writeVerdict(j, v, false);
-      j.endArray().key("alternatives").beginArray();  // the other readings that held, by confidence
-      for (const detector::Verdict& v : c.detection.alternatives) writeVerdict(j, v, false);
-      j.endArray();
-      if (!verdictsOnly) {
-        j.field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);
-        j.field("mean_abs_over_scale", c.report.meanAbsOverScale);
-      }
-      writeCriteria(j, c.criteria);
-      j.endObject();
-    }
-    j.endArray().key("kernel_failures").beginArray();
-    for (const analyzer::KernelFailure& f : a.failures) {
-      j.beginObject().field("call", f.call).field("layer", f.layer).field("op", f.op).field("iteration", f.iteration);
-      j.field("call_index", f.callIndex).field("verdict", f.detection.verdict.model);
-      j.field("outcome", f.detection.verdict.parameters.at("outcome"));
-      j.field("explanation", f.detection.verdict.explanation).endObject();
-    }
-    j.endArray();
-    if (!a.reused) {
-      const analyzer::SessionAnalysis::Timing& t = a.timing;
-      j.key("timing").beginObject().field("wall_seconds", t.wall).field("workers", int64_t(t.workers));
-      j.field("read_seconds", t.read).field("analyzer_seconds", t.analyzer).field("operands_seconds", t.operands);
-      j.field("detector_seconds", t.detector).field("reference_seconds", t.reference).field("store_seconds", t.store);
-      j.endObject();
-    }
-    j.endObject();
-    std::cout << '\n';
-    return 0;
-  }
-  std::printf("%-32s %-10s %-8s %12s %12s %12s  %s\n", "call", "layer", "op", "mismatched", "max |err|", "p99 |err|",
-              "verdict");
-  // layer and op names come from the session (someone else's, perhaps): printed escaped
-  auto safe = [](const std::string& text) { return util::printable(text); };
-  for (const analyzer::CallAnalysis& c : a.calls)
-    std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s%s %.2f\n", safe(c.call).c_str(), safe(c.layer).c_str(),
-                safe(c.op).c_str(),
-                (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
-                c.detection.verdict.model.c_str(), parameters(c.detection.verdict).c_str(),
-                c.detection.verdict.confidence);
-  for (const analyzer::KernelFailure& f : a.failures)
-    std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", safe(f.call).c_str(), safe(f.layer).c_str(),
-                safe(f.op).c_str(), "-", "-", "-", f.detection.verdict.model.c_str(),
-                safe(f.detection.verdict.parameters.at("outcome")).c_str(),
-                f.detection.verdict.confidence);
-  // The criteria users apply, per op: the reference rule's passes, the lowest cosine, the largest
-  // relative error and its share above 1e-3 (worst call)
-  struct OpCriteria {
+  // Each call is printed as the analysis hands it on (in call order, as it is stored), and only the
+  // per-op criteria and the per-iteration trend are kept: memory does not grow with the calls.
+  struct OpCriteria {  // per op: the reference rule's passes, the lowest cosine, the largest relative error
     int calls = 0, evaluated = 0, passed = 0;
     double cosine = 1, maxRel = 0, above3 = 0;
   };
   std::map<std::string, OpCriteria> perOp;
-  for (const analyzer::CallAnalysis& c : a.calls) {
+  std::map<int64_t, double> worst;  // the worst error of each iteration
+  // layer and op names come from the session (someone else's, perhaps): printed escaped
+  auto safe = [](const std::string& text) { return util::printable(text); };
+  std::optional<JsonWriter> j;
+  bool started = false;
+  const auto start = [&](const analyzer::SessionAnalysis& a) {
+    if (started) return;
+    started = true;
+    if (json) {
+      j.emplace(std::cout);
+      j->beginObject().field("session", a.session).field("run", a.run).field("source_run", a.sourceRun);
+      j->field("stored_as", a.resultRun).field("reused", a.reused).key("calls").beginArray();
+    } else {
+      std::printf("%-32s %-10s %-8s %12s %12s %12s  %s\n", "call", "layer", "op", "mismatched", "max |err|", "p99 |err|",
+                  "verdict");
+    }
+  };
+  const auto each = [&](const analyzer::SessionAnalysis& a, const analyzer::CallAnalysis& c) {
+    start(a);
     OpCriteria& o = perOp[c.op];
     ++o.calls;
     o.evaluated += c.criteria.ruleEvaluated;
@@ -273,7 +235,58 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
     o.cosine = std::min(o.cosine, c.criteria.cosine);
     o.maxRel = std::max(o.maxRel, c.criteria.maxRel);
     o.above3 = std::max(o.above3, c.criteria.relAbove3);
+    worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);
+    if (!json) {
+      std::printf("%-32s %-10s %-8s %12llu %12.4g %12.4g  %s%s %.2f\n", safe(c.call).c_str(), safe(c.layer).c_str(),
+                  safe(c.op).c_str(), (unsigned long long)c.report.mismatched, c.report.maxAbs, c.report.p99,
+                  c.detection.verdict.model.c_str(), parameters(c.detection.verdict).c_str(),
+                  c.detection.verdict.confidence);
+      return;
+    }
+    j->beginObject().field("call", c.call).field("layer", c.layer).field("op", c.op).field("iteration", c.iteration);
+    j->field("call_index", c.callIndex).field("variant", c.variant);
+    writeVerdict(*j, c.detection.verdict, true);  // verdict, confidence, explanation, parameters, evidence
+    j->key("findings").beginArray();  // secondary findings beside the primary verdict
+    for (const detector::Verdict& v : c.detection.findings) writeVerdict(*j, v, false);
+    j->endArray().key("alternatives").beginArray();  // the other readings that held, by confidence
+    for (const detector::Verdict& v : c.detection.alternatives) writeVerdict(*j, v, false);
+    j->endArray();
+    if (!verdictsOnly) {
+      j->field("mismatched", c.report.mismatched).field("max_abs", c.report.maxAbs).field("p99_abs", c.report.p99);
+      j->field("mean_abs_over_scale", c.report.meanAbsOverScale);
+    }
+    writeCriteria(*j, c.criteria);
+    j->endObject();
+  };
+  const analyzer::SessionAnalysis a = analyzer::analyzeSession(
+      session, run, call, ro, [&](int64_t done, int64_t total) { lines(done, total, {}, done == total); }, !force, name,
+      each);
+  start(a);  // no call analysed (kernel failures only)
+  if (json) {
+    j->endArray().key("kernel_failures").beginArray();
+    for (const analyzer::KernelFailure& f : a.failures) {
+      j->beginObject().field("call", f.call).field("layer", f.layer).field("op", f.op).field("iteration", f.iteration);
+      j->field("call_index", f.callIndex).field("verdict", f.detection.verdict.model);
+      j->field("outcome", f.detection.verdict.parameters.at("outcome"));
+      j->field("explanation", f.detection.verdict.explanation).endObject();
+    }
+    j->endArray();
+    if (!a.reused) {
+      const analyzer::SessionAnalysis::Timing& t = a.timing;
+      j->key("timing").beginObject().field("wall_seconds", t.wall).field("workers", int64_t(t.workers));
+      j->field("read_seconds", t.read).field("analyzer_seconds", t.analyzer).field("operands_seconds", t.operands);
+      j->field("detector_seconds", t.detector).field("reference_seconds", t.reference).field("store_seconds", t.store);
+      j->endObject();
+    }
+    j->endObject();
+    std::cout << '\n';
+    return 0;
   }
+  for (const analyzer::KernelFailure& f : a.failures)
+    std::printf("%-32s %-10s %-8s %12s %12s %12s  %s (%s) %.2f\n", safe(f.call).c_str(), safe(f.layer).c_str(),
+                safe(f.op).c_str(), "-", "-", "-", f.detection.verdict.model.c_str(),
+                safe(f.detection.verdict.parameters.at("outcome")).c_str(),
+                f.detection.verdict.confidence);
   std::printf("criteria    per op: lowest cosine, largest relative error, most elements off by 1e-3 in a call; "
               "FlashAttention's rule (max error against float64 <= 2x PyTorch's + 1e-5)\n");
   for (const auto& [op, o] : perOp) {
@@ -283,8 +296,6 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
     else std::printf("2x rule: no float64 recomputation of this op\n");
   }
   // The trend: the worst error of each iteration, first to last.
-  std::map<int64_t, double> worst;
-  for (const analyzer::CallAnalysis& c : a.calls) worst[c.iteration] = std::max(worst[c.iteration], c.report.maxAbs);
   std::printf("trend       max |err| per iteration:");
   for (const auto& [it, v] : worst) std::printf(" %lld:%.3g", (long long)it, v);
   if (!a.reused) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/analysis/call_spool.h"
 #include "core/analysis/stored_analysis.h"
 #include "core/detector/op_replay.h"
 #include "core/store/h5.h"
@@ -27,7 +28,6 @@
 #include "core/store/session.h"
 #include "core/store/table.h"
 #include "core/util/parallel.h"
-#include "core/util/spool_file.h"
 
 namespace peat::analyzer {
 
@@ -36,6 +36,8 @@ namespace {
 // Per-call reports are stored this many to a record (store/packed_records.h): HDF5 takes about a
 // millisecond per record whatever its size, 2 of lenet's 14 seconds at 1,400 calls one each.
 constexpr std::size_t kReportsPerPack = 64;
+// The analysis's table and verdicts are written this many rows at a time.
+constexpr std::size_t kRowsPerBlock = 4096;
 
 std::vector<float> readOutput(const store::SessionReader& r, const std::string& run, const store::CallInfo& c) {
   for (const store::TensorInfo& t : c.tensors)
@@ -187,97 +189,8 @@ store::ResultRecord reportRecord(const CallAnalysis& a) {
   return rec;
 }
 
-// The calls' stored reports, kept in an anonymous file beside the session from the moment a call
-// is analysed until the analysis is stored (the session cannot be written while it is read): their
-// arrays (tile, row and column counts, histograms) held in memory were the larger part of what
-// analyze's peak grew by per call (70,000 LeNet calls: 1,253 MB held, 756 MB spooled).
-class ReportSpool {
- public:
-  ReportSpool(const std::string& besideSession, std::size_t calls) : file_(besideSession), at_(calls) {}
-  void add(std::size_t call, const store::ResultRecord& rec) {  // thread-safe
-    std::vector<unsigned char> bytes;
-    const auto put = [&](const void* p, std::size_t n) {
-      bytes.insert(bytes.end(), static_cast<const unsigned char*>(p), static_cast<const unsigned char*>(p) + n);
-    };
-    const auto putText = [&](const std::string& t) {
-      const uint64_t n = t.size();
-      put(&n, sizeof n);
-      put(t.data(), t.size());
-    };
-    const uint64_t scalars = rec.scalars.size(), labels = rec.labels.size(), arrays = rec.arrays.size();
-    put(&scalars, sizeof scalars);
-    for (const auto& [name, value] : rec.scalars) putText(name), put(&value, sizeof value);
-    put(&labels, sizeof labels);
-    for (const auto& [name, value] : rec.labels) putText(name), putText(value);
-    put(&arrays, sizeof arrays);
-    for (const store::NamedTensor& t : rec.arrays) {
-      putText(t.name);
-      const auto dtype = uint64_t(t.view.dtype);
-      const uint64_t dims = t.view.shape.size();
-      put(&dtype, sizeof dtype);
-      put(&dims, sizeof dims);
-      for (uint64_t d : t.view.shape) put(&d, sizeof d);
-      const uint64_t size = t.view.elementCount() * h5::typeSize(t.view.dtype);
-      put(&size, sizeof size);
-      put(t.view.data, std::size_t(size));
-    }
-    const std::lock_guard<std::mutex> lock(mutex_);
-    at_[call] = {file_.append(bytes.data(), bytes.size()), bytes.size()};
-  }
-  // A kept report: its arrays in the order they were given.
-  struct Kept {
-    std::map<std::string, double> scalars;
-    std::map<std::string, std::string> labels;
-    std::vector<std::pair<std::string, store::Tensor>> arrays;
-  };
-  Kept read(std::size_t call) const {
-    const auto [offset, size] = at_.at(call);
-    std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-    file_.read(offset, bytes.data(), size);
-    std::size_t pos = 0;
-    const auto get = [&](void* p, std::size_t n) {
-      if (pos + n > bytes.size()) throw std::runtime_error("a kept report is cut short");
-      std::memcpy(p, bytes.data() + pos, n);
-      pos += n;
-    };
-    const auto getCount = [&] {
-      uint64_t n = 0;
-      get(&n, sizeof n);
-      return n;
-    };
-    const auto getText = [&] {
-      std::string t(std::size_t(getCount()), '\0');
-      get(t.data(), t.size());
-      return t;
-    };
-    Kept rec;
-    for (uint64_t i = getCount(); i > 0; --i) {
-      std::string name = getText();
-      get(&rec.scalars[name], sizeof(double));
-    }
-    for (uint64_t i = getCount(); i > 0; --i) {
-      std::string name = getText();
-      rec.labels[name] = getText();
-    }
-    for (uint64_t i = getCount(); i > 0; --i) {
-      rec.arrays.emplace_back(getText(), store::Tensor{});
-      store::Tensor& t = rec.arrays.back().second;
-      t.dtype = store::DType(getCount());
-      t.shape.resize(std::size_t(getCount()));
-      for (uint64_t& d : t.shape) d = getCount();
-      t.bytes.resize(std::size_t(getCount()));
-      get(t.bytes.data(), t.bytes.size());
-    }
-    return rec;
-  }
-
- private:
-  util::SpoolFile file_;
-  std::vector<std::pair<uint64_t, uint64_t>> at_;  // each call's (offset, size) in the file
-  std::mutex mutex_;
-};
-
-// The report's arrays, once kept: the calls returned hold their scalars, the verdicts and criteria.
+// The report's arrays, once stored: the calls returned (no sink) hold their scalars, the verdicts
+// and criteria.
 void dropReportArrays(Report& r) {
   for (std::vector<uint64_t>* v : {&r.log2Abs, &r.rowMismatch.counts, &r.colMismatch.counts, &r.tileMismatch})
     std::vector<uint64_t>().swap(*v);
@@ -411,12 +324,12 @@ std::string analysisSettings(const ReportOptions& options, const std::string& ca
 
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options, const std::function<void(int64_t, int64_t)>& progress,
-                               bool reuse, const std::string& name) {
+                               bool reuse, const std::string& name, const CallSink& each) {
   SessionAnalysis out;
   out.session = session;
   out.run = run;
   const std::string settings = analysisSettings(options, call);
-  std::optional<ReportSpool> spool;  // the calls' reports, from their analysis to the store
+  std::optional<CallSpool> spool;  // the calls' analyses, from the workers to the store
   {
     store::SessionReader reader(session);  // probed first in a helper process (core/store/probe.h)
     // the runs' headers, and the calls of only the two runs compared: memory does not grow with
@@ -446,6 +359,10 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         readBack(reader, same->name, out);
         out.failures = kernelFailures(reader, cand, source, call);
         if (progress) progress(int64_t(out.calls.size()), int64_t(out.calls.size()));
+        if (each) {
+          for (const CallAnalysis& a : out.calls) each(out, a);
+          out.calls.clear();
+        }
         return out;
       }
     }
@@ -465,8 +382,6 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     const unsigned workers = unsigned(std::min<int64_t>(util::threadsOr(options.threads), std::max<int64_t>(total, 1)));
     ReportOptions perCall = options;
     if (workers > 1) perCall.threads = 1;  // the cores go to calls, not to one call's analyzer
-    // made as each call is analysed: a CallAnalysis made beforehand holds a report's histogram
-    std::vector<std::optional<CallAnalysis>> results(todo.size());
     spool.emplace(session, todo.size());
     std::atomic<int64_t> next{0}, done{0};
     // each call's seconds per part of SessionAnalysis::Timing
@@ -620,9 +535,7 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
           if (i > failedAt) break;  // calls after a failed one are not needed; earlier ones still are
         }
         try {
-          CallAnalysis& a = results[std::size_t(i)].emplace(analyseOne(*todo[std::size_t(i)], seconds[std::size_t(i)]));
-          spool->add(std::size_t(i), reportRecord(a));
-          dropReportArrays(a.report);
+          spool->add(std::size_t(i), analyseOne(*todo[std::size_t(i)], seconds[std::size_t(i)]));
         } catch (...) {
           const std::lock_guard<std::mutex> lock(failureMutex);
           if (i < failedAt) failedAt = i, failure = std::current_exception();
@@ -643,11 +556,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
       out.timing.reference += t[kReference];
     }
     if (progress && total) progress(total, total);
-    out.calls.reserve(results.size());
-    for (std::optional<CallAnalysis>& a : results) out.calls.push_back(std::move(*a));
-    results.clear();
     out.failures = kernelFailures(reader, cand, source, call);
-    if (out.calls.empty() && out.failures.empty())
+    if (total == 0 && out.failures.empty())
       throw std::invalid_argument(call.empty() ? "run '" + run + "' stored no outputs"
                                                : "run '" + run + "' has no call '" + call + "'");
   }
@@ -660,32 +570,48 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
   w.setRunAttribute("candidate_run", run);
   w.setRunAttribute("source_run", out.sourceRun);
   w.setRunAttribute("settings", settings);
+  out.resultRun = resultName;
   store::TableBuilder table({"call", "layer", "op", "verdict"},
                             {"iteration", "call_index", "elements", "mismatched", "max_abs", "mean_abs", "rms_abs",
                              "max_rel", "mean_abs_over_scale", "p50_abs", "p99_abs", "p999_abs", "confidence", "variant"});
+  // The table and the verdicts are written a block of rows at a time, the calls read back from the
+  // spool one by one and handed on: nothing here grows with the session.
   std::vector<store::Verdict> verdicts;
+  const auto flushRows = [&] {
+    if (table.rows() == 0) return;
+    w.appendTable("call_reports", table.columns());
+    w.appendVerdicts(verdicts);
+    table.clearRows();
+    verdicts.clear();
+  };
   store::RecordPacker packer;
-  std::deque<ReportSpool::Kept> packRows;  // the reports the packer holds
+  std::deque<CallAnalysis> packRows;  // the calls whose reports the packer holds
   const auto flushPack = [&] {
     if (packer.size() == 0) return;
     w.writeReport(packer.firstId() + store::kPackSuffix, packer.record());
     packer.clear();
     packRows.clear();
   };
-  for (const CallAnalysis& a : out.calls) {
+  for (std::size_t i = 0; i < spool->size(); ++i) {
+    // the packer borrows the report's arrays until the pack is written
+    if (packer.size() == kReportsPerPack) flushPack();
+    const CallAnalysis& a = packRows.emplace_back(spool->read(i));
     const Report& r = a.report;
     table.row({a.call, a.layer, a.op, a.detection.verdict.model},
               {double(a.iteration), double(a.callIndex), double(r.elements), double(r.mismatched), r.maxAbs, r.meanAbs,
                r.rmsAbs, r.maxRel, r.meanAbsOverScale, r.p50, r.p99, r.p999, a.detection.verdict.confidence,
                double(a.variant)});
     verdicts.push_back(storedVerdict(a.call, a.detection));
-    // read back from the spool; the packer borrows its arrays until the pack is written
-    if (packer.size() == kReportsPerPack) flushPack();
-    const ReportSpool::Kept& stored = packRows.emplace_back(spool->read(std::size_t(&a - out.calls.data())));
-    store::ResultRecord rec{stored.scalars, stored.labels, {}};
-    for (const auto& [arrayName, t] : stored.arrays) rec.arrays.push_back({arrayName, t.view()});
+    if (table.rows() == kRowsPerBlock) flushRows();
     // 64 reports to a record: HDF5 takes about a millisecond per record, whatever its size
+    const store::ResultRecord rec = reportRecord(a);
     if (!packer.add(reportId(a.call), rec)) w.writeReport(reportId(a.call), rec);
+    if (each) {
+      each(out, a);
+    } else {
+      CallAnalysis& kept = out.calls.emplace_back(a);
+      dropReportArrays(kept.report);
+    }
   }
   flushPack();
   for (const KernelFailure& f : out.failures) {
@@ -695,10 +621,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
                f.detection.verdict.confidence, 0.0});
     verdicts.push_back(storedVerdict(f.call, f.detection));
   }
-  w.writeTable("call_reports", table.columns());
-  w.writeVerdicts(verdicts);
+  flushRows();
   w.endRun(store::RunStatus::Complete);
-  out.resultRun = resultName;
   out.timing.store = std::chrono::duration<double>(std::chrono::steady_clock::now() - storeStart).count();
   return out;
 }

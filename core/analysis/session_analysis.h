@@ -57,15 +57,21 @@ struct SessionAnalysis {
 inline constexpr const char* kAnalysisRules = "2026-12-05";
 std::string analysisSettings(const ReportOptions& options, const std::string& call);
 
+// Hears each call's analysis in call order as it is stored (or read back, when reused), with the
+// analysis so far (session, runs, the run it is stored as). With a sink, SessionAnalysis::calls
+// stays empty and memory does not grow with the calls.
+using CallSink = std::function<void(const SessionAnalysis& analysis, const CallAnalysis& call)>;
+
 // `run` is a playback run made with --store-outputs; `call` (optional) limits it to one call path.
 // Writes a run "analysis-<run>" (or `name`, refused when it exists) with a per-call table, one report
 // per call and the verdicts. With `reuse`, an analysis of that run stored with the same settings is
 // read back instead, and nothing is written. `progress` (optional) hears (calls done, calls in all)
-// after each call, for the run panel's bar.
+// after each call, for the run panel's bar. `each` (optional): see CallSink; without it, the calls
+// are returned in SessionAnalysis::calls, their reports' arrays (histograms, tile counts) dropped.
 SessionAnalysis analyzeSession(const std::string& session, const std::string& run, const std::string& call,
                                const ReportOptions& options,
                                const std::function<void(int64_t done, int64_t total)>& progress = {},
-                               bool reuse = false, const std::string& name = "");
+                               bool reuse = false, const std::string& name = "", const CallSink& each = {});
 
 // A call's report as analyzeSession stored it, read back for plots.
 // A conv2d forward call as the GEMMs it is, one per group: A_g = im2col(x's channels of group g)

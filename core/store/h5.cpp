@@ -17,8 +17,14 @@
 #include "core/fp/format.h"
 #include "core/util/text.h"
 #include "core/store/journal.h"
+#include "core/store/h5_detail.h"
 
 namespace peat::h5 {
+
+using detail::check;
+using detail::checkId;
+using detail::fail;
+using detail::stringType;
 
 namespace {
 constexpr const char* kChecksumAttribute = "crc32";
@@ -49,24 +55,6 @@ std::string innermostMessage() {
   return message.substr(0, message.find('\n'));
 }
 
-[[noreturn]] void fail(const char* call, const std::string& path) { throw Error(call, path, innermostMessage()); }
-
-hid_t checkId(hid_t id, const char* call, const std::string& path) {
-  if (id < 0) fail(call, path);
-  return id;
-}
-
-void check(herr_t rc, const char* call, const std::string& path) {
-  if (rc < 0) fail(call, path);
-}
-
-Handle stringType() {
-  Handle t(checkId(H5Tcopy(H5T_C_S1), "H5Tcopy", "<string type>"), H5Tclose);
-  check(H5Tset_size(t.id(), H5T_VARIABLE), "H5Tset_size", "<string type>");
-  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset", "<string type>");
-  return t;
-}
-
 Handle scalarSpace() { return Handle(checkId(H5Screate(H5S_SCALAR), "H5Screate", "<scalar>"), H5Sclose); }
 
 // Chunks of about 64 Ki elements: large enough for deflate to pay, small enough to read parts cheaply.
@@ -86,6 +74,28 @@ std::vector<hsize_t> chunkShape(const std::vector<uint64_t>& shape) {
 constexpr std::size_t kMaxFixedString = 1 << 20;  // a fixed-size string attribute larger than this is refused
 
 }  // namespace
+
+namespace detail {
+
+[[noreturn]] void fail(const char* call, const std::string& path) { throw Error(call, path, innermostMessage()); }
+
+hid_t checkId(hid_t id, const char* call, const std::string& path) {
+  if (id < 0) fail(call, path);
+  return id;
+}
+
+void check(herr_t rc, const char* call, const std::string& path) {
+  if (rc < 0) fail(call, path);
+}
+
+Handle stringType() {
+  Handle t(checkId(H5Tcopy(H5T_C_S1), "H5Tcopy", "<string type>"), H5Tclose);
+  check(H5Tset_size(t.id(), H5T_VARIABLE), "H5Tset_size", "<string type>");
+  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset", "<string type>");
+  return t;
+}
+
+}  // namespace detail
 
 Error::Error(const std::string& call, const std::string& path, const std::string& detail)
     : std::runtime_error(call + " failed on '" + path + "'" + (detail.empty() ? "" : ": " + detail)),
@@ -690,103 +700,5 @@ void Group::linkTo(const std::string& name, const std::string& target) {
 }
 
 void Group::remove(const std::string& name) { check(H5Ldelete(id(), name.c_str(), H5P_DEFAULT), "H5Ldelete", childPath(name)); }
-
-namespace {
-// Memory layout of one record: a char* per text column, a double per number column.
-struct RecordLayout {
-  Handle type;
-  std::vector<std::size_t> offsets;
-  std::size_t size = 0;
-};
-
-RecordLayout recordLayout(const std::vector<Column>& columns, const std::string& where) {
-  RecordLayout layout;
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    layout.offsets.push_back(layout.size);
-    layout.size += columns[i].isText ? sizeof(char*) : sizeof(double);
-  }
-  layout.type = Handle(checkId(H5Tcreate(H5T_COMPOUND, std::max<std::size_t>(layout.size, 1)), "H5Tcreate", where),
-                       H5Tclose);
-  Handle text = stringType();
-  for (std::size_t i = 0; i < columns.size(); ++i)
-    check(H5Tinsert(layout.type.id(), columns[i].name.c_str(), layout.offsets[i],
-                    columns[i].isText ? text.id() : H5T_NATIVE_DOUBLE),
-          "H5Tinsert", where);
-  return layout;
-}
-}  // namespace
-
-void Group::writeTable(const std::string& name, const std::vector<Column>& columns) {
-  const std::string p = childPath(name);
-  if (columns.empty()) throw Error("H5Dcreate2", p, "a table needs at least one column");
-  const std::size_t rows = columns.front().size();
-  for (const Column& c : columns)
-    if (c.size() != rows) throw Error("H5Dcreate2", p, "table columns differ in length");
-  RecordLayout layout = recordLayout(columns, p);
-  std::vector<unsigned char> buffer(rows * layout.size);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      unsigned char* cell = buffer.data() + r * layout.size + layout.offsets[c];
-      if (columns[c].isText) {
-        const char* s = columns[c].text[r].c_str();
-        std::memcpy(cell, &s, sizeof s);
-      } else {
-        std::memcpy(cell, &columns[c].numbers[r], sizeof(double));
-      }
-    }
-  const hsize_t dims[1] = {rows};
-  Handle space(checkId(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", p), H5Sclose);
-  Handle ds(checkId(H5Dcreate2(id(), name.c_str(), layout.type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                    "H5Dcreate2", p),
-            H5Dclose);
-  if (rows > 0) check(H5Dwrite(ds.id(), layout.type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "H5Dwrite", p);
-}
-
-std::vector<Column> Group::readTable(const std::string& name) const {
-  const std::string p = childPath(name);
-  Dataset ds = openDataset(name);
-  Handle fileType(checkId(H5Dget_type(ds.id()), "H5Dget_type", p), H5Tclose);
-  if (H5Tget_class(fileType.id()) != H5T_COMPOUND) throw Error("H5Dread", p, "dataset is not a table");
-  const int members = H5Tget_nmembers(fileType.id());
-  if (members < 0 || members > 1024) throw Error("H5Tget_nmembers", p, "implausible number of columns");
-  std::vector<Column> columns(static_cast<std::size_t>(members));
-  for (int i = 0; i < members; ++i) {
-    char* memberName = H5Tget_member_name(fileType.id(), unsigned(i));
-    if (!memberName) fail("H5Tget_member_name", p);
-    columns[std::size_t(i)].name = memberName;
-    H5free_memory(memberName);
-    columns[std::size_t(i)].isText = H5Tget_member_class(fileType.id(), unsigned(i)) == H5T_STRING;
-  }
-  const std::vector<uint64_t> shape = ds.shape();
-  if (shape.size() != 1) throw Error("H5Dread", p, "table is not one-dimensional");
-  const std::size_t rows = std::size_t(ds.checkedElementCount());
-  RecordLayout layout = recordLayout(columns, p);
-  if (rows > (uint64_t(1) << 32) / std::max<std::size_t>(layout.size, 1))
-    throw Error("H5Dread", p, "table is implausibly large");
-  std::vector<unsigned char> buffer(rows * layout.size);
-  if (rows > 0) check(H5Dread(ds.id(), layout.type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), "H5Dread", p);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      const unsigned char* cell = buffer.data() + r * layout.size + layout.offsets[c];
-      if (columns[c].isText) {
-        char* s = nullptr;
-        std::memcpy(&s, cell, sizeof s);
-        columns[c].text.emplace_back(s ? s : "");
-      } else {
-        double v = 0;
-        std::memcpy(&v, cell, sizeof v);
-        columns[c].numbers.push_back(v);
-      }
-    }
-  if (rows > 0) {
-    Handle space(checkId(H5Dget_space(ds.id()), "H5Dget_space", p), H5Sclose);
-#if H5_VERSION_GE(1, 12, 0)
-    H5Treclaim(layout.type.id(), space.id(), H5P_DEFAULT, buffer.data());
-#else
-    H5Dvlen_reclaim(layout.type.id(), space.id(), H5P_DEFAULT, buffer.data());
-#endif
-  }
-  return columns;
-}
 
 }  // namespace peat::h5

@@ -148,6 +148,9 @@ class Group {
   // A 1-D table of records (an HDF5 compound dataset, a numpy structured array in h5py).
   void writeTable(const std::string& name, const std::vector<Column>& columns);
   std::vector<Column> readTable(const std::string& name) const;
+  // Adds the rows of `columns` at the end of table `name`, made (chunked, growing) at the first
+  // call; the columns must be those it was made with. For tables too long to hold in memory.
+  void appendTable(const std::string& name, const std::vector<Column>& columns);
 
   bool hasAttribute(const std::string& name) const;
   bool attributeIsText(const std::string& name) const;

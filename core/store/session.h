@@ -124,6 +124,11 @@ class SessionWriter {
   // A named table of the open run (loss curves, per-call errors, injections): runs/<run>/tables/<name>.
   // Writing a name again replaces the table, so curves can be refreshed as a run goes on.
   void writeTable(const std::string& name, const std::vector<h5::Column>& columns);
+  // The same, a block of rows at a time, for results too long to hold in memory: appendVerdicts adds
+  // to the run's verdicts (and findings), appendTable to table `name` (made at the first block; the
+  // blocks' columns must agree). Neither flushes: the run's end does.
+  void appendVerdicts(const std::vector<Verdict>& verdicts);
+  void appendTable(const std::string& name, const std::vector<h5::Column>& rows);
   // A string attribute of the open run (model settings a later playback checks against).
   void setRunAttribute(const std::string& key, const std::string& value);
   // Deflate level of recorded call tensors from now on: 0 (stored plain) to 9; 4 by default.

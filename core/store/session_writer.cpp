@@ -282,13 +282,16 @@ void SessionWriter::writeReport(const std::string& id, const ResultRecord& recor
   writeRecord(g, record);
 }
 
-void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
-  Lock lock;
-  h5::Group& run = d->requireRun("writeVerdicts");
+namespace {
+// A run's verdicts as its two tables: "verdicts" (one row per call) and "findings" (one row per
+// evidence field of each finding; a finding without fields has one row with an empty field), so
+// that h5py reads each as a plain long-format table.
+struct VerdictTables {
+  std::vector<h5::Column> verdicts, findings;
+};
+VerdictTables verdictTables(const std::vector<Verdict>& list) {
   h5::Column call{"call", true, {}, {}}, model{"model", true, {}, {}}, confidence{"confidence", false, {}, {}},
       evidence{"evidence", true, {}, {}};
-  // findings: one row per evidence field of each finding (a finding without fields has one row
-  // with an empty field), so that h5py reads it as a plain long-format table
   h5::Column fCall{"call", true, {}, {}}, fRank{"rank", false, {}, {}}, fModel{"model", true, {}, {}},
       fConfidence{"confidence", false, {}, {}}, fField{"field", true, {}, {}}, fNumber{"number", false, {}, {}},
       fText{"text", true, {}, {}};
@@ -302,7 +305,7 @@ void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
     fNumber.numbers.push_back(number);
     fText.text.push_back(text);
   };
-  for (const Verdict& v : verdicts) {
+  for (const Verdict& v : list) {
     call.text.push_back(v.call);
     model.text.push_back(v.model);
     confidence.numbers.push_back(v.confidence);
@@ -314,10 +317,34 @@ void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
       for (const auto& [field, text] : f.labels) row(v, rank, f, field, std::nan(""), text);
     }
   }
+  return {{call, model, confidence, evidence}, {fCall, fRank, fModel, fConfidence, fField, fNumber, fText}};
+}
+}  // namespace
+
+void SessionWriter::writeVerdicts(const std::vector<Verdict>& verdicts) {
+  Lock lock;
+  h5::Group& run = d->requireRun("writeVerdicts");
+  const VerdictTables t = verdictTables(verdicts);
   if (run.has("verdicts")) run.remove("verdicts");
-  run.writeTable("verdicts", {call, model, confidence, evidence});
+  run.writeTable("verdicts", t.verdicts);
   if (run.has("findings")) run.remove("findings");
-  if (!fCall.text.empty()) run.writeTable("findings", {fCall, fRank, fModel, fConfidence, fField, fNumber, fText});
+  if (t.findings.front().size() > 0) run.writeTable("findings", t.findings);
+}
+
+void SessionWriter::appendVerdicts(const std::vector<Verdict>& verdicts) {
+  Lock lock;
+  h5::Group& run = d->requireRun("appendVerdicts");
+  const VerdictTables t = verdictTables(verdicts);
+  run.appendTable("verdicts", t.verdicts);
+  if (t.findings.front().size() > 0) run.appendTable("findings", t.findings);
+}
+
+void SessionWriter::appendTable(const std::string& name, const std::vector<h5::Column>& rows) {
+  Lock lock;
+  requireSafeName("table", name);
+  h5::Group& run = d->requireRun("appendTable");
+  h5::Group tables = run.hasGroup("tables") ? run.openGroup("tables") : run.createGroup("tables");
+  tables.appendTable(name, rows);
 }
 
 void SessionWriter::writeTable(const std::string& name, const std::vector<h5::Column>& columns) {

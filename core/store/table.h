@@ -37,6 +37,10 @@ class TableBuilder {
     }
   }
   std::size_t rows() const { return columns_.empty() ? 0 : columns_.front().size(); }
+  // Drops the rows, keeping the columns (a table written a block at a time).
+  void clearRows() {
+    for (h5::Column& c : columns_) c.text.clear(), c.numbers.clear();
+  }
   const std::vector<h5::Column>& columns() const { return columns_; }
 
  private:

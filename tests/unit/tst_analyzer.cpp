@@ -7,9 +7,11 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include <hwy/targets.h>
 
+#include "core/analysis/call_spool.h"
 #include "core/analyzer/criteria.h"
 #include "core/analyzer/numerics.h"
 #include "core/analyzer/report.h"
@@ -52,6 +54,7 @@ class TestAnalyzer : public QObject {
   void hdf5Source();
   void npyIntegersAreReadExactly();
   void numericsMatchQuantisation();
+  void callSpoolKeepsEveryField();
 };
 
 void TestAnalyzer::identicalPair() {
@@ -585,3 +588,94 @@ void TestAnalyzer::criteriaUsersApply() {
 
 QTEST_GUILESS_MAIN(TestAnalyzer)
 #include "tst_analyzer.moc"
+
+// analyze --session keeps each call's analysis in a file until it is stored and printed
+// (core/analysis/call_spool.h): every field of a real report with mismatches in several tiles, a
+// verdict with findings and alternatives, and the criteria read back as they were; a damaged or
+// cut record is refused, not misread.
+void TestAnalyzer::callSpoolKeepsEveryField() {
+  const auto g = randomValues(96 * 80, 11);
+  auto c = g;
+  for (std::size_t i = 3; i < c.size(); i += 97) c[i] = flip(c[i], int(i % 23));
+  c[17] = std::nanf("");
+  analyzer::CallAnalysis a;
+  a.call = "iterations/000010/calls/000003";
+  a.layer = "conv2\x1b[2J";
+  a.op = "conv2d";
+  a.iteration = 10, a.callIndex = 3, a.variant = 2;
+  a.report = analyze(g.data(), c.data(), {96, 80});
+  a.criteria = analyzer::criteria(g.data(), c.data(), g.size());
+  a.criteria.ruleEvaluated = true, a.criteria.candidateError = 0.25, a.criteria.referenceError = 0.125;
+  a.criteria.reference = "the bf16 replay";
+  a.detection.verdict = {"bit_flip", 0.875, {{"bit", "27"}, {"format", "fp32"}}, {{"elements", 1}, {"rows_hit", 3}},
+                         "one element"};
+  a.detection.findings = {{"precision_loss", 0.5, {{"format", "bf16"}}, {}, "the rest"}};
+  a.detection.alternatives = {{"accumulation_order", 0.25, {}, {{"k", 64}}, ""}, {"unknown", 0, {}, {}, "none"}};
+  QVERIFY(a.report.mismatched > 50 && a.report.tileMismatch.size() > 4 && a.report.runs > 0);
+
+  const std::vector<unsigned char> bytes = analyzer::CallSpool::encode(a);
+  const analyzer::CallAnalysis b = analyzer::CallSpool::decode(bytes);
+  QCOMPARE(b.call, a.call);
+  QCOMPARE(b.layer, a.layer);
+  QCOMPARE(b.op, a.op);
+  QCOMPARE(b.iteration, a.iteration);
+  QCOMPARE(b.callIndex, a.callIndex);
+  QCOMPARE(b.variant, a.variant);
+  const Report &r = a.report, &q = b.report;
+  QCOMPARE(q.shape, r.shape);
+  for (auto [x, y] : {std::pair{r.rows, q.rows}, {r.cols, q.cols}, {r.elements, q.elements}, {r.identical, q.identical},
+                      {r.mismatched, q.mismatched}, {r.goldenNaN, q.goldenNaN}, {r.goldenInf, q.goldenInf},
+                      {r.candidateNaN, q.candidateNaN}, {r.candidateInf, q.candidateInf},
+                      {r.newlyNonFinite, q.newlyNonFinite}, {r.maxAbsIndex, q.maxAbsIndex}, {r.nanPairs, q.nanPairs},
+                      {r.signOnly, q.signOnly}, {r.exponentInvolved, q.exponentInvolved},
+                      {r.mantissaOnly, q.mantissaOnly}, {r.rowMismatch.binWidth, q.rowMismatch.binWidth},
+                      {r.colMismatch.binWidth, q.colMismatch.binWidth}, {r.tileRows, q.tileRows},
+                      {r.tileCols, q.tileCols}, {r.tilesDown, q.tilesDown}, {r.tilesAcross, q.tilesAcross},
+                      {r.runs, q.runs}, {r.longestRun, q.longestRun}, {r.dominantGap, q.dominantGap}})
+    QCOMPARE(y, x);
+  for (auto [x, y] : {std::pair{r.maxAbs, q.maxAbs}, {r.meanAbs, q.meanAbs}, {r.rmsAbs, q.rmsAbs}, {r.maxRel, q.maxRel},
+                      {r.meanRel, q.meanRel}, {r.goldenRms, q.goldenRms}, {r.maxAbsOverScale, q.maxAbsOverScale},
+                      {r.meanAbsOverScale, q.meanAbsOverScale}, {r.p50, q.p50}, {r.p99, q.p99}, {r.p999, q.p999},
+                      {r.dominantGapShare, q.dominantGapShare}})
+    QCOMPARE(y, x);
+  QCOMPARE(q.maxAbsGolden, r.maxAbsGolden);
+  QCOMPARE(q.maxAbsCandidate, r.maxAbsCandidate);
+  QVERIFY(q.log2Ulp == r.log2Ulp && q.bitMismatch == r.bitMismatch && q.runLengthLog2 == r.runLengthLog2);
+  QVERIFY(q.maxAbsPosition == r.maxAbsPosition && q.log2Abs == r.log2Abs && q.tileMismatch == r.tileMismatch);
+  QVERIFY(q.rowMismatch.counts == r.rowMismatch.counts && q.colMismatch.counts == r.colMismatch.counts);
+  const auto sameVerdict = [](const detector::Verdict& x, const detector::Verdict& y) {
+    return x.model == y.model && x.confidence == y.confidence && x.parameters == y.parameters &&
+           x.evidence == y.evidence && x.explanation == y.explanation;
+  };
+  QVERIFY(sameVerdict(b.detection.verdict, a.detection.verdict));
+  QCOMPARE(b.detection.findings.size(), std::size_t(1));
+  QVERIFY(sameVerdict(b.detection.findings[0], a.detection.findings[0]));
+  QCOMPARE(b.detection.alternatives.size(), std::size_t(2));
+  for (std::size_t i = 0; i < 2; ++i) QVERIFY(sameVerdict(b.detection.alternatives[i], a.detection.alternatives[i]));
+  const analyzer::Criteria &k = a.criteria, &m = b.criteria;
+  for (auto [x, y] : {std::pair{k.cosine, m.cosine}, {k.maxAbs, m.maxAbs}, {k.maxRel, m.maxRel},
+                      {k.relAbove2, m.relAbove2}, {k.relAbove3, m.relAbove3}, {k.relAbove4, m.relAbove4},
+                      {k.maxUlp, m.maxUlp}, {k.candidateError, m.candidateError}, {k.referenceError, m.referenceError}})
+    QCOMPARE(y, x);
+  QCOMPARE(m.elements, k.elements);
+  QCOMPARE(m.nonFinite, k.nonFinite);
+  QCOMPARE(m.ruleEvaluated, k.ruleEvaluated);
+  QCOMPARE(m.reference, k.reference);
+  // the bytes again are the same bytes; cut or lengthened, the record is refused
+  QVERIFY(analyzer::CallSpool::encode(b) == bytes);
+  std::vector<unsigned char> cut(bytes.begin(), bytes.end() - 3), longer = bytes;
+  longer.push_back(0);
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, analyzer::CallSpool::decode(cut));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, analyzer::CallSpool::decode(longer));
+  // through the file beside a session, out of order and from two threads
+  const QTemporaryDir dir;
+  analyzer::CallSpool spool(dir.filePath(QStringLiteral("s.h5")).toStdString(), 3);
+  analyzer::CallAnalysis other = a;
+  other.call = "iterations/000011/calls/000000";
+  std::thread t([&] { spool.add(2, other); });
+  spool.add(0, a);
+  t.join();
+  QCOMPARE(spool.read(2).call, other.call);
+  QCOMPARE(spool.read(0).report.tileMismatch, a.report.tileMismatch);
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, spool.read(1));  // never kept
+}

@@ -35,6 +35,7 @@ class TestStore : public QObject {
   void tensorsRoundTrip();
   void recordsAndVerdictsRoundTrip();
   void packedReportsReadAsTheirOwnRecords();
+  void appendedTablesReadAsWrittenOnes();
   void largeTensorsAreChunkedAndCompressed();
   void walkingALargeSessionHoldsLittle();
   void refusesToOverwrite();
@@ -203,6 +204,72 @@ bool sameRecord(const StoredRecord& a, const StoredRecord& b) {
   return true;
 }
 }  // namespace
+
+// A run's table and verdicts written a block of rows at a time (analyze --session, whose memory
+// must not grow with the calls) read back as the same tables written whole: blocks across the
+// 1,024-row chunks, an empty block, verdicts with and without findings; rows with other columns
+// are refused and leave the table as it was.
+void TestStore::appendedTablesReadAsWrittenOnes() {
+  const std::string p = path("appended.h5").toStdString();
+  std::vector<Verdict> verdicts;
+  std::vector<h5::Column> table{{"call", true, {}, {}}, {"max_abs", false, {}, {}}};
+  for (int i = 0; i < 2500; ++i) {
+    const std::string call = "iterations/" + std::to_string(i / 14) + "/calls/" + std::to_string(i % 14);
+    Verdict v{call, i % 3 ? "precision_loss" : "bit_flip", 0.5 + i * 1e-4, "line " + std::to_string(i), {}};
+    if (i % 5 == 0) v.findings = {{"bit_flip", 0.9, {{"bit", double(i % 32)}, {"elements", 1}}, {{"format", "fp32"}}},
+                                  {"unknown", 0.1, {}, {}}};
+    verdicts.push_back(v);
+    table[0].text.push_back(call);
+    table[1].numbers.push_back(i * 0.25);
+  }
+  const auto slice = [](const std::vector<h5::Column>& t, std::size_t from, std::size_t to) {
+    std::vector<h5::Column> out = t;
+    for (h5::Column& c : out) {
+      if (c.isText) c.text.assign(c.text.begin() + long(from), c.text.begin() + long(to));
+      else c.numbers.assign(c.numbers.begin() + long(from), c.numbers.begin() + long(to));
+    }
+    return out;
+  };
+  {
+    SessionWriter w(p, {});
+    w.beginRun({"whole", "analysis", "", ""});
+    w.writeVerdicts(verdicts);
+    w.writeTable("call_reports", table);
+    w.endRun(RunStatus::Complete);
+    w.beginRun({"appended", "analysis", "", ""});
+    for (auto [from, to] : {std::pair<std::size_t, std::size_t>{0, 700}, {700, 700}, {700, 1900}, {1900, 2500}}) {
+      w.appendVerdicts({verdicts.begin() + long(from), verdicts.begin() + long(to)});
+      w.appendTable("call_reports", slice(table, from, to));
+    }
+    std::vector<h5::Column> other = slice(table, 0, 1);
+    other[1].name = "mean_abs";
+    QVERIFY_THROWS_EXCEPTION(h5::Error, w.appendTable("call_reports", other));
+    w.endRun(RunStatus::Complete);
+  }
+  SessionReader r(p);
+  const std::vector<Verdict> whole = r.verdicts("whole"), appended = r.verdicts("appended");
+  QCOMPARE(appended.size(), std::size_t(2500));
+  QCOMPARE(whole.size(), appended.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    QCOMPARE(appended[i].call, whole[i].call);
+    QCOMPARE(appended[i].model, whole[i].model);
+    QCOMPARE(appended[i].confidence, whole[i].confidence);
+    QCOMPARE(appended[i].evidence, whole[i].evidence);
+    QCOMPARE(appended[i].findings.size(), whole[i].findings.size());
+    for (std::size_t k = 0; k < whole[i].findings.size(); ++k) {
+      QCOMPARE(appended[i].findings[k].model, whole[i].findings[k].model);
+      QCOMPARE(appended[i].findings[k].numbers, whole[i].findings[k].numbers);
+      QCOMPARE(appended[i].findings[k].labels, whole[i].findings[k].labels);
+    }
+  }
+  QCOMPARE(whole[5].findings[0].numbers.at("bit"), 5.0);
+  const std::vector<h5::Column> a = r.table("appended", "call_reports"), b = r.table("whole", "call_reports");
+  QCOMPARE(a.size(), std::size_t(2));
+  QCOMPARE(a[0].text, table[0].text);
+  QCOMPARE(a[1].numbers, table[1].numbers);
+  QCOMPARE(b[0].text, a[0].text);
+  QVERIFY(r.verify().readWhole >= 6);  // the appended tables are decoded as whole ones are
+}
 
 // Reports packed 64 to a record (analyze --session) read back as the records they were: every
 // scalar, label and array (type and shape) of each row, rows with parts the others lack, and the

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Private to core/store's HDF5 layer (h5.cpp, h5_table.cpp): error checks and types they share.
+#include <hdf5.h>
+
+#include <string>
+
+#include "core/store/h5.h"
+
+namespace peat::h5::detail {
+
+// Throws Error naming `call`, `path` and the innermost message of HDF5's error stack.
+[[noreturn]] void fail(const char* call, const std::string& path);
+hid_t checkId(hid_t id, const char* call, const std::string& path);
+void check(herr_t rc, const char* call, const std::string& path);
+// A variable-length UTF-8 string type.
+Handle stringType();
+
+}  // namespace peat::h5::detail
