@@ -5,11 +5,13 @@
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QGuiApplication>
+#include <QLockFile>
 #include <QScreen>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 
 #include <algorithm>
 #include <memory>
@@ -31,6 +33,8 @@ TourController::TourController(MainWindow* window, const SessionState* session)
     : QObject(window), window_(window), session_(session) {
   connect(this, &TourController::ready, this, &TourController::show);
 }
+
+TourController::~TourController() = default;
 
 QString TourController::demoPath() {
   return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo.h5");
@@ -81,11 +85,8 @@ void TourController::start() {
     window_->statusBar()->showMessage(
         tr("The tour runs on the demo session; Leave brings %1 back").arg(QFileInfo(returnTo_).fileName()), 10000);
   }
-  if (QFileInfo::exists(demo)) {
-    if (window_->openSession(demo)) emit ready();
-    return;
-  }
-  // made first (about 10 s): the tour begins once the demo session is open
+  // opened, or made first (about 10 s), or waited for while another window makes it: the tour
+  // begins once the demo session is open
   auto once = std::make_shared<QMetaObject::Connection>();
   *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, demo](const QString& path, bool opened) {
     if (QFileInfo(path) != QFileInfo(demo)) return;
@@ -110,22 +111,52 @@ void TourController::returnToSession() {
 
 bool TourController::openDemo() {
   const QString path = demoPath();
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  // One window makes the demo; another started meanwhile (two --demo at once) waits for it instead
+  // of writing the same file. The lock dies with its process (a crashed maker's is taken over).
+  auto lock = std::make_unique<QLockFile>(path + QStringLiteral(".lock"));
+  lock->setStaleLockTime(0);  // stale only when its process is gone: making takes 10-60 s
+  if (!lock->tryLock(0)) {
+    if (!waitingForDemo_) {
+      waitingForDemo_ = new QTimer(this);
+      waitingForDemo_->setInterval(500);
+      connect(waitingForDemo_, &QTimer::timeout, this, [this] {
+        QLockFile free(demoPath() + QStringLiteral(".lock"));
+        free.setStaleLockTime(0);
+        if (!free.tryLock(0)) return;
+        free.unlock();
+        waitingForDemo_->stop();
+        openDemo();
+      });
+    }
+    waitingForDemo_->start();
+    window_->statusBar()->showMessage(
+        tr("Another PEAT Workbench window is making the demo session: it opens here when it is made (%1)").arg(path));
+    return true;
+  }
   if (QFileInfo::exists(path)) {
+    lock.reset();
     if (!window_->openSession(path)) return false;
     window_->showTellingCall();  // the most telling page: an analysed call with its verdict and evidence
     return true;
   }
-  // made first: its telling page once it is open
+  // made first, under the lock until the last step ends: its telling page once it is open
+  makingDemo_ = std::move(lock);
+  auto done = std::make_shared<QMetaObject::Connection>();
+  *done = connect(window_->runPanel(), &RunPanel::finished, this, [this, done, path](bool, const QString&, const QString& session) {
+    if (QFileInfo(session) != QFileInfo(path)) return;
+    disconnect(*done);
+    makingDemo_.reset();
+  });
   auto once = std::make_shared<QMetaObject::Connection>();
   *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path](const QString& opened, bool ok) {
     if (QFileInfo(opened) != QFileInfo(path)) return;
     disconnect(*once);
     if (ok) window_->showTellingCall();
   });
-  QDir().mkpath(QFileInfo(path).absolutePath());
   window_->showRunPanel();
   window_->statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));
-  window_->runPanel()->startSequence(RunPanel::demoSteps(path), path);
+  if (!window_->runPanel()->startSequence(RunPanel::demoSteps(path), path)) makingDemo_.reset();
   return true;
 }
 

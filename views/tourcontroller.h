@@ -5,12 +5,15 @@
 // a user (or a test) would.
 #include <QObject>
 
+#include <memory>
 #include <vector>
 
 #include "views/sessionstate.h"
 #include "views/tourpanel.h"
 
 class QDockWidget;
+class QLockFile;
+class QTimer;
 
 namespace peat::views {
 
@@ -20,11 +23,13 @@ class TourController : public QObject {
   Q_OBJECT
  public:
   TourController(MainWindow* window, const SessionState* session);
+  ~TourController() override;
   // Opens the demo session unless it is the one shown (making it first when it is missing);
   // `ready` follows once it is open.
   void start();
-  // Opens the demo session on its most telling page, making it first when it is missing; false only
-  // when an existing one does not open.
+  // Opens the demo session on its most telling page, making it first when it is missing (or, when
+  // another window is making it, opening it once that one is done); false only when an existing one
+  // does not open.
   bool openDemo();
   std::vector<TourPanel::Step> steps();
   // The Tour dock (made on first use, beside the Devices dock), at the first step.
@@ -46,6 +51,8 @@ class TourController : public QObject {
   // that it covers neither the panel's text nor its buttons (it opened over them at 1024 x 700).
   void placeBesideTour(QWidget* opened) const;
   QString returnTo_, returnItem_;
+  std::unique_ptr<QLockFile> makingDemo_;  // held while this window's run panel makes the demo
+  QTimer* waitingForDemo_ = nullptr;       // while another window makes it: polls its lock
   TourPanel* panel_ = nullptr;
   QDockWidget* dock_ = nullptr;
   MainWindow* window_;

@@ -514,9 +514,18 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QSignalSpy opened(&window, &peat::views::MainWindow::sessionOpenEnded);
     QVERIFY(window.openDemo());
     QVERIFY(window.runPanel()->running());
+    // a second window asked for the demo meanwhile (two --demo at once) waits for this one's
+    // instead of making the same file, and opens it once it is made
+    peat::views::MainWindow second;
+    second.setQuietErrors(true);
+    QVERIFY(second.openDemo());
+    QVERIFY(!second.runPanel()->running());
     QVERIFY(finished.wait(600000));
     QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(finished.at(0).at(1).toString()));
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(second.sessionPath(), path, 30000);
+    QVERIFY(!second.runPanel()->running());
+    QVERIFY(!QFileInfo::exists(path + QStringLiteral(".lock")));
     // before any selection: the campaign was drawn live, point by point, one line per scheme,
     // and the profile's loss curve as it trained
     QCOMPARE(window.savePanel()->campaignPlot()->graphCount(), 5);
