@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QScreen>
+#include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -17,6 +18,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "views/palette.h"
 
@@ -233,16 +236,43 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
   else if (f.recomputeCatches) caught = tr("<b>caught by recomputation</b> (a type-2 value in unreliable memory; a bit it compares changed)");
   else if (f.violations > 0) caught = tr("<b>caught by the range check of %1</b> (%2 values computed from it leave their ranges)").arg(QString::fromStdString(f.firstViolation)).arg(f.violations);
   else caught = tr("<b>not caught</b>: inside its range%1").arg(f.recomputed ? tr(", and only robust bits changed") : tr(", and SAVE does not recompute this value"));
-  // the logits side by side, one column per class (those that moved in bold)
-  QString head = tr("<td>class</td>"), before = tr("<td>before</td>"), after = tr("<td>after</td>");
-  for (std::size_t i = 0; i < f.logitsBefore.size() && i < f.logitsAfter.size(); ++i) {
-    const bool moved = fp::bitsOf(f.logitsBefore[i]) != fp::bitsOf(f.logitsAfter[i]);
-    head += QStringLiteral("<td align=right>%1</td>").arg(i);
-    before += QStringLiteral("<td align=right>%1</td>").arg(number(f.logitsBefore[i]));
-    after += QStringLiteral("<td align=right>%1%2%3</td>")
-                 .arg(moved ? QStringLiteral("<b>") : QString(), number(f.logitsAfter[i]), moved ? QStringLiteral("</b>") : QString());
+  // the logits, a row per class (a number never broken across lines): every class of a model with
+  // up to 12, else the two predicted classes and those that moved most (in bold where they moved)
+  const std::size_t outputs = std::min(f.logitsBefore.size(), f.logitsAfter.size());
+  std::vector<std::size_t> shown(outputs);
+  std::iota(shown.begin(), shown.end(), std::size_t(0));
+  constexpr std::size_t kAllUpTo = 12, kMostMoved = 8;
+  if (outputs > kAllUpTo) {
+    const auto moved = [&](std::size_t i) {
+      const double d = std::fabs(double(f.logitsAfter[i]) - double(f.logitsBefore[i]));
+      return std::isnan(d) ? HUGE_VAL : d;  // a NaN logit first
+    };
+    std::stable_sort(shown.begin(), shown.end(), [&](std::size_t x, std::size_t y) { return moved(x) > moved(y); });
+    shown.resize(kMostMoved);
+    for (int c : {f.classBefore, f.classAfter})
+      if (c >= 0 && std::size_t(c) < outputs && std::find(shown.begin(), shown.end(), std::size_t(c)) == shown.end())
+        shown.push_back(std::size_t(c));
+    std::sort(shown.begin(), shown.end());
   }
-  const QString logits = QStringLiteral("<tr>%1</tr><tr>%2</tr><tr>%3</tr>").arg(head, before, after);
+  // in two groups side by side (class, before, after twice): half as tall
+  const std::size_t rows = (shown.size() + 1) / 2;
+  const QString headCells = tr("<td>class</td><td align=right>before</td><td align=right>after</td>");
+  QString logits = QStringLiteral("<tr>") + headCells + (shown.size() > 1 ? QStringLiteral("<td width=16></td>") + headCells : QString()) +
+                   QStringLiteral("</tr>");
+  const auto cells = [&](std::size_t i) {
+    const bool moved = fp::bitsOf(f.logitsBefore[i]) != fp::bitsOf(f.logitsAfter[i]);
+    return QStringLiteral("<td>%1</td><td align=right style=\"white-space:nowrap\">%2</td>"
+                          "<td align=right style=\"white-space:nowrap\">%3%4%5</td>")
+        .arg(i)
+        .arg(number(f.logitsBefore[i]), moved ? QStringLiteral("<b>") : QString(), number(f.logitsAfter[i]),
+             moved ? QStringLiteral("</b>") : QString());
+  };
+  for (std::size_t r = 0; r < rows; ++r)
+    logits += QStringLiteral("<tr>") + cells(shown[r]) +
+              (r + rows < shown.size() ? QStringLiteral("<td></td>") + cells(shown[r + rows]) : QString()) +
+              QStringLiteral("</tr>");
+  if (shown.size() < outputs)
+    logits += tr("<tr><td colspan=7>%1 other classes (those that moved least) not shown</td></tr>").arg(outputs - shown.size());
   const auto cls = [this](int c) { return c < 0 ? tr("none (a logit is NaN or infinite)") : QString::number(c); };
   const QString prediction =
       f.classAfter == f.classBefore
@@ -250,7 +280,7 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
           : tr("<b>The prediction changed</b> from class %1 to %2").arg(cls(f.classBefore), cls(f.classAfter));
   flipResult_->setText(
       tr("<p>Test image %1 (label %2), %3[%4]: %5 -> %6 (shown above), bit(s) %7 (%8). %9%10. %11.</p>"
-         "<table cellspacing=0 cellpadding=2>%12</table>")
+         "<table cellspacing=0 cellpadding=3>%12</table>")
           .arg(f.image)
           .arg(f.label)
           .arg(QString::fromStdString(f.layer))
@@ -265,8 +295,16 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
   input_->setText(number(f.before));
   refresh();
   layout()->activate();  // the outcome's lines laid out now, not at the next event
-  if (QWidget* w = window(); w != this && w->height() < w->sizeHint().height())  // the outcome stays in view
-    w->resize(w->width(), w->sizeHint().height());
+  // the outcome stays in view: the window grows to show it (within the screen), else it is scrolled to
+  QScrollArea* scroll = nullptr;
+  for (QWidget* p = parentWidget(); p && !scroll; p = p->parentWidget()) scroll = qobject_cast<QScrollArea*>(p);
+  if (QWidget* w = window(); scroll && w != this) {
+    const int wanted = w->height() + sizeHint().height() - scroll->viewport()->height();
+    const QScreen* screen = w->screen();
+    const int room = screen ? screen->availableGeometry().height() - (w->frameGeometry().height() - w->height()) : wanted;
+    if (wanted > w->height() && w->height() < room) w->resize(w->width(), std::min(wanted, room));
+    scroll->ensureWidgetVisible(flipResult_);
+  }
 }
 
 void BitExplorer::stepNext() {

@@ -322,8 +322,24 @@ void TestSavePanel::bitExplorerFromTheMap() {
       peat::save::flipInModel(reader, "lenet-symbolic", "conv1.relu", index, uint32_t(1) << rangingBit, image);
   QVERIFY2(explorer->flipText().contains(QStringLiteral("caught by the range check")), qPrintable(explorer->flipText()));
   QVERIFY(f.outOfRange);
-  for (std::size_t i = 0; i < f.logitsAfter.size(); ++i)
+  for (std::size_t i = 0; i < f.logitsAfter.size(); ++i) {  // a row per class, its numbers never broken
     QVERIFY2(explorer->flipText().contains(QString::number(double(f.logitsAfter[i]), 'g', 9)), qPrintable(explorer->flipText()));
+    QVERIFY(explorer->flipText().contains(QStringLiteral("<td>%1</td><td align=right style=\"white-space:nowrap\">").arg(i)));
+  }
+  {  // a model with 1,000 classes: the two predicted ones and the 8 that moved most, the rest counted
+    peat::save::ModelFlip many = f;
+    many.logitsBefore.assign(1000, 0.5f);
+    many.logitsAfter = many.logitsBefore;
+    for (int c : {7, 400, 999}) many.logitsAfter[std::size_t(c)] = 1.5f + float(c);
+    many.classBefore = 500, many.classAfter = 999;
+    explorer->showFlip(many);
+    const QString text = explorer->flipText();
+    for (int c : {7, 400, 500, 999}) QVERIFY2(text.contains(QStringLiteral("<td>%1</td><td align=right").arg(c)), qPrintable(text));
+    // the 8 that moved most (the 3 that moved, then the first unmoved) and class 500
+    QCOMPARE(text.count(QStringLiteral("align=right style")), 2 * (8 + 1));
+    QVERIFY2(text.contains(QStringLiteral("991 other classes")), qPrintable(text));
+    explorer->showFlip(f);
+  }
   QCOMPARE(f.before, oracle.value(0, node, uint32_t(index)));
   // the explorer now holds the image's value and its flip (not the range's bound it opened on)
   QCOMPARE(explorer->referenceValue(), f.before);
