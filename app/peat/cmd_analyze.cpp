@@ -2,6 +2,7 @@
 // peat analyze: the standard report of a golden/candidate pair, from .npy files or HDF5 datasets.
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <map>
 #include <malloc.h>
 #include <tuple>
@@ -201,6 +202,9 @@ int runSessionAnalysis(const std::string& session, const std::string& run, const
   // calls, 13.5 -> 12.3 s, 2.2 -> 0.4 s in the kernel (docs/benchmarks.md).
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Calls are printed while the analysis is stored: a reader that leaves early (| head, a pager
+  // quit) must not stop the store half way, so a closed pipe is an error on write, not a signal
+  std::signal(SIGPIPE, SIG_IGN);
   events::Progress lines("calls");  // the run panel's determinate bar
   // Each call is printed as the analysis hands it on (in call order, as it is stored), and only the
   // per-op criteria and the per-iteration trend are kept: memory does not grow with the calls.

@@ -6,6 +6,8 @@
 #include <QProcess>
 #include <QScreen>
 #include <QTabWidget>
+#include <QScrollBar>
+#include <QTextBrowser>
 #include <QTimer>
 
 #include <cstdio>
@@ -221,6 +223,14 @@ int main(int argc, char** argv) {
                            qPrintable(pageName), target->width(), target->height(), room.width(), room.height());
               opened = false;
             }
+            // text panes wrap rather than scroll sideways (the call page's column at 1366 x 768 did)
+            for (const QTextBrowser* text : target->findChildren<QTextBrowser*>())
+              if (text->isVisible() && text->horizontalScrollBar()->maximum() > 0) {
+                std::fprintf(stderr, "peat-workbench: error: on page '%s' the text of %s scrolls sideways (%d px)\n",
+                             qPrintable(pageName), qPrintable(text->objectName().isEmpty() ? QString::fromLatin1(text->parentWidget()->metaObject()->className()) : text->objectName()),
+                             text->horizontalScrollBar()->maximum());
+                opened = false;
+              }
             if (!saved) opened = false;
             (*shootAt)(at + 1);
           });

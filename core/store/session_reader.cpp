@@ -88,6 +88,21 @@ CallInfo readCall(const h5::Group& cg, const std::string& path, const IterationI
   return call;
 }
 
+// Iteration group `ig` (named `itName` in its run) with its calls.
+IterationInfo readIteration(const h5::Group& ig, const std::string& itName, bool withTensors) {
+  IterationInfo it;
+  it.iteration = ig.intAttribute("iteration");
+  it.complete = ig.hasAttribute("complete") && ig.intAttribute("complete") == 1;
+  if (ig.hasGroup("calls")) {
+    h5::Group calls = ig.openGroup("calls");
+    for (const std::string& callName : calls.children()) {
+      h5::Group cg = calls.openGroup(callName);
+      it.calls.push_back(readCall(cg, "iterations/" + itName + "/calls/" + callName, it, withTensors));
+    }
+  }
+  return it;
+}
+
 // Fills run.iterations from the run group `rg`; run.status must already be read.
 void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
   h5::Group its = rg.openGroup("iterations");
@@ -108,18 +123,7 @@ void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
       run.iterations.push_back(std::move(lost));
       continue;
     }
-    h5::Group& ig = *maybe;
-    IterationInfo it;
-    it.iteration = ig.intAttribute("iteration");
-    it.complete = ig.hasAttribute("complete") && ig.intAttribute("complete") == 1;
-    if (ig.hasGroup("calls")) {
-      h5::Group calls = ig.openGroup("calls");
-      for (const std::string& callName : calls.children()) {
-        h5::Group cg = calls.openGroup(callName);
-        it.calls.push_back(readCall(cg, "iterations/" + itName + "/calls/" + callName, it, withTensors));
-      }
-    }
-    run.iterations.push_back(std::move(it));
+    run.iterations.push_back(readIteration(*maybe, itName, withTensors));
   }
   if (unreadable && rg.hasAttribute("iterations_complete") &&
       run.completeIterations() < rg.intAttribute("iterations_complete"))
@@ -277,6 +281,54 @@ SessionSummary SessionReader::readSummary(int calls) const {
     for (RunInfo& r : s.runs)
       if (r.status == "running") r.status = "interrupted";
   return s;
+}
+
+namespace {
+// The iterations group of run `run`; throws SessionError when there is none.
+h5::Group runIterations(const h5::File& file, const std::string& path, const std::string& run) {
+  h5::Group root = file.root();
+  if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
+    throw SessionError("'" + path + "' has no run '" + util::printable(run) + "'");
+  h5::Group rg = root.openGroup("runs").openGroup(run);
+  if (!rg.hasGroup("iterations")) throw SessionError("run '" + util::printable(run) + "' of '" + path + "' has no iterations");
+  return rg.openGroup("iterations");
+}
+}  // namespace
+
+std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const std::string& run) const {
+  Lock lock;
+  std::vector<IterationEntry> out;
+  try {
+    const h5::Group its = runIterations(*d->file, d->path, run);
+    // as readIterations: only a run whose writer died may hold an iteration that cannot be opened
+    // (the one in flight), left out here
+    const bool writerDied = optionalString(d->file->root().openGroup("runs").openGroup(run), "status") == "running";
+    for (const std::string& name : its.children()) {
+      std::optional<h5::Group> ig;
+      try {
+        ig.emplace(its.openGroup(name));
+      } catch (const h5::Error&) {
+        if (!writerDied) throw;
+        continue;
+      }
+      out.push_back({name, ig->hasGroup("calls") ? int64_t(ig->openGroup("calls").children().size()) : 0});
+    }
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+  return out;
+}
+
+IterationInfo SessionReader::iteration(const std::string& run, const std::string& name) const {
+  Lock lock;
+  try {
+    const h5::Group its = runIterations(*d->file, d->path, run);
+    if (!its.hasGroup(name))
+      throw SessionError("run '" + util::printable(run) + "' of '" + d->path + "' has no iteration '" + util::printable(name) + "'");
+    return readIteration(its.openGroup(name), name, true);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
 }
 
 std::vector<TensorInfo> SessionReader::callTensors(const std::string& run, const std::string& callPath) const {

@@ -36,6 +36,7 @@ class TestStore : public QObject {
   void recordsAndVerdictsRoundTrip();
   void packedReportsReadAsTheirOwnRecords();
   void appendedTablesReadAsWrittenOnes();
+  void runReadAnIterationAtATime();
   void largeTensorsAreChunkedAndCompressed();
   void walkingALargeSessionHoldsLittle();
   void refusesToOverwrite();
@@ -269,6 +270,39 @@ void TestStore::appendedTablesReadAsWrittenOnes() {
   QCOMPARE(a[1].numbers, table[1].numbers);
   QCOMPARE(b[0].text, a[0].text);
   QVERIFY(r.verify().readWhole >= 6);  // the appended tables are decoded as whole ones are
+}
+
+// A run read an iteration at a time (analyze --session, so that its memory does not grow with the
+// run) gives the iterations and calls the whole run gives; a missing run or iteration is one
+// SessionError.
+void TestStore::runReadAnIterationAtATime() {
+  const std::string p = path("s.h5").toStdString();
+  testsupport::writeSampleSession(p);
+  SessionReader r(p);
+  for (const RunInfo& whole : r.summary().runs) {
+    if (whole.iterations.empty()) continue;
+    const std::vector<SessionReader::IterationEntry> index = r.iterationIndex(whole.name);
+    QCOMPARE(index.size(), whole.iterations.size());
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      const IterationInfo one = r.iteration(whole.name, index[i].name);
+      const IterationInfo& expected = whole.iterations[i];
+      QCOMPARE(index[i].calls, int64_t(expected.calls.size()));
+      QCOMPARE(one.iteration, expected.iteration);
+      QCOMPARE(one.complete, expected.complete);
+      QCOMPARE(one.calls.size(), expected.calls.size());
+      for (std::size_t c = 0; c < one.calls.size(); ++c) {
+        QCOMPARE(one.calls[c].path, expected.calls[c].path);
+        QCOMPARE(one.calls[c].id.op, expected.calls[c].id.op);
+        QCOMPARE(one.calls[c].params, expected.calls[c].params);
+        QCOMPARE(one.calls[c].tensors.size(), expected.calls[c].tensors.size());
+        for (std::size_t t = 0; t < one.calls[c].tensors.size(); ++t)
+          QVERIFY(one.calls[c].tensors[t].name == expected.calls[c].tensors[t].name &&
+                  one.calls[c].tensors[t].shape == expected.calls[c].tensors[t].shape);
+      }
+    }
+  }
+  QVERIFY_THROWS_EXCEPTION(SessionError, r.iterationIndex("no-such-run"));
+  QVERIFY_THROWS_EXCEPTION(SessionError, r.iteration("golden", "999999"));
 }
 
 // Reports packed 64 to a record (analyze --session) read back as the records they were: every
