@@ -7,11 +7,14 @@
 #include <QFontDatabase>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include "core/detector/detector.h"
 #include "views/calltext.h"
@@ -74,6 +77,14 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this
   // none: it does not scroll sideways
   details_->setWordWrapMode(QTextOption::WordWrap);
   details_->document()->setDefaultStyleSheet(QStringLiteral("td { padding-right: 6px; }"));  // a key never runs into its value
+  // a value that cannot wrap (a tensor's shape) widens the column, up to 40% of the page (the plots
+  // keep the rest), rather than scroll it sideways
+  connect(details_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int overflow) {
+    const QList<int> sizes = split_->sizes();
+    if (overflow <= 0 || sizes.size() != 2) return;
+    const int total = sizes[0] + sizes[1], wanted = std::min(sizes[0] + overflow + 2, total * 40 / 100);
+    if (wanted > sizes[0]) split_->setSizes({wanted, total - wanted});
+  });
   plots_ = new ErrorPlotPanel(split_);
   split_->addWidget(details_);
   split_->addWidget(plots_);
@@ -230,7 +241,7 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
     html += tr("<h3>Verdict: %1</h3>").arg(qs(r.verdict).toHtmlEscaped());
   }
   html_ = html;
-  details_->setHtml(html);
+  setDetails(html);
   plots_->showReports({r});
 }
 
@@ -251,11 +262,16 @@ void CallPage::showPairStats(const analyzer::ValueStats& g, const analyzer::Valu
   html += row(tr("NaN"), count(g.nan), count(c.nan));
   html += row(tr("Inf"), count(g.inf), count(c.inf));
   html += tr("</table><p><small>Over the finite values; a candidate column in bold differs from the golden.</small></p>");
-  details_->setHtml(html_ + html);
+  setDetails(html_ + html);
 }
 
 void CallPage::showNoPairStats(const QString& why) {
-  details_->setHtml(html_ + tr("<h3>Golden and candidate</h3><p><small>%1</small></p>").arg(why.toHtmlEscaped()));
+  setDetails(html_ + tr("<h3>Golden and candidate</h3><p><small>%1</small></p>").arg(why.toHtmlEscaped()));
+}
+
+void CallPage::setDetails(QString html) {
+  // Qt's rich text ignores the nowrap attribute; its CSS property holds a key on one line
+  details_->setHtml(html.replace(QStringLiteral("<td nowrap>"), QStringLiteral("<td style=\"white-space: nowrap\">")));
 }
 
 QString CallPage::titleText() const { return title_->text(); }
