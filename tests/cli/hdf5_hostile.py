@@ -32,6 +32,14 @@ WORK = tempfile.mkdtemp(prefix="peat-h5-hostile-")
 H = Harness(PEAT)
 CALL = "runs/golden/iterations/000000/calls/000000"
 ENV = dict(os.environ, PEAT_PROBE_CACHE="off")
+# a stored candidate run of this test's own, never analysed (so nothing is reused), for analyze and
+# detect to read the crafted golden output against; every crafted file is a copy of it (it must not
+# depend on runs other tests add to the shared fixture)
+STORED = os.path.join(WORK, "stored.h5")
+shutil.copy(RECORDED, STORED)
+subprocess.run([PEAT, "playback", "-s", STORED, "-k", "fp16", "--store-outputs", "--name", "fresh"], env=ENV,
+               check=True, stdout=subprocess.DEVNULL)
+RECORDED = STORED
 
 
 def measured(args):
@@ -89,7 +97,7 @@ cycles = [
 for name, change, needles in cases:
     path = variant(name, change)
     for args in (["info", "--verify", path], ["info", "--calls", path],
-                 ["analyze", "--session", path, "--run", "edge"],
+                 ["analyze", "--session", path, "--run", "fresh"],
                  ["playback", "-s", path, "-k", "bf16", "--out", os.path.join(WORK, name + "-replay.h5")]):
         rc, lines, seconds, rss = measured(args)
         ok = (rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and
@@ -153,13 +161,6 @@ def patched_shuffle(path):
 
 SHUFFLE, DEFLATE, FLETCHER, NBIT, SCALEOFFSET = 2, 1, 3, 5, 6
 OUTPUT = "'/" + CALL + "/output'"
-# a stored candidate run, never analysed (so nothing is reused), for analyze and detect to read the
-# crafted golden output against
-STORED = os.path.join(WORK, "stored.h5")
-shutil.copy(RECORDED, STORED)
-subprocess.run([PEAT, "playback", "-s", STORED, "-k", "fp16", "--store-outputs", "--name", "fresh"], env=ENV,
-               check=True, stdout=subprocess.DEVNULL)
-RECORDED = STORED
 filtered = [
     ("nbit", restored([(NBIT, ())]), [OUTPUT, "HDF5 filter 5 (nbit)"], 1),
     ("nbit-raw-7", restored([(NBIT, ())], b"\x01" * 7), [OUTPUT, "HDF5 filter 5 (nbit)"], 1),
