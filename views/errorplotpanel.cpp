@@ -387,11 +387,15 @@ void ErrorPlotPanel::drawMap() {
     showLegendBelow(map_, true);
   }
   if (r.tileRows == 1) {  // blocks along the rows
-    map_->xAxis->setLabel(tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols));
-    map_->yAxis->setLabel(tr("row (%1 in all)").arg(r.rows));
+    fitAxisLabel(map_, map_->xAxis,
+                 {tr("block along the row (%1 values each, %2 columns in all)").arg(r.tileCols).arg(r.cols),
+                  tr("block along the row (%1 values each)").arg(r.tileCols), tr("block along the row")});
+    fitAxisLabel(map_, map_->yAxis, {tr("row (%1 in all)").arg(r.rows), tr("row")});
   } else {
-    map_->xAxis->setLabel(tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols));
-    map_->yAxis->setLabel(tr("tile row (%1 rows each)").arg(r.tileRows));
+    fitAxisLabel(map_, map_->xAxis,
+                 {tr("tile column (%1 columns each; output seen as %2 x %3)").arg(r.tileCols).arg(r.rows).arg(r.cols),
+                  tr("tile column (%1 columns each)").arg(r.tileCols), tr("tile column")});
+    fitAxisLabel(map_, map_->yAxis, {tr("tile row (%1 rows each)").arg(r.tileRows), tr("tile row")});
   }
   map_->xAxis->setRange(0, across);
   map_->yAxis->setRange(0, down);
@@ -487,7 +491,7 @@ void ErrorPlotPanel::highlightBitSpan(int lowest, int highest, const QString& la
   text->setBrush(QBrush(QColor(255, 255, 255, 210)));  // readable where it meets a bar
   const auto& counts = reports_.front().bitMismatch;  // headroom over the tallest bar: the label sits above the bars
   bits_->yAxis->setRange(0, std::max(1.0, double(counts.empty() ? 1 : *std::max_element(counts.begin(), counts.end()))) * 1.3);
-  text->setText(label);
+  wrapToAxisRect(bits_, text, label);  // in a narrow dock, on two lines rather than cut at the edge
   text->setColor(orange.darker(130));
   bits_->replot();
   lower_->setCurrentWidget(bits_);

@@ -88,6 +88,34 @@ inline void wrapToAxisRect(QCustomPlot* plot, QCPItemText* item, const QString& 
   QObject::connect(plot, &QCustomPlot::afterLayout, item, wrap);
 }
 
+// An axis label that takes the longest of `forms` (longest first) that fits along its axis rect
+// after every layout, the last when none does: one line always (a label wrapped to two lines
+// squashed the Where map in a narrow dock, one cut at both ends said nothing). A label set later by
+// other means is left alone.
+inline void fitAxisLabel(QCustomPlot* plot, QCPAxis* axis, const QStringList& forms) {
+  axis->setProperty("peatLabelForms", forms);
+  const auto fit = [plot, axis] {
+    const QStringList all = axis->property("peatLabelForms").toStringList();
+    if (all.isEmpty() || !all.contains(axis->label())) return;
+    const QFontMetrics metrics(axis->labelFont());
+    const bool across = axis->orientation() == Qt::Horizontal;
+    const int room = (across ? plot->axisRect()->width() : plot->axisRect()->height()) - 4;
+    QString chosen = all.back();
+    for (const QString& form : all)
+      if (metrics.horizontalAdvance(form) <= room) {
+        chosen = form;
+        break;
+      }
+    if (chosen != axis->label()) axis->setLabel(chosen);
+  };
+  axis->setLabel(forms.isEmpty() ? QString() : forms.front());
+  if (!axis->property("peatLabelFitted").toBool()) {
+    axis->setProperty("peatLabelFitted", true);
+    QObject::connect(plot, &QCustomPlot::afterLayout, axis, fit);
+  }
+  fit();
+}
+
 // A grey note in the middle of the plot, where there is nothing to draw.
 inline void centredNote(QCustomPlot* plot, const QString& text) {
   auto* item = new QCPItemText(plot);

@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
+#include <QTabWidget>
 
 #include "tests/gui/settle.h"
 #include <QAbstractButton>
@@ -520,6 +521,60 @@ void TestErrorViews::notesFitANarrowDock() {
   QTest::qWait(50);
   panel.plot()->replot();
   QVERIFY2(note->text().split(QLatin1Char('\n')).size() < lines.size(), qPrintable(note->text()));
+  // a call's Where map and bit span in the narrow dock: the map's x label takes the longest of its
+  // forms that fits in one line, the span's label wraps inside the plot; wide, both are whole
+  peat::analyzer::StoredCallReport r;
+  r.call = "iterations/000000/calls/000003";
+  r.elements = 102400, r.mismatched = 448, r.maxAbs = 0.5, r.meanAbs = 0.01, r.p99 = 0.25;
+  r.log2AbsFirstBin = -12, r.log2Abs = {100, 200, 148};
+  r.log2Ulp.assign(33, 0), r.log2Ulp[16] = 448;
+  r.bitMismatch.assign(32, 0);
+  for (int b = 0; b < 16; ++b) r.bitMismatch[std::size_t(b)] = 400 - uint64_t(b);
+  r.rows = 1024, r.cols = 100, r.tileRows = 16, r.tileCols = 16, r.tilesDown = 64, r.tilesAcross = 7;
+  r.tileMismatch.assign(64 * 7, 1);
+  r.worstRow = 10, r.worstCol = 20;
+  const QString longLabel = QStringLiteral("tile column (16 columns each; output seen as 1024 x 100)");
+  const QString span = QStringLiteral("bits bf16 does not keep (0-15)");
+  const auto fits = [](QCustomPlot* plot, const QString& words, const QFont& font) {
+    for (const QString& line : words.split(QLatin1Char('\n')))
+      if (QFontMetrics(font).horizontalAdvance(line) > plot->axisRect()->width()) return false;
+    return true;
+  };
+  const auto spanText = [&panel]() -> QCPItemText* {
+    for (int i = 0; i < panel.bitPlot()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(panel.bitPlot()->item(i))) return t;
+    return nullptr;
+  };
+  auto* tabs = panel.findChild<QTabWidget*>();
+  QVERIFY(tabs && tabs->indexOf(panel.mapPlot()) >= 0);
+  const auto showMap = [&] {  // the Where tab in front, laid out and drawn
+    tabs->setCurrentWidget(panel.mapPlot());
+    QTest::qWait(50);
+    panel.mapPlot()->replot();
+    return panel.mapPlot()->xAxis->label();
+  };
+  panel.resize(360, 300);
+  QTest::qWait(50);
+  panel.showReports({r});
+  const QString narrowLabel = showMap();
+  QVERIFY2(narrowLabel.startsWith(QStringLiteral("tile column")) && narrowLabel != longLabel, qPrintable(narrowLabel));
+  QVERIFY2(fits(panel.mapPlot(), narrowLabel, panel.mapPlot()->xAxis->labelFont()), qPrintable(narrowLabel));
+  QCOMPARE(panel.mapPlot()->yAxis->label(), QStringLiteral("tile row"));  // the map is short here too
+  QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-narrow-where.png")));
+  panel.resize(260, 300);
+  panel.highlightBitSpan(0, 15, span);  // brings the Bits tab to the front
+  QTest::qWait(50);
+  panel.bitPlot()->replot();
+  QVERIFY(spanText());
+  QVERIFY2(spanText()->text().contains(QLatin1Char('\n')), qPrintable(spanText()->text()));
+  QCOMPARE(spanText()->text().split(QLatin1Char('\n')).join(QLatin1Char(' ')), span);
+  QVERIFY2(fits(panel.bitPlot(), spanText()->text(), spanText()->font()), qPrintable(spanText()->text()));
+  QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-narrow-bits.png")));
+  panel.resize(900, 300);
+  QTest::qWait(50);
+  panel.bitPlot()->replot();
+  QCOMPARE(spanText()->text(), span);
+  QCOMPARE(showMap(), longLabel);
 }
 
 QTEST_MAIN(TestErrorViews)
