@@ -302,7 +302,10 @@ void BitExplorer::showFlip(const save::ModelFlip& f) {
     const int wanted = w->height() + sizeHint().height() - scroll->viewport()->height();
     const QScreen* screen = w->screen();
     const int room = screen ? screen->availableGeometry().height() - (w->frameGeometry().height() - w->height()) : wanted;
-    if (wanted > w->height() && w->height() < room) w->resize(w->width(), std::min(wanted, room));
+    if (wanted > w->height() && w->height() < room) {
+      w->resize(w->width(), std::min(wanted, room));
+      emit windowResized();
+    }
     scroll->ensureWidgetVisible(flipResult_);
   }
 }
@@ -351,6 +354,7 @@ void BitExplorer::setLargeType(bool large) {
     const int tall = screen ? screen->availableGeometry().height() - 40 : 1000;
     window()->resize(std::min(std::max(window()->width(), want.width()), room + 60),
                      std::min(std::max(window()->height(), want.height()), tall));
+    emit windowResized();
   }
 }
 

@@ -68,6 +68,7 @@ class BitExplorer : public QWidget {
 
  signals:
   void flipRequested(quint32 mask, int image);
+  void windowResized();  // it grew its window (Large type, a flip's outcome): whoever placed it may place it again
 
  private:
   void refresh();

@@ -160,6 +160,11 @@ bool TourController::openDemo() {
   return true;
 }
 
+void TourController::keepExplorerBesideTour() {
+  if (dock_ && dock_->isVisible() && window_->bitExplorer()->window()->isVisible())
+    placeBesideTour(window_->bitExplorer()->window());
+}
+
 // The script: seven steps over the demo session (about 100 lines of text and page choices).
 void TourController::placeBesideTour(QWidget* opened) const {
   if (!panel_ || !opened) return;
@@ -269,6 +274,9 @@ std::vector<TourPanel::Step> TourController::steps() {
                        const qint64 widest = qint64(std::max_element(m.hi.begin(), m.hi.end()) - m.hi.begin());
                        w->openSaveValue(widest);
                        placeBesideTour(w->bitExplorer()->window());
+                       // and again whenever it grows its window (Large type grew it back over the panel)
+                       connect(w->bitExplorer(), &BitExplorer::windowResized, this, &TourController::keepExplorerBesideTour,
+                               Qt::UniqueConnection);
                        w->bitExplorer()->toggleBit(30);
                        w->bitExplorer()->setFlipImage(0);
                        w->bitExplorer()->requestFlip();

@@ -50,6 +50,7 @@ class TourController : public QObject {
   // Moves a window a step opens (the Bit Explorer) beside the tour's panel, within the screen, so
   // that it covers neither the panel's text nor its buttons (it opened over them at 1024 x 700).
   void placeBesideTour(QWidget* opened) const;
+  void keepExplorerBesideTour();  // the explorer grew its window: beside the panel again
   QString returnTo_, returnItem_;
   std::unique_ptr<QLockFile> makingDemo_;  // held while this window's run panel makes the demo
   QTimer* waitingForDemo_ = nullptr;       // while another window makes it: polls its lock

@@ -612,6 +612,16 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
                           .arg(again.bitExplorer()->window()->frameGeometry().x()).arg(again.bitExplorer()->window()->frameGeometry().y())
                           .arg(again.bitExplorer()->window()->frameGeometry().width()).arg(again.bitExplorer()->window()->frameGeometry().height())
                           .arg(panelRect.x()).arg(panelRect.y()).arg(panelRect.width()).arg(panelRect.height())));
+  // Large type grows the explorer's window: it stays beside the panel and on the screen (it grew past
+  // the screen's edge, and a window manager then pushed it back over the panel)
+  again.bitExplorer()->setLargeType(true);
+  QVERIFY(peat::testsupport::settle(again));
+  const QRect grown = again.bitExplorer()->window()->frameGeometry();
+  QVERIFY2(!grown.intersects(QRect(tour->mapToGlobal(QPoint(0, 0)), tour->size())), "the Large-type explorer covers the tour's panel");
+  QVERIFY2(again.bitExplorer()->window()->screen()->availableGeometry().contains(grown),
+           qPrintable(QStringLiteral("the Large-type explorer (%1,%2 %3x%4) runs off the screen")
+                          .arg(grown.x()).arg(grown.y()).arg(grown.width()).arg(grown.height())));
+  again.bitExplorer()->setLargeType(false);
   QVERIFY(tour->next());
   QVERIFY(peat::testsupport::settle(again));
   QCOMPARE(again.savePanel()->currentTab(), peat::views::SavePanel::CampaignTab);
