@@ -21,11 +21,6 @@
 
 namespace peat::h5 {
 
-using detail::check;
-using detail::checkId;
-using detail::fail;
-using detail::stringType;
-
 namespace {
 constexpr const char* kChecksumAttribute = "crc32";
 

@@ -17,3 +17,11 @@ void check(herr_t rc, const char* call, const std::string& path);
 Handle stringType();
 
 }  // namespace peat::h5::detail
+
+namespace peat::h5 {
+// the two files of the layer use them unqualified
+using detail::check;
+using detail::checkId;
+using detail::fail;
+using detail::stringType;
+}  // namespace peat::h5

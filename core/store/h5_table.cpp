@@ -11,11 +11,6 @@
 
 namespace peat::h5 {
 
-using detail::check;
-using detail::checkId;
-using detail::fail;
-using detail::stringType;
-
 namespace {
 // Memory layout of one record: a char* per text column, a double per number column.
 struct RecordLayout {
