@@ -73,10 +73,11 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this
   details_->setOpenLinks(false);
   details_->setMinimumWidth(details_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 22);
   // a narrow column (1366 x 768 and less) wraps a value at its spaces ("301053 | (99.999%)",
-  // "row 146, | column 568") but never breaks a key (each key cell is nowrap) or a number, which has
-  // none: it does not scroll sideways
+  // "row 146, | column 568") but never breaks a key (class "key": Qt's rich text ignores the nowrap
+  // attribute) or a number, which has none: it does not scroll sideways; a key never runs into its value
   details_->setWordWrapMode(QTextOption::WordWrap);
-  details_->document()->setDefaultStyleSheet(QStringLiteral("td { padding-right: 6px; }"));  // a key never runs into its value
+  details_->document()->setDefaultStyleSheet(
+      QStringLiteral("td { padding-right: 6px; } td.key { white-space: nowrap; }"));
   // a value that cannot wrap (a tensor's shape) widens the column, up to 40% of the page (the plots
   // keep the rest), rather than scroll it sideways
   connect(details_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int overflow) {
@@ -193,33 +194,33 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
   stack_->setCurrentWidget(split_);
   QString html = callHtml;
   html += tr("<h3>Error</h3><table cellspacing=2>"
-             "<tr><td nowrap>elements</td><td>%1</td></tr><tr><td nowrap>mismatched</td><td>%2 (%3%)</td></tr>"
-             "<tr><td nowrap>max |error|</td><td>%4</td></tr><tr><td nowrap>mean |error|</td><td>%5</td></tr>"
-             "<tr><td nowrap>p99 |error|</td><td>%6</td></tr><tr><td nowrap>output seen as</td><td>%7 x %8</td></tr>")
+             "<tr><td class=key>elements</td><td>%1</td></tr><tr><td class=key>mismatched</td><td>%2 (%3%)</td></tr>"
+             "<tr><td class=key>max |error|</td><td>%4</td></tr><tr><td class=key>mean |error|</td><td>%5</td></tr>"
+             "<tr><td class=key>p99 |error|</td><td>%6</td></tr><tr><td class=key>output seen as</td><td>%7 x %8</td></tr>")
               .arg(number(r.elements), number(r.mismatched), number(r.elements > 0 ? 100 * r.mismatched / r.elements : 0),
                    number(r.maxAbs), number(r.meanAbs), number(r.p99))
               .arg(r.rows)
               .arg(r.cols);
-  if (r.worstRow >= 0) html += tr("<tr><td nowrap>largest error at</td><td>row %1, column %2</td></tr>").arg(r.worstRow).arg(r.worstCol);
+  if (r.worstRow >= 0) html += tr("<tr><td class=key>largest error at</td><td>row %1, column %2</td></tr>").arg(r.worstRow).arg(r.worstCol);
   html += QStringLiteral("</table>");
   if (r.hasCriteria) {  // what users already apply beside a verdict (computed by the core, shown here)
     const analyzer::Criteria& k = r.criteria;
     html += tr("<h3>Criteria</h3><table cellspacing=2>"
-               "<tr><td nowrap>cosine</td><td>%1</td></tr>"
-               "<tr><td nowrap>max rel. error</td><td>%2</td></tr>"
-               "<tr><td nowrap>rel. error &gt; 1e-2</td><td>%3%</td></tr>"
-               "<tr><td nowrap>rel. error &gt; 1e-3</td><td>%4%</td></tr>"
-               "<tr><td nowrap>rel. error &gt; 1e-4</td><td>%5%</td></tr>"
-               "<tr><td nowrap>max ULP error</td><td>%6</td></tr>")
+               "<tr><td class=key>cosine</td><td>%1</td></tr>"
+               "<tr><td class=key>max rel. error</td><td>%2</td></tr>"
+               "<tr><td class=key>rel. error &gt; 1e-2</td><td>%3%</td></tr>"
+               "<tr><td class=key>rel. error &gt; 1e-3</td><td>%4%</td></tr>"
+               "<tr><td class=key>rel. error &gt; 1e-4</td><td>%5%</td></tr>"
+               "<tr><td class=key>max ULP error</td><td>%6</td></tr>")
                 .arg(QString::number(k.cosine, 'f', 7), number(k.maxRel), number(100 * k.relAbove2),
                      number(100 * k.relAbove3), number(100 * k.relAbove4), number(k.maxUlp));
     if (k.ruleEvaluated)
-      html += tr("<tr><td nowrap>2x rule</td><td style=\"white-space: normal\"><b>%1</b>: max error against float64 %2, at most 2 x %3 + 1e-5 "
+      html += tr("<tr><td class=key>2x rule</td><td style=\"white-space: normal\"><b>%1</b>: max error against float64 %2, at most 2 x %3 + 1e-5 "
                  "(FlashAttention's rule; reference: %4)</td></tr>")
                   .arg(k.rulePasses() ? tr("pass") : tr("fail"), number(k.candidateError), number(k.referenceError),
                        qs(k.reference).toHtmlEscaped());
     else
-      html += tr("<tr><td nowrap>2x rule</td><td style=\"white-space: normal\">not evaluated: no float64 recomputation of this call "
+      html += tr("<tr><td class=key>2x rule</td><td style=\"white-space: normal\">not evaluated: no float64 recomputation of this call "
                  "(FlashAttention's rule)</td></tr>");
     html += QStringLiteral("</table>");
   }
@@ -241,14 +242,14 @@ void CallPage::showReport(const analyzer::StoredCallReport& r, const QString& ti
     html += tr("<h3>Verdict: %1</h3>").arg(qs(r.verdict).toHtmlEscaped());
   }
   html_ = html;
-  setDetails(html);
+  details_->setHtml(html);
   plots_->showReports({r});
 }
 
 void CallPage::showPairStats(const analyzer::ValueStats& g, const analyzer::ValueStats& c) {
   const auto row = [](const QString& name, const QString& a, const QString& b) {
     const bool differ = a != b;
-    return QStringLiteral("<tr><td nowrap>%1</td><td align=right>%2</td><td align=right>%3%4%5</td></tr>")
+    return QStringLiteral("<tr><td class=key>%1</td><td align=right>%2</td><td align=right>%3%4%5</td></tr>")
         .arg(name, a, differ ? QStringLiteral("<b>") : QString(), b, differ ? QStringLiteral("</b>") : QString());
   };
   const auto count = [](uint64_t v) { return QString::number(v); };
@@ -262,16 +263,11 @@ void CallPage::showPairStats(const analyzer::ValueStats& g, const analyzer::Valu
   html += row(tr("NaN"), count(g.nan), count(c.nan));
   html += row(tr("Inf"), count(g.inf), count(c.inf));
   html += tr("</table><p><small>Over the finite values; a candidate column in bold differs from the golden.</small></p>");
-  setDetails(html_ + html);
+  details_->setHtml(html_ + html);
 }
 
 void CallPage::showNoPairStats(const QString& why) {
-  setDetails(html_ + tr("<h3>Golden and candidate</h3><p><small>%1</small></p>").arg(why.toHtmlEscaped()));
-}
-
-void CallPage::setDetails(QString html) {
-  // Qt's rich text ignores the nowrap attribute; its CSS property holds a key on one line
-  details_->setHtml(html.replace(QStringLiteral("<td nowrap>"), QStringLiteral("<td style=\"white-space: nowrap\">")));
+  details_->setHtml(html_ + tr("<h3>Golden and candidate</h3><p><small>%1</small></p>").arg(why.toHtmlEscaped()));
 }
 
 QString CallPage::titleText() const { return title_->text(); }

@@ -72,7 +72,6 @@ class CallPage : public QWidget {
   void showReport(const analyzer::StoredCallReport& report, const QString& title, const QString& callHtml,
                   const store::Verdict* verdict);
   QLabel* title_;
-  void setDetails(QString html);  // the details pane's page, its keys kept on one line
   QTextBrowser* details_;
   QStackedWidget* stack_;   // the details beside the plots, or a failed call's page (no plots)
   QSplitter* split_;

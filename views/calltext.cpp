@@ -113,7 +113,7 @@ QString callSectionHtml(const CallOp& op, const std::vector<store::TensorInfo>& 
     std::string role = d.roleOf(t.name);
     if (t.name == "output" && d.knownVariant) role = d.output;
     const QString name = role.empty() ? qs(t.name).toHtmlEscaped() : QStringLiteral("<b>%1</b>").arg(qs(role).toHtmlEscaped());
-    rows += QStringLiteral("<tr><td nowrap>%1</td><td>%2</td></tr>").arg(name, tensorLine(t).section(QLatin1Char(' '), 1).toHtmlEscaped());
+    rows += QStringLiteral("<tr><td class=key>%1</td><td>%2</td></tr>").arg(name, tensorLine(t).section(QLatin1Char(' '), 1).toHtmlEscaped());
   }
   if (!rows.isEmpty()) html += QStringLiteral("<table cellspacing=2>") + rows + QStringLiteral("</table>");
   if (borrowed)

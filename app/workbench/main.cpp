@@ -227,9 +227,11 @@ int main(int argc, char** argv) {
             // column did); below, the narrowest pages may scroll
             for (const QTextBrowser* text : target->findChildren<QTextBrowser*>())
               if (room.width() >= 1366 && text->isVisible() && text->horizontalScrollBar()->maximum() > 0) {
+                const QString which = text->objectName().isEmpty()
+                                          ? QString::fromLatin1(text->parentWidget()->metaObject()->className())
+                                          : text->objectName();
                 std::fprintf(stderr, "peat-workbench: error: on page '%s' the text of %s scrolls sideways (%d px)\n",
-                             qPrintable(pageName), qPrintable(text->objectName().isEmpty() ? QString::fromLatin1(text->parentWidget()->metaObject()->className()) : text->objectName()),
-                             text->horizontalScrollBar()->maximum());
+                             qPrintable(pageName), qPrintable(which), text->horizontalScrollBar()->maximum());
                 opened = false;
               }
             if (!saved) opened = false;

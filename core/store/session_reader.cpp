@@ -284,14 +284,14 @@ SessionSummary SessionReader::readSummary(int calls) const {
 }
 
 namespace {
-// The iterations group of run `run`; throws SessionError when there is none.
-h5::Group runIterations(const h5::File& file, const std::string& path, const std::string& run) {
+// The group of run `run`, holding iterations; throws SessionError otherwise.
+h5::Group runWithIterations(const h5::File& file, const std::string& path, const std::string& run) {
   h5::Group root = file.root();
   if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
     throw SessionError("'" + path + "' has no run '" + util::printable(run) + "'");
   h5::Group rg = root.openGroup("runs").openGroup(run);
   if (!rg.hasGroup("iterations")) throw SessionError("run '" + util::printable(run) + "' of '" + path + "' has no iterations");
-  return rg.openGroup("iterations");
+  return rg;
 }
 }  // namespace
 
@@ -299,10 +299,11 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
   Lock lock;
   std::vector<IterationEntry> out;
   try {
-    const h5::Group its = runIterations(*d->file, d->path, run);
+    const h5::Group rg = runWithIterations(*d->file, d->path, run);
+    const h5::Group its = rg.openGroup("iterations");
     // as readIterations: only a run whose writer died may hold an iteration that cannot be opened
     // (the one in flight), left out here
-    const bool writerDied = optionalString(d->file->root().openGroup("runs").openGroup(run), "status") == "running";
+    const bool writerDied = optionalString(rg, "status") == "running";
     for (const std::string& name : its.children()) {
       std::optional<h5::Group> ig;
       try {
@@ -322,7 +323,7 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
 IterationInfo SessionReader::iteration(const std::string& run, const std::string& name) const {
   Lock lock;
   try {
-    const h5::Group its = runIterations(*d->file, d->path, run);
+    const h5::Group its = runWithIterations(*d->file, d->path, run).openGroup("iterations");
     if (!its.hasGroup(name))
       throw SessionError("run '" + util::printable(run) + "' of '" + d->path + "' has no iteration '" + util::printable(name) + "'");
     return readIteration(its.openGroup(name), name, true);
