@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/util/byte_record.h"
+
 namespace peat::analyzer {
 
 namespace {
@@ -16,31 +18,14 @@ static_assert(sizeof(Criteria) == 128, "Criteria changed: keep it whole in crite
 static_assert(sizeof(detector::Verdict) == 168, "Verdict changed: keep it whole in Out/In::verdict");
 static_assert(sizeof(CallAnalysis) == 1752, "CallAnalysis changed: keep it whole in encode/decode");
 
-class Out {
+class Out : public util::ByteWriter {
  public:
-  std::vector<unsigned char> bytes;
-  template <typename T>
-  void raw(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const unsigned char*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof v);
-  }
-  void text(const std::string& t) {
-    raw(uint64_t(t.size()));
-    bytes.insert(bytes.end(), t.begin(), t.end());
-  }
-  template <typename T>
-  void list(const std::vector<T>& v) {
-    raw(uint64_t(v.size()));
-    for (const T& x : v) raw(x);
-  }
   void verdict(const detector::Verdict& v) {
     text(v.model);
     raw(v.confidence);
     raw(uint64_t(v.parameters.size()));
     for (const auto& [k, x] : v.parameters) text(k), text(x);
-    raw(uint64_t(v.evidence.size()));
-    for (const auto& [k, x] : v.evidence) text(k), raw(x);
+    textMap(v.evidence);
     text(v.explanation);
   }
   void verdicts(const std::vector<detector::Verdict>& list) {
@@ -49,30 +34,9 @@ class Out {
   }
 };
 
-class In {
+class In : public util::ByteReader {
  public:
-  explicit In(const std::vector<unsigned char>& b) : bytes_(b) {}
-  template <typename T>
-  void raw(T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    take(&v, sizeof v);
-  }
-  uint64_t count() {
-    uint64_t n = 0;
-    raw(n);
-    if (n > bytes_.size()) throw std::runtime_error("a kept call analysis is damaged");
-    return n;
-  }
-  std::string text() {
-    std::string t(std::size_t(count()), '\0');
-    take(t.data(), t.size());
-    return t;
-  }
-  template <typename T>
-  void list(std::vector<T>& v) {
-    v.resize(std::size_t(count()));
-    for (T& x : v) raw(x);
-  }
+  explicit In(const std::vector<unsigned char>& b) : ByteReader(b, "a kept call analysis") {}
   detector::Verdict verdict() {
     detector::Verdict v;
     v.model = text();
@@ -81,26 +45,13 @@ class In {
       std::string k = text();
       v.parameters[k] = text();
     }
-    for (uint64_t i = count(); i > 0; --i) {
-      std::string k = text();
-      raw(v.evidence[k]);
-    }
+    textMap(v.evidence);
     v.explanation = text();
     return v;
   }
   void verdicts(std::vector<detector::Verdict>& list) {
     for (uint64_t i = count(); i > 0; --i) list.push_back(verdict());
   }
-  bool done() const { return pos_ == bytes_.size(); }
-
- private:
-  void take(void* p, std::size_t n) {
-    if (pos_ + n > bytes_.size()) throw std::runtime_error("a kept call analysis is cut short");
-    std::memcpy(p, bytes_.data() + pos_, n);
-    pos_ += n;
-  }
-  const std::vector<unsigned char>& bytes_;
-  std::size_t pos_ = 0;
 };
 
 // Every field of a report, in one order for both directions (Out and In share the member calls).
@@ -166,7 +117,7 @@ CallAnalysis CallSpool::decode(const std::vector<unsigned char>& bytes) {
   in.verdicts(a.detection.alternatives);
   criteriaFields(in, a.criteria);
   a.criteria.reference = in.text();
-  if (!in.done()) throw std::runtime_error("a kept call analysis is longer than its fields");
+  in.finish();
   return a;
 }
 

@@ -227,14 +227,15 @@ class SessionReader {
   std::vector<TensorInfo> callTensors(const std::string& run, const std::string& callPath) const;
   // A run read an iteration at a time, for readers whose memory must not grow with the run (its
   // header comes from summaryWithoutCalls): the iterations' names ("000010") in order with the
-  // number of calls each holds, then any one of them whole, its calls' tensor lists included.
-  // Both throw SessionError for a run or an iteration that is not there.
+  // number of calls each holds (none for a run without iterations), then any one of them whole, its
+  // calls' tensor lists included unless `tensors` is false. Both throw SessionError for a run or an
+  // iteration that is not there.
   struct IterationEntry {
     std::string name;
     int64_t calls = 0;
   };
   std::vector<IterationEntry> iterationIndex(const std::string& run) const;
-  IterationInfo iteration(const std::string& run, const std::string& name) const;
+  IterationInfo iteration(const std::string& run, const std::string& name, bool tensors = true) const;
   Tensor readTensor(const std::string& run, const std::string& callPath, const std::string& name) const;
   // Reads a tensor converted to `as` straight into `out`, which holds `elements` values of that type;
   // throws SessionError when the stored tensor has another element count.

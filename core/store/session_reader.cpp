@@ -299,7 +299,11 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
   Lock lock;
   std::vector<IterationEntry> out;
   try {
-    const h5::Group rg = runWithIterations(*d->file, d->path, run);
+    h5::Group root = d->file->root();
+    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
+      throw SessionError("'" + d->path + "' has no run '" + util::printable(run) + "'");
+    const h5::Group rg = root.openGroup("runs").openGroup(run);
+    if (!rg.hasGroup("iterations")) return out;  // a run of no calls (a SAVE campaign, a sweep's summary)
     const h5::Group its = rg.openGroup("iterations");
     // as readIterations: only a run whose writer died may hold an iteration that cannot be opened
     // (the one in flight), left out here
@@ -320,13 +324,13 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
   return out;
 }
 
-IterationInfo SessionReader::iteration(const std::string& run, const std::string& name) const {
+IterationInfo SessionReader::iteration(const std::string& run, const std::string& name, bool tensors) const {
   Lock lock;
   try {
     const h5::Group its = runWithIterations(*d->file, d->path, run).openGroup("iterations");
     if (!its.hasGroup(name))
       throw SessionError("run '" + util::printable(run) + "' of '" + d->path + "' has no iteration '" + util::printable(name) + "'");
-    return readIteration(its.openGroup(name), name, true);
+    return readIteration(its.openGroup(name), name, tensors);
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }

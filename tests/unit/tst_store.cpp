@@ -278,9 +278,21 @@ void TestStore::appendedTablesReadAsWrittenOnes() {
 void TestStore::runReadAnIterationAtATime() {
   const std::string p = path("s.h5").toStdString();
   testsupport::writeSampleSession(p);
+  {  // a run without calls beside it: its index is empty
+    SessionWriter w(p, {}, WriteMode::Append);
+    w.beginRun({"no-calls", "save_campaign", "golden", "a run without iterations"});
+    w.endRun(RunStatus::Complete);
+  }
   SessionReader r(p);
+  int withCalls = 0, without = 0;
   for (const RunInfo& whole : r.summary().runs) {
-    if (whole.iterations.empty()) continue;
+    if (whole.iterations.empty()) {
+      ++without;
+      QVERIFY(r.iterationIndex(whole.name).empty());
+      QVERIFY_THROWS_EXCEPTION(SessionError, r.iteration(whole.name, "000000"));
+      continue;
+    }
+    ++withCalls;
     const std::vector<SessionReader::IterationEntry> index = r.iterationIndex(whole.name);
     QCOMPARE(index.size(), whole.iterations.size());
     for (std::size_t i = 0; i < index.size(); ++i) {
@@ -299,8 +311,19 @@ void TestStore::runReadAnIterationAtATime() {
           QVERIFY(one.calls[c].tensors[t].name == expected.calls[c].tensors[t].name &&
                   one.calls[c].tensors[t].shape == expected.calls[c].tensors[t].shape);
       }
+      // without the tensor lists (playback's choice of calls): the same calls and parameters
+      const IterationInfo ids = r.iteration(whole.name, index[i].name, false);
+      QCOMPARE(ids.calls.size(), expected.calls.size());
+      for (std::size_t c = 0; c < ids.calls.size(); ++c) {
+        QVERIFY(ids.calls[c].tensors.empty());
+        QVERIFY(!expected.calls[c].tensors.empty());
+        QCOMPARE(ids.calls[c].path, expected.calls[c].path);
+        QCOMPARE(ids.calls[c].params, expected.calls[c].params);
+      }
     }
   }
+  QCOMPARE(withCalls, 1);
+  QCOMPARE(without, 1);
   QVERIFY_THROWS_EXCEPTION(SessionError, r.iterationIndex("no-such-run"));
   QVERIFY_THROWS_EXCEPTION(SessionError, r.iteration("golden", "999999"));
 }

@@ -18,6 +18,7 @@
 #include "core/torch/ops/dispatcher.h"
 #include "core/torch/train/profiler.h"
 #include "core/torch/train/run_common.h"
+#include "core/util/byte_record.h"
 #include "core/util/campaign_key.h"
 #include "core/util/spool_file.h"
 #include "core/util/text.h"
@@ -28,41 +29,61 @@ using namespace detail;
 
 namespace {
 
-struct KeptOutput {
-  store::CallId id;
-  std::map<std::string, int64_t> params;
-  store::DType dtype = store::DType::F32;
-  std::vector<uint64_t> shape;
-  uint64_t offset = 0, size = 0;  // where its bytes lie in the spool
-};
-
 // The candidate's outputs, as --store-outputs keeps them until the run is written: spooled to an
 // anonymous file beside the session (util::SpoolFile), not held in memory, so a replay's memory
-// stays flat however many calls it keeps; read back one output at a time when the run is written.
+// stays flat however many calls it keeps. Each output lies there with what the run needs to store
+// it (the call's id and parameters, the tensor's type and shape) in front of its bytes; only where
+// each lies stays in memory (24 bytes a call). Read back one output at a time when the run is written.
 class OutputSpool {
  public:
+  struct Kept {
+    store::CallId id;
+    std::map<std::string, int64_t> params;
+    store::Tensor output;
+  };
   explicit OutputSpool(const std::string& besideSession) : file_(besideSession) {}
-  void add(KeptOutput k, const store::Tensor& t) {
-    k.dtype = t.dtype;
-    k.shape = t.shape;
-    k.size = t.bytes.size();
-    k.offset = file_.append(t.bytes.data(), k.size);
-    kept_.push_back(std::move(k));
+  void add(const store::CallId& id, const std::map<std::string, int64_t>& params, const store::Tensor& t) {
+    util::ByteWriter head;
+    head.text(id.layer);
+    head.text(id.op);
+    head.raw(id.phase);
+    head.raw(id.iteration);
+    head.raw(id.callIndex);
+    head.textMap(params);
+    head.raw(t.dtype);
+    head.list(t.shape);
+    Place at{file_.append(head.bytes.data(), head.bytes.size()), head.bytes.size(), t.bytes.size()};
+    file_.append(t.bytes.data(), at.dataSize);
+    at_.push_back(at);
   }
-  const std::vector<KeptOutput>& kept() const { return kept_; }
-  bool empty() const { return kept_.empty(); }
-  store::Tensor read(const KeptOutput& k) const {
-    store::Tensor t;
-    t.dtype = k.dtype;
-    t.shape = k.shape;
-    t.bytes.resize(std::size_t(k.size));
-    file_.read(k.offset, t.bytes.data(), k.size);
-    return t;
+  std::size_t size() const { return at_.size(); }
+  bool empty() const { return at_.empty(); }
+  Kept read(std::size_t index) const {
+    const Place& at = at_.at(index);
+    std::vector<unsigned char> bytes(std::size_t(at.headSize));
+    file_.read(at.offset, bytes.data(), at.headSize);
+    util::ByteReader head(bytes, "a kept candidate output");
+    Kept k;
+    k.id.layer = head.text();
+    k.id.op = head.text();
+    head.raw(k.id.phase);
+    head.raw(k.id.iteration);
+    head.raw(k.id.callIndex);
+    head.textMap(k.params);
+    head.raw(k.output.dtype);
+    head.list(k.output.shape);
+    head.finish();
+    k.output.bytes.resize(std::size_t(at.dataSize));
+    file_.read(at.offset + at.headSize, k.output.bytes.data(), at.dataSize);
+    return k;
   }
 
  private:
+  struct Place {
+    uint64_t offset = 0, headSize = 0, dataSize = 0;
+  };
   util::SpoolFile file_;
-  std::vector<KeptOutput> kept_;
+  std::vector<Place> at_;
 };
 
 // What a replay gathers while the recorded session is open, for the run it writes after.
@@ -92,9 +113,15 @@ void checkShard(const PlaybackOptions& o) {
     throw std::invalid_argument("a shard of a replay goes to its own session: give --out");
 }
 
-// The recorded run to replay: the one asked for, or the first profile run with calls. Only that
-// run's calls are read (the other runs' headers only), so a replay's memory does not grow with the
-// runs the session holds beside it.
+int64_t recordedCalls(const store::SessionReader& reader, const std::string& run) {
+  int64_t n = 0;
+  for (const store::SessionReader::IterationEntry& e : reader.iterationIndex(run)) n += e.calls;
+  return n;
+}
+
+// The recorded run to replay (its header: its calls are read an iteration at a time, chooseCalls):
+// the one asked for, or the first profile run with calls. A replay's memory grows neither with the
+// calls of that run nor with the runs the session holds beside it.
 store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionReader& reader, const store::SessionSummary& s) {
   // Only a profile run holds the recorded inputs a replay needs (a playback run with stored
   // outputs has calls too, but only their outputs).
@@ -103,53 +130,71 @@ store::RunInfo findSourceRun(const PlaybackOptions& o, const store::SessionReade
     if (run.spec.kind != "profile")
       throw std::invalid_argument("run '" + run.name + "' of '" + o.session + "' is a " + run.spec.kind +
                                   " run, not a recording: replay a profile run (peat info lists them)");
-    store::RunInfo whole = reader.run(run.name);
-    if (o.run.empty() && whole.callCount() == 0) continue;
-    return whole;
+    if (o.run.empty() && recordedCalls(reader, run.name) == 0) continue;
+    return run;
   }
   throw std::invalid_argument(o.run.empty() ? "session '" + o.session + "' has no recorded calls to replay"
                                             : "session '" + o.session + "' has no run '" + o.run + "'");
 }
 
-// The calls this process replays, in recorded order; those of other ops, beyond --max-calls or
-// that the kernel does not run are counted in `skipped`.
-std::vector<const store::CallInfo*> chooseCalls(const PlaybackOptions& o, const store::RunInfo& source,
-                                                const kernels::Kernel& kernel, int64_t& skipped) {
-  std::vector<const store::CallInfo*> calls;
-  for (const store::IterationInfo& it : source.iterations)
-    if (it.complete)
-      for (const store::CallInfo& c : it.calls) {
-        // A call of an op the slot has no kernel for (conv3d, an aten op recorded by the Python
-        // package) is another recorder's: counted as skipped, replayed by `python3 -m peat playback`.
-        const auto kind = ops::opByName(c.id.op);
-        if (!kind) {
-          ++skipped;
-          continue;
-        }
-        const auto variant = c.params.find("variant");
-        const auto v = ops::Variant(variant == c.params.end() ? 0 : variant->second);
-        if ((o.op && *o.op != *kind) || !kernel.supports(*kind, v, c.params) || (!o.call.empty() && c.path != o.call)) {
-          ++skipped;
-          continue;
-        }
-        calls.push_back(&c);
+// The calls a process replays, as places in the source run: its iterations' names, and each chosen
+// call's iteration (an index into them) and position in that iteration, in recorded order. Eight
+// bytes a call where a call's whole description (about 1.5 KB: path, tensor list, parameters) was
+// kept before, and the 70,000 calls of a 5,000-iteration LeNet recording made replay grow by them.
+struct Chosen {
+  uint32_t iteration = 0, call = 0;
+};
+struct ChosenCalls {
+  std::vector<store::SessionReader::IterationEntry> iterations;
+  std::vector<Chosen> calls;
+};
+
+// The calls this process replays, read an iteration at a time without their tensor lists; those of
+// other ops, beyond --max-calls or that the kernel does not run are counted in `skipped`.
+ChosenCalls chooseCalls(const PlaybackOptions& o, const store::SessionReader& reader, const std::string& run,
+                        const kernels::Kernel& kernel, int64_t& skipped) {
+  ChosenCalls chosen;
+  chosen.iterations = reader.iterationIndex(run);
+  if (chosen.iterations.size() > UINT32_MAX) throw std::invalid_argument("run '" + run + "' has too many iterations");
+  std::vector<Chosen>& calls = chosen.calls;
+  for (std::size_t i = 0; i < chosen.iterations.size(); ++i) {
+    const store::IterationInfo it = reader.iteration(run, chosen.iterations[i].name, false);
+    if (!it.complete) continue;
+    for (std::size_t k = 0; k < it.calls.size() && k < UINT32_MAX; ++k) {
+      const store::CallInfo& c = it.calls[k];
+      // A call of an op the slot has no kernel for (conv3d, an aten op recorded by the Python
+      // package) is another recorder's: counted as skipped, replayed by `python3 -m peat playback`.
+      const auto kind = ops::opByName(c.id.op);
+      if (!kind) {
+        ++skipped;
+        continue;
       }
+      const auto variant = c.params.find("variant");
+      const auto v = ops::Variant(variant == c.params.end() ? 0 : variant->second);
+      if ((o.op && *o.op != *kind) || !kernel.supports(*kind, v, c.params) || (!o.call.empty() && c.path != o.call)) {
+        ++skipped;
+        continue;
+      }
+      calls.push_back({uint32_t(i), uint32_t(k)});
+    }
+  }
   if (!o.call.empty() && calls.empty())
-    throw std::invalid_argument("run '" + source.name + "' has no call '" + o.call + "' that kernel '" + kernel.name() +
+    throw std::invalid_argument("run '" + run + "' has no call '" + o.call + "' that kernel '" + kernel.name() +
                                 "' runs (peat info --calls lists them)");
   if (o.maxCalls > 0 && int64_t(calls.size()) > o.maxCalls) {
     skipped += int64_t(calls.size()) - o.maxCalls;
     calls.resize(std::size_t(o.maxCalls));
   }
   if (o.shardCount > 1) {
-    std::vector<const store::CallInfo*> mine;
+    std::vector<Chosen> mine;
     for (std::size_t p = std::size_t(o.shardIndex); p < calls.size(); p += std::size_t(o.shardCount)) mine.push_back(calls[p]);
     if (mine.empty())
       throw std::invalid_argument("shard " + std::to_string(o.shardIndex) + "/" + std::to_string(o.shardCount) +
                                   " has no call to replay: the replay has only " + std::to_string(calls.size()));
     calls.swap(mine);
   }
-  return calls;
+  calls.shrink_to_fit();
+  return chosen;
 }
 
 // Replays one recorded call through the kernel and records its error and injections; false when
@@ -198,7 +243,7 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
       analyzer::summarize(recorded.data_ptr<float>(), candidate.data_ptr<float>(), uint64_t(recorded.numel()));
   keepWorst(p.r.worst, e);
   addCallError(p.errors, c.id, call.variant, e);
-  if (o.storeOutputs) p.kept.add({c.id, c.params, {}, {}, 0, 0}, fromTorch(candidate));
+  if (o.storeOutputs) p.kept.add(c.id, c.params, fromTorch(candidate));
   const auto log = kernel.takeInjections();
   p.r.injections += int64_t(log.size());
   addInjections(p.injections, log);
@@ -314,28 +359,39 @@ void replayFromSession(const PlaybackOptions& o, kernels::Kernel& kernel, const 
   // Replays run with the recorded intra-op thread count: BLAS may block its sums by thread.
   if (source.attributes.count("threads")) at::set_num_threads(recordedThreads(source.attributes, source.name));
 
-  const std::vector<const store::CallInfo*> calls = chooseCalls(o, source, kernel, p.r.skipped);
+  const ChosenCalls chosen = chooseCalls(o, reader, source.name, kernel, p.r.skipped);
   p.campaign = playbackCampaign(o, source.name, s.created);
-  if (calls.empty())
+  if (chosen.calls.empty())
     throw std::invalid_argument("no recorded call of run '" + source.name + "' can be replayed by kernel '" +
                                 kernel.name() + "'");
 
-  for (const store::CallInfo* c : calls) {
-    if (progress.cancelled()) {
-      p.r.cancelled = true;
-      break;
-    }
-    const bool ok = replayCall(o, reader, kernel, *c, p);
-    progress(p.r.replayed, int64_t(calls.size()), c->id.layer + " " + c->id.op);
+  // An iteration's calls read once (with their tensor lists), its chosen calls replayed, then the next.
+  const std::vector<Chosen>& calls = chosen.calls;
+  bool stop = false;
+  for (std::size_t next = 0; next < calls.size() && !stop;) {
+    const uint32_t at = calls[next].iteration;
+    const store::IterationInfo it = reader.iteration(source.name, chosen.iterations[at].name);
+    for (; next < calls.size() && calls[next].iteration == at; ++next) {
+      if (progress.cancelled()) {
+        p.r.cancelled = stop = true;
+        break;
+      }
+      if (calls[next].call >= it.calls.size())
+        throw std::runtime_error("iteration " + chosen.iterations[at].name + " of run '" + source.name +
+                                 "' changed while it was replayed");
+      const store::CallInfo& c = it.calls[calls[next].call];
+      const bool ok = replayCall(o, reader, kernel, c, p);
+      progress(p.r.replayed, int64_t(calls.size()), c.id.layer + " " + c.id.op);
 #ifdef __GLIBC__
-    // The freed tensors of the calls replayed so far go back to the system now and then: the heap
-    // otherwise keeps them (the torch commands raise the trim threshold for speed) and fragments,
-    // and the peak grew with the session's size (1.38 GB at 70,000 LeNet calls).
-    if (p.r.replayed % 256 == 0) malloc_trim(0);
+      // The freed tensors of the calls replayed so far go back to the system now and then: the heap
+      // otherwise keeps them (the torch commands raise the trim threshold for speed) and fragments,
+      // and the peak grew with the session's size (1.38 GB at 70,000 LeNet calls).
+      if (p.r.replayed % 256 == 0) malloc_trim(0);
 #endif
-    if (!ok && o.stopOnKernelFailure) {
-      p.r.stoppedOnKernelFailure = true;
-      break;
+      if (!ok && o.stopOnKernelFailure) {
+        p.r.stoppedOnKernelFailure = stop = true;
+        break;
+      }
     }
   }
   p.r.failedCalls = p.failures.calls;
@@ -370,14 +426,14 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
     w.setCallCompression(4);
     int64_t open = -1;
     [[maybe_unused]] int64_t stored = 0;
-    for (const KeptOutput& k : p.kept.kept()) {
+    for (std::size_t i = 0; i < p.kept.size(); ++i) {
+      const OutputSpool::Kept k = p.kept.read(i);
       if (k.id.iteration != open) {
         if (open >= 0) w.endIteration();
         w.beginIteration(k.id.iteration);
         open = k.id.iteration;
       }
-      const store::Tensor output = p.kept.read(k);
-      w.recordCall(k.id, {{"output", output.view()}}, k.params);
+      w.recordCall(k.id, {{"output", k.output.view()}}, k.params);
 #ifdef __GLIBC__
       if (++stored % 256 == 0) malloc_trim(0);  // as in the replay loop
 #endif
