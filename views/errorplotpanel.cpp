@@ -220,7 +220,7 @@ void ErrorPlotPanel::draw() {
   wholeTicks(plot_->xAxis);  // bins are whole powers of two
   plot_->xAxis->setLabel(scale_ == Scale::Log2Abs ? tr("log2 |candidate - golden|") : tr("log2 ULP distance"));
   plot_->yAxis->setLabel(tr("elements (log)"));
-  plot_->legend->setWrap(reports_.size() > 3 ? 2 : 1);  // call names are long: one or two to a row
+  setLegendColumns(plot_, reports_.size() > 3 ? 2 : 1);  // call names are long: one or two to a row
   showLegendBelow(plot_, true);
   plot_->replot();
 
@@ -364,6 +364,7 @@ void ErrorPlotPanel::drawMap() {
   tiles->setColorScale(scale);  // the map takes the scale's gradient and range: set them there
   scale->setGradient(blues);
   scale->setDataRange(QCPRange(0, most > 0 ? most : 1));
+  fitAxisLabel(map_, scale->axis(), {tr("share differing"), tr("share")});  // along a short map, the short form
   if (oneBit) {
     auto* title = new QCPItemText(map_);
     title->position->setType(QCPItemPosition::ptAxisRectRatio);

@@ -3,8 +3,12 @@
 // Shared plot styling. Include after views/qcustomplot_include.h.
 #include <QEvent>
 #include <QFontMetrics>
-#include <QStringList>
 #include <QPalette>
+#include <QStringList>
+#include <QTimer>
+
+#include <algorithm>
+#include <vector>
 
 namespace peat::views {
 
@@ -149,14 +153,70 @@ inline void showLegendBelow(QCustomPlot* plot, bool shown) {
   }
 }
 
+// The legend's items in their order (QCPLegend::itemCount counts the empty cells of its last row too).
+inline std::vector<QCPAbstractLegendItem*> legendItems(QCPLegend* legend) {
+  std::vector<QCPAbstractLegendItem*> items;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (QCPAbstractLegendItem* item = legend->item(i)) items.push_back(item);
+  return items;
+}
+
+// The most columns, up to `most`, in which `legend`'s items side by side fit `width` pixels (each
+// column as wide as its widest item); one when none do.
+inline int legendColumnsFitting(QCPLegend* legend, int width, int most) {
+  const std::vector<QCPAbstractLegendItem*> items = legendItems(legend);
+  for (int columns = std::max(1, std::min(most, int(items.size()))); columns > 1; --columns) {
+    std::vector<int> widest(std::size_t(columns), 0);
+    for (std::size_t i = 0; i < items.size(); ++i)
+      widest[i % std::size_t(columns)] = std::max(widest[i % std::size_t(columns)], items[i]->minimumOuterSizeHint().width());
+    int total = legend->margins().left() + legend->margins().right() + (columns - 1) * legend->columnSpacing();
+    for (int w : widest) total += w;
+    if (total <= width) return columns;
+  }
+  return 1;
+}
+
+// The columns the legend below `plot` fits in now: its most, fewer in a narrow plot. The legend
+// lies under the axis rect, in its column of the plot's layout (a colour scale takes the next).
+inline int legendColumnsNow(QCustomPlot* plot) {
+  const int most = std::max(1, plot->legend->property("peatMostColumns").toInt());
+  const int width = plot->axisRect()->outerRect().width() > 0 ? plot->axisRect()->outerRect().width() : plot->viewport().width();
+  return legendColumnsFitting(plot->legend, width - 4, most);
+}
+
+// The legend's items laid out again in `columns` columns, filled row by row.
+inline void arrangeLegend(QCPLegend* legend, int columns) {
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLegend::foColumnsFirst, true);
+}
+
+// The legend below `plot` in at most `most` columns, fewer when the plot is too narrow for them
+// (a narrow dock, longer names): after every replot that finds it does not fit, it is laid out
+// again and drawn once more, outside that replot (a layout changed while it is drawn can crash).
+inline void setLegendColumns(QCustomPlot* plot, int most) {
+  plot->legend->setProperty("peatMostColumns", most);
+  if (!plot->property("peatLegendFits").toBool()) {
+    plot->setProperty("peatLegendFits", true);
+    QObject::connect(plot, &QCustomPlot::afterReplot, plot, [plot] {
+      if (!plot->legend->visible() || legendColumnsNow(plot) == plot->legend->wrap()) return;
+      QTimer::singleShot(0, plot, [plot] {
+        const int columns = legendColumnsNow(plot);
+        if (columns == plot->legend->wrap()) return;
+        arrangeLegend(plot->legend, columns);
+        plot->replot(QCustomPlot::rpQueuedReplot);
+      });
+    });
+  }
+  arrangeLegend(plot->legend, legendColumnsNow(plot));
+}
+
 // The legend below the axis rect, in rows, so it never covers data or labels drawn on the plot.
-// Call once per plot; `columns`: items per row (fewer for long names).
+// Call once per plot; `columns`: the most items per row (fewer for long names, and in a narrow plot).
 inline void legendBelow(QCustomPlot* plot, int columns = 4) {
   if (plot->axisRect()->insetLayout()->elements(false).contains(plot->legend))
     plot->axisRect()->insetLayout()->take(plot->legend);
-  plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  plot->legend->setWrap(columns);
   plot->legend->setMargins(QMargins(4, 2, 4, 2));
+  setLegendColumns(plot, columns);
   showLegendBelow(plot, plot->legend->visible());
 }
 
@@ -204,6 +264,7 @@ QCPColorMap* tileMap(QCustomPlot* plot, int across, int down, const QCPColorGrad
       const double v = share(r, c);
       for (int k = 0; k < 4; ++k) map->data()->setCell(2 * c + k % 2, 2 * r + k / 2, v);
     }
+  map->removeFromLegend();  // its colour scale explains it; an empty legend item took a column
   map->setGradient(gradient);
   map->setDataRange(QCPRange(0, 1));
   map->setInterpolate(false);

@@ -49,7 +49,7 @@ SavePanel::SavePanel(QWidget* parent)
   bits_->plotLayout()->addElement(0, 0, bitsTitle_);
   bits_->axisRect()->insetLayout()->take(bits_->legend);  // the legend goes below the bars, in one row
   bits_->plotLayout()->addElement(2, 0, bits_->legend);
-  bits_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  setLegendColumns(bits_, 8);  // in one row, or as many as the plot's width holds
   bits_->plotLayout()->setRowStretchFactor(2, 0.001);
   bits_->setToolTip(tr("Per layer, the share of all activation bits in each class.\n"
                        "robust: a flip moves the value by less than tau (plus rtol times its size, or the logits by less\n"

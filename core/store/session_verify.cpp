@@ -77,7 +77,7 @@ void decodeEveryChunk(const h5::Dataset& ds) {
   std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)), 0);
   if (rank > 0) H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
   const hsize_t rows = rank == 0 ? 1 : dims[0];
-  constexpr std::size_t kSlabBytes = std::size_t(64) << 20;
+  constexpr std::size_t kSlabBytes = std::size_t(8) << 20;
   // a row's bytes, overflow-checked (a crafted file may declare [1, 2^62]: a wrapped product would
   // divide by zero below or size the buffer short of what H5Dread writes)
   uint64_t rowTotal = rowBytes;

@@ -545,6 +545,17 @@ void TestErrorViews::notesFitANarrowDock() {
       if (auto* t = qobject_cast<QCPItemText*>(panel.bitPlot()->item(i))) return t;
     return nullptr;
   };
+  // a legend's items all inside the plot (the legend below it takes fewer columns when narrow)
+  const auto legendFits = [](QCustomPlot* plot) {
+    const std::vector<QCPAbstractLegendItem*> items = peat::views::legendItems(plot->legend);
+    if (items.empty()) return false;
+    for (QCPAbstractLegendItem* legendItem : items) {
+      const QRect item = legendItem->outerRect();
+      if (item.left() < 0 || item.right() > plot->width() || item.bottom() > plot->height()) return false;
+      if (item.width() < legendItem->minimumOuterSizeHint().width()) return false;  // its text cut short
+    }
+    return true;
+  };
   auto* tabs = panel.findChild<QTabWidget*>();
   QVERIFY(tabs && tabs->indexOf(panel.mapPlot()) >= 0);
   const auto showMap = [&] {  // the Where tab in front, laid out and drawn
@@ -560,6 +571,14 @@ void TestErrorViews::notesFitANarrowDock() {
   QVERIFY2(narrowLabel.startsWith(QStringLiteral("tile column")) && narrowLabel != longLabel, qPrintable(narrowLabel));
   QVERIFY2(fits(panel.mapPlot(), narrowLabel, panel.mapPlot()->xAxis->labelFont()), qPrintable(narrowLabel));
   QCOMPARE(panel.mapPlot()->yAxis->label(), QStringLiteral("tile row"));  // the map is short here too
+  QTRY_VERIFY2(legendFits(panel.mapPlot()), "the Where map's legend is cut at 360 px");
+  QCPColorScale* scale = nullptr;  // its label along the short map: the form that fits
+  for (int i = 0; i < panel.mapPlot()->plotLayout()->elementCount(); ++i)
+    if (auto* s = qobject_cast<QCPColorScale*>(panel.mapPlot()->plotLayout()->elementAt(i))) scale = s;
+  QVERIFY(scale);
+  QVERIFY2(QFontMetrics(scale->axis()->labelFont()).horizontalAdvance(scale->axis()->label()) <=
+               panel.mapPlot()->axisRect()->height(),
+           qPrintable(scale->axis()->label()));
   QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-narrow-where.png")));
   panel.resize(260, 300);
   panel.highlightBitSpan(0, 15, span);  // brings the Bits tab to the front
@@ -569,11 +588,17 @@ void TestErrorViews::notesFitANarrowDock() {
   QVERIFY2(spanText()->text().contains(QLatin1Char('\n')), qPrintable(spanText()->text()));
   QCOMPARE(spanText()->text().split(QLatin1Char('\n')).join(QLatin1Char(' ')), span);
   QVERIFY2(fits(panel.bitPlot(), spanText()->text(), spanText()->font()), qPrintable(spanText()->text()));
+  QTRY_VERIFY2(legendFits(panel.bitPlot()), "the Bits plot's legend is cut at 260 px");
+  const int narrowColumns = panel.bitPlot()->legend->wrap();
+  const int bitItems = int(peat::views::legendItems(panel.bitPlot()->legend).size());
+  QVERIFY2(narrowColumns < bitItems, "the Bits legend is in one row at 260 px");
   QVERIFY(panel.grab().save(QStringLiteral(PEAT_TEST_OUTPUT_DIR "/errorviews-narrow-bits.png")));
   panel.resize(900, 300);
   QTest::qWait(50);
   panel.bitPlot()->replot();
   QCOMPARE(spanText()->text(), span);
+  QTRY_COMPARE(panel.bitPlot()->legend->wrap(), std::min(4, bitItems));  // wide: one row again
+  QVERIFY(legendFits(panel.bitPlot()));
   QCOMPARE(showMap(), longLabel);
 }
 
