@@ -78,12 +78,12 @@ CallPage::CallPage(QWidget* parent) : QWidget(parent), jobs_(new JobTracker(this
   details_->setWordWrapMode(QTextOption::WordWrap);
   details_->document()->setDefaultStyleSheet(
       QStringLiteral("td { padding-right: 6px; } td.key { white-space: nowrap; }"));
-  // a value that cannot wrap (a tensor's shape) widens the column, up to 40% of the page (the plots
+  // a value that cannot wrap (a tensor's shape) widens the column, up to half the page (the plots
   // keep the rest), rather than scroll it sideways
   connect(details_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int overflow) {
     const QList<int> sizes = split_->sizes();
     if (overflow <= 0 || sizes.size() != 2) return;
-    const int total = sizes[0] + sizes[1], wanted = std::min(sizes[0] + overflow + 2, total * 40 / 100);
+    const int total = sizes[0] + sizes[1], wanted = std::min(sizes[0] + overflow + 2, total / 2);
     if (wanted > sizes[0]) split_->setSizes({wanted, total - wanted});
   });
   plots_ = new ErrorPlotPanel(split_);

@@ -8,6 +8,7 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace peat::views {
@@ -176,12 +177,38 @@ inline int legendColumnsFitting(QCPLegend* legend, int width, int most) {
   return 1;
 }
 
-// The columns the legend below `plot` fits in now: its most, fewer in a narrow plot. The legend
-// lies under the axis rect, in its column of the plot's layout (a colour scale takes the next).
+// The width the legend below `plot` has: that of its column of the plot's layout, under the axis
+// rect (a colour scale takes the next column).
+inline int legendRoom(QCustomPlot* plot) {
+  const int width = plot->axisRect()->outerRect().width() > 0 ? plot->axisRect()->outerRect().width() : plot->viewport().width();
+  return width - 4;
+}
+
+// The columns the legend below `plot` fits in now: its most, fewer in a narrow plot.
 inline int legendColumnsNow(QCustomPlot* plot) {
   const int most = std::max(1, plot->legend->property("peatMostColumns").toInt());
-  const int width = plot->axisRect()->outerRect().width() > 0 ? plot->axisRect()->outerRect().width() : plot->viewport().width();
-  return legendColumnsFitting(plot->legend, width - 4, most);
+  return legendColumnsFitting(plot->legend, legendRoom(plot), most);
+}
+
+// The names a legend in one column must shorten (with an ellipsis) to fit its room, or may have
+// back whole: each plottable with the name to show. A plottable's whole name is kept in its
+// "peatWholeName" property while a short one is shown; a name set since by other code is whole.
+inline std::vector<std::pair<QCPAbstractPlottable*, QString>> legendNamesToFit(QCustomPlot* plot, int columns) {
+  std::vector<std::pair<QCPAbstractPlottable*, QString>> changes;
+  QCPLegend* legend = plot->legend;
+  for (QCPAbstractLegendItem* item : legendItems(legend)) {
+    auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+    if (!entry) continue;
+    QCPAbstractPlottable* plottable = entry->plottable();
+    const bool shortened = plottable->property("peatShownName").toString() == plottable->name() &&
+                           !plottable->property("peatWholeName").toString().isEmpty();
+    const QString whole = shortened ? plottable->property("peatWholeName").toString() : plottable->name();
+    const int textRoom = legendRoom(plot) - legend->margins().left() - legend->margins().right() - item->margins().left() -
+                         item->margins().right() - legend->iconSize().width() - legend->iconTextPadding() - 2;
+    const QString shown = columns > 1 ? whole : QFontMetrics(item->font()).elidedText(whole, Qt::ElideRight, std::max(textRoom, 24));
+    if (shown != plottable->name()) changes.emplace_back(plottable, shown);
+  }
+  return changes;
 }
 
 // The legend's items laid out again in `columns` columns, filled row by row.
@@ -190,24 +217,44 @@ inline void arrangeLegend(QCPLegend* legend, int columns) {
   legend->setFillOrder(QCPLegend::foColumnsFirst, true);
 }
 
+// Fits the legend below `plot` to its room now: its columns, and in one column its names
+// (legendNamesToFit); true when anything changed.
+inline bool fitLegend(QCustomPlot* plot) {
+  bool changed = false;
+  const int columns = legendColumnsNow(plot);
+  if (columns != plot->legend->wrap()) {
+    arrangeLegend(plot->legend, columns);
+    changed = true;
+  }
+  for (const auto& [plottable, shown] : legendNamesToFit(plot, columns)) {
+    if (!(plottable->property("peatShownName").toString() == plottable->name() &&
+          !plottable->property("peatWholeName").toString().isEmpty()))
+      plottable->setProperty("peatWholeName", plottable->name());  // a name set since: whole
+    plottable->setName(shown);
+    plottable->setProperty("peatShownName", shown);
+    changed = true;
+  }
+  return changed;
+}
+
 // The legend below `plot` in at most `most` columns, fewer when the plot is too narrow for them
-// (a narrow dock, longer names): after every replot that finds it does not fit, it is laid out
-// again and drawn once more, outside that replot (a layout changed while it is drawn can crash).
+// (a narrow dock, longer names), names shortened where even one column is too narrow: after every
+// replot that finds it does not fit, it is fitted again and drawn once more, outside that replot
+// (a layout changed while it is drawn can crash).
 inline void setLegendColumns(QCustomPlot* plot, int most) {
   plot->legend->setProperty("peatMostColumns", most);
   if (!plot->property("peatLegendFits").toBool()) {
     plot->setProperty("peatLegendFits", true);
     QObject::connect(plot, &QCustomPlot::afterReplot, plot, [plot] {
-      if (!plot->legend->visible() || legendColumnsNow(plot) == plot->legend->wrap()) return;
+      if (!plot->legend->visible()) return;
+      const int columns = legendColumnsNow(plot);
+      if (columns == plot->legend->wrap() && legendNamesToFit(plot, columns).empty()) return;
       QTimer::singleShot(0, plot, [plot] {
-        const int columns = legendColumnsNow(plot);
-        if (columns == plot->legend->wrap()) return;
-        arrangeLegend(plot->legend, columns);
-        plot->replot(QCustomPlot::rpQueuedReplot);
+        if (fitLegend(plot)) plot->replot(QCustomPlot::rpQueuedReplot);
       });
     });
   }
-  arrangeLegend(plot->legend, legendColumnsNow(plot));
+  fitLegend(plot);
 }
 
 // The legend below the axis rect, in rows, so it never covers data or labels drawn on the plot.

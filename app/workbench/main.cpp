@@ -223,10 +223,10 @@ int main(int argc, char** argv) {
                            qPrintable(pageName), target->width(), target->height(), room.width(), room.height());
               opened = false;
             }
-            // from 1366 x 768 up, text panes wrap rather than scroll sideways (the call page's
+            // from 1024 x 700 up, text panes wrap rather than scroll sideways (the call page's
             // column did); below, the narrowest pages may scroll
             for (const QTextBrowser* text : target->findChildren<QTextBrowser*>())
-              if (room.width() >= 1366 && text->isVisible() && text->horizontalScrollBar()->maximum() > 0) {
+              if (room.width() >= 1024 && text->isVisible() && text->horizontalScrollBar()->maximum() > 0) {
                 const QString which = text->objectName().isEmpty()
                                           ? QString::fromLatin1(text->parentWidget()->metaObject()->className())
                                           : text->objectName();

@@ -533,6 +533,7 @@ void TestErrorViews::notesFitANarrowDock() {
   r.rows = 1024, r.cols = 100, r.tileRows = 16, r.tileCols = 16, r.tilesDown = 64, r.tilesAcross = 7;
   r.tileMismatch.assign(64 * 7, 1);
   r.worstRow = 10, r.worstCol = 20;
+  r.verdict = "stride_error";  // the histogram's legend: "iterations/000000/calls/000003 (stride_error)"
   const QString longLabel = QStringLiteral("tile column (16 columns each; output seen as 1024 x 100)");
   const QString span = QStringLiteral("bits bf16 does not keep (0-15)");
   const auto fits = [](QCustomPlot* plot, const QString& words, const QFont& font) {
@@ -589,6 +590,11 @@ void TestErrorViews::notesFitANarrowDock() {
   QCOMPARE(spanText()->text().split(QLatin1Char('\n')).join(QLatin1Char(' ')), span);
   QVERIFY2(fits(panel.bitPlot(), spanText()->text(), spanText()->font()), qPrintable(spanText()->text()));
   QTRY_VERIFY2(legendFits(panel.bitPlot()), "the Bits plot's legend is cut at 260 px");
+  // the histogram's legend names the call: too long for 260 px, shortened with an ellipsis
+  QTRY_VERIFY2(legendFits(panel.plot()), "the histogram's legend is cut at 260 px");
+  const QString shortName = panel.plot()->plottable(0)->name();
+  QVERIFY2(shortName.endsWith(QChar(0x2026)), qPrintable(shortName));
+  QVERIFY(QStringLiteral("iterations/000000/calls/000003 (stride_error)").startsWith(shortName.chopped(1)));
   const int narrowColumns = panel.bitPlot()->legend->wrap();
   const int bitItems = int(peat::views::legendItems(panel.bitPlot()->legend).size());
   QVERIFY2(narrowColumns < bitItems, "the Bits legend is in one row at 260 px");
@@ -598,6 +604,8 @@ void TestErrorViews::notesFitANarrowDock() {
   panel.bitPlot()->replot();
   QCOMPARE(spanText()->text(), span);
   QTRY_COMPARE(panel.bitPlot()->legend->wrap(), std::min(4, bitItems));  // wide: one row again
+  QTRY_VERIFY2(panel.plot()->plottable(0)->name().endsWith(QStringLiteral("000003 (stride_error)")),
+               qPrintable(panel.plot()->plottable(0)->name()));  // and the whole name back
   QVERIFY(legendFits(panel.bitPlot()));
   QCOMPARE(showMap(), longLabel);
 }
