@@ -2,6 +2,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "app/peat/commands.h"
 #include "app/peat/text.h"
@@ -136,17 +137,23 @@ int runInfo(const InfoOptions& o) {
   const store::SessionReader::Verification v =
       o.verify ? store::probeSession(o.path, true) : store::SessionReader::Verification{};
   store::SessionReader reader(o.path);
-  // the calls' tensor lists only where they are printed: without them a session of 70,000 calls
-  // is summarised without opening each call's datasets (and in a third of the memory)
-  const store::SessionSummary s = o.calls ? reader.summary() : reader.summaryWithoutTensors();
   if (o.verify) {
+    // only each run's complete iterations are printed: counted from the runs' iteration indexes,
+    // so the read pass's memory does not grow with the calls
+    const store::SessionSummary s = reader.summaryWithoutCalls();
+    std::vector<int64_t> complete;
+    for (const store::RunInfo& r : s.runs) {
+      int64_t n = 0;
+      for (const store::SessionReader::IterationEntry& e : reader.iterationIndex(r.name)) n += e.complete;
+      complete.push_back(n);
+    }
     if (o.json) {
       JsonWriter j(std::cout);
       j.beginObject().field("session", o.path).field("intact", true).field("datasets", v.datasets);
       j.field("bytes", v.bytes).field("without_checksum", v.withoutChecksum).field("incomplete_groups", v.incompleteGroups);
       j.field("read_whole", v.readWhole);
       j.key("complete_iterations").beginObject();
-      for (const store::RunInfo& r : s.runs) j.field(r.name, r.completeIterations());
+      for (std::size_t i = 0; i < s.runs.size(); ++i) j.field(s.runs[i].name, complete[i]);
       j.endObject().endObject();
       std::cout << '\n';
       return 0;
@@ -160,11 +167,14 @@ int runInfo(const InfoOptions& o) {
     if (v.incompleteGroups)
       std::printf("; %llu iteration(s) or checkpoint(s) in flight not checked", (unsigned long long)v.incompleteGroups);
     std::printf("\n");
-    for (const store::RunInfo& r : s.runs)
-      std::printf("  %s: %s, %lld complete iterations\n", safe(r.name).c_str(), safe(r.status).c_str(),
-                  (long long)r.completeIterations());
+    for (std::size_t i = 0; i < s.runs.size(); ++i)
+      std::printf("  %s: %s, %lld complete iterations\n", safe(s.runs[i].name).c_str(), safe(s.runs[i].status).c_str(),
+                  (long long)complete[i]);
     return 0;
   }
+  // the calls' tensor lists only where they are printed: without them a session of 70,000 calls
+  // is summarised without opening each call's datasets
+  const store::SessionSummary s = o.calls ? reader.summary() : reader.summaryWithoutTensors();
   if (o.json)
     printJson(s, o.calls);
   else

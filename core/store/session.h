@@ -2,6 +2,7 @@
 #pragma once
 // The session file: one HDF5 file per session. Layout and guarantees: docs/session-format.md.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -233,9 +234,14 @@ class SessionReader {
   struct IterationEntry {
     std::string name;
     int64_t calls = 0;
+    bool complete = false;  // false for the iteration in flight when a writer died
   };
   std::vector<IterationEntry> iterationIndex(const std::string& run) const;
   IterationInfo iteration(const std::string& run, const std::string& name, bool tensors = true) const;
+  // Every iteration of `run` in order, each handed to `each` and then dropped: what run() reads,
+  // with the same checks (the probe's structure walk), in memory that does not grow with the run.
+  // An iteration a killed writer left unreadable comes as an incomplete one without calls.
+  void forEachIteration(const std::string& run, bool tensors, const std::function<void(const IterationInfo&)>& each) const;
   Tensor readTensor(const std::string& run, const std::string& callPath, const std::string& name) const;
   // Reads a tensor converted to `as` straight into `out`, which holds `elements` values of that type;
   // throws SessionError when the stored tensor has another element count.

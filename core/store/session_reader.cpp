@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -103,31 +104,40 @@ IterationInfo readIteration(const h5::Group& ig, const std::string& itName, bool
   return it;
 }
 
-// Fills run.iterations from the run group `rg`; run.status must already be read.
-void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
+// Hands each iteration of run group `rg` to `sink` in order (with its calls, their tensor lists
+// too with `withTensors`); `status` is the run's. Only a run whose writer died may hold an
+// iteration that cannot be opened (the one in flight): it is handed on as an incomplete one
+// without calls, and the complete ones are counted against the run's own count.
+void walkIterations(const h5::Group& rg, const std::string& status, bool withTensors,
+                    const std::function<void(IterationInfo&&)>& sink) {
   h5::Group its = rg.openGroup("iterations");
-  const bool writerDied = run.status == "running";
-  int64_t unreadable = 0;
+  const bool writerDied = status == "running";
+  int64_t unreadable = 0, complete = 0;
   for (const std::string& itName : its.children()) {
     std::optional<h5::Group> maybe;
     try {
       maybe.emplace(its.openGroup(itName));
     } catch (const h5::Error&) {
       // A writer killed in the middle of a flush can leave the group of the iteration in
-      // flight pointing past the end of the file. Only that one may be unreadable: the
-      // complete ones are counted below against the run's own count.
+      // flight pointing past the end of the file.
       if (!writerDied) throw;
       ++unreadable;
       IterationInfo lost;
       lost.iteration = std::strtoll(itName.c_str(), nullptr, 10);
-      run.iterations.push_back(std::move(lost));
+      sink(std::move(lost));
       continue;
     }
-    run.iterations.push_back(readIteration(*maybe, itName, withTensors));
+    IterationInfo it = readIteration(*maybe, itName, withTensors);
+    complete += it.complete;
+    sink(std::move(it));
   }
-  if (unreadable && rg.hasAttribute("iterations_complete") &&
-      run.completeIterations() < rg.intAttribute("iterations_complete"))
+  if (unreadable && rg.hasAttribute("iterations_complete") && complete < rg.intAttribute("iterations_complete"))
     throw h5::Error("H5Gopen2", rg.path() + "/iterations", "a complete iteration cannot be read");
+}
+
+// Fills run.iterations from the run group `rg`; run.status must already be read.
+void readIterations(const h5::Group& rg, RunInfo& run, bool withTensors) {
+  walkIterations(rg, run.status, withTensors, [&run](IterationInfo&& it) { run.iterations.push_back(std::move(it)); });
 }
 
 // Whether a live process writes PATH: HDF5 (our journal driver's jLock) holds an exclusive flock()
@@ -316,7 +326,8 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
         if (!writerDied) throw;
         continue;
       }
-      out.push_back({name, ig->hasGroup("calls") ? int64_t(ig->openGroup("calls").children().size()) : 0});
+      out.push_back({name, ig->hasGroup("calls") ? int64_t(ig->openGroup("calls").children().size()) : 0,
+                     ig->hasAttribute("complete") && ig->intAttribute("complete") == 1});
     }
   } catch (const h5::Error& e) {
     damaged(d->path, e);
@@ -331,6 +342,21 @@ IterationInfo SessionReader::iteration(const std::string& run, const std::string
     if (!its.hasGroup(name))
       throw SessionError("run '" + util::printable(run) + "' of '" + d->path + "' has no iteration '" + util::printable(name) + "'");
     return readIteration(its.openGroup(name), name, tensors);
+  } catch (const h5::Error& e) {
+    damaged(d->path, e);
+  }
+}
+
+void SessionReader::forEachIteration(const std::string& run, bool tensors,
+                                     const std::function<void(const IterationInfo&)>& each) const {
+  Lock lock;
+  try {
+    h5::Group root = d->file->root();
+    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
+      throw SessionError("'" + d->path + "' has no run '" + util::printable(run) + "'");
+    const h5::Group rg = root.openGroup("runs").openGroup(run);
+    if (!rg.hasGroup("iterations")) return;
+    walkIterations(rg, optionalString(rg, "status"), tensors, [&each](IterationInfo&& it) { each(it); });
   } catch (const h5::Error& e) {
     damaged(d->path, e);
   }

@@ -299,6 +299,7 @@ void TestStore::runReadAnIterationAtATime() {
       const IterationInfo one = r.iteration(whole.name, index[i].name);
       const IterationInfo& expected = whole.iterations[i];
       QCOMPARE(index[i].calls, int64_t(expected.calls.size()));
+      QCOMPARE(index[i].complete, expected.complete);
       QCOMPARE(one.iteration, expected.iteration);
       QCOMPARE(one.complete, expected.complete);
       QCOMPARE(one.calls.size(), expected.calls.size());
@@ -324,6 +325,20 @@ void TestStore::runReadAnIterationAtATime() {
   }
   QCOMPARE(withCalls, 1);
   QCOMPARE(without, 1);
+  // walked an iteration at a time (the probe's structure walk): the iterations run() reads
+  for (const RunInfo& whole : r.summary().runs) {
+    std::size_t seen = 0;
+    r.forEachIteration(whole.name, true, [&](const IterationInfo& it) {
+      QVERIFY(seen < whole.iterations.size());
+      QCOMPARE(it.iteration, whole.iterations[seen].iteration);
+      QCOMPARE(it.complete, whole.iterations[seen].complete);
+      QCOMPARE(it.calls.size(), whole.iterations[seen].calls.size());
+      for (std::size_t c = 0; c < it.calls.size(); ++c) QCOMPARE(it.calls[c].tensors.size(), whole.iterations[seen].calls[c].tensors.size());
+      ++seen;
+    });
+    QCOMPARE(seen, whole.iterations.size());
+  }
+  QVERIFY_THROWS_EXCEPTION(SessionError, r.forEachIteration("no-such-run", false, [](const IterationInfo&) {}));
   QVERIFY_THROWS_EXCEPTION(SessionError, r.iterationIndex("no-such-run"));
   QVERIFY_THROWS_EXCEPTION(SessionError, r.iteration("golden", "999999"));
 }
