@@ -72,7 +72,21 @@ void printAnalysisText(const save::Graph& g, const save::Selection& s, const sav
     if (g.inputs.size() > 1 || !std::isnan(p.lo)) {  // each input's raw box
       double lo = s.options.pixelLo, hi = s.options.pixelHi;
       save::elementRange(g, p.offset, lo, hi);
-      std::printf("input '%s' %s in [%g, %g]\n", p.name.c_str(), save::dimsText(p.shape).c_str(), lo, hi);
+      std::printf("input '%s' %s in [%g, %g]", p.name.c_str(), save::dimsText(p.shape).c_str(), lo, hi);
+      if (!p.means.empty() || !p.deviations.empty()) {  // its own normalisation
+        const auto [means, deviations] = save::partNormalisation(g, p);
+        const auto list = [](const std::vector<float>& values) {
+          std::string t;
+          char number[32];
+          for (float v : values) {
+            std::snprintf(number, sizeof number, "%g", double(v));
+            t += (t.empty() ? "" : ",") + std::string(number);
+          }
+          return t;
+        };
+        std::printf(", normalised by mean %s, std %s", list(means).c_str(), list(deviations).c_str());
+      }
+      std::printf("\n");
     }
   if (s.sensitivity)
     std::printf("output criterion: a bit is robust when its flip cannot move any logit by more than %g for any input in "

@@ -89,7 +89,7 @@ std::vector<Reported> reportedOutputs(const save::Graph& g, const SaveRunOptions
   std::vector<Reported> out;
   if (g.outputs.empty()) {
     Reported r;
-    r.part = {g.nodes[std::size_t(g.output)].name, 0, g.nodes[std::size_t(g.output)].shape};
+    r.part = save::makePart(g.nodes[std::size_t(g.output)].name, 0, g.nodes[std::size_t(g.output)].shape);
     r.file = o.output;
     out.push_back(std::move(r));
   } else {

@@ -50,8 +50,14 @@ void addModelOptions(CLI::App* cmd, peat::cli::SaveAnalyzeOptions& o) {
   cmd->add_option("--input-range", o.inputRange, "Raw input range LO,HI; NAME=LO,HI for one input of several (repeat it)")
       ->multi_option_policy(CLI::MultiOptionPolicy::Join)
       ->capture_default_str();
-  cmd->add_option("--input-mean", o.inputMean, "An ONNX model's input mean: one value or one per channel (default 0.2860)");
-  cmd->add_option("--input-std", o.inputStd, "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
+  cmd->add_option("--input-mean", o.inputMean,
+                  "An ONNX model's input mean: one value or one per channel (default 0.2860); NAME=V,... for one input "
+                  "of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join);
+  cmd->add_option("--input-std", o.inputStd,
+                  "An ONNX model's input deviation: one value or one per channel (default 0.3530); NAME=V,... for one "
+                  "input of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join);
   cmd->add_option("--tau", o.tau, "Value-robustness threshold")->capture_default_str();
   cmd->add_option("--rtol", o.rtol,
                   "The value criterion's relative tolerance: a flip moving a value v by less than tau + RTOL |v| is robust")
@@ -260,9 +266,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--input-mean", saveAnalyze.inputMean,
                              "An ONNX model's input mean: one value or one per channel, e.g. 0.485,0.456,0.406 "
-                             "(default Fashion-MNIST's 0.2860)");
+                             "(default Fashion-MNIST's 0.2860); NAME=V,... for one input of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join);
   saveAnalyzeCmd->add_option("--input-std", saveAnalyze.inputStd,
-                             "An ONNX model's input deviation: one value or one per channel (default 0.3530)");
+                             "An ONNX model's input deviation: one value or one per channel (default 0.3530); "
+                             "NAME=V,... for one input of several (repeat it)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join);
   saveAnalyzeCmd->add_option("--tau", saveAnalyze.tau, "A mantissa bit is robust if its flip moves a value by less")
       ->capture_default_str();
   saveAnalyzeCmd->add_option("--rtol", saveAnalyze.rtol,

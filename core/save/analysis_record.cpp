@@ -14,7 +14,7 @@ namespace peat::save {
 
 namespace {
 
-// "a=0,1;b=-1,1": the named inputs' ranges as one label (names hold no ';' in practice; a name
+// "a=0,1;b=-1,1": the named inputs' ranges (or normalisations) as one label (names hold no ';' in practice; a name
 // that does is stored with it, and the reload then refuses the range by name)
 std::string inputRangesText(const std::vector<std::string>& ranges) {
   std::string t;
@@ -272,6 +272,7 @@ void writeAnalysis(store::SessionWriter& w, const std::string& id, const Selecti
                 {"model_source", source.model}, {"input_mean", numberListText(source.inputMean)},
                 {"input_std", numberListText(source.inputStd)}, {"random_weights", std::to_string(source.randomSeed)},
                 {"input_ranges", inputRangesText(source.inputRanges)},
+                {"input_means", inputRangesText(source.inputMeans)}, {"input_stds", inputRangesText(source.inputStds)},
                 {"ranges", s.sound ? "sound" : "unsound (profiled)"},
                 {"criterion", s.options.criterion}, {"placement", s.options.placement}};
   sum.scalars = {{"pixel_lo", s.options.pixelLo},          {"pixel_hi", s.options.pixelHi},
@@ -361,8 +362,10 @@ StoredAnalysis loadAnalysis(const store::SessionReader& reader, const std::strin
   for (auto [text, into] : {std::pair{label(sum, "input_mean"), &a.source.inputMean}, std::pair{label(sum, "input_std"), &a.source.inputStd}})
     if (!text.empty())
       for (double v : util::parseNumberList(text, "the stored input normalisation")) into->push_back(float(v));
-  for (const std::string& e : util::splitText(label(sum, "input_ranges"), ';'))  // absent before 2026-12-06
-    if (!e.empty()) a.source.inputRanges.push_back(e);
+  for (auto [key, into] : {std::pair{"input_ranges", &a.source.inputRanges},  // absent before 2026-12-06
+                           std::pair{"input_means", &a.source.inputMeans}, std::pair{"input_stds", &a.source.inputStds}})  // before 2026-12-07
+    for (const std::string& e : util::splitText(label(sum, key), ';'))
+      if (!e.empty()) into->push_back(e);
   LayerRecords records(reader, id, sum);
   for (const std::string& name : util::splitText(label(sum, "layers"), ','))
     a.layers.push_back(storedLayer(records.get(name), name, id + "." + name));

@@ -43,8 +43,8 @@ std::string inputRangeKey(const std::string& text) {
 
 util::CampaignKey& addInputSettings(util::CampaignKey& key, const cli::SaveAnalyzeOptions& a) {
   if (!a.data.empty()) key.add("data", a.data);
-  if (!a.inputMean.empty()) key.add("input_mean", a.inputMean);
-  if (!a.inputStd.empty()) key.add("input_std", a.inputStd);
+  if (!a.inputMean.empty()) key.add("input_mean", inputRangeKey(a.inputMean));  // the named ones sorted, as ranges
+  if (!a.inputStd.empty()) key.add("input_std", inputRangeKey(a.inputStd));
   if (a.criterion != "value") key.add("criterion", a.criterion).add("epsilon", a.epsilon);
   if (a.rtol != 0) key.add("rtol", a.rtol);
   if (a.placement != "ranked") key.add("placement", a.placement);
@@ -137,8 +137,20 @@ ModelSource modelSource(const cli::SaveAnalyzeOptions& o) {
     const std::vector<double> v = util::parseNumberList(text, option);
     return std::vector<float>(v.begin(), v.end());
   };
-  source.inputMean = parse(o.inputMean, "--input-mean");
-  source.inputStd = parse(o.inputStd, "--input-std");
+  // each given once for every input ("V" or "V,V,V") and once per named input ("NAME=V,..."): the
+  // option repeated, its values joined by newlines
+  for (auto [text, all, named, option] : {std::tuple{&o.inputMean, &source.inputMean, &source.inputMeans, "--input-mean"},
+                                          std::tuple{&o.inputStd, &source.inputStd, &source.inputStds, "--input-std"}}) {
+    int unnamed = 0;
+    for (const std::string& e : inputRangeEntries(*text)) {
+      if (e.find('=') != std::string::npos) {
+        named->push_back(e);
+        continue;
+      }
+      if (++unnamed > 1) throw std::invalid_argument(std::string(option) + " gives two values for every input");
+      *all = parse(e, option);
+    }
+  }
   for (const std::string& e : inputRangeEntries(o.inputRange))
     if (e.find('=') != std::string::npos) source.inputRanges.push_back(e);
   return source;

@@ -4,6 +4,7 @@
 // engine.cpp.
 #include "core/save/graph.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -58,16 +59,28 @@ std::string resultBase(const std::string& model) {
   return base.empty() ? std::string("model") : base;
 }
 
+namespace {
+// The value of `values` (one, or one per channel) for element `element` of input part `p`.
+float partValue(const OutputPart& p, const std::vector<float>& values, int64_t element) {
+  const int64_t perValue = std::max<int64_t>(1, p.size() / int64_t(values.size()));
+  return values[std::size_t(std::min<int64_t>((element - p.offset) / perValue, int64_t(values.size()) - 1))];
+}
+}  // namespace
+
 float Graph::meanOf(int64_t element) const {
   if (tokens > 0) return 0.0f;  // token ids are not normalised
-  if (const OutputPart* p = inputPartOf(*this, element); p && (p->tokens > 0 || p->integer)) return 0.0f;
+  const OutputPart* p = inputPartOf(*this, element);
+  if (p && (p->tokens > 0 || p->integer)) return 0.0f;
+  if (p && !p->means.empty()) return partValue(*p, p->means, element);
   if (channelMeans.empty()) return inputMean;
   return channelMeans[std::size_t(element / (nodes[0].size() / int64_t(channelMeans.size())))];
 }
 
 float Graph::deviationOf(int64_t element) const {
   if (tokens > 0) return 1.0f;
-  if (const OutputPart* p = inputPartOf(*this, element); p && (p->tokens > 0 || p->integer)) return 1.0f;
+  const OutputPart* p = inputPartOf(*this, element);
+  if (p && (p->tokens > 0 || p->integer)) return 1.0f;
+  if (p && !p->deviations.empty()) return partValue(*p, p->deviations, element);
   if (channelDeviations.empty()) return inputDeviation;
   return channelDeviations[std::size_t(element / (nodes[0].size() / int64_t(channelDeviations.size())))];
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/store/tensor.h"
@@ -85,6 +86,9 @@ struct OutputPart {
   // an attention mask (integer: its range must be given); neither is normalised
   int64_t tokens = 0;
   bool integer = false;
+  // an input's own normalisation (`--input-mean NAME=...`, `--input-std NAME=...`): one value, or
+  // one per channel of a [C, H, W] input (per feature of a [F] one); empty: the graph's
+  std::vector<float> means, deviations;
   int64_t size() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -135,12 +139,28 @@ inline void elementRange(const Graph& g, int64_t element, double& lo, double& hi
     }
 }
 
+// A part named `name` at `offset` of one sample, of that shape, with no range or normalisation of its own.
+inline OutputPart makePart(std::string name, int64_t offset, std::vector<int64_t> shape) {
+  OutputPart p;
+  p.name = std::move(name);
+  p.offset = offset;
+  p.shape = std::move(shape);
+  return p;
+}
+
 // The input part (of several) that holds element `element` of node 0; nullptr for a model with one.
 inline const OutputPart* inputPartOf(const Graph& g, int64_t element) {
   if (g.inputs.size() < 2) return nullptr;
   for (const OutputPart& p : g.inputs)
     if (element >= p.offset && element < p.offset + p.size()) return &p;
   return nullptr;
+}
+
+// One of several inputs' normalisation: its own means and deviations (one, or one per channel), or
+// else the graph's for its first element (one value).
+inline std::pair<std::vector<float>, std::vector<float>> partNormalisation(const Graph& g, const OutputPart& p) {
+  return {p.means.empty() ? std::vector<float>{g.meanOf(p.offset)} : p.means,
+          p.deviations.empty() ? std::vector<float>{g.deviationOf(p.offset)} : p.deviations};
 }
 
 // " (input 'NAME', element k)" for an element of one of several inputs; "" for a model with one.

@@ -24,6 +24,9 @@ struct ModelSource {
   // Raw ranges of an ONNX model's inputs by name, "NAME=LO,HI" (`--input-range NAME=LO,HI`), each
   // in place of the range requested for all inputs
   std::vector<std::string> inputRanges;
+  // One input's own normalisation by name, "NAME=V" or "NAME=V,V,..." (`--input-mean NAME=...`,
+  // `--input-std NAME=...`), in place of the one for all inputs
+  std::vector<std::string> inputMeans, inputStds;
 };
 
 // "LO,HI" or "LO:HI" -> {LO, HI}; std::invalid_argument naming `option` otherwise.

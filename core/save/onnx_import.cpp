@@ -70,7 +70,7 @@ Graph Importer::mapped() {
     std::vector<int64_t> gather;
     for (int i = 0; i < graph.output_size(); ++i) {
       const Node& n = b_.node(outputs[std::size_t(i)]);
-      g_.outputs.push_back({graph.output(i).name(), int64_t(gather.size()), n.shape});
+      g_.outputs.push_back(makePart(graph.output(i).name(), int64_t(gather.size()), n.shape));
       for (int64_t e = 0; e < n.size(); ++e) gather.push_back(int64_t(gather.size()));
     }
     g_.output = b_.select("outputs", outputs, {int64_t(gather.size())}, gather);

@@ -368,11 +368,11 @@ void Importer::input() {
   int64_t total = 0;
   for (const auto* in : ins) {
     shapes.push_back(sampleShape(*in, first));
-    const int64_t size = OutputPart{"", 0, shapes.back()}.size();
+    const int64_t size = makePart("", 0, shapes.back()).size();
     if (size > (int64_t(1) << 26) - total)
       throw SaveError("ONNX model '" + path_ + "': its inputs declare more than 2^26 elements per sample together; "
                       "SAVE's limit is 2^26 (67,108,864)");
-    g_.inputs.push_back({in->name(), total, shapes.back()});
+    g_.inputs.push_back(makePart(in->name(), total, shapes.back()));
     g_.inputs.back().integer = integerInputs_.count(in->name()) > 0;
     if (unreadInputs_.count(in->name())) g_.inputs.back().lo = -16777216, g_.inputs.back().hi = 16777216;  // +-2^24
     total += size;

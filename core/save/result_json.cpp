@@ -85,7 +85,13 @@ void writeAnalysisJson(JsonWriter& j, const Graph& g, const Selection& s, const 
     for (const OutputPart& p : g.inputs) {
       double lo = s.options.pixelLo, hi = s.options.pixelHi;
       elementRange(g, p.offset, lo, hi);
-      j.beginObject().field("name", p.name).field("shape", dimsText(p.shape)).field("lo", lo).field("hi", hi).endObject();
+      j.beginObject().field("name", p.name).field("shape", dimsText(p.shape)).field("lo", lo).field("hi", hi);
+      const auto [means, deviations] = partNormalisation(g, p);  // ids and integer values: 0 and 1
+      j.key("mean").beginArray();
+      for (float v : means) j.value(double(v));
+      j.endArray().key("std").beginArray();
+      for (float v : deviations) j.value(double(v));
+      j.endArray().endObject();
     }
     j.endArray();
   }

@@ -740,6 +740,33 @@ narrow = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", 
 check(narrow["hi"] - narrow["lo"] < a["output"]["hi"] - a["output"]["lo"],
       f"two inputs: the side features' own wider range widens the bounds ({narrow['hi'] - narrow['lo']:.4g} < "
       f"{a['output']['hi'] - a['output']['lo']:.4g})")
+# each input its own normalisation (ImageNet's per channel for the image, none for the side
+# features): onnxruntime on the normalised corners and random raw inputs inside SAVE's bounds, and
+# the bounds not those of one normalisation for all
+own = ["--input-range", "0,1", "--input-range", "meta=-2:2", "--input-mean", "image=0.485,0.456,0.406",
+       "--input-std", "image=0.229,0.224,0.225", "--input-mean", "meta=0", "--input-std", "meta=1"]
+b = json.loads(peat("save", "analyze", "-m", path, *own, "--json").stdout)
+norm = {i["name"]: (i.get("mean"), i.get("std")) for i in b.get("inputs", [])}
+mean_c = np.array([0.485, 0.456, 0.406], np.float32)[None, :, None, None]
+std_c = np.array([0.229, 0.224, 0.225], np.float32)[None, :, None, None]
+raw_image = np.concatenate([rng.random((200, 3, 8, 8), dtype=np.float32),
+                            rng.choice([0.0, 1.0], (200, 3, 8, 8)).astype(np.float32)])
+raw_meta = np.concatenate([rng.random((200, 5), dtype=np.float32) * 4 - 2,
+                           rng.choice([-2.0, 2.0], (200, 5)).astype(np.float32)])
+seen = s_two.run(None, {"image": (raw_image - mean_c) / std_c, "meta": raw_meta})[0]
+check(abs(norm["image"][0][2] - 0.406) < 1e-6 and abs(norm["image"][1][0] - 0.229) < 1e-6 and norm["meta"] == ([0], [1])
+      and seen.min() >= b["output"]["lo"] and seen.max() <= b["output"]["hi"],
+      f"two inputs, each normalised its own way: onnxruntime's outputs on 400 normalised inputs (half at the box's corners) "
+      f"lie in SAVE's bounds [{b['output']['lo']:.4g}, {b['output']['hi']:.4g}] (seen [{seen.min():.4g}, {seen.max():.4g}]; "
+      f"normalisations {norm})")
+check(b["output"]["hi"] - b["output"]["lo"] > a["output"]["hi"] - a["output"]["lo"],
+      f"two inputs: the image's own normalisation (std about 0.22) widens the bounds against mean 0, std 1 "
+      f"({b['output']['hi'] - b['output']['lo']:.4g} > {a['output']['hi'] - a['output']['lo']:.4g})")
+one_error(["save", "analyze", "-m", path, "--input-mean", "colour=0.5"], "'colour'", "'image', 'meta'")
+one_error(["save", "analyze", "-m", path, "--input-mean", "image=0.5,0.5"], "'image'", "1 or 3 values")
+one_error(["save", "analyze", "-m", path, "--input-std", "meta=0"], "--input-std", "positive")
+one_error(["save", "analyze", "-m", path, "--input-mean", "meta=0", "--input-mean", "meta=1"], "'meta'", "two values")
+
 # protected: the side features outside [0, 1] are inside their own box, and refused without it
 run = ["save", "run", "-m", path, "-i", os.path.join(two, "image.npy"), os.path.join(two, "meta.npy"), "--protect", "save",
        "--flips", "0", "--input-mean", "0", "--input-std", "1", "--json"]

@@ -14,6 +14,7 @@ class TestSaveBits : public QObject {
   void relativeToleranceHoldsForEveryValue();
   void tilesGoToReliableMemoryByWorkPerByte();
   void packedLayersReadAsTheirOwnRecords();
+  void analysisKeepsItsModelSource();
   void refusals();
 };
 
@@ -314,6 +315,36 @@ void TestSaveBits::packedLayersReadAsTheirOwnRecords() {
   } catch (const save::SaveError& e) {
     QVERIFY2(std::string(e.what()).find("offsets") != std::string::npos, e.what());
   }
+}
+
+// An analysis stores where its network came from, each input's own range and normalisation
+// included, so that the workbench rebuilds the very network (Flip in the model): read back whole.
+void TestSaveBits::analysisKeepsItsModelSource() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions o;
+  o.ranges.mode = save::RangeMode::Interval;
+  const save::Selection s = save::selectBits(g, o);
+  QTemporaryDir dir;
+  const std::string path = dir.filePath(QStringLiteral("source.h5")).toStdString();
+  save::ModelSource source;
+  source.model = "/models/two.onnx";
+  source.inputMean = {0.5f};
+  source.inputStd = {0.25f, 0.5f, 0.125f};
+  source.inputRanges = {"meta=-2,2"};
+  source.inputMeans = {"image=0.485,0.456,0.406", "meta=0"};
+  source.inputStds = {"image=0.229,0.224,0.225"};
+  {
+    store::SessionWriter w(path, store::Provenance{});
+    save::writeAnalysis(w, "two", s, source);
+    w.flush();
+  }
+  const save::StoredAnalysis a = save::loadAnalysis(store::SessionReader(path), "two");
+  QCOMPARE(a.source.model, source.model);
+  QCOMPARE(a.source.inputMean, source.inputMean);
+  QCOMPARE(a.source.inputStd, source.inputStd);
+  QCOMPARE(a.source.inputRanges, source.inputRanges);
+  QCOMPARE(a.source.inputMeans, source.inputMeans);
+  QCOMPARE(a.source.inputStds, source.inputStds);
 }
 
 void TestSaveBits::refusals() {
