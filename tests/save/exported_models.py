@@ -762,6 +762,11 @@ check(abs(norm["image"][0][2] - 0.406) < 1e-6 and abs(norm["image"][1][0] - 0.22
 check(b["output"]["hi"] - b["output"]["lo"] > a["output"]["hi"] - a["output"]["lo"],
       f"two inputs: the image's own normalisation (std about 0.22) widens the bounds against mean 0, std 1 "
       f"({b['output']['hi'] - b['output']['lo']:.4g} > {a['output']['hi'] - a['output']['lo']:.4g})")
+dflt = json.loads(peat("save", "analyze", "-m", path, "--input-range", "0,1", "--input-range", "meta=-2:2", "--input-mean",
+                        "meta=0", "--input-std", "meta=1", "--json").stdout)["output"]
+check(abs((b["output"]["hi"] - b["output"]["lo"]) - (dflt["hi"] - dflt["lo"])) > 1e-3,
+      f"two inputs: the image's own normalisation is used, not the default one left for it "
+      f"({b['output']['hi'] - b['output']['lo']:.4g} against {dflt['hi'] - dflt['lo']:.4g})")
 one_error(["save", "analyze", "-m", path, "--input-mean", "colour=0.5"], "'colour'", "'image', 'meta'")
 one_error(["save", "analyze", "-m", path, "--input-mean", "image=0.5,0.5"], "'image'", "1 or 3 values")
 one_error(["save", "analyze", "-m", path, "--input-std", "meta=0"], "--input-std", "positive")
