@@ -18,6 +18,16 @@ class TestSaveBits : public QObject {
   void refusals();
 };
 
+namespace {
+// The shipped LeNet's bits selected over interval ranges, as the stored analyses below hold them.
+save::Selection lenetIntervalSelection() {
+  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
+  save::SelectionOptions o;
+  o.ranges.mode = save::RangeMode::Interval;
+  return save::selectBits(g, o);
+}
+}  // namespace
+
 void TestSaveBits::bitClassRules() {
   const save::BitContext plain{1e-5, false};
   // [1, 2): sign and the exponent bits shared by 1.0 (0x3f800000) and 2.0 (0x40000000) are ranging.
@@ -239,10 +249,7 @@ void TestSaveBits::tilesGoToReliableMemoryByWorkPerByte() {
 // reads back the same whether packed or in a record of its own, the session lists the packed
 // layers by name, and a packed record with offsets outside its arrays is refused in one line.
 void TestSaveBits::packedLayersReadAsTheirOwnRecords() {
-  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
-  save::SelectionOptions o;
-  o.ranges.mode = save::RangeMode::Interval;
-  const save::Selection s = save::selectBits(g, o);
+  const save::Selection s = lenetIntervalSelection();
   QTemporaryDir dir;
   const std::string own = dir.filePath(QStringLiteral("own.h5")).toStdString();
   const std::string mixed = dir.filePath(QStringLiteral("mixed.h5")).toStdString();
@@ -320,10 +327,7 @@ void TestSaveBits::packedLayersReadAsTheirOwnRecords() {
 // An analysis stores where its network came from, each input's own range and normalisation
 // included, so that the workbench rebuilds the very network (Flip in the model): read back whole.
 void TestSaveBits::analysisKeepsItsModelSource() {
-  const save::Graph g = save::zooGraph("lenet", save::loadCheckpoint(kLenetWeights));
-  save::SelectionOptions o;
-  o.ranges.mode = save::RangeMode::Interval;
-  const save::Selection s = save::selectBits(g, o);
+  const save::Selection s = lenetIntervalSelection();
   QTemporaryDir dir;
   const std::string path = dir.filePath(QStringLiteral("source.h5")).toStdString();
   save::ModelSource source;
