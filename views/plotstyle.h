@@ -190,9 +190,15 @@ inline int legendColumnsNow(QCustomPlot* plot) {
   return legendColumnsFitting(plot->legend, legendRoom(plot), most);
 }
 
+// The name a plottable had before its legend shortened it ("peatWholeName" while the short one set
+// then is still shown), else its name: one set since by other code is whole.
+inline QString wholeLegendName(const QCPAbstractPlottable* plottable) {
+  const QString whole = plottable->property("peatWholeName").toString();
+  return !whole.isEmpty() && plottable->property("peatShownName").toString() == plottable->name() ? whole : plottable->name();
+}
+
 // The names a legend in one column must shorten (with an ellipsis) to fit its room, or may have
-// back whole: each plottable with the name to show. A plottable's whole name is kept in its
-// "peatWholeName" property while a short one is shown; a name set since by other code is whole.
+// back whole (wholeLegendName): each plottable with the name to show.
 inline std::vector<std::pair<QCPAbstractPlottable*, QString>> legendNamesToFit(QCustomPlot* plot, int columns) {
   std::vector<std::pair<QCPAbstractPlottable*, QString>> changes;
   QCPLegend* legend = plot->legend;
@@ -200,9 +206,7 @@ inline std::vector<std::pair<QCPAbstractPlottable*, QString>> legendNamesToFit(Q
     auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
     if (!entry) continue;
     QCPAbstractPlottable* plottable = entry->plottable();
-    const bool shortened = plottable->property("peatShownName").toString() == plottable->name() &&
-                           !plottable->property("peatWholeName").toString().isEmpty();
-    const QString whole = shortened ? plottable->property("peatWholeName").toString() : plottable->name();
+    const QString whole = wholeLegendName(plottable);
     const int textRoom = legendRoom(plot) - legend->margins().left() - legend->margins().right() - item->margins().left() -
                          item->margins().right() - legend->iconSize().width() - legend->iconTextPadding() - 2;
     const QString shown = columns > 1 ? whole : QFontMetrics(item->font()).elidedText(whole, Qt::ElideRight, std::max(textRoom, 24));
@@ -227,9 +231,7 @@ inline bool fitLegend(QCustomPlot* plot) {
     changed = true;
   }
   for (const auto& [plottable, shown] : legendNamesToFit(plot, columns)) {
-    if (!(plottable->property("peatShownName").toString() == plottable->name() &&
-          !plottable->property("peatWholeName").toString().isEmpty()))
-      plottable->setProperty("peatWholeName", plottable->name());  // a name set since: whole
+    plottable->setProperty("peatWholeName", wholeLegendName(plottable));
     plottable->setName(shown);
     plottable->setProperty("peatShownName", shown);
     changed = true;

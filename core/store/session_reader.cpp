@@ -294,12 +294,17 @@ SessionSummary SessionReader::readSummary(int calls) const {
 }
 
 namespace {
-// The group of run `run`, holding iterations; throws SessionError otherwise.
-h5::Group runWithIterations(const h5::File& file, const std::string& path, const std::string& run) {
+// The group of run `run`; throws SessionError when there is none.
+h5::Group runGroup(const h5::File& file, const std::string& path, const std::string& run) {
   h5::Group root = file.root();
   if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
     throw SessionError("'" + path + "' has no run '" + util::printable(run) + "'");
-  h5::Group rg = root.openGroup("runs").openGroup(run);
+  return root.openGroup("runs").openGroup(run);
+}
+
+// The group of run `run`, holding iterations; throws SessionError otherwise.
+h5::Group runWithIterations(const h5::File& file, const std::string& path, const std::string& run) {
+  h5::Group rg = runGroup(file, path, run);
   if (!rg.hasGroup("iterations")) throw SessionError("run '" + util::printable(run) + "' of '" + path + "' has no iterations");
   return rg;
 }
@@ -309,10 +314,7 @@ std::vector<SessionReader::IterationEntry> SessionReader::iterationIndex(const s
   Lock lock;
   std::vector<IterationEntry> out;
   try {
-    h5::Group root = d->file->root();
-    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
-      throw SessionError("'" + d->path + "' has no run '" + util::printable(run) + "'");
-    const h5::Group rg = root.openGroup("runs").openGroup(run);
+    const h5::Group rg = runGroup(*d->file, d->path, run);
     if (!rg.hasGroup("iterations")) return out;  // a run of no calls (a SAVE campaign, a sweep's summary)
     const h5::Group its = rg.openGroup("iterations");
     // as readIterations: only a run whose writer died may hold an iteration that cannot be opened
@@ -351,10 +353,7 @@ void SessionReader::forEachIteration(const std::string& run, bool tensors,
                                      const std::function<void(const IterationInfo&)>& each) const {
   Lock lock;
   try {
-    h5::Group root = d->file->root();
-    if (!root.hasGroup("runs") || !root.openGroup("runs").hasGroup(run))
-      throw SessionError("'" + d->path + "' has no run '" + util::printable(run) + "'");
-    const h5::Group rg = root.openGroup("runs").openGroup(run);
+    const h5::Group rg = runGroup(*d->file, d->path, run);
     if (!rg.hasGroup("iterations")) return;
     walkIterations(rg, optionalString(rg, "status"), tensors, [&each](IterationInfo&& it) { each(it); });
   } catch (const h5::Error& e) {

@@ -158,8 +158,8 @@ ChosenCalls chooseCalls(const PlaybackOptions& o, const store::SessionReader& re
   if (chosen.iterations.size() > UINT32_MAX) throw std::invalid_argument("run '" + run + "' has too many iterations");
   std::vector<Chosen>& calls = chosen.calls;
   for (std::size_t i = 0; i < chosen.iterations.size(); ++i) {
+    if (!chosen.iterations[i].complete) continue;  // the one in flight when its writer died: not read
     const store::IterationInfo it = reader.iteration(run, chosen.iterations[i].name, false);
-    if (!it.complete) continue;
     for (std::size_t k = 0; k < it.calls.size() && k < UINT32_MAX; ++k) {
       const store::CallInfo& c = it.calls[k];
       // A call of an op the slot has no kernel for (conv3d, an aten op recorded by the Python
