@@ -179,7 +179,8 @@ void TestSaveRanges::partialRecomputationIsExact() {
 // The engine's vectorised kernels (depthwise convolutions over padded, phase-split inputs; the
 // element-wise passes) against the scalar definitions, bit for bit, on every SIMD target: depthwise
 // convolutions with odd sizes (rows that end inside a vector), strides 1 to 3, dilation, padding
-// wider than the kernel's reach, with and without bias; ReLU, Clip (to [-0, 0.5]), batch norm, add,
+// wider than the kernel's reach, with and without bias; a GEMM whose rows are not a whole number of
+// register blocks on any target; ReLU, Clip (to [-0, 0.5]), batch norm, add,
 // product and max, on inputs that hold NaN, infinities, signed zeros and subnormals.
 void TestSaveRanges::engineKernelsKeepTheScalarBits() {
   save::Graph g;
@@ -194,6 +195,7 @@ void TestSaveRanges::engineKernelsKeepTheScalarBits() {
   b.conv("dw.s3k5", x, 6, 5, 3, 2, true, 6);
   b.conv("dw.wide", x, 6, 2, 2, 3, true, 6);
   b.conv("dw.k7", x, 12, 7, 1, 3, true, 6);  // two output channels per input channel: the GEMM
+  b.conv("gemm.rows", x, 37, 3, 1, 1, true);   // whole register blocks of rows and a block of the rest
   const int relu = b.relu("relu", x), clip = b.clip("clip", x, -0.0f, 0.5f), bn = b.batchNorm("bn", x);
   b.addNodes("add", x, clip);
   b.mul("mul", x, bn);
