@@ -3,9 +3,11 @@
 // Shared plot styling. Include after views/qcustomplot_include.h.
 #include <QEvent>
 #include <QFontMetrics>
+#include <QHelpEvent>
 #include <QPalette>
 #include <QStringList>
 #include <QTimer>
+#include <QToolTip>
 
 #include <algorithm>
 #include <utility>
@@ -239,14 +241,43 @@ inline bool fitLegend(QCustomPlot* plot) {
   return changed;
 }
 
+// The whole name of the legend entry of `plot` at `pos` where its legend shows it shortened, else empty.
+inline QString shortenedLegendNameAt(QCustomPlot* plot, const QPoint& pos) {
+  if (!plot->legend->visible()) return {};
+  for (QCPAbstractLegendItem* item : legendItems(plot->legend))
+    if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(item); entry && item->outerRect().contains(pos)) {
+      const QString whole = wholeLegendName(entry->plottable());
+      return whole != entry->plottable()->name() ? whole : QString();
+    }
+  return {};
+}
+
+// Shows a shortened legend name whole as the tooltip of its entry (the plot's own tooltips elsewhere).
+class LegendNameTips : public QObject {
+ public:
+  explicit LegendNameTips(QCustomPlot* plot) : QObject(plot), plot_(plot) { plot->installEventFilter(this); }
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched != plot_ || event->type() != QEvent::ToolTip) return false;
+    const auto* help = static_cast<QHelpEvent*>(event);
+    const QString whole = shortenedLegendNameAt(plot_, help->pos());
+    if (whole.isEmpty()) return false;
+    QToolTip::showText(help->globalPos(), whole, plot_);
+    return true;
+  }
+
+ private:
+  QCustomPlot* plot_;
+};
+
 // The legend below `plot` in at most `most` columns, fewer when the plot is too narrow for them
 // (a narrow dock, longer names), names shortened where even one column is too narrow: after every
 // replot that finds it does not fit, it is fitted again and drawn once more, outside that replot
-// (a layout changed while it is drawn can crash).
+// (a layout changed while it is drawn can crash). A shortened name shows whole as its entry's tooltip.
 inline void setLegendColumns(QCustomPlot* plot, int most) {
   plot->legend->setProperty("peatMostColumns", most);
   if (!plot->property("peatLegendFits").toBool()) {
     plot->setProperty("peatLegendFits", true);
+    new LegendNameTips(plot);
     QObject::connect(plot, &QCustomPlot::afterReplot, plot, [plot] {
       if (!plot->legend->visible()) return;
       const int columns = legendColumnsNow(plot);

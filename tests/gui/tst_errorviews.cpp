@@ -12,6 +12,7 @@
 #include <QTreeView>
 #include <QtTest>
 #include <QTabWidget>
+#include <QToolTip>
 
 #include "tests/gui/settle.h"
 #include <QAbstractButton>
@@ -595,6 +596,14 @@ void TestErrorViews::notesFitANarrowDock() {
   const QString shortName = panel.plot()->plottable(0)->name();
   QVERIFY2(shortName.endsWith(QChar(0x2026)), qPrintable(shortName));
   QVERIFY(QStringLiteral("iterations/000000/calls/000003 (stride_error)").startsWith(shortName.chopped(1)));
+  {  // the shortened name whole in its entry's tooltip; none over the data
+    const QPoint at = peat::views::legendItems(panel.plot()->legend).front()->outerRect().center();
+    QHelpEvent over(QEvent::ToolTip, at, panel.plot()->mapToGlobal(at));
+    QApplication::sendEvent(panel.plot(), &over);
+    QTRY_COMPARE(QToolTip::text(), QStringLiteral("iterations/000000/calls/000003 (stride_error)"));
+    QCOMPARE(peat::views::shortenedLegendNameAt(panel.plot(), panel.plot()->axisRect()->rect().center()), QString());
+    QToolTip::hideText();
+  }
   const int narrowColumns = panel.bitPlot()->legend->wrap();
   const int bitItems = int(peat::views::legendItems(panel.bitPlot()->legend).size());
   QVERIFY2(narrowColumns < bitItems, "the Bits legend is in one row at 260 px");
