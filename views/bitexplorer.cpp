@@ -162,6 +162,9 @@ BitExplorer::BitExplorer(QWidget* parent) : QWidget(parent) {
   flipResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(flipResult_);
   connect(flipButton_, &QPushButton::clicked, this, &BitExplorer::requestFlip);
+  // Enter in the value field shows the value typed: no button of the dialog the explorer sits in
+  // takes it as its default (a dialog's buttons are "auto default": Enter pressed "< Previous float")
+  for (QPushButton* button : {previous_, next_, flipButton_}) button->setAutoDefault(false);
   layout->addStretch(1);
   connect(input_, &QLineEdit::returnPressed, this, [this] {
     bool ok = false;

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "views/flipcontroller.h"
 
+#include <algorithm>
+
 #include <QDialog>
 #include <QFrame>
+#include <QScreen>
+#include <QScrollBar>
+#include <QTimer>
 #include <QScrollArea>
 #include <QVBoxLayout>
 
@@ -34,8 +39,17 @@ BitExplorer* FlipController::showExplorer() {
     connect(explorer_, &BitExplorer::flipRequested, this, &FlipController::flip);
     explorerWindow_->resize(960, 460);
   }
+  // inside the screen of the window it belongs to (a 1024-wide screen), scrolled to its left edge
+  const QRect room = window_->screen()->availableGeometry();
+  explorerWindow_->resize(std::min(explorerWindow_->width(), room.width() - 16),
+                          std::min(explorerWindow_->height(), room.height() - 48));
   explorerWindow_->show();
+  const QRect frame = explorerWindow_->frameGeometry();
+  explorerWindow_->move(std::clamp(frame.left(), room.left(), std::max(room.left(), room.right() - frame.width())),
+                        std::clamp(frame.top(), room.top(), std::max(room.top(), room.bottom() - frame.height())));
   explorerWindow_->raise();
+  if (auto* scroll = explorerWindow_->findChild<QScrollArea*>())
+    QTimer::singleShot(0, scroll, [scroll] { scroll->horizontalScrollBar()->setValue(0); });
   return explorer_;
 }
 

@@ -3,6 +3,8 @@
 // open one, and renders to a PNG under the build tree for people to look at.
 #include "views/qcustomplot_include.h"  // first: see the header
 
+#include <QDialog>
+#include <QVBoxLayout>
 #include <QtTest>
 
 #include "tests/gui/settle.h"
@@ -538,13 +540,24 @@ void TestMainWindow::fitsSmallScreens() {
 // binary, a decimal, inf and nan; it names the exponent field's special values and prints the
 // exact decimal value with its significand x 2^e.
 void TestMainWindow::bitExplorerReadsBitPatterns() {
-  peat::views::BitExplorer explorer;
+  QDialog window;  // in a dialog, as the workbench shows it: Enter must not press one of its buttons
+  auto* layout = new QVBoxLayout(&window);
+  auto* shown = new peat::views::BitExplorer(&window);
+  layout->addWidget(shown);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  peat::views::BitExplorer& explorer = *shown;
   auto* input = explorer.findChild<QLineEdit*>();
   QVERIFY(input);
   const auto type = [&](const QString& text) {
+    input->setFocus();
     input->setText(text);
     QTest::keyClick(input, Qt::Key_Return);
   };
+  type(QStringLiteral("1"));  // 1, not the float before it (0.99999994)
+  QCOMPARE(explorer.bits(), 0x3f800000u);
+  type(QStringLiteral("65504"));
+  QCOMPARE(explorer.bits(), 0x477fe000u);
   type(QStringLiteral("0x3f800000"));
   QCOMPARE(explorer.bits(), 0x3f800000u);
   QVERIFY2(explorer.valueText().contains(QStringLiteral("exactly 1 = 1 x 2^0")), qPrintable(explorer.valueText()));
