@@ -11,6 +11,8 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGridLayout>
+#include <QResizeEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -114,18 +116,20 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   model_->setCurrentText(QStringLiteral("lenet"));
   model_->setEditable(true);  // a zoo name, or a TorchScript file (docs/models.md)
   model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
-  modelFile_ = new QPushButton(tr("Model file..."), this);
+  modelFile_ = new QPushButton(tr("File..."), this);
   modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
   fusedAttention_ = new QCheckBox(tr("attention as one call"), this);
   fusedAttention_->setObjectName(QStringLiteral("fusedAttention"));
   fusedAttention_->setToolTip(tr("--attention fused: a transformer's scores, softmax and values reach the slot as one\n"
                                  "'attention' call (for attention kernels) instead of three (docs/models.md)"));
-  {
+  {  // the model with its file button, and under it its option: the row fits a narrow dock
     auto* row = new QHBoxLayout;
     row->addWidget(model_, 1);
-    row->addWidget(fusedAttention_);
     row->addWidget(modelFile_);
-    form_->addRow(tr("Model"), row);
+    auto* column = new QVBoxLayout;
+    column->addLayout(row);
+    column->addWidget(fusedAttention_);
+    form_->addRow(tr("Model"), column);
   }
   connect(modelFile_, &QPushButton::clicked, this, [this] {
     const bool save = isSave(mode());
@@ -275,8 +279,6 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   basis_ = new QComboBox(this);
   basis_->addItem(tr("same rate per byte of unreliable memory"), QStringLiteral("memory"));
   basis_->addItem(tr("same flips per inference"), QStringLiteral("inference"));
-  basis_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  basis_->setMinimumContentsLength(14);
   basis_->setToolTip(tr("memory (README's and the demo's figures): Flips is the unprotected run's count; each scheme gets\n"
                         "the same fault rate per byte of its own unreliable memory, so SAVE, whose type-2 tiles sit in\n"
                         "reliable memory, meets fewer faults, as it would on the same hardware.\n"
@@ -284,7 +286,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                         "the checks alone; SAVE scores lower, e.g. about 47% against 86% on LeNet at 4096 flips)."));
   form_->addRow(tr("Fault basis"), basis_);
   auto* schemes = new QWidget(this);
-  auto* schemeRow = new QHBoxLayout(schemes);
+  auto* schemeRow = new QGridLayout(schemes);  // three to a row: a narrow dock holds them
   schemeRow->setContentsMargins(0, 0, 0, 0);
   const QList<QPair<QString, QString>> schemeNames = {
       {QStringLiteral("none"), tr("no protection")},
@@ -296,10 +298,10 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     auto* box = new QCheckBox(name, schemes);
     box->setChecked(true);
     box->setToolTip(meaning);
-    schemeRow->addWidget(box);
+    schemeRow->addWidget(box, int(schemes_.size()) / 3, int(schemes_.size()) % 3);
     schemes_ << box;
   }
-  schemeRow->addStretch(1);
+  schemeRow->setColumnStretch(3, 1);
   schemes->setToolTip(tr("The protection schemes the campaign compares (docs/save.md)"));
   form_->addRow(tr("Schemes"), schemes);
 
@@ -318,14 +320,15 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
                                                       nullptr, QFileDialog::DontConfirmOverwrite);
     if (!path.isEmpty()) session_->setText(path);
   });
-  analyze_ = new QCheckBox(tr("analyse the replayed calls afterwards"), this);
+  analyze_ = new QCheckBox(tr("analyse the replayed calls"), this);
+  analyze_->setToolTip(tr("Analyse the replayed calls afterwards (peat analyze): their errors and verdicts in the window"));
   analyze_->setChecked(true);
-  form_->addRow(QString(), analyze_);
+  form_->addRow(analyze_);
   // profile, runtime FI and a Python recording write a whole session file: a free name beside an
   // existing one by default (lenet-2.h5), or the file replaced when asked
-  replace_ = new QCheckBox(tr("replace an existing session file"), this);
+  replace_ = new QCheckBox(tr("replace an existing session"), this);
   replace_->setToolTip(tr("Replace the session file if it exists; unchecked, the run writes a free name beside it (lenet-2.h5)"));
-  form_->addRow(QString(), replace_);
+  form_->addRow(replace_);
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
@@ -344,6 +347,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   outer->addWidget(status_);
   outer->addStretch(1);
 
+  fitNarrowDock();
   connect(mode_, &QComboBox::currentIndexChanged, this, &RunPanel::updateFields);
   connect(model_, &QComboBox::currentTextChanged, this, &RunPanel::updateRows);
   connect(start_, &QPushButton::clicked, this, &RunPanel::start);
@@ -354,6 +358,31 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     if (e == QProcess::FailedToStart) processEnded(-1, QProcess::CrashExit);
   });
   updateFields();
+}
+
+// Narrow enough for a dock beside the pages at 1024 x 700: labels above their fields where the
+// panel is too narrow for them beside (resizeEvent), boxes that shorten their text (their items whole in the list), and each field's
+// placeholder also its tooltip (a placeholder is cut where the field is narrow).
+void RunPanel::fitNarrowDock() {
+  layout()->setContentsMargins(4, 4, 4, 4);
+  for (QComboBox* box : findChildren<QComboBox*>()) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(8);
+  }
+  for (QLineEdit* edit : findChildren<QLineEdit*>())
+    if (!edit->placeholderText().isEmpty() && edit->toolTip().isEmpty()) edit->setToolTip(edit->placeholderText());
+  // every row still counts here (none hidden yet): the width the widest mode needs side by side
+  besideWidth_ = form_->minimumSize().width() + layout()->contentsMargins().left() + layout()->contentsMargins().right();
+  form_->setRowWrapPolicy(QFormLayout::WrapAllRows);  // until the panel is shown wide enough
+}
+
+// Each label beside its field where the dock is wide enough for that, else above it (a dock at
+// 1024 x 700). (Qt's WrapLongRows, which wraps only the long rows, gave a row made visible again
+// no height: tst_runpanel.fitsANarrowDock.)
+void RunPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const auto policy = width() >= besideWidth_ ? QFormLayout::DontWrapRows : QFormLayout::WrapAllRows;
+  if (policy != form_->rowWrapPolicy()) form_->setRowWrapPolicy(policy);
 }
 
 RunPanel::~RunPanel() {
@@ -444,6 +473,8 @@ void RunPanel::updateRows() {
   for (int r = 0; r < int(sizeof rows / sizeof rows[0]) && r < form_->rowCount(); ++r) form_->setRowVisible(r, rows[r]);
   modelFile_->setEnabled(m != Mode::Playback);
   fusedAttention_->setVisible(trains);
+  // a row made visible shows every widget in it: the plugin's op line only for a plugin
+  pluginOps_->setVisible(replays && kernel_->currentText().startsWith(QLatin1String("plugin:path=")));
   modelFile_->setToolTip(isSave(m) ? tr("An ONNX model of your own: SAVE reads it with its initializers as weights")
                                    : tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
 }

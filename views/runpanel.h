@@ -133,7 +133,11 @@ class RunPanel : public QWidget {
   void saveRunEnded(bool ok, const QString& message, const QJsonObject& result, const QString& input,
                     const QString& outputs);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  void fitNarrowDock();  // once, at the end of the constructor
   void updateFields();  // on a mode change: rows, and SAVE's models
   void updateRows();    // which rows the mode and the model show
   void readOutput();
@@ -150,6 +154,7 @@ class RunPanel : public QWidget {
   void restrictOps(const QStringList& ops);
 
   QFormLayout* form_;
+  int besideWidth_ = 0;  // the width the form needs with each label beside its field
   QComboBox *mode_, *model_, *kernel_, *op_, *recordOps_, *device_;
   QSpinBox *iterations_, *seed_, *every_, *images_;
   QComboBox* basis_;

@@ -21,6 +21,9 @@
 #include <QJsonObject>
 #include <QProgressBar>
 #include <QtTest>
+#include <QScrollBar>
+#include <QScrollArea>
+#include <QFormLayout>
 
 #include "tests/gui/settle.h"
 
@@ -158,6 +161,7 @@ class TestRunPanel : public QObject {
   void initTestCase();
   void incompleteFormIsRefused();
   void listsComeFromTheCatalog();
+  void fitsANarrowDock();
   void gpuKernelsRunOnTheChosenDevice();
   void modelFileNeedsItsData();
   void pluginOffersItsOpKinds();
@@ -204,6 +208,37 @@ class TestRunPanel : public QObject {
 
 void TestRunPanel::initTestCase() {
   QVERIFY2(QFileInfo::exists(qEnvironmentVariable("PEAT_CLI")), "PEAT_CLI names no peat program (run through ctest)");
+}
+
+// The Run dock beside the pages of a 1024 x 700 window is about 210 px wide: in every mode the
+// form fits it (no sideways scrolling), each field at least as wide as it needs.
+void TestRunPanel::fitsANarrowDock() {
+  QScrollArea dock;
+  auto* panel = new RunPanel;
+  dock.setWidget(panel);
+  dock.setWidgetResizable(true);
+  dock.setFrameShape(QFrame::NoFrame);
+  dock.resize(220, 700);
+  dock.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&dock));
+  for (const RunPanel::Mode m : {RunPanel::Mode::Profile, RunPanel::Mode::Playback, RunPanel::Mode::RuntimeFi,
+                                 RunPanel::Mode::SaveAnalyze, RunPanel::Mode::SaveCampaign, RunPanel::Mode::SaveRun,
+                                 RunPanel::Mode::PythonRecord}) {
+    panel->setMode(m);
+    QTest::qWait(20);
+    const QString mode = panel->findChild<QComboBox*>()->currentText();
+    QVERIFY2(panel->minimumSizeHint().width() <= dock.viewport()->width(),
+             qPrintable(QStringLiteral("%1: the form needs %2 px, the dock has %3").arg(mode)
+                            .arg(panel->minimumSizeHint().width()).arg(dock.viewport()->width())));
+    QTRY_VERIFY2(!dock.horizontalScrollBar()->isVisible(), qPrintable(mode));
+    QTRY_VERIFY2(squeezed(panel).isEmpty(), qPrintable(mode + QStringLiteral(": ") + squeezed(panel).join(QStringLiteral("; "))));
+  }
+  auto* form = panel->findChild<QFormLayout*>();
+  QVERIFY(form);
+  QCOMPARE(form->rowWrapPolicy(), QFormLayout::WrapAllRows);  // narrow: each label above its field
+  dock.resize(700, 700);  // wide: beside it, the form still whole
+  QTRY_COMPARE(form->rowWrapPolicy(), QFormLayout::DontWrapRows);
+  QTRY_VERIFY2(!dock.horizontalScrollBar()->isVisible() && squeezed(panel).isEmpty(), qPrintable(squeezed(panel).join(QStringLiteral("; "))));
 }
 
 // The run panel's models and kernels are the catalog's (core/catalog): every zoo model; every
