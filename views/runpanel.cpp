@@ -20,6 +20,7 @@
 #include <QProcessEnvironment>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QToolButton>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
@@ -62,8 +63,16 @@ bool isSave(RunPanel::Mode m) {
   return m == RunPanel::Mode::SaveAnalyze || m == RunPanel::Mode::SaveCampaign || m == RunPanel::Mode::SaveRun;
 }
 
+// A button beside a field, as narrow as its text (a push button is at least 80 px wide).
+QToolButton* toolButton(const QString& text, QWidget* owner) {
+  auto* button = new QToolButton(owner);
+  button->setText(text);
+  button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  return button;
+}
+
 // A row of the form: `field`, stretched, with `button` beside it.
-void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field, QPushButton* button) {
+void addFieldWithButton(QFormLayout* form, const QString& label, QWidget* field, QToolButton* button) {
   auto* row = new QHBoxLayout;
   row->addWidget(field, 1);
   row->addWidget(button);
@@ -76,9 +85,9 @@ QLineEdit* addFileRow(QWidget* owner, QFormLayout* form, const QString& label, c
                       const QString& filter, bool write, bool several = false) {
   auto* edit = new QLineEdit(owner);
   edit->setPlaceholderText(placeholder);
-  auto* browse = new QPushButton(QObject::tr("..."), owner);
+  auto* browse = toolButton(QObject::tr("..."), owner);
   addFieldWithButton(form, label, edit, browse);
-  QObject::connect(browse, &QPushButton::clicked, owner, [owner, edit, label, filter, write, several] {
+  QObject::connect(browse, &QToolButton::clicked, owner, [owner, edit, label, filter, write, several] {
     const QString first = edit->text().section(QLatin1Char(';'), 0, 0).trimmed();
     const QString path = write     ? QFileDialog::getSaveFileName(owner, label, edit->text(), filter)
                          : several ? QFileDialog::getOpenFileNames(owner, label, first, filter).join(QStringLiteral("; "))
@@ -116,7 +125,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   model_->setCurrentText(QStringLiteral("lenet"));
   model_->setEditable(true);  // a zoo name, or a TorchScript file (docs/models.md)
   model_->setToolTip(tr("A zoo model, or a TorchScript file of your own (torch.jit.trace or torch.jit.script, .save)"));
-  modelFile_ = new QPushButton(tr("File..."), this);
+  modelFile_ = toolButton(tr("File..."), this);
   modelFile_->setToolTip(tr("Train your own network: every GEMM of its TorchScript graph goes through the kernel slot"));
   fusedAttention_ = new QCheckBox(tr("attention as one call"), this);
   fusedAttention_->setObjectName(QStringLiteral("fusedAttention"));
@@ -131,7 +140,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     column->addWidget(fusedAttention_);
     form_->addRow(tr("Model"), column);
   }
-  connect(modelFile_, &QPushButton::clicked, this, [this] {
+  connect(modelFile_, &QToolButton::clicked, this, [this] {
     const bool save = isSave(mode());
     const QString path =
         save ? QFileDialog::getOpenFileName(this, tr("ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"))
@@ -169,9 +178,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   data_->setPlaceholderText(tr("fashion-mnist:3x64x64, data.h5 or a folder of .npy files"));
   data_->setToolTip(tr("The model file's data: an HDF5 file with train/x, train/y, test/x, test/y; a folder of\n"
                        "train_x.npy ... test_y.npy; or Fashion-MNIST resized (fashion-mnist:CxHxW)"));
-  auto* dataButton = new QPushButton(tr("Data..."), this);
+  auto* dataButton = toolButton(tr("Data..."), this);
   addFieldWithButton(form_, tr("Data"), data_, dataButton);
-  connect(dataButton, &QPushButton::clicked, this, [this] {
+  connect(dataButton, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Training data"), QString(),
                                                       tr("HDF5 files (*.h5 *.hdf5);;NumPy files (*.npy)"));
     if (path.isEmpty()) return;
@@ -191,7 +200,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
     }
   kernel_->setObjectName(QStringLiteral("kernel"));
   kernel_->setToolTip(tr("Candidate kernel or fault model, with options as NAME:KEY=VALUE (see 'peat kernels')"));
-  plugin_ = new QPushButton(tr("Plugin..."), this);
+  plugin_ = toolButton(tr("Plugin..."), this);
   plugin_->setToolTip(tr("A kernel of your own (GEMM, softmax, layer norm, attention, ...), from a shared library\n"
                          "built against peat/kernel_abi.h (docs/plugins.md)"));
   pluginOps_ = new QLabel(this);
@@ -209,7 +218,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
   }
   pluginProbe_ = new QProcess(this);
   connect(pluginProbe_, &QProcess::finished, this, &RunPanel::pluginProbed);
-  connect(plugin_, &QPushButton::clicked, this, [this] {
+  connect(plugin_, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Kernel plugin"), QString(), tr("Shared libraries (*.so)"));
     if (path.isEmpty()) return;
     const auto answer = QMessageBox::warning(
@@ -313,9 +322,9 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
 
   session_ = new QLineEdit(this);
   session_->setPlaceholderText(tr("session file (.h5)"));
-  auto* browse = new QPushButton(tr("..."), this);
+  auto* browse = toolButton(tr("..."), this);
   addFieldWithButton(form_, tr("Session"), session_, browse);
-  connect(browse, &QPushButton::clicked, this, [this] {
+  connect(browse, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Session"), session_->text(), tr("PEAT sessions (*.h5)"),
                                                       nullptr, QFileDialog::DontConfirmOverwrite);
     if (!path.isEmpty()) session_->setText(path);

@@ -16,6 +16,7 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QToolButton;
 class QSpinBox;
 class QCheckBox;
 class QFormLayout;
@@ -163,7 +164,8 @@ class RunPanel : public QWidget {
   QCheckBox* analyze_;
   QCheckBox* replace_;
   QString note_;  // what start() chose for the user (a free session name), shown with the run
-  QPushButton *start_, *cancel_, *plugin_, *modelFile_;
+  QPushButton *start_, *cancel_;
+  QToolButton *plugin_, *modelFile_;  // tool buttons: as narrow as their text
   QCheckBox* fusedAttention_;
   QLabel* pluginOps_;
   QProcess* pluginProbe_;

@@ -11,7 +11,7 @@
 #include <QHBoxLayout>
 #include <QLineEdit>
 #include <QProcess>
-#include <QPushButton>
+#include <QToolButton>
 #include <QSpinBox>
 #include <QStandardPaths>
 
@@ -47,14 +47,15 @@ void RunPanel::addScriptRows() {
   script_->setPlaceholderText(tr("train.py: your training script, unchanged"));
   script_->setToolTip(tr("Your PyTorch training script as you run it with python3; it runs in its own folder, and\n"
                          "its op calls (forward, backward, optimiser) are recorded into the session"));
-  auto* browse = new QPushButton(tr("Browse..."), this);
+  auto* browse = new QToolButton(this);  // as narrow as its text: the dock may be narrow
+  browse->setText(tr("..."));
   {
     auto* row = new QHBoxLayout;
     row->addWidget(script_, 1);
     row->addWidget(browse);
     form_->addRow(tr("Script"), row);
   }
-  connect(browse, &QPushButton::clicked, this, [this] {
+  connect(browse, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Training script"), script_->text(),
                                                       tr("Python scripts (*.py);;All files (*)"));
     if (!path.isEmpty()) script_->setText(path);
