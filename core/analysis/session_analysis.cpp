@@ -17,6 +17,8 @@
 #include <deque>
 #include <malloc.h>
 #include <map>
+#include <numeric>
+#include <functional>
 
 #include <optional>
 #include <set>
@@ -30,6 +32,7 @@
 #include "core/store/session.h"
 #include "core/store/table.h"
 #include "core/util/parallel.h"
+#include "core/util/text.h"
 
 namespace peat::analyzer {
 
@@ -419,9 +422,16 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
         const std::vector<float> golden = readOutput(reader, out.sourceRun, *g->second);
         const std::vector<float> candidate = readOutput(reader, run, c);
         lap(kRead);
-        std::vector<uint64_t> shape;
+        std::vector<uint64_t> shape, goldenShape;
         for (const store::TensorInfo& t : c.tensors)
           if (t.name == "output") shape = t.shape;
+        for (const store::TensorInfo& t : g->second->tensors)
+          if (t.name == "output") goldenShape = t.shape;
+        // a session from elsewhere: the two outputs must be the same tensor before any element is read
+        if (shape != goldenShape || golden.size() != candidate.size() || uint64_t(candidate.size()) != std::accumulate(shape.begin(), shape.end(), uint64_t(1), std::multiplies<>()))
+          throw std::invalid_argument("call " + c.path + ": run '" + run + "' stores an output of shape " + util::shapeText(shape) +
+                                      " (" + std::to_string(candidate.size()) + " values), run '" + out.sourceRun + "' one of " +
+                                      util::shapeText(goldenShape) + " (" + std::to_string(golden.size()) + " values)");
         CallAnalysis a;
         a.call = c.path;
         a.layer = c.id.layer;

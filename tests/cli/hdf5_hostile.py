@@ -240,6 +240,39 @@ p = subprocess.run([PEAT, "info", path], capture_output=True, text=True, env=ENV
 H.check(p.returncode == 0 and "golden: profile, kernel golden, interrupted;" in p.stdout,
         f"a run left running with no writer alive is shown as interrupted: {[l for l in p.stdout.splitlines() if 'golden:' in l]}")
 
+# a candidate output that is not the golden one's tensor (audit of 2026-12-08: `analyze --session`
+# and `detect --session` read past the golden buffer, or died of SIGSEGV): another call's output, a
+# row more of the same rank, the golden output transposed; each refused naming both shapes
+FRESH = "runs/fresh/iterations/000000/calls/000000/output"
+
+
+def candidate_as(kind):
+    def change(f):
+        golden = f[CALL + "/output"][...]
+        if kind == "other-call":
+            data = np.concatenate([golden.ravel()] * 3)
+        elif kind == "row-more":
+            data = np.concatenate([golden.reshape(golden.shape[0], -1), golden.reshape(golden.shape[0], -1)[:, :1]], 1)
+        else:
+            data = np.ascontiguousarray(golden.reshape(golden.shape[0], -1).T)
+        attrs = dict(f[FRESH].attrs)
+        del f[FRESH]
+        ds = f.create_dataset(FRESH, data=data.astype(np.float32))
+        for k, v in attrs.items():
+            ds.attrs[k] = v
+        ds.attrs["crc32"] = np.uint32(zlib.crc32(data.astype(np.float32).tobytes()))
+    return change
+
+
+for kind in ("other-call", "row-more", "transposed"):
+    path = variant("candidate-" + kind, candidate_as(kind))
+    for command in ("analyze", "detect"):
+        rc, lines, seconds, rss = measured([command, "--session", path, "--run", "fresh"])
+        H.check(rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: call iterations/000000/calls/000000: "
+                                                                    "run 'fresh' stores an output of shape [") and
+                "run 'golden' one of [" in lines[0],
+                f"candidate output {kind}: peat {command} --session: exit {rc} in {seconds:.2f} s: {lines[:2]}")
+
 # a tensor file from someone else, as --golden names it
 tensor = os.path.join(WORK, "tensor.h5")
 with h5py.File(tensor, "w") as f:
