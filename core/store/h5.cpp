@@ -235,9 +235,11 @@ std::string stringAttribute(hid_t object, const std::string& objectPath, const s
   }
   const std::size_t size = H5Tget_size(fileType.id());
   if (size == 0 || size > kMaxFixedString) throw Error("H5Aread", where, "string attribute has an implausible size");
+  // one byte more than the file's: a null-terminated string of the file's size would drop the last
+  // character of a null-padded one (h5py writes bytes attributes so)
   Handle memType(checkId(H5Tcopy(H5T_C_S1), "H5Tcopy", where), H5Tclose);
-  check(H5Tset_size(memType.id(), size), "H5Tset_size", where);
-  std::string buffer(size, '\0');
+  check(H5Tset_size(memType.id(), size + 1), "H5Tset_size", where);
+  std::string buffer(size + 1, '\0');
   check(H5Aread(attr.id(), memType.id(), buffer.data()), "H5Aread", where);
   buffer.resize(std::strlen(buffer.c_str()));
   return buffer;

@@ -4,13 +4,33 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/util/text.h"
+
 namespace peat {
 
 std::string JsonWriter::escape(const std::string& s) {
   std::string out;
   out.reserve(s.size() + 2);
   out += '"';
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = util::utf8Length(s, i);
+    if (n == 0) {  // not UTF-8 (a string from someone else's file): the replacement character, so the JSON stays valid
+      out += "\\ufffd";
+      continue;
+    }
+    if (n > 1) {  // a C1 control (U+0080-U+009F) escaped as the C0 ones, anything else as it is
+      const bool c1 = c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+      if (c1) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[i + 1]));
+        out += buf;
+      } else {
+        out.append(s, i, n);
+      }
+      i += n - 1;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -18,7 +38,7 @@ std::string JsonWriter::escape(const std::string& s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7f) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;

@@ -14,16 +14,38 @@
 
 namespace peat::util {
 
+// The length of the well-formed UTF-8 sequence at text[i] (1 for ASCII, 2 to 4), or 0 where the
+// bytes there are not one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF,
+// a sequence cut short).
+inline std::size_t utf8Length(const std::string& text, std::size_t i) {
+  const auto at = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+  const unsigned c = at(0);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // the second byte's range (narrower after E0, ED, F0, F4)
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else return 0;
+  if (at(1) < lo || at(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(k) < 0x80 || at(k) > 0xbf) return 0;
+  return n;
+}
+
 // `text` safe to print on a terminal: control characters (C0, DEL and UTF-8-encoded C1, which
-// can move the cursor, retitle or clear the terminal) written as \xNN or \u00NN escapes, and a
-// backslash as two. Strings from files (run names, attributes, HDF5 names) go through this.
+// can move the cursor, retitle or clear the terminal) written as \xNN or \u00NN escapes, every
+// byte that is not part of well-formed UTF-8 as \xNN (a raw 0x9b is CSI to a terminal that takes
+// 8-bit controls), and a backslash as two. Strings from files (run names, attributes, HDF5 names)
+// go through this.
 inline std::string printable(const std::string& text) {
   static const char* hex = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
+    const std::size_t n = utf8Length(text, i);
+    if (c < 0x20 || c == 0x7f || n == 0) {
       out += "\\x";
       out += hex[c >> 4];
       out += hex[c & 15];
@@ -36,7 +58,8 @@ inline std::string printable(const std::string& text) {
     } else if (c == '\\') {
       out += "\\\\";
     } else {
-      out += char(c);
+      out.append(text, i, n);
+      i += n - 1;
     }
   }
   return out;

@@ -11,6 +11,7 @@ table names hold escape sequences.
 
     recorded_attributes.py PEAT RECORDED_MLP_SESSION
 """
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import tempfile
 
 import h5py
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import peattest  # noqa: E402
@@ -91,6 +93,36 @@ for args in (["info", path], ["info", "--calls", path], ["info", "--verify", pat
             f"control bytes printed: {bad}")
     if args == ["info", path]:
         H.check(b"\\x1b[2J" in out, "the run name's escape is shown as text (\\x1b)")
+
+# raw bytes that are not UTF-8 (audit of 2026-12-08): a lone 0x9b is CSI to a terminal that takes
+# 8-bit controls, 0xff makes `--json` invalid; printed as \xNN, replaced in JSON, never raw
+def raw_bytes(f):
+    f["provenance"].attrs["hostname"] = np.bytes_(b"host\x9b2J\x8d")
+    f["runs/golden"].attrs["description"] = np.bytes_(b"C1 CSI:\x9b31m red\xff\xfe\xc3(")
+    runs, root = f["runs"], f["/"]  # kept open while the link is made
+    runs.id.links.create_hard(b"gol\x9b7m\xffden", root.id, b"/runs/golden")
+    del f["runs/golden"]
+
+
+path = variant("raw-bytes", raw_bytes)
+for args in (["info", path], ["info", "--calls", path], ["info", "--json", path]):
+    rc, out, lines, seconds, _ = measured(args)
+    try:
+        c1 = [hex(ord(ch)) for ch in out.decode("utf-8") if 0x80 <= ord(ch) <= 0x9f]
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8, c1 = False, []
+    H.check(rc == 0 and utf8 and not c1,
+            f"peat {' '.join(args[:-1])} on raw bytes: exit {rc}, well-formed UTF-8: {utf8}, C1 controls: {c1}")
+    if args[1] == "--json":
+        try:
+            json.loads(out)
+            parsed = True
+        except ValueError:
+            parsed = False
+        H.check(parsed, "peat info --json on raw bytes gives valid JSON")
+    else:
+        H.check(b"host\\x9b2J\\x8d" in out or args[1] == "--calls", f"peat {' '.join(args[:-1])}: the raw bytes shown as \\xNN")
 
 # analyze's per-call table prints layer names from the session: escaped too
 path = variant("layer-escapes", lambda f: None)
