@@ -7,7 +7,8 @@ them) either runs (threads within range: capped at this machine's cores) or refu
 `peat: error:` line naming the attribute, in seconds and under 1 GiB. And strings from a session
 reach the terminal escaped (issue 44 item 5): `peat info`, `peat info --verify` and an error naming
 a run print no ESC, BEL or other control byte for a session whose run name, creation date, host and
-table names hold escape sequences.
+table names hold escape sequences; a conv2d call whose recorded padding does not fit its recorded
+shapes is refused before its kernel runs.
 
     recorded_attributes.py PEAT RECORDED_MLP_SESSION
 """
@@ -40,6 +41,14 @@ def measured(args):
 def variant(name, change):
     path = os.path.join(WORK, name + ".h5")
     shutil.copy(RECORDED, path)
+    with h5py.File(path, "r+") as f:
+        change(f)
+    return path
+
+
+def variant_of(source, name, change):
+    path = os.path.join(WORK, name + ".h5")
+    shutil.copy(source, path)
     with h5py.File(path, "r+") as f:
         change(f)
     return path
@@ -135,6 +144,24 @@ rc, out, lines, _, _ = measured(["analyze", "--session", path, "--run", "fresh"]
 bad = sorted({b for b in out + "\n".join(lines).encode() if b in CONTROL})
 H.check(rc == 0 and not bad and b"fc\\x1b]0;retitled" in out,
         f"peat analyze --session: exit {rc}, control bytes printed: {bad}: {lines[:1]}")
+
+# a recorded conv2d padding that does not fit the recorded shapes (audit of 2026-12-08: padding 700
+# beside a 28 x 28 input made playback compute a 1424 x 1424 output, 6 GB, and then blame the
+# kernel): refused before the kernel runs, for the forward call and both gradients, naming the call;
+# the session as recorded replays (the check passes every call of a real LeNet)
+LENET = os.path.join(WORK, "lenet.h5")
+subprocess.run([PEAT, "profile", "--model", "lenet", "--iterations", "1", "-o", LENET], env=ENV, check=True,
+               stdout=subprocess.DEVNULL)
+rc, _, lines, _, _ = measured(["playback", "-s", variant_of(LENET, "lenet-as-recorded", lambda f: None), "-k", "bf16"])
+H.check(rc == 0, f"LeNet as recorded replays with its conv shapes checked: exit {rc} {lines[:1]}")
+for call, what in (("000000", "forward"), ("000022", "grad_input"), ("000023", "grad_weight")):
+    def padded(f, call=call):
+        f[f"runs/golden/iterations/000000/calls/{call}"].attrs["param.padding"] = np.int64(700)
+    rc, _, lines, seconds, rss = measured(["playback", "-s", variant_of(LENET, "pad-" + what, padded), "-k", "bf16"])
+    H.check(rc == 1 and len(lines) == 1 and lines[0].startswith(f"peat: error: recorded call iterations/000000/calls/{call} "
+                                                                 "is inconsistent: a conv2d of a ") and
+            "padding 700x700" in lines[0] and seconds < 20 and rss < 1024,
+            f"conv2d {what} recorded with padding 700: exit {rc} in {seconds:.1f} s, {rss:.0f} MiB: {lines[:1]}")
 
 shutil.rmtree(WORK, ignore_errors=True)
 H.exit()

@@ -197,6 +197,34 @@ ChosenCalls chooseCalls(const PlaybackOptions& o, const store::SessionReader& re
   return chosen;
 }
 
+// A recorded conv2d call's shapes against its geometry (a session from elsewhere: a padding of 700
+// recorded beside a 28 x 28 input made the kernels compute a 1424 x 1424 output, 6 GB, before its
+// shape was found wrong). The image's H x W (x; for grad_input its in_h, in_w), the kernel's
+// (w; for grad_weight its k_h, k_w) and the output's (out; dy for the gradients) must agree.
+void checkConvShapes(const std::string& path, const ops::OpCall& call, const at::Tensor& recorded) {
+  if (call.kind != ops::OpKind::Conv2d || call.inputs.size() < 2) return;
+  const ops::ConvGeometry g = ops::convGeometry(call);
+  const at::Tensor& first = call.inputs[0];
+  const at::Tensor& second = call.inputs[1];
+  const bool forward = call.variant == ops::Variant::Forward, gradInput = call.variant == ops::Variant::GradInput;
+  const at::Tensor& out = forward ? recorded : first;  // [N, Co, oh, ow]
+  const at::Tensor* image = forward ? &first : gradInput ? nullptr : &second;
+  const at::Tensor* weight = forward || gradInput ? &second : nullptr;
+  if (out.dim() != 4 || (image && image->dim() != 4) || (weight && weight->dim() != 4)) return;  // the op checks ranks
+  const int64_t h = image ? image->size(2) : call.paramOr("in_h", -1), w = image ? image->size(3) : call.paramOr("in_w", -1);
+  const int64_t kh = weight ? weight->size(2) : call.paramOr("k_h", -1), kw = weight ? weight->size(3) : call.paramOr("k_w", -1);
+  const auto extent = [](int64_t size, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
+    const int64_t room = size + 2 * pad - dilation * (kernel - 1) - 1;
+    return size < 1 || kernel < 1 || room < 0 ? int64_t(-1) : room / stride + 1;
+  };
+  const int64_t oh = extent(h, g.padH, g.dilationH, kh, g.strideH), ow = extent(w, g.padW, g.dilationW, kw, g.strideW);
+  if (oh != out.size(2) || ow != out.size(3))
+    throw std::runtime_error("recorded call " + path + " is inconsistent: a conv2d of a " + std::to_string(h) + "x" +
+                             std::to_string(w) + " image with a " + std::to_string(kh) + "x" + std::to_string(kw) +
+                             " kernel (" + g.text() + ") gives " + std::to_string(oh) + "x" + std::to_string(ow) +
+                             ", but its output is " + std::to_string(out.size(2)) + "x" + std::to_string(out.size(3)));
+}
+
 // Replays one recorded call through the kernel and records its error and injections; false when
 // the kernel failed the call in its host (its outcome is recorded, no output kept).
 bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels::Kernel& kernel,
@@ -225,6 +253,7 @@ bool replayCall(const PlaybackOptions& o, store::SessionReader& reader, kernels:
       call.inputs.push_back(load(t));
   }
   if (!recorded.defined()) throw std::runtime_error("recorded call " + c.path + " has no output");
+  checkConvShapes(c.path, call, recorded);
   const std::string callText = "it " + std::to_string(c.id.iteration) + " call " + std::to_string(c.id.callIndex) +
                                " " + c.id.layer + " " + c.id.op + " " + ops::variantName(call.variant);
   at::Tensor candidate;
