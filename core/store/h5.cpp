@@ -117,6 +117,7 @@ Lock::Lock() : guard_((notifyLockObserver(), lockMutex())) {}
 
 void silenceLibraryDiagnostics() {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  detail::registerBoundedDeflate();  // before any chunk is read: once per process
   // HDF5 keeps every block it frees on its own free lists, without limit by default: a replay that
   // opens a few datasets per call grew by about 100 KB per call (800 MB at 5,600 calls). Capped
   // here (1 MiB per list, 16 MiB in all per kind), the blocks past that go back to malloc.
@@ -311,6 +312,13 @@ void refuseUnsafeFilters(hid_t dataset, hid_t dcpl, const std::string& path) {
   if (H5Pget_layout(dcpl) != H5D_CHUNKED) throw Error(kRefused, path, "has filters on data that is not chunked");
   Handle type(checkId(H5Dget_type(dataset), "H5Dget_type", path), H5Tclose);
   const std::size_t elementSize = H5Tget_size(type.id());
+  hsize_t chunk[H5S_MAX_RANK] = {};
+  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk);
+  long double chunkBytes = rank > 0 ? (long double)elementSize : 0;
+  for (int d = 0; d < rank; ++d) chunkBytes *= (long double)chunk[d];
+  if (rank <= 0 || chunkBytes > (long double)detail::kMaxChunkBytes)
+    throw Error(kRefused, path, "declares filtered chunks of " + (rank <= 0 ? std::string("no") : std::to_string(uint64_t(std::min<long double>(chunkBytes, 1e19L)))) +
+                                    " bytes (peat reads filtered chunks of up to " + std::to_string(detail::kMaxChunkBytes >> 20) + " MiB)");
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0, config = 0, values[8] = {};
     std::size_t count = 8;

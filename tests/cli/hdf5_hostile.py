@@ -240,6 +240,37 @@ p = subprocess.run([PEAT, "info", path], capture_output=True, text=True, env=ENV
 H.check(p.returncode == 0 and "golden: profile, kernel golden, interrupted;" in p.stdout,
         f"a run left running with no writer alive is shown as interrupted: {[l for l in p.stdout.splitlines() if 'golden:' in l]}")
 
+# a deflate bomb (audit of 2026-12-08): a 1 MB stream that inflates to 1 GiB, in a chunk declaring
+# 3,840 bytes; libhdf5's deflate grew its buffer to the stream's end (3.5 GB for 3 GiB), peat's
+# stops at 64 MiB. And a dataset declaring filtered chunks of 128 MiB is refused when opened.
+def deflate_bomb(f):
+    attrs = dict(f[CALL + "/output"].attrs)
+    shape = f[CALL + "/output"].shape
+    del f[CALL + "/output"]
+    ds = f.create_dataset(CALL + "/output", shape=shape, dtype="f4", chunks=(1,) * (len(shape) - 1) + (shape[-1],),
+                          compression="gzip")
+    z = zlib.compressobj(9)
+    ds.id.write_direct_chunk((0,) * len(shape), b"".join(z.compress(b"\0" * (1 << 26)) for _ in range(16)) + z.flush())
+    for k, v in attrs.items():
+        ds.attrs[k] = v
+
+
+def huge_chunks(f):
+    f.create_dataset("runs/golden/tables/wide", shape=(1 << 26,), chunks=(1 << 25,), dtype="f4", compression="gzip")
+
+
+for name, change, needle, commands in (
+        ("deflate-bomb", deflate_bomb, "a deflated chunk inflates past 64 MiB", ("verify", "analyze", "playback")),
+        ("huge-chunks", huge_chunks, "declares filtered chunks of 134217728 bytes", ("verify",))):
+    path = variant(name, change)
+    runs = {"verify": ["info", "--verify", path], "analyze": ["analyze", "--session", path, "--run", "fresh"],
+            "playback": ["playback", "-s", path, "-k", "bf16", "--out", os.path.join(WORK, name + "-replay.h5")]}
+    for command in commands:
+        rc, lines, seconds, rss = measured(runs[command])
+        H.check(rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and needle in lines[0] and
+                seconds < 10 and rss < 512,
+                f"{name}: peat {command}: exit {rc} in {seconds:.2f} s, largest process {rss:.0f} MiB: {lines[:2]}")
+
 # a candidate output that is not the golden one's tensor (audit of 2026-12-08: `analyze --session`
 # and `detect --session` read past the golden buffer, or died of SIGSEGV): another call's output, a
 # row more of the same rank, the golden output transposed; each refused naming both shapes
