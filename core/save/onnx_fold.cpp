@@ -4,6 +4,7 @@
 // arithmetic with the activations' (onnx_moves.cpp).
 #include "core/save/onnx_import_detail.h"  // first: it includes onnx/checker.h first
 
+#include <algorithm>
 #include <cmath>
 
 namespace peat::save::onnx_import {
@@ -72,9 +73,23 @@ bool Importer::fold(const onnx::NodeProto& n) {
       if (!c && !(op == "Clip" || op == "Slice" || op == "Squeeze" || op == "Unsqueeze")) return false;
     if (in.empty() || !in[0]) return false;
     const auto it = folders.find(op);
-    folded = (this->*(it == folders.end() ? &Importer::foldMove : it->second))(n, in);
+    // a move of constants makes no more than what is left of the budget
+    moveLimit_ = std::min(kMoveElements, std::max<int64_t>(foldBudget_ - folded_, 0));
+    moveWhat_ = "a constant folded from " + op + " (" + std::to_string(folded_) + " elements folded already, " +
+                std::to_string(foldBudget_) + " in all at most)";
+    try {
+      folded = (this->*(it == folders.end() ? &Importer::foldMove : it->second))(n, in);
+    } catch (...) {
+      moveLimit_ = kMoveElements, moveWhat_ = "an element move";
+      throw;
+    }
+    moveLimit_ = kMoveElements, moveWhat_ = "an element move";
   }
   if (!folded) return false;
+  folded_ += countOf(folded->dims);
+  if (folded_ > foldBudget_)
+    throw SaveError("constants folded at import of more than " + std::to_string(foldBudget_) +
+                    " elements in all (8388608 beyond the initializers' own), the most SAVE makes at import");
   constants_[n.output(0)] = std::move(*folded);
   return true;
 }

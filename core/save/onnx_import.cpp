@@ -34,7 +34,10 @@ Graph Importer::run() {
 Graph Importer::mapped() {
   load();
   const onnx::GraphProto& graph = model_.graph();
-  for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = decode(t, "initializer");
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    constants_[t.name()] = decode(t, "initializer");
+    foldBudget_ += countOf(constants_[t.name()].dims);
+  }
   if (replacements_) replace();
   for (const onnx::NodeProto& n : graph.node())  // Constant nodes first: patterns look ahead at them
     if (n.op_type() == "Constant" && n.output_size() == 1)

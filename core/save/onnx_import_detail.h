@@ -43,6 +43,10 @@ struct Constant {
 // largest activation SAVE analyses is far below the moves' limit).
 constexpr int64_t kFoldElements = int64_t(1) << 22;  // 4M: a 2048x2048 mask
 constexpr int64_t kMoveElements = int64_t(1) << 26;  // 64M: a 512 MiB index map
+// All constants folded at import together, beyond the elements of the model's own initializers (a
+// transposed weight is as large as the weight): a chain of 40 Concats doubling a 1-element
+// constant each folded under the per-node limits until it held 2.1 GB.
+constexpr int64_t kFoldTotal = int64_t(1) << 23;  // 8M
 
 // DIMS' element count; SaveError naming WHAT when a dimension is negative, the product overflows or
 // it passes LIMIT.
@@ -297,6 +301,10 @@ class Importer {
   std::map<std::string, store::Tensor> params_;
   detail::Builder b_;
   std::map<std::string, Constant> constants_;
+  int64_t foldBudget_ = kFoldTotal;        // kFoldTotal plus the initializers' elements (mapped())
+  int64_t folded_ = 0;                     // elements of the constants folded so far
+  int64_t moveLimit_ = kMoveElements;      // the largest element move: less while folding constants
+  std::string moveWhat_ = "an element move";  // and what its error calls it
   std::map<std::string, int> values_, biasFree_, consumers_;
   std::set<std::string> tokenInputs_;    // integer inputs read as token ids
   std::set<std::string> integerInputs_;  // integer inputs read as values (masks), beside other inputs

@@ -9,8 +9,8 @@ namespace peat::save::onnx_import {
 namespace {
 
 // Every output element takes the input element at its own flat index (a view).
-void identityGather(const std::vector<int64_t>& out, std::vector<int64_t>& gather) {
-  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
+void identityGather(const std::vector<int64_t>& out, std::vector<int64_t>& gather, int64_t limit, const std::string& what) {
+  gather.resize(std::size_t(boundedCount(out, limit, what)));
   for (std::size_t i = 0; i < gather.size(); ++i) gather[i] = int64_t(i);
 }
 
@@ -69,7 +69,7 @@ void Importer::reshapeIndices(const onnx::NodeProto& n, const std::vector<int64_
     for (int64_t v : target) to += (to.empty() ? "" : ",") + std::to_string(v);
     throw SaveError("a reshape of " + from + " (one sample) to [" + to + "] changes the element count");
   }
-  identityGather(out, gather);
+  identityGather(out, gather, moveLimit_, moveWhat_);
 }
 
 void Importer::flattenIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
@@ -79,7 +79,7 @@ void Importer::flattenIndices(const onnx::NodeProto& n, const std::vector<int64_
   int64_t left = 1;
   for (int64_t i = 0; i < axis; ++i) left *= d[std::size_t(i)];
   out = {left, countOf(d) / std::max<int64_t>(left, 1)};
-  identityGather(out, gather);
+  identityGather(out, gather, moveLimit_, moveWhat_);
 }
 
 void Importer::squeezeIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
@@ -103,7 +103,7 @@ void Importer::squeezeIndices(const onnx::NodeProto& n, const std::vector<int64_
     std::size_t k = 0;
     for (std::size_t i = 0; i < r; ++i) out.push_back(add.count(int64_t(i)) ? 1 : d.at(k++));
   }
-  identityGather(out, gather);
+  identityGather(out, gather, moveLimit_, moveWhat_);
 }
 
 void Importer::transposeIndices(const onnx::NodeProto& n, const std::vector<int64_t>& d, std::vector<int64_t>& out,
@@ -116,7 +116,7 @@ void Importer::transposeIndices(const onnx::NodeProto& n, const std::vector<int6
   out.clear();
   for (int64_t p : perm) out.push_back(d.at(std::size_t(p)));
   const std::vector<int64_t> st = stridesOf(d);
-  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
+  gather.resize(std::size_t(boundedCount(out, moveLimit_, moveWhat_)));
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     int64_t at = 0;
@@ -156,7 +156,7 @@ void Importer::sliceIndices(const onnx::NodeProto& n, const std::vector<int64_t>
     step[ax] = st;
   }
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
+  gather.resize(std::size_t(boundedCount(out, moveLimit_, moveWhat_)));
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     int64_t at = 0;
@@ -176,7 +176,7 @@ void Importer::gatherIndices(const onnx::NodeProto& n, const std::vector<int64_t
   out.insert(out.end(), idx->dims.begin(), idx->dims.end());
   out.insert(out.end(), d.begin() + long(ax) + 1, d.end());
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
+  gather.resize(std::size_t(boundedCount(out, moveLimit_, moveWhat_)));
   const std::size_t ir = idx->dims.size();
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
@@ -196,7 +196,7 @@ void Importer::expandIndices(const onnx::NodeProto& n, const std::vector<int64_t
                              std::vector<int64_t>& gather) {
   std::vector<int64_t> shape = ints(n, 1);
   if (!broadcastDims(d, shape, out)) throw SaveError("an expand that does not broadcast");
-  gather.resize(std::size_t(boundedCount(out, kMoveElements, "an element move")));
+  gather.resize(std::size_t(boundedCount(out, moveLimit_, moveWhat_)));
   for (int64_t e = 0; e < countOf(out); ++e) gather[std::size_t(e)] = broadcastIndex(d, out, coordOf(e, out));
 }
 
@@ -216,7 +216,7 @@ void Importer::concatIndices(const onnx::NodeProto& n, const std::vector<int64_t
     out[ax] += pd[ax];
   }
   const std::vector<int64_t> sd = stridesOf(d);
-  gather.assign(std::size_t(boundedCount(out, kMoveElements, "an element move")), -1);
+  gather.assign(std::size_t(boundedCount(out, moveLimit_, moveWhat_)), -1);
   for (int64_t e = 0; e < countOf(out); ++e) {
     const std::vector<int64_t> c = coordOf(e, out);
     if (c[ax] < offset || c[ax] >= offset + d[ax]) continue;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """ONNX folding under a budget (issue 44 item 4): models of a few hundred bytes whose constant folding
 or element moves would make 2^40 (Range), 2^30 (ConstantOfShape), an overflowing 2^96 (ConstantOfShape)
-or 2^42 (Expand) elements. `peat save inspect`, `save analyze` and `save run` must each refuse them in
+or 2^42 (Expand) elements, or 40 Concats would double a constant to 2^40 elements. `peat save inspect`, `save analyze` and `save run` must each refuse them in
 one `peat: error:` line naming the node, in under a second of CPU and under 300 MiB (the process and
 its helpers); a fold at the limit (a 2048x2048 ConstantOfShape, a mask's size) is still made.
 
@@ -56,6 +56,11 @@ bombs = [
      [ints("shp", [1 << 32, 1 << 32, 1 << 32])], [1, 4], "ConstantOfShape 'z'"),
     ("expand-2^42", [h.make_node("Expand", ["x", "shp"], ["y"])], [ints("shp", [1 << 20, 1 << 20, 4])],
      [1 << 20, 1 << 20, 4], "Expand"),
+    # each fold under the per-node limits, 40 of them doubling a 1-element constant (audit of
+    # 2026-12-08: 2.1 GB before the 27th was refused): the constants folded in all are bounded
+    ("concat-doubling", [h.make_node("Concat", [f"k{i}", f"k{i}"], [f"k{i + 1}"], axis=0, name=f"cat{i}") for i in range(40)] +
+     [h.make_node("ReduceSum", ["k40"], ["ks"], keepdims=0), h.make_node("Add", ["x", "ks"], ["y"])],
+     [nh.from_array(np.ones(1, np.float32), "k0")], [1, 4], "elements folded already"),
 ]
 x = os.path.join(WORK, "x.npy")
 np.save(x, np.ones((1, 4), np.float32))
