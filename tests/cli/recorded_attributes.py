@@ -71,6 +71,7 @@ cases = [  # attribute, value, whether playback runs (else: one line naming the 
     ("seed", "x", False),
     ("learning_rate", "nan", False),
     ("eval_batches", "1e9", False),
+    ("eval_batches", "999999", False),  # within the attribute's range, but far more than the test set holds
 ]
 for key, value, runs in cases:
     path = variant(f"{key}-{value.strip()}", golden_says(key, value))

@@ -62,6 +62,7 @@ class DataSource {
   virtual ~DataSource() = default;
   virtual Batch train(int64_t iteration, int64_t batch, uint64_t seed) = 0;
   virtual Batch test(int64_t index, int64_t batch) = 0;
+  virtual int64_t testCount() const = 0;  // the test samples (text: the distinct test windows)
   virtual std::string name() const = 0;
 };
 
@@ -102,6 +103,7 @@ class FashionMnistSource final : public DataSource {
     return {normalise(trainPixels_.index_select(0, index)), trainLabels_.index_select(0, index).to(at::kLong)};
   }
 
+  int64_t testCount() const override { return test_->count; }
   Batch test(int64_t index, int64_t batch) override {
     const int64_t lo = (index * batch) % test_->count;
     const int64_t hi = std::min(lo + batch, test_->count);
@@ -139,6 +141,7 @@ class FortunesSource final : public DataSource {
     return windows(offsets);
   }
 
+  int64_t testCount() const override { return tokens_.size(0) - split_ - context_ - 1; }
   Batch test(int64_t index, int64_t batch) override {
     std::vector<int64_t> offsets;
     const int64_t span = tokens_.size(0) - split_ - context_ - 1;
@@ -289,6 +292,7 @@ class UserDataSource final : public DataSource {
     const at::Tensor index = at::tensor(order_.take(iteration, batch, trainX_.size(0), seed), at::kLong);
     return prepare(trainX_.index_select(0, index), trainY_.index_select(0, index));
   }
+  int64_t testCount() const override { return testX_.size(0); }
   Batch test(int64_t index, int64_t batch) override {
     const int64_t n = testX_.size(0);
     const int64_t lo = (index * batch) % n, hi = std::min(lo + batch, n);
@@ -480,6 +484,15 @@ Trainer::Trainer(const TrainOptions& options, ops::Dispatcher& ops) : options_(o
     torch::manual_seed(options_.seed);
     model_ = models::makeModel(options_.model, mo);
   }
+  // an evaluation reads the test set at most once round (the default 8 batches may go round a small
+  // one): a session from elsewhere recording eval_batches=999999 ran for hours
+  const int64_t testBatches = (data_->testCount() + options_.batch - 1) / options_.batch;
+  const int64_t most = std::max<int64_t>(testBatches, TrainOptions().evalBatches);
+  if (options_.evalBatches < 0 || options_.evalBatches > most)
+    throw std::invalid_argument("eval_batches " + std::to_string(options_.evalBatches) + " is not from 0 to " +
+                                std::to_string(most) + ": the data holds " + std::to_string(data_->testCount()) +
+                                " test samples, " + std::to_string(testBatches) + " batches of " +
+                                std::to_string(options_.batch));
   if (options_.learningRate <= 0)
     options_.learningRate = task == models::Task::Text ? 3e-3 : modelFile_ ? 0.01 : 0.05;
   for (const auto& [name, p] : model_->parameters()) {
