@@ -116,7 +116,9 @@ class RunPanel : public QWidget {
   // iteration in flight and mark the run cancelled); `graceMs` >= 0 replaces that grace (closing the
   // window waits longer, so that the command ends its point or iteration and marks its run cancelled)
   void cancel(int graceMs = -1);
-  static constexpr int kCancelGraceMs = 600;
+  // a LeNet profile cancelled after 5 s took 1.5 s to write its iteration in flight and mark the
+  // run cancelled (600 ms, the grace before, killed it: the run showed interrupted)
+  static constexpr int kCancelGraceMs = 5000;
   static constexpr int kRecordCancelGraceMs = 10000;
   QString statusText() const;
   double secondsLeft() const { return estimate_.secondsLeft(); }  // the estimate shown, < 0: none yet

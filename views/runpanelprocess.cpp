@@ -264,12 +264,12 @@ void RunPanel::cancel(int graceMs) {
   cancel_->setEnabled(false);
   status_->setText(pythonRun_ ? tr("Cancelling ... (the script stops at its next Python line; the recorder writes the "
                                    "iteration in flight and closes the session)")
-                              : tr("Cancelling ..."));
+                              : tr("Cancelling ... (the run ends its point or iteration and marks itself cancelled)"));
   const pid_t group = pid_t(process_->processId());
   if (group > 0) ::kill(-group, SIGINT);  // the commands end their run cleanly
-  // A command finishing its point or iteration may take seconds: the session's journal keeps its
-  // last commit whole (docs/architecture.md, Trust), so a kill after a short grace loses only the
-  // work in flight, and Cancel answers within a second.
+  // A command finishing its point or iteration may take seconds (the writer's queue drains): it is
+  // given kCancelGraceMs to mark its run cancelled; the session's journal keeps its last commit
+  // whole (docs/architecture.md, Trust), so the kill after that loses only the work in flight.
   // A Python recording is given longer: the script may be inside a long op, and the recorder marks
   // the run cancelled only once it has written the iteration in flight.
   if (graceMs < 0) graceMs = pythonRun_ ? kRecordCancelGraceMs : kCancelGraceMs;

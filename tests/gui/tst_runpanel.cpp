@@ -168,6 +168,7 @@ class TestRunPanel : public QObject {
   void saveAnalysisAppearsInTheWindow();
   void cancelledCampaignKeepsItsPoints();
   void profileThenPlaybackWithAnalysis();
+  void cancelledProfileIsMarkedCancelled();
   void demoSessionIsMadeThenOpened();
   void recordFormGivesPeatRecord();
   void recordsAScriptIntoTheWindow();
@@ -480,6 +481,26 @@ void TestRunPanel::cancelledCampaignKeepsItsPoints() {
 
 // Training goes through the same panel: a profile, then a playback through bf16 that the panel
 // follows with the analysis of the replayed calls (for the error views).
+// Cancel during a LeNet profile: the run ends its iteration in flight and marks itself cancelled
+// (the walk of 2026-12-08 found it killed after 0.6 s, while its writer still drained, and shown
+// interrupted).
+void TestRunPanel::cancelledProfileIsMarkedCancelled() {
+  RunPanel panel;
+  const QString session = prepare(panel, QStringLiteral("cancelled-profile.h5"), RunPanel::Mode::Profile, QStringLiteral("lenet"));
+  panel.setIterations(5000);
+  QSignalSpy finished(&panel, &RunPanel::finished);
+  QSignalSpy loss(&panel, &RunPanel::liveLoss);
+  QVERIFY(panel.start());
+  QTRY_VERIFY_WITH_TIMEOUT(!loss.isEmpty(), 120000);
+  QTest::qWait(3000);  // recording every call: the writer has a queue to drain
+  panel.cancel();
+  QVERIFY(finished.wait(30000));
+  QVERIFY(finished.at(0).at(1).toString().startsWith(QStringLiteral("Cancelled")));
+  const QJsonArray runs = sessionRuns(session);
+  QCOMPARE(runs.size(), 1);
+  QCOMPARE(runs.at(0)[QStringLiteral("status")].toString(), QStringLiteral("cancelled"));
+}
+
 void TestRunPanel::profileThenPlaybackWithAnalysis() {
   RunPanel panel;
   const QString session = prepare(panel, QStringLiteral("profile.h5"), RunPanel::Mode::Profile, QStringLiteral("mlp"));
