@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "views/historycontroller.h"
 
+#include "views/sessiontreemodel.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QMouseEvent>
@@ -47,6 +49,11 @@ void HistoryController::record() {
   if (navigating_) return;
   const QModelIndex current = tree_->selectionModel()->currentIndex();
   if (!current.isValid() || !tree_->selectionModel()->isSelected(current)) return;
+  // the history is of the calls looked at (and SAVE's layers, its calls): a run or an iteration
+  // selected between two calls is not a step back (the walk of 2026-12-08: Back went to the run)
+  using Kind = SessionTreeModel::NodeKind;
+  const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
+  if (kind != Kind::Call && kind != Kind::SaveLayer) return;
   if (at_ >= 0 && at_ < int(pages_.size()) && pages_[std::size_t(at_)] == current) return;
   pages_.resize(std::size_t(at_ + 1));  // a new page drops the forward history
   pages_.emplace_back(current);

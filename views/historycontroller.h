@@ -18,7 +18,7 @@ class HistoryController : public QObject {
   HistoryController(QTreeView* tree, QObject* parent);
   QAction* backAction() const { return back_; }        // Alt+Left
   QAction* forwardAction() const { return forward_; }  // Alt+Right
-  void record();  // the tree's current item, selected by the user (not by going back or forward)
+  void record();  // the tree's current call or SAVE layer, selected by the user (not by going back or forward)
   bool goBack() { return goTo(at_ - 1); }
   bool goForward() { return goTo(at_ + 1); }
   void clear();

@@ -393,8 +393,9 @@ void TestMainWindow::comparedElementOpensInBitExplorer() {
   QVERIFY(x->blocksText().isEmpty());
 }
 
-// Go > Back and Forward walk the calls selected in the tree, as a browser walks pages; selecting a
-// new call drops the forward history; opening a session starts a new one.
+// Go > Back and Forward walk the calls selected in the tree, as a browser walks pages (the runs and
+// iterations selected between them are no steps); selecting a new call drops the forward history;
+// opening a session starts a new one.
 void TestMainWindow::historyGoesBackAndForward() {
   MainWindow w;
   w.setQuietErrors(true);
@@ -415,6 +416,8 @@ void TestMainWindow::historyGoesBackAndForward() {
   QCOMPARE(back->shortcut(), QKeySequence(Qt::ALT | Qt::Key_Left));
   QVERIFY(!back->isEnabled());
   select(a);
+  select(iteration);  // a run or an iteration between two calls is no step of the history
+  select(w.sessionModel()->index(0, 0));
   select(b);
   QVERIFY(back->isEnabled());
   // the keys themselves, as a user presses them (bound once each: a key bound twice does nothing)
