@@ -375,7 +375,9 @@ bool MainWindow::applyOpenedSession(const OpenedSession& opened) {
   // a run's live curve and campaign stay up when its own session reopens after it, until a selection
   const bool live = live_->shown() && QFileInfo(path) == QFileInfo(runPanel_->sessionPath());
   live_->forget();
-  selection_->reset(tr("Select an analysed call in the session tree: its page opens here"), live);
+  selection_->reset(tr("Select an analysed call in the session tree: its page opens here"), live,
+                    tr("Select a SAVE analysis or one of its layers (under SAVE in the session tree): its bit classes, "
+                       "tiles and map open here"));
   session_.reader = opened.reader;
   session_.summary = std::make_shared<const store::SessionSummary>(summary);
   session_.path = path;

@@ -95,7 +95,7 @@ void SelectionController::itemReadFailed(const QString& why) {  // the page says
   emit pageShown();
 }
 
-void SelectionController::reset(const QString& why, bool keepLive) {
+void SelectionController::reset(const QString& why, bool keepLive, const QString& saveWhy) {
   tellJobs_->cancel();  // the pages' own reads: by their messages below, or dropped
   pages_.curves->dropLoad();
   pages_.save->dropLoads();
@@ -108,7 +108,7 @@ void SelectionController::reset(const QString& why, bool keepLive) {
   pages_.graph->showMessage(why);
   if (keepLive) return;
   pages_.curves->showMessage(why);
-  pages_.save->showMessage(why);
+  pages_.save->showMessage(saveWhy.isEmpty() ? why : saveWhy);
   pages_.central->setCurrentWidget(pages_.overview);
 }
 

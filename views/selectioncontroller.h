@@ -65,7 +65,8 @@ class SelectionController : public QObject {
   // The most telling verdict of the session on the call page; false when no run's calls have verdicts.
   bool showTellingCall();
   // Every page says `why` (keepLive: a run's live curve and campaign stay).
-  void reset(const QString& why, bool keepLive = false);
+  // `saveWhy`: what the SAVE page says instead (its items are SAVE analyses and layers, not calls)
+  void reset(const QString& why, bool keepLive = false, const QString& saveWhy = QString());
   bool loading() const;  // a page is still reading what is selected
   // An op clicked on the graph: its calls (PEAT) or its SAVE layer selected in the tree.
   void selectGraphNode(const modelgraph::ModelGraph& graph, int node);

@@ -110,6 +110,10 @@ void TestMainWindow::opensSessionAndRenders() {
   QCOMPARE(guiThreadReads.load(), 0);
   QCOMPARE(w.verdictModel()->rowCount(), 2);  // the first run's verdicts, read with it
   QCOMPARE(w.sessionModel()->rowCount(), 2);
+  bool saveSaysWhatToSelect = false;  // its items are SAVE analyses and layers, not calls
+  for (const QLabel* l : w.savePanel()->findChildren<QLabel*>())
+    saveSaysWhatToSelect = saveSaysWhatToSelect || l->text().startsWith(QStringLiteral("Select a SAVE analysis or one of its layers"));
+  QVERIFY(saveSaysWhatToSelect);
   QVERIFY(w.windowTitle().startsWith(QStringLiteral("sample.h5")));
   QVERIFY(w.verdictTable());
   QTest::qWait(100);
