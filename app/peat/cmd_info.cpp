@@ -152,6 +152,12 @@ int runInfo(const InfoOptions& o) {
       j.beginObject().field("session", o.path).field("intact", true).field("datasets", v.datasets);
       j.field("bytes", v.bytes).field("without_checksum", v.withoutChecksum).field("incomplete_groups", v.incompleteGroups);
       j.field("read_whole", v.readWhole);
+      // named, so that what no checksum vouches for can be looked at (the first 100 of each)
+      j.key("without_checksum_paths").beginArray();
+      for (const std::string& p : v.withoutChecksumPaths) j.value(p);
+      j.endArray().key("read_whole_paths").beginArray();
+      for (const std::string& p : v.readWholePaths) j.value(p);
+      j.endArray();
       j.key("complete_iterations").beginObject();
       for (std::size_t i = 0; i < s.runs.size(); ++i) j.field(s.runs[i].name, complete[i]);
       j.endObject().endObject();
@@ -161,12 +167,22 @@ int runInfo(const InfoOptions& o) {
     std::printf("verified   %llu datasets (%.1f MiB): %llu checksums match", (unsigned long long)v.datasets,
                 double(v.bytes) / (1 << 20), (unsigned long long)(v.datasets - v.withoutChecksum));
     if (v.withoutChecksum)
-      std::printf("; %llu have none (written by an older peat) and read back", (unsigned long long)v.withoutChecksum);
+      std::printf("; %llu have none (an older peat's, or removed) and read back", (unsigned long long)v.withoutChecksum);
     if (v.readWhole)
       std::printf("; %llu tables and text lists (no checksum) decoded whole", (unsigned long long)v.readWhole);
     if (v.incompleteGroups)
       std::printf("; %llu iteration(s) or checkpoint(s) in flight not checked", (unsigned long long)v.incompleteGroups);
     std::printf("\n");
+    // what no checksum vouches for, named (an edit there is found only if it breaks the encoding)
+    const auto name = [](const char* what, const std::vector<std::string>& paths, uint64_t count) {
+      if (paths.empty()) return;
+      std::printf("  %s:", what);
+      for (std::size_t i = 0; i < paths.size() && i < 5; ++i) std::printf(" %s", paths[i].c_str());  // printable already
+      if (count > 5) std::printf(" and %llu more (--json lists %zu)", (unsigned long long)(count - 5), paths.size());
+      std::printf("\n");
+    };
+    name("without a checksum", v.withoutChecksumPaths, v.withoutChecksum);
+    name("tables and text lists (no checksum)", v.readWholePaths, v.readWhole);
     for (std::size_t i = 0; i < s.runs.size(); ++i)
       std::printf("  %s: %s, %lld complete iterations\n", safe(s.runs[i].name).c_str(), safe(s.runs[i].status).c_str(),
                   (long long)complete[i]);

@@ -230,6 +230,9 @@ int main(int argc, char** argv) {
         std::printf("ok\t%zu\t%llu\t%llu\t%llu\t%llu\t%llu\n", s.runs.size(), (unsigned long long)v.datasets,
                     (unsigned long long)v.bytes, (unsigned long long)v.withoutChecksum,
                     (unsigned long long)v.incompleteGroups, (unsigned long long)v.readWhole);
+        // then the datasets no checksum vouches for, a line each (printable: no tab or newline)
+        for (const std::string& p : v.withoutChecksumPaths) std::printf("without\t%s\n", p.c_str());
+        for (const std::string& p : v.readWholePaths) std::printf("whole\t%s\n", p.c_str());
       } else {
         std::printf("ok\t%zu\n", s.runs.size());
       }

@@ -181,7 +181,16 @@ SessionReader::Verification probeSessionNow(const std::string& path, bool verify
   const int fields = std::sscanf(ok.c_str(), "ok\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu", &runs, &datasets, &bytes, &without,
                                  &incomplete, &whole);
   if (fields != (verify ? 6 : 1)) throw SessionError("the session check answered in an unknown format: " + ok);
-  return {datasets, bytes, without, incomplete, whole};
+  SessionReader::Verification v{datasets, bytes, without, incomplete, whole, {}, {}};
+  // "without\tPATH" and "whole\tPATH" lines after the first
+  for (std::size_t at = ok.find('\n'); at != std::string::npos && at + 1 < ok.size();) {
+    const std::size_t end = std::min(ok.find('\n', at + 1), ok.size());
+    const std::string line = ok.substr(at + 1, end - at - 1);
+    if (line.rfind("without\t", 0) == 0) v.withoutChecksumPaths.push_back(line.substr(8));
+    if (line.rfind("whole\t", 0) == 0) v.readWholePaths.push_back(line.substr(6));
+    at = end < ok.size() ? end : std::string::npos;
+  }
+  return v;
 }
 
 }  // namespace

@@ -268,6 +268,10 @@ class SessionReader {
     uint64_t withoutChecksum = 0;      // read fine, but written before checksums existed
     uint64_t incompleteGroups = 0;     // iterations and checkpoints in flight, not checked
     uint64_t readWhole = 0;            // tables and text (no checksum): every chunk decoded
+    // the paths of those without a checksum (withoutChecksum, then readWhole), the first kNamed,
+    // terminal-safe (util::printable)
+    std::vector<std::string> withoutChecksumPaths, readWholePaths;
+    static constexpr std::size_t kNamed = 100;
   };
   Verification verify() const;
 

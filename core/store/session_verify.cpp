@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/text.h"
 #include "core/store/session.h"
 #include "core/store/session_common.h"
 
@@ -170,10 +171,14 @@ void verifyGroup(const h5::Group& g, bool inIterationsOrCheckpoints, bool writer
         throw h5::Error(h5::kRefused, ds.path(), "holds " + className(cls) + ", not numbers: it is no tensor peat reads");
       decodeEveryChunk(ds);
       ++v.readWhole;
+      if (v.readWholePaths.size() < SessionReader::Verification::kNamed) v.readWholePaths.push_back(util::printable(ds.path()));
       v.bytes += uint64_t(H5Dget_storage_size(ds.id()));
       continue;
     }
-    if (!ds.checksum()) ++v.withoutChecksum;
+    if (!ds.checksum()) {
+      ++v.withoutChecksum;
+      if (v.withoutChecksumPaths.size() < SessionReader::Verification::kNamed) v.withoutChecksumPaths.push_back(util::printable(ds.path()));
+    }
     ds.verify();
     ++v.datasets;
     v.bytes += uint64_t(H5Dget_storage_size(ds.id()));

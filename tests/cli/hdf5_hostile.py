@@ -11,6 +11,7 @@ process of theirs above 1 GiB, and name the tensor or the link; likewise `peat a
 
     hdf5_hostile.py PEAT RECORDED_MLP_SESSION
 """
+import json
 import os
 import shutil
 import subprocess
@@ -270,6 +271,27 @@ for name, change, needle, commands in (
         H.check(rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ") and needle in lines[0] and
                 seconds < 10 and rss < 512,
                 f"{name}: peat {command}: exit {rc} in {seconds:.2f} s, largest process {rss:.0f} MiB: {lines[:2]}")
+
+# what no checksum vouches for is named (audit of 2026-12-08: a tensor whose crc32 was deleted and
+# whose data was changed passed as one of "1 have none", and tables were only counted)
+def checksum_removed(f):
+    ds = f[CALL + "/output"]
+    del ds.attrs["crc32"]
+    data = ds[...]
+    data.flat[0] = 1e30
+    ds[...] = data
+
+
+path = variant("checksum-removed", checksum_removed)
+p = subprocess.run([PEAT, "info", "--verify", path], capture_output=True, text=True, env=ENV)
+named = [l for l in p.stdout.splitlines() if l.startswith("  without a checksum:")]
+H.check(p.returncode == 0 and named == [f"  without a checksum: /{CALL}/output"] and
+        any(l.startswith("  tables and text lists (no checksum): /runs/") for l in p.stdout.splitlines()),
+        f"info --verify names the dataset without a checksum and the tables: {p.stdout.splitlines()[:3]}")
+p = subprocess.run([PEAT, "info", "--verify", "--json", path], capture_output=True, text=True, env=ENV)
+H.check(p.returncode == 0 and json.loads(p.stdout)["without_checksum_paths"] == [f"/{CALL}/output"] and
+        "/runs/golden/tables/curve" in json.loads(p.stdout)["read_whole_paths"],
+        f"info --verify --json lists them: {p.stdout[:300]}")
 
 # a candidate output that is not the golden one's tensor (audit of 2026-12-08: `analyze --session`
 # and `detect --session` read past the golden buffer, or died of SIGSEGV): another call's output, a

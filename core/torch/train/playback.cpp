@@ -453,6 +453,9 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
   if (p.injections.rows() > 0) w.writeTable("injections", p.injections.columns());
   if (!p.kept.empty()) {  // the candidate's outputs, at the same iteration and call paths as the source run
     w.setCallCompression(4);
+    // said first: a run killed while its outputs are written keeps those of its complete
+    // iterations, and analyze reads them (it refused the run as holding none)
+    w.setRunAttribute("stored_outputs", "1");
     int64_t open = -1;
     [[maybe_unused]] int64_t stored = 0;
     for (std::size_t i = 0; i < p.kept.size(); ++i) {
@@ -468,7 +471,6 @@ void writePlaybackRun(const PlaybackOptions& o, const kernels::Kernel& kernel, R
 #endif
     }
     w.endIteration();
-    w.setRunAttribute("stored_outputs", "1");
   }
   if (r.resumedIterations > 0) {
     w.setRunAttribute("resumed_from", std::to_string(r.resumedFrom));
