@@ -93,6 +93,7 @@ void TourController::start() {
     disconnect(*once);
     if (opened) emit ready();
   });
+  demoForTour_ = true;  // the tour's first step chooses the page, not the demo's telling call
   openDemo();
 }
 
@@ -137,7 +138,8 @@ bool TourController::openDemo() {
   if (QFileInfo::exists(path)) {
     lock.reset();
     if (!window_->openSession(path)) return false;
-    window_->showTellingCall();  // the most telling page: an analysed call with its verdict and evidence
+    // the most telling page: an analysed call with its verdict and evidence (a tour shows its own)
+    if (!std::exchange(demoForTour_, false)) window_->showTellingCall();
     return true;
   }
   // made first, under the lock until the last step ends: its telling page once it is open
@@ -152,7 +154,7 @@ bool TourController::openDemo() {
   *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path](const QString& opened, bool ok) {
     if (QFileInfo(opened) != QFileInfo(path)) return;
     disconnect(*once);
-    if (ok) window_->showTellingCall();
+    if (ok && !std::exchange(demoForTour_, false)) window_->showTellingCall();
   });
   window_->showRunPanel();
   window_->statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));

@@ -54,6 +54,7 @@ class TourController : public QObject {
   QString returnTo_, returnItem_;
   std::unique_ptr<QLockFile> makingDemo_;  // held while this window's run panel makes the demo
   QTimer* waitingForDemo_ = nullptr;       // while another window makes it: polls its lock
+  bool demoForTour_ = false;  // the demo opened for the tour: its first step chooses the page
   TourPanel* panel_ = nullptr;
   QDockWidget* dock_ = nullptr;
   MainWindow* window_;

@@ -598,6 +598,21 @@ void TestRunPanel::demoSessionIsMadeThenOpened() {
     QVERIFY(peat::testsupport::selectAndSettle(window, QStringLiteral("bf16/iteration 0")));
     QVERIFY(window.verdictTable()->model()->rowCount() > 0);  // the analysis of the bf16 replay
   }
+  {  // F1 at first start (no session open): the demo opens for the tour, whose first step chooses
+     // its page (the walk of 2026-12-08 found the demo's telling call shown over steps 1 and 2)
+    peat::views::MainWindow fresh;
+    fresh.setQuietErrors(true);
+    fresh.show();
+    fresh.startTour();
+    QTRY_VERIFY_WITH_TIMEOUT(fresh.sessionPath() == path && fresh.tourPanel(), 30000);
+    QVERIFY(peat::testsupport::settle(fresh));
+    auto* pages = qobject_cast<QTabWidget*>(fresh.centralWidget());
+    QCOMPARE(fresh.tourPanel()->step(), 0);
+    QCOMPARE(pages->currentWidget(), static_cast<QWidget*>(fresh.curvePanel()));
+    QVERIFY(fresh.tourPanel()->next());
+    QVERIFY(peat::testsupport::settle(fresh));
+    QVERIFY(qobject_cast<peat::views::OverviewPanel*>(pages->currentWidget()));
+  }
   peat::views::MainWindow again;
   again.setQuietErrors(true);
   again.show();
