@@ -348,6 +348,8 @@ SessionAnalysis analyzeSession(const std::string& session, const std::string& ru
     if (!cand.attributes.count("source_run") || !cand.attributes.count("stored_outputs"))
       throw std::invalid_argument("run '" + run + "' holds no candidate outputs: make it with peat playback --store-outputs");
     out.sourceRun = cand.attributes.at("source_run");
+    if (out.sourceRun == run)  // a session from elsewhere: compared with itself, every call would match
+      throw std::invalid_argument("run '" + util::printable(run) + "' names itself as the run it replays (source_run)");
     const store::RunInfo& source = findRun(s, out.sourceRun);
     if (!name.empty())
       for (const store::RunInfo& r : s.runs)

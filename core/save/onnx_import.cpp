@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <stdexcept>
 #include <cstring>
 #include <sstream>
 
@@ -49,7 +50,15 @@ Graph Importer::mapped() {
       readers_[in].push_back(&n);
     }
   for (const auto& out : graph.output()) ++consumers_[out.name()];
-  for (const onnx::NodeProto& n : graph.node()) node(n);
+  for (const onnx::NodeProto& n : graph.node()) {
+    try {
+      node(n);
+    } catch (const std::logic_error& e) {
+      // an index past its bounds in a file from someone else (a Slice's axes=[99], a Transpose's
+      // perm=[5,5], a Split into negative sizes): the node named, not the library's bare words
+      refuse(n, std::string("has an axis, permutation or size out of range (") + e.what() + ")");
+    }
+  }
   if (!unsupported_.empty()) {
     std::string list;
     for (const std::string& u : unsupported_) list += (list.empty() ? "" : "; ") + u;

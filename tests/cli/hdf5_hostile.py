@@ -293,6 +293,13 @@ H.check(p.returncode == 0 and json.loads(p.stdout)["without_checksum_paths"] == 
         "/runs/golden/tables/curve" in json.loads(p.stdout)["read_whole_paths"],
         f"info --verify --json lists them: {p.stdout[:300]}")
 
+# a candidate run that names itself as its source: compared with itself it matched exactly
+path = variant("source-itself", lambda f: f["runs/fresh"].attrs.__setitem__("source_run", "fresh"))
+for command in ("analyze", "detect"):
+    rc, lines, seconds, rss = measured([command, "--session", path, "--run", "fresh"])
+    H.check(rc == 1 and lines == ["peat: error: run 'fresh' names itself as the run it replays (source_run)"],
+            f"a run replaying itself: peat {command} --session: exit {rc}: {lines[:2]}")
+
 # a candidate output that is not the golden one's tensor (audit of 2026-12-08: `analyze --session`
 # and `detect --session` read past the golden buffer, or died of SIGSEGV): another call's output, a
 # row more of the same rank, the golden output transposed; each refused naming both shapes

@@ -74,6 +74,18 @@ for name, nodes, inits, out_shape, needle in bombs:
                 f"{name}: peat {args[0]} {args[1]}: exit {rc} in {seconds:.2f} s ({cpu:.2f} s CPU), largest process "
                 f"{rss:.0f} MiB: {lines[:2]}")
 
+# indices past their bounds (audit of 2026-12-08: the library's bare "vector::_M_range_check" line,
+# naming neither the model nor the node): the node named
+for name, nodes, inits, needle in (
+        ("slice-axis-99", [h.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="sl")],
+         [ints("st", [0]), ints("en", [2]), ints("ax", [99])], "Slice 'sl': has an axis, permutation or size out of range"),
+        ("transpose-perm-5-5", [h.make_node("Transpose", ["x"], ["y"], perm=[5, 5], name="tr")], [],
+         "Transpose 'tr': has an axis, permutation or size out of range")):
+    path = model(name, nodes, inits, [1, 4])
+    rc, _, lines, seconds, cpu, rss = peattest.measured(PEAT, ["save", "inspect", "-m", path], ENV)
+    H.check(rc == 1 and len(lines) == 1 and lines[0].startswith("peat: error: ONNX model ") and needle in lines[0],
+            f"{name}: peat save inspect: exit {rc}: {lines[:2]}")
+
 # at the limit: a 2048x2048 constant is folded (then refused for its shape, not for its size)
 path = model("constantofshape-2^22", [h.make_node("ConstantOfShape", ["shp"], ["z"], value=ONE),
                                       h.make_node("Add", ["x", "z"], ["y"])], [ints("shp", [2048, 2048])], [2048, 2048],)
