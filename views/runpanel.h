@@ -111,14 +111,17 @@ class RunPanel : public QWidget {
   bool running() const;
   bool writesSession() const;  // the run going (or the form, when idle) writes the session file
   bool start();  // false (and finished(false, reason)) when the form is incomplete or a run is going
-  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs (a Python recording:
+  // SIGINT, then SIGKILL if the run has not ended within kCancelGraceMs (training and replay:
+  // kTrainCancelGraceMs; a Python recording:
   // kRecordCancelGraceMs, for the script to reach its next Python line and the recorder to write the
   // iteration in flight and mark the run cancelled); `graceMs` >= 0 replaces that grace (closing the
   // window waits longer, so that the command ends its point or iteration and marks its run cancelled)
   void cancel(int graceMs = -1);
-  // a LeNet profile cancelled after 5 s took 1.5 s to write its iteration in flight and mark the
-  // run cancelled (600 ms, the grace before, killed it: the run showed interrupted)
-  static constexpr int kCancelGraceMs = 5000;
+  static constexpr int kCancelGraceMs = 600;  // SAVE's commands: a campaign keeps its finished points
+  // training and replay (profile, playback, runtime FI): a LeNet profile cancelled mid-run took
+  // 1.2-1.5 s to write its iteration in flight and mark its run cancelled (killed after 600 ms on a
+  // loaded machine, it showed interrupted)
+  static constexpr int kTrainCancelGraceMs = 5000;
   static constexpr int kRecordCancelGraceMs = 10000;
   QString statusText() const;
   double secondsLeft() const { return estimate_.secondsLeft(); }  // the estimate shown, < 0: none yet

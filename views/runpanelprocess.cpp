@@ -267,12 +267,16 @@ void RunPanel::cancel(int graceMs) {
                               : tr("Cancelling ... (the run ends its point or iteration and marks itself cancelled)"));
   const pid_t group = pid_t(process_->processId());
   if (group > 0) ::kill(-group, SIGINT);  // the commands end their run cleanly
-  // A command finishing its point or iteration may take seconds (the writer's queue drains): it is
-  // given kCancelGraceMs to mark its run cancelled; the session's journal keeps its last commit
-  // whole (docs/architecture.md, Trust), so the kill after that loses only the work in flight.
+  // A command finishing its point or iteration may take seconds: a training or replay run is given
+  // kTrainCancelGraceMs to mark its run cancelled, SAVE's commands kCancelGraceMs (a campaign keeps
+  // its finished points); the session's journal keeps its last commit whole (docs/architecture.md,
+  // Trust), so the kill after that loses only the work in flight.
   // A Python recording is given longer: the script may be inside a long op, and the recorder marks
   // the run cancelled only once it has written the iteration in flight.
-  if (graceMs < 0) graceMs = pythonRun_ ? kRecordCancelGraceMs : kCancelGraceMs;
+  if (graceMs < 0)
+    graceMs = pythonRun_                                                     ? kRecordCancelGraceMs
+              : process_->arguments().value(0) == QLatin1String("save") ? kCancelGraceMs
+                                                                         : kTrainCancelGraceMs;
   QTimer::singleShot(graceMs, process_, [this, group] {
     if (!running()) return;
     killed_ = true;
