@@ -49,11 +49,15 @@ void HistoryController::record() {
   if (navigating_) return;
   const QModelIndex current = tree_->selectionModel()->currentIndex();
   if (!current.isValid() || !tree_->selectionModel()->isSelected(current)) return;
-  // the history is of the calls looked at (and SAVE's layers, its calls): a run or an iteration
-  // selected between two calls is not a step back (the walk of 2026-12-08: Back went to the run)
+  // the history is of the calls looked at (and SAVE's results and layers): a run or an iteration
+  // selected between two calls is not a step of it (the walk of 2026-12-08: Back went to the run);
+  // from one, Back returns to the call left
   using Kind = SessionTreeModel::NodeKind;
   const auto kind = Kind(current.data(SessionTreeModel::KindRole).toInt());
-  if (kind != Kind::Call && kind != Kind::SaveLayer) return;
+  if (kind != Kind::Call && kind != Kind::SaveLayer && kind != Kind::SaveResult) {
+    updateActions();  // away from the history's entry: Back returns to it
+    return;
+  }
   if (at_ >= 0 && at_ < int(pages_.size()) && pages_[std::size_t(at_)] == current) return;
   pages_.resize(std::size_t(at_ + 1));  // a new page drops the forward history
   pages_.emplace_back(current);
@@ -80,8 +84,14 @@ bool HistoryController::goTo(int position) {
   return true;
 }
 
+bool HistoryController::onEntry() const {
+  return at_ >= 0 && at_ < int(pages_.size()) && pages_[std::size_t(at_)] == tree_->selectionModel()->currentIndex();
+}
+
+bool HistoryController::goBack() { return goTo(onEntry() ? at_ - 1 : at_); }
+
 void HistoryController::updateActions() {
-  back_->setEnabled(at_ > 0);
+  back_->setEnabled(at_ > 0 || (at_ == 0 && !onEntry()));
   forward_->setEnabled(at_ + 1 < int(pages_.size()));
 }
 

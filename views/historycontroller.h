@@ -18,8 +18,8 @@ class HistoryController : public QObject {
   HistoryController(QTreeView* tree, QObject* parent);
   QAction* backAction() const { return back_; }        // Alt+Left
   QAction* forwardAction() const { return forward_; }  // Alt+Right
-  void record();  // the tree's current call or SAVE layer, selected by the user (not by going back or forward)
-  bool goBack() { return goTo(at_ - 1); }
+  void record();  // the tree's current call or SAVE item, selected by the user (not by going back or forward)
+  bool goBack();  // the previous entry, or the entry left for a page that is none (a run)
   bool goForward() { return goTo(at_ + 1); }
   void clear();
 
@@ -29,6 +29,7 @@ class HistoryController : public QObject {
 
  private:
   bool goTo(int position);
+  bool onEntry() const;  // the tree shows the history's current entry
   void updateActions();
 
   QTreeView* tree_;

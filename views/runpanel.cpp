@@ -370,7 +370,7 @@ RunPanel::RunPanel(QWidget* parent) : QWidget(parent), process_(new QProcess(thi
 }
 
 // Narrow enough for a dock beside the pages at 1024 x 700: labels above their fields where the
-// panel is too narrow for them beside (resizeEvent), boxes that shorten their text (their items whole in the list), and each field's
+// panel is too narrow for them beside (fitRows), boxes that shorten their text (their items whole in the list), and each field's
 // placeholder also its tooltip (a placeholder is cut where the field is narrow).
 void RunPanel::fitNarrowDock() {
   layout()->setContentsMargins(4, 4, 4, 4);
@@ -388,9 +388,25 @@ void RunPanel::fitNarrowDock() {
 // Each label beside its field where the dock is wide enough for that, else above it (a dock at
 // 1024 x 700). (Qt's WrapLongRows, which wraps only the long rows, gave a row made visible again
 // no height: tst_runpanel.fitsANarrowDock.)
+// The room is the scroll area's viewport where the panel sits in one (a scroll area never makes the
+// panel narrower than the side-by-side form needs, so its own width cannot say that the dock shrank).
 void RunPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  const auto policy = width() >= besideWidth_ ? QFormLayout::DontWrapRows : QFormLayout::WrapAllRows;
+  QWidget* room = parentWidget();
+  if (room && !room->property("peatRunPanelWatched").toBool()) {
+    room->setProperty("peatRunPanelWatched", true);
+    room->installEventFilter(this);
+  }
+  fitRows(room ? room->width() : width());
+}
+
+bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == parentWidget() && event->type() == QEvent::Resize) fitRows(parentWidget()->width());
+  return QWidget::eventFilter(watched, event);
+}
+
+void RunPanel::fitRows(int room) {
+  const auto policy = room >= besideWidth_ ? QFormLayout::DontWrapRows : QFormLayout::WrapAllRows;
   if (policy != form_->rowWrapPolicy()) form_->setRowWrapPolicy(policy);
 }
 

@@ -141,9 +141,11 @@ class RunPanel : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;  // the scroll area's viewport resized
 
  private:
   void fitNarrowDock();  // once, at the end of the constructor
+  void fitRows(int room);  // labels beside their fields where `room` holds them, else above
   void updateFields();  // on a mode change: rows, and SAVE's models
   void updateRows();    // which rows the mode and the model show
   void readOutput();

@@ -278,7 +278,8 @@ void RunPanel::cancel(int graceMs) {
               : process_->arguments().value(0) == QLatin1String("save") ? kCancelGraceMs
                                                                          : kTrainCancelGraceMs;
   QTimer::singleShot(graceMs, process_, [this, group] {
-    if (!running()) return;
+    // the run cancelled, not one started since it ended (the grace is seconds long)
+    if (!running() || pid_t(process_->processId()) != group) return;
     killed_ = true;
     if (group > 0) ::kill(-group, SIGKILL);
     process_->kill();

@@ -93,8 +93,7 @@ void TourController::start() {
     disconnect(*once);
     if (opened) emit ready();
   });
-  demoForTour_ = true;  // the tour's first step chooses the page, not the demo's telling call
-  openDemo();
+  openDemo(true);  // the tour's first step chooses the page, not the demo's telling call
 }
 
 void TourController::returnToSession() {
@@ -110,7 +109,7 @@ void TourController::returnToSession() {
   window_->startOpeningSession(path);
 }
 
-bool TourController::openDemo() {
+bool TourController::openDemo(bool forTour) {
   const QString path = demoPath();
   QDir().mkpath(QFileInfo(path).absolutePath());
   // One window makes the demo; another started meanwhile (two --demo at once) waits for it instead
@@ -127,9 +126,10 @@ bool TourController::openDemo() {
         if (!free.tryLock(0)) return;
         free.unlock();
         waitingForDemo_->stop();
-        openDemo();
+        openDemo(waitingForTour_);
       });
     }
+    waitingForTour_ = forTour;
     waitingForDemo_->start();
     window_->statusBar()->showMessage(
         tr("Another PEAT Workbench window is making the demo session: it opens here when it is made (%1)").arg(path));
@@ -139,7 +139,7 @@ bool TourController::openDemo() {
     lock.reset();
     if (!window_->openSession(path)) return false;
     // the most telling page: an analysed call with its verdict and evidence (a tour shows its own)
-    if (!std::exchange(demoForTour_, false)) window_->showTellingCall();
+    if (!forTour) window_->showTellingCall();
     return true;
   }
   // made first, under the lock until the last step ends: its telling page once it is open
@@ -151,10 +151,10 @@ bool TourController::openDemo() {
     makingDemo_.reset();
   });
   auto once = std::make_shared<QMetaObject::Connection>();
-  *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path](const QString& opened, bool ok) {
+  *once = connect(window_, &MainWindow::sessionOpenEnded, this, [this, once, path, forTour](const QString& opened, bool ok) {
     if (QFileInfo(opened) != QFileInfo(path)) return;
     disconnect(*once);
-    if (ok && !std::exchange(demoForTour_, false)) window_->showTellingCall();
+    if (ok && !forTour) window_->showTellingCall();
   });
   window_->showRunPanel();
   window_->statusBar()->showMessage(tr("Making the demo session (about 10 s): %1").arg(path));

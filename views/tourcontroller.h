@@ -30,7 +30,7 @@ class TourController : public QObject {
   // Opens the demo session on its most telling page, making it first when it is missing (or, when
   // another window is making it, opening it once that one is done); false only when an existing one
   // does not open.
-  bool openDemo();
+  bool openDemo(bool forTour = false);  // forTour: the tour's first step chooses the page, not the telling call
   std::vector<TourPanel::Step> steps();
   // The Tour dock (made on first use, beside the Devices dock), at the first step.
   void show();
@@ -54,7 +54,7 @@ class TourController : public QObject {
   QString returnTo_, returnItem_;
   std::unique_ptr<QLockFile> makingDemo_;  // held while this window's run panel makes the demo
   QTimer* waitingForDemo_ = nullptr;       // while another window makes it: polls its lock
-  bool demoForTour_ = false;  // the demo opened for the tour: its first step chooses the page
+  bool waitingForTour_ = false;  // the demo waited for (another window makes it) is for the tour
   TourPanel* panel_ = nullptr;
   QDockWidget* dock_ = nullptr;
   MainWindow* window_;

@@ -34,7 +34,8 @@ HWY_INLINE V Fma(D d, V k, V x, V a) {
 
 // The register block: kRows output channels by two vectors of positions (2 kRows accumulators,
 // with the two position vectors and a broadcast weight: 27 of AVX-512's 32 registers, 15 of AVX2's
-// 16). Twelve rows on AVX-512 ran the GEMM 8-10% faster than eight (fewer loads per multiply-add).
+// 16). Twelve rows on AVX-512 ran the GEMM 6-13% faster than eight on ResNet's convolution shapes
+// (fewer loads per multiply-add; docs/benchmarks.md).
 #if HWY_TARGET <= HWY_AVX3
 constexpr int64_t kRows = 12;
 #else

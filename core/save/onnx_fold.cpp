@@ -89,7 +89,8 @@ bool Importer::fold(const onnx::NodeProto& n) {
   folded_ += countOf(folded->dims);
   if (folded_ > foldBudget_)
     throw SaveError("constants folded at import of more than " + std::to_string(foldBudget_) +
-                    " elements in all (8388608 beyond the initializers' own), the most SAVE makes at import");
+                    " elements in all (" + std::to_string(kFoldTotal) +
+                    " beyond the initializers' own), the most SAVE makes at import");
   constants_[n.output(0)] = std::move(*folded);
   return true;
 }

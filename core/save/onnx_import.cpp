@@ -42,7 +42,10 @@ Graph Importer::mapped() {
   if (replacements_) replace();
   for (const onnx::NodeProto& n : graph.node())  // Constant nodes first: patterns look ahead at them
     if (n.op_type() == "Constant" && n.output_size() == 1)
-      if (const auto* a = attribute(n, "value"); a && a->has_t()) constants_[n.output(0)] = decode(a->t(), "constant");
+      if (const auto* a = attribute(n, "value"); a && a->has_t()) {
+        constants_[n.output(0)] = decode(a->t(), "constant");
+        foldBudget_ += countOf(constants_[n.output(0)].dims);  // weights stored as Constant nodes count as initializers
+      }
   input();
   for (const onnx::NodeProto& n : graph.node())
     for (const auto& in : n.input()) {

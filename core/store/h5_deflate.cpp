@@ -36,12 +36,16 @@ std::size_t boundedDeflate(unsigned flags, std::size_t count, const unsigned val
       return 0;
     }
     int status = Z_OK;
+    bool pastCap = false;
     while (status != Z_STREAM_END) {
       status = inflate(&z, Z_NO_FLUSH);
       if (status == Z_STREAM_END) break;
       if ((status != Z_OK && status != Z_BUF_ERROR) || (status == Z_BUF_ERROR && z.avail_out != 0)) break;  // damaged, or cut short
       if (z.avail_out == 0) {
-        if (room >= kMaxChunkBytes) break;  // inflates past any chunk a session may declare
+        if (room >= kMaxChunkBytes) {  // inflates past any chunk a session may declare
+          pastCap = true;
+          break;
+        }
         const std::size_t grown = std::min<std::size_t>(2 * room, kMaxChunkBytes);
         auto* larger = static_cast<unsigned char*>(std::realloc(out, grown));
         if (!larger) break;
@@ -56,7 +60,7 @@ std::size_t boundedDeflate(unsigned flags, std::size_t count, const unsigned val
       std::free(out);
       // the innermost message of the failed read (h5::Error names the dataset)
       H5Epush2(H5E_DEFAULT, __FILE__, __func__, __LINE__, H5E_ERR_CLS, H5E_PLINE, H5E_CANTFILTER,
-               room >= kMaxChunkBytes ? "a deflated chunk inflates past 64 MiB, more than any chunk may hold"
+               pastCap ? "a deflated chunk inflates past 64 MiB, more than any chunk may hold"
                                       : "a deflated chunk is damaged");
       return 0;
     }

@@ -450,6 +450,10 @@ void TestMainWindow::historyGoesBackAndForward() {
   QVERIFY(!w.goForward());
   QVERIFY(w.goBack());
   QCOMPARE(tree->selectionModel()->currentIndex(), a);
+  select(iteration);  // from a page that is no entry, Back returns to the call left
+  QVERIFY(back->isEnabled());
+  QVERIFY(w.goBack());
+  QCOMPARE(tree->selectionModel()->currentIndex(), a);
   QVERIFY(w.openSession(sample_));
   QVERIFY(!w.goBack() && !w.goForward());
 }

@@ -148,6 +148,9 @@ void TestRunPanel::fitsANarrowDock() {
   dock.resize(700, 700);  // wide: beside it, the form still whole
   QTRY_COMPARE(form->rowWrapPolicy(), QFormLayout::DontWrapRows);
   QTRY_VERIFY2(!dock.horizontalScrollBar()->isVisible() && squeezed(panel).isEmpty(), qPrintable(squeezed(panel).join(QStringLiteral("; "))));
+  dock.resize(200, 700);  // and narrow again: above once more, no sideways scrolling
+  QTRY_COMPARE(form->rowWrapPolicy(), QFormLayout::WrapAllRows);
+  QTRY_VERIFY(!dock.horizontalScrollBar()->isVisible());
 }
 
 // The run panel's models and kernels are the catalog's (core/catalog): every zoo model; every

@@ -195,7 +195,8 @@ void TestSaveRanges::engineKernelsKeepTheScalarBits() {
   b.conv("dw.s3k5", x, 6, 5, 3, 2, true, 6);
   b.conv("dw.wide", x, 6, 2, 2, 3, true, 6);
   b.conv("dw.k7", x, 12, 7, 1, 3, true, 6);  // two output channels per input channel: the GEMM
-  b.conv("gemm.rows", x, 37, 3, 1, 1, true);   // whole register blocks of rows and a block of the rest
+  b.conv("gemm.rows", x, 43, 3, 1, 1, true);   // whole register blocks of rows and a block of the rest
+  b.conv("gemm.rows2", x, 46, 1, 1, 0, false);  // (7 or 1 left, 10 or 4: 12 rows on AVX-512, 6 on AVX2)
   const int relu = b.relu("relu", x), clip = b.clip("clip", x, -0.0f, 0.5f), bn = b.batchNorm("bn", x);
   b.addNodes("add", x, clip);
   b.mul("mul", x, bn);
