@@ -163,6 +163,7 @@ class RunPanel : public QWidget {
 
   QFormLayout* form_;
   int besideWidth_ = 0;  // the width the form needs with each label beside its field
+  QWidget* watched_ = nullptr;  // the scroll area's viewport the panel sits in (fitRows' room)
   QComboBox *mode_, *model_, *kernel_, *op_, *recordOps_, *device_;
   QSpinBox *iterations_, *seed_, *every_, *images_;
   QComboBox* basis_;

@@ -77,13 +77,11 @@ bool Importer::fold(const onnx::NodeProto& n) {
     moveLimit_ = std::min(kMoveElements, std::max<int64_t>(foldBudget_ - folded_, 0));
     moveWhat_ = "a constant folded from " + op + " (" + std::to_string(folded_) + " elements folded already, " +
                 std::to_string(foldBudget_) + " in all at most)";
-    try {
-      folded = (this->*(it == folders.end() ? &Importer::foldMove : it->second))(n, in);
-    } catch (...) {
-      moveLimit_ = kMoveElements, moveWhat_ = "an element move";
-      throw;
-    }
-    moveLimit_ = kMoveElements, moveWhat_ = "an element move";
+    struct Restore {  // the activations' moves keep their own limit, however the fold ends
+      Importer& i;
+      ~Restore() { i.moveLimit_ = kMoveElements, i.moveWhat_ = "an element move"; }
+    } restore{*this};
+    folded = (this->*(it == folders.end() ? &Importer::foldMove : it->second))(n, in);
   }
   if (!folded) return false;
   folded_ += countOf(folded->dims);

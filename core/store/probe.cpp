@@ -14,6 +14,7 @@
 #include <ctime>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -183,12 +184,12 @@ SessionReader::Verification probeSessionNow(const std::string& path, bool verify
   if (fields != (verify ? 6 : 1)) throw SessionError("the session check answered in an unknown format: " + ok);
   SessionReader::Verification v{datasets, bytes, without, incomplete, whole, {}, {}};
   // "without\tPATH" and "whole\tPATH" lines after the first
-  for (std::size_t at = ok.find('\n'); at != std::string::npos && at + 1 < ok.size();) {
-    const std::size_t end = std::min(ok.find('\n', at + 1), ok.size());
-    const std::string line = ok.substr(at + 1, end - at - 1);
+  std::istringstream lines(ok);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
     if (line.rfind("without\t", 0) == 0) v.withoutChecksumPaths.push_back(line.substr(8));
     if (line.rfind("whole\t", 0) == 0) v.readWholePaths.push_back(line.substr(6));
-    at = end < ok.size() ? end : std::string::npos;
   }
   return v;
 }
